@@ -1,0 +1,3 @@
+from zymi_tui.cli import main
+
+raise SystemExit(main())

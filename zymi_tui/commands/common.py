@@ -1,0 +1,84 @@
+"""What every subcommand shares: error reporting, exit codes, the STORE argument, asyncio."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from rich.console import Console
+
+from zymi_tui.events.store import StoreError
+
+T = TypeVar("T")
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class CommandError(Exception):
+    """A failure the user can act on: printed as one line on stderr, exit code `code`."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def fail(message: str) -> None:
+    err.print(f"[bold red]zymi-tui: error:[/] {message}", markup=True, highlight=False)
+
+
+def warn(message: str) -> None:
+    err.print(f"[yellow]zymi-tui: warning:[/] {message}", markup=True, highlight=False)
+
+
+def run_async(coro: Awaitable[T]) -> T:
+    async def main() -> T:
+        return await coro
+
+    return asyncio.run(main())
+
+
+def add_store_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "store",
+        nargs="?",
+        metavar="STORE",
+        help="a .db file, a project folder (its .zymi/events.db or project.yml `store:`), "
+        "or a postgres:// URL; default: the current folder",
+    )
+    p.add_argument("-d", "--dir", dest="dir", metavar="DIR", help="project folder (zymi's flag; same as STORE)")
+
+
+def store_arg(args: argparse.Namespace) -> str | None:
+    value: str | None = args.store or args.dir
+    return value
+
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def guarded(handler: Handler) -> Handler:
+    """Turn store errors and command errors into one line on stderr and an exit code."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except StoreError as e:
+            fail(str(e))
+            return EXIT_USAGE
+        except CommandError as e:
+            fail(str(e))
+            return e.code
+        except BrokenPipeError:
+            sys.stderr.close()
+            return EXIT_OK
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            return 130
+
+    return run

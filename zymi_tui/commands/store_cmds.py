@@ -1,0 +1,225 @@
+"""`zymi-tui events`, `runs` and `verify`: zymi's readers, read-only and never fatal on one bad row."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+
+from rich.markup import escape
+from rich.table import Table
+
+from zymi_tui.events.describe import describe
+from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
+from zymi_tui.events.runs import list_runs
+from zymi_tui.events.store import EventReader, open_reader, step_of
+from zymi_tui.events.tail import tail
+from zymi_tui.events.verify import verify_store
+
+from .common import EXIT_FAIL, EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg, warn
+
+STYLE = {
+    "success": "green", "failure": "red", "warning": "yellow", "info": "cyan",
+    "highlight": "magenta", "dim": "bright_black", "default": "",
+}  # fmt: skip
+PAGE = 2000
+
+
+def report_problems(reader: EventReader) -> None:
+    for bad in reader.problems:
+        warn(f"{reader.label}: skipped unreadable {bad.describe()}")
+
+
+def _kind_tag(value: str) -> str:
+    tag = value if value in KIND_BY_TAG else snake_tag(value) if value in KNOWN_KINDS else value
+    if tag not in KIND_BY_TAG:
+        raise CommandError(f"unknown kind `{value}`; known kinds: {', '.join(sorted(KIND_BY_TAG))}")
+    return tag
+
+
+def _print_human(se: StoredEvent, run_stream: str | None) -> None:
+    ev = se.event
+    line = describe(ev)
+    t = datetime.fromtimestamp(ev.timestamp_ns / 1e9).strftime("%H:%M:%S.%f")[:-3]
+    where = f"[{step}] " if run_stream and (step := step_of(ev.stream_id)) else ""
+    if not run_stream:
+        where = f"{escape(ev.stream_id)} "
+    style = STYLE[line.style]
+    icon = f"[{style}]{line.icon}[/]" if style else line.icon
+    out.print(
+        f"[bright_black]#{se.global_id:<6}[/] {t} {'  ' * line.indent}{icon} {escape(where)}"
+        f"[bold]{escape(line.label)}[/] [bright_black]seq {ev.sequence}[/]  {escape(line.detail)}"
+    )
+
+
+async def _events(args: argparse.Namespace) -> int:
+    reader = await open_reader(store_arg(args))
+    try:
+        tag = _kind_tag(args.kind) if args.kind else None
+        limit = None if args.all else args.limit
+        cursor = 0
+        shown = 0
+        if not args.raw and not args.follow:
+            total = await reader.count()
+            scope = f"stream {args.stream} and its step streams" if args.stream else "all streams"
+            out.print(f"[bold]{escape(reader.label)}[/]: {total} event(s); {scope}"
+                      + ("" if limit is None else f", first {limit}"))  # fmt: skip
+        while limit is None or shown < limit:
+            want = PAGE if limit is None else min(PAGE, limit - shown)
+            if tag:
+                page = await reader.read_kind_page(tag, stream_id=args.stream, after_global_id=cursor, limit=want)
+                last = page[-1].global_id if page else cursor
+                scanned = len(page)
+            elif args.stream:
+                page = await reader.read_stream(args.stream, include_steps=True, after_global_id=cursor, limit=want)
+                last = page[-1].global_id if page else cursor
+                scanned = len(page)
+            else:
+                p = await reader.read_after(cursor, want)
+                page, last, scanned = p.events, p.last_global_id, p.rows_scanned
+            for se in page:
+                _emit(se, args)
+            shown += len(page)
+            cursor = last
+            if scanned < want:
+                break
+        if args.follow:
+            cursor = max(cursor, await reader.max_global_id()) if limit is not None else cursor
+            async for batch in tail(reader, cursor, poll_s=args.poll_ms / 1000):
+                for se in batch:
+                    if _matches(se, args.stream, tag):
+                        _emit(se, args)
+                sys.stdout.flush()
+                report_problems(reader)
+                reader.problems.clear()
+        elif shown == 0 and not args.raw:
+            out.print("No events.")
+        report_problems(reader)
+        return EXIT_OK
+    finally:
+        await reader.close()
+
+
+def _matches(se: StoredEvent, stream: str | None, tag: str | None) -> bool:
+    ev = se.event
+    if tag and ev.tag != tag:
+        return False
+    return not stream or ev.stream_id == stream or ev.stream_id.startswith(stream + ":step:")
+
+
+def _emit(se: StoredEvent, args: argparse.Namespace) -> None:
+    if args.raw:
+        sys.stdout.write(json.dumps(se.event.raw_envelope(), ensure_ascii=False, separators=(",", ":")) + "\n")
+    else:
+        _print_human(se, args.stream)
+
+
+async def _runs(args: argparse.Namespace) -> int:
+    reader = await open_reader(store_arg(args))
+    try:
+        runs = await list_runs(reader, turns=args.turns)
+    finally:
+        await reader.close()
+    if args.pipeline:
+        runs = [r for r in runs if r.pipeline == args.pipeline]
+    runs = runs[: args.limit] if args.limit else runs
+    if args.raw:
+        for r in runs:
+            obj = r.zymi_raw()
+            if args.turns:
+                obj |= {"turn": r.turn, "correlation_id": r.correlation_id}
+            sys.stdout.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+        return EXIT_OK
+    if not runs:
+        out.print("No runs recorded yet.")
+        return EXIT_OK
+    table = Table(title=f"{len(runs)} run(s){' (one row per chat turn)' if args.turns else ''}", box=None)
+    for col in ("status", "stream", "turn", "pipeline", "started", "duration", "prompt"):
+        table.add_column(
+            col,
+            overflow="fold" if col in ("stream", "prompt") else "ellipsis",
+            no_wrap=col != "stream",
+            min_width=len(col),
+        )
+    for r in runs:
+        colour = {"ok": "green", "running": "yellow"}.get(r.status, "red")
+        started = datetime.fromtimestamp(r.started_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+        dur = "—" if r.duration_ms is None else f"{r.duration_ms / 1000:.3f}s"
+        turn = f"{r.turn}/{r.turns_on_stream}" if args.turns else str(r.turns_on_stream)
+        fork = f" ↩ {r.fork.parent_stream_id}:{r.fork.fork_at_step}" if r.fork else ""
+        table.add_row(f"[{colour}]{r.glyph} {r.status}[/]", escape(r.stream_id + fork), turn, escape(r.pipeline),
+                      started, dur, escape(r.prompt))  # fmt: skip
+    out.print(table)
+    return EXIT_OK
+
+
+async def _verify(args: argparse.Namespace) -> int:
+    reader = await open_reader(store_arg(args))
+    try:
+        verdicts = await verify_store(reader, args.stream)
+    finally:
+        await reader.close()
+    broken = [v for v in verdicts if not v.ok]
+    total = sum(v.verified for v in verdicts)
+    legacy = sum(v.legacy for v in verdicts)
+    for v in verdicts:
+        if v.ok:
+            if args.verbose:
+                extra = f" ({v.legacy} legacy, pre-hash — exempt)" if v.legacy else ""
+                out.print(f"  [green]✓[/] {escape(v.stream_id)}: {v.verified}/{v.rows} events OK{extra}")
+        else:
+            problem = escape(v.problem or "")
+            out.print(f"  [red]✗ {escape(v.stream_id)}[/]: BROKEN at sequence {v.bad_sequence} — {problem}")
+    if broken:
+        err.print(f"hash chain verification failed: {len(broken)} of {len(verdicts)} stream(s) broken")
+        return EXIT_FAIL
+    legacy_note = f" ({legacy} legacy event(s) pre-hash — exempt)" if legacy else ""
+    out.print(f"Verified {total} event(s) across {len(verdicts)} stream(s){legacy_note}.")
+    if total == 0:
+        out.print("Nothing was checked: this is a vacuous pass, not a completed verification.")
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "events",
+        help="list events (oldest first), filtered by stream or kind; --follow to tail",
+        description="List a store's events in global order. `--stream RUN` includes the run's step "
+        "sub-streams (`RUN:step:*`), as zymi does. Unreadable rows are reported and skipped.",
+    )
+    add_store_arg(p)
+    p.add_argument("-s", "--stream", help="a run stream; its step sub-streams are included")
+    p.add_argument("-k", "--kind", help="an event kind, as a tag (llm_call_started) or a name (LlmCallStarted)")
+    lim = p.add_mutually_exclusive_group()
+    lim.add_argument("-l", "--limit", type=int, default=50, help="show at most N events (default 50)")
+    lim.add_argument("--all", action="store_true", help="show every event")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing new events as they land (Ctrl-C stops)")
+    p.add_argument("--poll-ms", type=int, default=100, help="poll interval for --follow (default 100)")
+    p.add_argument("--raw", action="store_true", help="one envelope JSON per line, with the real sequence")
+    p.set_defaults(func=guarded(lambda a: run_async(_events(a))))
+
+    p = sub.add_parser(
+        "runs",
+        help="list pipeline runs, newest first (--turns: one row per chat turn)",
+        description="List runs as `zymi runs` pairs them (first PipelineRequested / PipelineCompleted of a "
+        "stream). With --turns, every request on a chat stream is its own row, paired by correlation id.",
+    )
+    add_store_arg(p)
+    p.add_argument("-p", "--pipeline", help="only runs of this pipeline")
+    p.add_argument("-l", "--limit", type=int, default=0, help="show at most N runs (default: all)")
+    p.add_argument("--turns", action="store_true", help="one row per chat turn instead of one per stream")
+    p.add_argument("--raw", action="store_true", help="one JSON object per line (zymi's `runs --raw` fields)")
+    p.set_defaults(func=guarded(lambda a: run_async(_runs(a))))
+
+    p = sub.add_parser(
+        "verify",
+        help="verify every stream's hash chain; exit 0 when all hold, 1 when one breaks",
+        description="Walk each stream by sequence, recompute v2/v1 hashes (legacy rows are exempt), check "
+        "prev_hash links and stream_heads (a deleted tail or stream is caught). Names the first bad sequence.",
+    )
+    add_store_arg(p)
+    p.add_argument("-s", "--stream", help="verify this stream only")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every stream, not only broken ones")
+    p.set_defaults(func=guarded(lambda a: run_async(_verify(a))))

@@ -1,0 +1,197 @@
+"""The event envelope and its exact compact JSON (engine.md §3.1).
+
+`{"id":..,"stream_id":..,"sequence":0,"timestamp":"..Z","kind":{"type":..,"data":{..}},
+"correlation_id":..|null,"causation_id":null,"source":..}`: `sequence` is always 0 inside the
+JSON (the store assigns the real one in its column) and the hash covers the text as stored.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, SerializeAsAny, ValidationError, field_validator
+
+from zymi_tui.events.kinds import EventKind, UnknownKind, parse_kind
+
+
+def _check_uuid(value: str) -> str:
+    uuid.UUID(value)  # raises ValueError on anything zymi's Uuid parser would reject
+    return value
+
+
+def format_timestamp(ns: int, *, zulu: bool = True) -> str:
+    """RFC 3339 UTC like chrono's AutoSi: 0, 3, 6 or 9 fractional digits."""
+    secs, nanos = divmod(ns, 1_000_000_000)
+    base = datetime.fromtimestamp(secs, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    if nanos == 0:
+        frac = ""
+    elif nanos % 1_000_000 == 0:
+        frac = f".{nanos // 1_000_000:03d}"
+    elif nanos % 1_000 == 0:
+        frac = f".{nanos // 1_000:06d}"
+    else:
+        frac = f".{nanos:09d}"
+    return base + frac + ("Z" if zulu else "+00:00")
+
+
+def parse_timestamp_ns(text: str) -> int:
+    """Nanoseconds since the epoch of an RFC 3339 timestamp (`Z` or `±HH:MM`, 0-9 digits)."""
+    if text.endswith(("Z", "z")):
+        body, offset = text[:-1], 0
+    else:
+        body, sign, off = text[:-6], text[-6], text[-5:]
+        if sign not in "+-" or off[2] != ":":
+            raise ValueError(f"bad timestamp offset in {text!r}")
+        offset = (int(off[:2]) * 60 + int(off[3:])) * 60 * (1 if sign == "+" else -1)
+    if "." in body:
+        main, frac = body.split(".", 1)
+        nanos = int(frac.ljust(9, "0")[:9])
+    else:
+        main, nanos = body, 0
+    secs = int(datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp())
+    return (secs - offset) * 1_000_000_000 + nanos
+
+
+class Event(BaseModel):
+    """One event. `sequence` is the store's per-stream number (0 before it is stored)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    stream_id: str
+    sequence: int = 0
+    timestamp: str
+    kind: SerializeAsAny[EventKind]
+    correlation_id: str | None = None
+    causation_id: str | None = None
+    source: str
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_uuid(cls, v: str) -> str:
+        return _check_uuid(v)
+
+    @field_validator("correlation_id", "causation_id")
+    @classmethod
+    def _opt_uuid(cls, v: str | None) -> str | None:
+        return None if v is None else _check_uuid(v)
+
+    @classmethod
+    def new(
+        cls,
+        stream_id: str,
+        kind: EventKind,
+        source: str,
+        correlation_id: str | None = None,
+        *,
+        timestamp_ns: int | None = None,
+    ) -> Event:
+        """A fresh event as zymi's `Event::new(..).with_correlation(..)` makes it."""
+        ns = time.time_ns() if timestamp_ns is None else timestamp_ns
+        return cls(
+            id=str(uuid.uuid4()),
+            stream_id=stream_id,
+            timestamp=format_timestamp(ns),
+            kind=kind,
+            correlation_id=correlation_id,
+            source=source,
+        )
+
+    @property
+    def tag(self) -> str:
+        """The snake-case kind tag (the store's `kind_tag` column)."""
+        return self.kind.tag
+
+    @property
+    def type_name(self) -> str:
+        return self.kind.type_name
+
+    @property
+    def is_unknown(self) -> bool:
+        return isinstance(self.kind, UnknownKind)
+
+    @property
+    def timestamp_ns(self) -> int:
+        return parse_timestamp_ns(self.timestamp)
+
+    @property
+    def time(self) -> datetime:
+        return datetime.fromtimestamp(self.timestamp_ns / 1e9, UTC)
+
+    def column_timestamp(self) -> str:
+        """The `timestamp` column: the same instant in `+00:00` form."""
+        return format_timestamp(self.timestamp_ns, zulu=False)
+
+    def envelope(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "stream_id": self.stream_id,
+            "sequence": 0,
+            "timestamp": self.timestamp,
+            "kind": {"type": self.kind.type_name, "data": self.kind.to_data()},
+            "correlation_id": self.correlation_id,
+            "causation_id": self.causation_id,
+            "source": self.source,
+        }
+
+    def to_json(self) -> str:
+        """The exact `data` column text zymi would write for this event."""
+        return json.dumps(self.envelope(), ensure_ascii=False, separators=(",", ":"))
+
+    def raw_envelope(self) -> dict[str, Any]:
+        """The envelope with the real sequence, as `events --raw` prints it."""
+        env = self.envelope()
+        env["sequence"] = self.sequence
+        return env
+
+
+class EventDecodeError(ValueError):
+    """A row whose `data` cannot be read as an event (bad JSON, bad UUID, missing field)."""
+
+
+def decode_event(data: str, sequence: int) -> Event:
+    """Parse a `data` column. Unknown kinds decode; malformed rows raise `EventDecodeError`."""
+    try:
+        obj = json.loads(data)
+    except ValueError as e:
+        raise EventDecodeError(f"invalid JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise EventDecodeError("the data is not a JSON object")
+    try:
+        kind = obj["kind"]
+        obj["kind"] = parse_kind(kind["type"], kind.get("data"))
+        obj["sequence"] = sequence
+        return Event.model_validate(obj)
+    except (KeyError, TypeError) as e:
+        raise EventDecodeError(f"missing or malformed field {e}") from None
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise EventDecodeError(f"{where}: {first['msg']}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as read from a store, with its global id (the `id` column) and raw text."""
+
+    global_id: int
+    event: Event
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
+class BadRow:
+    """A row that could not be read. Reported with its row id, never fatal."""
+
+    global_id: int
+    stream_id: str
+    sequence: int
+    error: str
+
+    def describe(self) -> str:
+        return f"row {self.global_id} (stream {self.stream_id} seq {self.sequence}): {self.error}"

@@ -1,0 +1,107 @@
+"""zymi's per-stream hash chain (events/store/event_store.rs, ADR-0035/0040).
+
+v2: `"v2:" + hex(sha256(b"v2" + event_id + u64le(sequence) + data + prev_hash))`;
+v1 (bare hex): `sha256(event_id + data + prev_hash)`; empty: a legacy row, exempt.
+Verification walks a stream by sequence, checks each `prev_hash` link and each hash, then
+compares the last row with `stream_heads` (which catches a deleted tail or stream).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+V2_PREFIX = "v2:"
+
+
+def hash_v2(event_id: str, sequence: int, data: str, prev_hash: str) -> str:
+    h = hashlib.sha256(b"v2")
+    h.update(event_id.encode())
+    h.update(sequence.to_bytes(8, "little"))
+    h.update(data.encode())
+    h.update(prev_hash.encode())
+    return V2_PREFIX + h.hexdigest()
+
+
+def hash_v1(event_id: str, data: str, prev_hash: str) -> str:
+    return hashlib.sha256((event_id + data + prev_hash).encode()).hexdigest()
+
+
+def recompute(event_id: str, sequence: int, data: str, prev_hash: str, stored: str) -> str | None:
+    """The hash this row should carry, by the scheme its stored hash uses; None for legacy rows."""
+    if not stored:
+        return None
+    if stored.startswith(V2_PREFIX):
+        return hash_v2(event_id, sequence, data, prev_hash)
+    return hash_v1(event_id, data, prev_hash)
+
+
+@dataclass(frozen=True, slots=True)
+class ChainRow:
+    global_id: int
+    event_id: str
+    sequence: int
+    data: str
+    prev_hash: str
+    hash: str
+
+
+@dataclass
+class StreamVerdict:
+    """The result of verifying one stream; `problem` is None when the chain holds."""
+
+    stream_id: str
+    rows: int = 0
+    verified: int = 0
+    legacy: int = 0
+    problem: str | None = None
+    bad_sequence: int | None = None
+    bad_global_id: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+def verify_stream(stream_id: str, rows: Iterable[ChainRow], head: tuple[int, str] | None) -> StreamVerdict:
+    """Verify one stream's rows (in sequence order) against its `stream_heads` entry."""
+    verdict = StreamVerdict(stream_id)
+    expected_prev = ""
+    last_seq, last_hash = 0, ""
+    for row in rows:
+        verdict.rows += 1
+        computed = recompute(row.event_id, row.sequence, row.data, row.prev_hash, row.hash)
+        if computed is None:
+            verdict.legacy += 1
+            continue
+        if row.prev_hash != expected_prev:
+            verdict.problem = (
+                f"prev_hash mismatch at sequence {row.sequence} (event {row.event_id}): "
+                f"expected '{expected_prev}', found '{row.prev_hash}'"
+            )
+        elif computed != row.hash:
+            verdict.problem = (
+                f"hash mismatch at sequence {row.sequence} (event {row.event_id}): "
+                f"the row's data or id was changed after it was written"
+            )
+        if verdict.problem:
+            verdict.bad_sequence, verdict.bad_global_id = row.sequence, row.global_id
+            return verdict
+        expected_prev = row.hash
+        last_seq, last_hash = row.sequence, row.hash
+        verdict.verified += 1
+    if head is not None:
+        head_seq, head_hash = head
+        if verdict.verified == 0:
+            verdict.problem = f"stream truncated: stream_heads records sequence {head_seq} but no hashed events remain"
+            verdict.bad_sequence = 1
+        elif last_seq != head_seq or last_hash != head_hash:
+            missing = max(head_seq - last_seq, 0)
+            verdict.problem = (
+                f"stream truncated: the last row is sequence {last_seq} but stream_heads records "
+                f"sequence {head_seq} (missing {missing} event(s))"
+            )
+            verdict.bad_sequence = last_seq + 1
+    return verdict

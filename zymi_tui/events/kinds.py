@@ -1,0 +1,329 @@
+"""Every zymi-core 0.9.3 event kind (engine.md §3.2, events/mod.rs), field for field.
+
+Each class is the `data` object of `{"type": <class name>, "data": {...}}`. Fields keep zymi's
+order, so dumping a model gives zymi's exact JSON. Unknown extra fields (which zymi's readers
+ignore, and which our own engine adds to describe a run) are kept and written back after the
+known ones. A kind we do not know is read as `UnknownKind` with its raw data kept.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
+
+from zymi_tui.events.messages import Message, TokenUsage
+
+
+def snake_tag(type_name: str) -> str:
+    """`LlmCallStarted` -> `llm_call_started` (the `kind_tag` column)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", type_name).lower()
+
+
+class EventData(BaseModel):
+    """Base of every kind's payload."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    TYPE: ClassVar[str] = ""
+    TAG: ClassVar[str] = ""
+    _OMIT_WHEN_NONE: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.TYPE = cls.__name__
+        cls.TAG = snake_tag(cls.__name__)
+
+    @property
+    def type_name(self) -> str:
+        return self.TYPE
+
+    @property
+    def tag(self) -> str:
+        return self.TAG
+
+    def to_data(self) -> dict[str, Any]:
+        """The `data` object exactly as zymi serialises it."""
+        data = self.model_dump(mode="json")
+        for key in self._OMIT_WHEN_NONE:
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+
+class UnknownKind(BaseModel):
+    """A kind this version does not know: shown, never fatal (zymi aborts on these)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type_name: str
+    data: Any = None
+
+    @property
+    def tag(self) -> str:
+        return snake_tag(self.type_name)
+
+    def to_data(self) -> Any:
+        return self.data
+
+
+# -- Inbound ---------------------------------------------------------------------------------
+class UserMessageReceived(EventData):
+    content: Message
+    connector: str
+
+
+class ScheduledTaskTriggered(EventData):
+    entry_id: str
+    task: str
+
+
+# -- Agent lifecycle ---------------------------------------------------------------------------
+class AgentProcessingStarted(EventData):
+    conversation_id: str
+
+
+class AgentProcessingCompleted(EventData):
+    conversation_id: str
+    success: bool
+
+
+class LlmCallStarted(EventData):
+    iteration: int
+    message_count: int
+    approx_context_chars: int
+
+
+class LlmCallCompleted(EventData):
+    _OMIT_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"finish_reason"})
+
+    response_message: Message | None = None
+    has_tool_calls: bool
+    usage: TokenUsage | None = None
+    content_preview: str | None = None
+    finish_reason: str | None = None
+
+
+class LlmCallFailed(EventData):
+    iteration: int
+    error: str
+    elapsed_ms: int
+
+
+# -- Tools, approvals, reasoning ---------------------------------------------------------------
+class ToolCallRequested(EventData):
+    tool_name: str
+    arguments: str
+    call_id: str
+
+
+class ApprovalRequested(EventData):
+    approval_id: str
+    stream_id: str
+    description: str
+    explanation: str | None = None
+    channel: str
+
+
+class ApprovalGranted(EventData):
+    approval_id: str
+    stream_id: str
+    decided_by: str
+    reason: str | None = None
+
+
+class ApprovalDenied(EventData):
+    approval_id: str
+    stream_id: str
+    decided_by: str
+    reason: str | None = None
+
+
+class ReasoningRequested(EventData):
+    request_id: str
+    stream_id: str
+    prompt: str
+    channel: str
+
+
+class ReasoningAnswered(EventData):
+    request_id: str
+    stream_id: str
+    answer: str
+    answered_by: str
+    is_error: bool = False
+
+
+class ToolCallCompleted(EventData):
+    call_id: str
+    result: str = ""
+    result_preview: str
+    is_error: bool
+    duration_ms: int
+    replayed: bool = False
+
+
+# -- ESAA intentions ---------------------------------------------------------------------------
+class IntentionEmitted(EventData):
+    intention_tag: str
+    intention_data: str
+
+
+class IntentionEvaluated(EventData):
+    intention_tag: str
+    verdict: str
+
+
+# -- Outbound ----------------------------------------------------------------------------------
+class ResponseReady(EventData):
+    conversation_id: str
+    content: str
+
+
+# -- Workflow ----------------------------------------------------------------------------------
+class WorkflowStarted(EventData):
+    user_message: str
+    node_count: int
+
+
+class WorkflowNodeStarted(EventData):
+    node_id: str
+    description: str
+
+
+class WorkflowNodeCompleted(EventData):
+    node_id: str
+    success: bool
+
+
+class WorkflowCompleted(EventData):
+    success: bool
+
+
+class StepSkipped(EventData):
+    step_id: str
+    reason: str
+
+
+class OutputVia(BaseModel):
+    """`{"form": "step"}` or `{"form": "any_of", "skipped": [...]}`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    form: str
+    skipped: list[str] | None = None
+
+    @model_serializer
+    def _dump(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"form": self.form}
+        if self.skipped is not None:
+            out["skipped"] = self.skipped
+        return out
+
+
+class OutputResolved(EventData):
+    chosen_step: str
+    via: OutputVia
+
+
+# -- Memory ------------------------------------------------------------------------------------
+class MemoryWritten(EventData):
+    key: str
+    value: str
+    previous_value_seq: int | None = None
+
+
+class MemoryDeleted(EventData):
+    key: str
+    previous_value_seq: int
+
+
+# -- Context compaction --------------------------------------------------------------------------
+class ContextCompacted(EventData):
+    replaces_seq_range: tuple[int, int]
+    summary: str
+    bytes_saved: int
+
+
+# -- Shell sessions ------------------------------------------------------------------------------
+class ShellSessionStarted(EventData):
+    stream_id: str
+    pid: int
+    shell_path: str
+
+
+class ShellSessionClosed(EventData):
+    stream_id: str
+    reason: str
+
+
+# -- Pipeline service contract -------------------------------------------------------------------
+class PipelineRequested(EventData):
+    pipeline: str
+    inputs: dict[str, str] = Field(default_factory=dict)
+
+
+class PipelineCompleted(EventData):
+    pipeline: str
+    success: bool
+    final_output: str | None = None
+    error: str | None = None
+
+
+# -- MCP, fork-resume, outbound ------------------------------------------------------------------
+class McpServerConnected(EventData):
+    server: str
+    tool_count: int
+
+
+class McpServerDisconnected(EventData):
+    server: str
+    reason: str
+
+
+class ResumeForked(EventData):
+    parent_stream_id: str
+    parent_correlation_id: str
+    fork_at_step: str
+
+
+class OutboundDispatched(EventData):
+    sink: str
+    sink_type: str
+    status: int
+    triggered_by: str
+
+
+class OutboundFailed(EventData):
+    sink: str
+    sink_type: str
+    reason: str
+    triggered_by: str
+
+
+KNOWN_KINDS: dict[str, type[EventData]] = {
+    cls.__name__: cls
+    for cls in (
+        UserMessageReceived, ScheduledTaskTriggered, AgentProcessingStarted, AgentProcessingCompleted,
+        LlmCallStarted, LlmCallCompleted, LlmCallFailed, ToolCallRequested, ApprovalRequested,
+        ApprovalGranted, ApprovalDenied, ReasoningRequested, ReasoningAnswered, ToolCallCompleted,
+        IntentionEmitted, IntentionEvaluated, ResponseReady, WorkflowStarted, WorkflowNodeStarted,
+        WorkflowNodeCompleted, WorkflowCompleted, StepSkipped, OutputResolved, MemoryWritten,
+        MemoryDeleted, ContextCompacted, ShellSessionStarted, ShellSessionClosed, PipelineRequested,
+        PipelineCompleted, McpServerConnected, McpServerDisconnected, ResumeForked, OutboundDispatched,
+        OutboundFailed,
+    )
+}  # fmt: skip
+
+KIND_BY_TAG: dict[str, type[EventData]] = {cls.TAG: cls for cls in KNOWN_KINDS.values()}
+
+EventKind = EventData | UnknownKind
+
+
+def parse_kind(type_name: str, data: Any) -> EventKind:
+    """Build the payload model for `type_name`; unknown names become `UnknownKind`."""
+    cls = KNOWN_KINDS.get(type_name)
+    if cls is None:
+        return UnknownKind(type_name=type_name, data=data)
+    return cls.model_validate(data)

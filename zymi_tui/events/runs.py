@@ -1,0 +1,120 @@
+"""Runs as zymi's readers pair them, and each chat turn as a run of its own.
+
+A zymi *run* is a stream holding a `PipelineRequested`: the first one gives pipeline, inputs
+and start; the first `PipelineCompleted` of the same pipeline gives status and duration
+(cli/runs_data.rs). A chat stream served by `zymi serve` therefore shows as one run; a *turn*
+pairs each `PipelineRequested` with the `PipelineCompleted` of its correlation id instead.
+Only the three bookkeeping kinds are read (through the kind index), never the whole store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zymi_tui.events.envelope import StoredEvent, format_timestamp
+from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested, ResumeForked
+from zymi_tui.events.store import EventReader
+
+RUN_TAGS = ["pipeline_requested", "pipeline_completed", "resume_forked"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fork:
+    parent_stream_id: str
+    fork_at_step: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    stream_id: str
+    pipeline: str
+    correlation_id: str | None
+    started_ns: int
+    duration_ms: int | None
+    status: str  # "running" | "ok" | "FAIL" (zymi's labels)
+    inputs: dict[str, str]
+    error: str | None
+    final_output: str | None
+    fork: Fork | None
+    request_global_id: int
+    turn: int  # 1-based index of this request on its stream (always 1 for zymi's pairing)
+    turns_on_stream: int
+
+    @property
+    def prompt(self) -> str:
+        return render_inputs(self.inputs)
+
+    @property
+    def glyph(self) -> str:
+        return {"running": "◷", "ok": "✓"}.get(self.status, "✗")
+
+    def zymi_raw(self) -> dict[str, object]:
+        """The object `zymi runs --raw` prints (keys sorted, as serde_json's map does)."""
+        fork = None
+        if self.fork:
+            fork = {"fork_at_step": self.fork.fork_at_step, "parent_stream_id": self.fork.parent_stream_id}
+        return {
+            "duration_ms": self.duration_ms,
+            "error": self.error,
+            "fork": fork,
+            "pipeline": self.pipeline,
+            "prompt": self.prompt,
+            "started_at": format_timestamp(self.started_ns, zulu=False),
+            "status": self.status,
+            "stream_id": self.stream_id,
+        }
+
+
+def render_inputs(inputs: dict[str, str]) -> str:
+    """`k=v` pairs sorted, values over 40 chars cut with `…` (runs_data.rs `render_inputs`)."""
+    parts = []
+    for k, v in inputs.items():
+        parts.append(f"{k}={v[:40]}…" if len(v) > 40 else f"{k}={v}")
+    return " ".join(sorted(parts))
+
+
+def _summary(req: StoredEvent, done: StoredEvent | None, fork: Fork | None, turn: int, turns: int) -> RunSummary:
+    r = req.event.kind
+    assert isinstance(r, PipelineRequested)
+    status, duration, error, final = "running", None, None, None
+    if done is not None:
+        d = done.event.kind
+        assert isinstance(d, PipelineCompleted)
+        status = "ok" if d.success else "FAIL"
+        duration = (done.event.timestamp_ns - req.event.timestamp_ns) // 1_000_000
+        error, final = d.error, d.final_output
+    return RunSummary(
+        stream_id=req.event.stream_id, pipeline=r.pipeline, correlation_id=req.event.correlation_id,
+        started_ns=req.event.timestamp_ns, duration_ms=duration, status=status, inputs=dict(r.inputs),
+        error=error, final_output=final, fork=fork, request_global_id=req.global_id, turn=turn,
+        turns_on_stream=turns,
+    )  # fmt: skip
+
+
+async def list_runs(reader: EventReader, *, turns: bool = False) -> list[RunSummary]:
+    """Runs, newest first. `turns=False` pairs as zymi does; `turns=True` gives one entry per request."""
+    by_stream: dict[str, list[StoredEvent]] = {}
+    for se in await reader.read_kinds(RUN_TAGS):
+        by_stream.setdefault(se.event.stream_id, []).append(se)
+    out: list[RunSummary] = []
+    for events in by_stream.values():
+        requests = [e for e in events if isinstance(e.event.kind, PipelineRequested)]
+        if not requests:
+            continue
+        fork = next(
+            (Fork(k.parent_stream_id, k.fork_at_step) for e in events if isinstance(k := e.event.kind, ResumeForked)),
+            None,
+        )
+        completions = [e for e in events if isinstance(e.event.kind, PipelineCompleted)]
+        if not turns:
+            first = requests[0]
+            assert isinstance(first.event.kind, PipelineRequested)
+            name = first.event.kind.pipeline
+            done = next((c for c in completions if c.event.kind.pipeline == name), None)  # type: ignore[union-attr]
+            out.append(_summary(first, done, fork, 1, len(requests)))
+            continue
+        for i, req in enumerate(requests, 1):
+            done = next((c for c in completions if c.event.correlation_id == req.event.correlation_id), None)
+            out.append(_summary(req, done, fork if i == 1 else None, i, len(requests)))
+    out.sort(key=lambda r: (r.started_ns, r.request_global_id), reverse=True)
+    return out

@@ -1,0 +1,348 @@
+"""SQLite backend (aiosqlite), byte-compatible with zymi-core 0.9.3 (engine.md §3.4).
+
+Reading opens the file with `mode=ro`: no DDL, no journal-mode switch, no write of any kind
+(zymi's own readers create their schema and switch the file to WAL). Every read is one short
+statement, so a concurrent writer never waits on us. Writing uses zymi's exact DDL, pragmas,
+`BEGIN IMMEDIATE` transaction, `MAX(sequence)+1`, v2 hash and `stream_heads` upsert.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from zymi_tui.events.envelope import BadRow, Event, EventDecodeError, StoredEvent, decode_event
+from zymi_tui.events.hashchain import ChainRow, hash_v2
+from zymi_tui.events.store import STEP_MARK, Page, StoreError, StreamInfo
+
+# zymi's DDL, verbatim (events/store/sqlite.rs), so `sqlite_master` reads the same.
+SCHEMA = """CREATE TABLE IF NOT EXISTS events (
+                 id INTEGER PRIMARY KEY AUTOINCREMENT,
+                 event_id TEXT NOT NULL UNIQUE,
+                 stream_id TEXT NOT NULL,
+                 sequence INTEGER NOT NULL,
+                 timestamp TEXT NOT NULL,
+                 kind_tag TEXT NOT NULL,
+                 data TEXT NOT NULL,
+                 correlation_id TEXT,
+                 causation_id TEXT,
+                 source TEXT NOT NULL
+             );
+             CREATE INDEX IF NOT EXISTS idx_events_stream_seq
+                 ON events(stream_id, sequence);
+             CREATE INDEX IF NOT EXISTS idx_events_correlation
+                 ON events(correlation_id);
+             CREATE INDEX IF NOT EXISTS idx_events_kind
+                 ON events(kind_tag);
+             CREATE TABLE IF NOT EXISTS stream_heads (
+                 stream_id TEXT PRIMARY KEY,
+                 last_sequence INTEGER NOT NULL,
+                 last_hash TEXT NOT NULL
+             );"""
+
+HASH_MIGRATION = """ALTER TABLE events ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
+                 ALTER TABLE events ADD COLUMN hash TEXT NOT NULL DEFAULT '';"""
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+READ_BUSY_MS = 2000
+LOCK_RETRIES = 20
+
+_ROW = "SELECT id, stream_id, sequence, data FROM events"
+
+
+def explain_sqlite_error(path: str, err: BaseException) -> StoreError:
+    """One line that says what is wrong with the file and what to do."""
+    text = str(err)
+    low = text.lower()
+    if "locked" in low or "busy" in low:
+        return StoreError(
+            f"{path} is locked by another process and stayed locked: try again in a moment, "
+            "or stop the process that holds it"
+        )
+    if "not a database" in low:
+        return StoreError(f"{path} is not a SQLite database: pass a zymi events.db or a project folder")
+    if "malformed" in low or "disk image" in low or "truncat" in low:
+        return StoreError(
+            f"{path} is damaged (SQLite: {text}); it may be truncated. Restore it from a copy, "
+            "or try `sqlite3 FILE .recover` on a copy"
+        )
+    if "unable to open" in low:
+        return StoreError(f"cannot open {path}: {text} (check that it exists and is readable)")
+    return StoreError(f"{path}: SQLite error: {text}")
+
+
+def _is_locked(err: BaseException) -> bool:
+    low = str(err).lower()
+    return "locked" in low or "busy" in low
+
+
+def _check_header(path: Path) -> None:
+    if not path.exists():
+        raise StoreError(f"no event store at {path}: no such file")
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder: pass the .db file, or the project folder that holds .zymi/")
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_MAGIC))
+    except OSError as e:
+        raise StoreError(f"cannot read {path}: {e.strerror}") from None
+    if not head:
+        raise StoreError(f"{path} is empty: not a zymi event store (nothing has been written to it)")
+    if head != SQLITE_MAGIC:
+        raise StoreError(f"{path} is not a SQLite database: pass a zymi events.db or a project folder")
+
+
+def _range_for_steps(stream_id: str) -> tuple[str, str]:
+    """Bounds such that `lo <= s < hi` holds exactly for `<stream_id>:step:*` (index-friendly)."""
+    lo = stream_id + STEP_MARK
+    return lo, lo[:-1] + chr(ord(STEP_MARK[-1]) + 1)
+
+
+class SqliteReader:
+    """A read-only view of a SQLite event store."""
+
+    def __init__(self, path: Path, conn: aiosqlite.Connection, has_hash: bool) -> None:
+        self.path = path
+        self.label = str(path)
+        self._conn = conn
+        self._has_hash = has_hash
+        self.problems: list[BadRow] = []
+        self._seen_bad: set[int] = set()
+
+    @classmethod
+    async def open(cls, path: str | Path) -> SqliteReader:
+        p = Path(path).expanduser()
+        _check_header(p)
+        uri = p.resolve().as_uri() + "?mode=ro"
+        try:
+            conn = await aiosqlite.connect(uri, uri=True)
+        except sqlite3.Error as e:
+            raise explain_sqlite_error(str(p), e) from None
+        reader = cls(p, conn, has_hash=False)
+        try:
+            await conn.execute(f"PRAGMA busy_timeout={READ_BUSY_MS}")
+            tables = {r[0] for r in await reader._fetch("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "events" not in tables:
+                raise StoreError(f"{p} is a SQLite database but has no `events` table: it is not a zymi event store")
+            cols = {r[1] for r in await reader._fetch("PRAGMA table_info(events)")}
+            missing = {"id", "event_id", "stream_id", "sequence", "data"} - cols
+            if missing:
+                raise StoreError(f"{p}: the `events` table lacks columns {sorted(missing)}: not a zymi store")
+            reader._has_hash = "hash" in cols and "prev_hash" in cols
+            reader._has_heads = "stream_heads" in tables
+        except BaseException:
+            await conn.close()
+            raise
+        return reader
+
+    _has_heads: bool = False
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+    async def __aenter__(self) -> SqliteReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """One short read; retries while a writer holds a lock, then explains the failure."""
+        for attempt in range(LOCK_RETRIES):
+            try:
+                return list(await self._conn.execute_fetchall(sql, params))
+            except sqlite3.Error as e:
+                if _is_locked(e) and attempt < LOCK_RETRIES - 1:
+                    await asyncio.sleep(0.05)
+                    continue
+                raise explain_sqlite_error(self.label, e) from None
+        raise AssertionError("unreachable")
+
+    def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
+        out: list[StoredEvent] = []
+        for gid, stream_id, seq, data in rows:
+            try:
+                out.append(StoredEvent(gid, decode_event(data, seq), data))
+            except EventDecodeError as e:
+                if gid not in self._seen_bad:
+                    self._seen_bad.add(gid)
+                    self.problems.append(BadRow(gid, stream_id, seq, str(e)))
+        return out
+
+    async def count(self) -> int:
+        return int((await self._fetch("SELECT COUNT(*) FROM events"))[0][0])
+
+    async def max_global_id(self) -> int:
+        return int((await self._fetch("SELECT COALESCE(MAX(id), 0) FROM events"))[0][0])
+
+    async def streams(self) -> list[StreamInfo]:
+        rows = await self._fetch(
+            "SELECT stream_id, COUNT(*), MIN(id), MAX(id) FROM events GROUP BY stream_id ORDER BY stream_id"
+        )
+        return [StreamInfo(s, n, lo, hi) for s, n, lo, hi in rows]
+
+    async def read_after(self, after_global_id: int, limit: int) -> Page:
+        rows = await self._fetch(f"{_ROW} WHERE id > ? ORDER BY id LIMIT ?", (after_global_id, limit))
+        last = rows[-1][0] if rows else after_global_id
+        return Page(self._decode(rows), last, len(rows))
+
+    async def read_stream(
+        self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
+    ) -> list[StoredEvent]:
+        lim = -1 if limit is None else limit
+        if include_steps:
+            lo, hi = _range_for_steps(stream_id)
+            sql = f"{_ROW} WHERE (stream_id = ? OR (stream_id >= ? AND stream_id < ?)) AND id > ? ORDER BY id LIMIT ?"
+            rows = await self._fetch(sql, (stream_id, lo, hi, after_global_id, lim))
+        else:
+            sql = f"{_ROW} WHERE stream_id = ? AND id > ? ORDER BY sequence LIMIT ?"
+            rows = await self._fetch(sql, (stream_id, after_global_id, lim))
+        return self._decode(rows)
+
+    async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
+        if include_steps:
+            lo, hi = _range_for_steps(stream_id)
+            sql = f"{_ROW} WHERE stream_id = ? OR (stream_id >= ? AND stream_id < ?) ORDER BY id DESC LIMIT ?"
+            rows = await self._fetch(sql, (stream_id, lo, hi, n))
+        else:
+            rows = await self._fetch(f"{_ROW} WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?", (stream_id, n))
+        return self._decode(reversed(rows))
+
+    async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
+        marks = ",".join("?" * len(tags))
+        rows = await self._fetch(f"{_ROW} WHERE kind_tag IN ({marks}) AND id > ? ORDER BY id", (*tags, after_global_id))
+        return self._decode(rows)
+
+    async def read_kind_page(
+        self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
+    ) -> list[StoredEvent]:
+        if stream_id is None:
+            rows = await self._fetch(
+                f"{_ROW} WHERE kind_tag = ? AND id > ? ORDER BY id LIMIT ?", (tag, after_global_id, limit)
+            )
+        else:
+            lo, hi = _range_for_steps(stream_id)
+            rows = await self._fetch(
+                f"{_ROW} WHERE kind_tag = ? AND (stream_id = ? OR (stream_id >= ? AND stream_id < ?)) "
+                "AND id > ? ORDER BY id LIMIT ?",
+                (tag, stream_id, lo, hi, after_global_id, limit),
+            )
+        return self._decode(rows)
+
+    async def chain_rows(self, stream_id: str) -> list[ChainRow]:
+        cols = "prev_hash, hash" if self._has_hash else "'', ''"
+        rows = await self._fetch(
+            f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = ? ORDER BY sequence",
+            (stream_id,),
+        )
+        return [ChainRow(*r) for r in rows]
+
+    async def stream_heads(self) -> dict[str, tuple[int, str]]:
+        if not self._has_heads:
+            return {}
+        rows = await self._fetch("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
+        return {s: (seq, h) for s, seq, h in rows}
+
+
+class SqliteWriter:
+    """Appends events exactly as zymi's `SqliteEventStore::append` does."""
+
+    def __init__(self, path: Path, conn: aiosqlite.Connection) -> None:
+        self.path = path
+        self.label = str(path)
+        self._conn = conn
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: str | Path) -> SqliteWriter:
+        p = Path(path).expanduser()
+        if p.exists() and p.is_file() and p.stat().st_size > 0:
+            _check_header(p)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            conn = await aiosqlite.connect(str(p), isolation_level=None)
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"cannot open {p} for writing: {e}") from None
+        try:
+            await conn.executescript("PRAGMA journal_mode=WAL;\n             PRAGMA busy_timeout=5000;")
+            await conn.executescript(SCHEMA)
+            cur = await conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'")
+            row = await cur.fetchone()
+            if not row or row[0] == 0:
+                await conn.executescript(HASH_MIGRATION)
+        except sqlite3.Error as e:
+            await conn.close()
+            raise explain_sqlite_error(str(p), e) from None
+        return cls(p, conn)
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+    async def __aenter__(self) -> SqliteWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def append(self, event: Event) -> StoredEvent:
+        return (await self.append_many([event]))[0]
+
+    async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
+        """Append in one transaction (zymi appends one event per transaction; so does `append`)."""
+        async with self._lock:
+            try:
+                await self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as e:
+                raise explain_sqlite_error(self.label, e) from None
+            try:
+                out = [await self._insert(e) for e in events]
+                await self._conn.execute("COMMIT")
+            except BaseException as e:
+                await self._conn.execute("ROLLBACK")
+                if isinstance(e, sqlite3.Error):
+                    raise explain_sqlite_error(self.label, e) from None
+                raise
+            return out
+
+    async def _insert(self, event: Event) -> StoredEvent:
+        cur = await self._conn.execute(
+            "SELECT COALESCE(MAX(sequence), 0) + 1, COALESCE("
+            "(SELECT hash FROM events WHERE stream_id = ?1 ORDER BY sequence DESC LIMIT 1), ''"
+            ") FROM events WHERE stream_id = ?1",
+            (event.stream_id,),
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        seq, prev = int(row[0]), str(row[1])
+        data = event.to_json()
+        digest = hash_v2(event.id, seq, data, prev)
+        cur = await self._conn.execute(
+            "INSERT INTO events (event_id, stream_id, sequence, timestamp, kind_tag, data, correlation_id, "
+            "causation_id, source, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            (
+                event.id, event.stream_id, seq, event.column_timestamp(), event.tag, data,
+                event.correlation_id, event.causation_id, event.source, prev, digest,
+            ),
+        )  # fmt: skip
+        gid = cur.lastrowid
+        await self._conn.execute(
+            "INSERT INTO stream_heads (stream_id, last_sequence, last_hash) VALUES (?1, ?2, ?3) "
+            "ON CONFLICT(stream_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
+            "last_hash = excluded.last_hash",
+            (event.stream_id, seq, digest),
+        )
+        assert gid is not None
+        return StoredEvent(gid, event.model_copy(update={"sequence": seq}), data)
+
+    async def checkpoint(self) -> None:
+        """`PRAGMA wal_checkpoint(PASSIVE)`, as zymi runs after a run's terminal event (ADR-0030)."""
+        try:
+            await self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as e:
+            if not _is_locked(e):
+                raise explain_sqlite_error(self.label, e) from None

@@ -1,0 +1,169 @@
+"""The store interface every backend implements, and where a STORE argument points.
+
+A STORE is a `.db` file, a project folder (`<dir>/.zymi/events.db`, or what its `project.yml`
+`store:` names), or a `postgres://` URL. Readers never write; writers write exactly as zymi.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from zymi_tui.events.envelope import BadRow, Event, StoredEvent
+from zymi_tui.events.hashchain import ChainRow
+
+
+class StoreError(Exception):
+    """A store cannot be opened or read. The message is one line meant for a person."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    stream_id: str
+    count: int
+    first_global_id: int
+    last_global_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """Events read in global order; `last_global_id` is the highest row id scanned (bad rows included)."""
+
+    events: list[StoredEvent]
+    last_global_id: int
+    rows_scanned: int
+
+
+class EventReader(Protocol):
+    """Read-only access to an event store. Pages by global id; never loads a whole store."""
+
+    label: str
+    problems: list[BadRow]
+
+    async def close(self) -> None: ...
+    async def count(self) -> int: ...
+    async def max_global_id(self) -> int: ...
+    async def streams(self) -> list[StreamInfo]: ...
+    async def read_after(self, after_global_id: int, limit: int) -> Page: ...
+    async def read_stream(
+        self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
+    ) -> list[StoredEvent]: ...
+    async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]: ...
+    async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]: ...
+    async def read_kind_page(
+        self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
+    ) -> list[StoredEvent]: ...
+    async def chain_rows(self, stream_id: str) -> list[ChainRow]: ...
+    async def stream_heads(self) -> dict[str, tuple[int, str]]: ...
+
+
+class EventWriter(Protocol):
+    """Appends events exactly as zymi does: per-stream sequence, v2 hash chain, stream head."""
+
+    label: str
+
+    async def close(self) -> None: ...
+    async def append(self, event: Event) -> StoredEvent: ...
+    async def checkpoint(self) -> None: ...
+
+
+STEP_MARK = ":step:"
+
+
+def step_prefix(run_stream: str) -> str:
+    return run_stream + STEP_MARK
+
+
+def run_of(stream_id: str) -> str:
+    """The run stream a step sub-stream belongs to (`<run>:step:<id>` -> `<run>`)."""
+    return stream_id.split(STEP_MARK, 1)[0]
+
+
+def step_of(stream_id: str) -> str | None:
+    return stream_id.split(STEP_MARK, 1)[1] if STEP_MARK in stream_id else None
+
+
+def is_postgres_url(store: str) -> bool:
+    return store.startswith(("postgres://", "postgresql://"))
+
+
+def redact_url(url: str) -> str:
+    """`postgres://user:secret@host/db` -> `postgres://user:***@host/db`."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+
+
+_ENV = re.compile(r"\$\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}")
+
+
+def _project_store_setting(root: Path) -> str | None:
+    """`store:` from `<root>/project.yml`, with `${env.VAR}` resolved (engine.md §2.1)."""
+    project = root / "project.yml"
+    if not project.is_file():
+        return None
+    import yaml
+
+    try:
+        doc = yaml.safe_load(project.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None  # a broken project.yml does not stop us from opening the default store
+    value = doc.get("store") if isinstance(doc, dict) else None
+    if not isinstance(value, str) or value.strip() in ("", "sqlite"):
+        return None
+
+    def env(m: re.Match[str]) -> str:
+        if m.group(1) not in os.environ:
+            raise StoreError(f"project.yml store: `${{env.{m.group(1)}}}` is not set in the environment")
+        return os.environ[m.group(1)]
+
+    return _ENV.sub(env, value.strip())
+
+
+def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
+    """Turn a STORE argument into a `.db` path or a postgres URL, with a clear error if none."""
+    here = cwd or Path.cwd()
+    if store and is_postgres_url(store):
+        return store
+    target = Path(store).expanduser() if store else here
+    if not target.exists():
+        raise StoreError(
+            f"no event store at {target}: no such file or folder. "
+            "Pass a .db file, a project folder, or a postgres:// URL"
+        )
+    if target.is_file():
+        return str(target)
+    setting = _project_store_setting(target)
+    if setting:
+        if is_postgres_url(setting):
+            return setting
+        if setting.startswith("sqlite:"):
+            return str(target / setting[len("sqlite:") :])
+        raise StoreError(f"unsupported store URL `{setting}` in {target / 'project.yml'}")
+    db = target / ".zymi" / "events.db"
+    if not db.is_file():
+        raise StoreError(
+            f"no event store in {target}: expected {db}. "
+            "Run a pipeline there first, or pass the .db file / project folder to open"
+        )
+    return str(db)
+
+
+async def open_reader(store: str | None, *, cwd: Path | None = None) -> EventReader:
+    """Open a store for reading; raises StoreError with a one-line reason."""
+    location = resolve_store(store, cwd=cwd)
+    if is_postgres_url(location):
+        raise StoreError(f"{redact_url(location)}: Postgres stores are not supported yet")
+    from zymi_tui.events.sqlite import SqliteReader
+
+    return await SqliteReader.open(location)
+
+
+async def open_writer(store: str, *, cwd: Path | None = None) -> EventWriter:
+    """Open (creating if needed) a store for appending, exactly as zymi writes."""
+    if is_postgres_url(store):
+        raise StoreError(f"{redact_url(store)}: Postgres stores are not supported yet")
+    from zymi_tui.events.sqlite import SqliteWriter
+
+    return await SqliteWriter.open(store)

@@ -1,0 +1,40 @@
+"""The tail watcher: new events after a global-id cursor, as another process commits them.
+
+One indexed query per poll (`id > cursor ORDER BY id LIMIT n`), looping while pages come back
+full. A store briefly locked by a writer only delays a poll (the reader retries); an error that
+persists is raised to the caller. A row that cannot be decoded is skipped (and reported in
+`reader.problems`) without stalling the cursor, unlike zymi's watcher, which retries a bad
+batch forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.store import EventReader
+
+DEFAULT_POLL_S = 0.1
+BATCH = 1000
+
+
+async def tail(
+    reader: EventReader,
+    after_global_id: int,
+    *,
+    poll_s: float = DEFAULT_POLL_S,
+    batch: int = BATCH,
+    stop: asyncio.Event | None = None,
+) -> AsyncIterator[list[StoredEvent]]:
+    """Yield each non-empty batch of events committed after `after_global_id`, in global order."""
+    cursor = after_global_id
+    while stop is None or not stop.is_set():
+        while True:
+            page = await reader.read_after(cursor, batch)
+            cursor = page.last_global_id
+            if page.events:
+                yield page.events
+            if page.rows_scanned < batch:
+                break
+        await asyncio.sleep(poll_s)

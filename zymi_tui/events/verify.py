@@ -1,0 +1,31 @@
+"""Verify every stream's hash chain in a store (what `zymi verify` does, with a better report)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from zymi_tui.events.hashchain import StreamVerdict, verify_stream
+from zymi_tui.events.store import EventReader, StoreError
+
+
+async def verify_store(
+    reader: EventReader,
+    stream: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[StreamVerdict]:
+    """One verdict per stream (or for `stream` alone), including streams that only
+    `stream_heads` still knows (a whole stream deleted). Sorted by stream id."""
+    heads = await reader.stream_heads()
+    if stream is not None:
+        known = {s.stream_id for s in await reader.streams()}
+        if stream not in known and stream not in heads:
+            raise StoreError(f"no stream `{stream}` in {reader.label}")
+        names = [stream]
+    else:
+        names = sorted({s.stream_id for s in await reader.streams()} | set(heads))
+    verdicts = []
+    for i, name in enumerate(names):
+        verdicts.append(verify_stream(name, await reader.chain_rows(name), heads.get(name)))
+        if progress:
+            progress(i + 1, len(names))
+    return verdicts
