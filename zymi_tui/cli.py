@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from zymi_tui import __version__
-from zymi_tui.commands import store_cmds
+from zymi_tui.commands import store_cmds, tui_cmds
 
-COMMAND_MODULES = [store_cmds]
+COMMAND_MODULES = [store_cmds, tui_cmds]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,8 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     func = getattr(args, "func", None)
     if func is None:
-        parser.print_help()
-        return 0
+        return tui_cmds.observe_bare()  # bare `zymi-tui` opens the dashboard
     code: int = func(args)
     return code
 
