@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ORACLE = ROOT.parent / "shared" / "oracle"
+# ../shared beside the checkout (main, CI), or /work/shared seen from a worktree under /work/wt/<name>
+ORACLE = next(
+    (p / "shared" / "oracle" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared" / "oracle").is_dir()),
+    ROOT.parent / "shared" / "oracle",
+)
 SCENARIOS = sorted(p.name for p in ORACLE.iterdir() if (p / "events.db").exists()) if ORACLE.exists() else []
 
 
