@@ -205,7 +205,11 @@ def _decode_slowly(data: str, sequence: int) -> Event:
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        raise EventDecodeError(f"{where}{loc}: {first['msg']}") from None
+        msg = first["msg"]
+        if first["type"] == "string_pattern_mismatch":  # say what was expected, not the regex
+            msg = "not an RFC 3339 timestamp" if loc == "timestamp" else "not a UUID"
+            msg += f": {first['input']!r:.60}"
+        raise EventDecodeError(f"{where}{loc}: {msg}") from None
     except ValueError as e:
         raise EventDecodeError(f"timestamp: {e}") from None
 
