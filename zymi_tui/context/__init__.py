@@ -1,0 +1,1 @@
+"""Context engine (STAND-IN, see builder.py): replaced by the context issue's package at merge."""
