@@ -96,6 +96,56 @@ def cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@guarded
+def cmd_serve(args: argparse.Namespace) -> int:
+    from zymi_tui.engine.connectors import ConnectorError
+    from zymi_tui.engine.serve import serve
+
+    ws = _load(args.dir)
+    if args.all and args.pipelines:
+        raise CommandError("pass pipeline names or `--all`, not both")
+    if args.all:
+        served = sorted(ws.pipelines)
+        if not served:
+            raise CommandError("--all requires at least one pipeline in the project")
+    else:
+        served = list(dict.fromkeys(args.pipelines))
+        if not served:
+            raise CommandError("missing pipeline name. Pass one or more pipeline names, or `--all`.")
+        missing = [p for p in served if p not in ws.pipelines]
+        if missing:
+            available = ", ".join(sorted(ws.pipelines)) or "(none)"
+            raise CommandError(f"pipeline(s) not found: {', '.join(missing)}. Available: {available}")
+
+    async def go() -> int:
+        try:
+            rt = await open_runtime(ws, served, TerminalApproval(), printer=_print)
+        except ProjectError as e:
+            raise CommandError(str(e)) from None
+        target = ", ".join(served) if not args.all else f"any pipeline (--all): {', '.join(served)}"
+        _print(f"zymi serve: listening for PipelineRequested events targeting {target}")
+        _print(f"  store: {ws.store_path}")
+        _print(f"  poll:  {args.poll_interval_ms}ms")
+        _print("  press Ctrl+C to stop")
+        if ws.project.runtime is None:
+            _print(
+                "  note:  runtime.context not set — using engine defaults; see docs/context.md for chat/coding profiles"
+            )
+        try:
+            await serve(rt, served, args.poll_interval_ms, _print)
+        except ConnectorError as e:
+            raise CommandError(str(e)) from None
+        finally:
+            await close_runtime(rt)
+        return EXIT_OK
+
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        _print("\nshutting down…")
+        return EXIT_OK
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run a pipeline of a zymi project (zymi's `run`)")
     p.add_argument("pipeline", metavar="PIPELINE")
@@ -107,3 +157,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-n", "--name", help="project name (default: the folder name)")
     p.add_argument("--example", help="scaffold an example project: demo")
     p.set_defaults(func=cmd_init)
+    p = sub.add_parser("serve", help="run pipelines on every PipelineRequested (zymi's `serve`)")
+    p.add_argument("pipelines", nargs="*", metavar="PIPELINE")
+    p.add_argument("--all", action="store_true", help="serve every pipeline of the project")
+    p.add_argument("--poll-interval-ms", type=int, default=100, metavar="N", help="store poll interval (default 100)")
+    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
+    p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
+    p.set_defaults(func=cmd_serve)
