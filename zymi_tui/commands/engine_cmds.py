@@ -146,6 +146,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_OK
 
 
+@guarded
+def cmd_chat(args: argparse.Namespace) -> int:
+    from zymi_tui.engine.chat import chat_loop, chat_pipeline
+
+    ws = _load(args.dir)
+    try:
+        pipeline, input_name = chat_pipeline(ws, args.pipeline)
+    except ProjectError as e:
+        raise CommandError(str(e)) from None
+
+    async def read_line() -> str | None:
+        def ask() -> str | None:
+            try:
+                return input("you> ")
+            except EOFError:
+                return None
+
+        return await asyncio.to_thread(ask)
+
+    async def go() -> int:
+        try:
+            rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=None)
+        except ProjectError as e:
+            raise CommandError(str(e)) from None
+        model = f"{rt.provider.name}/{rt.provider.model}" if rt.provider else "no model"
+        demo = "  (the offline demo model: nothing it says comes from a real LLM)" if model.startswith("demo") else ""
+        _print(f"chat with pipeline '{pipeline.name}' on stream '{args.stream}' — {model}{demo}")
+        _print(f"  store: {ws.store_path}    /quit or Ctrl-D to leave")
+        try:
+            await chat_loop(rt, pipeline, input_name, args.stream, read_line, _print)
+        finally:
+            await close_runtime(rt)
+        return EXIT_OK
+
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        _print("\ninterrupted; the events written so far are kept")
+        return 130
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run a pipeline of a zymi project (zymi's `run`)")
     p.add_argument("pipeline", metavar="PIPELINE")
@@ -164,3 +205,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
     p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
     p.set_defaults(func=cmd_serve)
+    p = sub.add_parser("chat", help="chat in the terminal with the project's chat pipeline (history kept per stream)")
+    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
+    p.add_argument("--stream", default="term", metavar="ID", help="chat stream id (default: term)")
+    p.add_argument("--pipeline", metavar="NAME", help="pipeline to chat with (default: chat)")
+    p.set_defaults(func=cmd_chat)
