@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# ../shared beside the checkout (main, CI), or /work/shared seen from a worktree under /work/wt/<name>
 ORACLE = next(
-    (p for p in (ROOT.parent / "shared" / "oracle", Path("/work/shared/oracle")) if p.exists()),
+    (p / "shared" / "oracle" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared" / "oracle").is_dir()),
     ROOT.parent / "shared" / "oracle",
 )
 SCENARIOS = sorted(p.name for p in ORACLE.iterdir() if (p / "events.db").exists()) if ORACLE.exists() else []

@@ -1,1 +1,1 @@
-"""Context engine (STAND-IN, see builder.py): replaced by the context issue's package at merge."""
+"""The context engine: knobs and profiles, the ContextBuilder, Layer A from a project, tokens."""
