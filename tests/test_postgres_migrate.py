@@ -1,4 +1,5 @@
-"""`migrate`: the real engine's stores, copied to Postgres and back, row for row, resumably."""
+"""`migrate`: the real engine's stores, copied to Postgres and back, row for row, resumably; every
+reader (events, runs, verify, replay) says the same from the copy as from the original."""
 
 from __future__ import annotations
 
@@ -56,6 +57,11 @@ def test_oracle_store_migrates_to_postgres_and_back(scenario: str, pg_url: str, 
         from_pg, from_sqlite = cli(*args, pg_url), cli(*args, str(src))
         assert from_pg.returncode == from_sqlite.returncode == 0
         assert from_pg.stdout == from_sqlite.stdout and from_pg.stdout
+
+    project = str(oracle_db(scenario).parent / "project")
+    replay = [cli("replay", "--project", project, "--json", "--messages", store) for store in (pg_url, str(src))]
+    assert replay[0].returncode == replay[1].returncode == 0, replay[0].stderr
+    assert replay[0].stdout == replay[1].stdout and replay[0].stdout.count("\n") >= 1
 
     back = tmp_path / "back" / "events.db"
     done = cli("migrate", pg_url, str(back))
