@@ -145,7 +145,7 @@ def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
             return setting
         if setting.startswith("sqlite:"):
             return str(target / setting[len("sqlite:") :])
-        raise StoreError(f"unsupported store URL `{setting}` in {target / 'project.yml'}")
+        raise StoreError(f"unsupported store URL `{redact_url(setting)}` in {target / 'project.yml'}")
     db = target / ".zymi" / "events.db"
     if not db.is_file():
         raise StoreError(
