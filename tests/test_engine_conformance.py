@@ -7,6 +7,7 @@ the code under test except the store and the request log being checked.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
@@ -71,14 +72,17 @@ def produced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ours")
     work = Path("/tmp/oracle")  # the harness's default: one recorded tool result contains this path
     env = {**os.environ, "ZYMI_BIN": str(ENGINE_BIN), "ORACLE_OUT": str(out), "ORACLE_WORK": str(work)}
-    proc = subprocess.run(
-        [sys.executable, str(HARNESS), *RUN_SCENARIOS, *SERVE_SCENARIOS],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
+    # The harness must work in /tmp/oracle: serialise runs from concurrent test sessions on one machine.
+    with open("/tmp/oracle.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(
+            [sys.executable, str(HARNESS), *RUN_SCENARIOS, *SERVE_SCENARIOS],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+        )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 
