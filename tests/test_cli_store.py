@@ -253,7 +253,7 @@ def test_follow_prints_events_another_process_appends(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         assert proc.stdout is not None
-        assert first[0] in proc.stdout.readline()  # the listing: the first event, as zymi's --limit 1 would
+        assert first[-1] in proc.stdout.readline()  # like tail -f: the newest event first
         time.sleep(0.5)
         later = asyncio.run(append(5, 3))
         lines = [proc.stdout.readline() for _ in later]
