@@ -95,8 +95,9 @@ def is_postgres_url(store: str) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """`postgres://user:secret@host/db` -> `postgres://user:***@host/db`."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+    """`postgres://user:secret@host/db?password=x` -> `postgres://user:***@host/db?password=***`."""
+    url = re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
 
 _ENV = re.compile(r"\$\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}")
@@ -144,7 +145,7 @@ def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
             return setting
         if setting.startswith("sqlite:"):
             return str(target / setting[len("sqlite:") :])
-        raise StoreError(f"unsupported store URL `{setting}` in {target / 'project.yml'}")
+        raise StoreError(f"unsupported store URL `{redact_url(setting)}` in {target / 'project.yml'}")
     db = target / ".zymi" / "events.db"
     if not db.is_file():
         raise StoreError(
@@ -158,7 +159,9 @@ async def open_reader(store: str | None, *, cwd: Path | None = None) -> EventRea
     """Open a store for reading; raises StoreError with a one-line reason."""
     location = resolve_store(store, cwd=cwd)
     if is_postgres_url(location):
-        raise StoreError(f"{redact_url(location)}: Postgres stores are not supported yet")
+        from zymi_tui.events.postgres import PostgresReader
+
+        return await PostgresReader.open(location)
     from zymi_tui.events.sqlite import SqliteReader
 
     return await SqliteReader.open(location)
@@ -167,7 +170,9 @@ async def open_reader(store: str | None, *, cwd: Path | None = None) -> EventRea
 async def open_writer(store: str, *, cwd: Path | None = None) -> EventWriter:
     """Open (creating if needed) a store for appending, exactly as zymi writes."""
     if is_postgres_url(store):
-        raise StoreError(f"{redact_url(store)}: Postgres stores are not supported yet")
+        from zymi_tui.events.postgres import PostgresWriter
+
+        return await PostgresWriter.open(store)
     from zymi_tui.events.sqlite import SqliteWriter
 
     return await SqliteWriter.open(store)
