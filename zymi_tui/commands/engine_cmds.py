@@ -75,7 +75,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_FAIL
         return EXIT_OK
 
-    return asyncio.run(go())
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        print(
+            f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {ws.store_path}",
+            file=sys.stderr,
+        )
+        return 130
 
 
 @guarded
