@@ -115,3 +115,40 @@ def test_run_on_a_fresh_init_uses_the_demo_model(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "Pipeline completed successfully." in proc.stdout and "[demo model]" in proc.stdout
+
+
+def test_serve_with_the_stdin_connector_and_stdout_output(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    assert subprocess.run([str(BIN), "init", "--example", "demo"], cwd=tmp_path, capture_output=True).returncode == 0
+    with (tmp_path / "project.yml").open("a", encoding="utf-8") as f:
+        f.write(
+            "connectors:\n  - type: stdin\n    name: term\n    pipeline: chat\n"
+            "outputs:\n  - type: stdout\n    on: [ResponseReady]\n    template: 'BOT> {{ event.content }}'\n"
+        )
+    proc = subprocess.Popen(
+        [str(BIN), "serve", "chat"], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdin and proc.stdout
+    proc.stdin.write("hello\nand billing?\n")
+    proc.stdin.flush()
+    lines: list[str] = []
+    deadline = time.time() + 60
+    while sum(line.startswith("BOT> ") for line in lines) < 2 and time.time() < deadline:
+        lines.append(proc.stdout.readline())
+    while (
+        time.time() < deadline
+        and sum(k == "pipeline_completed" for _, k, _, _ in _rows(tmp_path / ".zymi" / "events.db")) < 2
+    ):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0 and "shutting down…" in rest
+    assert lines[0].startswith("zymi serve: listening for PipelineRequested events targeting chat")
+    assert sum(line.startswith("  -> received PipelineRequested for 'chat'") for line in lines) == 2
+    assert not any("[reply] done" in line for line in lines)  # step lines are printed by `run` only
+    rows = _rows(tmp_path / ".zymi" / "events.db")
+    done = [(s, src) for s, k, src, _ in rows if k == "pipeline_completed"]
+    assert done == [("term", "zymi-serve"), ("term", "zymi-serve")]
+    _zymi_accepts(tmp_path / ".zymi" / "events.db", tmp_path)
