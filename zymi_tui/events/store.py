@@ -20,6 +20,10 @@ class StoreError(Exception):
     """A store cannot be opened or read. The message is one line meant for a person."""
 
 
+class StoreLocked(StoreError):
+    """Another process held the store locked for longer than a reader waits (the tail retries)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StreamInfo:
     stream_id: str
@@ -141,7 +145,7 @@ def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
             return setting
         if setting.startswith("sqlite:"):
             return str(target / setting[len("sqlite:") :])
-        raise StoreError(f"unsupported store URL `{setting}` in {target / 'project.yml'}")
+        raise StoreError(f"unsupported store URL `{redact_url(setting)}` in {target / 'project.yml'}")
     db = target / ".zymi" / "events.db"
     if not db.is_file():
         raise StoreError(
