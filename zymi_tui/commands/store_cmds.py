@@ -29,7 +29,10 @@ PAGE = 2000
 
 def report_problems(reader: EventReader) -> None:
     for bad in reader.problems:
-        warn(f"{reader.label}: skipped unreadable {bad.describe()}")
+        warn(
+            f"{reader.label}: skipped unreadable {bad.describe()}; the rest is shown. "
+            "`zymi-tui verify` tells whether the row was changed after it was written"
+        )
 
 
 def _kind_tag(value: str) -> str:
@@ -86,6 +89,8 @@ async def _events(args: argparse.Namespace) -> int:
             if scanned < want:
                 break
         if args.follow:
+            if getattr(reader, "snapshot", False):
+                warn(f"{reader.label}: read as a snapshot (its folder is read-only): new events will not appear")
             cursor = max(cursor, await reader.max_global_id()) if limit is not None else cursor
             async for batch in tail(reader, cursor, poll_s=args.poll_ms / 1000):
                 for se in batch:

@@ -20,6 +20,10 @@ class StoreError(Exception):
     """A store cannot be opened or read. The message is one line meant for a person."""
 
 
+class StoreLocked(StoreError):
+    """Another process held the store locked for longer than a reader waits (the tail retries)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StreamInfo:
     stream_id: str

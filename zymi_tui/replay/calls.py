@@ -71,6 +71,7 @@ class CallContext:
     simulated: bool = False  # a what-if compaction with no recorded counterpart
     whatif: bool = False
     note: str = ""
+    compaction_plan: CompactionPlan | None = None  # a compaction call: the span, range and bytes it covers
     _done: bool = field(default=False, repr=False)
 
     @property
@@ -96,6 +97,7 @@ class _Step:
     builder: ContextBuilder
     run: _Run | None = None
     infer: bool = False  # Layer A is to be inferred at the next agent call
+    started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, §1K)
 
 
 class _SummaryEstimate:
@@ -214,7 +216,8 @@ class _Replayer:
             prefix = self.project.prefix(run.pipeline, step_id, run.inputs, run.outputs)
             spec = self.project.step(run.pipeline, step_id)
             fresh = bool(spec and spec.fresh)
-        cutoff = fast_ts_ns(ts) if fresh else None
+        st.started_ns = fast_ts_ns(ts)
+        cutoff = st.started_ns if fresh else None
         st.infer = prefix is None
         st.builder.set_prefix(prefix or Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
 
@@ -290,6 +293,7 @@ class _Replayer:
                 return  # the what-if decides its own compactions at the agent calls
             plan = b.plan_compaction()
             row.rendered = compaction_context(plan, self.knobs) if plan else None
+            row.compaction_plan = plan
             self.queue.append(row)
             return
         memory = self._memory(st)
@@ -313,9 +317,15 @@ class _Replayer:
         post = b.last_was_compaction and not self.whatif
         b.set_prefix(Prefix("", "", inferred_bytes=0, inferred_count=0), None)
         rest = b.build(memory, allow_compaction=False, apply_fresh=not post, knobs=self.recorded_knobs)
+        cutoff = None
+        if rest.message_count >= kind.message_count and st.started_ns is not None:
+            # the tail alone is too long: the step must run with `context: {mode: fresh}`
+            cutoff = st.started_ns
+            b.set_prefix(Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
+            rest = b.build(memory, allow_compaction=False, apply_fresh=not post, knobs=self.recorded_knobs)
         size = max(0, kind.approx_context_chars - rest.chars)
         count = max(1, kind.message_count - rest.message_count)
-        b.set_prefix(Prefix("", "", inferred_bytes=size, inferred_count=count), None)
+        b.set_prefix(Prefix("", "", inferred_bytes=size, inferred_count=count), cutoff)
         st.infer = False
 
     def _whatif_compaction(self, se: StoredEvent, st: _Step, plan: CompactionPlan) -> None:
@@ -323,7 +333,7 @@ class _Replayer:
         rc = b.take_recorded(plan.replaces_seq_range)
         row = CallContext(
             stream_id=se.event.stream_id,
-            sequence=se.event.sequence if rc is None else rc.seq - 2,
+            sequence=se.event.sequence,
             global_id=se.global_id,
             iteration=0,
             is_compaction=True,
@@ -331,6 +341,7 @@ class _Replayer:
             recorded_message_count=0,
             recorded_input_tokens=None,
             rendered=compaction_context(plan, self.knobs, simulated=rc is None),
+            compaction_plan=plan,
             prefix_inferred=False,
             simulated=rc is None,
             whatif=True,
@@ -338,7 +349,7 @@ class _Replayer:
         )
         if rc is not None:
             row.recorded_chars, row.recorded_message_count = plan.request_chars, 2
-            row.note = f"recorded compaction of seq {rc.lo}..{rc.hi} still applies"
+            row.note = f"the recorded compaction (ContextCompacted seq {rc.seq}) of seq {rc.lo}..{rc.hi} applies here"
             b.apply_compaction(plan, rc.summary, rc.reply)
         else:
             est, basis = self.estimate.estimate(plan.span_bytes)
