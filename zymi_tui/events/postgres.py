@@ -25,6 +25,8 @@ will ever commit is already visible. How H is found (`PostgresReader.horizon`):
   next read tries again. A gap held open for more than GIVE_UP_S (a session left idle inside a
   transaction) is skipped so the tail keeps moving; its ids are re-read for LATE_WATCH_S and any
   row that does appear is delivered then (late, out of global order, but not lost).
+
+Tail the primary: a hot standby's `pg_locks` does not show the primary's writers.
 """
 
 from __future__ import annotations
