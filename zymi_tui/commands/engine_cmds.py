@@ -12,6 +12,7 @@ from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.loader import ProjectError, Workspace, find_root, load_workspace
 from zymi_tui.engine.runner import RunHalted, run_pipeline
 from zymi_tui.engine.runtime import close_runtime, open_runtime
+from zymi_tui.events.store import redact_url
 
 
 def _load(directory: str | None) -> Workspace:
@@ -164,7 +165,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CommandError(str(e)) from None
         target = ", ".join(served) if not args.all else f"any pipeline (--all): {', '.join(served)}"
         _print(f"zymi serve: listening for PipelineRequested events targeting {target}")
-        _print(f"  store: {ws.store_path}")
+        _print(f"  store: {redact_url(ws.store_location)}")
         _print(f"  poll:  {args.poll_interval_ms}ms")
         _print("  press Ctrl+C to stop")
         if ws.project.runtime is None:
@@ -213,7 +214,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         model = f"{rt.provider.name}/{rt.provider.model}" if rt.provider else "no model"
         demo = "  (the offline demo model: nothing it says comes from a real LLM)" if model.startswith("demo") else ""
         _print(f"chat with pipeline '{pipeline.name}' on stream '{args.stream}' — {model}{demo}")
-        _print(f"  store: {ws.store_path}    /quit or Ctrl-D to leave")
+        _print(f"  store: {redact_url(ws.store_location)}    /quit or Ctrl-D to leave")
         try:
             await chat_loop(rt, pipeline, input_name, args.stream, read_line, _print)
         finally:
