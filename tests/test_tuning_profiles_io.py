@@ -10,9 +10,7 @@ import yaml
 from zymi_tui.replay.profiles_io import (
     ProfileFileError,
     apply_edit,
-    list_profile_files,
     plan_apply,
-    read_profile_file,
     runtime_context_block,
     save_profile,
 )
@@ -65,15 +63,20 @@ def test_block_is_the_engine_yaml() -> None:
     }
 
 
-def test_save_and_read_back(tmp_path: Path) -> None:
-    path = save_profile("my-chat", CHAT, reserved=("chat",), directory=tmp_path)
-    assert path == tmp_path / "my-chat.yml"
-    assert read_profile_file(path) == CHAT
-    assert list_profile_files(tmp_path) == {"my-chat": path}
+def test_save_adds_and_replaces_in_profiles_file(tmp_path: Path) -> None:
+    path = tmp_path / "profiles.yml"
+    path.write_text("# mine\nbig:  # huge caps\n  soft_cap_chars: 900000\n  hard_cap_chars: 990000\n")
+    assert save_profile("my-chat", CHAT, reserved=("chat",), path=path) == path
+    save_profile("big", EVALISH, path=path)
+    assert yaml.safe_load(path.read_text()) == {
+        "big": {"observation_window": 4, "soft_cap_chars": 60000, "hard_cap_chars": 100000, "min_tail_turns": 2},
+        "my-chat": CHAT,
+    }
+    assert path.read_text().startswith("# mine\n")
     with pytest.raises(ProfileFileError, match="built in"):
-        save_profile("chat", CHAT, reserved=("chat",), directory=tmp_path)
+        save_profile("chat", CHAT, reserved=("chat",), path=path)
     with pytest.raises(ProfileFileError, match="profile name"):
-        save_profile("../evil", CHAT, directory=tmp_path)
+        save_profile("../evil", CHAT, path=path)
 
 
 def test_apply_edits_in_place_keeping_comments(tmp_path: Path) -> None:

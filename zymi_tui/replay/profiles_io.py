@@ -9,7 +9,6 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -31,8 +30,9 @@ def config_dir() -> Path:
     return Path(base) / "zymi-tui"
 
 
-def profiles_dir() -> Path:
-    return config_dir() / "profiles"
+def profiles_file() -> Path:
+    """The user's profiles: `name: {knob: value, ...}` per profile (read by the context engine too)."""
+    return config_dir() / "profiles.yml"
 
 
 def check_profile_name(name: str, reserved: tuple[str, ...] = ()) -> str:
@@ -56,52 +56,41 @@ def _knob_lines(values: KnobValues, indent: str) -> list[str]:
     return lines
 
 
-def profile_yaml(name: str, values: KnobValues) -> str:
-    """The text of a saved profile file."""
-    return (
-        "\n".join([f"# zymi-tui context profile `{name}` (the runtime.context knobs)", *_knob_lines(values, "")]) + "\n"
-    )
-
-
 def runtime_context_block(values: KnobValues) -> str:
     """The exact `runtime: context:` block to paste into project.yml."""
     return "\n".join(["runtime:", "  context:", *_knob_lines(values, "    ")]) + "\n"
 
 
-def save_profile(
-    name: str, values: KnobValues, *, reserved: tuple[str, ...] = (), directory: Path | None = None
-) -> Path:
+def save_profile(name: str, values: KnobValues, *, reserved: tuple[str, ...] = (), path: Path | None = None) -> Path:
+    """Add or replace profile `name` in the user's profiles.yml, editing its text (other profiles and
+    comments kept)."""
     check_profile_name(name, reserved)
-    folder = directory or profiles_dir()
-    path = folder / f"{name}.yml"
+    path = path or profiles_file()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        _write_atomically(path, profile_yaml(name, values))
+        old = path.read_text(encoding="utf-8") if path.exists() else "# zymi-tui context profiles: name -> knobs\n"
+    except OSError as e:
+        raise ProfileFileError(f"{path}: cannot read ({e.strerror or e})") from None
+    lines = old.splitlines()
+    block = [f"{name}:", *_knob_lines(values, "  ")]
+    at = next((i for i, line in enumerate(lines) if (m := _TOP_KEY.match(line)) and m.group(1) == name), None)
+    if at is None:
+        lines += block
+    else:
+        lines[at : _block_end(lines, at, 0)] = block
+    new = "\n".join(lines) + "\n"
+    try:
+        doc = yaml.safe_load(new)
+    except yaml.YAMLError:
+        raise ProfileFileError(f"{path}: not valid YAML; fix it by hand first") from None
+    want = {k: v for k, v in values.items() if v is not None}
+    if not isinstance(doc, dict) or doc.get(name) != want:
+        raise ProfileFileError(f"{path}: could not place profile `{name}` safely; nothing written")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomically(path, new)
     except OSError as e:
         raise ProfileFileError(f"{path}: cannot save the profile ({e.strerror or e})") from None
     return path
-
-
-def read_profile_file(path: Path) -> dict[str, Any]:
-    """The raw knob mapping of a saved profile (validation is the caller's, with ContextKnobs)."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
-        raise ProfileFileError(f"{path}: not a readable YAML profile ({type(e).__name__})") from None
-    if raw is None:
-        raw = {}
-    if isinstance(raw, dict) and isinstance(raw.get("runtime"), dict):  # a pasted project.yml block
-        raw = raw["runtime"].get("context") or {}
-    if not isinstance(raw, dict) or any(k not in KNOB_NAMES for k in raw):
-        raise ProfileFileError(f"{path}: expected a mapping of the knobs {', '.join(KNOB_NAMES)}")
-    return raw
-
-
-def list_profile_files(directory: Path | None = None) -> dict[str, Path]:
-    folder = directory or profiles_dir()
-    if not folder.is_dir():
-        return {}
-    return {p.stem: p for p in sorted(folder.glob("*.yml")) if PROFILE_NAME.match(p.stem)}
 
 
 # -- apply to project.yml ------------------------------------------------------------------------
