@@ -1,0 +1,416 @@
+"""A whole store replayed under several profiles, side by side: per run stream and in total.
+
+Every figure carries its provenance. A call whose re-rendered context equals the recorded one keeps
+the provider's reported tokens (`recorded`); any other call is `estimated` as the recorded usage
+plus the change in bytes times the store's tokens-per-byte ratio (calibrated on its own recorded
+calls, else the 0.28 heuristic of docs/context.md). Compactions the recorded run never made need a
+summary from a model: they are counted as simulated summary calls and always marked as estimates.
+Same trajectory assumed: the agent is taken to have made the same calls whatever its context was.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from zymi_tui.events.messages import MessageModel, message_text
+from zymi_tui.events.store import run_of
+from zymi_tui.replay.costs import Cost, PriceTable, cost_of
+
+CAVEAT = (
+    "what-if: same trajectory assumed: the agent is taken to make the same calls under every profile; "
+    "a different context changes what a model does, so these are estimates of the context policy alone"
+)
+HEURISTIC_TOKENS_PER_BYTE = 0.28  # docs/context.md: "Roughly chars x 0.28 = tokens for English"
+SUMMARY_MAX_TOKENS = 1024  # zymi's compaction call: max_tokens 1024 (context-builder.md §2)
+SUMMARY_PROMPT_BYTES_FALLBACK = 256
+
+
+# -- what this module needs of a replayed call (zymi_tui.replay.CallContext has all of it) -------
+class CompactionLike(Protocol):
+    @property
+    def request_messages(self) -> Sequence[MessageModel]: ...
+    @property
+    def span_bytes(self) -> int: ...
+
+
+class EntryLike(Protocol):
+    @property
+    def message(self) -> MessageModel: ...
+    @property
+    def layer(self) -> str: ...
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def source_seq(self) -> int | None: ...
+
+
+class RenderedLike(Protocol):
+    @property
+    def entries(self) -> Sequence[EntryLike]: ...
+    @property
+    def chars(self) -> int: ...
+    @property
+    def message_count(self) -> int: ...
+    @property
+    def compaction(self) -> CompactionLike | None: ...
+    @property
+    def hard_cap_exceeded(self) -> bool: ...
+
+
+class CallLike(Protocol):
+    @property
+    def stream_id(self) -> str: ...
+    @property
+    def sequence(self) -> int: ...
+    @property
+    def global_id(self) -> int: ...
+    @property
+    def is_compaction(self) -> bool: ...
+    @property
+    def recorded_chars(self) -> int: ...
+    @property
+    def recorded_message_count(self) -> int: ...
+    @property
+    def recorded_input_tokens(self) -> int | None: ...
+    @property
+    def rendered(self) -> RenderedLike | None: ...
+
+
+# -- figures -----------------------------------------------------------------------------------
+@dataclass
+class CallFigure:
+    """One LLM call under one profile."""
+
+    stream_id: str
+    sequence: int
+    global_id: int
+    kind: str  # "agent" | "summary" (a recorded compaction call) | "simulated summary"
+    chars: int
+    message_count: int
+    recorded_chars: int
+    recorded_tokens: int | None
+    over_soft: bool
+    hard_cap_failed: bool
+    tokens: int = 0
+    tokens_provenance: str = "estimated"  # "recorded" | "estimated"
+
+    @property
+    def sent(self) -> bool:
+        return not self.hard_cap_failed
+
+
+@dataclass
+class Totals:
+    """Sums over the calls of one run stream (or of the whole store) under one profile."""
+
+    calls: int = 0
+    agent_calls: int = 0
+    chars_sum: int = 0
+    chars_peak: int = 0
+    tokens_sum: int = 0
+    tokens_peak: int = 0
+    tokens_estimated: int = 0  # how many calls' tokens are estimates
+    over_soft_cap: int = 0
+    compactions_recorded: int = 0
+    compactions_simulated: int = 0  # estimates: a summary the recorded run never asked for
+    hard_cap_failures: int = 0
+    cost: Cost | None = None
+    cost_estimated: bool = False
+
+    @property
+    def provenance(self) -> str:
+        return "estimated" if self.tokens_estimated or self.compactions_simulated else "recorded"
+
+    def add(self, f: CallFigure) -> None:
+        if f.hard_cap_failed:
+            self.hard_cap_failures += 1
+            return
+        self.calls += 1
+        self.chars_sum += f.chars
+        self.tokens_sum += f.tokens
+        self.tokens_estimated += f.tokens_provenance != "recorded"
+        if f.kind == "agent":
+            self.agent_calls += 1
+            self.chars_peak = max(self.chars_peak, f.chars)
+            self.tokens_peak = max(self.tokens_peak, f.tokens)
+            self.over_soft_cap += f.over_soft
+        elif f.kind == "summary":
+            self.compactions_recorded += 1
+        else:
+            self.compactions_simulated += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cost"] = None if self.cost is None else {**asdict(self.cost), "total": self.cost.total}
+        d["provenance"] = self.provenance
+        return d
+
+
+@dataclass
+class ProfileRun:
+    """One profile's replay of the store."""
+
+    name: str
+    knobs: dict[str, int | None]
+    recorded: bool  # True when these are the knobs the store was recorded under
+    calls: list[CallFigure] = field(default_factory=list)
+    per_run: dict[str, Totals] = field(default_factory=dict)
+    total: Totals = field(default_factory=Totals)
+
+
+@dataclass
+class Comparison:
+    profiles: list[ProfileRun]
+    tokens_per_byte: float
+    tokens_ratio_source: str  # "calibrated on N recorded calls" | "heuristic 0.28"
+    model: str | None
+    price_entry: str | None
+    output_tokens_recorded: int
+    caveat: str = CAVEAT
+
+    def runs(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for p in self.profiles:
+            seen.update(dict.fromkeys(p.per_run))
+        return list(seen)
+
+    def series(self, stream_id: str) -> dict[str, list[tuple[int, int]]]:
+        """(sequence, chars) of every sent agent call of one stream, per profile: the overlay plot."""
+        return {
+            p.name: [
+                (f.sequence, f.chars) for f in p.calls if f.stream_id == stream_id and f.kind == "agent" and f.sent
+            ]
+            for p in self.profiles
+        }
+
+
+# -- building the figures ------------------------------------------------------------------------
+def _bytes(messages: Iterable[MessageModel]) -> int:
+    return sum(len(message_text(m).encode()) for m in messages)
+
+
+def call_figures(call: CallLike, knobs: dict[str, int | None], *, recorded: bool) -> list[CallFigure]:
+    """The figures of one replayed call: the call itself, plus a simulated summary call before it when
+    these knobs would compact at this point and the recording did not."""
+    soft = int(knobs["soft_cap_chars"] or 0)
+    if call.is_compaction:
+        if not recorded:
+            return []  # another profile's compactions come from its own plans (simulated below)
+        c = call.recorded_chars
+        return [
+            CallFigure(call.stream_id, call.sequence, call.global_id, "summary", c, call.recorded_message_count,
+                       c, call.recorded_input_tokens, False, False)
+        ]  # fmt: skip
+    r = call.rendered
+    if r is None:  # no project: only the recorded figures are known
+        c = call.recorded_chars
+        return [
+            CallFigure(call.stream_id, call.sequence, call.global_id, "agent", c, call.recorded_message_count,
+                       c, call.recorded_input_tokens, c > soft, False)
+        ]  # fmt: skip
+    out: list[CallFigure] = []
+    chars = r.chars
+    if r.compaction is not None:
+        plan = r.compaction
+        summary_in = _bytes(plan.request_messages)
+        out.append(
+            CallFigure(call.stream_id, call.sequence, call.global_id, "simulated summary", summary_in,
+                       len(plan.request_messages), 0, None, False, False)
+        )  # fmt: skip
+    out.append(
+        CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, r.message_count,
+                   call.recorded_chars, call.recorded_input_tokens, chars > soft, r.hard_cap_exceeded)
+    )  # fmt: skip
+    return out
+
+
+def calibrate(calls: Iterable[CallFigure]) -> tuple[float, str]:
+    """Tokens per byte over the recorded calls that reported usage, else the 0.28 heuristic."""
+    n = chars = tokens = 0
+    for f in calls:
+        if f.recorded_tokens is not None and f.recorded_chars > 0:
+            n += 1
+            chars += f.recorded_chars
+            tokens += f.recorded_tokens
+    if n == 0 or chars == 0:
+        return HEURISTIC_TOKENS_PER_BYTE, f"heuristic {HEURISTIC_TOKENS_PER_BYTE}"
+    return tokens / chars, f"calibrated on {n} recorded call(s)"
+
+
+def estimate_tokens(f: CallFigure, ratio: float) -> None:
+    if f.recorded_tokens is not None and f.chars == f.recorded_chars and f.kind != "simulated summary":
+        f.tokens, f.tokens_provenance = f.recorded_tokens, "recorded"
+        return
+    if f.recorded_tokens is not None and f.kind != "simulated summary":
+        f.tokens = max(0, round(f.recorded_tokens + (f.chars - f.recorded_chars) * ratio))
+    else:
+        f.tokens = round(f.chars * ratio)
+    f.tokens_provenance = "estimated"
+
+
+def summarize(run: ProfileRun, ratio: float, price: tuple[PriceTable, Any] | None, output_tokens: int) -> None:
+    """Fill the per-run and total figures of one profile from its calls."""
+    run.per_run, run.total = {}, Totals()
+    for f in run.calls:
+        estimate_tokens(f, ratio)
+        run.per_run.setdefault(run_of(f.stream_id), Totals()).add(f)
+        run.total.add(f)
+    if price is None:
+        return
+    table, model_price = price
+    for totals in [*run.per_run.values(), run.total]:
+        # output: the recorded agent replies (same trajectory) are split by share of calls; simulated
+        # summaries add SUMMARY_MAX_TOKENS/4 each, an estimate
+        share = totals.agent_calls / max(1, run.total.agent_calls)
+        out_tokens = round(output_tokens * share) + totals.compactions_simulated * (SUMMARY_MAX_TOKENS // 4)
+        totals.cost = cost_of(table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens)
+        totals.cost_estimated = totals.provenance == "estimated" or share != 1.0
+
+
+Replay = Callable[[dict[str, int | None] | None], AsyncIterator[CallLike]]
+Progress = Callable[[str, int, int], Awaitable[None] | None]
+
+
+async def compare_profiles(
+    replay: Replay,
+    profiles: Sequence[tuple[str, dict[str, int | None] | None]],
+    *,
+    recorded_knobs: dict[str, int | None],
+    prices: PriceTable | None = None,
+    model: str | None = None,
+    output_tokens: int = 0,
+    total_calls: int = 0,
+    progress: Progress | None = None,
+) -> Comparison:
+    """Replay the store once per profile (`None` knobs = the recorded ones) and compare.
+
+    `replay(knobs)` yields the store's calls under those knobs; `total_calls` sizes the progress
+    callback `progress(profile, done, total)`. Cancelling the awaiting task stops the replay."""
+    runs: list[ProfileRun] = []
+    for name, knobs in profiles:
+        effective = dict(recorded_knobs if knobs is None else knobs)
+        run = ProfileRun(name, effective, recorded=effective == recorded_knobs)
+        done = 0
+        async for call in replay(knobs):
+            run.calls += call_figures(call, effective, recorded=run.recorded)
+            done += 1
+            if progress is not None and done % 200 == 0:
+                maybe = progress(name, done, total_calls)
+                if maybe is not None:
+                    await maybe
+        runs.append(run)
+    ratio, source = calibrate(f for f in runs[0].calls) if runs else (HEURISTIC_TOKENS_PER_BYTE, "heuristic")
+    found = prices.price_for(model) if prices is not None else None
+    for run in runs:
+        summarize(run, ratio, None if found is None or prices is None else (prices, found[1]), output_tokens)
+    return Comparison(runs, ratio, source, model, found[0] if found else None, output_tokens)
+
+
+# -- exports -----------------------------------------------------------------------------------
+COLUMNS = [
+    ("calls", "LLM calls"),
+    ("chars_sum", "input chars (sum)"),
+    ("chars_peak", "input chars (peak)"),
+    ("tokens_sum", "input tokens (sum)"),
+    ("tokens_peak", "input tokens (peak)"),
+    ("over_soft_cap", "calls over soft cap"),
+    ("compactions_recorded", "compactions (recorded)"),
+    ("compactions_simulated", "compactions (simulated, est.)"),
+    ("hard_cap_failures", "hard-cap failures"),
+]
+
+
+def _cost_text(t: Totals, currency: str) -> str:
+    if t.cost is None:
+        return "no price"
+    return f"{t.cost.total:.4f} {currency}" + (" (est.)" if t.cost_estimated else "")
+
+
+def rows(cmp: Comparison) -> list[dict[str, Any]]:
+    """One flat row per (scope, profile); scope is a run stream or `TOTAL`."""
+    out: list[dict[str, Any]] = []
+    for scope in [*cmp.runs(), "TOTAL"]:
+        for p in cmp.profiles:
+            t = p.total if scope == "TOTAL" else p.per_run.get(scope)
+            if t is None:
+                continue
+            row: dict[str, Any] = {"scope": scope, "profile": p.name}
+            row.update({key: getattr(t, key) for key, _ in COLUMNS})
+            row["cost"] = None if t.cost is None else round(t.cost.total, 6)
+            row["provenance"] = t.provenance
+            out.append(row)
+    return out
+
+
+def to_json(cmp: Comparison) -> dict[str, Any]:
+    return {
+        "caveat": cmp.caveat,
+        "tokens_per_byte": cmp.tokens_per_byte,
+        "tokens_ratio_source": cmp.tokens_ratio_source,
+        "model": cmp.model,
+        "price_entry": cmp.price_entry,
+        "output_tokens_recorded": cmp.output_tokens_recorded,
+        "profiles": [
+            {
+                "name": p.name,
+                "knobs": p.knobs,
+                "recorded_knobs": p.recorded,
+                "total": p.total.as_dict(),
+                "runs": {run: t.as_dict() for run, t in p.per_run.items()},
+            }
+            for p in cmp.profiles
+        ],
+    }
+
+
+def to_json_text(cmp: Comparison) -> str:
+    return json.dumps(to_json(cmp), indent=1, ensure_ascii=False) + "\n"
+
+
+def to_csv(cmp: Comparison) -> str:
+    buf = io.StringIO()
+    table = rows(cmp)
+    fields = ["scope", "profile", *(k for k, _ in COLUMNS), "cost", "provenance"]
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    w.writerows(table)
+    return buf.getvalue()
+
+
+def to_markdown(cmp: Comparison, currency: str = "USD") -> str:
+    names = [p.name for p in cmp.profiles]
+    lines = [
+        f"> **{cmp.caveat}**",
+        "",
+        f"Tokens: recorded where the context is unchanged, else estimated ({cmp.tokens_ratio_source}, "
+        f"{cmp.tokens_per_byte:.3f} tokens/byte). Model: {cmp.model or 'unknown'}"
+        f"{'' if cmp.price_entry else ' (no price)'}.",
+        "",
+        "| figure | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for key, label in COLUMNS:
+        lines.append(f"| {label} | " + " | ".join(f"{getattr(p.total, key):,}" for p in cmp.profiles) + " |")
+    lines.append("| cost | " + " | ".join(_cost_text(p.total, currency) for p in cmp.profiles) + " |")
+    lines.append("| figures | " + " | ".join(p.total.provenance for p in cmp.profiles) + " |")
+    lines += ["", "Per run stream (input tokens sum / peak, compactions, hard-cap failures):", ""]
+    lines += ["| run | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for run in cmp.runs():
+        cells = []
+        for p in cmp.profiles:
+            t = p.per_run.get(run)
+            cells.append(
+                "-"
+                if t is None
+                else f"{t.tokens_sum:,} / {t.tokens_peak:,}, {t.compactions_recorded}+{t.compactions_simulated}est, "
+                f"{t.hard_cap_failures}"
+            )
+        lines.append(f"| {run} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
