@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ORACLE = ROOT.parent / "shared" / "oracle"
+ORACLE = next((p for p in (ROOT.parent / "shared" / "oracle", Path("/work/shared/oracle")) if p.exists()), Path("-"))
 SCENARIOS = sorted(p.name for p in ORACLE.iterdir() if (p / "events.db").exists()) if ORACLE.exists() else []
 
 

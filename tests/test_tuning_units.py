@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 
-from zymi_tui.events.messages import MessageModel, SystemMessage, UserMessage
-from zymi_tui.replay.compare import ProfileRun, calibrate, call_figures, summarize
+from zymi_tui.context.builder import RenderedContext
+from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.compare import ProfileRun, RecordedOutput, calibrate, call_figures, summarize
 from zymi_tui.replay.costs import parse_prices
 from zymi_tui.replay.sweep import SweepError, grid_profiles, pareto_front, parse_values
 
@@ -20,31 +20,13 @@ KNOBS: dict[str, int | None] = {
 }
 
 
-@dataclass
-class Plan:
-    request_messages: list[MessageModel]
-    span_bytes: int
-
-
-@dataclass
-class Rendered:
-    chars: int
-    message_count: int = 3
-    compaction: Plan | None = None
-    hard_cap_exceeded: bool = False
-    entries: list[object] = field(default_factory=list)
-
-
-@dataclass
-class Call:
-    stream_id: str
-    sequence: int
-    global_id: int
-    recorded_chars: int
-    recorded_input_tokens: int | None
-    rendered: Rendered | None
-    is_compaction: bool = False
-    recorded_message_count: int = 3
+def call(
+    stream: str, seq: int, recorded: int, tokens: int | None, chars: int, *, compaction: bool = False,
+    simulated: bool = False, over_hard: bool = False, failed_build: bool = False,
+) -> CallContext:  # fmt: skip
+    rendered = RenderedContext(chars, 3, None, over_hard, ContextKnobs(), {})
+    return CallContext(stream, seq, seq + 100, 0 if compaction else 1, compaction, recorded, 3, tokens, rendered,
+                       False, hard_cap_failure=failed_build, simulated=simulated)  # fmt: skip
 
 
 def test_parse_values() -> None:
@@ -71,32 +53,29 @@ def test_grid_raises_hard_cap_to_soft_cap() -> None:
 
 def test_figures_tokens_and_cost_by_hand() -> None:
     calls = [
-        Call("run-1:step:a", 2, 10, 400, 100, Rendered(400)),  # unchanged: recorded 100 tokens
-        Call("run-1:step:a", 5, 13, 1200, 300, Rendered(800)),  # what-if smaller: 300 + (800-1200)*r
-        Call(
-            "run-1:step:a",
-            8,
-            16,
-            1500,
-            None,
-            Rendered(1500, compaction=Plan([SystemMessage(content="s" * 10), UserMessage(content="u" * 90)], 700)),
-        ),
-        Call("run-2:step:a", 2, 30, 2500, 600, Rendered(2500, hard_cap_exceeded=True)),
+        call("run-1:step:a", 2, 400, 100, 400),  # unchanged: recorded 100 tokens
+        call("run-1:step:a", 5, 1200, 300, 800),  # what-if smaller: 300 + (800-1200)*r
+        call("run-1:step:a", 7, 0, None, 100, compaction=True, simulated=True),  # a summary the recording never had
+        call("run-1:step:a", 8, 1500, None, 1500),
+        call("run-2:step:a", 2, 2500, 600, 2500, over_hard=True),  # what-if fails the hard cap: not sent
+        call("run-2:step:a", 9, 0, None, 900, failed_build=True),  # recorded failed build that now fits: no call
     ]
     run = ProfileRun("p", KNOBS, recorded=False)
     for c in calls:
-        run.calls += call_figures(c, KNOBS, recorded=False)
+        run.calls += call_figures(c, 1000)
     assert [f.kind for f in run.calls] == ["agent", "agent", "simulated summary", "agent", "agent"]
     ratio, source = calibrate(run.calls)
     # recorded calls with usage: (400,100) (1200,300) (2500,600) -> 1000 / 4100
     assert ratio == pytest.approx(1000 / 4100) and source == "calibrated on 3 recorded call(s)"
     table = parse_prices("per_tokens: 1000\nmodels:\n  m: {input: 1, output: 2}\n", "t")
-    summarize(run, 0.25, (table, table.models["m"]), output_tokens=60)
+    output = RecordedOutput({"run-1": 50, "run-2": 10}, summary_tokens=0, summary_calls=0)
+    summarize(run, 0.25, (table, table.models["m"]), output)
     t = run.total
     # tokens: 100 (recorded) + 200 (300 - 400*0.25) + 25 (100 bytes *0.25, summary) + 375 (1500*0.25)
     assert (t.calls, t.agent_calls, t.tokens_sum, t.tokens_peak) == (4, 3, 700, 375)
     assert (t.chars_sum, t.chars_peak, t.over_soft_cap) == (2800, 1500, 1)
     assert (t.compactions_simulated, t.hard_cap_failures, t.provenance) == (1, 1, "estimated")
-    # cost: 700 input tokens at 1/1000 + (60 recorded output + 256 per simulated summary) at 2/1000
+    # cost: 700 input tokens at 1/1000 + (60 recorded output + 256 guessed for the summary) at 2/1000
     assert t.cost is not None and t.cost.total == pytest.approx(0.7 + 316 * 0.002)
+    assert t.cost_estimated
     assert run.per_run["run-2"].hard_cap_failures == 1 and run.per_run["run-2"].calls == 0

@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from zymi_tui import __version__
-from zymi_tui.commands import context_cmds, store_cmds
+from zymi_tui.commands import context_cmds, store_cmds, tuning_cmds
 
-COMMAND_MODULES = [store_cmds, context_cmds]
+COMMAND_MODULES = [store_cmds, context_cmds, tuning_cmds]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,72 +15,56 @@ import io
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from zymi_tui.events.messages import MessageModel, message_text
-from zymi_tui.events.store import run_of
-from zymi_tui.replay.costs import Cost, PriceTable, cost_of
+from zymi_tui.events.kinds import LlmCallCompleted
+from zymi_tui.events.store import EventReader, run_of
+from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext
+from zymi_tui.replay.costs import Cost, ModelPrice, PriceTable, cost_of
 
-CAVEAT = (
-    "what-if: same trajectory assumed: the agent is taken to make the same calls under every profile; "
-    "a different context changes what a model does, so these are estimates of the context policy alone"
-)
+CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
 HEURISTIC_TOKENS_PER_BYTE = 0.28  # docs/context.md: "Roughly chars x 0.28 = tokens for English"
 SUMMARY_MAX_TOKENS = 1024  # zymi's compaction call: max_tokens 1024 (context-builder.md §2)
-SUMMARY_PROMPT_BYTES_FALLBACK = 256
 
 
-# -- what this module needs of a replayed call (zymi_tui.replay.CallContext has all of it) -------
-class CompactionLike(Protocol):
+@dataclass
+class RecordedOutput:
+    """Output tokens the store reports: agent replies per run stream, and compaction replies."""
+
+    agent_by_run: dict[str, int] = field(default_factory=dict)
+    summary_tokens: int = 0
+    summary_calls: int = 0
+
     @property
-    def request_messages(self) -> Sequence[MessageModel]: ...
-    @property
-    def span_bytes(self) -> int: ...
+    def summary_mean(self) -> tuple[float, bool]:
+        """Output tokens of one summary call, and whether that is a recorded mean (else a guess)."""
+        if self.summary_calls:
+            return self.summary_tokens / self.summary_calls, True
+        return SUMMARY_MAX_TOKENS / 4, False
 
 
-class EntryLike(Protocol):
-    @property
-    def message(self) -> MessageModel: ...
-    @property
-    def layer(self) -> str: ...
-    @property
-    def bytes(self) -> int: ...
-    @property
-    def reason(self) -> str: ...
-    @property
-    def source_seq(self) -> int | None: ...
-
-
-class RenderedLike(Protocol):
-    @property
-    def entries(self) -> Sequence[EntryLike]: ...
-    @property
-    def chars(self) -> int: ...
-    @property
-    def message_count(self) -> int: ...
-    @property
-    def compaction(self) -> CompactionLike | None: ...
-    @property
-    def hard_cap_exceeded(self) -> bool: ...
-
-
-class CallLike(Protocol):
-    @property
-    def stream_id(self) -> str: ...
-    @property
-    def sequence(self) -> int: ...
-    @property
-    def global_id(self) -> int: ...
-    @property
-    def is_compaction(self) -> bool: ...
-    @property
-    def recorded_chars(self) -> int: ...
-    @property
-    def recorded_message_count(self) -> int: ...
-    @property
-    def recorded_input_tokens(self) -> int | None: ...
-    @property
-    def rendered(self) -> RenderedLike | None: ...
+async def recorded_output(reader: EventReader, streams: Sequence[str] | None = None) -> RecordedOutput:
+    """One pass over the store's LlmCallCompleted events (the kind index; no decoding of others)."""
+    out = RecordedOutput()
+    wanted = None if streams is None else set(streams)
+    cursor = 0
+    while True:
+        page = await reader.read_kind_page("llm_call_completed", stream_id=None, after_global_id=cursor, limit=5000)
+        if not page:
+            return out
+        cursor = page[-1].global_id
+        for se in page:
+            kind, ev = se.event.kind, se.event
+            if not isinstance(kind, LlmCallCompleted) or kind.usage is None:
+                continue
+            if wanted is not None and ev.stream_id not in wanted:
+                continue
+            if ev.source == "compaction":
+                out.summary_tokens += kind.usage.output_tokens
+                out.summary_calls += 1
+            else:
+                run = run_of(ev.stream_id)
+                out.agent_by_run[run] = out.agent_by_run.get(run, 0) + kind.usage.output_tokens
 
 
 # -- figures -----------------------------------------------------------------------------------
@@ -192,43 +176,23 @@ class Comparison:
 
 
 # -- building the figures ------------------------------------------------------------------------
-def _bytes(messages: Iterable[MessageModel]) -> int:
-    return sum(len(message_text(m).encode()) for m in messages)
-
-
-def call_figures(call: CallLike, knobs: dict[str, int | None], *, recorded: bool) -> list[CallFigure]:
-    """The figures of one replayed call: the call itself, plus a simulated summary call before it when
-    these knobs would compact at this point and the recording did not."""
-    soft = int(knobs["soft_cap_chars"] or 0)
-    if call.is_compaction:
-        if not recorded:
-            return []  # another profile's compactions come from its own plans (simulated below)
-        c = call.recorded_chars
-        return [
-            CallFigure(call.stream_id, call.sequence, call.global_id, "summary", c, call.recorded_message_count,
-                       c, call.recorded_input_tokens, False, False)
-        ]  # fmt: skip
+def call_figures(call: CallContext, soft_cap: int) -> list[CallFigure]:
+    """The figures of one replayed call (the replay already decided compactions and failures)."""
     r = call.rendered
-    if r is None:  # no project: only the recorded figures are known
-        c = call.recorded_chars
-        return [
-            CallFigure(call.stream_id, call.sequence, call.global_id, "agent", c, call.recorded_message_count,
-                       c, call.recorded_input_tokens, c > soft, False)
-        ]  # fmt: skip
-    out: list[CallFigure] = []
-    chars = r.chars
-    if r.compaction is not None:
-        plan = r.compaction
-        summary_in = _bytes(plan.request_messages)
-        out.append(
-            CallFigure(call.stream_id, call.sequence, call.global_id, "simulated summary", summary_in,
-                       len(plan.request_messages), 0, None, False, False)
-        )  # fmt: skip
-    out.append(
-        CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, r.message_count,
-                   call.recorded_chars, call.recorded_input_tokens, chars > soft, r.hard_cap_exceeded)
-    )  # fmt: skip
-    return out
+    chars = call.recorded_chars if r is None else r.chars
+    count = call.recorded_message_count if r is None else r.message_count
+    if call.hard_cap_failure:  # a recorded failed build: still a failure unless these knobs fit under the cap
+        if r is not None and not r.hard_cap_exceeded:
+            return []
+        return [CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
+                           None, chars > soft_cap, True)]  # fmt: skip
+    if call.is_compaction:
+        kind = "simulated summary" if call.simulated else "summary"
+        return [CallFigure(call.stream_id, call.sequence, call.global_id, kind, chars, count, call.recorded_chars,
+                           call.recorded_input_tokens, False, False)]  # fmt: skip
+    failed = r is not None and r.hard_cap_exceeded
+    return [CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
+                       call.recorded_input_tokens, chars > soft_cap, failed)]  # fmt: skip
 
 
 def calibrate(calls: Iterable[CallFigure]) -> tuple[float, str]:
@@ -255,8 +219,13 @@ def estimate_tokens(f: CallFigure, ratio: float) -> None:
     f.tokens_provenance = "estimated"
 
 
-def summarize(run: ProfileRun, ratio: float, price: tuple[PriceTable, Any] | None, output_tokens: int) -> None:
-    """Fill the per-run and total figures of one profile from its calls."""
+def summarize(
+    run: ProfileRun, ratio: float, price: tuple[PriceTable, ModelPrice] | None, output: RecordedOutput
+) -> None:
+    """Fill the per-run and total figures of one profile from its calls, and their cost.
+
+    Output tokens: the recorded agent replies of each run (same trajectory), plus one summary reply
+    per compaction at the recorded mean (a guess of max_tokens/4 when the store has none)."""
     run.per_run, run.total = {}, Totals()
     for f in run.calls:
         estimate_tokens(f, ratio)
@@ -265,16 +234,17 @@ def summarize(run: ProfileRun, ratio: float, price: tuple[PriceTable, Any] | Non
     if price is None:
         return
     table, model_price = price
-    for totals in [*run.per_run.values(), run.total]:
-        # output: the recorded agent replies (same trajectory) are split by share of calls; simulated
-        # summaries add SUMMARY_MAX_TOKENS/4 each, an estimate
-        share = totals.agent_calls / max(1, run.total.agent_calls)
-        out_tokens = round(output_tokens * share) + totals.compactions_simulated * (SUMMARY_MAX_TOKENS // 4)
+    mean, mean_recorded = output.summary_mean
+    scopes = [(name, [name]) for name in run.per_run] + [("", list(run.per_run))]
+    for name, members in scopes:
+        totals = run.per_run[name] if name else run.total
+        summaries = totals.compactions_recorded + totals.compactions_simulated
+        out_tokens = sum(output.agent_by_run.get(m, 0) for m in members) + round(summaries * mean)
         totals.cost = cost_of(table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens)
-        totals.cost_estimated = totals.provenance == "estimated" or share != 1.0
+        totals.cost_estimated = totals.provenance == "estimated" or (summaries > 0 and not mean_recorded)
 
 
-Replay = Callable[[dict[str, int | None] | None], AsyncIterator[CallLike]]
+Replay = Callable[[dict[str, int | None] | None], AsyncIterator[CallContext]]
 Progress = Callable[[str, int, int], Awaitable[None] | None]
 
 
@@ -285,7 +255,7 @@ async def compare_profiles(
     recorded_knobs: dict[str, int | None],
     prices: PriceTable | None = None,
     model: str | None = None,
-    output_tokens: int = 0,
+    output: RecordedOutput | None = None,
     total_calls: int = 0,
     progress: Progress | None = None,
 ) -> Comparison:
@@ -299,18 +269,20 @@ async def compare_profiles(
         run = ProfileRun(name, effective, recorded=effective == recorded_knobs)
         done = 0
         async for call in replay(knobs):
-            run.calls += call_figures(call, effective, recorded=run.recorded)
+            run.calls += call_figures(call, int(effective["soft_cap_chars"] or 0))
             done += 1
             if progress is not None and done % 200 == 0:
                 maybe = progress(name, done, total_calls)
                 if maybe is not None:
                     await maybe
         runs.append(run)
-    ratio, source = calibrate(f for f in runs[0].calls) if runs else (HEURISTIC_TOKENS_PER_BYTE, "heuristic")
+    basis = next((r for r in runs if r.recorded), runs[0] if runs else None)
+    ratio, source = calibrate(basis.calls) if basis else (HEURISTIC_TOKENS_PER_BYTE, "heuristic")
     found = prices.price_for(model) if prices is not None else None
+    output = output or RecordedOutput()
     for run in runs:
-        summarize(run, ratio, None if found is None or prices is None else (prices, found[1]), output_tokens)
-    return Comparison(runs, ratio, source, model, found[0] if found else None, output_tokens)
+        summarize(run, ratio, None if found is None or prices is None else (prices, found[1]), output)
+    return Comparison(runs, ratio, source, model, found[0] if found else None, sum(output.agent_by_run.values()))
 
 
 # -- exports -----------------------------------------------------------------------------------

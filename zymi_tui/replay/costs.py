@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from zymi_tui.replay.profiles_io import config_dir
+from zymi_tui.context.knobs import config_dir
 
 PRICES_FILE = "prices.yml"
 

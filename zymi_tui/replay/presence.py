@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from zymi_tui.context.builder import ContextEntry
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import AssistantMessage, MessageModel, message_text
-from zymi_tui.replay.compare import CallLike, EntryLike
+from zymi_tui.replay.calls import CallContext
 
 FULL, MASKED, FORGOTTEN, COMPACTED, ABSENT, NOT_YET = "full", "masked", "forgotten", "compacted", "absent", "not yet"
 
@@ -64,8 +65,9 @@ def occurrences(events: Iterable[StoredEvent], needle: str) -> tuple[list[Occurr
 
 
 def _classify(
-    call: CallLike,
-    entries: Sequence[EntryLike],
+    call: CallContext,
+    entries: Sequence[ContextEntry],
+    dropped_entries: Sequence[ContextEntry],
     places: list[Occurrence],
     compactions: list[tuple[int, int, int]],
     needle: str,
@@ -86,20 +88,20 @@ def _classify(
         if entry is not None:
             return MASKED, f"{place.what} at seq {place.sequence}: {entry.reason}"
     place = earlier[-1]
+    dropped = {e.source_seq: e for e in dropped_entries if e.source_seq is not None}
+    if place.sequence in dropped:
+        return FORGOTTEN, f"{place.what} at seq {place.sequence}: {dropped[place.sequence].reason}"
     for at, start, end in compactions:
         if at < call.sequence and start <= place.sequence <= end:
             return COMPACTED, (
                 f"{place.what} at seq {place.sequence}: compacted into the summary at seq {at} "
                 f"(soft_cap_chars={knobs.get('soft_cap_chars')})"
             )
-    forget = knobs.get("forget_after_turns")
-    if forget is not None:
-        return FORGOTTEN, f"{place.what} at seq {place.sequence}: dropped by forget_after_turns={forget}"
     return ABSENT, f"{place.what} at seq {place.sequence}: not in this call's context (fresh step or cut)"
 
 
 def presence(
-    calls: Iterable[CallLike],
+    calls: Iterable[CallContext],
     events: Sequence[StoredEvent],
     needle: str,
     knobs: dict[str, int | None],
@@ -108,8 +110,8 @@ def presence(
     places, compactions = occurrences(events, needle)
     out: list[Presence] = []
     for call in calls:
-        if call.is_compaction or call.rendered is None:
+        if call.is_compaction or call.hard_cap_failure or call.rendered is None:
             continue
-        status, why = _classify(call, call.rendered.entries, places, compactions, needle, knobs)
+        status, why = _classify(call, call.rendered.entries, call.rendered.dropped, places, compactions, needle, knobs)
         out.append(Presence(call.stream_id, call.sequence, call.global_id, status, why))
     return out

@@ -12,22 +12,14 @@ from pathlib import Path
 
 import yaml
 
-# The five knobs in zymi's order (docs/context.md); values are ints, forget_after_turns may be None.
-KNOB_NAMES = ("observation_window", "soft_cap_chars", "hard_cap_chars", "min_tail_turns", "forget_after_turns")
+from zymi_tui.context.knobs import KNOB_NAMES, config_dir
+
 KnobValues = Mapping[str, int | None]
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 class ProfileFileError(ValueError):
     """A profile or project file that cannot be read or written; one line naming file and problem."""
-
-
-def config_dir() -> Path:
-    """$ZYMI_TUI_CONFIG_DIR, else $XDG_CONFIG_HOME/zymi-tui, else ~/.config/zymi-tui."""
-    if explicit := os.environ.get("ZYMI_TUI_CONFIG_DIR"):
-        return Path(explicit)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "zymi-tui"
 
 
 def profiles_file() -> Path:

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
+from zymi_tui.context.builder import ContextEntry
 from zymi_tui.events.messages import AssistantMessage, ToolResultMessage
-from zymi_tui.replay.compare import CallLike, EntryLike
+from zymi_tui.replay.calls import CallContext
 
-Replay = Callable[[dict[str, int | None] | None], AsyncIterator[CallLike]]
+Replay = Callable[[dict[str, int | None] | None], AsyncIterator[CallContext]]
 
 
 @dataclass
@@ -47,11 +48,12 @@ class Rent:
         return sorted(self.observations, key=lambda o: (-o.rent_bytes, o.source_seq))
 
 
-def is_masked(entry: EntryLike) -> bool:
-    return entry.reason.lower().startswith("mask")
+def is_masked(entry: ContextEntry) -> bool:
+    reason: str = entry.reason
+    return reason.startswith("masked")
 
 
-def _tool_names(entries: list[EntryLike]) -> dict[str, str]:
+def _tool_names(entries: list[ContextEntry]) -> dict[str, str]:
     names: dict[str, str] = {}
     for e in entries:
         if isinstance(e.message, AssistantMessage):
@@ -60,11 +62,11 @@ def _tool_names(entries: list[EntryLike]) -> dict[str, str]:
     return names
 
 
-def _walk(calls: list[CallLike], into: dict[int, Observation], *, what_if: bool) -> int:
+def _walk(calls: list[CallContext], into: dict[int, Observation], *, what_if: bool) -> int:
     total = 0
     for call in calls:
         r = call.rendered
-        if r is None or call.is_compaction or r.hard_cap_exceeded:
+        if r is None or call.is_compaction or call.hard_cap_failure or r.hard_cap_exceeded:
             continue
         total += r.chars
         entries = list(r.entries)
