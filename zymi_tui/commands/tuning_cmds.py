@@ -378,8 +378,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_rent)
 
     p = sub.add_parser("find", help="was TEXT in the context at each call of a stream (and why not)?")
+    p.add_argument("text", metavar="TEXT", help="the string to look for (first: `find TEXT STORE --stream S`)")
     add_common(p)
-    p.add_argument("text", metavar="TEXT")
     p.add_argument("--stream", required=True, help="a step stream (`<run>:step:<id>`)")
     p.add_argument("--profile", help="look under this profile instead of the recorded knobs")
     p.add_argument("--set", action="append", metavar="KNOB=VALUE")
