@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs, KnobError, make_knobs, resolve_knobs
+from zymi_tui.context.knobs import ContextKnobs, KnobError, make_knobs, resolve_knobs
 from zymi_tui.context.prefix import find_project
 from zymi_tui.events.store import EventReader, open_reader, resolve_store, run_of
 from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
@@ -25,6 +25,7 @@ from zymi_tui.replay.compare import (
     CAVEAT,
     Comparison,
     compare_profiles,
+    knob_dict,
     recorded_output,
     to_csv,
     to_json_text,
@@ -56,10 +57,6 @@ def base_knobs(project: Path | None) -> ContextKnobs:
         return recorded_knobs(project)
     except KnobError as e:
         raise CommandError(str(e)) from None
-
-
-def knob_dict(knobs: ContextKnobs) -> KnobDict:
-    return {k: getattr(knobs, k) for k in KNOB_NAMES}
 
 
 def profile_knobs(name: str, recorded: ContextKnobs) -> KnobDict | None:
@@ -109,7 +106,7 @@ def progress_bar() -> Progress:
     return Progress(
         TextColumn("replaying under {task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        TaskProgressColumn(),
         TimeElapsedColumn(),
         console=err,
         transient=True,
@@ -151,10 +148,10 @@ async def run_compare(args: argparse.Namespace) -> Comparison:
         streams = await step_streams(reader, args.run)
         output = await recorded_output(reader, streams)
         with progress_bar() as bar:
-            task = bar.add_task(names[0], total=None)
+            task = bar.add_task(names[0], total=1.0)
 
-            def tick(profile: str, done: int, total: int) -> None:
-                bar.update(task, description=profile, completed=done, total=total or None)
+            def tick(fraction: float, profile: str) -> None:
+                bar.update(task, description=profile, completed=fraction)
 
             cmp = await compare_profiles(
                 make_replay(reader, project, streams),
@@ -163,6 +160,7 @@ async def run_compare(args: argparse.Namespace) -> Comparison:
                 prices=prices,
                 model=args.model or project_model(project),
                 output=output,
+                last_global_id=await reader.max_global_id(),
                 progress=tick,
             )
     finally:
@@ -221,10 +219,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         try:
             streams = await step_streams(reader, args.run)
             with progress_bar() as bar:
-                task = bar.add_task("grid", total=None)
+                task = bar.add_task("grid", total=1.0)
 
-                def tick(profile: str, done: int, total: int) -> None:
-                    bar.update(task, description=profile, completed=done)
+                def tick(fraction: float, profile: str) -> None:
+                    bar.update(task, description=profile, completed=fraction)
 
                 return await sweep(
                     make_replay(reader, project, streams),
@@ -232,6 +230,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     windows,
                     caps,
                     recorded_knobs=knob_dict(base),
+                    last_global_id=await reader.max_global_id(),
                     progress=tick,
                 )
         finally:
@@ -348,6 +347,39 @@ def cmd_find(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- tune (the screens) -------------------------------------------------------------------------
+async def busiest_step_stream(store: str) -> str | None:
+    reader = await open_reader(store)
+    try:
+        steps = [s for s in await reader.streams() if ":step:" in s.stream_id]
+    finally:
+        await reader.close()
+    return max(steps, key=lambda s: s.count).stream_id if steps else None
+
+
+@guarded
+def cmd_tune(args: argparse.Namespace) -> int:
+    from zymi_tui.tui.tuning.app import TuningApp
+    from zymi_tui.tui.tuning.compare_screen import CompareScreen
+    from zymi_tui.tui.tuning.editor import TuningScreen
+    from zymi_tui.tui.tuning.sweep_screen import SweepScreen
+
+    location, project = locate(args)
+    base_knobs(project)  # a bad runtime.context fails here, with one line
+    if args.compare:
+        app = TuningApp(location, lambda _r: CompareScreen(location, project=project, profiles=args.compare))
+    elif args.sweep:
+        app = TuningApp(location, lambda _r: SweepScreen(location, project=project, windows=args.window,
+                                                         soft_caps=args.soft_cap))  # fmt: skip
+    else:
+        stream = args.stream or run_async(busiest_step_stream(location))
+        if stream is None:
+            raise CommandError(f"{location}: no step stream with LLM calls to tune; pass --stream")
+        app = TuningApp(location, lambda r: TuningScreen(r, stream, project=project, sequence=args.seq))
+    app.run()
+    return EXIT_OK
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compare", help="replay a store under two or more profiles side by side (what-if)")
     add_common(p)
@@ -385,3 +417,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--set", action="append", metavar="KNOB=VALUE")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_find)
+
+    p = sub.add_parser("tune", help="the knob editor (or --compare / --sweep screens) on a store")
+    add_common(p)
+    p.add_argument("--stream", help="the step stream to edit (default: the one with the most events)")
+    p.add_argument("--seq", type=int, metavar="N", help="the call (LlmCallStarted sequence) shown first")
+    p.add_argument("--compare", metavar="P1,P2[,...]", help="open the profile comparison screen instead")
+    p.add_argument("--sweep", action="store_true", help="open the sweep screen instead")
+    p.add_argument("--window", metavar="LIST", help="with --sweep: observation_window values")
+    p.add_argument("--soft-cap", dest="soft_cap", metavar="LIST", help="with --sweep: soft_cap_chars values")
+    p.set_defaults(func=cmd_tune)

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs
 from zymi_tui.events.kinds import LlmCallCompleted
 from zymi_tui.events.store import EventReader, run_of
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext
@@ -65,6 +66,11 @@ async def recorded_output(reader: EventReader, streams: Sequence[str] | None = N
             else:
                 run = run_of(ev.stream_id)
                 out.agent_by_run[run] = out.agent_by_run.get(run, 0) + kind.usage.output_tokens
+
+
+def knob_dict(knobs: ContextKnobs) -> dict[str, int | None]:
+    """The five knobs as a plain mapping (the form profiles, exports and sweeps work on)."""
+    return {k: getattr(knobs, k) for k in KNOB_NAMES}
 
 
 # -- figures -----------------------------------------------------------------------------------
@@ -245,7 +251,7 @@ def summarize(
 
 
 Replay = Callable[[dict[str, int | None] | None], AsyncIterator[CallContext]]
-Progress = Callable[[str, int, int], Awaitable[None] | None]
+Progress = Callable[[float, str], Awaitable[None] | None]  # (fraction of the whole job done, profile)
 
 
 async def compare_profiles(
@@ -256,15 +262,16 @@ async def compare_profiles(
     prices: PriceTable | None = None,
     model: str | None = None,
     output: RecordedOutput | None = None,
-    total_calls: int = 0,
+    last_global_id: int = 0,
     progress: Progress | None = None,
 ) -> Comparison:
     """Replay the store once per profile (`None` knobs = the recorded ones) and compare.
 
-    `replay(knobs)` yields the store's calls under those knobs; `total_calls` sizes the progress
-    callback `progress(profile, done, total)`. Cancelling the awaiting task stops the replay."""
+    `replay(knobs)` yields the store's calls under those knobs. `progress(fraction, profile)` is called
+    every 200 calls, the fraction measured by global id against `last_global_id`; it may raise
+    (e.g. asyncio.CancelledError) to stop the replay, as may cancelling the awaiting task."""
     runs: list[ProfileRun] = []
-    for name, knobs in profiles:
+    for index, (name, knobs) in enumerate(profiles):
         effective = dict(recorded_knobs if knobs is None else knobs)
         run = ProfileRun(name, effective, recorded=effective == recorded_knobs)
         done = 0
@@ -272,7 +279,8 @@ async def compare_profiles(
             run.calls += call_figures(call, int(effective["soft_cap_chars"] or 0))
             done += 1
             if progress is not None and done % 200 == 0:
-                maybe = progress(name, done, total_calls)
+                within = min(1.0, call.global_id / last_global_id) if last_global_id else 0.0
+                maybe = progress((index + within) / len(profiles), name)
                 if maybe is not None:
                     await maybe
         runs.append(run)

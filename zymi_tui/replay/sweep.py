@@ -102,12 +102,12 @@ async def sweep(
     soft_caps: Sequence[int],
     *,
     recorded_knobs: dict[str, int | None],
-    total_calls: int = 0,
+    last_global_id: int = 0,
     progress: Progress | None = None,
 ) -> Sweep:
     profiles = grid_profiles(base, windows, soft_caps)
     cmp = await compare_profiles(
-        replay, list(profiles), recorded_knobs=recorded_knobs, total_calls=total_calls, progress=progress
+        replay, list(profiles), recorded_knobs=recorded_knobs, last_global_id=last_global_id, progress=progress
     )
     points = [
         SweepPoint(

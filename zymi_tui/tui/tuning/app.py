@@ -1,23 +1,31 @@
-"""`zymi-tui tune`: the tuning screens on their own (the dashboard mounts the same screens)."""
+"""`zymi-tui tune`: the tuning screens on their own (the dashboard can push the same screens)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 from textual.app import App
 from textual.screen import Screen
 
-from zymi_tui.events.store import EventReader
+from zymi_tui.events.store import EventReader, open_reader
+
+ScreenFactory = Callable[[EventReader], Screen[None]]
 
 
 class TuningApp(App[None]):
-    """Opens one tuning screen over an open reader; closing it quits."""
+    """Opens the store read-only, then one tuning screen; closing the screen quits."""
 
     TITLE = "zymi-tui tune"
 
-    def __init__(self, reader: EventReader, screen: Screen[None], *, project: Path | None = None) -> None:
+    def __init__(self, store: str, make_screen: ScreenFactory) -> None:
         super().__init__()
-        self.reader, self.first, self.project = reader, screen, project
+        self.store, self.make_screen = store, make_screen
+        self.reader: EventReader | None = None
 
-    def on_mount(self) -> None:
-        self.push_screen(self.first, lambda _: self.exit())
+    async def on_mount(self) -> None:
+        self.reader = await open_reader(self.store)
+        self.push_screen(self.make_screen(self.reader), lambda _: self.exit())
+
+    async def on_unmount(self) -> None:
+        if self.reader is not None:
+            await self.reader.close()

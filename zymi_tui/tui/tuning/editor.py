@@ -24,6 +24,7 @@ from textual.widgets import Button, Footer, Input, Label, Select, Static
 from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError, user_profiles
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, recorded_knobs
+from zymi_tui.replay.compare import knob_dict
 from zymi_tui.replay.profiles_io import (
     ProfileFileError,
     ProjectEdit,
@@ -39,10 +40,6 @@ from zymi_tui.tui.tuning.whatif import MemoryReader, load_run, replay_stream, re
 RECORDED = "recorded"
 STATUS_STYLE = {"added": "green", "dropped": "red", "compacted": "magenta", "masked": "yellow",
                 "unmasked": "cyan", "changed": "blue", "same": "bright_black"}  # fmt: skip
-
-
-def knob_values(knobs: ContextKnobs) -> dict[str, int | None]:
-    return {k: getattr(knobs, k) for k in KNOB_NAMES}
 
 
 class WhatIfReady(Message):
@@ -139,6 +136,7 @@ class TuningScreen(Screen[None]):
                 yield Static(Text(f"⚠ {SAME_TRAJECTORY}", style="bold yellow"), id="caveat")
                 yield CurvePlot(id="curve")
                 yield Static("loading…", id="summary")
+                yield Static("", id="elapsed")
                 with VerticalScroll(id="diff-scroll"):
                     yield Static("", id="diff")
         yield Footer()
@@ -260,6 +258,12 @@ class TuningScreen(Screen[None]):
         plot.show(self.curve, (knobs.soft_cap_chars, knobs.hard_cap_chars), rec_caps, edited=edited)
         self.query_one("#caveat", Static).display = edited
         self.query_one("#summary", Static).update(self.summary_text())
+        timing = (
+            ""
+            if self.what_if_calls is None or self.last_ms is None
+            else (f"re-rendered {len(self.what_if_calls)} calls in {self.last_ms:.0f} ms")
+        )
+        self.query_one("#elapsed", Static).update(Text(timing, style="dim"))
         self.query_one("#diff", Static).update(self.diff_table())
 
     def summary_text(self) -> Text:
@@ -291,8 +295,6 @@ class TuningScreen(Screen[None]):
                 text.append(
                     f"\n{sims} simulated compaction(s) on this stream (summary sizes estimated)", style="yellow"
                 )
-            if self.last_ms is not None:
-                text.append(f"\nre-rendered {len(self.what_if_calls)} calls in {self.last_ms:.0f} ms", style="dim")
         return text
 
     def diff_table(self) -> Table | Text:
@@ -347,7 +349,7 @@ class TuningScreen(Screen[None]):
             self.notify("fix the knobs first", severity="error")
             return
         try:
-            path = save_profile(name, knob_values(self.form.knobs), reserved=(*PROFILES, RECORDED))
+            path = save_profile(name, knob_dict(self.form.knobs), reserved=(*PROFILES, RECORDED))
         except ProfileFileError as e:
             self.notify(str(e), severity="error")
             return
@@ -357,7 +359,7 @@ class TuningScreen(Screen[None]):
     def action_export(self) -> None:
         if self.form.knobs is None:
             return
-        block = runtime_context_block(knob_values(self.form.knobs))
+        block = runtime_context_block(knob_dict(self.form.knobs))
         self.query_one("#export", Static).update(Text(block))
         self.app.copy_to_clipboard(block)
         self.notify("runtime.context block shown and copied")
@@ -369,7 +371,7 @@ class TuningScreen(Screen[None]):
             )
             return
         try:
-            edit = plan_apply(self.project / "project.yml", knob_values(self.form.knobs))
+            edit = plan_apply(self.project / "project.yml", knob_dict(self.form.knobs))
         except ProfileFileError as e:
             self.notify(str(e), severity="error")
             return
