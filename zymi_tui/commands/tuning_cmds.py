@@ -26,6 +26,7 @@ from zymi_tui.replay.compare import (
     Comparison,
     compare_profiles,
     knob_dict,
+    price_note,
     recorded_output,
     to_csv,
     to_json_text,
@@ -182,7 +183,7 @@ def print_comparison(cmp: Comparison, currency: str) -> None:
     out.print(table)
     out.print(
         f"tokens: recorded where the context is unchanged, else estimated ({cmp.tokens_ratio_source}); "
-        f"cost: {cmp.price_entry or 'no price for model ' + repr(cmp.model)}"
+        f"cost: {price_note(cmp)}"
     )
 
 

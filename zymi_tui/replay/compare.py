@@ -171,12 +171,15 @@ class Comparison:
             seen.update(dict.fromkeys(p.per_run))
         return list(seen)
 
-    def series(self, stream_id: str) -> dict[str, list[tuple[int, int]]]:
-        """(sequence, chars) of every sent agent call of one stream, per profile: the overlay plot."""
+    def series(self, scope: str) -> dict[str, list[tuple[int, int]]]:
+        """(sequence, chars) of every sent agent call of a step stream, or of all step streams of a run,
+        per profile: the overlay plot."""
+
+        def inside(stream: str) -> bool:
+            return stream == scope or run_of(stream) == scope
+
         return {
-            p.name: [
-                (f.sequence, f.chars) for f in p.calls if f.stream_id == stream_id and f.kind == "agent" and f.sent
-            ]
+            p.name: [(f.sequence, f.chars) for f in p.calls if inside(f.stream_id) and f.kind == "agent" and f.sent]
             for p in self.profiles
         }
 
@@ -291,6 +294,15 @@ async def compare_profiles(
     for run in runs:
         summarize(run, ratio, None if found is None or prices is None else (prices, found[1]), output)
     return Comparison(runs, ratio, source, model, found[0] if found else None, sum(output.agent_by_run.values()))
+
+
+def price_note(cmp: Comparison) -> str:
+    """How the comparison was priced, for a person."""
+    if cmp.price_entry:
+        return f"{cmp.model} priced as {cmp.price_entry}"
+    if cmp.model is None:
+        return "no price (model unknown; pass --model)"
+    return f"no price for {cmp.model} (add it to prices.yml)"
 
 
 # -- exports -----------------------------------------------------------------------------------

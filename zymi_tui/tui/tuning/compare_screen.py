@@ -19,7 +19,16 @@ from textual.worker import get_current_worker
 
 from zymi_tui.context.knobs import KnobError, resolve_knobs
 from zymi_tui.replay.calls import recorded_knobs
-from zymi_tui.replay.compare import CAVEAT, COLUMNS, Comparison, knob_dict, to_csv, to_json_text, to_markdown
+from zymi_tui.replay.compare import (
+    CAVEAT,
+    COLUMNS,
+    Comparison,
+    knob_dict,
+    price_note,
+    to_csv,
+    to_json_text,
+    to_markdown,
+)
 from zymi_tui.tui.tuning.jobs import Cancelled, KnobDict, run_comparison
 from zymi_tui.tui.tuning.plots import OverlayPlot
 
@@ -163,7 +172,7 @@ class CompareScreen(Screen[None]):
         self.query_one("#elapsed", Static).update(Text(f"replayed in {message.seconds:.2f} s", style="dim"))
         self.status(
             f"{len(cmp.runs())} run(s) · tokens: recorded where the context is unchanged, "
-            f"else estimated ({cmp.tokens_ratio_source}) · cost: {cmp.price_entry or 'no price for ' + str(cmp.model)}"
+            f"else estimated ({cmp.tokens_ratio_source}) · cost: {price_note(cmp)}"
         )
         self.fill()
 

@@ -71,11 +71,10 @@ class CurvePlot(PlotextPlot):
             plt.vline(x, "yellow")
         if self.caps is not None:
             soft, hard = self.caps
-            if soft <= top * 3:
-                plt.hline(soft, "orange")
-            if hard <= top * 3:
-                plt.hline(hard, "red")
-            top = max(top, min(soft, top * 3), min(hard, top * 3))
+            shown = [(cap, colour) for cap, colour in ((soft, "orange"), (hard, "red")) if cap <= top * 3]
+            for cap, colour in shown:
+                plt.hline(cap, colour)
+            top = max([top, *(cap for cap, _ in shown)])
         if self.picked is not None and 0 <= self.picked < len(xs):
             plt.vline(xs[self.picked], "white")
         plt.ylim(0, top * 1.05 if top else 1)

@@ -25,9 +25,9 @@ from zymi_tui.tui.tuning.plots import ScatterPlot
 
 def sweep_rows(result: Sweep) -> list[list[str]]:
     return [
-        [f"{p.observation_window}", f"{p.soft_cap_chars:,}", f"{p.tokens_sum:,}", f"{p.tokens_peak:,}",
-         f"{p.compactions_simulated}", f"{p.hard_cap_failures}", p.provenance,
-         "★" if p.pareto else ("✗" if p.hard_cap_failures else "")]
+        ["★" if p.pareto else ("✗" if p.hard_cap_failures else ""), f"{p.observation_window}",
+         f"{p.soft_cap_chars:,}", f"{p.tokens_sum:,}", f"{p.tokens_peak:,}", f"{p.compactions_simulated}",
+         f"{p.hard_cap_failures}", p.provenance]
         for p in result.points
     ]  # fmt: skip
 
@@ -120,8 +120,8 @@ class SweepScreen(Screen[None]):
                     "(total input tokens vs peak) · ✗ would fail the hard cap")  # fmt: skip
         table = self.query_one("#points", DataTable)
         table.clear(columns=True)
-        table.add_columns("window", "soft cap", "input tokens", "peak tokens", "compactions est.", "hard-cap fails",
-                          "figures", "")  # fmt: skip
+        table.add_columns("", "window", "soft cap", "input tokens", "peak tokens", "compactions est.",
+                          "hard-cap fails", "figures")  # fmt: skip
         table.add_rows(sweep_rows(self.result))
         self.query_one(ScatterPlot).show(
             [(float(p.tokens_sum), float(p.tokens_peak), p.pareto, f"w{p.observation_window}/s{p.soft_cap_chars}")
