@@ -13,18 +13,14 @@ import pytest
 import yaml
 
 from tests.conftest import ORACLE, SCENARIOS, requires_oracle
-from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, load_project_knobs
+from zymi_tui.context.knobs import PROFILES, ContextKnobs, load_project_knobs
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.replay.calls import CallContext, replay_store
-from zymi_tui.replay.compare import compare_profiles, recorded_output
+from zymi_tui.replay.compare import compare_profiles, knob_dict, recorded_output, replay_profiles
 from zymi_tui.replay.presence import FULL, MASKED, NOT_YET, presence
 from zymi_tui.replay.rent import observation_rent
 
 pytestmark = requires_oracle
-
-
-def knob_dict(k: ContextKnobs) -> dict[str, int | None]:
-    return {n: getattr(k, n) for n in KNOB_NAMES}
 
 
 def expected(name: str) -> list[dict[str, Any]]:
@@ -65,8 +61,9 @@ async def test_recorded_knobs_reproduce_every_recorded_figure(name: str) -> None
     reader = await open_oracle(name)
     try:
         own = knob_dict(load_project_knobs(project))
+        profiles: list[tuple[str, dict[str, int | None] | None]] = [("recorded", None), ("same, by value", own)]
         cmp = await compare_profiles(
-            replayer(reader, project), [("recorded", None), ("same, by value", own)], recorded_knobs=own,
+            replay_profiles(reader, project, profiles), profiles, recorded_knobs=own,
             output=await recorded_output(reader),
         )  # fmt: skip
     finally:
@@ -151,9 +148,9 @@ async def test_chat_profile_on_coding_store_only_shrinks_contexts() -> None:
     reader = await open_oracle(name)
     try:
         project = ORACLE / name / "project"
+        profiles = [("recorded", None), ("chat", knob_dict(PROFILES["chat"]))]
         cmp = await compare_profiles(
-            replayer(reader, project), [("recorded", None), ("chat", knob_dict(PROFILES["chat"]))],
-            recorded_knobs=knob_dict(ContextKnobs()),
+            replay_profiles(reader, project, profiles), profiles, recorded_knobs=knob_dict(ContextKnobs()),
         )  # fmt: skip
     finally:
         await reader.close()

@@ -30,10 +30,17 @@ def store(name: str) -> tuple[str, Path]:
 
 
 async def settle(pilot: Any) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    """Until every worker is done and its result drawn (the job's result arrives as a message)."""
+    for _ in range(200):
+        await pilot.pause(0.02)
+        await pilot.app.workers.wait_for_complete()
+        screen = pilot.app.screen
+        if not getattr(screen, "running", False) and getattr(screen, "memory", True) is not None:
+            break
+    await pilot.pause(0.1)
     pilot.app.screen.query_one("#elapsed", Static).display = False
+    for field in pilot.app.screen.query(Input):
+        field.cursor_blink = False  # a blinking cursor makes the picture depend on the instant
     await pilot.pause()
 
 

@@ -28,6 +28,7 @@ from zymi_tui.replay.compare import (
     knob_dict,
     price_note,
     recorded_output,
+    replay_profiles,
     to_csv,
     to_json_text,
     to_markdown,
@@ -155,7 +156,7 @@ async def run_compare(args: argparse.Namespace) -> Comparison:
                 bar.update(task, description=profile, completed=fraction)
 
             cmp = await compare_profiles(
-                make_replay(reader, project, streams),
+                replay_profiles(reader, project, profiles, streams),
                 profiles,
                 recorded_knobs=knob_dict(base),
                 prices=prices,
@@ -226,11 +227,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     bar.update(task, description=profile, completed=fraction)
 
                 return await sweep(
-                    make_replay(reader, project, streams),
+                    reader,
+                    project,
                     knob_dict(base),
                     windows,
                     caps,
                     recorded_knobs=knob_dict(base),
+                    streams=streams,
                     last_global_id=await reader.max_global_id(),
                     progress=tick,
                 )

@@ -15,11 +15,14 @@ import io
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs
+from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs, make_knobs
+from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.kinds import LlmCallCompleted
 from zymi_tui.events.store import EventReader, run_of
+from zymi_tui.replay import calls as calls_mod
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext
 from zymi_tui.replay.costs import Cost, ModelPrice, PriceTable, cost_of
 
@@ -253,12 +256,50 @@ def summarize(
         totals.cost_estimated = totals.provenance == "estimated" or (summaries > 0 and not mean_recorded)
 
 
-Replay = Callable[[dict[str, int | None] | None], AsyncIterator[CallContext]]
-Progress = Callable[[float, str], Awaitable[None] | None]  # (fraction of the whole job done, profile)
+ProfileCalls = AsyncIterator[tuple[int, CallContext]]  # (index of the profile, one of its calls)
+Progress = Callable[[float, str], Awaitable[None] | None]  # (fraction of the whole job done, what is running)
+
+
+async def replay_many(
+    reader: EventReader,
+    *,
+    project: Path | None,
+    knobs: Sequence[ContextKnobs | None],
+    streams: Sequence[str] | None = None,
+) -> ProfileCalls:
+    """`replay_store` under several knob sets in ONE pass over the store: each event is read and
+    decoded once and fed to one replayer per knob set (None = the recorded knobs).
+
+    Hook: this drives `zymi_tui.replay.calls._Replayer` exactly as `replay_store` does; it belongs
+    in calls.py as a public `replay_many` (moved there when the context engineer agrees)."""
+    prefixes = ProjectPrefixes(project) if project is not None else None
+    recorded = calls_mod.recorded_knobs(project)
+    replayers = [calls_mod._Replayer(prefixes, recorded, k or recorded) for k in knobs]
+    wanted = set(streams) if streams else None
+    async for se in calls_mod._events(reader, streams):
+        for i, replayer in enumerate(replayers):
+            replayer.feed(se)
+            for row in replayer.ready():
+                if wanted is None or row.stream_id in wanted:
+                    yield i, row
+    for i, replayer in enumerate(replayers):
+        for row in replayer.flush():
+            if wanted is None or row.stream_id in wanted:
+                yield i, row
+
+
+def replay_profiles(
+    reader: EventReader,
+    project: Path | None,
+    profiles: Sequence[tuple[str, dict[str, int | None] | None]],
+    streams: Sequence[str] | None = None,
+) -> ProfileCalls:
+    knobs = [None if k is None else make_knobs(dict(k), f"profile {name}") for name, k in profiles]
+    return replay_many(reader, project=project, knobs=knobs, streams=streams)
 
 
 async def compare_profiles(
-    replay: Replay,
+    calls: ProfileCalls,
     profiles: Sequence[tuple[str, dict[str, int | None] | None]],
     *,
     recorded_knobs: dict[str, int | None],
@@ -268,25 +309,26 @@ async def compare_profiles(
     last_global_id: int = 0,
     progress: Progress | None = None,
 ) -> Comparison:
-    """Replay the store once per profile (`None` knobs = the recorded ones) and compare.
-
-    `replay(knobs)` yields the store's calls under those knobs. `progress(fraction, profile)` is called
-    every 200 calls, the fraction measured by global id against `last_global_id`; it may raise
-    (e.g. asyncio.CancelledError) to stop the replay, as may cancelling the awaiting task."""
+    """Compare the profiles (`None` knobs = the recorded ones) from their replayed `calls`
+    (see `replay_profiles`). `progress(fraction, label)` is called every 500 calls, the fraction
+    measured by global id against `last_global_id`; it may raise to stop the replay, as may
+    cancelling the awaiting task."""
     runs: list[ProfileRun] = []
-    for index, (name, knobs) in enumerate(profiles):
+    soft_caps: list[int] = []
+    for name, knobs in profiles:
         effective = dict(recorded_knobs if knobs is None else knobs)
-        run = ProfileRun(name, effective, recorded=effective == recorded_knobs)
-        done = 0
-        async for call in replay(knobs):
-            run.calls += call_figures(call, int(effective["soft_cap_chars"] or 0))
-            done += 1
-            if progress is not None and done % 200 == 0:
-                within = min(1.0, call.global_id / last_global_id) if last_global_id else 0.0
-                maybe = progress((index + within) / len(profiles), name)
-                if maybe is not None:
-                    await maybe
-        runs.append(run)
+        runs.append(ProfileRun(name, effective, recorded=effective == recorded_knobs))
+        soft_caps.append(int(effective["soft_cap_chars"] or 0))
+    done = 0
+    label = ", ".join(name for name, _ in profiles) if len(profiles) <= 4 else f"{len(profiles)} profiles"
+    async for index, call in calls:
+        runs[index].calls += call_figures(call, soft_caps[index])
+        done += 1
+        if progress is not None and done % 500 == 0:
+            fraction = min(1.0, call.global_id / last_global_id) if last_global_id else 0.0
+            maybe = progress(fraction, label)
+            if maybe is not None:
+                await maybe
     basis = next((r for r in runs if r.recorded), runs[0] if runs else None)
     ratio, source = calibrate(basis.calls) if basis else (HEURISTIC_TOKENS_PER_BYTE, "heuristic")
     found = prices.price_for(model) if prices is not None else None

@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
-from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, Replay, compare_profiles
+from zymi_tui.events.store import EventReader
+from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, replay_profiles
 
 DEFAULT_WINDOWS = (2, 4, 6, 8, 10, 15, 20)
 DEFAULT_SOFT_CAPS = (20_000, 40_000, 60_000, 100_000, 400_000)
@@ -96,19 +98,23 @@ def grid_profiles(
 
 
 async def sweep(
-    replay: Replay,
+    reader: EventReader,
+    project: Path | None,
     base: dict[str, int | None],
     windows: Sequence[int],
     soft_caps: Sequence[int],
     *,
     recorded_knobs: dict[str, int | None],
+    streams: Sequence[str] | None = None,
     last_global_id: int = 0,
     progress: Progress | None = None,
 ) -> Sweep:
+    """Every grid point replayed in one pass over the store (see `replay_many`)."""
     profiles = grid_profiles(base, windows, soft_caps)
     cmp = await compare_profiles(
-        replay, list(profiles), recorded_knobs=recorded_knobs, last_global_id=last_global_id, progress=progress
-    )
+        replay_profiles(reader, project, profiles, streams), profiles, recorded_knobs=recorded_knobs,
+        last_global_id=last_global_id, progress=progress,
+    )  # fmt: skip
     points = [
         SweepPoint(
             int(p.knobs["observation_window"] or 0),

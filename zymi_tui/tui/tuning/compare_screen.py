@@ -47,6 +47,15 @@ class JobDone(Message):
         self.result, self.error, self.seconds = result, error, seconds
 
 
+def fill_table(table: DataTable[str], header: list[str], rows: list[list[str]], keys: list[str] | None = None) -> None:
+    """Columns sized to their content up front, so the layout never depends on when rows arrive."""
+    table.clear(columns=True)
+    for i, label in enumerate(header):
+        table.add_column(label, width=max([len(label), *(len(r[i]) for r in rows)]))
+    for n, row in enumerate(rows):
+        table.add_row(*row, key=None if keys is None else keys[n])
+
+
 def total_rows(cmp: Comparison) -> list[list[str]]:
     """The totals table as shown: one row per figure, one column per profile."""
     rows = [[label, *(f"{getattr(p.total, key):,}" for p in cmp.profiles)] for key, label in COLUMNS]
@@ -181,20 +190,17 @@ class CompareScreen(Screen[None]):
         if cmp is None:
             return
         names = [p.name + (" ●" if p.recorded else "") for p in cmp.profiles]
-        totals = self.query_one("#totals", DataTable)
-        totals.clear(columns=True)
-        totals.add_columns("whole store", *names)
-        totals.add_rows(total_rows(cmp))
-        per_run = self.query_one("#per-run", DataTable)
-        per_run.clear(columns=True)
-        per_run.add_columns("run", *(f"{n} tokens sum/peak" for n in names))
+        fill_table(self.query_one("#totals", DataTable), ["whole store", *names], total_rows(cmp))
+        rows = []
         for run in cmp.runs():
-            cells = []
+            cells = [run]
             for p in cmp.profiles:
                 t = p.per_run.get(run)
                 cells.append("-" if t is None else f"{t.tokens_sum:,} / {t.tokens_peak:,}"
                              + (f" ✗{t.hard_cap_failures}" if t.hard_cap_failures else ""))  # fmt: skip
-            per_run.add_row(run, *cells, key=run)
+            rows.append(cells)
+        header = ["run", *(f"{n} tokens sum/peak" for n in names)]
+        fill_table(self.query_one("#per-run", DataTable), header, rows, keys=cmp.runs())
         if cmp.runs():
             self.plot(cmp.runs()[0])
 

@@ -5,13 +5,12 @@ progress tick."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from zymi_tui.context.knobs import make_knobs
-from zymi_tui.events.store import EventReader, open_reader
-from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
-from zymi_tui.replay.compare import Comparison, compare_profiles, knob_dict, recorded_output
+from zymi_tui.events.store import open_reader
+from zymi_tui.replay.calls import recorded_knobs
+from zymi_tui.replay.compare import Comparison, compare_profiles, knob_dict, recorded_output, replay_profiles
 from zymi_tui.replay.costs import load_prices
 from zymi_tui.replay.sweep import Sweep, sweep
 
@@ -21,14 +20,6 @@ Tick = Callable[[float, str], object]
 
 class Cancelled(Exception):
     """The screen cancelled the job."""
-
-
-def _replay(reader: EventReader, project: Path | None) -> Callable[[KnobDict | None], AsyncIterator[CallContext]]:
-    def replay(knobs: KnobDict | None) -> AsyncIterator[CallContext]:
-        ck = None if knobs is None else make_knobs(dict(knobs), "profile")
-        return replay_store(reader, project=project, knobs=ck)
-
-    return replay
 
 
 def _ticker(tick: Tick, cancelled: Callable[[], bool]) -> Callable[[float, str], None]:
@@ -53,7 +44,7 @@ def run_comparison(
         reader = await open_reader(store)
         try:
             return await compare_profiles(
-                _replay(reader, project), profiles, recorded_knobs=knob_dict(recorded_knobs(project)),
+                replay_profiles(reader, project, profiles), profiles, recorded_knobs=knob_dict(recorded_knobs(project)),
                 prices=load_prices(), model=model, output=await recorded_output(reader),
                 last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled),
             )  # fmt: skip
@@ -77,7 +68,7 @@ def run_sweep(
         try:
             base = knob_dict(recorded_knobs(project))
             return await sweep(
-                _replay(reader, project), base, windows, soft_caps, recorded_knobs=base,
+                reader, project, base, windows, soft_caps, recorded_knobs=base,
                 last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled),
             )  # fmt: skip
         finally:

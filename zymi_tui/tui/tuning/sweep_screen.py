@@ -18,7 +18,7 @@ from textual.worker import get_current_worker
 
 from zymi_tui.replay.compare import CAVEAT
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, Sweep, SweepError, parse_values
-from zymi_tui.tui.tuning.compare_screen import JobDone, JobProgress
+from zymi_tui.tui.tuning.compare_screen import JobDone, JobProgress, fill_table
 from zymi_tui.tui.tuning.jobs import Cancelled, run_sweep
 from zymi_tui.tui.tuning.plots import ScatterPlot
 
@@ -118,11 +118,9 @@ class SweepScreen(Screen[None]):
         self.query_one("#elapsed", Static).update(Text(f"swept in {message.seconds:.2f} s", style="dim"))
         self.status(f"{len(self.result.points)} points · ★ Pareto front "
                     "(total input tokens vs peak) · ✗ would fail the hard cap")  # fmt: skip
-        table = self.query_one("#points", DataTable)
-        table.clear(columns=True)
-        table.add_columns("", "window", "soft cap", "input tokens", "peak tokens", "compactions est.",
-                          "hard-cap fails", "figures")  # fmt: skip
-        table.add_rows(sweep_rows(self.result))
+        header = ["", "window", "soft cap", "input tokens", "peak tokens", "compactions est.", "hard-cap fails",
+                  "figures"]  # fmt: skip
+        fill_table(self.query_one("#points", DataTable), header, sweep_rows(self.result))
         self.query_one(ScatterPlot).show(
             [(float(p.tokens_sum), float(p.tokens_peak), p.pareto, f"w{p.observation_window}/s{p.soft_cap_chars}")
              for p in self.result.points]
