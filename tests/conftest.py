@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ORACLE = next((p for p in (ROOT.parent / "shared" / "oracle", Path("/work/shared/oracle")) if p.exists()), Path("-"))
+ORACLE = next(
+    (p for p in (ROOT.parent / "shared" / "oracle", Path("/work/shared/oracle")) if p.is_dir()),
+    ROOT.parent / "shared" / "oracle",
+)
 SCENARIOS = sorted(p.name for p in ORACLE.iterdir() if (p / "events.db").exists()) if ORACLE.exists() else []
 
 
