@@ -461,6 +461,29 @@ async def replay_store(
             yield row
 
 
+async def replay_many(
+    reader: EventReader,
+    *,
+    project: Path | None,
+    knobs: Sequence[ContextKnobs | None],
+    streams: Sequence[str] | None = None,
+) -> AsyncIterator[tuple[int, CallContext]]:
+    """`replay_store` under several knob sets in one pass: each event is read and decoded once
+    and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row)."""
+    replayers = [make_replayer(project, k) for k in knobs]
+    wanted = set(streams) if streams else None
+    async for se in replay_events(reader, streams):
+        for i, replayer in enumerate(replayers):
+            replayer.feed(se)
+            for row in replayer.ready():
+                if wanted is None or row.stream_id in wanted:
+                    yield i, row
+    for i, replayer in enumerate(replayers):
+        for row in replayer.flush():
+            if wanted is None or row.stream_id in wanted:
+                yield i, row
+
+
 async def context_at(
     reader: EventReader,
     stream_id: str,
