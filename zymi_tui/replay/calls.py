@@ -498,10 +498,15 @@ async def context_at(
         sample = ", ".join(sorted(s for s in known if STEP_MARK in s)[:5])
         raise ReplayError(f"unknown stream {stream_id!r}; step streams with LLM calls include: {sample}")
     seen: list[int] = []
+    compaction: CallContext | None = None  # a what-if compaction made just before the call at `sequence`
     async for row in replay_store(reader, project=project, knobs=knobs, streams=[stream_id]):
-        if row.sequence == sequence and not row.simulated and not row.hard_cap_failure:
-            return row
+        if row.sequence == sequence and not row.hard_cap_failure:
+            if not (row.whatif and row.is_compaction):
+                return row
+            compaction = compaction or row
         if not row.simulated:
             seen.append(row.sequence)
+    if compaction is not None:
+        return compaction
     calls = ", ".join(str(s) for s in seen[:20]) + (" ..." if len(seen) > 20 else "")
     raise ReplayError(f"no LLM call at {stream_id} seq {sequence}; its LlmCallStarted sequences are: {calls}")
