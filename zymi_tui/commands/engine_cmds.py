@@ -10,8 +10,6 @@ from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
 from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.loader import ProjectError, Workspace, find_root, load_workspace
-from zymi_tui.engine.runner import RunHalted, run_pipeline
-from zymi_tui.engine.runtime import close_runtime, open_runtime
 
 
 def _load(directory: str | None) -> Workspace:
@@ -70,6 +68,9 @@ def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
 
 @guarded
 def cmd_run(args: argparse.Namespace) -> int:
+    from zymi_tui.engine.runner import RunHalted, run_pipeline
+    from zymi_tui.engine.runtime import close_runtime, open_runtime
+
     ws = _load(args.dir)
     inputs = _inputs(args.input or [])
     try:
@@ -139,6 +140,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 @guarded
 def cmd_serve(args: argparse.Namespace) -> int:
     from zymi_tui.engine.connectors import ConnectorError
+    from zymi_tui.engine.runtime import close_runtime, open_runtime
     from zymi_tui.engine.serve import serve
 
     ws = _load(args.dir)
@@ -189,6 +191,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 @guarded
 def cmd_chat(args: argparse.Namespace) -> int:
     from zymi_tui.engine.chat import chat_loop, chat_pipeline
+    from zymi_tui.engine.runtime import close_runtime, open_runtime
 
     ws = _load(args.dir)
     try:
