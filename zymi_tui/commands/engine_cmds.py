@@ -10,6 +10,7 @@ from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
 from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.loader import ProjectError, Workspace, find_root, load_workspace
+from zymi_tui.events.store import redact_url
 
 
 def _load(directory: str | None) -> Workspace:
@@ -113,7 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return asyncio.run(go())
     except KeyboardInterrupt:
         print(
-            f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {ws.store_path}",
+            f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {redact_url(ws.store_path)}",
             file=sys.stderr,
         )
         return 130
@@ -166,7 +167,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CommandError(str(e)) from None
         target = ", ".join(served) if not args.all else f"any pipeline (--all): {', '.join(served)}"
         _print(f"zymi serve: listening for PipelineRequested events targeting {target}")
-        _print(f"  store: {ws.store_path}")
+        _print(f"  store: {redact_url(ws.store_path)}")
         _print(f"  poll:  {args.poll_interval_ms}ms")
         _print("  press Ctrl+C to stop")
         if ws.project.runtime is None:
@@ -216,7 +217,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         model = f"{rt.provider.name}/{rt.provider.model}" if rt.provider else "no model"
         demo = "  (the offline demo model: nothing it says comes from a real LLM)" if model.startswith("demo") else ""
         _print(f"chat with pipeline '{pipeline.name}' on stream '{args.stream}' — {model}{demo}")
-        _print(f"  store: {ws.store_path}    /quit or Ctrl-D to leave")
+        _print(f"  store: {redact_url(ws.store_path)}    /quit or Ctrl-D to leave")
         try:
             await chat_loop(rt, pipeline, input_name, args.stream, read_line, _print)
         finally:

@@ -38,11 +38,16 @@ class Workspace:
     tools: dict[str, ToolConfig] = field(default_factory=dict)
 
     @property
-    def store_path(self) -> Path:
+    def store_path(self) -> str:
+        """Where runs are recorded: `<root>/.zymi/events.db`, `sqlite:<path>` (from the root), or a postgres URL."""
         store = (self.project.store or "").strip()
+        if store in ("", "sqlite"):
+            return str(self.root / ".zymi" / "events.db")
         if store.startswith("sqlite:"):
-            return self.root / store[len("sqlite:") :]
-        return self.root / ".zymi" / "events.db"
+            return str(self.root / store[len("sqlite:") :])
+        if store.startswith(("postgres://", "postgresql://")):
+            return store
+        raise ProjectError(f"project.store: unsupported store URL `{store}` in project.yml")
 
     def pipeline(self, name: str) -> PipelineConfig:
         if name not in self.pipelines:
@@ -96,7 +101,7 @@ def _parse_yaml(text: str, path: Path) -> Any:
 
 def _describe_validation(e: ValidationError) -> str:
     first = e.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"] if not isinstance(p, int) or True)
+    loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"]
     if first["type"] == "missing":
         return f"{loc}: missing field `{first['loc'][-1]}`"
