@@ -1,12 +1,13 @@
 """Postgres store against SQLite, measured in the same run.
 
-    .venv/bin/python benchmarks/bench_postgres.py [--events 300] [--read 100000]
+    .venv/bin/python benchmarks/bench_postgres.py [--events 150] [--read 100000]
 
 1. appends per second with 1, 4 and 8 concurrent writer processes (each its own connection,
    streams shared between writers, zymi's one-transaction-per-event append);
 2. a full read of N events through the store's reader (decoded, paged by global id) against a
    bare SELECT of the same rows; the Postgres copy of that store is made by `migrate` (timed too);
-3. the tail delay (commit -> seen by a tailing reader, default poll) under 4 writers, p50/p95/max.
+3. the tail delay (commit -> seen by a tailing reader, default poll) under 4 writers, p50/p95/max,
+   and how many of those events a naive `id > cursor` tail on Postgres never saw.
 
 Uses ZYMI_TUI_TEST_PG when set, otherwise starts a server with scripts/pg_start and stops it after.
 Every Postgres figure is printed with its ratio to SQLite's.
@@ -44,6 +45,7 @@ from zymi_tui.events.store import open_writer
 
 async def main(store, me, n, log_path, go):
     writer = await open_writer(store)
+    open(go + f"-{me}.ready", "w").close()
     events = [Event.new(f"s{(i + me) % %(streams)d}", ResponseReady(conversation_id="c", content="x" * 200), f"w{me}")
               for i in range(n)]
     while not os.path.exists(go):
@@ -107,14 +109,18 @@ def start_writers(store: str, writers: int, n: int, work: Path) -> tuple[list[su
 
 
 async def wait_ready(store: str) -> None:
-    async with await open_writer(store):
-        pass  # schema in place before any writer or reader starts
+    await (await open_writer(store)).close()  # schema in place before any writer or reader starts
+
+
+async def writers_connected(go: Path, writers: int) -> None:
+    while len(list(go.parent.glob(f"{go.name}-*.ready"))) < writers:
+        await asyncio.sleep(0.02)
 
 
 async def appends_per_second(store: str, writers: int, n: int, work: Path) -> float:
     await wait_ready(store)
     procs, go = start_writers(store, writers, n, work)
-    await asyncio.sleep(1.5)  # let every process import and connect
+    await writers_connected(go, writers)
     started = time.perf_counter()
     go.touch()
     for p in procs:
@@ -123,31 +129,56 @@ async def appends_per_second(store: str, writers: int, n: int, work: Path) -> fl
     return writers * n / (time.perf_counter() - started)
 
 
-async def tail_delays(store: str, writers: int, n: int, work: Path) -> list[float]:
+async def naive_tail(url: str, stop: asyncio.Event, seen: set[int]) -> None:
+    """What zymi's own watcher does on Postgres: `id > cursor`, the cursor moved to the last id read."""
+    conn = await asyncpg.connect(url)
+    cursor = 0
+    while not stop.is_set():
+        rows = await conn.fetch("SELECT id FROM events WHERE id > $1 ORDER BY id", cursor)
+        if rows:
+            seen.update(r[0] for r in rows)
+            cursor = rows[-1][0]
+        await asyncio.sleep(DEFAULT_POLL_S)
+    await conn.close()
+
+
+async def tail_delays(store: str, writers: int, n: int, work: Path) -> tuple[list[float], int | None]:
+    """Commit-to-seen delays of our tail; on Postgres also how many events a naive tail never saw."""
     await wait_ready(store)
     procs, go = start_writers(store, writers, n, work)
     reader = await open_reader(store)
     seen: dict[str, float] = {}
     stop = asyncio.Event()
+    naive: set[int] = set()
+    order: list[int] = []
+    naive_task = asyncio.create_task(naive_tail(store, stop, naive)) if store.startswith("postgres") else None
 
     async def follow() -> None:
         async for batch in tail(reader, await reader.max_global_id(), poll_s=DEFAULT_POLL_S, stop=stop):
             now = time.time()
             seen.update((se.event.id, now) for se in batch)
+            order.extend(se.global_id for se in batch)
             if len(seen) >= writers * n:
                 stop.set()
 
     task = asyncio.create_task(follow())
-    await asyncio.sleep(1.5)
+    await writers_connected(go, writers)
     go.touch()
     for p in procs:
         await asyncio.to_thread(p.wait)
     await asyncio.wait_for(task, 30)
     await reader.close()
+    if naive_task:
+        await asyncio.sleep(2 * DEFAULT_POLL_S)
+        stop.set()
+        await naive_task
     committed: dict[str, float] = {}
     for me in range(writers):
         committed.update(dict(json.loads((work / f"{go.name}-{me}.json").read_text())))
-    return sorted(seen[eid] - t for eid, t in committed.items())
+    if order != sorted(set(order)) or len(order) != writers * n:
+        sys.exit(f"bench_postgres: the tail on {store} did not deliver every event once, in order")
+    delays = sorted(seen[eid] - t for eid, t in committed.items())
+    return delays, (writers * n - len(naive)) if naive_task else None
 
 
 async def fill_sqlite(path: Path, n: int) -> None:
@@ -199,7 +230,7 @@ def pct(values: list[float], q: float) -> float:
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--events", type=int, default=300, help="events per writer process (default 300)")
+    ap.add_argument("--events", type=int, default=150, help="events per writer process (default 150)")
     ap.add_argument("--read", type=int, default=100_000, help="events in the full-read store (default 100000)")
     args = ap.parse_args()
     server = Server()
@@ -235,12 +266,14 @@ async def main() -> None:
         )
 
         print("\ntail delay under 4 writers (commit -> seen by a tailing reader, poll 100 ms)")
-        lite_d = await tail_delays(str(work / "tail.db"), 4, args.events, work)
-        pg_d = await tail_delays(await server.fresh(), 4, args.events, work)
+        lite_d, _ = await tail_delays(str(work / "tail.db"), 4, args.events, work)
+        pg_d, missed = await tail_delays(await server.fresh(), 4, args.events, work)
         for name, d in (("Postgres", pg_d), ("SQLite", lite_d)):
             print(f"  {name:8}: p50 {pct(d, 0.5):5.0f} ms   p95 {pct(d, 0.95):5.0f} ms   max {d[-1] * 1000:5.0f} ms"
                   f"   ({len(d)} events)")  # fmt: skip
         print(f"  p95 Postgres vs SQLite: {ratio(pct(pg_d, 0.95), pct(lite_d, 0.95))}")
+        print(f"  a naive `id > cursor` tail on the same Postgres run never saw {missed} of {len(pg_d)} events;"
+              " ours saw every one, once, in order")  # fmt: skip
     finally:
         await server.close()
 

@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,8 +36,10 @@ def _start_server() -> tuple[str | None, str]:
             [str(ROOT / "scripts" / "pg_start")], env=env, capture_output=True, text=True, timeout=120
         )
     except (OSError, subprocess.TimeoutExpired) as e:
+        shutil.rmtree(state, ignore_errors=True)
         return None, f"scripts/pg_start failed: {e}"
     if done.returncode != 0:
+        shutil.rmtree(state, ignore_errors=True)
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return None, f"scripts/pg_start could not start a server: {last}"
     atexit.register(subprocess.run, [str(ROOT / "scripts" / "pg_stop")], env=env, capture_output=True)

@@ -114,7 +114,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return asyncio.run(go())
     except KeyboardInterrupt:
         print(
-            f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {redact_url(ws.store_path)}",
+            "interrupted (Ctrl-C): the run is sealed as failed; "
+            f"its events are kept in {redact_url(ws.store_location)}",
             file=sys.stderr,
         )
         return 130
@@ -167,7 +168,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CommandError(str(e)) from None
         target = ", ".join(served) if not args.all else f"any pipeline (--all): {', '.join(served)}"
         _print(f"zymi serve: listening for PipelineRequested events targeting {target}")
-        _print(f"  store: {redact_url(ws.store_path)}")
+        _print(f"  store: {redact_url(ws.store_location)}")
         _print(f"  poll:  {args.poll_interval_ms}ms")
         _print("  press Ctrl+C to stop")
         if ws.project.runtime is None:
@@ -217,7 +218,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         model = f"{rt.provider.name}/{rt.provider.model}" if rt.provider else "no model"
         demo = "  (the offline demo model: nothing it says comes from a real LLM)" if model.startswith("demo") else ""
         _print(f"chat with pipeline '{pipeline.name}' on stream '{args.stream}' — {model}{demo}")
-        _print(f"  store: {redact_url(ws.store_path)}    /quit or Ctrl-D to leave")
+        _print(f"  store: {redact_url(ws.store_location)}    /quit or Ctrl-D to leave")
         try:
             await chat_loop(rt, pipeline, input_name, args.stream, read_line, _print)
         finally:
@@ -249,8 +250,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
     p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
     p.set_defaults(func=cmd_serve)
-    p = sub.add_parser("chat", help="chat in the terminal with the project's chat pipeline (history kept per stream)")
-    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
-    p.add_argument("--stream", default="term", metavar="ID", help="chat stream id (default: term)")
-    p.add_argument("--pipeline", metavar="NAME", help="pipeline to chat with (default: chat)")
-    p.set_defaults(func=cmd_chat)
+    # `chat` is registered by chat_cmds (the chat screen; `chat --plain` runs cmd_chat above)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from zymi_tui.engine.config import AgentConfig, PipelineConfig, ProjectConfig, StepConfig, ToolConfig
 from zymi_tui.engine.templating import STEP_REF, TemplateError, resolve_env_only, resolve_full
 from zymi_tui.engine.when_expr import WhenError, parse_when
+from zymi_tui.events.store import project_postgres_url
 
 BUILTIN_TOOLS = ("execute_shell_command", "write_file", "read_file", "write_memory", "spawn_sub_agent")
 
@@ -38,16 +39,17 @@ class Workspace:
     tools: dict[str, ToolConfig] = field(default_factory=dict)
 
     @property
-    def store_path(self) -> str:
-        """Where runs are recorded: `<root>/.zymi/events.db`, `sqlite:<path>` (from the root), or a postgres URL."""
+    def store_path(self) -> Path:
+        """The SQLite file runs are recorded in: `<root>/.zymi/events.db` or `sqlite:<path>` (from the root)."""
         store = (self.project.store or "").strip()
-        if store in ("", "sqlite"):
-            return str(self.root / ".zymi" / "events.db")
         if store.startswith("sqlite:"):
-            return str(self.root / store[len("sqlite:") :])
-        if store.startswith(("postgres://", "postgresql://")):
-            return store
-        raise ProjectError(f"project.store: unsupported store URL `{store}` in project.yml")
+            return self.root / store[len("sqlite:") :]
+        return self.root / ".zymi" / "events.db"
+
+    @property
+    def store_location(self) -> str:
+        """Where runs are recorded: the postgres:// URL project.yml names, else the SQLite file."""
+        return project_postgres_url(self.root) or str(self.store_path)
 
     def pipeline(self, name: str) -> PipelineConfig:
         if name not in self.pipelines:

@@ -62,7 +62,7 @@ async def open_runtime(
     knobs = project_knobs(ws)
     if provider is None:
         provider = make_provider(ws, needs_llm(ws, pipelines))
-    store = ws.store_path
+    store = ws.store_location
     try:
         writer = await open_writer(store)
         try:

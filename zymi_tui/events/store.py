@@ -126,6 +126,12 @@ def _project_store_setting(root: Path) -> str | None:
     return _ENV.sub(env, value.strip())
 
 
+def project_postgres_url(root: Path) -> str | None:
+    """The postgres:// URL `<root>/project.yml` names as its `store:` (`${env.VAR}` resolved), else None."""
+    setting = _project_store_setting(root)
+    return setting if setting and is_postgres_url(setting) else None
+
+
 def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
     """Turn a STORE argument into a `.db` path or a postgres URL, with a clear error if none."""
     here = cwd or Path.cwd()
