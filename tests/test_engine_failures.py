@@ -94,11 +94,11 @@ class Result:
 
 
 @pytest.fixture
-def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], Result]:
+def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
     """`zymi-tui run p -i task=go -d ROOT`, in-process, with stdin at EOF (an approval sees no answer)."""
 
-    def go(root: Path) -> Result:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    def go(root: Path, stdin: str = "") -> Result:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
         capsys.readouterr()
         code = main(["run", "p", "-i", "task=go", "-d", str(root)])
         captured = capsys.readouterr()
@@ -121,7 +121,7 @@ def _verify(root: Path) -> None:
 
 
 def test_provider_500_is_llm_call_failed_and_seals_the_run(
-    llm: tuple[Script, int], tmp_path: Path, run: Callable[[Path], Result]
+    llm: tuple[Script, int], tmp_path: Path, run: Callable[..., Result]
 ) -> None:
     script, port = llm
     script.replies.append((500, "upstream exploded"))
@@ -148,7 +148,7 @@ def test_provider_500_is_llm_call_failed_and_seals_the_run(
     _verify(root)
 
 
-def test_connection_refused_is_one_line(tmp_path: Path, run: Callable[[Path], Result]) -> None:
+def test_connection_refused_is_one_line(tmp_path: Path, run: Callable[..., Result]) -> None:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -166,7 +166,7 @@ def test_connection_refused_is_one_line(tmp_path: Path, run: Callable[[Path], Re
 
 
 def test_finish_reason_length_fails_the_step(
-    llm: tuple[Script, int], tmp_path: Path, run: Callable[[Path], Result]
+    llm: tuple[Script, int], tmp_path: Path, run: Callable[..., Result]
 ) -> None:
     script, port = llm
     script.replies.append((200, _answer("cut off", finish="length")))
@@ -182,7 +182,7 @@ def test_finish_reason_length_fails_the_step(
 
 
 def test_max_iterations_writes_no_node_completed(
-    llm: tuple[Script, int], tmp_path: Path, run: Callable[[Path], Result]
+    llm: tuple[Script, int], tmp_path: Path, run: Callable[..., Result]
 ) -> None:
     script, port = llm
     for n in range(2):
@@ -202,7 +202,7 @@ def test_max_iterations_writes_no_node_completed(
     assert results == ["hi", "hi"]
 
 
-def test_denied_and_unanswered_tools(llm: tuple[Script, int], tmp_path: Path, run: Callable[[Path], Result]) -> None:
+def test_denied_and_unanswered_tools(llm: tuple[Script, int], tmp_path: Path, run: Callable[..., Result]) -> None:
     script, port = llm
     calls = [
         ("a", "execute_shell_command", {"command": "rm -rf junk"}),
@@ -258,7 +258,7 @@ def test_denied_and_unanswered_tools(llm: tuple[Script, int], tmp_path: Path, ru
     ],
 )
 def test_bad_input_is_one_line_exit_2(
-    tmp_path: Path, files: dict[str, str], expected: str, run: Callable[[Path], Result]
+    tmp_path: Path, files: dict[str, str], expected: str, run: Callable[..., Result]
 ) -> None:
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -269,7 +269,25 @@ def test_bad_input_is_one_line_exit_2(
     assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
 
 
-def test_yaml_syntax_error_names_the_line(tmp_path: Path, run: Callable[[Path], Result]) -> None:
+def test_yaml_syntax_error_names_the_line(tmp_path: Path, run: Callable[..., Result]) -> None:
     (tmp_path / "project.yml").write_text("name: t\nllm:\n  provider: [openai\n", encoding="utf-8")
     proc = run(tmp_path)
     assert proc.returncode == 2 and "line " in proc.stderr and str(tmp_path / "project.yml") in proc.stderr
+
+
+def test_a_human_approval_lets_the_command_run(
+    llm: tuple[Script, int], tmp_path: Path, run: Callable[..., Result]
+) -> None:
+    script, port = llm
+    script.replies.append((200, _answer(None, [("a", "execute_shell_command", {"command": "echo hi && pwd"})])))
+    root = _project(tmp_path, port)
+    proc = run(root, stdin="yes\n")
+    assert proc.returncode == 0
+    assert "--- approval required ----------------------------\n  Shell command requires approval: echo hi && pwd" in (
+        proc.stdout
+    )
+    ev = _events(root)
+    granted = next(d for _, k, d in ev if k == "approval_granted")
+    assert granted["decided_by"] == "terminal:terminal" and granted["reason"] is None
+    result = next(d for _, k, d in ev if k == "tool_call_completed")
+    assert result["result"] == f"hi\n{root}" and result["is_error"] is False
