@@ -157,3 +157,12 @@ def test_when_parse_errors(expr: str, message: str) -> None:
     with pytest.raises(WhenError) as e:
         parse_when(expr)
     assert str(e.value) == message
+
+
+def test_yaml_is_read_as_zymi_reads_it_on_is_a_string(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {"project.yml": "name: t\noutputs:\n  - type: stdout\n    on: [ResponseReady]\n    flag: yes\n"},
+    )
+    out = load_workspace(tmp_path, {}).project.outputs[0]
+    assert out["on"] == ["ResponseReady"] and out["flag"] == "yes"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,10 @@ from zymi_tui.engine.providers.demo import DemoProvider
 HARNESS = ORACLE / "harness" / "make_stores.py"
 
 
-def _harness(out: Path) -> Any:
-    os.environ["ZYMI_BIN"] = str(ENGINE_BIN)
-    os.environ["ORACLE_OUT"] = str(out)
+def _harness(out: Path, work: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("ZYMI_BIN", str(ENGINE_BIN))
+    monkeypatch.setenv("ORACLE_OUT", str(out))
+    monkeypatch.setenv("ORACLE_WORK", str(work))
     spec = importlib.util.spec_from_file_location("make_stores_for_test", HARNESS)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -33,8 +33,10 @@ def _harness(out: Path) -> Any:
 
 
 @pytest.mark.skipif(not HARNESS.exists(), reason="the oracle harness is not present")
-def test_sse_streaming_sends_the_same_bodies_and_records_the_same_events(tmp_path: Path) -> None:
-    harness = _harness(tmp_path)
+def test_sse_streaming_sends_the_same_bodies_and_records_the_same_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness = _harness(tmp_path, tmp_path / "work", monkeypatch)
     harness.SCENARIOS["memory_sse"] = {**harness.SCENARIOS["memory"], "stream": True}
     harness.run_scenario("memory_sse")
     ours = _requests(tmp_path / "memory_sse" / "requests.jsonl")

@@ -8,6 +8,7 @@ import sys
 
 from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
 from zymi_tui.engine.approvals import TerminalApproval
+from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.loader import ProjectError, Workspace, find_root, load_workspace
 from zymi_tui.engine.runner import RunHalted, run_pipeline
 from zymi_tui.engine.runtime import close_runtime, open_runtime
@@ -21,6 +22,8 @@ def _load(directory: str | None) -> Workspace:
         msg = str(e)
         if msg.startswith("no project.yml"):
             raise CommandError(msg) from None
+        if msg.startswith("unresolved template variable `${env.") and "KEY" in msg.upper():
+            msg += " (set it in the environment or in .env, or try the offline demo model: `llm: {provider: demo}`)"
         raise CommandError(f"failed to load project: {msg}") from None
 
 
@@ -38,6 +41,34 @@ def _print(text: str) -> None:
     print(text, flush=True)
 
 
+def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
+    """zymi's TTY-only prompting for declared inputs not given with -i (engine.md §8.4), on stderr."""
+    asked = False
+    for spec in pipeline.inputs:
+        if spec.name in inputs:
+            continue
+        asked = True
+        if spec.description:
+            sys.stderr.write(f"\x1b[2m{spec.description}\x1b[0m\n")
+        label = spec.name + ("" if spec.type == "string" else f" ({spec.type})")
+        label += "" if spec.required else " [Enter to skip]"
+        while True:
+            sys.stderr.write(f"{label}: ")
+            sys.stderr.flush()
+            line = sys.stdin.readline()
+            if not line:
+                raise CommandError(f"input '{spec.name}' not provided (stdin closed)")
+            value = line.strip()
+            if value:
+                inputs[spec.name] = value
+                break
+            if not spec.required:
+                break
+            sys.stderr.write(f"  '{spec.name}' is required\n")
+    if asked:
+        sys.stderr.write("\n")
+
+
 @guarded
 def cmd_run(args: argparse.Namespace) -> int:
     ws = _load(args.dir)
@@ -50,6 +81,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if pipeline.description:
         _print(f"  {pipeline.description}")
     _print("")
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        _prompt_inputs(pipeline, inputs)
 
     async def go() -> int:
         try:
@@ -76,7 +109,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_FAIL
         return EXIT_OK
 
-    return asyncio.run(go())
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        print(
+            f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {ws.store_path}",
+            file=sys.stderr,
+        )
+        return 130
 
 
 @guarded
@@ -206,8 +246,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
     p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
     p.set_defaults(func=cmd_serve)
-    p = sub.add_parser("chat", help="chat in the terminal with the project's chat pipeline (history kept per stream)")
-    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
-    p.add_argument("--stream", default="term", metavar="ID", help="chat stream id (default: term)")
-    p.add_argument("--pipeline", metavar="NAME", help="pipeline to chat with (default: chat)")
-    p.set_defaults(func=cmd_chat)
+    # `chat` is registered by chat_cmds (the chat screen; `chat --plain` runs cmd_chat above)

@@ -7,6 +7,7 @@ worded as zymi words it where zymi has a message.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,9 +77,22 @@ def load_dotenv(paths: list[Path], environ: dict[str, str] | None = None) -> Non
                 env[key] = value
 
 
+class _Yaml12Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans, as zymi's serde_yml reads them: only true/false (`on:`, `yes`, `no` stay strings)."""
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
 def _parse_yaml(text: str, path: Path) -> Any:
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Yaml12Loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""

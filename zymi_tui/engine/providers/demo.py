@@ -94,10 +94,15 @@ class DemoProvider:
             call = ToolCallInfo(id=f"demo_{self._calls}", name=name, arguments=json.dumps(args, ensure_ascii=False))
             return LlmResponse(thought, [call], self._usage(request, thought), "tool_calls")
         self._progress.pop(key, None)
-        seen = [m for m in request.messages if m.get("role") == "tool"]
+        seen = [str(m.get("content") or "") for m in request.messages if m.get("role") == "tool"]
+        failed = sum(c.startswith(("[tool error]", "[denied", "[rejected", "[requires approval")) for c in seen)
+        finding = (
+            "the modules follow one pattern (scale and shift) and a few carry TODOs about rounding."
+            if failed < len(seen) or not seen
+            else "every call failed: this project has no demo workspace (try `zymi-tui init --example demo`)."
+        )
         text = (
-            f"{LABEL} Done with: {task[:80]}. I looked at {len(seen)} tool results still in my context; "
-            "the modules follow one pattern (scale and shift) and a few carry TODOs about rounding. "
-            "Nothing here came from a real model."
+            f"{LABEL} Done with: {task[:80]}. I looked at {len(seen)} tool results still in my context "
+            f"({failed} failed); {finding} Nothing here came from a real model."
         )
         return LlmResponse(text, [], self._usage(request, text), "stop")
