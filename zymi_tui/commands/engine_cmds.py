@@ -113,7 +113,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return asyncio.run(go())
     except KeyboardInterrupt:
         print(
-            f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {ws.store_path}",
+            "interrupted (Ctrl-C): the run is sealed as failed; its events are kept in "
+            f"{redact_url(ws.store_location)}",
             file=sys.stderr,
         )
         return 130
