@@ -1,0 +1,261 @@
+"""`zymi-tui replay` and `zymi-tui context`: every LLM call's context, rebuilt (or re-rendered)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
+from zymi_tui.context.prefix import ProjectError, find_project
+from zymi_tui.events.store import EventReader, open_reader, resolve_store
+from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
+
+from .common import EXIT_OK, CommandError, err, guarded, out, run_async
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("store", metavar="STORE", help="a .db file or a project folder (its .zymi/events.db)")
+    p.add_argument(
+        "--project", metavar="DIR", help="the project the store was recorded with (default: beside the store)"
+    )
+    p.add_argument("--profile", metavar="P", help="knobs of a profile: coding, chat, eval or one of profiles.yml")
+    p.add_argument(
+        "--set", dest="sets", action="append", default=[], metavar="KNOB=VALUE",
+        help="override one knob (repeatable), e.g. --set observation_window=4 --set forget_after_turns=off",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("replay", help="rebuild the context of every LLM call of a store")
+    _common(p)
+    p.add_argument("--messages", action="store_true", help="with --json: the messages in OpenAI wire form")
+    p.add_argument("--tokens", action="store_true", help="also estimate tokens per call (offline o200k; slower)")
+    p.set_defaults(func=guarded(lambda a: run_async(_replay(a))))
+    c = sub.add_parser("context", help="one LLM call's context: layers, bytes, tokens and reasons")
+    _common(c)
+    c.add_argument("--stream", required=True, metavar="S", help="the step stream (`<run>:step:<id>`)")
+    c.add_argument("--seq", required=True, type=int, metavar="N", help="the LlmCallStarted's sequence")
+    c.set_defaults(func=guarded(lambda a: run_async(_context(a))))
+
+
+def _setup(args: argparse.Namespace) -> tuple[str, Path | None, ContextKnobs | None]:
+    location = resolve_store(args.store)
+    project = find_project(location, Path(args.project) if args.project else None)
+    if project is not None and not (project / "project.yml").is_file():
+        raise CommandError(f"--project {args.project}: no project.yml in that folder")
+    try:
+        base = recorded_knobs(project)
+        knobs = None if args.profile is None and not args.sets else resolve_knobs(base, args.profile, args.sets)
+        if knobs == base:
+            knobs = None  # the recorded knobs: a plain replay, not a what-if
+    except (KnobError, ProjectError) as e:
+        raise CommandError(str(e)) from None
+    return location, project, knobs
+
+
+def _est_tokens(row: CallContext) -> int | None:
+    return None if row.rendered is None else sum(e.tokens for e in row.rendered.entries)
+
+
+def row_json(row: CallContext, *, messages: bool, tokens: bool = True) -> dict[str, Any]:
+    r = row.rendered
+    obj: dict[str, Any] = {
+        "stream_id": row.stream_id,
+        "sequence": row.sequence,
+        "global_id": row.global_id,
+        "iteration": row.iteration,
+        "kind": "hard_cap_failure" if row.hard_cap_failure else "compaction" if row.is_compaction else "agent",
+        "recorded_chars": row.recorded_chars,
+        "recorded_message_count": row.recorded_message_count,
+        "recorded_input_tokens": row.recorded_input_tokens,
+        "chars": None if r is None else r.chars,
+        "message_count": None if r is None else r.message_count,
+        "estimated_tokens": _est_tokens(row) if tokens else None,
+        "hard_cap_exceeded": None if r is None else r.hard_cap_exceeded,
+        "would_compact": None if r is None else r.compaction is not None,
+        "prefix_inferred": row.prefix_inferred,
+        "simulated": row.simulated,
+        "whatif": row.whatif,
+    }
+    if row.note:
+        obj["note"] = row.note
+    if messages and r is not None:
+        obj["messages"] = r.wire()
+    return obj
+
+
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\rreplaying: event {done}/{total} ({100 * done // max(total, 1)}%)")
+        sys.stderr.flush()
+
+
+async def _replay(args: argparse.Namespace) -> int:
+    location, project, knobs = _setup(args)
+    reader = await open_reader(location)
+    try:
+        total = await reader.max_global_id()
+        rows: list[CallContext] = []
+        table = _table() if not args.json else None
+        async for row in replay_store(reader, project=project, knobs=knobs):
+            if len(rows) % 200 == 0 and total > 20_000:
+                _progress(row.global_id, total)
+            rows.append(row)
+            if args.json:
+                sys.stdout.write(
+                    json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False) + "\n"
+                )
+            elif table is not None:
+                _add_row(table, row, args.tokens)
+        if total > 20_000 and sys.stderr.isatty():
+            sys.stderr.write("\n")
+        if not rows and project is None:
+            raise CommandError(
+                f"{location}: no project beside the store and no recorded LLM call to infer the prefix from; "
+                "pass --project DIR"
+            )
+        if table is not None:
+            out.print(table)
+        _totals(rows, args.json, knobs, project, args.tokens)
+    finally:
+        await reader.close()
+    return EXIT_OK
+
+
+def _table() -> Table:
+    t = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("stream", "seq", "it", "kind", "recorded", "rebuilt", "msgs", "input tok (rec.)", "est. tok", "note"):
+        t.add_column(col, justify="right" if col not in ("stream", "kind", "note") else "left")
+    return t
+
+
+def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
+    r = row.rendered
+    kind = "compaction" if row.is_compaction else "agent"
+    if row.hard_cap_failure:
+        kind = "FAIL hard cap" if r is not None and r.hard_cap_exceeded else "recorded FAIL, passes"
+    if row.simulated:
+        kind += " (simulated)"
+    rebuilt = "?" if r is None else str(r.chars)
+    mark = ""
+    if r is not None and not row.whatif and not row.simulated and r.chars != row.recorded_chars:
+        mark = "[red]≠[/]"
+    note = []
+    if row.prefix_inferred:
+        note.append("prefix inferred")
+    if r is not None and r.hard_cap_exceeded and not row.hard_cap_failure:
+        note.append("[red]would fail hard cap[/]")
+    t.add_row(
+        escape(row.stream_id.split(":step:")[-1]),
+        str(row.sequence),
+        str(row.iteration),
+        kind,
+        str(row.recorded_chars) if not row.simulated else "-",
+        rebuilt + mark,
+        "?" if r is None else str(r.message_count),
+        "-" if row.recorded_input_tokens is None else str(row.recorded_input_tokens),
+        "-" if not tokens or r is None else f"~{_est_tokens(row)}",
+        ", ".join(note),
+    )
+
+
+def _totals(
+    rows: list[CallContext], as_json: bool, knobs: ContextKnobs | None, project: Path | None, tok: bool
+) -> None:
+    rendered = [r for r in rows if r.rendered is not None and not r.hard_cap_failure]
+    chars = [r.rendered.chars for r in rendered if r.rendered is not None]
+    tokens = [n for r in rendered if tok and (n := _est_tokens(r)) is not None]
+    rec_tokens = [r.recorded_input_tokens for r in rows if r.recorded_input_tokens is not None]
+    totals = {
+        "totals": True,
+        "calls": len([r for r in rows if not r.hard_cap_failure]),
+        "compactions": len([r for r in rows if r.is_compaction]),
+        "simulated_compactions": len([r for r in rows if r.simulated]),
+        "hard_cap_failures": len([r for r in rows if r.rendered is not None and r.rendered.hard_cap_exceeded]),
+        "chars_sum": sum(chars),
+        "chars_peak": max(chars, default=0),
+        "estimated_tokens_sum": sum(tokens),
+        "estimated_tokens_peak": max(tokens, default=0),
+        "recorded_input_tokens_sum": sum(rec_tokens),
+        "recorded_input_tokens_peak": max(rec_tokens, default=0),
+        "knobs": "recorded (" + ("project" if project else "engine defaults") + ")"
+        if knobs is None
+        else knobs.describe(),
+        "prefix_inferred": any(r.prefix_inferred for r in rows),
+    }
+    if knobs is not None:
+        totals["note"] = SAME_TRAJECTORY
+    if as_json:
+        sys.stdout.write(json.dumps(totals) + "\n")
+        return
+    t = totals
+    est = f"tokens (estimated) sum {t['estimated_tokens_sum']} peak {t['estimated_tokens_peak']}; " if tok else ""
+    out.print(
+        f"[bold]{t['calls']} call(s)[/], {t['compactions']} compaction(s) ({t['simulated_compactions']} simulated), "
+        f"{t['hard_cap_failures']} hard-cap failure(s); chars sum {t['chars_sum']} peak {t['chars_peak']}; {est}"
+        f"input tokens (recorded) sum {t['recorded_input_tokens_sum']} peak {t['recorded_input_tokens_peak']}"
+    )
+    out.print(f"knobs: {escape(str(totals['knobs']))}" + (f"  [yellow]{SAME_TRAJECTORY}[/]" if knobs else ""))
+    if totals["prefix_inferred"]:
+        out.print("[yellow]Layer A inferred[/]: no project; its size comes from each step's first recorded call")
+
+
+async def _context(args: argparse.Namespace) -> int:
+    location, project, knobs = _setup(args)
+    reader: EventReader = await open_reader(location)
+    try:
+        try:
+            row = await context_at(reader, args.stream, args.seq, project=project, knobs=knobs)
+        except ReplayError as e:
+            raise CommandError(str(e)) from None
+    finally:
+        await reader.close()
+    r = row.rendered
+    if args.json:
+        obj = row_json(row, messages=True)
+        if r is not None:
+            obj["entries"] = [
+                {"layer": e.layer, "role": e.message.role, "bytes": e.bytes, "tokens": e.tokens, "reason": e.reason,
+                 "source_seq": e.source_seq, "simulated": e.simulated}
+                for e in r.entries
+            ]  # fmt: skip
+        sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    kind = "compaction call" if row.is_compaction else f"iteration {row.iteration}"
+    out.print(f"[bold]{escape(row.stream_id)}[/] seq {row.sequence} ({kind})")
+    if r is None:
+        err.print("the prefix cannot be known here (no project)")
+        return EXIT_OK
+    out.print(
+        f"rebuilt: {r.chars} bytes, {r.message_count} messages (estimated) | recorded: {row.recorded_chars} bytes, "
+        f"{row.recorded_message_count} messages, input tokens {row.recorded_input_tokens} (recorded)"
+    )
+    out.print(f"knobs: {r.knobs.describe()}" + (f"  [yellow]{SAME_TRAJECTORY}[/]" if row.whatif else ""))
+    t = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("#", "layer", "role", "seq", "bytes", "~tokens", "reason", "content"):
+        t.add_column(col, justify="right" if col in ("#", "seq", "bytes", "~tokens") else "left")
+    for i, entry in enumerate(r.entries):
+        text = getattr(entry.message, "content", None) or ""
+        preview = text.replace("\n", "⏎")[:60]
+        t.add_row(
+            str(i), entry.layer, entry.message.role, "" if entry.source_seq is None else str(entry.source_seq),
+            str(entry.bytes), str(entry.tokens), escape(entry.reason), escape(preview),
+        )  # fmt: skip
+    out.print(t)
+    if r.forgotten:
+        out.print(f"{r.forgotten} older message(s) dropped by forget_after_turns={r.knobs.forget_after_turns}")
+    if r.dropped_by_fresh:
+        out.print(f"{r.dropped_by_fresh} message(s) of earlier runs dropped by mode: fresh")
+    if r.compaction:
+        lo, hi = r.compaction.replaces_seq_range
+        out.print(f"soft cap exceeded ({r.chars} > {r.knobs.soft_cap_chars}): zymi would compact seq {lo}..{hi}")
+    if r.hard_cap_exceeded:
+        out.print(f"[red]hard cap exceeded: {r.chars} chars > {r.knobs.hard_cap_chars} hard cap[/]")
+    return EXIT_OK

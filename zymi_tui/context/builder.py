@@ -1,0 +1,581 @@
+"""zymi 0.9.3's ContextBuilder (context_builder.rs), incremental and re-renderable.
+
+Layer A (system prompt, task), Layer B (`[memory]` snapshot), Layer C (the step stream's
+messages: ContextCompacted ranges suppressed, `context.mode: fresh` filter), then forget,
+observation masking, the soft-cap compaction plan and the hard-cap check, with the rules of
+context-builder.md (which every recorded call confirms).
+
+Incremental: `add()` keeps Layer C as a list with running byte sums and turn boundaries, so
+`build()` computes the totals in O(1) and the message list only when it is asked for.
+A ContextCompacted event (rare) re-derives Layer C from the stored items with bisection.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.context.masking import (
+    compaction_input,
+    mask_assistant,
+    mask_tool_result,
+    memory_text,
+    message_bytes,
+)
+from zymi_tui.events.envelope import StoredEvent, parse_timestamp_ns
+from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
+from zymi_tui.events.messages import (
+    AssistantMessage,
+    MessageModel,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+    to_wire,
+)
+
+COMPACTION_PROMPT = (
+    "You are compressing a sequence of masked observations from an autonomous agent's history. "
+    "Each entry shows what tool was called and whether it succeeded. Produce a single paragraph "
+    "summarizing: (a) what the agent accomplished in this span, (b) any errors or dead ends, "
+    "(c) any decisions the agent committed to. Do NOT preserve individual tool call details "
+    "— the summary replaces them entirely."
+)
+COMPACTED_HEADER = "[compacted history]\n"
+
+_ASSISTANT, _TOOL, _OTHER = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """Layer A. Without the project, only its size can be inferred (`inferred_bytes`)."""
+
+    system_prompt: str
+    task: str  # the resolved user message ("" -> no user message)
+    inferred_bytes: int | None = None
+    inferred_count: int = 2
+
+    @property
+    def inferred(self) -> bool:
+        return self.inferred_bytes is not None
+
+
+@dataclass
+class ContextEntry:
+    """One message of a rendered list (or one that was left out), and why it looks as it does."""
+
+    message: MessageModel
+    layer: str  # "A" | "B" | "C"
+    bytes: int  # UTF-8 bytes counted by zymi (estimated for a simulated summary)
+    reason: str
+    source_seq: int | None = None
+    simulated: bool = False
+
+    @property
+    def tokens(self) -> int:
+        from zymi_tui.context.tokens import estimate_message_tokens
+
+        if self.simulated or (self.layer == "A" and self.reason.startswith("inferred")):
+            return max(1, round(self.bytes / 4))  # no text to count: ~4 bytes per token
+        return estimate_message_tokens(self.message)
+
+
+@dataclass
+class CompactionPlan:
+    """What zymi does at the soft cap: summarise `request_messages`, replacing the seq range."""
+
+    replaces_seq_range: tuple[int, int]
+    request_messages: list[MessageModel]
+    span_bytes: int  # bytes_saved = span_bytes - len(summary.encode())
+    turns: int = 0
+
+    @property
+    def request_chars(self) -> int:
+        return sum(message_bytes(m) for m in self.request_messages)
+
+
+@dataclass
+class RenderedContext:
+    """A built context. Totals are exact and cheap; `entries` is materialised on first use."""
+
+    chars: int  # approx_context_chars
+    message_count: int
+    compaction: CompactionPlan | None
+    hard_cap_exceeded: bool
+    knobs: ContextKnobs
+    layer_bytes: dict[str, int]
+    forgotten: int = 0  # Layer C messages dropped by forget_after_turns
+    dropped_by_fresh: int = 0  # step-stream messages hidden by context.mode: fresh
+    compacted_away: int = 0  # step-stream messages inside a compacted range
+    prefix_inferred: bool = False
+    _make_entries: Callable[[], list[ContextEntry]] = field(default=list, repr=False)
+    _make_dropped: Callable[[], list[ContextEntry]] = field(default=list, repr=False)
+
+    @cached_property
+    def entries(self) -> list[ContextEntry]:
+        return self._make_entries()
+
+    @cached_property
+    def dropped(self) -> list[ContextEntry]:
+        """Messages left out by forget_after_turns (with their reasons)."""
+        return self._make_dropped()
+
+    @property
+    def messages(self) -> list[MessageModel]:
+        return [e.message for e in self.entries]
+
+    def wire(self) -> list[dict[str, Any]]:
+        return [to_wire(m) for m in self.messages]
+
+
+@dataclass(slots=True)
+class _Raw:
+    """A step-stream event that becomes a Layer C message (converted once)."""
+
+    seq: int
+    ts: int
+    message: MessageModel
+    bytes: int
+    kind: int
+    note: str | None = None  # a summary's or a simulated message's reason
+    simulated: bool = False
+    masked_for: int = -1  # id() of the turn head its masked form was made for
+    masked: MessageModel | None = None
+    masked_bytes: int = 0
+
+
+def _kind_of(message: MessageModel) -> int:
+    if isinstance(message, AssistantMessage):
+        return _ASSISTANT
+    if isinstance(message, ToolResultMessage):
+        return _TOOL
+    return _OTHER
+
+
+class _Tail:
+    """Layer C before forget/masking, with turn boundaries and running byte sums."""
+
+    __slots__ = ("cum_full", "cum_masked", "head", "hidden_by_fresh", "items", "summaries", "turn_ends", "turn_starts")
+
+    def __init__(self) -> None:
+        self.items: list[_Raw] = []
+        self.turn_starts: list[int] = []
+        self.turn_ends: list[int] = []
+        self.cum_full: list[int] = [0]
+        self.cum_masked: list[int] = [0]
+        self.head: _Raw | None = None  # the assistant of the open turn
+        self.summaries = 0  # `[compacted history]` messages among the items
+        self.hidden_by_fresh = 0  # stored items older than the fresh cutoff
+
+    def append(self, raw: _Raw) -> None:
+        n = len(self.items)
+        masked_bytes = raw.bytes
+        if raw.kind == _ASSISTANT:
+            self.turn_starts.append(n)
+            self.turn_ends.append(n + 1)
+            self.head = raw
+            if raw.masked_for != 0:
+                assert isinstance(raw.message, AssistantMessage)
+                raw.masked = mask_assistant(raw.message)
+                raw.masked_bytes = message_bytes(raw.masked)
+                raw.masked_for = 0
+            masked_bytes = raw.masked_bytes
+        elif raw.kind == _TOOL and self.head is not None:
+            self.turn_ends[-1] = n + 1
+            if raw.masked_for != id(self.head):
+                assert isinstance(raw.message, ToolResultMessage) and isinstance(self.head.message, AssistantMessage)
+                raw.masked = mask_tool_result(raw.message, self.head.message)
+                raw.masked_bytes = message_bytes(raw.masked)
+                raw.masked_for = id(self.head)
+            masked_bytes = raw.masked_bytes
+        else:
+            self.head = None
+            if raw.note is not None and raw.kind == _OTHER:
+                self.summaries += 1
+        self.items.append(raw)
+        self.cum_full.append(self.cum_full[-1] + raw.bytes)
+        self.cum_masked.append(self.cum_masked[-1] + masked_bytes)
+
+    def in_turn(self, index: int) -> bool:
+        """Whether item `index` belongs to a turn (so has a masked form)."""
+        t = bisect.bisect_right(self.turn_starts, index) - 1
+        return t >= 0 and index < self.turn_ends[t]
+
+
+def to_message(event: Any) -> MessageModel | None:
+    """The Layer C message of an event kind, or None for kinds zymi skips."""
+    if isinstance(event, LlmCallCompleted):
+        if event.response_message is not None:
+            return event.response_message
+        return AssistantMessage(content=event.content_preview, tool_calls=())
+    if isinstance(event, ToolCallCompleted):
+        return ToolResultMessage(tool_call_id=event.call_id, content=event.result or event.result_preview)
+    if isinstance(event, UserMessageReceived):
+        return event.content
+    return None
+
+
+def fast_ts_ns(text: str) -> int:
+    """`parse_timestamp_ns` with a fast path for zymi's `YYYY-MM-DDTHH:MM:SS[.f]Z`."""
+    if len(text) >= 20 and text[-1] == "Z" and text[10] == "T" and (len(text) == 20 or text[19] == "."):
+        secs = int(datetime.fromisoformat(text[:19] + "+00:00").timestamp())
+        frac = text[20:-1]
+        return secs * 1_000_000_000 + (int(frac.ljust(9, "0")[:9]) if frac else 0)
+    return parse_timestamp_ns(text)
+
+
+@dataclass(slots=True)
+class _Compaction:
+    lo: int
+    hi: int
+    summary: str
+    simulated: bool = False
+    estimated_bytes: int | None = None
+
+
+@dataclass(slots=True)
+class RecordedCompaction:
+    """A compaction found on the stream: its range, summary and reply (what-if matches on these)."""
+
+    seq: int
+    lo: int
+    hi: int
+    summary: str
+    bytes_saved: int
+    reply: MessageModel | None
+    reply_seq: int | None = None
+    used: bool = False
+
+
+class ContextBuilder:
+    """Incremental: feed the step stream's events once, in sequence order; build() at each call."""
+
+    def __init__(
+        self,
+        knobs: ContextKnobs,
+        prefix: Prefix,
+        *,
+        fresh_cutoff_ns: int | None = None,
+        follow_recorded_compactions: bool = True,
+    ) -> None:
+        self.knobs = knobs
+        self.prefix = prefix
+        self._cutoff = fresh_cutoff_ns
+        self._follow = follow_recorded_compactions
+        self._raw: list[_Raw] = []
+        self._raw_seqs: list[int] = []
+        self._seq_ts: dict[int, int] = {}
+        self._monotone = True
+        self._last_ts = -1
+        self._compactions: list[_Compaction] = []
+        self._max_hi = -1
+        self._tail = _Tail()
+        self.last_seq = 0
+        self.last_was_compaction = False
+        self.recorded: list[RecordedCompaction] = []
+        self._pending_reply: tuple[MessageModel, int] | None = None
+
+    # ---- feeding -------------------------------------------------------------------------
+    def set_prefix(self, prefix: Prefix, fresh_cutoff_ns: int | None = None) -> None:
+        """A new run of the step: its Layer A and its fresh cutoff (Layer C carries over)."""
+        self.prefix = prefix
+        if fresh_cutoff_ns != self._cutoff:
+            self._cutoff = fresh_cutoff_ns
+            self._tail = self._compute_tail(self._cutoff)
+
+    def add(self, stored: StoredEvent) -> None:
+        """Any event of the step stream, in sequence order (kinds zymi skips are only timed)."""
+        ev = stored.event
+        seq = ev.sequence
+        ts = fast_ts_ns(ev.timestamp)
+        self._seq_ts[seq] = ts
+        if ts < self._last_ts:
+            self._monotone = False
+        self._last_ts = ts
+        self.last_seq = seq
+        kind = ev.kind
+        from_compaction = ev.source == "compaction"
+        self.last_was_compaction = isinstance(kind, ContextCompacted)
+        if isinstance(kind, ContextCompacted):
+            lo, hi = kind.replaces_seq_range
+            reply, reply_seq = self._pending_reply or (None, None)
+            self.recorded.append(RecordedCompaction(seq, lo, hi, kind.summary, kind.bytes_saved, reply, reply_seq))
+            self._pending_reply = None
+            if self._follow:
+                self._add_compaction(_Compaction(lo, hi, kind.summary))
+            return
+        message = to_message(kind)
+        if message is None:
+            return
+        if from_compaction and not self._follow:
+            self._pending_reply = (message, seq)  # what-if decides whether this reply exists
+            return
+        self._append_raw(_Raw(seq, ts, message, message_bytes(message), _kind_of(message)))
+
+    def _append_raw(self, raw: _Raw) -> None:
+        self._raw.append(raw)
+        self._raw_seqs.append(raw.seq)
+        if (self._cutoff is None or raw.ts >= self._cutoff) and not self._suppressed(raw.seq):
+            self._tail.append(raw)
+
+    def _suppressed(self, seq: int) -> bool:
+        return seq <= self._max_hi and any(c.lo <= seq <= c.hi for c in self._compactions)
+
+    def _add_compaction(self, c: _Compaction) -> None:
+        self._compactions.append(c)
+        self._max_hi = max(self._max_hi, c.hi)
+        self._tail = self._compute_tail(self._cutoff)
+
+    # ---- Layer C from the items -----------------------------------------------------------
+    def _visible(self, seq: int, cutoff: int | None) -> bool:
+        ts = self._seq_ts.get(seq)
+        return ts is not None and (cutoff is None or ts >= cutoff)
+
+    def _compute_tail(self, cutoff: int | None) -> _Tail:
+        ranges = sorted((c.lo, c.hi) for c in self._compactions if c.lo <= c.hi)
+        merged: list[tuple[int, int]] = []
+        for lo, hi in ranges:
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+            else:
+                merged.append((lo, hi))
+
+        def in_range(seq: int) -> bool:
+            i = bisect.bisect_right(merged, (seq, 1 << 62)) - 1
+            return i >= 0 and merged[i][0] <= seq <= merged[i][1]
+
+        # one pointer over the summaries sorted by range start (context-builder.md §1B)
+        summaries: list[_Raw] = []
+        last = -1
+        for c in sorted(self._compactions, key=lambda c: c.lo):
+            if c.lo > last and self._visible(c.lo, cutoff) and in_range(c.lo):
+                text = COMPACTED_HEADER + c.summary
+                nbytes = len(text.encode())
+                if c.estimated_bytes is not None:
+                    nbytes = len(COMPACTED_HEADER.encode()) + c.estimated_bytes
+                note = f"{'simulated summary' if c.simulated else 'summary'} replacing compaction of seq {c.lo}..{c.hi}"
+                summaries.append(_Raw(c.lo, self._seq_ts[c.lo], SystemMessage(content=text), nbytes, _OTHER, note))
+                summaries[-1].simulated = c.simulated
+                last = c.lo
+            else:
+                break
+
+        start = 0
+        if cutoff is not None and self._monotone:
+            lo_i, hi_i = 0, len(self._raw)
+            while lo_i < hi_i:
+                mid = (lo_i + hi_i) // 2
+                if self._raw[mid].ts < cutoff:
+                    lo_i = mid + 1
+                else:
+                    hi_i = mid
+            start = lo_i
+        visible: list[_Raw] = []
+        pos = start
+        hidden = start
+        if cutoff is not None and not self._monotone:
+            hidden = sum(1 for r in self._raw if r.ts < cutoff)
+        for lo, hi in [*merged, (1 << 62, 1 << 62)]:
+            end = bisect.bisect_left(self._raw_seqs, lo, pos)
+            visible.extend(r for r in self._raw[pos:end] if cutoff is None or r.ts >= cutoff)
+            pos = max(pos, bisect.bisect_right(self._raw_seqs, hi, pos))
+            if pos >= len(self._raw):
+                break
+        for s in summaries:
+            keys = [r.seq for r in visible]
+            visible.insert(bisect.bisect_left(keys, s.seq), s)
+        tail = _Tail()
+        tail.hidden_by_fresh = hidden
+        for r in visible:
+            tail.append(r)
+        return tail
+
+    # ---- building -------------------------------------------------------------------------
+    def _layer_a(self) -> tuple[int, int]:
+        p = self.prefix
+        if p.inferred_bytes is not None:
+            return p.inferred_bytes, p.inferred_count
+        return len(p.system_prompt.encode()) + len(p.task.encode()), 2 if p.task else 1
+
+    def build(
+        self,
+        memory: Sequence[tuple[str, str]] = (),
+        *,
+        allow_compaction: bool = True,
+        apply_fresh: bool = True,
+        knobs: ContextKnobs | None = None,
+    ) -> RenderedContext:
+        """The context zymi sends now: layers A/B/C, forget, mask, soft-cap plan, hard-cap flag.
+
+        `allow_compaction=False, apply_fresh=False` is zymi's rebuild right after a compaction
+        (no second compaction; the stream is re-read without the fresh filter, §1K).
+        `knobs` re-renders under other knobs without touching the builder's state.
+        """
+        k = knobs or self.knobs
+        tail = self._tail if apply_fresh or self._cutoff is None else self._compute_tail(None)
+        mem = list(memory)
+        a_bytes, a_count = self._layer_a()
+        b_text = memory_text(mem) if mem else ""
+        b_bytes = len(b_text.encode())
+        n_turns = len(tail.turn_starts)
+        first_turn, cut = 0, 0
+        if k.forget_after_turns is not None and n_turns > k.forget_after_turns:
+            first_turn = n_turns - k.forget_after_turns
+            cut = tail.turn_ends[first_turn - 1]
+        kept_turns = n_turns - first_turn
+        mask_count = max(0, kept_turns - k.observation_window)
+        mask_end = tail.turn_ends[first_turn + mask_count - 1] if mask_count else cut
+        n = len(tail.items)
+        c_bytes = (tail.cum_masked[mask_end] - tail.cum_masked[cut]) + (tail.cum_full[n] - tail.cum_full[mask_end])
+        chars = a_bytes + b_bytes + c_bytes
+        plan = None
+        if allow_compaction and chars > k.soft_cap_chars:
+            plan = self._plan(tail, k, first_turn, cut, mask_end)
+        fresh_hidden = tail.hidden_by_fresh
+
+        prefix = self.prefix  # snapshot: the builder moves on, this context does not
+
+        def entries() -> list[ContextEntry]:
+            return self._entries(prefix, tail, n, k, mem, b_text, cut, mask_end)
+
+        def dropped() -> list[ContextEntry]:
+            return [
+                ContextEntry(r.message, "C", r.bytes, f"dropped by forget_after_turns={k.forget_after_turns}", r.seq)
+                for r in tail.items[:cut]
+            ]
+
+        return RenderedContext(
+            chars=chars,
+            message_count=a_count + (1 if mem else 0) + (n - cut),
+            compaction=plan,
+            hard_cap_exceeded=chars > k.hard_cap_chars,
+            knobs=k,
+            layer_bytes={"A": a_bytes, "B": b_bytes, "C": c_bytes},
+            forgotten=cut,
+            dropped_by_fresh=fresh_hidden,
+            compacted_away=len(self._raw) - (n - tail.summaries) - fresh_hidden,
+            prefix_inferred=self.prefix.inferred,
+            _make_entries=entries,
+            _make_dropped=dropped,
+        )
+
+    def plan_compaction(self, knobs: ContextKnobs | None = None) -> CompactionPlan | None:
+        """The compaction zymi would make now if the soft cap were exceeded (None: too few turns)."""
+        k = knobs or self.knobs
+        tail = self._tail
+        n_turns = len(tail.turn_starts)
+        first_turn, cut = 0, 0
+        if k.forget_after_turns is not None and n_turns > k.forget_after_turns:
+            first_turn = n_turns - k.forget_after_turns
+            cut = tail.turn_ends[first_turn - 1]
+        mask_count = max(0, n_turns - first_turn - k.observation_window)
+        mask_end = tail.turn_ends[first_turn + mask_count - 1] if mask_count else cut
+        return self._plan(tail, k, first_turn, cut, mask_end)
+
+    def _plan(self, tail: _Tail, k: ContextKnobs, first_turn: int, cut: int, mask_end: int) -> CompactionPlan | None:
+        compactable = len(tail.turn_starts) - first_turn - k.min_tail_turns
+        if compactable <= 0:
+            return None
+        span_end = tail.turn_ends[first_turn + compactable - 1]
+        end_idx = span_end - cut  # index into the forgotten body ...
+        if end_idx <= 0 or len(tail.items) < end_idx:
+            return None
+        # ... used on the unforgotten list, as zymi does (context-builder.md §1E)
+        lo, hi = tail.items[0].seq, tail.items[end_idx - 1].seq
+        span = [self._shown(tail, i, mask_end) for i in range(cut, span_end)]
+        span_bytes = sum(message_bytes(m) for m in span)
+        request: list[MessageModel] = [
+            SystemMessage(content=COMPACTION_PROMPT),
+            UserMessage(content=compaction_input(span)),
+        ]
+        return CompactionPlan((lo, hi), request, span_bytes, compactable)
+
+    @staticmethod
+    def _shown(tail: _Tail, i: int, mask_end: int) -> MessageModel:
+        r = tail.items[i]
+        if i < mask_end and r.masked is not None and tail.in_turn(i):
+            return r.masked
+        return r.message
+
+    @staticmethod
+    def _entries(
+        p: Prefix,
+        tail: _Tail,
+        n: int,
+        k: ContextKnobs,
+        mem: list[tuple[str, str]],
+        b_text: str,
+        cut: int,
+        mask_end: int,
+    ) -> list[ContextEntry]:
+        out: list[ContextEntry] = []
+        if p.inferred_bytes is not None:
+            note = f"inferred: Layer A is {p.inferred_bytes} bytes (recorded total minus the rebuilt rest)"
+            out.append(
+                ContextEntry(SystemMessage(content="[inferred prefix: no project]"), "A", p.inferred_bytes, note)
+            )
+            if p.inferred_count > 1:
+                out.append(ContextEntry(UserMessage(content="[inferred task: no project]"), "A", 0, note))
+        else:
+            out.append(
+                ContextEntry(
+                    SystemMessage(content=p.system_prompt), "A", len(p.system_prompt.encode()), "kept: system prompt"
+                )
+            )
+            if p.task:
+                out.append(ContextEntry(UserMessage(content=p.task), "A", len(p.task.encode()), "kept: task"))
+        if mem:
+            cut_values = any(len(v.encode()) > 200 for _, v in mem)
+            reason = "memory snapshot" + ("; values cut to 200 bytes" if cut_values else "")
+            out.append(ContextEntry(SystemMessage(content=b_text), "B", len(b_text.encode()), reason))
+        window = f"observation_window={k.observation_window}"
+        for i in range(cut, n):
+            r = tail.items[i]
+            if i < mask_end and r.masked is not None and tail.in_turn(i):
+                if r.kind == _TOOL:
+                    reason = f"masked by {window}"
+                elif r.masked is not r.message:
+                    reason = f"cut to 200 bytes (turn masked by {window})"
+                else:
+                    reason = f"kept (turn masked by {window})"
+                out.append(ContextEntry(r.masked, "C", r.masked_bytes, reason, r.seq, r.simulated))
+            else:
+                out.append(ContextEntry(r.message, "C", r.bytes, r.note or "kept", r.seq, r.simulated))
+        return out
+
+    # ---- what-if --------------------------------------------------------------------------
+    def apply_compaction(
+        self,
+        plan: CompactionPlan,
+        summary: str,
+        reply: MessageModel | None,
+        *,
+        simulated: bool = False,
+        estimated_bytes: int | None = None,
+        reply_seq: int | None = None,
+    ) -> None:
+        """Apply a compaction decided by a what-if: its reply joins Layer C, its range is suppressed.
+
+        A recorded reply keeps its sequence; a simulated one takes the last event's."""
+        if reply is not None:
+            seq = self.last_seq if reply_seq is None else reply_seq
+            raw = _Raw(seq, self._seq_ts.get(seq, self._last_ts), reply, message_bytes(reply), _kind_of(reply))
+            if simulated and estimated_bytes is not None:
+                raw.bytes = estimated_bytes
+                raw.note = "simulated compaction reply (size estimated)"
+                raw.simulated = True
+            self._append_raw(raw)
+        lo, hi = plan.replaces_seq_range
+        self._add_compaction(_Compaction(lo, hi, summary, simulated, estimated_bytes))
+
+    def take_recorded(self, seq_range: tuple[int, int]) -> RecordedCompaction | None:
+        """An unused recorded compaction with this range, marked used."""
+        for rc in self.recorded:
+            if not rc.used and (rc.lo, rc.hi) == seq_range:
+                rc.used = True
+                return rc
+        return None

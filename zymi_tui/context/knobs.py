@@ -1,0 +1,169 @@
+"""The context knobs (zymi's `runtime.context`), the built-in profiles and the user's profiles.
+
+Sources, lowest first: engine defaults or the project's `runtime.context:`, then `--profile P`
+(a built-in or one from `<config dir>/profiles.yml`), then each `--set KNOB=VALUE`. A bad value
+raises `KnobError` with one line naming the key, the value and the rule it breaks.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+KNOB_NAMES = ("observation_window", "soft_cap_chars", "hard_cap_chars", "min_tail_turns", "forget_after_turns")
+
+
+class KnobError(ValueError):
+    """A knob, profile or profiles file that cannot be used; the message is one line."""
+
+
+class ContextKnobs(BaseModel):
+    """zymi's `ContextConfig` (context_builder.rs): every size is in UTF-8 bytes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    observation_window: int = 10
+    soft_cap_chars: int = 400_000
+    hard_cap_chars: int = 600_000
+    min_tail_turns: int = 4
+    forget_after_turns: int | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ContextKnobs:
+        for name in KNOB_NAMES:
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name}={value}: must be an integer >= 0")
+        if self.hard_cap_chars < self.soft_cap_chars:
+            raise ValueError(f"hard_cap_chars={self.hard_cap_chars}: must be >= soft_cap_chars ({self.soft_cap_chars})")
+        return self
+
+    def describe(self) -> str:
+        forget = "off" if self.forget_after_turns is None else str(self.forget_after_turns)
+        return (
+            f"window {self.observation_window}, soft {self.soft_cap_chars}, hard {self.hard_cap_chars}, "
+            f"min_tail {self.min_tail_turns}, forget {forget}"
+        )
+
+
+PROFILES: dict[str, ContextKnobs] = {
+    "coding": ContextKnobs(),
+    "chat": ContextKnobs(
+        observation_window=2, soft_cap_chars=40_000, hard_cap_chars=80_000, min_tail_turns=2, forget_after_turns=12
+    ),
+    "eval": ContextKnobs(observation_window=4, soft_cap_chars=60_000, hard_cap_chars=100_000, min_tail_turns=2),
+}
+
+
+def _first_error(e: ValidationError, where: str, given: dict[str, Any]) -> KnobError:
+    first = e.errors()[0]
+    key = ".".join(str(p) for p in first["loc"])
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    if not key:
+        return KnobError(f"{where}: {msg}")
+    if first["type"] == "extra_forbidden":
+        return KnobError(f"{where}: unknown knob `{key}`; known knobs: {', '.join(KNOB_NAMES)}")
+    value = given.get(key, first.get("input"))
+    return KnobError(f"{where}: {key}={value!r}: {msg}")
+
+
+def make_knobs(values: dict[str, Any], where: str) -> ContextKnobs:
+    """Validate a mapping of knobs (missing ones take the engine defaults)."""
+    try:
+        return ContextKnobs.model_validate(values)
+    except ValidationError as e:
+        raise _first_error(e, where, values) from None
+
+
+def load_project_knobs(project_dir: Path) -> ContextKnobs:
+    """`runtime.context:` of `<project_dir>/project.yml` (engine defaults when absent)."""
+    path = project_dir / "project.yml"
+    if not path.is_file():
+        return ContextKnobs()
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as e:
+        raise KnobError(f"{path}: cannot read it: {str(e).splitlines()[0]}") from None
+    runtime = doc.get("runtime") if isinstance(doc, dict) else None
+    section = runtime.get("context") if isinstance(runtime, dict) else None
+    if section is None:
+        return ContextKnobs()
+    if not isinstance(section, dict):
+        raise KnobError(f"{path}: runtime.context must be a mapping of knobs, got {section!r}")
+    # zymi ignores unknown keys in project.yml; so do we
+    known = {k: v for k, v in section.items() if k in KNOB_NAMES}
+    return make_knobs(known, f"{path} runtime.context")
+
+
+def config_dir() -> Path:
+    """`$ZYMI_TUI_CONFIG_DIR`, else `$XDG_CONFIG_HOME/zymi-tui`, else `~/.config/zymi-tui`."""
+    if os.environ.get("ZYMI_TUI_CONFIG_DIR"):
+        return Path(os.environ["ZYMI_TUI_CONFIG_DIR"])
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "zymi-tui"
+
+
+def user_profiles() -> dict[str, ContextKnobs]:
+    """Profiles from `<config dir>/profiles.yml`: `name: {knob: value, ...}` (missing knobs: defaults)."""
+    path = config_dir() / "profiles.yml"
+    if not path.is_file():
+        return {}
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as e:
+        raise KnobError(f"{path}: cannot read it: {str(e).splitlines()[0]}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise KnobError(f"{path}: expected a mapping of profile name -> knobs")
+    out: dict[str, ContextKnobs] = {}
+    for name, values in doc.items():
+        if not isinstance(values, dict):
+            raise KnobError(f"{path}: profile `{name}` must be a mapping of knobs, got {values!r}")
+        out[str(name)] = make_knobs(values, f"{path} profile `{name}`")
+    return out
+
+
+def all_profiles() -> dict[str, ContextKnobs]:
+    """Built-in profiles, then the user's (a user profile may redefine a built-in one)."""
+    return {**PROFILES, **user_profiles()}
+
+
+def parse_set(item: str) -> tuple[str, int | None]:
+    """`KNOB=VALUE` -> (knob, value); `forget_after_turns=off|none|null` -> None."""
+    key, sep, raw = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise KnobError(f"--set {item!r}: expected KNOB=VALUE, e.g. --set observation_window=4")
+    if key not in KNOB_NAMES:
+        raise KnobError(f"--set {item!r}: unknown knob `{key}`; known knobs: {', '.join(KNOB_NAMES)}")
+    raw = raw.strip()
+    if key == "forget_after_turns" and raw.lower() in ("off", "none", "null", ""):
+        return key, None
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        accepted = "an integer >= 0" + (" or off" if key == "forget_after_turns" else "")
+        raise KnobError(f"--set {key}={raw!r}: not an integer; accepted: {accepted}") from None
+    return key, value
+
+
+def resolve_knobs(base: ContextKnobs, profile: str | None, sets: list[str]) -> ContextKnobs:
+    """`base`, replaced by `--profile P` if given, then each `--set KNOB=VALUE` applied in order."""
+    knobs = base
+    if profile is not None:
+        profiles = all_profiles()
+        if profile not in profiles:
+            raise KnobError(f"--profile {profile!r}: unknown profile; known profiles: {', '.join(sorted(profiles))}")
+        knobs = profiles[profile]
+    if not sets:
+        return knobs
+    values: dict[str, Any] = knobs.model_dump()
+    for item in sets:
+        key, value = parse_set(item)
+        values[key] = value
+    return make_knobs(values, "--set")

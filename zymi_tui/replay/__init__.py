@@ -1,0 +1,5 @@
+"""Store-level replay of the context engine (used by `replay`, `context` and the TUI)."""
+
+from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, replay_store
+
+__all__ = ["SAME_TRAJECTORY", "CallContext", "ReplayError", "context_at", "replay_store"]

@@ -1,0 +1,451 @@
+"""Store-level replay: every LLM call of a store, rebuilt by the context engine.
+
+One pass over the store in global order keeps, per step stream, an incremental
+ContextBuilder, and per run its inputs, memory and step outputs (context-builder.md §1I-§1K),
+so a whole-store replay is linear. With other knobs than the recorded ones (what-if) the same
+trajectory is assumed: recorded compactions are used only where the new knobs compact the
+same range; elsewhere a simulated summary of estimated size is inserted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zymi_tui.context.builder import (
+    COMPACTION_PROMPT,
+    CompactionPlan,
+    ContextBuilder,
+    ContextEntry,
+    Prefix,
+    RenderedContext,
+)
+from zymi_tui.context.knobs import ContextKnobs, load_project_knobs
+from zymi_tui.context.masking import message_bytes
+from zymi_tui.context.prefix import ProjectPrefixes
+from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.kinds import (
+    ContextCompacted,
+    LlmCallCompleted,
+    LlmCallFailed,
+    LlmCallStarted,
+    MemoryDeleted,
+    MemoryWritten,
+    PipelineCompleted,
+    PipelineRequested,
+    WorkflowNodeCompleted,
+    WorkflowNodeStarted,
+)
+from zymi_tui.events.messages import AssistantMessage
+from zymi_tui.events.store import STEP_MARK, EventReader, run_of
+
+PAGE = 5000
+HARD_CAP_ERROR = re.compile(r"^\[(?P<step>[^\]]+)\] context build failed: context exceeds hard cap: (?P<n>\d+) chars")
+DEFAULT_SUMMARY_RATIO = 0.10  # used only when the store has no recorded compaction to learn from
+MAX_SUMMARY_BYTES = 4096  # a compaction reply is capped at max_tokens 1024 (~4 bytes/token)
+SAME_TRAJECTORY = "what-if: assumes the same trajectory (the recorded tool calls and answers)"
+
+
+class ReplayError(LookupError):
+    """An unknown stream or sequence, or a prefix that cannot be known; one line for a person."""
+
+
+@dataclass
+class CallContext:
+    """One LLM call (or one failed build) of a store, with its rebuilt context."""
+
+    stream_id: str
+    sequence: int  # of the LlmCallStarted (a failed build: where it would have been)
+    global_id: int
+    iteration: int  # 0 = a compaction call
+    is_compaction: bool
+    recorded_chars: int  # a failed build: the total in the recorded error; a simulated call: 0
+    recorded_message_count: int
+    recorded_input_tokens: int | None  # usage of the matching LlmCallCompleted (includes cached)
+    rendered: RenderedContext | None  # None when the prefix cannot be known (no project)
+    prefix_inferred: bool
+    hard_cap_failure: bool = False  # a recorded build that failed the hard cap (no LlmCallStarted)
+    simulated: bool = False  # a what-if compaction with no recorded counterpart
+    whatif: bool = False
+    note: str = ""
+    compaction_plan: CompactionPlan | None = None  # a compaction call: the span, range and bytes it covers
+    _done: bool = field(default=False, repr=False)
+    _drop: bool = field(default=False, repr=False)
+
+    @property
+    def chars(self) -> int | None:
+        return None if self.rendered is None else self.rendered.chars
+
+    @property
+    def message_count(self) -> int | None:
+        return None if self.rendered is None else self.rendered.message_count
+
+
+@dataclass
+class _Run:
+    pipeline: str | None = None
+    inputs: dict[str, str] = field(default_factory=dict)
+    memory: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    failure_rows: list[CallContext] = field(default_factory=list)
+
+
+@dataclass
+class _Step:
+    builder: ContextBuilder
+    run: _Run | None = None
+    infer: bool = False  # Layer A is to be inferred at the next agent call
+    started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, §1K)
+
+
+class _SummaryEstimate:
+    """Simulated summary sizes: the recorded summaries' compression ratio (bytes out / span in)."""
+
+    def __init__(self) -> None:
+        self.summary_bytes = 0
+        self.span_bytes = 0
+
+    def learn(self, summary: str, bytes_saved: int) -> None:
+        n = len(summary.encode())
+        self.summary_bytes += n
+        self.span_bytes += n + bytes_saved
+
+    def estimate(self, span_bytes: int) -> tuple[int, str]:
+        if self.span_bytes > 0:
+            ratio = self.summary_bytes / self.span_bytes
+            basis = f"ratio {ratio:.1%} of the recorded summaries"
+        else:
+            ratio, basis = DEFAULT_SUMMARY_RATIO, f"assumed ratio {DEFAULT_SUMMARY_RATIO:.0%} (no recorded summary)"
+        return max(1, min(MAX_SUMMARY_BYTES, round(span_bytes * ratio))), basis
+
+
+def compaction_context(plan: CompactionPlan, knobs: ContextKnobs, *, simulated: bool = False) -> RenderedContext:
+    """The compaction call's own request: the fixed prompt and the masked span."""
+    system, user = plan.request_messages
+    lo, hi = plan.replaces_seq_range
+    entries = [
+        ContextEntry(system, "A", message_bytes(system), "compaction prompt (fixed)"),
+        ContextEntry(user, "C", message_bytes(user), f"masked span of seq {lo}..{hi}, {plan.turns} turn(s)"),
+    ]
+    chars = sum(e.bytes for e in entries)
+    return RenderedContext(
+        chars=chars,
+        message_count=2,
+        compaction=None,
+        hard_cap_exceeded=False,
+        knobs=knobs,
+        layer_bytes={"A": len(COMPACTION_PROMPT.encode()), "B": 0, "C": entries[1].bytes},
+        _make_entries=lambda: entries,
+    )
+
+
+class _Replayer:
+    def __init__(self, project: ProjectPrefixes | None, recorded: ContextKnobs, knobs: ContextKnobs) -> None:
+        self.project = project
+        self.recorded_knobs = recorded
+        self.knobs = knobs
+        self.whatif = knobs != recorded
+        self.runs: dict[str, _Run] = {}
+        self.steps: dict[str, _Step] = {}
+        self.queue: deque[CallContext] = deque()
+        self.estimate = _SummaryEstimate()
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _run(self, key: str) -> _Run:
+        return self.runs.setdefault(key, _Run())
+
+    def _step(self, stream: str) -> _Step:
+        st = self.steps.get(stream)
+        if st is None:
+            prefix = Prefix("", "", inferred_bytes=0, inferred_count=0)
+            builder = ContextBuilder(self.knobs, prefix, follow_recorded_compactions=not self.whatif)
+            st = self.steps[stream] = _Step(builder, infer=True)
+        return st
+
+    def ready(self) -> list[CallContext]:
+        out = []
+        while self.queue and self.queue[0]._done:
+            row = self.queue.popleft()
+            if not row._drop:
+                out.append(row)
+        return out
+
+    def flush(self) -> list[CallContext]:
+        out = [
+            r
+            for r in self.queue
+            if not r._drop and not (r.hard_cap_failure and not r.recorded_chars and not _exceeds(r))
+        ]
+        self.queue.clear()
+        return out
+
+    # -- events -------------------------------------------------------------------------------
+    def feed(self, se: StoredEvent) -> None:
+        ev = se.event
+        if STEP_MARK in ev.stream_id:
+            self._on_step(se)
+        else:
+            self._on_run(se)
+
+    def _on_run(self, se: StoredEvent) -> None:
+        ev, kind = se.event, se.event.kind
+        key = ev.correlation_id or ev.stream_id
+        if isinstance(kind, PipelineRequested):
+            run = self._run(key)
+            run.pipeline, run.inputs = kind.pipeline, dict(kind.inputs)
+        elif isinstance(kind, MemoryWritten):
+            self._run(key).memory[kind.key] = kind.value
+        elif isinstance(kind, MemoryDeleted):
+            self._run(key).memory.pop(kind.key, None)
+        elif isinstance(kind, WorkflowNodeStarted):
+            self._start_step(ev.stream_id, kind.node_id, self._run(key), ev.timestamp)
+        elif isinstance(kind, WorkflowNodeCompleted) and not kind.success:
+            self._failed_step(se, f"{ev.stream_id}{STEP_MARK}{kind.node_id}")
+        elif isinstance(kind, PipelineCompleted) and kind.error:
+            m = HARD_CAP_ERROR.match(kind.error)
+            for row in self._run(key).failure_rows:
+                if m and row.stream_id.endswith(f"{STEP_MARK}{m['step']}"):
+                    row.recorded_chars = int(m["n"])
+                    row.note = f"recorded: {kind.error}"
+                    if row.whatif and not _exceeds(row):
+                        row.note += "; under these knobs the build passes the hard cap"
+                elif not _exceeds(row):
+                    row._drop = True  # the step failed for another reason
+                row._done = True
+
+    def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str) -> None:
+        from zymi_tui.context.builder import fast_ts_ns
+
+        st = self._step(f"{run_stream}{STEP_MARK}{step_id}")
+        st.run = run
+        prefix = None
+        fresh = False
+        if self.project is not None and run.pipeline is not None:
+            prefix = self.project.prefix(run.pipeline, step_id, run.inputs, run.outputs)
+            spec = self.project.step(run.pipeline, step_id)
+            fresh = bool(spec and spec.fresh)
+        st.started_ns = fast_ts_ns(ts)
+        cutoff = st.started_ns if fresh else None
+        st.infer = prefix is None
+        st.builder.set_prefix(prefix or Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
+
+    def _memory(self, st: _Step) -> list[tuple[str, str]]:
+        return list(st.run.memory.items()) if st.run else []
+
+    def _failed_step(self, se: StoredEvent, stream: str) -> None:
+        st = self.steps.get(stream)
+        if st is None or st.run is None:
+            return
+        b = st.builder
+        memory = self._memory(st)
+        if self.whatif:
+            ctx = b.build(memory)
+            if ctx.compaction is not None:
+                self._whatif_compaction(stream, b.last_seq + 1, se.global_id, st, ctx.compaction)
+                ctx = b.build(memory, allow_compaction=False, apply_fresh=False)
+        else:
+            post = b.last_was_compaction
+            ctx = b.build(memory, allow_compaction=False, apply_fresh=not post)
+        row = CallContext(
+            stream_id=stream,
+            sequence=st.builder.last_seq + 1,
+            global_id=se.global_id,
+            iteration=-1,
+            is_compaction=False,
+            recorded_chars=0,
+            recorded_message_count=0,
+            recorded_input_tokens=None,
+            rendered=None if st.infer else ctx,
+            prefix_inferred=st.builder.prefix.inferred,
+            hard_cap_failure=True,
+            whatif=self.whatif,
+            note="the step failed here; no LlmCallStarted was written",
+        )
+        st.run.failure_rows.append(row)
+        self.queue.append(row)
+
+    def _on_step(self, se: StoredEvent) -> None:
+        ev, kind = se.event, se.event.kind
+        st = self._step(ev.stream_id)
+        if isinstance(kind, LlmCallStarted):
+            self._on_call(se, st, kind)
+        elif isinstance(kind, LlmCallCompleted | LlmCallFailed):
+            for row in self.queue:
+                if row.stream_id == ev.stream_id and not row._done and not row.hard_cap_failure:
+                    if isinstance(kind, LlmCallCompleted) and kind.usage is not None:
+                        row.recorded_input_tokens = kind.usage.input_tokens
+                    row._done = True
+                    break
+            if isinstance(kind, LlmCallCompleted) and not kind.has_tool_calls and ev.source != "compaction":
+                step = ev.stream_id.split(STEP_MARK, 1)[1]
+                msg = kind.response_message
+                text = msg.content if isinstance(msg, AssistantMessage) else None
+                if st.run is not None:
+                    st.run.outputs[step] = text or ""
+        if isinstance(kind, ContextCompacted):
+            self.estimate.learn(kind.summary, kind.bytes_saved)
+        st.builder.add(se)
+
+    def _on_call(self, se: StoredEvent, st: _Step, kind: LlmCallStarted) -> None:
+        ev = se.event
+        b = st.builder
+        is_compaction = kind.iteration == 0 or ev.source == "compaction"
+        row = CallContext(
+            stream_id=ev.stream_id,
+            sequence=ev.sequence,
+            global_id=se.global_id,
+            iteration=kind.iteration,
+            is_compaction=is_compaction,
+            recorded_chars=kind.approx_context_chars,
+            recorded_message_count=kind.message_count,
+            recorded_input_tokens=None,
+            rendered=None,
+            prefix_inferred=False,
+            whatif=self.whatif,
+        )
+        if is_compaction:
+            if self.whatif:
+                return  # the what-if decides its own compactions at the agent calls
+            plan = b.plan_compaction()
+            row.rendered = compaction_context(plan, self.knobs) if plan else None
+            row.compaction_plan = plan
+            self.queue.append(row)
+            return
+        memory = self._memory(st)
+        if st.infer:
+            self._infer_prefix(st, kind, memory)
+        if self.whatif:
+            ctx = b.build(memory)
+            if ctx.compaction is not None:
+                self._whatif_compaction(ev.stream_id, ev.sequence, se.global_id, st, ctx.compaction)
+                ctx = b.build(memory, allow_compaction=False, apply_fresh=False)
+            row.note = SAME_TRAJECTORY
+        else:
+            post = b.last_was_compaction
+            ctx = b.build(memory, allow_compaction=not post, apply_fresh=not post)
+        row.rendered = ctx
+        row.prefix_inferred = b.prefix.inferred
+        self.queue.append(row)
+
+    def _infer_prefix(self, st: _Step, kind: LlmCallStarted, memory: list[tuple[str, str]]) -> None:
+        b = st.builder
+        post = b.last_was_compaction and not self.whatif
+        b.set_prefix(Prefix("", "", inferred_bytes=0, inferred_count=0), None)
+        rest = b.build(memory, allow_compaction=False, apply_fresh=not post, knobs=self.recorded_knobs)
+        cutoff = None
+        if rest.message_count >= kind.message_count and st.started_ns is not None:
+            # the tail alone is too long: the step must run with `context: {mode: fresh}`
+            cutoff = st.started_ns
+            b.set_prefix(Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
+            rest = b.build(memory, allow_compaction=False, apply_fresh=not post, knobs=self.recorded_knobs)
+        size = max(0, kind.approx_context_chars - rest.chars)
+        count = max(1, kind.message_count - rest.message_count)
+        b.set_prefix(Prefix("", "", inferred_bytes=size, inferred_count=count), cutoff)
+        st.infer = False
+
+    def _whatif_compaction(self, stream: str, sequence: int, global_id: int, st: _Step, plan: CompactionPlan) -> None:
+        b = st.builder
+        rc = b.take_recorded(plan.replaces_seq_range)
+        row = CallContext(
+            stream_id=stream,
+            sequence=sequence,
+            global_id=global_id,
+            iteration=0,
+            is_compaction=True,
+            recorded_chars=0,
+            recorded_message_count=0,
+            recorded_input_tokens=None,
+            rendered=compaction_context(plan, self.knobs, simulated=rc is None),
+            compaction_plan=plan,
+            prefix_inferred=False,
+            simulated=rc is None,
+            whatif=True,
+            _done=True,
+        )
+        if rc is not None:
+            row.recorded_chars, row.recorded_message_count = plan.request_chars, 2
+            row.note = f"the recorded compaction (ContextCompacted seq {rc.seq}) of seq {rc.lo}..{rc.hi} applies here"
+            b.apply_compaction(plan, rc.summary, rc.reply, reply_seq=rc.reply_seq)
+        else:
+            est, basis = self.estimate.estimate(plan.span_bytes)
+            lo, hi = plan.replaces_seq_range
+            text = f"[simulated summary of seq {lo}..{hi}: ~{est} bytes, {basis}]"
+            row.note = f"simulated: no recorded summary covers seq {lo}..{hi}; size ~{est} bytes ({basis})"
+            b.apply_compaction(
+                plan, text, AssistantMessage(content=text, tool_calls=()), simulated=True, estimated_bytes=est
+            )
+        self.queue.append(row)
+
+
+def _exceeds(row: CallContext) -> bool:
+    return row.rendered is not None and row.rendered.hard_cap_exceeded
+
+
+async def _events(reader: EventReader, streams: Sequence[str] | None) -> AsyncIterator[StoredEvent]:
+    if streams:
+        runs = sorted({run_of(s) for s in streams})
+        batches = [await reader.read_stream(r, include_steps=True) for r in runs]
+        merged = sorted((se for batch in batches for se in batch), key=lambda se: se.global_id)
+        for se in merged:
+            yield se
+        return
+    cursor = 0
+    while True:
+        page = await reader.read_after(cursor, PAGE)
+        for se in page.events:
+            yield se
+        if page.rows_scanned == 0 or page.last_global_id <= cursor:
+            return
+        cursor = page.last_global_id
+
+
+def recorded_knobs(project: Path | None) -> ContextKnobs:
+    return load_project_knobs(project) if project is not None else ContextKnobs()
+
+
+async def replay_store(
+    reader: EventReader,
+    *,
+    project: Path | None,
+    knobs: ContextKnobs | None = None,
+    streams: Sequence[str] | None = None,
+) -> AsyncIterator[CallContext]:
+    """Every LLM call (and failed build) in store order. knobs=None: the recorded knobs."""
+    prefixes = ProjectPrefixes(project) if project is not None else None
+    recorded = recorded_knobs(project)
+    replayer = _Replayer(prefixes, recorded, knobs or recorded)
+    wanted = set(streams) if streams else None
+    async for se in _events(reader, streams):
+        replayer.feed(se)
+        for row in replayer.ready():
+            if wanted is None or row.stream_id in wanted:
+                yield row
+    for row in replayer.flush():
+        if wanted is None or row.stream_id in wanted:
+            yield row
+
+
+async def context_at(
+    reader: EventReader,
+    stream_id: str,
+    sequence: int,
+    *,
+    project: Path | None,
+    knobs: ContextKnobs | None = None,
+) -> CallContext:
+    """One call's context (the LlmCallStarted at `sequence` on `stream_id`)."""
+    known = {s.stream_id for s in await reader.streams()}
+    if stream_id not in known:
+        sample = ", ".join(sorted(s for s in known if STEP_MARK in s)[:5])
+        raise ReplayError(f"unknown stream {stream_id!r}; step streams with LLM calls include: {sample}")
+    seen: list[int] = []
+    async for row in replay_store(reader, project=project, knobs=knobs, streams=[stream_id]):
+        if row.sequence == sequence and not row.simulated and not row.hard_cap_failure:
+            return row
+        if not row.simulated:
+            seen.append(row.sequence)
+    calls = ", ".join(str(s) for s in seen[:20]) + (" ..." if len(seen) > 20 else "")
+    raise ReplayError(f"no LLM call at {stream_id} seq {sequence}; its LlmCallStarted sequences are: {calls}")
