@@ -38,6 +38,7 @@ from zymi_tui.tui.tuning.plots import CurvePlot
 from zymi_tui.tui.tuning.whatif import MemoryReader, load_run, replay_stream, replay_stream_sync
 
 RECORDED = "recorded"
+MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
 STATUS_STYLE = {"added": "green", "dropped": "red", "compacted": "magenta", "masked": "yellow",
                 "unmasked": "cyan", "changed": "blue", "same": "bright_black"}  # fmt: skip
 
@@ -108,6 +109,8 @@ class TuningScreen(Screen[None]):
         self.diff: CallDiff | None = None
         self.picked = 0  # index into the agent calls
         self.last_ms: float | None = None
+        self.started = 0.0
+        self.redraw_ms: float | None = None
         self.curve: Curve | None = None
         self._syncing = False
         self.profiles: dict[str, ContextKnobs] = dict(PROFILES)
@@ -246,6 +249,7 @@ class TuningScreen(Screen[None]):
             return  # a newer edit is on its way
         self.what_if_calls, self.diff, self.last_ms = message.calls, message.diff, message.ms
         self.redraw()
+        self.redraw_ms = (time.perf_counter() - self.started) * 1000  # edit -> redrawn (the benchmark reads it)
 
     # -- drawing --------------------------------------------------------------------------------
     def redraw(self) -> None:
@@ -283,7 +287,7 @@ class TuningScreen(Screen[None]):
             elif d is not None:
                 text.append(
                     f"\nwhat-if (estimated): {d.chars_after:,} bytes ({d.chars_delta:+,}), "
-                    f"~{d.tokens_after:,} tokens ({d.tokens_delta:+,}, o200k est.), {d.messages_after} messages · "
+                    f"tokens {d.tokens_delta:+,} (o200k est. over the changed messages), {d.messages_after} messages · "
                     f"added {d.count('added')}, dropped {d.count('dropped')}, masked {d.count('masked')}, "
                     f"unmasked {d.count('unmasked')}, compacted {d.count('compacted')}",
                     style="magenta",
@@ -302,20 +306,24 @@ class TuningScreen(Screen[None]):
             call = self.picked_call(self.recorded_calls)
             if call is None or call.rendered is None:
                 return Text("")
-            t = Table("layer", "seq", "role", "bytes", "reason", title="recorded context", title_justify="left",
-                      box=None)  # fmt: skip
-            for e in call.rendered.entries:
+            t = Table("layer", "seq", "role", "bytes", "reason", title="recorded context (last messages)",
+                      title_justify="left", box=None)  # fmt: skip
+            for e in call.rendered.entries[-MAX_ROWS:]:
                 seq = "" if e.source_seq is None else str(e.source_seq)
                 t.add_row(e.layer, seq, e.message.role, f"{e.bytes:,}", escape(e.reason))
             return t
         t = Table("change", "layer", "seq", "role", "bytes", "Δ", "why", title="what-if vs recorded (changes first)",
                   title_justify="left", box=None)  # fmt: skip
-        for c in sorted(self.diff.changes, key=lambda c: c.status == SAME):
+        changed = [c for c in self.diff.changes if c.status != SAME]
+        same = len(self.diff.changes) - len(changed)
+        for c in changed[:MAX_ROWS]:
             t.add_row(
                 Text(c.status, style=STATUS_STYLE.get(c.status, "")), c.layer,
                 "" if c.source_seq is None else str(c.source_seq), c.role,
                 f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", escape(c.reason),
             )  # fmt: skip
+        hidden = max(0, len(changed) - MAX_ROWS)
+        t.caption = f"{hidden} more changed and " * bool(hidden) + f"{same} unchanged message(s) not listed"
         return t
 
     # -- actions --------------------------------------------------------------------------------
