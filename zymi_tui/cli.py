@@ -1,27 +1,38 @@
-"""The `zymi-tui` command."""
+"""The `zymi-tui` command. Subcommands live in `zymi_tui/commands/*_cmds.py`, each with `register()`."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import pkgutil
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from zymi_tui import __version__
-from zymi_tui.commands import context_cmds, store_cmds, tuning_cmds
+from zymi_tui import __version__, commands
 
-COMMAND_MODULES = [store_cmds, context_cmds, tuning_cmds]
+
+def command_modules() -> list[ModuleType]:
+    """Every `zymi_tui.commands.*_cmds` module, in the order its `ORDER` asks (default 50)."""
+    found = [
+        importlib.import_module(f"{commands.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(commands.__path__)
+        if info.name.endswith("_cmds")
+    ]
+    return sorted(found, key=lambda m: (getattr(m, "ORDER", 50), m.__name__))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="zymi-tui",
-        description="Observe and tune the context windows of LLM agents, on zymi-core 0.9.3 event stores.",
+        description="Observe and tune the context windows of LLM agents, on zymi-core 0.9.3 event stores.\n"
+        "Run `zymi-tui` alone to open the dashboard on the current folder's store (or the bundled sample).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"zymi-tui {__version__}")
     parser.add_argument("--no-venv", action="store_true", help="accepted for compatibility with zymi; ignored")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMAND_MODULES:
+    for module in command_modules():
         module.register(sub)
     return parser
 
@@ -34,8 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     func = getattr(args, "func", None)
     if func is None:
-        parser.print_help()
-        return 0
+        from zymi_tui.commands import tui_cmds
+
+        return tui_cmds.observe_bare()  # bare `zymi-tui` opens the dashboard
     code: int = func(args)
     return code
 

@@ -20,6 +20,10 @@ class StoreError(Exception):
     """A store cannot be opened or read. The message is one line meant for a person."""
 
 
+class StoreLocked(StoreError):
+    """Another process held the store locked for longer than a reader waits (the tail retries)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StreamInfo:
     stream_id: str
@@ -91,8 +95,9 @@ def is_postgres_url(store: str) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """`postgres://user:secret@host/db` -> `postgres://user:***@host/db`."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+    """`postgres://user:secret@host/db?password=x` -> `postgres://user:***@host/db?password=***`."""
+    url = re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
 
 _ENV = re.compile(r"\$\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}")
@@ -121,6 +126,12 @@ def _project_store_setting(root: Path) -> str | None:
     return _ENV.sub(env, value.strip())
 
 
+def project_postgres_url(root: Path) -> str | None:
+    """The postgres:// URL `<root>/project.yml` names as its `store:` (`${env.VAR}` resolved), else None."""
+    setting = _project_store_setting(root)
+    return setting if setting and is_postgres_url(setting) else None
+
+
 def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
     """Turn a STORE argument into a `.db` path or a postgres URL, with a clear error if none."""
     here = cwd or Path.cwd()
@@ -140,7 +151,7 @@ def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
             return setting
         if setting.startswith("sqlite:"):
             return str(target / setting[len("sqlite:") :])
-        raise StoreError(f"unsupported store URL `{setting}` in {target / 'project.yml'}")
+        raise StoreError(f"unsupported store URL `{redact_url(setting)}` in {target / 'project.yml'}")
     db = target / ".zymi" / "events.db"
     if not db.is_file():
         raise StoreError(
@@ -154,7 +165,9 @@ async def open_reader(store: str | None, *, cwd: Path | None = None) -> EventRea
     """Open a store for reading; raises StoreError with a one-line reason."""
     location = resolve_store(store, cwd=cwd)
     if is_postgres_url(location):
-        raise StoreError(f"{redact_url(location)}: Postgres stores are not supported yet")
+        from zymi_tui.events.postgres import PostgresReader
+
+        return await PostgresReader.open(location)
     from zymi_tui.events.sqlite import SqliteReader
 
     return await SqliteReader.open(location)
@@ -163,7 +176,9 @@ async def open_reader(store: str | None, *, cwd: Path | None = None) -> EventRea
 async def open_writer(store: str, *, cwd: Path | None = None) -> EventWriter:
     """Open (creating if needed) a store for appending, exactly as zymi writes."""
     if is_postgres_url(store):
-        raise StoreError(f"{redact_url(store)}: Postgres stores are not supported yet")
+        from zymi_tui.events.postgres import PostgresWriter
+
+        return await PostgresWriter.open(store)
     from zymi_tui.events.sqlite import SqliteWriter
 
     return await SqliteWriter.open(store)

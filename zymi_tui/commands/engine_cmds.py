@@ -1,0 +1,249 @@
+"""`init`, `run`, `serve`, `chat`: the agent engine, driven the way zymi's CLI drives zymi."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
+from zymi_tui.engine.approvals import TerminalApproval
+from zymi_tui.engine.config import PipelineConfig
+from zymi_tui.engine.loader import ProjectError, Workspace, find_root, load_workspace
+from zymi_tui.engine.runner import RunHalted, run_pipeline
+from zymi_tui.engine.runtime import close_runtime, open_runtime
+from zymi_tui.events.store import redact_url
+
+
+def _load(directory: str | None) -> Workspace:
+    try:
+        return load_workspace(find_root(directory))
+    except ProjectError as e:
+        msg = str(e)
+        if msg.startswith("no project.yml"):
+            raise CommandError(msg) from None
+        if msg.startswith("unresolved template variable `${env.") and "KEY" in msg.upper():
+            msg += " (set it in the environment or in .env, or try the offline demo model: `llm: {provider: demo}`)"
+        raise CommandError(f"failed to load project: {msg}") from None
+
+
+def _inputs(raw: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in raw:
+        if "=" not in item:
+            raise CommandError(f"invalid input '{item}': expected KEY=VALUE format")
+        k, v = item.split("=", 1)
+        out[k] = v
+    return out
+
+
+def _print(text: str) -> None:
+    print(text, flush=True)
+
+
+def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
+    """zymi's TTY-only prompting for declared inputs not given with -i (engine.md §8.4), on stderr."""
+    asked = False
+    for spec in pipeline.inputs:
+        if spec.name in inputs:
+            continue
+        asked = True
+        if spec.description:
+            sys.stderr.write(f"\x1b[2m{spec.description}\x1b[0m\n")
+        label = spec.name + ("" if spec.type == "string" else f" ({spec.type})")
+        label += "" if spec.required else " [Enter to skip]"
+        while True:
+            sys.stderr.write(f"{label}: ")
+            sys.stderr.flush()
+            line = sys.stdin.readline()
+            if not line:
+                raise CommandError(f"input '{spec.name}' not provided (stdin closed)")
+            value = line.strip()
+            if value:
+                inputs[spec.name] = value
+                break
+            if not spec.required:
+                break
+            sys.stderr.write(f"  '{spec.name}' is required\n")
+    if asked:
+        sys.stderr.write("\n")
+
+
+@guarded
+def cmd_run(args: argparse.Namespace) -> int:
+    ws = _load(args.dir)
+    inputs = _inputs(args.input or [])
+    try:
+        pipeline = ws.pipeline(args.pipeline)
+    except ProjectError as e:
+        raise CommandError(str(e)) from None
+    _print(f"Pipeline: {pipeline.name}")
+    if pipeline.description:
+        _print(f"  {pipeline.description}")
+    _print("")
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        _prompt_inputs(pipeline, inputs)
+
+    async def go() -> int:
+        try:
+            rt = await open_runtime(
+                ws, [pipeline.name], TerminalApproval(), printer=_print, reasoning=TerminalApproval()
+            )
+        except ProjectError as e:
+            raise CommandError(str(e)) from None
+        try:
+            result = await run_pipeline(rt, pipeline.name, inputs)
+        except RunHalted as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_FAIL
+        finally:
+            await close_runtime(rt)
+        _print("---")
+        _print("Pipeline completed successfully." if result.success else "Pipeline completed with errors.")
+        if result.final_output is not None:
+            _print("")
+            _print("Final output:")
+            _print(result.final_output)
+        if not result.success:
+            print("error: pipeline had failing steps", file=sys.stderr)
+            return EXIT_FAIL
+        return EXIT_OK
+
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        print(
+            f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {ws.store_path}",
+            file=sys.stderr,
+        )
+        return 130
+
+
+@guarded
+def cmd_init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from zymi_tui.engine.scaffold import init_project
+
+    root = Path.cwd()
+    try:
+        files = init_project(root, args.name, args.example)
+    except ProjectError as e:
+        raise CommandError(str(e)) from None
+    _print(f"Initialized zymi project '{args.name or root.name}' in {root}")
+    for f in files:
+        _print(f"  {f}")
+    _print('\nNext: zymi-tui run main -i task="..."   (on the offline demo model; set llm: for a real one)')
+    return EXIT_OK
+
+
+@guarded
+def cmd_serve(args: argparse.Namespace) -> int:
+    from zymi_tui.engine.connectors import ConnectorError
+    from zymi_tui.engine.serve import serve
+
+    ws = _load(args.dir)
+    if args.all and args.pipelines:
+        raise CommandError("pass pipeline names or `--all`, not both")
+    if args.all:
+        served = sorted(ws.pipelines)
+        if not served:
+            raise CommandError("--all requires at least one pipeline in the project")
+    else:
+        served = list(dict.fromkeys(args.pipelines))
+        if not served:
+            raise CommandError("missing pipeline name. Pass one or more pipeline names, or `--all`.")
+        missing = [p for p in served if p not in ws.pipelines]
+        if missing:
+            available = ", ".join(sorted(ws.pipelines)) or "(none)"
+            raise CommandError(f"pipeline(s) not found: {', '.join(missing)}. Available: {available}")
+
+    async def go() -> int:
+        try:
+            rt = await open_runtime(ws, served, TerminalApproval(), printer=_print)
+        except ProjectError as e:
+            raise CommandError(str(e)) from None
+        target = ", ".join(served) if not args.all else f"any pipeline (--all): {', '.join(served)}"
+        _print(f"zymi serve: listening for PipelineRequested events targeting {target}")
+        _print(f"  store: {redact_url(ws.store_location)}")
+        _print(f"  poll:  {args.poll_interval_ms}ms")
+        _print("  press Ctrl+C to stop")
+        if ws.project.runtime is None:
+            _print(
+                "  note:  runtime.context not set — using engine defaults; see docs/context.md for chat/coding profiles"
+            )
+        try:
+            await serve(rt, served, args.poll_interval_ms, _print)
+        except ConnectorError as e:
+            raise CommandError(str(e)) from None
+        finally:
+            await close_runtime(rt)
+        return EXIT_OK
+
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        _print("\nshutting down…")
+        return EXIT_OK
+
+
+@guarded
+def cmd_chat(args: argparse.Namespace) -> int:
+    from zymi_tui.engine.chat import chat_loop, chat_pipeline
+
+    ws = _load(args.dir)
+    try:
+        pipeline, input_name = chat_pipeline(ws, args.pipeline)
+    except ProjectError as e:
+        raise CommandError(str(e)) from None
+
+    async def read_line() -> str | None:
+        def ask() -> str | None:
+            try:
+                return input("you> ")
+            except EOFError:
+                return None
+
+        return await asyncio.to_thread(ask)
+
+    async def go() -> int:
+        try:
+            rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=None)
+        except ProjectError as e:
+            raise CommandError(str(e)) from None
+        model = f"{rt.provider.name}/{rt.provider.model}" if rt.provider else "no model"
+        demo = "  (the offline demo model: nothing it says comes from a real LLM)" if model.startswith("demo") else ""
+        _print(f"chat with pipeline '{pipeline.name}' on stream '{args.stream}' — {model}{demo}")
+        _print(f"  store: {redact_url(ws.store_location)}    /quit or Ctrl-D to leave")
+        try:
+            await chat_loop(rt, pipeline, input_name, args.stream, read_line, _print)
+        finally:
+            await close_runtime(rt)
+        return EXIT_OK
+
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        _print("\ninterrupted; the events written so far are kept")
+        return 130
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("run", help="run a pipeline of a zymi project (zymi's `run`)")
+    p.add_argument("pipeline", metavar="PIPELINE")
+    p.add_argument("-i", "--input", action="append", metavar="KEY=VALUE", help="a pipeline input (repeatable)")
+    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
+    p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("init", help="create a zymi project here (on the offline demo model)")
+    p.add_argument("-n", "--name", help="project name (default: the folder name)")
+    p.add_argument("--example", help="scaffold an example project: demo")
+    p.set_defaults(func=cmd_init)
+    p = sub.add_parser("serve", help="run pipelines on every PipelineRequested (zymi's `serve`)")
+    p.add_argument("pipelines", nargs="*", metavar="PIPELINE")
+    p.add_argument("--all", action="store_true", help="serve every pipeline of the project")
+    p.add_argument("--poll-interval-ms", type=int, default=100, metavar="N", help="store poll interval (default 100)")
+    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
+    p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
+    p.set_defaults(func=cmd_serve)
+    # `chat` is registered by chat_cmds (the chat screen; `chat --plain` runs cmd_chat above)

@@ -1,0 +1,70 @@
+"""`chat`: a line-based terminal chat with a project's chat pipeline, on one stream, as `zymi serve` would run it.
+
+Each line is published as the stdin connector publishes it (`UserMessageReceived` + `PipelineRequested`
+on the chat stream), run to the end, and sealed with `PipelineCompleted` (source `zymi-serve`), so
+history carries across messages (engine.md §5.7) and the store reads as a served chat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from zymi_tui.engine.config import PipelineConfig
+from zymi_tui.engine.connectors import publish_message
+from zymi_tui.engine.loader import ProjectError, Workspace
+from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline
+from zymi_tui.events.kinds import PipelineCompleted
+
+CONNECTOR = "chat"
+
+
+def chat_pipeline(ws: Workspace, name: str | None) -> tuple[PipelineConfig, str]:
+    """The pipeline to chat with (`chat`, or the only one) and the input that takes the message."""
+    if name is None:
+        name = "chat" if "chat" in ws.pipelines else (next(iter(ws.pipelines)) if len(ws.pipelines) == 1 else None)
+    if name is None:
+        available = ", ".join(sorted(ws.pipelines)) or "(none)"
+        raise ProjectError(f"no `chat` pipeline in this project: pass --pipeline NAME (available: {available})")
+    pipeline = ws.pipeline(name)
+    required = [i.name for i in pipeline.inputs if i.required] or [i.name for i in pipeline.inputs] or ["message"]
+    return pipeline, required[0]
+
+
+async def send(rt: Runtime, pipeline: PipelineConfig, input_name: str, stream: str, text: str) -> tuple[bool, str]:
+    """One chat turn: (success, answer or error)."""
+    corr = await publish_message(
+        rt.recorder, name=CONNECTOR, stream_id=stream, text=text, pipeline=pipeline.name, pipeline_input=input_name
+    )
+    try:
+        result = await run_pipeline(rt, pipeline.name, {input_name: text}, correlation_id=corr, stream_id=stream)
+        done = PipelineCompleted(
+            pipeline=pipeline.name, success=result.success, final_output=result.final_output, error=None
+        )
+        reply = (True, result.final_output or "") if result.success else (False, result.final_output or "")
+    except RunHalted as e:
+        done = PipelineCompleted(pipeline=pipeline.name, success=False, final_output=None, error=str(e))
+        reply = (False, str(e))
+    await rt.recorder.emit(stream, done, "zymi-serve", corr)
+    await rt.recorder.checkpoint()
+    return reply
+
+
+async def chat_loop(
+    rt: Runtime,
+    pipeline: PipelineConfig,
+    input_name: str,
+    stream: str,
+    read_line: Callable[[], Awaitable[str | None]],
+    say: Callable[[str], None],
+) -> None:
+    while True:
+        line = await read_line()
+        if line is None:
+            return
+        text = line.strip()
+        if not text:
+            continue
+        if text in ("/quit", "/exit"):
+            return
+        ok, answer = await send(rt, pipeline, input_name, stream, text)
+        say(("bot> " if ok else "error: ") + answer)

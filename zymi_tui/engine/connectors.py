@@ -1,0 +1,238 @@
+"""Inbound connectors (docs/connectors.md, engine.md §9): stdin and http_inbound, plus the stdout output.
+
+A connector publishes `UserMessageReceived` then (if it names a pipeline) `PipelineRequested` on one
+stream with one fresh correlation id, source = the connector's name, exactly as zymi's do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import re
+import sys
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from zymi_tui.engine.recorder import Recorder
+from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.kinds import PipelineRequested, UserMessageReceived, snake_tag
+from zymi_tui.events.messages import UserMessage
+
+
+class ConnectorError(Exception):
+    pass
+
+
+async def publish_message(
+    recorder: Recorder,
+    *,
+    name: str,
+    stream_id: str,
+    text: str,
+    pipeline: str | None,
+    pipeline_input: str,
+    correlation_id: str | None = None,
+) -> str:
+    corr = correlation_id or str(uuid.uuid4())
+    await recorder.emit(stream_id, UserMessageReceived(content=UserMessage(content=text), connector=name), name, corr)
+    if pipeline:
+        await recorder.emit(stream_id, PipelineRequested(pipeline=pipeline, inputs={pipeline_input: text}), name, corr)
+    return corr
+
+
+_PATH_PART = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['([^']*)'\]")
+
+
+def json_path(path: str, body: Any) -> Any:
+    """The first match of a simple JSONPath (`$.a.b`, `$.a[0]`, `$['k']`); None if nothing matches."""
+    if not path.startswith("$"):
+        raise ConnectorError(f"unsupported JSONPath `{path}` (it must start with `$`)")
+    node, rest = body, path[1:]
+    while rest:
+        m = _PATH_PART.match(rest)
+        if not m:
+            raise ConnectorError(f"unsupported JSONPath `{path}`")
+        key, index, quoted = m.groups()
+        if index is not None:
+            node = node[int(index)] if isinstance(node, list) and int(index) < len(node) else None
+        else:
+            k = key if key is not None else quoted
+            node = node.get(k) if isinstance(node, dict) else None
+        if node is None:
+            return None
+        rest = rest[m.end() :]
+    return node
+
+
+def _as_string(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class StdinConnector:
+    def __init__(self, cfg: dict[str, Any], recorder: Recorder) -> None:
+        self.name = str(cfg.get("name") or "stdin")
+        self.stream_id = str(cfg.get("stream_id") or self.name)
+        self.pipeline = cfg.get("pipeline")
+        self.pipeline_input = str(cfg.get("pipeline_input") or "message")
+        self.recorder = recorder
+
+    async def run(self) -> None:
+        while True:
+            line = await asyncio.to_thread(sys.stdin.readline)
+            if not line:
+                return
+            text = line.rstrip("\n").rstrip("\r")
+            if not text:
+                continue
+            await publish_message(
+                self.recorder,
+                name=self.name,
+                stream_id=self.stream_id,
+                text=text,
+                pipeline=self.pipeline,
+                pipeline_input=self.pipeline_input,
+            )
+
+
+class HttpInboundConnector:
+    def __init__(self, cfg: dict[str, Any], recorder: Recorder) -> None:
+        try:
+            self.port = int(cfg["port"])
+            extract = cfg["extract"]
+            self.stream_path, self.content_path = str(extract["stream_id"]), str(extract["content"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ConnectorError(f"http_inbound connector: missing or invalid field {e}") from None
+        self.corr_path = extract.get("correlation_id")
+        self.name = str(cfg.get("name") or "http_inbound")
+        self.host = str(cfg.get("host") or "127.0.0.1")
+        self.path = str(cfg.get("path") or "/")
+        self.auth = cfg.get("auth") or {"type": "none"}
+        self.pipeline = cfg.get("pipeline")
+        self.pipeline_input = str(cfg.get("pipeline_input") or "message")
+        self.recorder = recorder
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        try:
+            self.server = await asyncio.start_server(self._handle, self.host, self.port)
+        except OSError as e:
+            raise ConnectorError(f"http_inbound '{self.name}': cannot listen on {self.host}:{self.port}: {e}") from None
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+    def _authorised(self, headers: dict[str, str], body: bytes) -> bool:
+        kind = self.auth.get("type", "none")
+        if kind == "bearer":
+            return hmac.compare_digest(headers.get("authorization", ""), f"Bearer {self.auth.get('token', '')}")
+        if kind == "hmac":
+            mac = hmac.new(str(self.auth.get("secret", "")).encode(), body, hashlib.sha256).hexdigest()
+            want = str(self.auth.get("prefix") or "") + mac
+            return hmac.compare_digest(headers.get(str(self.auth.get("header", "")).lower(), ""), want)
+        return True
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            status, payload = await self._request(reader)
+        except (ValueError, asyncio.IncompleteReadError, ConnectionError):
+            status, payload = 400, {"error": "bad_request", "detail": "malformed HTTP request"}
+        text = "" if payload is None else json.dumps(payload)
+        reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed"}
+        head = f"HTTP/1.1 {status} {reason.get(status, 'Error')}\r\ncontent-length: {len(text.encode())}\r\n"
+        head += "content-type: application/json\r\nconnection: close\r\n\r\n"
+        writer.write(head.encode() + text.encode())
+        try:
+            await writer.drain()
+        finally:
+            writer.close()
+
+    async def _request(self, reader: asyncio.StreamReader) -> tuple[int, dict[str, str] | None]:
+        request_line = (await reader.readline()).decode("latin-1").split()
+        headers: dict[str, str] = {}
+        while True:
+            line = (await reader.readline()).decode("latin-1")
+            if line in ("\r\n", "\n", ""):
+                break
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        body = await reader.readexactly(int(headers.get("content-length", "0")))
+        if len(request_line) < 2 or request_line[1].split("?")[0] != self.path:
+            return 404, None
+        if request_line[0] != "POST":
+            return 405, None
+        if not self._authorised(headers, body):
+            return 401, {"error": "unauthorized", "detail": "authentication failed"}
+        try:
+            parsed = json.loads(body)
+        except ValueError as e:
+            return 400, {"error": "invalid_json", "detail": str(e)}
+        try:
+            stream = _as_string(json_path(self.stream_path, parsed))
+            content = _as_string(json_path(self.content_path, parsed))
+        except ConnectorError as e:
+            return 400, {"error": "extract_failed", "detail": str(e)}
+        if stream is None or content is None:
+            field = "extract.stream_id" if stream is None else "extract.content"
+            return 400, {"error": "extract_failed", "detail": f"{field}: no match"}
+        corr = _as_string(json_path(self.corr_path, parsed)) if isinstance(self.corr_path, str) else None
+        try:
+            corr = str(uuid.UUID(corr)) if corr else None
+        except ValueError:
+            corr = None
+        await publish_message(
+            self.recorder,
+            name=self.name,
+            stream_id=stream,
+            text=content,
+            pipeline=self.pipeline,
+            pipeline_input=self.pipeline_input,
+            correlation_id=corr,
+        )
+        return 200, None
+
+
+_TEMPLATE = re.compile(r"\{\{\s*event\.(\w+)(\s*\|\s*tojson)?\s*\}\}")
+
+
+class StdoutOutput:
+    """`type: stdout`: renders `{{ event.<field> }}` (and `| tojson`) for the events named in `on:`."""
+
+    def __init__(self, cfg: dict[str, Any], write: Callable[[str], None]) -> None:
+        self.template = str(cfg.get("template") or "")
+        on = cfg.get("on") or []
+        self.tags = {t if "_" in t else snake_tag(t) for t in on}
+        self.newline = cfg.get("newline", True) is not False
+        self.write = write
+
+    def __call__(self, stored: StoredEvent) -> None:
+        ev = stored.event
+        if self.tags and ev.tag not in self.tags:
+            return
+        fields: dict[str, Any] = {
+            "kind": ev.tag,
+            "stream_id": ev.stream_id,
+            "correlation_id": ev.correlation_id,
+            "source": ev.source,
+            "timestamp": ev.timestamp,
+        }
+        data = ev.kind.to_data()
+        if isinstance(data, dict):
+            fields.update(data)
+        content = fields.get("content")
+        if isinstance(content, dict) and len(content) == 1:
+            fields["content"] = next(iter(content.values()))
+
+        def render(m: re.Match[str]) -> str:
+            value = fields.get(m.group(1), "")
+            return json.dumps(value, ensure_ascii=False) if m.group(2) else ("" if value is None else str(value))
+
+        self.write(_TEMPLATE.sub(render, self.template) + ("\n" if self.newline else ""))

@@ -1,0 +1,320 @@
+"""Load and validate a zymi project (engine.md §1-2): project.yml, agents/, pipelines/, tools/, .env.
+
+Every failure is a `ProjectError` whose one-line message names the file, the key and the rule,
+worded as zymi words it where zymi has a message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from zymi_tui.engine.config import AgentConfig, PipelineConfig, ProjectConfig, StepConfig, ToolConfig
+from zymi_tui.engine.templating import STEP_REF, TemplateError, resolve_env_only, resolve_full
+from zymi_tui.engine.when_expr import WhenError, parse_when
+from zymi_tui.events.store import project_postgres_url
+
+BUILTIN_TOOLS = ("execute_shell_command", "write_file", "read_file", "write_memory", "spawn_sub_agent")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ProjectError(Exception):
+    """The project cannot be loaded. One line, meant for a person."""
+
+
+@dataclass
+class Workspace:
+    root: Path
+    project: ProjectConfig
+    agents: dict[str, AgentConfig] = field(default_factory=dict)
+    pipelines: dict[str, PipelineConfig] = field(default_factory=dict)
+    tools: dict[str, ToolConfig] = field(default_factory=dict)
+
+    @property
+    def store_path(self) -> Path:
+        store = (self.project.store or "").strip()
+        if store.startswith("sqlite:"):
+            return self.root / store[len("sqlite:") :]
+        return self.root / ".zymi" / "events.db"
+
+    @property
+    def store_location(self) -> str:
+        """Where runs are recorded: the postgres:// URL project.yml names, else the SQLite file."""
+        return project_postgres_url(self.root) or str(self.store_path)
+
+    def pipeline(self, name: str) -> PipelineConfig:
+        if name not in self.pipelines:
+            available = ", ".join(sorted(self.pipelines)) or "(none)"
+            raise ProjectError(f"pipeline '{name}' not found. Available: {available}")
+        return self.pipelines[name]
+
+
+def load_dotenv(paths: list[Path], environ: dict[str, str] | None = None) -> None:
+    """`.env` files in order; a key already set is never overwritten; a malformed file is ignored."""
+    env = os.environ if environ is None else environ
+    for path in paths:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in lines:
+            text = line.strip()
+            if not text or text.startswith("#") or "=" not in text:
+                continue
+            key, _, value = text.removeprefix("export ").partition("=")
+            key, value = key.strip(), value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            if key and key not in env:
+                env[key] = value
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans, as zymi's serde_yml reads them: only true/false (`on:`, `yes`, `no` stay strings)."""
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def _parse_yaml(text: str, path: Path) -> Any:
+    try:
+        return yaml.load(text, Loader=_Yaml12Loader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ProjectError(f"invalid YAML in {path}: {problem}{where}") from None
+
+
+def _describe_validation(e: ValidationError) -> str:
+    first = e.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"] if not isinstance(p, int) or True)
+    msg = first["msg"]
+    if first["type"] == "missing":
+        return f"{loc}: missing field `{first['loc'][-1]}`"
+    return f"{loc}: {msg}"
+
+
+def _model(cls: type[M], doc: Any, path: Path) -> M:
+    if not isinstance(doc, dict):
+        raise ProjectError(f"invalid YAML in {path}: expected a mapping at the top level")
+    try:
+        return cls.model_validate(doc)
+    except ValidationError as e:
+        raise ProjectError(f"invalid YAML in {path}: {_describe_validation(e)}") from None
+
+
+def _step_kind_errors(pipeline_doc: dict[str, Any], path: Path) -> None:
+    steps = pipeline_doc.get("steps")
+    if not isinstance(steps, list):
+        return
+    for raw in steps:
+        if not isinstance(raw, dict):
+            continue
+        sid = raw.get("id", "?")
+        agentish = "agent" in raw or "task" in raw
+        toolish = "tool" in raw or "args" in raw
+        askish = "ask" in raw
+        kinds = agentish + toolish + askish
+        msg = None
+        if kinds > 1:
+            msg = f"step `{sid}`: specify exactly one of `agent:` + `task:`, `tool:`, or `ask:` (ADR-0024, ADR-0042)"
+        elif kinds == 0:
+            msg = f"step `{sid}`: must specify one of `agent:` + `task:`, `tool:`, or `ask:` (ADR-0024, ADR-0042)"
+        elif agentish and "agent" not in raw:
+            msg = f"step `{sid}`: `agent:` is required"
+        elif agentish and "task" not in raw:
+            msg = f"step `{sid}`: `task:` is required for agent steps"
+        elif toolish and "tool" not in raw:
+            msg = f"step `{sid}`: `tool:` is required for tool steps"
+        if msg:
+            raise ProjectError(f"invalid YAML in {path}: steps: {msg}")
+    output = pipeline_doc.get("output")
+    if output is not None:
+        if not isinstance(output, dict):
+            raise ProjectError(f"invalid YAML in {path}: `output:` must be a mapping")
+        if "step" in output and "any_of" in output:
+            raise ProjectError(
+                f"invalid YAML in {path}: `output:` cannot specify both `step:` and `any_of:` (ADR-0029)"
+            )
+        if "step" not in output and "any_of" not in output:
+            keys = ", ".join(str(k) for k in output)
+            raise ProjectError(
+                f"invalid YAML in {path}: `output:` must specify either `step:` or `any_of:`; found keys: [{keys}]"
+            )
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in (".yml", ".yaml") and p.is_file())
+
+
+def find_root(directory: str | None) -> Path:
+    """`--dir` if given, else the current folder (zymi's home-project fallback is not used)."""
+    return Path(directory).expanduser().resolve() if directory else Path.cwd()
+
+
+def load_workspace(root: Path, environ: Mapping[str, str] | None = None) -> Workspace:
+    project_file = root / "project.yml"
+    if not project_file.is_file():
+        raise ProjectError(f"no project.yml found in {root}. Run `zymi-tui init` first.")
+    if environ is None:
+        load_dotenv([root / ".env", Path.cwd() / ".env"])
+        environ = os.environ
+    try:
+        text = resolve_env_only(_read(project_file), str(project_file.resolve()), environ)
+        ws = Workspace(root, _model(ProjectConfig, _parse_yaml(text, project_file), project_file))
+        variables = dict(ws.project.variables)
+        variables["project.name"] = ws.project.name
+        if ws.project.version is not None:
+            variables["project.version"] = ws.project.version
+        seen: dict[str, dict[str, Path]] = {"agent": {}, "pipeline": {}, "tool": {}}
+
+        def docs(folder: str) -> list[tuple[Path, Any]]:
+            out = []
+            for path in _yaml_files(root / folder):
+                resolved = resolve_full(_read(path), str(path.resolve()), variables, environ)
+                out.append((path, _parse_yaml(resolved, path)))
+            return out
+
+        def claim(kind: str, name: str, path: Path) -> None:
+            if name in seen[kind]:
+                raise ProjectError(f"duplicate {kind} name `{name}`: defined in both {seen[kind][name]} and {path}")
+            seen[kind][name] = path
+
+        for path, doc in docs("agents"):
+            agent = _model(AgentConfig, doc, path)
+            claim("agent", agent.name, path)
+            ws.agents[agent.name] = agent
+        for path, doc in docs("pipelines"):
+            if isinstance(doc, dict):
+                _step_kind_errors(doc, path)
+            pipeline = _model(PipelineConfig, doc, path)
+            claim("pipeline", pipeline.name, path)
+            ws.pipelines[pipeline.name] = pipeline
+        for path, doc in docs("tools"):
+            tool = _model(ToolConfig, doc, path)
+            if tool.name in BUILTIN_TOOLS:
+                raise ProjectError(
+                    f"tool catalog error: declarative tool '{tool.name}' collides with built-in tool of the same name"
+                )
+            claim("tool", tool.name, path)
+            ws.tools[tool.name] = tool
+    except TemplateError as e:
+        raise ProjectError(str(e)) from None
+    validate(ws)
+    return ws
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ProjectError(f"cannot read {path}: {e}") from None
+
+
+def _fail(path: str, message: str) -> ProjectError:
+    return ProjectError(f"validation error in {path}: {message}")
+
+
+def _check_refs(step: StepConfig, text: str, where: str, path: str, ids: set[str]) -> None:
+    for ref in STEP_REF.findall(text):
+        if ref not in ids:
+            raise _fail(path, f"{where} `{step.id}` references unknown step `${{steps.{ref}.output}}`")
+        if ref not in step.depends_on:
+            raise _fail(
+                path,
+                f"{where} `{step.id}` references `${{steps.{ref}.output}}` in args but `{ref}` is not in depends_on",
+            )
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def validate(ws: Workspace) -> None:
+    """zymi's cross-file checks (src/config/validate.rs), with its messages."""
+    known_tools = set(BUILTIN_TOOLS) | set(ws.tools)
+    for agent in ws.agents.values():
+        for tool in agent.tools:
+            if tool not in known_tools:
+                raise _fail(f"agents/{agent.name}.yml", f"agent `{agent.name}` references unknown tool `{tool}`")
+    for pipeline in ws.pipelines.values():
+        path = f"pipelines/{pipeline.name}.yml"
+        ids = {s.id for s in pipeline.steps}
+        for step in pipeline.steps:
+            if step.kind == "agent" and step.agent not in ws.agents:
+                raise _fail(path, f"step `{step.id}` references unknown agent `{step.agent}`")
+            if step.kind == "tool":
+                if step.tool not in known_tools:
+                    raise _fail(path, f"tool step `{step.id}` references unknown tool `{step.tool}`")
+                for text in _strings(step.args):
+                    _check_refs(step, text, "tool step", path, ids)
+            if step.kind == "ask" and step.ask is not None:
+                for ref in STEP_REF.findall(step.ask):
+                    if ref not in ids:
+                        raise _fail(path, f"ask step `{step.id}` references unknown step `${{steps.{ref}.output}}`")
+                    if ref not in step.depends_on:
+                        raise _fail(
+                            path,
+                            f"ask step `{step.id}` references `${{steps.{ref}.output}}` in its prompt "
+                            f"but `{ref}` is not in depends_on",
+                        )
+            for dep in step.depends_on:
+                if dep not in ids:
+                    raise _fail(path, f"step `{step.id}` depends on unknown step `{dep}`")
+            if step.when is not None:
+                if not step.depends_on:
+                    raise _fail(
+                        path,
+                        f"step `{step.id}` has `when:` but no `depends_on` — nothing has happened yet to branch on",
+                    )
+                try:
+                    parse_when(step.when)
+                except WhenError as e:
+                    raise _fail(path, f"step `{step.id}` has invalid `when:` expression: {e}") from None
+                for ref in STEP_REF.findall(step.when):
+                    if ref not in ids:
+                        raise _fail(path, f"step `{step.id}` `when:` references unknown step `${{steps.{ref}.output}}`")
+                    if ref not in step.depends_on:
+                        raise _fail(
+                            path,
+                            f"step `{step.id}` `when:` references `${{steps.{ref}.output}}` but `{ref}` is not in "
+                            "depends_on — would race against an unrelated branch",
+                        )
+        out = pipeline.output
+        if out is not None:
+            if out.step is not None and out.step not in ids:
+                raise _fail(path, f"output references unknown step `{out.step}`")
+            if out.any_of is not None:
+                if not out.any_of:
+                    raise _fail(path, "output `any_of:` must list at least one step")
+                for sid in out.any_of:
+                    if sid not in ids:
+                        raise _fail(path, f"output `any_of:` references unknown step `{sid}`")
+                    if out.any_of.count(sid) > 1:
+                        raise _fail(path, f"output `any_of:` lists `{sid}` more than once")
+        from zymi_tui.engine.dag import plan_levels
+
+        plan_levels(pipeline)

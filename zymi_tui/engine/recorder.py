@@ -1,0 +1,28 @@
+"""Where the engine writes: one store writer, shared by every run of the process, plus in-process listeners."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from zymi_tui.events.envelope import Event, StoredEvent
+from zymi_tui.events.kinds import EventData
+from zymi_tui.events.store import EventWriter
+
+Listener = Callable[[StoredEvent], None]
+
+
+class Recorder:
+    """Appends events exactly as zymi does (the writer serialises appends) and tells listeners."""
+
+    def __init__(self, writer: EventWriter) -> None:
+        self.writer = writer
+        self.listeners: list[Listener] = []
+
+    async def emit(self, stream_id: str, kind: EventData, source: str, correlation_id: str | None) -> StoredEvent:
+        stored = await self.writer.append(Event.new(stream_id, kind, source, correlation_id))
+        for listener in list(self.listeners):
+            listener(stored)
+        return stored
+
+    async def checkpoint(self) -> None:
+        await self.writer.checkpoint()

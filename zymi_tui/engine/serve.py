@@ -1,0 +1,118 @@
+"""`serve` (engine.md §8.2): connectors publish, a router runs every `PipelineRequested` it sees.
+
+Events this process writes reach the router directly; rows other processes append are picked up by
+polling the store (`id > last`), never the rows that existed before serve started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import uuid
+from collections.abc import Callable
+
+from zymi_tui.engine.connectors import ConnectorError, HttpInboundConnector, StdinConnector, StdoutOutput
+from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline
+from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested
+
+OWN_IDS_KEPT = 8192
+
+
+class Router:
+    def __init__(self, rt: Runtime, served: list[str], say: Callable[[str], None]) -> None:
+        self.rt = rt
+        self.served = set(served)
+        self.say = say
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.own: dict[str, None] = {}
+        self.done: dict[str, asyncio.Event] = {}
+
+    def on_event(self, stored: StoredEvent) -> None:
+        """Listener for events written by this process."""
+        self.own[stored.event.id] = None
+        if len(self.own) > OWN_IDS_KEPT:
+            self.own.pop(next(iter(self.own)))
+        self.consider(stored)
+
+    def consider(self, stored: StoredEvent) -> None:
+        kind = stored.event.kind
+        if not isinstance(kind, PipelineRequested) or kind.pipeline not in self.served:
+            return
+        corr = stored.event.correlation_id or str(uuid.uuid4())
+        stream = stored.event.stream_id
+        self.say(f"  -> received PipelineRequested for '{kind.pipeline}' (corr={corr}, stream={stream})")
+        task = asyncio.ensure_future(self.serve_one(kind.pipeline, dict(kind.inputs), corr, stream))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def serve_one(self, pipeline: str, inputs: dict[str, str], corr: str, stream: str) -> None:
+        try:
+            result = await run_pipeline(self.rt, pipeline, inputs, correlation_id=corr, stream_id=stream)
+            done = PipelineCompleted(
+                pipeline=pipeline, success=result.success, final_output=result.final_output, error=None
+            )
+        except RunHalted as e:
+            done = PipelineCompleted(pipeline=pipeline, success=False, final_output=None, error=str(e))
+        await self.rt.recorder.emit(stream, done, "zymi-serve", corr)
+        await self.rt.recorder.checkpoint()
+        event = self.done.get(corr)
+        if event is not None:
+            event.set()
+
+    async def watch(self, poll_ms: int) -> None:
+        """Pick up `PipelineRequested` rows appended by other processes."""
+        last = await self.rt.reader.max_global_id()
+        while True:
+            await asyncio.sleep(poll_ms / 1000)
+            for _ in range(16):
+                page = await self.rt.reader.read_after(last, 256)
+                last = page.last_global_id
+                for stored in page.events:
+                    if stored.event.id not in self.own:
+                        self.consider(stored)
+                if page.rows_scanned < 256:
+                    break
+
+
+def _write_stdout(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+async def serve(rt: Runtime, served: list[str], poll_ms: int, say: Callable[[str], None]) -> None:
+    router = Router(rt, served, say)
+    rt.recorder.listeners.append(router.on_event)
+    project = rt.workspace.project
+    http: list[HttpInboundConnector] = []
+    background: list[asyncio.Task[None]] = []
+    for cfg in project.outputs:
+        if cfg.get("type") == "stdout":
+            output = StdoutOutput(cfg, _write_stdout)
+            rt.recorder.listeners.append(output)
+    try:
+        for cfg in project.connectors:
+            kind = cfg.get("type")
+            if kind == "http_inbound":
+                conn = HttpInboundConnector(cfg, rt.recorder)
+                await conn.start()
+                http.append(conn)
+            elif kind == "stdin":
+                background.append(asyncio.ensure_future(StdinConnector(cfg, rt.recorder).run()))
+            else:
+                say(f"  note:  connector type `{kind}` is not supported by zymi-tui; skipped")
+        background.append(asyncio.ensure_future(router.watch(poll_ms)))
+        await asyncio.Event().wait()
+    except ConnectorError:
+        raise
+    finally:
+        for task in background:
+            task.cancel()
+        for conn in http:
+            await conn.stop()
+        for task in list(router.tasks):
+            task.cancel()
+        for task in [*background, *router.tasks]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

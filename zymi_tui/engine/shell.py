@@ -1,0 +1,103 @@
+"""Persistent shells, one per run stream (engine.md §6.3): state such as `cd` survives between commands."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from zymi_tui.engine.config import ShellRuntime
+
+MAX_OUTPUT = 1024 * 1024
+
+
+class ShellError(Exception):
+    pass
+
+
+@dataclass
+class ShellResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+class ShellSession:
+    def __init__(self, proc: asyncio.subprocess.Process, shell_path: str) -> None:
+        self.proc = proc
+        self.shell_path = shell_path
+        self.lock = asyncio.Lock()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @classmethod
+    async def start(cls, config: ShellRuntime, cwd: Path) -> ShellSession:
+        args = [config.shell_path]
+        name = os.path.basename(config.shell_path)
+        if config.interactive:
+            args.append("-i")
+        elif name in ("bash", "zsh"):
+            args += ["--norc", "--noprofile"] if name == "bash" else ["--no-rcs"]
+        proc = await asyncio.create_subprocess_exec(
+            *args,
+            cwd=str(cwd),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        return cls(proc, config.shell_path)
+
+    async def _read_until(self, stream: asyncio.StreamReader, marker: str) -> tuple[str, str]:
+        chunks: list[str] = []
+        while True:
+            line = await stream.readline()
+            if not line:
+                raise ShellError("shell session died unexpectedly")
+            text = line.decode("utf-8", errors="replace")
+            if text.strip().startswith(marker):
+                return "".join(chunks).rstrip(), text.strip()[len(marker) :]
+            chunks.append(text)
+
+    async def run(self, command: str, timeout: float) -> ShellResult:
+        async with self.lock:
+            assert self.proc.stdin and self.proc.stdout and self.proc.stderr
+            if self.proc.returncode is not None:
+                raise ShellError("shell session died unexpectedly")
+            tag = f"__ZYMI_END_{uuid.uuid4()}__"
+            script = f"{{ {command} ; }}; printf '\\n{tag}%d\\n' \"$?\"; printf '\\n{tag}\\n' >&2\n"
+            self.proc.stdin.write(script.encode())
+            await self.proc.stdin.drain()
+            out_task = asyncio.ensure_future(self._read_until(self.proc.stdout, tag))
+            err_task = asyncio.ensure_future(self._read_until(self.proc.stderr, tag))
+            try:
+                (out, code), (err, _) = await asyncio.wait_for(asyncio.gather(out_task, err_task), timeout)
+            except TimeoutError:
+                await self.kill_children()
+                try:
+                    (out, code), (err, _) = await asyncio.wait_for(asyncio.gather(out_task, err_task), 5)
+                except (TimeoutError, ShellError):
+                    out_task.cancel()
+                    err_task.cancel()
+                    await self.close()
+                    return ShellResult(124, "", "", timed_out=True)
+                return ShellResult(124, out, err, timed_out=True)
+            return ShellResult(int(code or 0), out, err)
+
+    async def kill_children(self) -> None:
+        proc = await asyncio.create_subprocess_exec(
+            "pkill", "-TERM", "-P", str(self.pid), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+        )
+        await proc.wait()
+
+    async def close(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            await self.proc.wait()

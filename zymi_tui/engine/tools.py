@@ -1,0 +1,454 @@
+"""The tool catalog and dispatcher (engine.md §5.4, §6): intentions, the gate, approvals, execution.
+
+Every tool call of an agent or tool step goes through `ToolRunner.call`, which writes the
+`IntentionEmitted` / `IntentionEvaluated` / approval events and returns `(result, is_error)` with
+zymi's exact strings and prefixes. Nothing executes unless the gate (or a human) allowed it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from zymi_tui.engine.approvals import ApprovalHandler
+from zymi_tui.engine.config import HttpImpl, ShellImpl, ShellRuntime, ToolConfig
+from zymi_tui.engine.policy import APPROVED, Contracts, Verdict
+from zymi_tui.engine.recorder import Recorder
+from zymi_tui.engine.shell import MAX_OUTPUT, ShellError, ShellSession
+from zymi_tui.events.kinds import (
+    ApprovalDenied,
+    ApprovalGranted,
+    ApprovalRequested,
+    IntentionEmitted,
+    IntentionEvaluated,
+    MemoryWritten,
+    ShellSessionClosed,
+    ShellSessionStarted,
+)
+
+BUILTIN_DEFINITIONS: dict[str, dict[str, Any]] = {
+    "execute_shell_command": {
+        "description": "Execute a shell command on the host",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The shell command to run"},
+                "timeout_secs": {"type": "integer", "description": "Timeout in seconds (default 30)"},
+            },
+            "required": ["command"],
+        },
+    },
+    "write_file": {
+        "description": "Write content to a file",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Relative path from project root"},
+                "content": {"type": "string", "description": "File content to write"},
+            },
+            "required": ["path", "content"],
+        },
+    },
+    "read_file": {
+        "description": "Read a file's contents",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "Relative path from project root"}},
+            "required": ["path"],
+        },
+    },
+    "write_memory": {
+        "description": "Store a key-value pair in the agent's memory",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "key": {"type": "string", "description": "Memory key"},
+                "content": {"type": "string", "description": "Content to store"},
+            },
+            "required": ["key", "content"],
+        },
+    },
+    "spawn_sub_agent": {
+        "description": "Spawn a sub-agent to handle a subtask",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "Sub-agent name"},
+                "task": {"type": "string", "description": "Task description for the sub-agent"},
+            },
+            "required": ["name", "task"],
+        },
+    },
+}
+
+ERROR_PREFIXES = ("[tool error]", "[denied", "[rejected", "[requires approval")
+U64_MAX = 2**64 - 1
+
+
+class ToolFailure(Exception):
+    """An `Err(e)` of a tool: reported as `[tool error] <e>`."""
+
+
+def is_error_result(text: str) -> bool:
+    return text.startswith(ERROR_PREFIXES)
+
+
+def tool_definitions(names: list[str], declared: dict[str, ToolConfig]) -> list[dict[str, Any]]:
+    """OpenAI `tools` array for an agent, in its `tools:` order; unknown names dropped."""
+    out = []
+    for name in names:
+        if name in BUILTIN_DEFINITIONS:
+            d = BUILTIN_DEFINITIONS[name]
+            out.append({"name": name, "description": d["description"], "parameters": d["parameters"]})
+        elif name in declared:
+            t = declared[name]
+            out.append({"name": name, "description": t.description, "parameters": t.parameters})
+    return out
+
+
+def _args(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _str(args: dict[str, Any], key: str) -> str:
+    v = args.get(key)
+    return v if isinstance(v, str) else ""
+
+
+def splice_args(template: str, arguments: str, *, mode: str = "raw") -> str:
+    """`${args.X}`: strings verbatim, other JSON values as JSON text; url/json modes escape."""
+    args = _args(arguments)
+
+    def value(m: re.Match[str]) -> str:
+        key = m.group(1).strip()
+        if key not in args:
+            return m.group(0)
+        v = args[key]
+        text = v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+        if mode == "url":
+            return quote(text, safe="")
+        if mode == "json":
+            return json.dumps(text, ensure_ascii=False)[1:-1]
+        return text
+
+    return re.sub(r"\$\{\s*args\.([^}]+)\}", value, template)
+
+
+def intention(name: str, arguments: str, declared: dict[str, ToolConfig]) -> tuple[str, dict[str, Any]]:
+    """(tag, {"type": ..., "data": ...}) as the catalog maps a call (tool_catalog.rs)."""
+    a = _args(arguments)
+    if name == "execute_shell_command":
+        t = a.get("timeout_secs")
+        timeout = t if isinstance(t, int) and not isinstance(t, bool) and t >= 0 else None
+        return name, {"type": "ExecuteShellCommand", "data": {"command": _str(a, "command"), "timeout_secs": timeout}}
+    if name == "write_file":
+        return name, {"type": "WriteFile", "data": {"path": _str(a, "path"), "content": _str(a, "content")}}
+    if name == "read_file":
+        return name, {"type": "ReadFile", "data": {"path": _str(a, "path")}}
+    if name == "write_memory":
+        return name, {"type": "WriteMemory", "data": {"key": _str(a, "key"), "content": _str(a, "content")}}
+    if name == "spawn_sub_agent":
+        return name, {"type": "SpawnSubAgent", "data": {"name": _str(a, "name"), "task": _str(a, "task")}}
+    tool = declared.get(name)
+    if tool is not None and isinstance(tool.implementation, ShellImpl):
+        impl = tool.implementation
+        command = splice_args(impl.command_template, arguments)
+        return "execute_shell_command", {
+            "type": "ExecuteShellCommand",
+            "data": {"command": command, "timeout_secs": impl.timeout_secs},
+        }
+    return "call_custom_tool", {"type": "CallCustomTool", "data": {"tool_name": name, "arguments": arguments}}
+
+
+def _size_error(what: str, size: int) -> str:
+    return (
+        f"{what} is {size / (1024 * 1024):.1f} MB — over the 1 MB limit for one tool result. "
+        "Narrow it (grep / head / tail / jq), or write it to a file and read the part you need"
+    )
+
+
+def _for_error(text: str) -> str:
+    size = len(text.encode("utf-8"))
+    return text if size <= MAX_OUTPUT else f"({size / (1024 * 1024):.1f} MB, omitted)"
+
+
+def _os_error(e: OSError) -> str:
+    return f"{e.strerror} (os error {e.errno})" if e.errno else str(e)
+
+
+@dataclass
+class RunScope:
+    """What one pipeline run shares: its stream, correlation id, memory and shell session."""
+
+    stream_id: str
+    correlation_id: str
+    memory: dict[str, str] = field(default_factory=dict)
+    shell: ShellSession | None = None
+    shell_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class ToolRunner:
+    def __init__(
+        self,
+        root: Path,
+        contracts: Contracts,
+        declared: dict[str, ToolConfig],
+        recorder: Recorder,
+        approvals: ApprovalHandler | None,
+        shell_config: ShellRuntime,
+    ) -> None:
+        self.root = root
+        self.contracts = contracts
+        self.declared = declared
+        self.recorder = recorder
+        self.approvals = approvals
+        self.shell_config = shell_config
+
+    # -- the gate ------------------------------------------------------------------------------
+    def _verdict(self, tag: str, data: dict[str, Any], name: str) -> Verdict:
+        body = data["data"]
+        if data["type"] == "ExecuteShellCommand":
+            verdict = self.contracts.shell_command(body["command"])
+        elif data["type"] == "WriteFile":
+            verdict = self.contracts.write_file(body["path"])
+        elif data["type"] == "ReadFile":
+            verdict = self.contracts.read_file(body["path"])
+        elif data["type"] == "SpawnSubAgent":
+            verdict = Verdict("requires_approval", "Sub-agent spawn requires approval")
+        else:
+            verdict = APPROVED
+        tool = self.declared.get(name)
+        if verdict.kind == "approved" and tool is not None and tool.requires_approval is True:
+            verdict = Verdict("requires_approval", f"tool '{name}' is marked requires_approval: true")
+        return verdict
+
+    async def _ask_human(self, scope: RunScope, reason: str) -> str | None:
+        """None if granted, else the result text of a refusal."""
+        rec, corr = self.recorder, scope.correlation_id
+        approval_id = str(uuid.uuid4())
+        channel = self.approvals.channel if self.approvals else "<none>"
+        await rec.emit(
+            scope.stream_id,
+            ApprovalRequested(
+                approval_id=approval_id,
+                stream_id=scope.stream_id,
+                description=reason,
+                explanation=None,
+                channel=channel,
+            ),
+            "orchestrator",
+            corr,
+        )
+        if self.approvals is None:
+            await rec.emit(
+                scope.stream_id,
+                ApprovalDenied(
+                    approval_id=approval_id, stream_id=scope.stream_id, decided_by="orchestrator",
+                    reason="no_approval_channel",
+                ),
+                "orchestrator",
+                corr,
+            )  # fmt: skip
+            return "[requires approval but no approval handler configured]"
+        try:
+            decision = await asyncio.wait_for(self.approvals.decide(reason, None), 300)
+        except TimeoutError:
+            await rec.emit(
+                scope.stream_id,
+                ApprovalDenied(
+                    approval_id=approval_id, stream_id=scope.stream_id, decided_by="orchestrator", reason="timeout"
+                ),
+                "orchestrator",
+                corr,
+            )
+            return "[rejected by human]"
+        kind = ApprovalGranted if decision.granted else ApprovalDenied
+        await rec.emit(
+            scope.stream_id,
+            kind(
+                approval_id=approval_id,
+                stream_id=scope.stream_id,
+                decided_by=decision.decided_by,
+                reason=decision.reason,
+            ),
+            "approval_channel",
+            corr,
+        )
+        return None if decision.granted else "[rejected by human]"
+
+    async def call(self, scope: RunScope, name: str, arguments: str) -> tuple[str, bool]:
+        """Gate and run one tool call; `(result, is_error)` as zymi reports it."""
+        tag, data = intention(name, arguments, self.declared)
+        rec, corr = self.recorder, scope.correlation_id
+        await rec.emit(
+            scope.stream_id,
+            IntentionEmitted(
+                intention_tag=tag, intention_data=json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            ),
+            "orchestrator",
+            corr,
+        )
+        verdict = self._verdict(tag, data, name)
+        await rec.emit(
+            scope.stream_id, IntentionEvaluated(intention_tag=tag, verdict=verdict.text()), "orchestrator", corr
+        )
+        if verdict.kind == "denied":
+            result = f"[denied by policy] {verdict.reason}"
+        else:
+            refusal = await self._ask_human(scope, verdict.reason) if verdict.kind == "requires_approval" else None
+            if refusal is not None:
+                result = refusal
+            else:
+                try:
+                    result = await self.execute(scope, name, arguments, data)
+                except ToolFailure as e:
+                    result = f"[tool error] {e}"
+        return result, is_error_result(result)
+
+    # -- execution -----------------------------------------------------------------------------
+    async def execute(self, scope: RunScope, name: str, arguments: str, data: dict[str, Any]) -> str:
+        tool = self.declared.get(name)
+        if tool is not None:
+            if isinstance(tool.implementation, ShellImpl):
+                body = data["data"]
+                return await self._shell(scope, body["command"], body["timeout_secs"] or 30)
+            return await self._http(tool.implementation, arguments)
+        if name not in ("execute_shell_command", "read_file", "write_file", "write_memory", "read_memory"):
+            raise ToolFailure(f"unknown built-in tool: {name}")
+        try:
+            args = json.loads(arguments)
+        except ValueError as e:
+            msg = getattr(e, "msg", str(e))
+            line, col = getattr(e, "lineno", 1), getattr(e, "colno", 1)
+            raise ToolFailure(f"invalid tool arguments JSON: {msg} at line {line} column {col}") from None
+
+        def need(key: str) -> str:
+            v = args.get(key) if isinstance(args, dict) else None
+            if not isinstance(v, str):
+                raise ToolFailure(f"missing '{key}' argument")
+            return v
+
+        if name == "execute_shell_command":
+            command = need("command")
+            t = args.get("timeout_secs")
+            timeout = t if isinstance(t, int) and not isinstance(t, bool) and t >= 0 else 30
+            return await self._shell(scope, command, timeout)
+        if name == "read_file":
+            return self._read(need("path"))
+        if name == "write_file":
+            return self._write(need("path"), need("content"))
+        if name == "read_memory":
+            key = need("key")
+            return scope.memory.get(key, f"[memory key '{key}' not found]")
+        key, content = need("key"), need("content")
+        previous = U64_MAX if key in scope.memory else None
+        await self.recorder.emit(
+            scope.stream_id,
+            MemoryWritten(key=key, value=content, previous_value_seq=previous),
+            "agent",
+            scope.correlation_id,
+        )
+        scope.memory[key] = content
+        return f"Stored memory key '{key}'"
+
+    def _read(self, path: str) -> str:
+        full = self.root / path
+        try:
+            content = full.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ToolFailure(f"failed to read {full}: {_os_error(e)}") from None
+        except UnicodeDecodeError:
+            raise ToolFailure(f"failed to read {full}: stream did not contain valid UTF-8") from None
+        size = len(content.encode("utf-8"))
+        if size > MAX_OUTPUT:
+            raise ToolFailure(_size_error(f"{path} ({size} bytes)", size))
+        return content
+
+    def _write(self, path: str, content: str) -> str:
+        full = self.root / path
+        try:
+            full.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ToolFailure(f"failed to create directories: {_os_error(e)}") from None
+        try:
+            full.write_text(content, encoding="utf-8")
+        except OSError as e:
+            raise ToolFailure(f"failed to write {full}: {_os_error(e)}") from None
+        return f"Written {len(content.encode('utf-8'))} bytes to {path}"
+
+    async def _shell(self, scope: RunScope, command: str, timeout: int) -> str:
+        async with scope.shell_lock:
+            if scope.shell is None or scope.shell.proc.returncode is not None:
+                try:
+                    scope.shell = await ShellSession.start(self.shell_config, self.root)
+                except OSError as e:
+                    raise ToolFailure(f"shell session error: {_os_error(e)}") from None
+                await self.recorder.emit(
+                    scope.stream_id,
+                    ShellSessionStarted(
+                        stream_id=scope.stream_id, pid=scope.shell.pid, shell_path=self.shell_config.shell_path
+                    ),
+                    "shell_pool",
+                    None,
+                )
+            session = scope.shell
+        try:
+            out = await session.run(command, timeout)
+        except ShellError as e:
+            await session.close()
+            raise ToolFailure(f"shell session error: {e}") from None
+        if out.timed_out:
+            raise ToolFailure(
+                f"command timed out after {timeout}s\n"
+                f"stdout: {_for_error(out.stdout)}\nstderr: {_for_error(out.stderr)}"
+            )
+        if out.exit_code != 0:
+            raise ToolFailure(
+                f"exit code {out.exit_code}\nstdout: {_for_error(out.stdout)}\nstderr: {_for_error(out.stderr)}"
+            )
+        if not out.stdout:
+            return "(no output)"
+        size = len(out.stdout.encode("utf-8"))
+        if size > MAX_OUTPUT:
+            raise ToolFailure(_size_error("stdout", size))
+        return out.stdout
+
+    async def close_shell(self, scope: RunScope) -> None:
+        if scope.shell is not None:
+            await scope.shell.close()
+            scope.shell = None
+            await self.recorder.emit(
+                scope.stream_id,
+                ShellSessionClosed(stream_id=scope.stream_id, reason="workflow_end"),
+                "shell_pool",
+                None,
+            )
+
+    async def _http(self, impl: HttpImpl, arguments: str) -> str:
+        url = splice_args(impl.url, arguments, mode="url")
+        headers = {k: splice_args(v, arguments) for k, v in impl.headers.items()}
+        body = splice_args(impl.body_template, arguments, mode="json") if impl.body_template else None
+        try:
+            async with httpx.AsyncClient(timeout=30) as client:
+                resp = await client.request(impl.method, url, headers=headers, content=body)
+        except httpx.HTTPError as e:
+            raise ToolFailure(f"HTTP request failed: {e}") from None
+        text = resp.text
+        if not resp.is_success:
+            raise ToolFailure(f"HTTP {resp.status_code}: {text}")
+        size = len(resp.content)
+        if size > MAX_OUTPUT:
+            raise ToolFailure(_size_error("response body", size))
+        return text

@@ -1,0 +1,505 @@
+"""Postgres backend (asyncpg), schema- and write-compatible with zymi-core 0.9.3 (events/store/postgres.rs).
+
+asyncpg rather than psycopg: it is already a dependency, it is asyncio-native like the rest of the
+store (no thread pool), it has a connection pool built in, and its binary protocol plus COPY
+support make bulk reads and `migrate` fast.
+
+Reading runs on connections whose every transaction is read-only (`default_transaction_read_only`),
+so a reader never creates, alters or locks anything a writer needs. Writing creates zymi's schema
+if it is missing (the exact DDL) and appends exactly as zymi does: one transaction per event that
+takes `pg_advisory_xact_lock(hashtextextended(stream_id, 0))`, then `COALESCE(MAX(sequence),0)+1`
+and the stream's last hash, inserts the row with its v2 hash, and upserts `stream_heads`.
+
+Cursor reads and tailing. With a BIGSERIAL id, a transaction that took id 10 may commit after one
+that took id 11, so a reader that moved its cursor to 11 would never see 10. Every cursor read is
+therefore bounded by a *settled horizon* H: the highest id such that every row with an id <= H that
+will ever commit is already visible. How H is found (`PostgresReader.horizon`):
+
+- if the ids between the last horizon and `MAX(id)` are all present, there is nothing in flight;
+- otherwise the missing ids belong to transactions that called `nextval` before the newest visible
+  row committed. Such a transaction is inside an `INSERT INTO events`, so it holds a
+  RowExclusiveLock on `events` until it ends (`pg_locks` shows it to every role). We wait until
+  every transaction holding that lock *after* we read `MAX(id)` has ended; ids of transactions
+  that lock the table later come from later `nextval` calls, so they are all above `MAX(id)`.
+- if a holder stays open longer than WRITER_WAIT_S, only the gap-free prefix is settled, and the
+  next read tries again. A gap held open for more than GIVE_UP_S (a session left idle inside a
+  transaction) is skipped so the tail keeps moving; its ids are re-read for LATE_WATCH_S and any
+  row that does appear is delivered then (late, out of global order, but not lost).
+
+Tail the primary: a hot standby's `pg_locks` does not show the primary's writers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+import urllib.parse
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from zymi_tui.events.envelope import (
+    BadRow,
+    Event,
+    EventDecodeError,
+    StoredEvent,
+    decode_event,
+    format_timestamp,
+    parse_timestamp_ns,
+)
+from zymi_tui.events.hashchain import ChainRow, hash_v2
+from zymi_tui.events.store import STEP_MARK, Page, StoreError, StreamInfo, redact_url
+
+# zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
+SCHEMA = """
+    CREATE TABLE IF NOT EXISTS events (
+        id BIGSERIAL PRIMARY KEY,
+        event_id TEXT NOT NULL UNIQUE,
+        stream_id TEXT NOT NULL,
+        sequence BIGINT NOT NULL,
+        timestamp TIMESTAMPTZ NOT NULL,
+        kind_tag TEXT NOT NULL,
+        data TEXT NOT NULL,
+        correlation_id TEXT,
+        causation_id TEXT,
+        source TEXT NOT NULL,
+        prev_hash TEXT NOT NULL DEFAULT '',
+        hash TEXT NOT NULL DEFAULT ''
+    );
+    CREATE UNIQUE INDEX IF NOT EXISTS idx_events_stream_seq
+        ON events(stream_id, sequence);
+    CREATE INDEX IF NOT EXISTS idx_events_correlation
+        ON events(correlation_id);
+    CREATE INDEX IF NOT EXISTS idx_events_kind
+        ON events(kind_tag);
+    CREATE TABLE IF NOT EXISTS stream_heads (
+        stream_id TEXT PRIMARY KEY,
+        last_sequence BIGINT NOT NULL,
+        last_hash TEXT NOT NULL
+    );
+"""
+SCHEMA_OBJECTS = ("events", "stream_heads", "idx_events_stream_seq", "idx_events_correlation", "idx_events_kind")
+
+CONNECT_TIMEOUT_S = 10.0
+READER_POOL = 4
+WRITER_POOL = 4
+CONTIGUITY_SCAN = 50_000  # check "no id missing" by counting when the new range is at most this wide
+PREFIX_SCAN = 100_000
+WRITER_WAIT_S = 0.1
+GIVE_UP_S = 30.0
+LATE_WATCH_S = 600.0
+LATE_MAX = 10_000
+
+_ROW = "SELECT id, stream_id, sequence, data FROM events"
+# Locks on `events` held by an INSERT (or UPDATE/DELETE) in another session of this database.
+_WRITERS = """SELECT virtualtransaction FROM pg_locks
+    WHERE locktype = 'relation' AND mode = 'RowExclusiveLock' AND granted
+      AND relation = 'events'::regclass
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND pid <> pg_backend_pid()"""
+_NEXT = """SELECT
+        COALESCE(MAX(sequence), 0) + 1 AS next_seq,
+        COALESCE(
+            (SELECT hash FROM events WHERE stream_id = $1 ORDER BY sequence DESC LIMIT 1),
+            ''
+        ) AS prev_hash
+    FROM events
+    WHERE stream_id = $1"""
+_INSERT = """INSERT INTO events
+        (event_id, stream_id, sequence, timestamp, kind_tag, data,
+         correlation_id, causation_id, source, prev_hash, hash)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    RETURNING id"""
+_HEAD = """INSERT INTO stream_heads (stream_id, last_sequence, last_hash)
+    VALUES ($1, $2, $3)
+    ON CONFLICT (stream_id) DO UPDATE SET
+        last_sequence = EXCLUDED.last_sequence,
+        last_hash = EXCLUDED.last_hash"""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def column_time(timestamp_ns: int) -> datetime:
+    """The TIMESTAMPTZ value zymi stores: microseconds, truncated (chrono -> postgres-types)."""
+    return _EPOCH + timedelta(microseconds=timestamp_ns // 1000)
+
+
+def sqlite_column_time(data: str, value: datetime) -> str:
+    """The SQLite `timestamp` column for a Postgres row: the event's own timestamp in `+00:00` form,
+    as zymi's SQLite store writes it (the TIMESTAMPTZ has lost the nanoseconds)."""
+    try:
+        stamp = json.loads(data)["timestamp"]
+        return format_timestamp(parse_timestamp_ns(stamp), zulu=False)
+    except (ValueError, KeyError, TypeError, IndexError):
+        delta = value - _EPOCH
+        return format_timestamp((delta // timedelta(microseconds=1)) * 1000, zulu=False)
+
+
+def _scrub(url: str, text: str) -> str:
+    password = urllib.parse.urlsplit(url).password
+    if password:
+        for secret in {password, urllib.parse.unquote(password)}:
+            text = text.replace(secret, "***")
+    return text
+
+
+def explain_pg_error(url: str, err: BaseException) -> StoreError:
+    """One line that says what went wrong with the server, never showing the password."""
+    where = redact_url(url)
+    text = _scrub(url, str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__)
+    if isinstance(err, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError):
+        msg = f"cannot connect to {where}: {text} (check the user and password in the URL)"
+    elif isinstance(err, asyncpg.InvalidCatalogNameError):
+        msg = f"cannot connect to {where}: {text} (create it, or fix the database name in the URL)"
+    elif isinstance(err, socket.gaierror):
+        msg = f"cannot connect to {where}: unknown host ({text})"
+    elif isinstance(err, ConnectionRefusedError):
+        msg = f"cannot connect to {where}: connection refused (is PostgreSQL running and listening there?)"
+    elif isinstance(err, TimeoutError):
+        msg = f"cannot connect to {where}: no answer within {CONNECT_TIMEOUT_S:g} s (check the host and port)"
+    elif isinstance(err, OSError):
+        msg = f"cannot connect to {where}: {text}"
+    elif isinstance(err, ValueError | asyncpg.ClientConfigurationError):
+        msg = f"invalid postgres URL {where}: {text}"
+    elif isinstance(err, asyncpg.PostgresError):
+        msg = f"{where}: PostgreSQL error: {text}"
+    else:
+        msg = f"{where}: {type(err).__name__}: {text}"
+    return StoreError(msg)
+
+
+_CONNECT_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
+
+
+async def connect_pool(url: str, *, read_only: bool, max_size: int) -> asyncpg.Pool:
+    """A small pool; read-only pools make every transaction read-only on the server side."""
+    settings = {"application_name": "zymi-tui"}
+    if read_only:
+        settings["default_transaction_read_only"] = "on"
+    try:
+        pool = await asyncpg.create_pool(
+            url, min_size=1, max_size=max_size, timeout=CONNECT_TIMEOUT_S, server_settings=settings
+        )
+    except _CONNECT_ERRORS as e:
+        raise explain_pg_error(url, e) from None
+    assert pool is not None
+    return pool
+
+
+async def schema_present(conn: asyncpg.Connection) -> set[str]:
+    rows = await conn.fetch("SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(name) IS NOT NULL",
+                            list(SCHEMA_OBJECTS))  # fmt: skip
+    return {r[0] for r in rows}
+
+
+async def ensure_schema(conn: asyncpg.Connection) -> None:
+    """zymi's DDL when anything is missing, serialised so that concurrent first writers do not race."""
+    if await schema_present(conn) == set(SCHEMA_OBJECTS):
+        return
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('zymi-tui schema', 0))")
+        await conn.execute(SCHEMA)
+
+
+def _steps_bounds(stream_id: str) -> tuple[str, str]:
+    """`lo <= s < hi` (byte order, COLLATE "C") holds exactly for `<stream_id>:step:*`."""
+    lo = stream_id + STEP_MARK
+    return lo, lo[:-1] + chr(ord(STEP_MARK[-1]) + 1)
+
+
+_STEPS = '(stream_id = $1 OR (stream_id COLLATE "C" >= $2 AND stream_id COLLATE "C" < $3))'
+
+
+class PostgresReader:
+    """A read-only view of a Postgres event store."""
+
+    def __init__(self, url: str, pool: asyncpg.Pool) -> None:
+        self.url = url
+        self.label = redact_url(url)
+        self.problems: list[BadRow] = []
+        self._pool = pool
+        self._seen_bad: set[int] = set()
+        self._has_hash = True
+        self._has_heads = True
+        self._safe = 0  # settled horizon
+        self._horizon_lock = asyncio.Lock()
+        self._stalled: tuple[int, float] | None = None  # (first unsettled id, since)
+        self._late: dict[int, float] = {}  # skipped ids still watched -> deadline
+
+    @classmethod
+    async def open(cls, url: str) -> PostgresReader:
+        pool = await connect_pool(url, read_only=True, max_size=READER_POOL)
+        reader = cls(url, pool)
+        try:
+            async with pool.acquire() as conn:
+                present = await schema_present(conn)
+                if "events" not in present:
+                    raise StoreError(
+                        f"{reader.label} has no `events` table: not a zymi event store "
+                        "(nothing has been written there yet, or the URL names another database)"
+                    )
+                cols = {r[0] for r in await conn.fetch(
+                    "SELECT attname FROM pg_attribute WHERE attrelid = 'events'::regclass "
+                    "AND attnum > 0 AND NOT attisdropped")}  # fmt: skip
+        except asyncpg.PostgresError as e:
+            await pool.close()
+            raise explain_pg_error(url, e) from None
+        except BaseException:
+            await pool.close()
+            raise
+        missing = {"id", "event_id", "stream_id", "sequence", "data"} - cols
+        if missing:
+            await pool.close()
+            raise StoreError(f"{reader.label}: the `events` table lacks columns {sorted(missing)}: not a zymi store")
+        reader._has_hash = {"hash", "prev_hash"} <= cols
+        reader._has_heads = "stream_heads" in present
+        return reader
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def __aenter__(self) -> PostgresReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _fetch(self, sql: str, *params: Any) -> list[Any]:
+        try:
+            return list(await self._pool.fetch(sql, *params))
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as e:
+            raise explain_pg_error(self.url, e) from None
+
+    async def _value(self, sql: str, *params: Any) -> Any:
+        rows = await self._fetch(sql, *params)
+        return rows[0][0]
+
+    def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
+        out: list[StoredEvent] = []
+        for gid, stream_id, seq, data in rows:
+            try:
+                out.append(StoredEvent(gid, decode_event(data, seq), data))
+            except EventDecodeError as e:
+                if gid not in self._seen_bad:
+                    self._seen_bad.add(gid)
+                    self.problems.append(BadRow(gid, stream_id, seq, str(e)))
+        return out
+
+    # -- the settled horizon -------------------------------------------------------------------
+
+    async def horizon(self) -> int:
+        """The highest id H such that every row with id <= H that will ever commit is visible now."""
+        async with self._horizon_lock:
+            top = int(await self._value("SELECT COALESCE(MAX(id), 0) FROM events"))
+            if top <= self._safe:
+                return self._safe
+            if top - self._safe <= CONTIGUITY_SCAN:
+                present = await self._value("SELECT COUNT(*) FROM events WHERE id > $1 AND id <= $2", self._safe, top)
+                if present == top - self._safe:
+                    self._safe, self._stalled = top, None
+                    return top
+            if await self._writers_finish():
+                self._safe, self._stalled = top, None
+                return top
+            await self._settle_prefix(top)
+            return self._safe
+
+    async def _writers_finish(self) -> bool:
+        """Wait (up to WRITER_WAIT_S) for the transactions writing to `events` now to end."""
+        open_now = [r[0] for r in await self._fetch(_WRITERS)]
+        deadline = time.monotonic() + WRITER_WAIT_S
+        while open_now:
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.002)
+            rows = await self._fetch(f"{_WRITERS} AND virtualtransaction = ANY($1::text[])", open_now)
+            open_now = [r[0] for r in rows]
+        return True
+
+    async def _settle_prefix(self, top: int) -> None:
+        """A writer is still open: settle the ids up to the first gap; skip a gap held too long."""
+        ids = [r[0] for r in await self._fetch(
+            "SELECT id FROM events WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3", self._safe, top, PREFIX_SCAN
+        )]  # fmt: skip
+        prefix = self._safe
+        for gid in ids:
+            if gid != prefix + 1:
+                break
+            prefix = gid
+        if len(ids) == PREFIX_SCAN and prefix == ids[-1]:
+            self._safe = prefix  # no gap in this slice; the rest is settled on the next read
+            return
+        now = time.monotonic()
+        gap = prefix + 1
+        if self._stalled is None or self._stalled[0] != gap:
+            self._stalled = (gap, now)
+            self._safe = prefix
+            return
+        if now - self._stalled[1] < GIVE_UP_S:
+            self._safe = prefix
+            return
+        present = set(ids)
+        for gid in range(gap, min(top, gap + LATE_MAX)):
+            if gid not in present:
+                self._late[gid] = now + LATE_WATCH_S
+        self._safe, self._stalled = top, None
+
+    async def _late_rows(self, after_global_id: int) -> list[Any]:
+        """Skipped ids that have appeared since, at or below the cursor (the page itself has the rest)."""
+        now = time.monotonic()
+        self._late = {gid: t for gid, t in self._late.items() if t > now}
+        if not self._late:
+            return []
+        rows = await self._fetch(f"{_ROW} WHERE id = ANY($1::bigint[]) ORDER BY id", list(self._late))
+        for r in rows:
+            del self._late[r[0]]
+        return [r for r in rows if r[0] <= after_global_id]
+
+    # -- the EventReader protocol --------------------------------------------------------------
+
+    async def count(self) -> int:
+        return int(await self._value("SELECT COUNT(*) FROM events"))
+
+    async def max_global_id(self) -> int:
+        """The settled horizon: every event committed after this returns has a higher id."""
+        return await self.horizon()
+
+    async def streams(self) -> list[StreamInfo]:
+        rows = await self._fetch(
+            "SELECT stream_id, COUNT(*), MIN(id), MAX(id) FROM events GROUP BY stream_id ORDER BY stream_id"
+        )
+        return [StreamInfo(s, int(n), int(lo), int(hi)) for s, n, lo, hi in rows]
+
+    async def read_after(self, after_global_id: int, limit: int) -> Page:
+        late = await self._late_rows(after_global_id) if self._late else []
+        top = await self.horizon()
+        rows = await self._fetch(f"{_ROW} WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3", after_global_id, top, limit)
+        last = rows[-1][0] if len(rows) == limit else max(top, after_global_id)
+        return Page(self._decode([*late, *rows]), last, len(rows))
+
+    async def read_stream(
+        self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
+    ) -> list[StoredEvent]:
+        top = await self.horizon()
+        if include_steps:
+            lo, hi = _steps_bounds(stream_id)
+            sql = f"{_ROW} WHERE {_STEPS} AND id > $4 AND id <= $5 ORDER BY id LIMIT $6"
+            rows = await self._fetch(sql, stream_id, lo, hi, after_global_id, top, limit)
+        else:
+            sql = f"{_ROW} WHERE stream_id = $1 AND id > $2 AND id <= $3 ORDER BY sequence LIMIT $4"
+            rows = await self._fetch(sql, stream_id, after_global_id, top, limit)
+        return self._decode(rows)
+
+    async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
+        top = await self.horizon()
+        if include_steps:
+            lo, hi = _steps_bounds(stream_id)
+            sql = f"{_ROW} WHERE {_STEPS} AND id <= $4 ORDER BY id DESC LIMIT $5"
+            rows = await self._fetch(sql, stream_id, lo, hi, top, n)
+        else:
+            sql = f"{_ROW} WHERE stream_id = $1 AND id <= $2 ORDER BY sequence DESC LIMIT $3"
+            rows = await self._fetch(sql, stream_id, top, n)
+        return self._decode(reversed(rows))
+
+    async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
+        top = await self.horizon()
+        rows = await self._fetch(
+            f"{_ROW} WHERE kind_tag = ANY($1::text[]) AND id > $2 AND id <= $3 ORDER BY id",
+            tags, after_global_id, top,
+        )  # fmt: skip
+        return self._decode(rows)
+
+    async def read_kind_page(
+        self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
+    ) -> list[StoredEvent]:
+        top = await self.horizon()
+        if stream_id is None:
+            rows = await self._fetch(
+                f"{_ROW} WHERE kind_tag = $1 AND id > $2 AND id <= $3 ORDER BY id LIMIT $4",
+                tag, after_global_id, top, limit,
+            )  # fmt: skip
+        else:
+            lo, hi = _steps_bounds(stream_id)
+            rows = await self._fetch(
+                f"{_ROW} WHERE {_STEPS} AND kind_tag = $4 AND id > $5 AND id <= $6 ORDER BY id LIMIT $7",
+                stream_id, lo, hi, tag, after_global_id, top, limit,
+            )  # fmt: skip
+        return self._decode(rows)
+
+    async def chain_rows(self, stream_id: str) -> list[ChainRow]:
+        cols = "prev_hash, hash" if self._has_hash else "'', ''"
+        rows = await self._fetch(
+            f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = $1 ORDER BY sequence",
+            stream_id,
+        )
+        return [ChainRow(*r) for r in rows]
+
+    async def stream_heads(self) -> dict[str, tuple[int, str]]:
+        if not self._has_heads:
+            return {}
+        rows = await self._fetch("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
+        return {s: (int(seq), h) for s, seq, h in rows}
+
+
+class PostgresWriter:
+    """Appends events exactly as zymi's `PostgresEventStore::append` does."""
+
+    def __init__(self, url: str, pool: asyncpg.Pool) -> None:
+        self.url = url
+        self.label = redact_url(url)
+        self._pool = pool
+
+    @classmethod
+    async def open(cls, url: str) -> PostgresWriter:
+        pool = await connect_pool(url, read_only=False, max_size=WRITER_POOL)
+        try:
+            async with pool.acquire() as conn:
+                await ensure_schema(conn)
+        except asyncpg.PostgresError as e:
+            await pool.close()
+            raise explain_pg_error(url, e) from None
+        except BaseException:
+            await pool.close()
+            raise
+        return cls(url, pool)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def __aenter__(self) -> PostgresWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def append(self, event: Event) -> StoredEvent:
+        return (await self.append_many([event]))[0]
+
+    async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
+        """Append in one transaction (zymi appends one event per transaction; so does `append`)."""
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                return [await self._insert(conn, e) for e in events]
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as e:
+            raise explain_pg_error(self.url, e) from None
+
+    async def _insert(self, conn: asyncpg.Connection, event: Event) -> StoredEvent:
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", event.stream_id)
+        row = await conn.fetchrow(_NEXT, event.stream_id)
+        seq, prev = int(row["next_seq"]), str(row["prev_hash"])
+        data = event.to_json()
+        digest = hash_v2(event.id, seq, data, prev)
+        gid = await conn.fetchval(
+            _INSERT,
+            event.id, event.stream_id, seq, column_time(event.timestamp_ns), event.tag, data,
+            event.correlation_id, event.causation_id, event.source, prev, digest,
+        )  # fmt: skip
+        await conn.execute(_HEAD, event.stream_id, seq, digest)
+        return StoredEvent(int(gid), event.model_copy(update={"sequence": seq}), data)
+
+    async def checkpoint(self) -> None:
+        """Nothing to do: Postgres has no WAL file of ours to fold back (SQLite's PASSIVE checkpoint)."""

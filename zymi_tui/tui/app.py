@@ -1,0 +1,689 @@
+"""`zymi-tui observe`: runs, events (with step sub-streams), the context plot and pipeline graph, live."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.runs import RUN_TAGS, list_runs
+from zymi_tui.events.store import EventReader, StoreError, is_postgres_url, open_reader, redact_url, run_of
+from zymi_tui.events.tail import tail
+from zymi_tui.events.verify import verify_store
+from zymi_tui.tui.graph_view import GraphView
+from zymi_tui.tui.messages import (
+    ChainChecked,
+    PeaksLoaded,
+    PipelineLoaded,
+    RunPage,
+    RunsLoaded,
+    StoreTrouble,
+    TailBatch,
+)
+from zymi_tui.tui.model import RunKey, RunsModel, format_size
+from zymi_tui.tui.model_events import RUN_GROUP, EventsModel
+from zymi_tui.tui.model_graph import PipelineError, build_graph, load_pipeline_steps
+from zymi_tui.tui.model_plot import collect_calls
+from zymi_tui.tui.plot import ContextPlot
+from zymi_tui.tui.source import peaks_of, project_caps, read_peaks, read_run
+from zymi_tui.tui.widgets import CursorList, EventsList, RunsList
+
+TAIL_POLL_S = 0.1
+REDRAW_S = 0.25
+STATUS_CYCLE = [None, "ok", "FAIL", "running"]
+KIND_PRESETS: list[tuple[str, set[str] | None]] = [
+    ("all kinds", None),
+    ("LLM calls", {"llm_call_started", "llm_call_completed", "llm_call_failed", "context_compacted"}),
+    ("tools", {"tool_call_requested", "tool_call_completed"}),
+    ("workflow", {"pipeline_requested", "pipeline_completed", "workflow_started", "workflow_completed",
+                  "workflow_node_started", "workflow_node_completed", "step_skipped", "output_resolved"}),
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to open: a resolved store, the project folder that describes it, and a banner."""
+
+    store: str
+    project: Path | None = None
+    run: str | None = None
+    banner: str | None = None
+
+
+class MainScreen(Screen[None]):
+    CSS_PATH = "main.tcss"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-normal"), (110, "-wide")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (24, "-tall")]  # noqa: RUF012
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "enter", "Open/expand", show=False),
+        Binding("f", "freeze", "Freeze"),
+        Binding("n", "follow", "Follow newest"),
+        Binding("slash", "search", "Search"),
+        Binding("s", "cycle_step", "Step"),
+        Binding("t", "cycle_kind", "Kinds"),
+        Binding("u", "cycle_status", "Status", show=False),
+        Binding("o", "toggle_group", "Group/flat", show=False),
+        Binding("g", "goto_replaced", "Go to replaced", show=False),
+        Binding("i", "inspect", "Inspect call"),
+        Binding("c", "copy_stream", "Copy id", show=False),
+        Binding("escape", "clear", "Clear", show=False),
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    def __init__(self, target: Target) -> None:
+        super().__init__()
+        self.target = target
+        self.runs = RunsModel()
+        self.events = EventsModel()
+        self.reader: EventReader | None = None
+        self.selected: RunKey | None = None
+        self.frozen = False
+        self.held: list[StoredEvent] = []
+        self.trouble: str | None = None
+        self.turn_of: dict[str, str | None] = {}  # correlation id -> stream (for turns)
+        self.broken: dict[str, str] = {}
+        self.verified: int | None = None
+        self.pipeline_steps: dict[str, tuple[object, str | None]] = {}
+        self.plot_dirty = False
+        self.loading = False
+        self.last_gid = 0
+        soft, hard, window, source = project_caps(target.project)
+        self.soft_cap, self.hard_cap, self.window, self.knob_source = soft, hard, window, source
+        self.searching: str | None = None  # which list the search box filters
+
+    # -- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(id="banner")
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield RunsList(self.runs, id="runs")
+                yield Static(id="run-info")
+                yield GraphView(id="graph")
+            with Vertical(id="right"):
+                yield Static(id="events-title")
+                yield EventsList(self.events, id="events")
+                yield ContextPlot(id="plot")
+        yield Input(placeholder="search (Enter to apply, Esc to clear)", id="search")
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        self.query_one("#runs").border_title = "Runs"
+        self.query_one("#graph").border_title = "Pipeline"
+        self.query_one("#events").border_title = "Events"
+        self.query_one("#plot").border_title = "Context size"
+        plot = self.query_one(ContextPlot)
+        plot.soft_cap, plot.hard_cap = self.soft_cap, self.hard_cap
+        self.query_one("#search").display = False
+        self.query_one(RunsList).focus()
+        self.set_interval(REDRAW_S, self._redraw_plot)
+        self.update_banner()
+        self.start()
+
+    @work(exclusive=True, group="open", exit_on_error=False)
+    async def start(self) -> None:
+        try:
+            self.reader = await open_reader(self.target.store)
+            self.last_gid = await self.reader.max_global_id()
+        except StoreError as e:
+            self.post_message(StoreTrouble(str(e)))
+            return
+        await self.load_runs_now()
+        self.load_peaks()
+        self.verify_chains()
+        self.tail_store()
+
+    async def load_runs_now(self) -> None:
+        assert self.reader is not None
+        try:
+            summaries = await list_runs(self.reader, turns=True)
+        except StoreError as e:
+            self.post_message(StoreTrouble(str(e)))
+            return
+        self.post_message(RunsLoaded(summaries))
+
+    @work(exclusive=True, group="runs", exit_on_error=False)
+    async def reload_runs(self) -> None:
+        await self.load_runs_now()
+
+    @work(exclusive=True, group="peaks", exit_on_error=False)
+    async def load_peaks(self) -> None:
+        assert self.reader is not None
+        try:
+            async for peaks in read_peaks(self.reader, dict(self.turn_of)):
+                self.post_message(PeaksLoaded(peaks))
+        except StoreError as e:
+            self.post_message(StoreTrouble(str(e)))
+
+    @work(exclusive=True, group="verify", exit_on_error=False)
+    async def verify_chains(self) -> None:
+        assert self.reader is not None
+        try:
+            verdicts = await verify_store(self.reader)
+        except StoreError as e:
+            self.post_message(StoreTrouble(f"integrity check failed: {e}"))
+            return
+        broken: dict[str, str] = {}
+        for v in verdicts:
+            if not v.ok:
+                broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
+        self.post_message(ChainChecked(broken, len(verdicts)))
+
+    @work(exclusive=True, group="tail", exit_on_error=False)
+    async def tail_store(self) -> None:
+        assert self.reader is not None
+        path = None if is_postgres_url(self.target.store) else Path(self.target.store)  # a URL is never "deleted"
+        try:
+            async for batch in tail(self.reader, self.last_gid, poll_s=TAIL_POLL_S):
+                self.post_message(TailBatch(batch))
+                if path is not None and not path.exists():
+                    break
+        except StoreError as e:
+            self.post_message(StoreTrouble(f"live updates stopped: {e}"))
+            return
+        while path is None or path.exists():  # tail() only returns when stopped; this guards the deleted-file case
+            await asyncio.sleep(1)
+        self.post_message(StoreTrouble(f"{path} was deleted: showing what was already loaded"))
+
+    @work(exclusive=True, group="run", exit_on_error=False)
+    async def load_run(self, key: RunKey) -> None:
+        assert self.reader is not None
+        first = True
+        try:
+            async for page in read_run(self.reader, key):
+                self.post_message(RunPage(key, page, first, False))
+                first = False
+        except StoreError as e:
+            self.post_message(StoreTrouble(str(e)))
+        self.post_message(RunPage(key, [], first, True))
+
+    @work(exclusive=True, group="pipeline", exit_on_error=False)
+    async def load_pipeline(self, key: RunKey, pipeline: str) -> None:
+        try:
+            steps = await asyncio.to_thread(load_pipeline_steps, self.target.project, pipeline)
+            self.post_message(PipelineLoaded(key, steps, None))
+        except PipelineError as e:
+            self.post_message(PipelineLoaded(key, None, str(e)))
+
+    # -- messages from workers ----------------------------------------------------------------
+    def on_runs_loaded(self, msg: RunsLoaded) -> None:
+        runs_list = self.query_one(RunsList)
+        keep = self.current_key()
+        self.turn_of = {s.correlation_id: s.stream_id for s in msg.summaries
+                        if s.turns_on_stream > 1 and s.correlation_id}  # fmt: skip
+        self.runs.set_runs(msg.summaries)
+        for stream in self.broken:
+            self.runs.mark_broken(stream)
+        if self.runs.follow_newest or keep is None:
+            index = 0
+            if keep is None and self.target.run:
+                found = self.runs.find_stream(self.target.run)
+                if found is None:
+                    self.notify(f"no run with stream id {self.target.run}; showing the newest", severity="warning")
+                index = found or 0
+        else:
+            index = self.runs.index_of(keep) or 0 if keep is not None else 0
+        runs_list.cursor = min(index, max(len(self.runs.rows) - 1, 0))
+        runs_list.update_size()
+        runs_list.reveal_cursor()
+        self.query_one("#runs").border_title = f"Runs ({len(self.runs.summaries)})"
+        self.select_current()
+        self.update_banner()
+
+    def on_peaks_loaded(self, msg: PeaksLoaded) -> None:
+        for key, chars in msg.peaks.items():
+            self.runs.set_peak(key, chars)
+        self.query_one(RunsList).refresh()
+
+    def on_chain_checked(self, msg: ChainChecked) -> None:
+        self.broken = msg.broken
+        self.verified = msg.streams
+        for stream in msg.broken:
+            self.runs.mark_broken(stream)
+        self.query_one(RunsList).refresh()
+        self.update_run_info()
+        self.update_banner()
+
+    def on_store_trouble(self, msg: StoreTrouble) -> None:
+        self.trouble = msg.text
+        self.update_banner()
+
+    def on_run_page(self, msg: RunPage) -> None:
+        if msg.key != self.selected:
+            return
+        view = self.query_one(EventsList)
+        if msg.first:
+            self.events.cursor_gid = None
+            self.events.expanded.clear()
+            self.events.mark = None
+            self.events.set_events(msg.events)
+        else:
+            self.events.append(msg.events)
+        if msg.last:
+            self.loading = False
+            self.events.end()
+            view.update_size()
+            view.reveal_cursor()
+            self.refresh_derived(new_run=True)
+        else:
+            view.update_size()
+        self.update_events_title()
+
+    def on_pipeline_loaded(self, msg: PipelineLoaded) -> None:
+        if msg.key == self.selected:
+            self.pipeline_steps[str(msg.key)] = (msg.steps, msg.problem)
+            self.refresh_graph()
+
+    def on_tail_batch(self, msg: TailBatch) -> None:
+        if self.frozen:
+            self.held.extend(msg.events)
+            self.update_banner()
+            return
+        self.apply_live(msg.events)
+
+    def apply_live(self, batch: list[StoredEvent]) -> None:
+        if not batch:
+            return
+        self.last_gid = max(self.last_gid, batch[-1].global_id)
+        if any(se.event.tag in RUN_TAGS for se in batch):
+            self.reload_runs()
+        peaks = peaks_of(batch, self.turn_of)
+        for run_key, chars in peaks.items():
+            self.runs.set_peak(run_key, chars)
+        if peaks:
+            self.query_one(RunsList).refresh()
+        key = self.selected
+        if key is None or self.loading:
+            return
+        mine = [se for se in batch if self._belongs(se, key)]
+        if mine:
+            view = self.query_one(EventsList)
+            before = self._cursor_screen_offset(view)
+            self.events.append(mine)
+            view.update_size()
+            self._restore_cursor_offset(view, before)
+            self.update_events_title()
+            self.refresh_derived(new_run=False)
+
+    def _belongs(self, se: StoredEvent, key: RunKey) -> bool:
+        if run_of(se.event.stream_id) != key.stream_id:
+            return False
+        if key.correlation_id is None:
+            return True
+        cid = se.event.correlation_id
+        if cid is not None:
+            return cid == key.correlation_id
+        turns = [s for s in self.runs.summaries if s.stream_id == key.stream_id]
+        return bool(turns) and max(turns, key=lambda s: s.turn).correlation_id == key.correlation_id
+
+    def _cursor_screen_offset(self, view: EventsList) -> int | None:
+        span = view.cursor_span()
+        return None if span is None else span[0] - round(view.scroll_y)
+
+    def _restore_cursor_offset(self, view: EventsList, before: int | None) -> None:
+        span = view.cursor_span()
+        if before is None or span is None:
+            return
+        target = span[0] - before
+        if target != round(view.scroll_y):
+            view.scroll_to(y=max(target, 0), animate=False, immediate=True)
+
+    # -- selection ----------------------------------------------------------------------------
+    def current_key(self) -> RunKey | None:
+        runs_list = self.query_one(RunsList)
+        i = runs_list.selected
+        return self.runs.rows[i].key if i is not None and i < len(self.runs.rows) else None
+
+    def select_current(self) -> None:
+        key = self.current_key()
+        self.update_run_info()
+        if key == self.selected:
+            return
+        self.selected = key
+        self.loading = key is not None
+        self.query_one(ContextPlot).picked = None
+        if key is None:
+            self.events.set_events([])
+            self.query_one(EventsList).update_size()
+            self.refresh_derived(new_run=True)
+            self.update_events_title()
+            return
+        self.update_events_title()
+        self.load_run(key)
+        row = self.runs.rows[self.query_one(RunsList).cursor]
+        if str(key) not in self.pipeline_steps:
+            self.load_pipeline(key, row.summary.pipeline)
+
+    @on(CursorList.Moved, "#runs")
+    def runs_moved(self) -> None:
+        self.select_current()
+
+    @on(CursorList.Moved, "#events")
+    def events_moved(self) -> None:
+        se = self.events.cursor_event
+        plot = self.query_one(ContextPlot)
+        if se is not None and se.event.tag == "llm_call_started":
+            call = next((c for c in plot.all_calls() if c.global_id == se.global_id), None)
+            if call is not None:
+                plot.pick(call)
+
+    @on(ContextPlot.CallPicked)
+    def call_picked(self, msg: ContextPlot.CallPicked) -> None:
+        if msg.call is not None and self.events.jump_to(msg.call.global_id):
+            view = self.query_one(EventsList)
+            view.reveal_cursor()
+            view.refresh()
+
+    # -- derived views ------------------------------------------------------------------------
+    def refresh_derived(self, new_run: bool) -> None:
+        self.plot_dirty = True
+        if new_run:
+            self._redraw_plot()
+        self.refresh_graph()
+
+    def _redraw_plot(self) -> None:
+        if not self.plot_dirty:
+            return
+        self.plot_dirty = False
+        plot = self.query_one(ContextPlot)
+        steps = collect_calls(self.events.events, self.window)
+        t0 = self.events.events[0].event.timestamp_ns if self.events.events else 0
+        plot.step = self.events.step
+        plot.set_data(steps, t0)
+
+    def refresh_graph(self) -> None:
+        graph_view = self.query_one(GraphView)
+        key = self.selected
+        if key is None:
+            graph_view.show(None)
+            return
+        row = next((r for r in self.runs.rows if r.key == key), None)
+        if row is None:
+            return
+        loaded = self.pipeline_steps.get(str(key))
+        if loaded is None:
+            graph_view.show(None, "loading pipeline…")
+            return
+        steps, problem = loaded
+        graph = build_graph(row.summary.pipeline, steps, problem, self.events.events)  # type: ignore[arg-type]
+        graph_view.show(graph)
+
+    def update_run_info(self) -> None:
+        key = self.current_key()
+        info = self.query_one("#run-info", Static)
+        if key is None:
+            info.update("")
+            return
+        row = self.runs.rows[self.query_one(RunsList).cursor]
+        s = row.summary
+        t = Text()
+        t.append(s.stream_id, style="bold")
+        if row.is_turn:
+            t.append(f"  turn {s.turn}/{row.turns}")
+        t.append(f"  {s.status}")
+        if row.peak_chars is not None:
+            t.append(f"  peak {format_size(row.peak_chars)}")
+        chain = self.broken.get(key.stream_id)
+        if chain:
+            t.append(f"\n⚠ hash chain does not verify: {chain}", style="bold red")
+        elif self.verified is not None:
+            t.append("  chain ✓", style="green")
+        if s.error:
+            t.append(f"\nerror: {s.error.splitlines()[0][:200]}", style="red")
+        info.update(t)
+
+    def update_events_title(self) -> None:
+        m = self.events
+        parts = [f"{m.visible_count}/{len(m.events)} events"]
+        if m.step is not None:
+            parts.append("run stream" if m.step == RUN_GROUP else f"step {m.step}")
+        kinds = next((name for name, tags in KIND_PRESETS if tags == m.kinds), "custom kinds")
+        if m.kinds is not None:
+            parts.append(kinds)
+        if m.search:
+            parts.append(f"search “{m.search}”")
+        if self.loading:
+            parts.append("loading…")
+        self.query_one("#events").border_title = "Events · " + " · ".join(parts)
+        self.query_one("#events-title", Static).display = False
+
+    def update_banner(self) -> None:
+        parts: list[tuple[str, str]] = []
+        if self.target.banner:
+            parts.append((self.target.banner, "bold"))
+        else:
+            parts.append((f"store {redact_url(self.target.store)}", ""))
+        parts.append((" · FROZEN" + (f" ({len(self.held)} new held)" if self.held else "") if self.frozen else
+                      " · live", "bold yellow" if self.frozen else "green"))  # fmt: skip
+        if self.runs.follow_newest:
+            parts.append((" · following newest run", "cyan"))
+        if self.broken:
+            parts.append((f" · {len(self.broken)} run(s) fail the hash-chain check", "bold red"))
+        if self.reader is not None and self.reader.problems:
+            parts.append((f" · {len(self.reader.problems)} unreadable row(s) skipped", "yellow"))
+        parts.append((f" · caps: {self.knob_source}", "dim"))
+        if self.trouble:
+            parts.append((f"\n⚠ {self.trouble}", "bold red"))
+        if self.size.width < 80 or self.size.height < 24:
+            parts.append((f"\nterminal is {self.size.width}x{self.size.height}: some panels are hidden "
+                          "(80x24 or more shows them all)", "yellow"))  # fmt: skip
+        self.query_one("#banner", Static).update(Text.assemble(*parts))
+
+    def on_resize(self) -> None:
+        self.update_banner()
+
+    # -- actions ------------------------------------------------------------------------------
+    def action_enter(self) -> None:
+        focused = self.focused
+        if isinstance(focused, RunsList):
+            self.query_one(EventsList).focus()
+        elif isinstance(focused, EventsList):
+            self.toggle_expand()
+        elif isinstance(focused, ContextPlot):
+            self.action_inspect()
+
+    def toggle_expand(self) -> None:
+        view = self.query_one(EventsList)
+        before = self._cursor_screen_offset(view)
+        self.events.toggle_expand()
+        view.update_size()
+        self._restore_cursor_offset(view, before)
+        view.reveal_cursor()
+
+    def action_freeze(self) -> None:
+        self.frozen = not self.frozen
+        if not self.frozen and self.held:
+            held, self.held = self.held, []
+            self.apply_live(held)
+        self.update_banner()
+
+    def action_follow(self) -> None:
+        self.runs.follow_newest = not self.runs.follow_newest
+        if self.runs.follow_newest and self.runs.rows:
+            runs_list = self.query_one(RunsList)
+            runs_list.cursor = 0
+            runs_list.cursor_changed()
+        self.update_banner()
+
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        self.searching = "runs" if isinstance(self.focused, RunsList) else "events"
+        box.placeholder = f"search {self.searching} (Enter to apply, Esc to clear)"
+        box.value = self.runs.search if self.searching == "runs" else self.events.search
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#search")
+    def search_submitted(self, msg: Input.Submitted) -> None:
+        self.apply_search(msg.value)
+        msg.input.display = False
+        self.query_one(RunsList if self.searching == "runs" else EventsList).focus()
+
+    def apply_search(self, text: str) -> None:
+        if self.searching == "runs":
+            self.runs.search = text
+            self._rebuild_runs()
+        else:
+            self.events.search = text
+            self._relayout_events()
+
+    def _rebuild_runs(self) -> None:
+        keep = self.selected
+        self.runs.rebuild()
+        runs_list = self.query_one(RunsList)
+        index = self.runs.index_of(keep) if keep else None
+        runs_list.cursor = index if index is not None else 0
+        runs_list.update_size()
+        runs_list.reveal_cursor()
+        self.select_current()
+
+    def _relayout_events(self) -> None:
+        self.events.relayout()
+        if self.events.cursor_event is None:
+            self.events.end()
+        view = self.query_one(EventsList)
+        view.update_size()
+        view.reveal_cursor()
+        self.update_events_title()
+
+    def action_clear(self) -> None:
+        box = self.query_one("#search", Input)
+        if box.display:
+            box.display = False
+            self.apply_search("")
+            self.query_one(RunsList if self.searching == "runs" else EventsList).focus()
+        elif self.events.mark is not None:
+            self.events.mark = None
+            self.query_one(EventsList).refresh()
+
+    def action_cycle_step(self) -> None:
+        steps: list[str | None] = [None, *self.events.steps]
+        i = steps.index(self.events.step) if self.events.step in steps else 0
+        self.set_step(steps[(i + 1) % len(steps)])
+
+    def set_step(self, step: str | None) -> None:
+        self.events.step = step
+        self._relayout_events()
+        plot = self.query_one(ContextPlot)
+        plot.step = step
+        plot.replot()
+
+    def action_cycle_kind(self) -> None:
+        names = [tags for _, tags in KIND_PRESETS]
+        i = names.index(self.events.kinds) if self.events.kinds in names else 0
+        self.set_kinds(names[(i + 1) % len(names)])
+
+    def set_kinds(self, kinds: set[str] | None) -> None:
+        self.events.kinds = kinds
+        self._relayout_events()
+
+    def action_cycle_status(self) -> None:
+        i = STATUS_CYCLE.index(self.runs.status_filter)
+        self.runs.status_filter = STATUS_CYCLE[(i + 1) % len(STATUS_CYCLE)]
+        self._rebuild_runs()
+        self.notify(f"runs: {self.runs.status_filter or 'all statuses'}")
+
+    def action_toggle_group(self) -> None:
+        self.events.group_by_step = not self.events.group_by_step
+        self._relayout_events()
+
+    def action_goto_replaced(self) -> None:
+        se = self.events.cursor_event
+        replaced = self.events.replaced_by(se) if se is not None else []
+        if se is None or not replaced:
+            self.notify("select a ContextCompacted event to jump to the events it replaced")
+            return
+        lo, hi = se.event.kind.replaces_seq_range  # type: ignore[union-attr]
+        self.events.mark = (se.event.stream_id, lo, hi)
+        if self.events.jump_to(replaced[0].global_id):
+            view = self.query_one(EventsList)
+            view.reveal_cursor()
+            view.refresh()
+        self.notify(f"{len(replaced)} replaced event(s) marked ┃ (Esc clears)")
+
+    def action_inspect(self) -> None:
+        se = self.events.cursor_event
+        plot = self.query_one(ContextPlot)
+        call = plot.picked
+        gid = call.global_id if call is not None else None
+        if se is not None and se.event.tag == "llm_call_started":
+            gid = se.global_id
+        target = next((e for e in self.events.events if e.global_id == gid), None)
+        if target is None:
+            self.notify("select an LLM call (in the events list or on the plot) to inspect its context")
+            return
+        from zymi_tui.tui.inspector import InspectorScreen
+
+        self.app.push_screen(InspectorScreen(target, self.events.events, self.target.project, self.reader))
+
+    def action_copy_stream(self) -> None:
+        key = self.current_key()
+        if key is not None:
+            self.app.copy_to_clipboard(key.stream_id)
+            self.notify(f"copied {key.stream_id}")
+
+    def action_help(self) -> None:
+        from zymi_tui.tui.help import HelpScreen
+
+        self.app.push_screen(HelpScreen())
+
+
+class DashboardApp(App[None]):
+    """The dashboard. `theme` fixes the colours (tests); `live=False` skips the tail worker."""
+
+    TITLE = "zymi-tui observe"
+
+    def __init__(self, target: Target, *, theme: str | None = None) -> None:
+        super().__init__()
+        self.target = target
+        if theme:
+            self.theme = theme
+
+    def on_mount(self) -> None:
+        self.push_screen(MainScreen(self.target))
+
+    @property
+    def main(self) -> MainScreen:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen
+        raise LookupError("the main screen is not open")
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        try:
+            main = self.main
+        except LookupError:
+            return
+        commands = [
+            ("Freeze / unfreeze live updates", "f", main.action_freeze),
+            ("Follow newest run (toggle)", "n", main.action_follow),
+            ("Search the focused list", "/", main.action_search),
+            ("Cycle step filter (events and plot)", "s", main.action_cycle_step),
+            ("Cycle event kind filter", "t", main.action_cycle_kind),
+            ("Cycle run status filter", "u", main.action_cycle_status),
+            ("Group events by step / flat", "o", main.action_toggle_group),
+            ("Go to the events a compaction replaced", "g", main.action_goto_replaced),
+            ("Inspect the selected LLM call's context", "i", main.action_inspect),
+            ("Copy the selected stream id", "c", main.action_copy_stream),
+            ("Plot x axis: call index / time", "x", main.query_one(ContextPlot).action_toggle_x),
+            ("Help: keys and what the panels show", "?", main.action_help),
+        ]
+        for title, key, callback in commands:
+            yield SystemCommand(title, f"key: {key}", callback)
+        for tag in main.events.kind_tags:
+            yield SystemCommand(f"Show only events of kind {tag}", "events filter", lambda t=tag: main.set_kinds({t}))
+        for step in main.events.steps:
+            name = "the run stream" if step == RUN_GROUP else f"step {step}"
+            yield SystemCommand(f"Show only {name}", "events and plot filter", lambda s=step: main.set_step(s))

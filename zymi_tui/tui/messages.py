@@ -1,0 +1,64 @@
+"""Messages the dashboard's workers post back to the UI thread."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.runs import RunSummary
+from zymi_tui.tui.model import RunKey
+from zymi_tui.tui.model_graph import StepDef
+
+
+class RunsLoaded(Message):
+    def __init__(self, summaries: list[RunSummary]) -> None:
+        super().__init__()
+        self.summaries = summaries
+
+
+class PeaksLoaded(Message):
+    def __init__(self, peaks: dict[RunKey, int]) -> None:
+        super().__init__()
+        self.peaks = peaks
+
+
+class RunPage(Message):
+    """A page of the selected run's events (`first` replaces what is shown, `last` ends the load)."""
+
+    def __init__(self, key: RunKey, events: list[StoredEvent], first: bool, last: bool) -> None:
+        super().__init__()
+        self.key = key
+        self.events = events
+        self.first = first
+        self.last = last
+
+
+class TailBatch(Message):
+    """Events another process committed since the last poll."""
+
+    def __init__(self, events: list[StoredEvent]) -> None:
+        super().__init__()
+        self.events = events
+
+
+class StoreTrouble(Message):
+    """The store could not be read (deleted, damaged, locked): shown in the banner, never fatal."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class ChainChecked(Message):
+    def __init__(self, broken: dict[str, str], streams: int) -> None:
+        super().__init__()
+        self.broken = broken  # run stream -> first problem
+        self.streams = streams
+
+
+class PipelineLoaded(Message):
+    def __init__(self, key: RunKey, steps: list[StepDef] | None, problem: str | None) -> None:
+        super().__init__()
+        self.key = key
+        self.steps = steps
+        self.problem = problem

@@ -1,0 +1,106 @@
+"""What the context plot draws: approx_context_chars per LLM call, per step, with caps and markers.
+
+Pure: no widgets, no IO. x is the agent-call index within its step (1, 2, ...) or seconds since
+the run started; compaction calls (iteration 0) are drawn as markers, not as points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from zymi_tui.events import kinds as k
+from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.store import step_of
+from zymi_tui.tui.model_events import RUN_GROUP
+
+
+@dataclass(frozen=True, slots=True)
+class CallPoint:
+    index: int  # 1-based agent-call index within its step stream
+    ns: int
+    chars: int
+    message_count: int
+    iteration: int
+    global_id: int
+    stream_id: str
+    sequence: int
+    input_tokens: int | None  # usage.input_tokens of the matching LlmCallCompleted (recorded)
+
+
+@dataclass(slots=True)
+class StepCalls:
+    step: str
+    calls: list[CallPoint] = field(default_factory=list)
+    compactions: list[tuple[float, int, int]] = field(default_factory=list)  # (x index, global id, bytes_saved)
+    masking_from: int | None = None  # first call index at which masking starts (None: never)
+    masking_exact: bool = False  # True when it comes from the rebuilt context, False when estimated
+
+
+def collect_calls(events: Iterable[StoredEvent], window: int | None = None) -> dict[str, StepCalls]:
+    """Per step (RUN_GROUP for calls on the run stream), every agent LLM call and every compaction."""
+    out: dict[str, StepCalls] = {}
+    pending: dict[str, CallPoint] = {}  # stream -> started call awaiting its completion
+    tool_turns: dict[str, int] = {}
+    for se in events:
+        ev, d = se.event, se.event.kind
+        step = step_of(ev.stream_id) or RUN_GROUP
+        if isinstance(d, k.LlmCallStarted):
+            sc = out.setdefault(step, StepCalls(step))
+            if d.iteration == 0:
+                pending.pop(ev.stream_id, None)
+                continue
+            p = CallPoint(len(sc.calls) + 1, ev.timestamp_ns, d.approx_context_chars, d.message_count, d.iteration,
+                          se.global_id, ev.stream_id, ev.sequence, None)  # fmt: skip
+            sc.calls.append(p)
+            pending[ev.stream_id] = p
+            if window is not None and sc.masking_from is None and tool_turns.get(step, 0) > window:
+                sc.masking_from = p.index
+        elif isinstance(d, k.LlmCallCompleted):
+            started = pending.pop(ev.stream_id, None)
+            if started is not None:
+                sc = out[step]
+                tokens = d.usage.input_tokens if d.usage else None
+                sc.calls[started.index - 1] = _with_tokens(started, tokens)
+                if d.has_tool_calls:
+                    tool_turns[step] = tool_turns.get(step, 0) + 1
+        elif isinstance(d, k.ContextCompacted):
+            sc = out.setdefault(step, StepCalls(step))
+            sc.compactions.append((len(sc.calls) + 0.5, se.global_id, d.bytes_saved))
+    return out
+
+
+def _with_tokens(p: CallPoint, tokens: int | None) -> CallPoint:
+    return CallPoint(p.index, p.ns, p.chars, p.message_count, p.iteration, p.global_id, p.stream_id, p.sequence,
+                     tokens)  # fmt: skip
+
+
+def downsample(xs: Sequence[float], ys: Sequence[float], max_points: int) -> tuple[list[float], list[float]]:
+    """At most ~max_points points: min and max of each bucket, in x order (spikes and drops survive)."""
+    n = len(xs)
+    if n <= max_points or max_points < 4:
+        return list(xs), list(ys)
+    buckets = max_points // 2
+    out_x: list[float] = []
+    out_y: list[float] = []
+    for b in range(buckets):
+        lo, hi = b * n // buckets, (b + 1) * n // buckets
+        if lo >= hi:
+            continue
+        seg = range(lo, hi)
+        i_min = min(seg, key=lambda i: ys[i])
+        i_max = max(seg, key=lambda i: ys[i])
+        for i in sorted({i_min, i_max}):
+            out_x.append(xs[i])
+            out_y.append(ys[i])
+    return out_x, out_y
+
+
+def x_values(calls: Sequence[CallPoint], by_time: bool, t0_ns: int) -> list[float]:
+    if by_time:
+        return [(c.ns - t0_ns) / 1e9 for c in calls]
+    return [float(c.index) for c in calls]
+
+
+def peak(calls: Iterable[CallPoint]) -> int | None:
+    return max((c.chars for c in calls), default=None)

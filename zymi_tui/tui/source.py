@@ -1,0 +1,123 @@
+"""The dashboard's IO: what it reads from a store, in pages small enough to keep the UI live.
+
+Every function here is awaited from a Textual worker; decoding is done a page at a time with a
+yield to the event loop between pages, so a 100,000-event run never freezes the screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import yaml
+
+from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.store import EventReader, run_of
+from zymi_tui.tui.model import RunKey, turn_ranges
+
+PAGE = 2000
+DEFAULT_SOFT_CAP = 400_000
+DEFAULT_HARD_CAP = 600_000
+DEFAULT_WINDOW = 10
+
+
+async def read_run(reader: EventReader, key: RunKey, page: int = PAGE) -> AsyncIterator[list[StoredEvent]]:
+    """Pages of a run's events (its stream and step sub-streams), in global order; one turn if asked."""
+    cursor = 0
+    keep: range | None = None
+    if key.correlation_id is not None:
+        heads = await reader.read_stream(key.stream_id, include_steps=False)
+        cids = list(dict.fromkeys(se.event.correlation_id for se in heads if se.event.correlation_id))
+        ranges = turn_ranges([(se.global_id, se.event.correlation_id) for se in heads], cids)
+        keep = ranges.get(key.correlation_id, range(0))
+        cursor = max(0, keep.start - 1)
+    while True:
+        events = await reader.read_stream(key.stream_id, include_steps=True, after_global_id=cursor, limit=page)
+        if not events:
+            return
+        cursor = events[-1].global_id
+        if keep is not None:
+            inside = [se for se in events if se.global_id in keep]
+            if inside:
+                yield inside
+            if cursor >= keep.stop:
+                return
+        else:
+            yield events
+        if len(events) < page:
+            return
+        await asyncio.sleep(0)
+
+
+def key_of(se: StoredEvent, turn_of: dict[str, str | None]) -> RunKey:
+    """The runs-list entry an event belongs to (turn when its correlation is a known turn)."""
+    stream = run_of(se.event.stream_id)
+    cid = se.event.correlation_id
+    if cid is not None and turn_of.get(cid) == stream:
+        return RunKey(stream, cid)
+    return RunKey(stream)
+
+
+async def read_peaks(reader: EventReader, turn_of: dict[str, str | None]) -> AsyncIterator[dict[RunKey, int]]:
+    """Peak approx_context_chars per run and per turn, from the `llm_call_started` index, in pages."""
+    cursor = 0
+    while True:
+        page = await reader.read_kind_page("llm_call_started", stream_id=None, after_global_id=cursor, limit=PAGE)
+        if not page:
+            return
+        cursor = page[-1].global_id
+        yield peaks_of(page, turn_of)
+        if len(page) < PAGE:
+            return
+        await asyncio.sleep(0)
+
+
+def peaks_of(events: list[StoredEvent], turn_of: dict[str, str | None]) -> dict[RunKey, int]:
+    out: dict[RunKey, int] = {}
+    for se in events:
+        d = se.event.kind
+        if not isinstance(d, LlmCallStarted):
+            continue
+        keys = {RunKey(run_of(se.event.stream_id)), key_of(se, turn_of)}
+        for key in keys:
+            if d.approx_context_chars > out.get(key, -1):
+                out[key] = d.approx_context_chars
+    return out
+
+
+def infer_project(store_arg: str | None, resolved: str) -> Path | None:
+    """The project folder whose pipelines/ and project.yml describe a store, when it can be told."""
+    if store_arg and Path(store_arg).is_dir():
+        return Path(store_arg)
+    db = Path(resolved)
+    if db.parent.name == ".zymi":
+        return db.parent.parent
+    for cand in (db.parent / "project", db.parent):
+        if (cand / "project.yml").is_file():
+            return cand
+    return None
+
+
+def project_caps(project: Path | None) -> tuple[int, int, int, str]:
+    """(soft cap, hard cap, observation window, where they come from) of `runtime.context` in project.yml."""
+    soft, hard, window = DEFAULT_SOFT_CAP, DEFAULT_HARD_CAP, DEFAULT_WINDOW
+    if project is None:
+        return soft, hard, window, "engine defaults (no project folder)"
+    path = project / "project.yml"
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return soft, hard, window, "engine defaults (no project.yml)"
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return soft, hard, window, "engine defaults (project.yml is not valid YAML)"
+    ctx = ((doc or {}).get("runtime") or {}).get("context") if isinstance(doc, dict) else None
+    if not isinstance(ctx, dict):
+        return soft, hard, window, "engine defaults (project.yml sets no runtime.context)"
+
+    def num(key: str, default: int) -> int:
+        v = ctx.get(key, default)
+        return v if isinstance(v, int) and v >= 0 else default
+
+    return num("soft_cap_chars", soft), num("hard_cap_chars", hard), num("observation_window", window), "project.yml"
