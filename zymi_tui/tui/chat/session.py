@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zymi_tui.context.knobs import ContextKnobs, KnobError, all_profiles, resolve_knobs
+from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError, all_profiles, resolve_knobs
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.chat import chat_pipeline, send
 from zymi_tui.engine.config import PipelineConfig
@@ -106,7 +106,11 @@ def load_chat_workspace(root: Path, demo_model: bool) -> Workspace:
 
 def profile_names() -> list[str]:
     """The profiles a chat can switch between: the project's own knobs, then the built-in and user ones."""
-    return [PROJECT_PROFILE, *sorted(all_profiles())]
+    try:
+        names = all_profiles()
+    except KnobError:  # a broken profiles.yml: the built-in ones still work (the error shows on --profile)
+        names = dict(PROFILES)
+    return [PROJECT_PROFILE, *sorted(names)]
 
 
 class ChatSession:
