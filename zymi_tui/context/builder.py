@@ -247,6 +247,7 @@ class RecordedCompaction:
     summary: str
     bytes_saved: int
     reply: MessageModel | None
+    reply_seq: int | None = None
     used: bool = False
 
 
@@ -276,7 +277,7 @@ class ContextBuilder:
         self.last_seq = 0
         self.last_was_compaction = False
         self.recorded: list[RecordedCompaction] = []
-        self._pending_reply: MessageModel | None = None
+        self._pending_reply: tuple[MessageModel, int] | None = None
 
     # ---- feeding -------------------------------------------------------------------------
     def set_prefix(self, prefix: Prefix, fresh_cutoff_ns: int | None = None) -> None:
@@ -301,7 +302,8 @@ class ContextBuilder:
         self.last_was_compaction = isinstance(kind, ContextCompacted)
         if isinstance(kind, ContextCompacted):
             lo, hi = kind.replaces_seq_range
-            self.recorded.append(RecordedCompaction(seq, lo, hi, kind.summary, kind.bytes_saved, self._pending_reply))
+            reply, reply_seq = self._pending_reply or (None, None)
+            self.recorded.append(RecordedCompaction(seq, lo, hi, kind.summary, kind.bytes_saved, reply, reply_seq))
             self._pending_reply = None
             if self._follow:
                 self._add_compaction(_Compaction(lo, hi, kind.summary))
@@ -310,7 +312,7 @@ class ContextBuilder:
         if message is None:
             return
         if from_compaction and not self._follow:
-            self._pending_reply = message  # what-if decides whether this reply exists
+            self._pending_reply = (message, seq)  # what-if decides whether this reply exists
             return
         self._append_raw(_Raw(seq, ts, message, message_bytes(message), _kind_of(message)))
 
@@ -554,10 +556,14 @@ class ContextBuilder:
         *,
         simulated: bool = False,
         estimated_bytes: int | None = None,
+        reply_seq: int | None = None,
     ) -> None:
-        """Apply a compaction decided by a what-if: its reply joins Layer C, its range is suppressed."""
+        """Apply a compaction decided by a what-if: its reply joins Layer C, its range is suppressed.
+
+        A recorded reply keeps its sequence; a simulated one takes the last event's."""
         if reply is not None:
-            raw = _Raw(self.last_seq, self._last_ts, reply, message_bytes(reply), _kind_of(reply))
+            seq = self.last_seq if reply_seq is None else reply_seq
+            raw = _Raw(seq, self._seq_ts.get(seq, self._last_ts), reply, message_bytes(reply), _kind_of(reply))
             if simulated and estimated_bytes is not None:
                 raw.bytes = estimated_bytes
                 raw.note = "simulated compaction reply (size estimated)"

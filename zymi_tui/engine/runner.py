@@ -86,20 +86,42 @@ def _template_args(value: Any, inputs: dict[str, str], outputs: dict[str, str]) 
     return value
 
 
+@dataclass(frozen=True)
+class ResumeHook:
+    """Fork-resume (ADR-0018), bootstrapped by engine/resume.py before the run starts: the stream
+    already holds PipelineRequested, ResumeForked, WorkflowStarted and the frozen steps' copies.
+    The run is seeded with the frozen steps' outputs, never launches those steps, writes no
+    WorkflowStarted of its own and does write PipelineCompleted (zymi's `is_resume`)."""
+
+    frozen_outputs: dict[str, str]
+
+
 class PipelineRun:
     def __init__(
-        self, rt: Runtime, pipeline: PipelineConfig, inputs: dict[str, str], correlation_id: str, stream_id: str | None
+        self,
+        rt: Runtime,
+        pipeline: PipelineConfig,
+        inputs: dict[str, str],
+        correlation_id: str,
+        stream_id: str | None,
+        resume: ResumeHook | None = None,  # fork-resume only (engine/resume.py)
     ) -> None:
         self.rt = rt
         self.pipeline = pipeline
         self.local = stream_id is None
+        self.resume = resume
         self.inputs = dict(inputs)
         for spec in pipeline.inputs:
             if not spec.required and spec.name not in self.inputs:
                 self.inputs[spec.name] = ""
         self.stream = stream_id or f"pipeline-{pipeline.name}-{uuid.uuid4()}"
         self.scope = RunScope(self.stream, correlation_id)
-        self.outputs: dict[str, str] = {}
+        self.outputs: dict[str, str] = dict(resume.frozen_outputs) if resume else {}
+
+    def say(self, text: str) -> None:
+        """zymi prints the plan and the step lines only under `run` (not under serve)."""
+        if self.local:
+            self.rt.say(text)
 
     async def emit(self, kind: EventData, source: str = "engine") -> None:
         await self.rt.recorder.emit(self.stream, kind, source, self.scope.correlation_id)
@@ -209,7 +231,7 @@ class PipelineRun:
         try:
             return await self._run()
         except asyncio.CancelledError:
-            if self.local:
+            if self.local or self.resume:
                 await asyncio.shield(self._seal_interrupted())
             raise
 
@@ -227,24 +249,27 @@ class PipelineRun:
         levels = plan_levels(p)
         if self.local:
             await self.emit(PipelineRequested(pipeline=p.name, inputs=self.inputs))
-        await self.emit(WorkflowStarted(user_message=f"pipeline: {p.name}", node_count=len(p.steps)))
+        if self.resume is None:
+            await self.emit(WorkflowStarted(user_message=f"pipeline: {p.name}", node_count=len(p.steps)))
         if self.local:
-            rt.say(f"  Execution plan: {len(p.steps)} steps, {len(levels)} levels\n")
+            self.say(f"  Execution plan: {len(p.steps)} steps, {len(levels)} levels\n")
         skipped: list[str] = []
         halt: str | None = None
         success = True
         for n, level in enumerate(levels, 1):
             if self.local:
-                rt.say(f"  Level {n}{' (parallel)' if len(level) > 1 else ''}: {', '.join(level)}")
+                self.say(f"  Level {n}{' (parallel)' if len(level) > 1 else ''}: {', '.join(level)}")
             snapshot = dict(self.outputs)
             launched: list[tuple[StepConfig, asyncio.Task[StepResult]]] = []
             for sid in level:
+                if self.resume and sid in self.resume.frozen_outputs:
+                    continue  # frozen: copied from the parent by engine/resume.py
                 step = p.step(sid)
                 assert step is not None
                 if any(d in skipped for d in step.depends_on):
                     await self.emit(StepSkipped(step_id=sid, reason="ancestor_skipped"))
                     skipped.append(sid)
-                    rt.say(f"    [{sid}] skipped (ancestor_skipped)")
+                    self.say(f"    [{sid}] skipped (ancestor_skipped)")
                     continue
                 if step.when is not None:
                     resolved = substitute(step.when, self.inputs, snapshot)
@@ -258,7 +283,7 @@ class PipelineRun:
                     if not go:
                         await self.emit(StepSkipped(step_id=sid, reason="when=false"))
                         skipped.append(sid)
-                        rt.say(f"    [{sid}] skipped (when=false)")
+                        self.say(f"    [{sid}] skipped (when=false)")
                         continue
                 launched.append((step, asyncio.ensure_future(self.launch(step, snapshot))))
             for step, task in launched:
@@ -266,12 +291,12 @@ class PipelineRun:
                     res = await task
                 except StepError as e:
                     await self.emit(WorkflowNodeCompleted(node_id=step.id, success=False))
-                    rt.say(f"    [{step.id}] FAILED")
+                    self.say(f"    [{step.id}] FAILED")
                     success = False
                     halt = halt or str(e)
                     continue
                 word = "done" if res.success else "FAILED"
-                rt.say(f"    [{step.id}] {word} ({res.iterations} iterations)")
+                self.say(f"    [{step.id}] {word} ({res.iterations} iterations)")
                 if not res.success:
                     success = False
                     if step.kind == "tool" and halt is None:
@@ -291,7 +316,7 @@ class PipelineRun:
             await self.emit(OutputResolved(chosen_step=chosen, via=via))
         if success and final is not None:
             await self.emit(ResponseReady(conversation_id=self.stream, content=final))
-        if self.local:
+        if self.local or self.resume:
             await self.emit(PipelineCompleted(pipeline=p.name, success=success, final_output=final, error=halt))
             await rt.recorder.checkpoint()
         await rt.tools.close_shell(self.scope)
@@ -330,8 +355,9 @@ async def run_pipeline(
     *,
     correlation_id: str | None = None,
     stream_id: str | None = None,
+    resume: ResumeHook | None = None,
 ) -> RunResult:
     """Run one pipeline. `stream_id=None` is a `zymi run`: fresh stream, PipelineRequested/Completed written here."""
     pipeline = rt.workspace.pipeline(name)
-    run = PipelineRun(rt, pipeline, inputs, correlation_id or str(uuid.uuid4()), stream_id)
+    run = PipelineRun(rt, pipeline, inputs, correlation_id or str(uuid.uuid4()), stream_id, resume)
     return await run.run()

@@ -16,7 +16,7 @@ from zymi_tui.engine.providers.base import Provider
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.runner import Printer, Runtime
 from zymi_tui.engine.tools import ToolRunner
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+from zymi_tui.events.store import open_reader, open_writer
 
 
 def project_knobs(ws: Workspace) -> ContextKnobs:
@@ -67,9 +67,9 @@ async def open_runtime(
     knobs = project_knobs(ws)
     if provider is None:
         provider = make_provider(ws, needs_llm(ws, pipelines))
-    store = ws.store_path
-    writer = await SqliteWriter.open(store)
-    reader = await SqliteReader.open(store)
+    store = ws.store_location
+    writer = await open_writer(store)
+    reader = await open_reader(store)
     recorder = Recorder(writer)
     shell = ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
     tools = ToolRunner(

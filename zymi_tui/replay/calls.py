@@ -71,7 +71,9 @@ class CallContext:
     simulated: bool = False  # a what-if compaction with no recorded counterpart
     whatif: bool = False
     note: str = ""
+    compaction_plan: CompactionPlan | None = None  # a compaction call: the span, range and bytes it covers
     _done: bool = field(default=False, repr=False)
+    _drop: bool = field(default=False, repr=False)
 
     @property
     def chars(self) -> int | None:
@@ -96,6 +98,7 @@ class _Step:
     builder: ContextBuilder
     run: _Run | None = None
     infer: bool = False  # Layer A is to be inferred at the next agent call
+    started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, §1K)
 
 
 class _SummaryEstimate:
@@ -165,11 +168,17 @@ class _Replayer:
     def ready(self) -> list[CallContext]:
         out = []
         while self.queue and self.queue[0]._done:
-            out.append(self.queue.popleft())
+            row = self.queue.popleft()
+            if not row._drop:
+                out.append(row)
         return out
 
     def flush(self) -> list[CallContext]:
-        out = list(self.queue)
+        out = [
+            r
+            for r in self.queue
+            if not r._drop and not (r.hard_cap_failure and not r.recorded_chars and not _exceeds(r))
+        ]
         self.queue.clear()
         return out
 
@@ -201,6 +210,10 @@ class _Replayer:
                 if m and row.stream_id.endswith(f"{STEP_MARK}{m['step']}"):
                     row.recorded_chars = int(m["n"])
                     row.note = f"recorded: {kind.error}"
+                    if row.whatif and not _exceeds(row):
+                        row.note += "; under these knobs the build passes the hard cap"
+                elif not _exceeds(row):
+                    row._drop = True  # the step failed for another reason
                 row._done = True
 
     def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str) -> None:
@@ -214,7 +227,8 @@ class _Replayer:
             prefix = self.project.prefix(run.pipeline, step_id, run.inputs, run.outputs)
             spec = self.project.step(run.pipeline, step_id)
             fresh = bool(spec and spec.fresh)
-        cutoff = fast_ts_ns(ts) if fresh else None
+        st.started_ns = fast_ts_ns(ts)
+        cutoff = st.started_ns if fresh else None
         st.infer = prefix is None
         st.builder.set_prefix(prefix or Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
 
@@ -225,8 +239,16 @@ class _Replayer:
         st = self.steps.get(stream)
         if st is None or st.run is None:
             return
-        post = st.builder.last_was_compaction
-        ctx = st.builder.build(self._memory(st), allow_compaction=False, apply_fresh=not post)
+        b = st.builder
+        memory = self._memory(st)
+        if self.whatif:
+            ctx = b.build(memory)
+            if ctx.compaction is not None:
+                self._whatif_compaction(stream, b.last_seq + 1, se.global_id, st, ctx.compaction)
+                ctx = b.build(memory, allow_compaction=False, apply_fresh=False)
+        else:
+            post = b.last_was_compaction
+            ctx = b.build(memory, allow_compaction=False, apply_fresh=not post)
         row = CallContext(
             stream_id=stream,
             sequence=st.builder.last_seq + 1,
@@ -242,9 +264,8 @@ class _Replayer:
             whatif=self.whatif,
             note="the step failed here; no LlmCallStarted was written",
         )
-        if ctx.hard_cap_exceeded or not st.infer:
-            st.run.failure_rows.append(row)
-            self.queue.append(row)
+        st.run.failure_rows.append(row)
+        self.queue.append(row)
 
     def _on_step(self, se: StoredEvent) -> None:
         ev, kind = se.event, se.event.kind
@@ -290,6 +311,7 @@ class _Replayer:
                 return  # the what-if decides its own compactions at the agent calls
             plan = b.plan_compaction()
             row.rendered = compaction_context(plan, self.knobs) if plan else None
+            row.compaction_plan = plan
             self.queue.append(row)
             return
         memory = self._memory(st)
@@ -298,7 +320,7 @@ class _Replayer:
         if self.whatif:
             ctx = b.build(memory)
             if ctx.compaction is not None:
-                self._whatif_compaction(se, st, ctx.compaction)
+                self._whatif_compaction(ev.stream_id, ev.sequence, se.global_id, st, ctx.compaction)
                 ctx = b.build(memory, allow_compaction=False, apply_fresh=False)
             row.note = SAME_TRAJECTORY
         else:
@@ -313,24 +335,31 @@ class _Replayer:
         post = b.last_was_compaction and not self.whatif
         b.set_prefix(Prefix("", "", inferred_bytes=0, inferred_count=0), None)
         rest = b.build(memory, allow_compaction=False, apply_fresh=not post, knobs=self.recorded_knobs)
+        cutoff = None
+        if rest.message_count >= kind.message_count and st.started_ns is not None:
+            # the tail alone is too long: the step must run with `context: {mode: fresh}`
+            cutoff = st.started_ns
+            b.set_prefix(Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
+            rest = b.build(memory, allow_compaction=False, apply_fresh=not post, knobs=self.recorded_knobs)
         size = max(0, kind.approx_context_chars - rest.chars)
         count = max(1, kind.message_count - rest.message_count)
-        b.set_prefix(Prefix("", "", inferred_bytes=size, inferred_count=count), None)
+        b.set_prefix(Prefix("", "", inferred_bytes=size, inferred_count=count), cutoff)
         st.infer = False
 
-    def _whatif_compaction(self, se: StoredEvent, st: _Step, plan: CompactionPlan) -> None:
+    def _whatif_compaction(self, stream: str, sequence: int, global_id: int, st: _Step, plan: CompactionPlan) -> None:
         b = st.builder
         rc = b.take_recorded(plan.replaces_seq_range)
         row = CallContext(
-            stream_id=se.event.stream_id,
-            sequence=se.event.sequence if rc is None else rc.seq - 2,
-            global_id=se.global_id,
+            stream_id=stream,
+            sequence=sequence,
+            global_id=global_id,
             iteration=0,
             is_compaction=True,
             recorded_chars=0,
             recorded_message_count=0,
             recorded_input_tokens=None,
             rendered=compaction_context(plan, self.knobs, simulated=rc is None),
+            compaction_plan=plan,
             prefix_inferred=False,
             simulated=rc is None,
             whatif=True,
@@ -338,8 +367,8 @@ class _Replayer:
         )
         if rc is not None:
             row.recorded_chars, row.recorded_message_count = plan.request_chars, 2
-            row.note = f"recorded compaction of seq {rc.lo}..{rc.hi} still applies"
-            b.apply_compaction(plan, rc.summary, rc.reply)
+            row.note = f"the recorded compaction (ContextCompacted seq {rc.seq}) of seq {rc.lo}..{rc.hi} applies here"
+            b.apply_compaction(plan, rc.summary, rc.reply, reply_seq=rc.reply_seq)
         else:
             est, basis = self.estimate.estimate(plan.span_bytes)
             lo, hi = plan.replaces_seq_range
@@ -349,6 +378,10 @@ class _Replayer:
                 plan, text, AssistantMessage(content=text, tool_calls=()), simulated=True, estimated_bytes=est
             )
         self.queue.append(row)
+
+
+def _exceeds(row: CallContext) -> bool:
+    return row.rendered is not None and row.rendered.hard_cap_exceeded
 
 
 async def _events(reader: EventReader, streams: Sequence[str] | None) -> AsyncIterator[StoredEvent]:

@@ -18,7 +18,7 @@ from textual.widgets import Footer, Input, Static
 
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.runs import RUN_TAGS, list_runs
-from zymi_tui.events.store import EventReader, StoreError, open_reader, run_of
+from zymi_tui.events.store import EventReader, StoreError, is_postgres_url, open_reader, redact_url, run_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 from zymi_tui.tui.graph_view import GraphView
@@ -183,16 +183,16 @@ class MainScreen(Screen[None]):
     @work(exclusive=True, group="tail", exit_on_error=False)
     async def tail_store(self) -> None:
         assert self.reader is not None
-        path = Path(self.target.store)
+        path = None if is_postgres_url(self.target.store) else Path(self.target.store)  # a URL is never "deleted"
         try:
             async for batch in tail(self.reader, self.last_gid, poll_s=TAIL_POLL_S):
                 self.post_message(TailBatch(batch))
-                if not path.exists():
+                if path is not None and not path.exists():
                     break
         except StoreError as e:
             self.post_message(StoreTrouble(f"live updates stopped: {e}"))
             return
-        while path.exists():  # tail() only returns when stopped; this guards the deleted-file case
+        while path is None or path.exists():  # tail() only returns when stopped; this guards the deleted-file case
             await asyncio.sleep(1)
         self.post_message(StoreTrouble(f"{path} was deleted: showing what was already loaded"))
 
@@ -463,7 +463,7 @@ class MainScreen(Screen[None]):
         if self.target.banner:
             parts.append((self.target.banner, "bold"))
         else:
-            parts.append((f"store {self.target.store}", ""))
+            parts.append((f"store {redact_url(self.target.store)}", ""))
         parts.append((" · FROZEN" + (f" ({len(self.held)} new held)" if self.held else "") if self.frozen else
                       " · live", "bold yellow" if self.frozen else "green"))  # fmt: skip
         if self.runs.follow_newest:

@@ -1,0 +1,1 @@
+"""Tuning benchmarks (filled in as the features land)."""

@@ -1,0 +1,104 @@
+"""`zymi-tui resume`: fork a run at a step and re-run from there (zymi's `resume`), optionally under other knobs."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from rich.markup import escape
+
+from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
+from zymi_tui.commands.engine_cmds import _load, _print
+from zymi_tui.context.knobs import KnobError, resolve_knobs
+from zymi_tui.engine.approvals import TerminalApproval
+from zymi_tui.engine.loader import ProjectError, Workspace
+from zymi_tui.engine.resume import KnobChoice, ResumeError, ResumePlan, fork, plan_lines, plan_resume
+from zymi_tui.engine.runtime import close_runtime, open_runtime, project_knobs
+from zymi_tui.events.sqlite import SqliteReader
+
+
+def knob_choice(ws: Workspace, profile: str | None, sets: list[str]) -> KnobChoice:
+    try:
+        knobs = resolve_knobs(project_knobs(ws), profile, sets)
+    except (KnobError, ProjectError) as e:
+        raise CommandError(str(e)) from None
+    return KnobChoice(knobs, profile, tuple(sets))
+
+
+def _show_plan(plan: ResumePlan, knobs: KnobChoice, *, dry_run: bool) -> None:
+    lines = plan_lines(plan, dry_run=dry_run)
+    if knobs.overridden:
+        lines.insert(len(lines) - (0 if dry_run else 1), f"  knobs (re-execute): {knobs.describe()}")
+    for line in lines:
+        _print(line)
+
+
+async def _dry_run(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -> int:
+    reader = await SqliteReader.open(ws.store_path)
+    try:
+        plan = await plan_resume(reader, ws, args.stream, args.from_step)
+    finally:
+        await reader.close()
+    _show_plan(plan, knobs, dry_run=True)
+    return EXIT_OK
+
+
+async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -> int:
+    reader = await SqliteReader.open(ws.store_path)
+    try:  # validate with a reader first: a bad request opens no writer
+        plan = await plan_resume(reader, ws, args.stream, args.from_step)
+    finally:
+        await reader.close()
+    try:
+        rt = await open_runtime(ws, [plan.pipeline], TerminalApproval(), printer=_print, reasoning=TerminalApproval())
+    except ProjectError as e:
+        raise CommandError(str(e)) from None
+    try:
+        _show_plan(plan, knobs, dry_run=False)
+        outcome = await fork(rt, plan, knobs)
+    finally:
+        await close_runtime(rt)
+    _print("---")
+    _print(f"New stream: {outcome.stream_id}")
+    if outcome.error is not None:
+        print(f"error: {outcome.error}", file=sys.stderr)
+        return EXIT_FAIL
+    _print("Pipeline completed successfully." if outcome.success else "Pipeline completed with errors.")
+    if outcome.final_output is not None:
+        _print("")
+        _print("Final output:")
+        _print(outcome.final_output)
+    if not outcome.success:
+        print("error: pipeline had failing steps", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+@guarded
+def cmd_resume(args: argparse.Namespace) -> int:
+    ws = _load(args.dir)
+    knobs = knob_choice(ws, args.profile, args.sets)
+    if not ws.store_path.is_file():
+        raise CommandError(f"no event store found at {ws.store_path}. Cannot resume.")
+    try:
+        return asyncio.run(_dry_run(ws, args, knobs) if args.dry_run else _fork(ws, args, knobs))
+    except ResumeError as e:
+        raise CommandError(escape(str(e))) from None  # common.fail prints markup: keep `[a, b]` as text
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "resume", help="fork a run at a step: upstream frozen, the rest re-run (zymi's `resume`), under other knobs"
+    )
+    p.add_argument("stream", metavar="STREAM", help="the parent run's stream id (see `zymi-tui runs`)")
+    p.add_argument("--from-step", required=True, metavar="STEP", help="the step to fork at")
+    p.add_argument("--dry-run", action="store_true", help="print the resume plan and exit; writes nothing")
+    p.add_argument("--profile", metavar="P", help="knobs of a profile for the re-run steps: coding, chat, eval, ...")
+    p.add_argument(
+        "--set", dest="sets", action="append", default=[], metavar="KNOB=VALUE",
+        help="override one knob for the re-run steps (repeatable), e.g. --set observation_window=4",
+    )  # fmt: skip
+    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
+    p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
+    p.set_defaults(func=cmd_resume)
