@@ -122,9 +122,12 @@ def check_head(verdict: StreamVerdict, head: tuple[int, str] | None, head_after:
             "appended without updating stream_heads"
         )
         verdict.bad_sequence = head_seq + 1
+    elif last_seq == head_seq:
+        verdict.problem = f"the last row (sequence {last_seq}) does not carry the hash stream_heads records"
+        verdict.bad_sequence = last_seq
     else:
         verdict.problem = (
             f"stream truncated: the last row is sequence {last_seq} but stream_heads records "
-            f"sequence {head_seq} (missing {max(head_seq - last_seq, 0)} event(s))"
+            f"sequence {head_seq} (missing {head_seq - last_seq} event(s))"
         )
         verdict.bad_sequence = last_seq + 1
