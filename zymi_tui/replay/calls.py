@@ -153,6 +153,32 @@ def compaction_context(plan: CompactionPlan, knobs: ContextKnobs, *, simulated: 
     )
 
 
+@dataclass(frozen=True)
+class StepDescription:
+    """What our engine records on an agent step's WorkflowNodeStarted (extra field `zymi_tui`)."""
+
+    prefix: Prefix
+    fresh_cutoff_ns: int | None
+    knobs: ContextKnobs | None
+
+
+def self_described(kind: WorkflowNodeStarted) -> StepDescription | None:
+    """The step's own description, when zymi-tui's engine wrote it (zymi's readers ignore the field)."""
+    extra = (kind.model_extra or {}).get("zymi_tui")
+    if not isinstance(extra, dict) or not isinstance(extra.get("system_prompt"), str):
+        return None
+    try:
+        knobs = ContextKnobs.model_validate(extra["knobs"]) if isinstance(extra.get("knobs"), dict) else None
+    except ValueError:
+        knobs = None
+    cutoff = extra.get("fresh_cutoff_ns") if extra.get("context_mode") == "fresh" else None
+    return StepDescription(
+        Prefix(extra["system_prompt"], str(extra.get("task") or "")),
+        cutoff if isinstance(cutoff, int) else None,
+        knobs,
+    )
+
+
 class Replayer:
     """The replay's state machine: `feed()` every event in global order, collect rows from `ready()`."""
 
@@ -215,7 +241,7 @@ class Replayer:
         elif isinstance(kind, MemoryDeleted):
             self._run(key).memory.pop(kind.key, None)
         elif isinstance(kind, WorkflowNodeStarted):
-            self._start_step(ev.stream_id, kind.node_id, self._run(key), ev.timestamp)
+            self._start_step(ev.stream_id, kind.node_id, self._run(key), ev.timestamp, self_described(kind))
         elif isinstance(kind, WorkflowNodeCompleted) and not kind.success:
             self._failed_step(se, f"{ev.stream_id}{STEP_MARK}{kind.node_id}")
         elif isinstance(kind, PipelineCompleted) and kind.error:
@@ -230,19 +256,26 @@ class Replayer:
                     row._drop = True  # the step failed for another reason
                 row._done = True
 
-    def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str) -> None:
+    def _start_step(
+        self, run_stream: str, step_id: str, run: _Run, ts: str, described: StepDescription | None
+    ) -> None:
         from zymi_tui.context.builder import fast_ts_ns
 
         st = self._step(f"{run_stream}{STEP_MARK}{step_id}")
         st.run = run
         prefix = None
         fresh = False
+        st.started_ns = fast_ts_ns(ts)
+        cutoff = None
         if self.project is not None and run.pipeline is not None:
             prefix = self.project.prefix(run.pipeline, step_id, run.inputs, run.outputs)
             spec = self.project.step(run.pipeline, step_id)
             fresh = bool(spec and spec.fresh)
-        st.started_ns = fast_ts_ns(ts)
-        cutoff = st.started_ns if fresh else None
+            cutoff = st.started_ns if fresh else None
+        elif described is not None:  # our engine recorded the prefix, cutoff and knobs it used
+            prefix, cutoff = described.prefix, described.fresh_cutoff_ns
+            if not self.whatif and described.knobs is not None:
+                st.builder.knobs = described.knobs
         st.infer = prefix is None
         st.builder.set_prefix(prefix or Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
 
