@@ -27,6 +27,7 @@ from zymi_tui.tui.messages import (
     ChainChecked,
     PeaksLoaded,
     PipelineLoaded,
+    RowsSkipped,
     RunPage,
     RunsLoaded,
     StoreTrouble,
@@ -37,7 +38,7 @@ from zymi_tui.tui.model_events import RUN_GROUP, EventsModel
 from zymi_tui.tui.model_graph import PipelineError, build_graph, load_pipeline_steps
 from zymi_tui.tui.model_plot import collect_calls
 from zymi_tui.tui.plot import ContextPlot
-from zymi_tui.tui.source import peaks_of, project_caps, read_peaks, read_run
+from zymi_tui.tui.source import knobs_of, peaks_of, read_peaks, read_run
 from zymi_tui.tui.widgets import CursorList, EventsList, RunsList
 
 TAIL_POLL_S = 0.1
@@ -82,6 +83,7 @@ class MainScreen(Screen[None]):
         Binding("c", "copy_stream", "Copy id", show=False),
         Binding("escape", "clear", "Clear", show=False),
         Binding("question_mark", "help", "Help"),
+        Binding("q", "app.quit", "Quit"),
     ]
 
     def __init__(self, target: Target) -> None:
@@ -101,11 +103,15 @@ class MainScreen(Screen[None]):
         self.plot_dirty = False
         self.loading = False
         self.last_gid = 0
-        soft, hard, window, source = project_caps(target.project)
-        self.soft_cap, self.hard_cap, self.window, self.knob_source = soft, hard, window, source
+        knobs, self.knob_source = knobs_of(target.project)
+        self.soft_cap, self.hard_cap = knobs.soft_cap_chars, knobs.hard_cap_chars
+        self.window = knobs.observation_window
         self.searching: str | None = None  # which list the search box filters
         self.runs_seen = False
         self.peaks_loaded = False
+        self.bad_rows: dict[int, str] = {}
+        self.runs_dirty = False
+        self.pending_live: list[StoredEvent] = []
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -131,6 +137,7 @@ class MainScreen(Screen[None]):
         plot.soft_cap, plot.hard_cap = self.soft_cap, self.hard_cap
         self.query_one(RunsList).focus()
         self.set_interval(REDRAW_S, self._redraw_plot)
+        self.set_interval(1.0, self._check_store_file)
         self.update_banner()
         self.start()
 
@@ -161,6 +168,8 @@ class MainScreen(Screen[None]):
             try:
                 await job(reader)
             finally:
+                if reader.problems:
+                    self.post_message(RowsSkipped(list(reader.problems)))
                 await reader.close()
 
         try:
@@ -206,9 +215,6 @@ class MainScreen(Screen[None]):
                     break
         except StoreError as e:
             self.post_message(StoreTrouble(f"live updates stopped: {e}"))
-            return
-        if path is not None:
-            self.post_message(StoreTrouble(f"{path} was deleted: showing what was already loaded"))
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     def load_run(self, key: RunKey) -> None:
@@ -226,6 +232,15 @@ class MainScreen(Screen[None]):
             self.post_message(PipelineLoaded(key, steps, None))
         except PipelineError as e:
             self.post_message(PipelineLoaded(key, None, str(e)))
+
+    def _check_store_file(self) -> None:
+        """One stat a second: a store deleted while open is said so (the tail sees no new rows)."""
+        if is_postgres_url(self.target.store) or Path(self.target.store).exists():
+            return
+        text = f"{self.target.store} was deleted: showing what was already loaded"
+        if self.trouble != text:
+            self.post_message(StoreTrouble(text))
+            self.workers.cancel_group(self, "tail")
 
     # -- messages from workers ----------------------------------------------------------------
     def on_runs_loaded(self, msg: RunsLoaded) -> None:
@@ -259,6 +274,7 @@ class MainScreen(Screen[None]):
         for key, chars in msg.peaks.items():
             self.runs.set_peak(key, chars)
         self.query_one(RunsList).refresh()
+        self.update_run_info()
 
     def on_chain_checked(self, msg: ChainChecked) -> None:
         self.broken = msg.broken
@@ -267,6 +283,11 @@ class MainScreen(Screen[None]):
             self.runs.mark_broken(stream)
         self.query_one(RunsList).refresh()
         self.update_run_info()
+        self.update_banner()
+
+    def on_rows_skipped(self, msg: RowsSkipped) -> None:
+        for bad in msg.rows:
+            self.bad_rows[bad.global_id] = bad.describe()
         self.update_banner()
 
     def on_store_trouble(self, msg: StoreTrouble) -> None:
@@ -287,6 +308,11 @@ class MainScreen(Screen[None]):
         else:
             self.events.append(msg.events)
         if msg.last:
+            loaded = self.events.events[-1].global_id if self.events.events else 0
+            late = [se for se in self.pending_live if se.global_id > loaded]
+            self.pending_live.clear()
+            if late:
+                self.events.append(late)
             self.loading = False
             self.events.end()
             view.update_size()
@@ -313,17 +339,19 @@ class MainScreen(Screen[None]):
             return
         self.last_gid = max(self.last_gid, batch[-1].global_id)
         if any(se.event.tag in RUN_TAGS for se in batch):
-            self.reload_runs()
+            self.runs_dirty = True  # reloaded by the redraw timer, at most 4 times a second
         peaks = peaks_of(batch, self.turn_of)
         for run_key, chars in peaks.items():
             self.runs.set_peak(run_key, chars)
         if peaks:
             self.query_one(RunsList).refresh()
         key = self.selected
-        if key is None or self.loading:
+        if key is None:
             return
         mine = [se for se in batch if self._belongs(se, key)]
-        if mine:
+        if mine and self.loading:
+            self.pending_live.extend(mine)  # merged when the load lands (it may or may not include them)
+        elif mine:
             view = self.query_one(EventsList)
             before = self._cursor_screen_offset(view)
             self.events.append(mine)
@@ -368,6 +396,7 @@ class MainScreen(Screen[None]):
             return
         self.selected = key
         self.loading = key is not None
+        self.pending_live.clear()
         self.query_one(ContextPlot).picked = None
         if key is None:
             self.events.set_events([])
@@ -409,6 +438,9 @@ class MainScreen(Screen[None]):
         self.refresh_graph()
 
     def _redraw_plot(self) -> None:
+        if self.runs_dirty and not any(w.group == "runs" and w.is_running for w in self.workers):
+            self.runs_dirty = False
+            self.reload_runs()
         if not self.plot_dirty:
             return
         self.plot_dirty = False
@@ -490,8 +522,10 @@ class MainScreen(Screen[None]):
             parts.append((" · checking hash chains…", "dim"))
         else:
             parts.append((f" · {self.verified} stream(s) verified", "dim"))
-        if self.reader is not None and self.reader.problems:
-            parts.append((f" · {len(self.reader.problems)} unreadable row(s) skipped", "yellow"))
+        if self.reader is not None:
+            self.bad_rows.update({b.global_id: b.describe() for b in self.reader.problems})
+        if self.bad_rows:
+            parts.append((f" · {len(self.bad_rows)} unreadable row(s) skipped", "yellow"))
         parts.append((f" · caps: {self.knob_source}", "dim"))
         if self.size.width < 80 or self.size.height < 24:
             parts.insert(0, (f"terminal {self.size.width}x{self.size.height}: graph and plot hidden (80x24 shows "
@@ -648,7 +682,7 @@ class MainScreen(Screen[None]):
             return
         from zymi_tui.tui.inspector import InspectorScreen
 
-        self.app.push_screen(InspectorScreen(target, self.events.events, self.target.project, self.reader))
+        self.app.push_screen(InspectorScreen(target, self.target.store, self.target.project))
 
     def action_copy_stream(self) -> None:
         key = self.current_key()
