@@ -46,6 +46,14 @@ async def test_opens_a_store_and_shows_the_run_with_its_step_streams(tmp_path: P
         n_agent = sql(db, "SELECT COUNT(*) FROM events WHERE kind_tag='llm_call_started' "
                       "AND data NOT LIKE '%\"iteration\":0,%'")[0][0]  # fmt: skip
         assert len(plot.all_calls()) == n_agent
+        # where masking starts, from the context engine's rebuild: iteration 12 (oracle README)
+        deadline = time.monotonic() + 30
+        while not main.masking_checked and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        await pilot.pause(0.4)  # the redraw timer applies it
+        work = plot.steps["work"]
+        assert work.masking_exact and work.masking_from is not None
+        assert work.calls[work.masking_from - 1].iteration == 12
     assert db.read_bytes() == before  # never a write
 
 

@@ -19,12 +19,21 @@ from textual.worker import get_current_worker
 
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.runs import RUN_TAGS, list_runs
-from zymi_tui.events.store import EventReader, StoreError, is_postgres_url, open_reader, redact_url, run_of
+from zymi_tui.events.store import (
+    EventReader,
+    StoreError,
+    is_postgres_url,
+    open_reader,
+    redact_url,
+    run_of,
+    step_of,
+)
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.messages import (
     ChainChecked,
+    MaskingFound,
     PeaksLoaded,
     PipelineLoaded,
     RowsSkipped,
@@ -112,6 +121,9 @@ class MainScreen(Screen[None]):
         self.bad_rows: dict[int, str] = {}
         self.runs_dirty = False
         self.pending_live: list[StoredEvent] = []
+        self.masking: dict[str, int] = {}  # step -> first masked call (global id), from the replay
+        self.masking_checked = False
+        self.masking_stale = False
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -225,6 +237,27 @@ class MainScreen(Screen[None]):
 
         self.in_thread(job)
 
+    @work(thread=True, exclusive=True, group="masking", exit_on_error=False)
+    def find_masking(self, key: RunKey, streams: list[str]) -> None:
+        """Replay the run's step streams with the context engine: where masking really starts."""
+        from zymi_tui.replay.calls import replay_store
+        from zymi_tui.tui.model_inspector import is_masked
+
+        async def job(reader: EventReader) -> None:
+            first: dict[str, int] = {}
+            async for row in replay_store(reader, project=self.target.project, streams=streams):
+                if get_current_worker().is_cancelled:
+                    return
+                if row.is_compaction or row.simulated or row.rendered is None:
+                    continue
+                step = step_of(row.stream_id) or RUN_GROUP
+                if step not in first and any(e.layer == "C" and is_masked(e) for e in row.rendered.entries):
+                    first[step] = row.global_id
+            self.post_message(MaskingFound(key, first))
+
+        if self.target.project is not None:
+            self.in_thread(job)
+
     @work(thread=True, exclusive=True, group="pipeline", exit_on_error=False)
     def load_pipeline(self, key: RunKey, pipeline: str) -> None:
         try:
@@ -314,6 +347,10 @@ class MainScreen(Screen[None]):
             if late:
                 self.events.append(late)
             self.loading = False
+            self.masking = {}
+            steps = sorted({se.event.stream_id for se in self.events.events if step_of(se.event.stream_id)})
+            if steps:
+                self.find_masking(msg.key, steps)
             self.events.end()
             view.update_size()
             view.reveal_cursor()
@@ -321,6 +358,12 @@ class MainScreen(Screen[None]):
         else:
             view.update_size()
         self.update_events_title()
+
+    def on_masking_found(self, msg: MaskingFound) -> None:
+        if msg.key == self.selected:
+            self.masking = msg.first_masked
+            self.masking_checked = True
+            self.plot_dirty = True
 
     def on_pipeline_loaded(self, msg: PipelineLoaded) -> None:
         if msg.key == self.selected:
@@ -352,6 +395,8 @@ class MainScreen(Screen[None]):
         if mine and self.loading:
             self.pending_live.extend(mine)  # merged when the load lands (it may or may not include them)
         elif mine:
+            if any(se.event.tag == "llm_call_started" for se in mine):
+                self.masking_stale = True
             view = self.query_one(EventsList)
             before = self._cursor_screen_offset(view)
             self.events.append(mine)
@@ -397,6 +442,7 @@ class MainScreen(Screen[None]):
         self.selected = key
         self.loading = key is not None
         self.pending_live.clear()
+        self.masking, self.masking_checked = {}, False
         self.query_one(ContextPlot).picked = None
         if key is None:
             self.events.set_events([])
@@ -441,11 +487,24 @@ class MainScreen(Screen[None]):
         if self.runs_dirty and not any(w.group == "runs" and w.is_running for w in self.workers):
             self.runs_dirty = False
             self.reload_runs()
+        if (
+            self.masking_stale
+            and self.selected
+            and not any(w.group == "masking" and w.is_running for w in self.workers)
+        ):
+            self.masking_stale = False
+            streams = sorted({se.event.stream_id for se in self.events.events if step_of(se.event.stream_id)})
+            self.find_masking(self.selected, streams)
         if not self.plot_dirty:
             return
         self.plot_dirty = False
         plot = self.query_one(ContextPlot)
         steps = collect_calls(self.events.events, self.window)
+        if self.masking_checked:  # the context engine's answer replaces the estimate
+            for name, sc in steps.items():
+                gid = self.masking.get(name)
+                index = next((c.index for c in sc.calls if c.global_id == gid), None)
+                sc.masking_from, sc.masking_exact = index, True
         t0 = self.events.events[0].event.timestamp_ns if self.events.events else 0
         plot.step = self.events.step
         plot.set_data(steps, t0)

@@ -70,3 +70,12 @@ class RowsSkipped(Message):
     def __init__(self, rows: list[BadRow]) -> None:
         super().__init__()
         self.rows = rows
+
+
+class MaskingFound(Message):
+    """Per step, the global id of the first LLM call whose rebuilt context has a masked message."""
+
+    def __init__(self, key: RunKey, first_masked: dict[str, int]) -> None:
+        super().__init__()
+        self.key = key
+        self.first_masked = first_masked

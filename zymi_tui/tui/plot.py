@@ -144,8 +144,13 @@ class ContextPlot(PlotextPlot, can_focus=True):
             top = max(top, self.hard_cap)
         elif self.hard_cap is not None:
             off_scale.append(f"hard cap {format_size(self.hard_cap)}")
+        masked = [sc for sc in shown if sc.masking_from is not None]
+        if masked:
+            how = "rebuilt" if all(sc.masking_exact for sc in masked) else "estimated from W"
+            title += f" · masking from call {masked[0].masking_from} ({how})"
         if off_scale:
-            plt.title(f"{title} · off scale: {', '.join(off_scale)}")
+            title += f" · off scale: {', '.join(off_scale)}"
+        plt.title(title)
         plt.ylim(0, top * 1.05 if top else 1)
         if self.picked is not None:
             px = self._x_of(self.picked)
