@@ -270,13 +270,13 @@ async def replay_many(
     """`replay_store` under several knob sets in ONE pass over the store: each event is read and
     decoded once and fed to one replayer per knob set (None = the recorded knobs).
 
-    Hook: this drives `zymi_tui.replay.calls._Replayer` exactly as `replay_store` does; it belongs
+    Hook: this drives `zymi_tui.replay.calls.Replayer` exactly as `replay_store` does; it belongs
     in calls.py as a public `replay_many` (moved there when the context engineer agrees)."""
     prefixes = ProjectPrefixes(project) if project is not None else None
     recorded = calls_mod.recorded_knobs(project)
-    replayers = [calls_mod._Replayer(prefixes, recorded, k or recorded) for k in knobs]
+    replayers = [calls_mod.Replayer(prefixes, recorded, k or recorded) for k in knobs]
     wanted = set(streams) if streams else None
-    async for se in calls_mod._events(reader, streams):
+    async for se in calls_mod.replay_events(reader, streams):
         for i, replayer in enumerate(replayers):
             replayer.feed(se)
             for row in replayer.ready():
