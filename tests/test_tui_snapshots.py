@@ -29,8 +29,16 @@ async def steady(pilot: Pilot[Any]) -> None:
     main = await settle(app, pilot)
     main.workers.cancel_group(main, "tail")
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and (main.verified is None or not main.masking_checked or any(
-            w.group in ("runs", "run", "pipeline", "verify", "masking") and w.is_running for w in main.workers)):  # fmt: skip
+    groups = ("runs", "run", "pipeline", "verify", "masking")
+
+    def busy() -> bool:
+        return (
+            main.verified is None
+            or not main.masking_checked
+            or any(w.group in groups and w.is_running for w in main.workers)
+        )
+
+    while time.monotonic() < deadline and busy():
         await pilot.pause(0.05)
     main.plot_dirty = True
     main._redraw_plot()
