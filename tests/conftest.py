@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,7 +39,26 @@ def oracle_copy(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
 
 
 def zymi_bin() -> str | None:
-    return shutil.which("zymi")
+    """The real zymi-core 0.9.3 CLI: beside this Python (the venv's bin), else on PATH."""
+    beside = Path(sys.executable).parent / "zymi"
+    return str(beside) if beside.exists() else shutil.which("zymi")
+
+
+def zymi_tui_bin() -> str:
+    beside = Path(sys.executable).parent / "zymi-tui"
+    return str(beside) if beside.exists() else "zymi-tui"
+
+
+requires_zymi = pytest.mark.skipif(zymi_bin() is None, reason="the real zymi binary (zymi-core 0.9.3) is not installed")
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def snapshot_dir(folder: Path) -> dict[str, str]:
+    """Every file in a folder with its checksum: to prove a read left no byte and no file behind."""
+    return {p.name: sha256(p) for p in sorted(folder.iterdir()) if p.is_file()}
 
 
 requires_oracle = pytest.mark.skipif(not SCENARIOS, reason="../shared/oracle is not present beside the project")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from tests.conftest import ORACLE, ROOT
 HARNESS = ORACLE / "harness" / "make_stores.py"
 ENGINE_BIN = Path(sys.executable).parent / "zymi-tui"
 REAL_ZYMI = Path(sys.executable).parent / "zymi"
+ORACLE_WORK = "/tmp/oracle"  # where the oracle was recorded (a path inside one tool result)
 RUN_SCENARIOS = ["coding_default", "coding_compaction", "hard_cap", "memory"]
 SERVE_SCENARIOS = ["chat_profile", "fresh_mode"]
 
@@ -65,21 +68,46 @@ def _stream_key(stream: str) -> str:
     return run + (":step:" + step if step else "")
 
 
+def private_work_dir() -> Path:
+    """A fresh folder whose path is as long as /tmp/oracle, so every recorded byte count still holds."""
+    while True:
+        path = Path("/tmp") / ("o" + secrets.token_hex(3)[:5])
+        assert len(str(path)) == len(ORACLE_WORK)
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+
+
 @pytest.fixture(scope="module")
 def produced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every scenario run once through the harness with ZYMI_BIN = our engine."""
     out = tmp_path_factory.mktemp("ours")
-    work = Path("/tmp/oracle")  # the harness's default: one recorded tool result contains this path
-    env = {**os.environ, "ZYMI_BIN": str(ENGINE_BIN), "ORACLE_OUT": str(out), "ORACLE_WORK": str(work)}
-    proc = subprocess.run(
-        [sys.executable, str(HARNESS), *RUN_SCENARIOS, *SERVE_SCENARIOS],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    work = private_work_dir()
+    try:
+        env = {**os.environ, "ZYMI_BIN": str(ENGINE_BIN), "ORACLE_OUT": str(out), "ORACLE_WORK": str(work)}
+        # one harness process per scenario, all at once (each scenario has its own folder and ports)
+        procs = [
+            subprocess.Popen(
+                [sys.executable, str(HARNESS), name],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                cwd=ROOT,
+            )
+            for name in RUN_SCENARIOS + SERVE_SCENARIOS
+        ]
+        for proc in procs:
+            output, _ = proc.communicate(timeout=600)
+            assert proc.returncode == 0, output
+            assert "FAILED" not in output, output
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    # the harness records its work folder in one tool result (coding_default); zymi's was /tmp/oracle
+    for log in out.glob("*/requests.jsonl"):
+        log.write_text(log.read_text(encoding="utf-8").replace(str(work), ORACLE_WORK), encoding="utf-8")
     return out
 
 

@@ -53,6 +53,8 @@ def _setup(args: argparse.Namespace) -> tuple[str, Path | None, ContextKnobs | N
     try:
         base = recorded_knobs(project)
         knobs = None if args.profile is None and not args.sets else resolve_knobs(base, args.profile, args.sets)
+        if knobs == base:
+            knobs = None  # the recorded knobs: a plain replay, not a what-if
     except (KnobError, ProjectError) as e:
         raise CommandError(str(e)) from None
     return location, project, knobs
@@ -136,7 +138,9 @@ def _table() -> Table:
 
 def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
     r = row.rendered
-    kind = "FAIL hard cap" if row.hard_cap_failure else "compaction" if row.is_compaction else "agent"
+    kind = "compaction" if row.is_compaction else "agent"
+    if row.hard_cap_failure:
+        kind = "FAIL hard cap" if r is not None and r.hard_cap_exceeded else "recorded FAIL, passes"
     if row.simulated:
         kind += " (simulated)"
     rebuilt = "?" if r is None else str(r.chars)
@@ -174,9 +178,7 @@ def _totals(
         "calls": len([r for r in rows if not r.hard_cap_failure]),
         "compactions": len([r for r in rows if r.is_compaction]),
         "simulated_compactions": len([r for r in rows if r.simulated]),
-        "hard_cap_failures": len(
-            [r for r in rows if r.hard_cap_failure or (r.rendered is not None and r.rendered.hard_cap_exceeded)]
-        ),
+        "hard_cap_failures": len([r for r in rows if r.rendered is not None and r.rendered.hard_cap_exceeded]),
         "chars_sum": sum(chars),
         "chars_peak": max(chars, default=0),
         "estimated_tokens_sum": sum(tokens),

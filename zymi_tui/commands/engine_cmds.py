@@ -8,9 +8,9 @@ import sys
 
 from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
 from zymi_tui.engine.approvals import TerminalApproval
+from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.loader import ProjectError, Workspace, find_root, load_workspace
-from zymi_tui.engine.runner import RunHalted, run_pipeline
-from zymi_tui.engine.runtime import close_runtime, open_runtime
+from zymi_tui.events.store import redact_url
 
 
 def _load(directory: str | None) -> Workspace:
@@ -20,6 +20,8 @@ def _load(directory: str | None) -> Workspace:
         msg = str(e)
         if msg.startswith("no project.yml"):
             raise CommandError(msg) from None
+        if msg.startswith("unresolved template variable `${env.") and "KEY" in msg.upper():
+            msg += " (set it in the environment or in .env, or try the offline demo model: `llm: {provider: demo}`)"
         raise CommandError(f"failed to load project: {msg}") from None
 
 
@@ -37,8 +39,39 @@ def _print(text: str) -> None:
     print(text, flush=True)
 
 
+def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
+    """zymi's TTY-only prompting for declared inputs not given with -i (engine.md §8.4), on stderr."""
+    asked = False
+    for spec in pipeline.inputs:
+        if spec.name in inputs:
+            continue
+        asked = True
+        if spec.description:
+            sys.stderr.write(f"\x1b[2m{spec.description}\x1b[0m\n")
+        label = spec.name + ("" if spec.type == "string" else f" ({spec.type})")
+        label += "" if spec.required else " [Enter to skip]"
+        while True:
+            sys.stderr.write(f"{label}: ")
+            sys.stderr.flush()
+            line = sys.stdin.readline()
+            if not line:
+                raise CommandError(f"input '{spec.name}' not provided (stdin closed)")
+            value = line.strip()
+            if value:
+                inputs[spec.name] = value
+                break
+            if not spec.required:
+                break
+            sys.stderr.write(f"  '{spec.name}' is required\n")
+    if asked:
+        sys.stderr.write("\n")
+
+
 @guarded
 def cmd_run(args: argparse.Namespace) -> int:
+    from zymi_tui.engine.runner import RunHalted, run_pipeline
+    from zymi_tui.engine.runtime import close_runtime, open_runtime
+
     ws = _load(args.dir)
     inputs = _inputs(args.input or [])
     try:
@@ -49,6 +82,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if pipeline.description:
         _print(f"  {pipeline.description}")
     _print("")
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        _prompt_inputs(pipeline, inputs)
 
     async def go() -> int:
         try:
@@ -75,7 +110,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_FAIL
         return EXIT_OK
 
-    return asyncio.run(go())
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        print(
+            "interrupted (Ctrl-C): the run is sealed as failed; "
+            f"its events are kept in {redact_url(ws.store_location)}",
+            file=sys.stderr,
+        )
+        return 130
 
 
 @guarded
@@ -99,6 +142,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 @guarded
 def cmd_serve(args: argparse.Namespace) -> int:
     from zymi_tui.engine.connectors import ConnectorError
+    from zymi_tui.engine.runtime import close_runtime, open_runtime
     from zymi_tui.engine.serve import serve
 
     ws = _load(args.dir)
@@ -124,7 +168,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CommandError(str(e)) from None
         target = ", ".join(served) if not args.all else f"any pipeline (--all): {', '.join(served)}"
         _print(f"zymi serve: listening for PipelineRequested events targeting {target}")
-        _print(f"  store: {ws.store_path}")
+        _print(f"  store: {redact_url(ws.store_location)}")
         _print(f"  poll:  {args.poll_interval_ms}ms")
         _print("  press Ctrl+C to stop")
         if ws.project.runtime is None:
@@ -149,6 +193,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 @guarded
 def cmd_chat(args: argparse.Namespace) -> int:
     from zymi_tui.engine.chat import chat_loop, chat_pipeline
+    from zymi_tui.engine.runtime import close_runtime, open_runtime
 
     ws = _load(args.dir)
     try:
@@ -173,7 +218,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         model = f"{rt.provider.name}/{rt.provider.model}" if rt.provider else "no model"
         demo = "  (the offline demo model: nothing it says comes from a real LLM)" if model.startswith("demo") else ""
         _print(f"chat with pipeline '{pipeline.name}' on stream '{args.stream}' — {model}{demo}")
-        _print(f"  store: {ws.store_path}    /quit or Ctrl-D to leave")
+        _print(f"  store: {redact_url(ws.store_location)}    /quit or Ctrl-D to leave")
         try:
             await chat_loop(rt, pipeline, input_name, args.stream, read_line, _print)
         finally:
@@ -205,8 +250,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
     p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
     p.set_defaults(func=cmd_serve)
-    p = sub.add_parser("chat", help="chat in the terminal with the project's chat pipeline (history kept per stream)")
-    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
-    p.add_argument("--stream", default="term", metavar="ID", help="chat stream id (default: term)")
-    p.add_argument("--pipeline", metavar="NAME", help="pipeline to chat with (default: chat)")
-    p.set_defaults(func=cmd_chat)
+    # `chat` is registered by chat_cmds (the chat screen; `chat --plain` runs cmd_chat above)

@@ -29,7 +29,10 @@ PAGE = 2000
 
 def report_problems(reader: EventReader) -> None:
     for bad in reader.problems:
-        warn(f"{reader.label}: skipped unreadable {bad.describe()}")
+        warn(
+            f"{reader.label}: skipped unreadable {bad.describe()}; the rest is shown. "
+            "`zymi-tui verify` tells whether the row was changed after it was written"
+        )
 
 
 def _kind_tag(value: str) -> str:
@@ -59,47 +62,75 @@ async def _events(args: argparse.Namespace) -> int:
     try:
         tag = _kind_tag(args.kind) if args.kind else None
         limit = None if args.all else args.limit
-        cursor = 0
-        shown = 0
-        if not args.raw and not args.follow:
+        if args.follow:
+            await _follow(reader, args, tag, limit)
+            return EXIT_OK
+        if not args.raw:
             total = await reader.count()
             scope = f"stream {args.stream} and its step streams" if args.stream else "all streams"
             out.print(f"[bold]{escape(reader.label)}[/]: {total} event(s); {scope}"
                       + ("" if limit is None else f", first {limit}"))  # fmt: skip
-        while limit is None or shown < limit:
-            want = PAGE if limit is None else min(PAGE, limit - shown)
-            if tag:
-                page = await reader.read_kind_page(tag, stream_id=args.stream, after_global_id=cursor, limit=want)
-                last = page[-1].global_id if page else cursor
-                scanned = len(page)
-            elif args.stream:
-                page = await reader.read_stream(args.stream, include_steps=True, after_global_id=cursor, limit=want)
-                last = page[-1].global_id if page else cursor
-                scanned = len(page)
-            else:
-                p = await reader.read_after(cursor, want)
-                page, last, scanned = p.events, p.last_global_id, p.rows_scanned
-            for se in page:
-                _emit(se, args)
-            shown += len(page)
-            cursor = last
-            if scanned < want:
-                break
-        if args.follow:
-            cursor = max(cursor, await reader.max_global_id()) if limit is not None else cursor
-            async for batch in tail(reader, cursor, poll_s=args.poll_ms / 1000):
-                for se in batch:
-                    if _matches(se, args.stream, tag):
-                        _emit(se, args)
-                sys.stdout.flush()
-                report_problems(reader)
-                reader.problems.clear()
-        elif shown == 0 and not args.raw:
+        shown, _ = await _list(reader, args, tag, 0, limit)
+        if shown == 0 and not args.raw:
             out.print("No events.")
         report_problems(reader)
         return EXIT_OK
     finally:
         await reader.close()
+
+
+async def _list(
+    reader: EventReader, args: argparse.Namespace, tag: str | None, cursor: int, limit: int | None
+) -> tuple[int, int]:
+    """Print the matching events after `cursor` in global order, a page at a time: (shown, new cursor)."""
+    shown = 0
+    while limit is None or shown < limit:
+        want = PAGE if limit is None else min(PAGE, limit - shown)
+        if tag:
+            page = await reader.read_kind_page(tag, stream_id=args.stream, after_global_id=cursor, limit=want)
+            last, scanned = (page[-1].global_id if page else cursor), len(page)
+        elif args.stream:
+            page = await reader.read_stream(args.stream, include_steps=True, after_global_id=cursor, limit=want)
+            last, scanned = (page[-1].global_id if page else cursor), len(page)
+        else:
+            p = await reader.read_after(cursor, want)
+            page, last, scanned = p.events, p.last_global_id, p.rows_scanned
+        for se in page:
+            _emit(se, args)
+        shown += len(page)
+        cursor = last
+        if scanned < want:
+            break
+    return shown, cursor
+
+
+async def _follow(reader: EventReader, args: argparse.Namespace, tag: str | None, limit: int | None) -> None:
+    """Like `tail -f`: the newest `limit` matching events (all with --all), then each new one as it lands."""
+    if getattr(reader, "snapshot", False):
+        warn(f"{reader.label}: read as a snapshot (its folder is read-only): new events will not appear")
+    end = await reader.max_global_id()
+    if limit is not None and args.stream and not tag:
+        history = await reader.newest(args.stream, limit, include_steps=True)
+        for se in history:
+            _emit(se, args)
+        cursor = max([end, *(se.global_id for se in history)])
+    else:
+        # the matching events among the newest `limit` rows (global ids have no gaps unless rows were deleted)
+        start = 0 if limit is None else max(0, end - limit)
+        _, cursor = await _list(reader, args, tag, start, limit)
+        cursor = max(cursor, end)
+    report_problems(reader)
+    reader.problems.clear()
+    if not args.raw:
+        out.print(f"[bright_black]following {escape(reader.label)}: new events appear as they land (Ctrl-C stops)[/]")
+    sys.stdout.flush()
+    async for batch in tail(reader, cursor, poll_s=args.poll_ms / 1000):
+        for se in batch:
+            if _matches(se, args.stream, tag):
+                _emit(se, args)
+        sys.stdout.flush()
+        report_problems(reader)
+        reader.problems.clear()
 
 
 def _matches(se: StoredEvent, stream: str | None, tag: str | None) -> bool:
@@ -188,14 +219,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="list events (oldest first), filtered by stream or kind; --follow to tail",
         description="List a store's events in global order. `--stream RUN` includes the run's step "
         "sub-streams (`RUN:step:*`), as zymi does. Unreadable rows are reported and skipped.",
+        epilog="examples:\n  zymi-tui events                        first 50 events of ./.zymi/events.db\n"
+        "  zymi-tui events my-project -f          follow a store another process is writing\n"
+        "  zymi-tui events run.db -k llm_call_started --all --raw | jq .kind.data",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store_arg(p)
     p.add_argument("-s", "--stream", help="a run stream; its step sub-streams are included")
     p.add_argument("-k", "--kind", help="an event kind, as a tag (llm_call_started) or a name (LlmCallStarted)")
     lim = p.add_mutually_exclusive_group()
-    lim.add_argument("-l", "--limit", type=int, default=50, help="show at most N events (default 50)")
+    lim.add_argument(
+        "-l", "--limit", type=int, default=50, help="show at most N events (default 50): the first N, as zymi does"
+    )
     lim.add_argument("--all", action="store_true", help="show every event")
-    p.add_argument("-f", "--follow", action="store_true", help="keep printing new events as they land (Ctrl-C stops)")
+    p.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="like tail -f: the newest N events, then each new one as another process commits it (Ctrl-C stops)",
+    )
     p.add_argument("--poll-ms", type=int, default=100, help="poll interval for --follow (default 100)")
     p.add_argument("--raw", action="store_true", help="one envelope JSON per line, with the real sequence")
     p.set_defaults(func=guarded(lambda a: run_async(_events(a))))
@@ -218,6 +260,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="verify every stream's hash chain; exit 0 when all hold, 1 when one breaks",
         description="Walk each stream by sequence, recompute v2/v1 hashes (legacy rows are exempt), check "
         "prev_hash links and stream_heads (a deleted tail or stream is caught). Names the first bad sequence.",
+        epilog="exit status: 0 every chain holds, 1 a chain is broken, 2 the store cannot be read",
     )
     add_store_arg(p)
     p.add_argument("-s", "--stream", help="verify this stream only")

@@ -155,7 +155,7 @@ class AgentStep:
             "compaction",
             corr,
         )
-        return self.builder.build(self._memory(), allow_compaction=False)
+        return self.builder.build(self._memory(), allow_compaction=False, apply_fresh=False)
 
     def _memory(self) -> list[tuple[str, str]]:
         return list(self.scope.memory.items())

@@ -7,6 +7,7 @@ worded as zymi words it where zymi has a message.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from zymi_tui.engine.config import AgentConfig, PipelineConfig, ProjectConfig, StepConfig, ToolConfig
 from zymi_tui.engine.templating import STEP_REF, TemplateError, resolve_env_only, resolve_full
 from zymi_tui.engine.when_expr import WhenError, parse_when
+from zymi_tui.events.store import project_postgres_url
 
 BUILTIN_TOOLS = ("execute_shell_command", "write_file", "read_file", "write_memory", "spawn_sub_agent")
 
@@ -38,10 +40,16 @@ class Workspace:
 
     @property
     def store_path(self) -> Path:
+        """The SQLite file runs are recorded in: `<root>/.zymi/events.db` or `sqlite:<path>` (from the root)."""
         store = (self.project.store or "").strip()
         if store.startswith("sqlite:"):
             return self.root / store[len("sqlite:") :]
         return self.root / ".zymi" / "events.db"
+
+    @property
+    def store_location(self) -> str:
+        """Where runs are recorded: the postgres:// URL project.yml names, else the SQLite file."""
+        return project_postgres_url(self.root) or str(self.store_path)
 
     def pipeline(self, name: str) -> PipelineConfig:
         if name not in self.pipelines:
@@ -70,9 +78,22 @@ def load_dotenv(paths: list[Path], environ: dict[str, str] | None = None) -> Non
                 env[key] = value
 
 
+class _Yaml12Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans, as zymi's serde_yml reads them: only true/false (`on:`, `yes`, `no` stay strings)."""
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
 def _parse_yaml(text: str, path: Path) -> Any:
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Yaml12Loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
@@ -82,7 +103,7 @@ def _parse_yaml(text: str, path: Path) -> Any:
 
 def _describe_validation(e: ValidationError) -> str:
     first = e.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"] if not isinstance(p, int) or True)
+    loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"]
     if first["type"] == "missing":
         return f"{loc}: missing field `{first['loc'][-1]}`"

@@ -8,7 +8,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs
@@ -69,7 +69,6 @@ class Runtime:
     knobs: ContextKnobs
     reasoning: ApprovalHandler | None = None  # a terminal that can answer `ask:` steps (None under serve)
     printer: Printer | None = None
-    _scopes: dict[str, RunScope] = field(default_factory=dict)
 
     def say(self, text: str) -> None:
         if self.printer is not None:
@@ -117,6 +116,11 @@ class PipelineRun:
         self.stream = stream_id or f"pipeline-{pipeline.name}-{uuid.uuid4()}"
         self.scope = RunScope(self.stream, correlation_id)
         self.outputs: dict[str, str] = dict(resume.frozen_outputs) if resume else {}
+
+    def say(self, text: str) -> None:
+        """zymi prints the plan and the step lines only under `run` (not under serve)."""
+        if self.local:
+            self.rt.say(text)
 
     async def emit(self, kind: EventData, source: str = "engine") -> None:
         await self.rt.recorder.emit(self.stream, kind, source, self.scope.correlation_id)
@@ -247,13 +251,13 @@ class PipelineRun:
         if self.resume is None:
             await self.emit(WorkflowStarted(user_message=f"pipeline: {p.name}", node_count=len(p.steps)))
         if self.local:
-            rt.say(f"  Execution plan: {len(p.steps)} steps, {len(levels)} levels\n")
+            self.say(f"  Execution plan: {len(p.steps)} steps, {len(levels)} levels\n")
         skipped: list[str] = []
         halt: str | None = None
         success = True
         for n, level in enumerate(levels, 1):
             if self.local:
-                rt.say(f"  Level {n}{' (parallel)' if len(level) > 1 else ''}: {', '.join(level)}")
+                self.say(f"  Level {n}{' (parallel)' if len(level) > 1 else ''}: {', '.join(level)}")
             snapshot = dict(self.outputs)
             launched: list[tuple[StepConfig, asyncio.Task[StepResult]]] = []
             for sid in level:
@@ -264,7 +268,7 @@ class PipelineRun:
                 if any(d in skipped for d in step.depends_on):
                     await self.emit(StepSkipped(step_id=sid, reason="ancestor_skipped"))
                     skipped.append(sid)
-                    rt.say(f"    [{sid}] skipped (ancestor_skipped)")
+                    self.say(f"    [{sid}] skipped (ancestor_skipped)")
                     continue
                 if step.when is not None:
                     resolved = substitute(step.when, self.inputs, snapshot)
@@ -278,7 +282,7 @@ class PipelineRun:
                     if not go:
                         await self.emit(StepSkipped(step_id=sid, reason="when=false"))
                         skipped.append(sid)
-                        rt.say(f"    [{sid}] skipped (when=false)")
+                        self.say(f"    [{sid}] skipped (when=false)")
                         continue
                 launched.append((step, asyncio.ensure_future(self.launch(step, snapshot))))
             for step, task in launched:
@@ -286,12 +290,12 @@ class PipelineRun:
                     res = await task
                 except StepError as e:
                     await self.emit(WorkflowNodeCompleted(node_id=step.id, success=False))
-                    rt.say(f"    [{step.id}] FAILED")
+                    self.say(f"    [{step.id}] FAILED")
                     success = False
                     halt = halt or str(e)
                     continue
                 word = "done" if res.success else "FAILED"
-                rt.say(f"    [{step.id}] {word} ({res.iterations} iterations)")
+                self.say(f"    [{step.id}] {word} ({res.iterations} iterations)")
                 if not res.success:
                     success = False
                     if step.kind == "tool" and halt is None:

@@ -12,16 +12,21 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, SerializeAsAny, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo, field_validator
 
-from zymi_tui.events.kinds import EventKind, UnknownKind, parse_kind
+from zymi_tui.events.kinds import EventKind, KindField, UnknownKind, parse_kind
 
+_HYPHENATED = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+# The forms Rust's `Uuid::try_parse` accepts: hyphenated, urn:uuid:, {braced}, simple (32 hex).
+UUID_PATTERN = rf"^(?:(?:urn:uuid:)?{_HYPHENATED}|\{{{_HYPHENATED}\}}|[0-9a-fA-F]{{32}})$"
+# RFC 3339 as chrono reads it; the field values are range-checked by `parse_timestamp_ns`.
+TIMESTAMP_PATTERN = r"^\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[Zz]|[+-]\d\d:\d\d)$"
 
-def _check_uuid(value: str) -> str:
-    uuid.UUID(value)  # raises ValueError on anything zymi's Uuid parser would reject
-    return value
+# Checked by pydantic-core's regex engine, in Rust: the envelope is on the hot path of every read.
+UuidStr = Annotated[str, StringConstraints(pattern=UUID_PATTERN)]
+TimestampStr = Annotated[str, StringConstraints(pattern=TIMESTAMP_PATTERN)]
 
 
 def format_timestamp(ns: int, *, zulu: bool = True) -> str:
@@ -53,8 +58,14 @@ def parse_timestamp_ns(text: str) -> int:
         nanos = int(frac.ljust(9, "0")[:9])
     else:
         main, nanos = body, 0
-    secs = int(datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp())
+    if len(main) != 19 or main[10] not in "Tt":
+        raise ValueError(f"bad timestamp {text!r}")
+    day = datetime.fromisoformat(main[:10] + "T" + main[11:])  # range-checks every field
+    secs = (day.toordinal() - _EPOCH_ORDINAL) * 86_400 + day.hour * 3600 + day.minute * 60 + day.second
     return (secs - offset) * 1_000_000_000 + nanos
+
+
+_EPOCH_ORDINAL = datetime(1970, 1, 1).toordinal()
 
 
 class Event(BaseModel):
@@ -62,24 +73,20 @@ class Event(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    id: str
+    id: UuidStr
     stream_id: str
-    sequence: int = 0
-    timestamp: str
-    kind: SerializeAsAny[EventKind]
-    correlation_id: str | None = None
-    causation_id: str | None = None
+    sequence: int = Field(0, validate_default=True)
+    timestamp: TimestampStr
+    kind: KindField
+    correlation_id: UuidStr | None = None
+    causation_id: UuidStr | None = None
     source: str
 
-    @field_validator("id")
+    @field_validator("sequence")
     @classmethod
-    def _id_is_uuid(cls, v: str) -> str:
-        return _check_uuid(v)
-
-    @field_validator("correlation_id", "causation_id")
-    @classmethod
-    def _opt_uuid(cls, v: str | None) -> str | None:
-        return None if v is None else _check_uuid(v)
+    def _stored_sequence(cls, v: int, info: ValidationInfo) -> int:
+        """Reading a row, the `sequence` column (passed as context) replaces the JSON's 0."""
+        return v if info.context is None else int(info.context["sequence"])
 
     @classmethod
     def new(
@@ -155,24 +162,56 @@ class EventDecodeError(ValueError):
 
 
 def decode_event(data: str, sequence: int) -> Event:
-    """Parse a `data` column. Unknown kinds decode; malformed rows raise `EventDecodeError`."""
+    """Parse a `data` column. Unknown kinds decode; malformed rows raise `EventDecodeError`.
+
+    Rejects what zymi's serde would: bad JSON, a missing field, a bad UUID or timestamp, a
+    kind payload without its required fields. The fast path validates the JSON text in one
+    pydantic-core pass; a row it rejects (an unknown kind, or a real error) is read again by
+    `_decode_slowly`, which keeps unknown kinds and words the error.
+    """
+    try:
+        event = Event.model_validate_json(data, context={"sequence": sequence})
+    except ValidationError:
+        return _decode_slowly(data, sequence)
+    try:
+        datetime.fromisoformat(event.timestamp[:19])  # the pattern checked the form; this checks the ranges
+    except ValueError as e:
+        raise EventDecodeError(f"timestamp: {e}") from None
+    return event
+
+
+def _decode_slowly(data: str, sequence: int) -> Event:
     try:
         obj = json.loads(data)
     except ValueError as e:
         raise EventDecodeError(f"invalid JSON: {e}") from None
     if not isinstance(obj, dict):
         raise EventDecodeError("the data is not a JSON object")
+    where = "kind.data."
     try:
         kind = obj["kind"]
-        obj["kind"] = parse_kind(kind["type"], kind.get("data"))
-        obj["sequence"] = sequence
-        return Event.model_validate(obj)
-    except (KeyError, TypeError) as e:
-        raise EventDecodeError(f"missing or malformed field {e}") from None
+        type_name = kind["type"]
+        if not isinstance(type_name, str):
+            raise EventDecodeError("kind.type: expected a string")
+        obj["kind"] = parse_kind(type_name, kind.get("data"))
+        where = ""
+        event = Event.model_validate(obj, context={"sequence": sequence})
+        datetime.fromisoformat(event.timestamp[:19])
+        return event
+    except KeyError as e:
+        raise EventDecodeError(f"missing field {e}") from None
+    except (TypeError, AttributeError) as e:
+        raise EventDecodeError(f"malformed field: {e}") from None
     except ValidationError as e:
         first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise EventDecodeError(f"{where}: {first['msg']}") from None
+        loc = ".".join(str(p) for p in first["loc"])
+        msg = first["msg"]
+        if first["type"] == "string_pattern_mismatch":  # say what was expected, not the regex
+            msg = "not an RFC 3339 timestamp" if loc == "timestamp" else "not a UUID"
+            msg += f": {first['input']!r:.60}"
+        raise EventDecodeError(f"{where}{loc}: {msg}") from None
+    except ValueError as e:
+        raise EventDecodeError(f"timestamp: {e}") from None
 
 
 @dataclass(frozen=True, slots=True)

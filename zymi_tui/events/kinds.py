@@ -9,9 +9,18 @@ known ones. A kind we do not know is read as `UnknownKind` with its raw data kep
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    create_model,
+    model_serializer,
+)
 
 from zymi_tui.events.messages import Message, TokenUsage
 
@@ -327,3 +336,47 @@ def parse_kind(type_name: str, data: Any) -> EventKind:
     if cls is None:
         return UnknownKind(type_name=type_name, data=data)
     return cls.model_validate(data)
+
+
+def dump_kind(kind: EventKind) -> dict[str, Any]:
+    """`{"type": .., "data": ..}`, the adjacently tagged form of the envelope's `kind`."""
+    return {"type": kind.type_name, "data": kind.to_data()}
+
+
+def _unwrap(tagged: Any) -> EventData:
+    data: EventData = tagged.data
+    return data
+
+
+def _kind_object(value: Any) -> EventKind:
+    """A kind object built in code passes as it is (checked, not copied)."""
+    if isinstance(value, EventData | UnknownKind):
+        return value
+    raise ValueError('expected {"type": <kind>, "data": {..}} or a kind object')
+
+
+def _tagged(name: str, cls: type[EventData]) -> Any:
+    tag: Any = Literal[name]
+    return create_model(f"Tagged{name}", __config__=ConfigDict(frozen=True), type=(tag, ...), data=(cls, ...))
+
+
+def _tagged_union() -> Any:
+    """`{"type": "X", "data": {..}}` for every known X, as one union discriminated on `type`.
+
+    pydantic-core validates it straight from the JSON text (no Python dict in between), which
+    is what makes a full read of a store fast. An unknown `type` fails it: `decode_event` then
+    takes its slow path, which reads the row as an `UnknownKind`.
+    """
+    tagged = tuple(_tagged(name, cls) for name, cls in KNOWN_KINDS.items())
+    return Annotated[Union[tagged], Field(discriminator="type"), AfterValidator(_unwrap)]  # noqa: UP007
+
+
+if TYPE_CHECKING:
+    KindField = EventKind
+else:
+    # JSON or a `{"type", "data"}` dict goes through the tagged union; a kind object passes as it is.
+    KindField = Annotated[
+        Union[_tagged_union(), Annotated[Any, PlainValidator(_kind_object)]],  # noqa: UP007
+        Field(union_mode="left_to_right"),
+        PlainSerializer(dump_kind),
+    ]

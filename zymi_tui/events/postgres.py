@@ -25,6 +25,8 @@ will ever commit is already visible. How H is found (`PostgresReader.horizon`):
   next read tries again. A gap held open for more than GIVE_UP_S (a session left idle inside a
   transaction) is skipped so the tail keeps moving; its ids are re-read for LATE_WATCH_S and any
   row that does appear is delivered then (late, out of global order, but not lost).
+
+Tail the primary: a hot standby's `pg_locks` does not show the primary's writers.
 """
 
 from __future__ import annotations
@@ -173,6 +175,11 @@ def explain_pg_error(url: str, err: BaseException) -> StoreError:
 _CONNECT_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Nothing to reset when a connection goes back to the pool: we never change session state
+    (no SET, no session-level advisory lock, no LISTEN), so asyncpg's reset round trip is skipped."""
+
+
 async def connect_pool(url: str, *, read_only: bool, max_size: int) -> asyncpg.Pool:
     """A small pool; read-only pools make every transaction read-only on the server side."""
     settings = {"application_name": "zymi-tui"}
@@ -180,8 +187,9 @@ async def connect_pool(url: str, *, read_only: bool, max_size: int) -> asyncpg.P
         settings["default_transaction_read_only"] = "on"
     try:
         pool = await asyncpg.create_pool(
-            url, min_size=1, max_size=max_size, timeout=CONNECT_TIMEOUT_S, server_settings=settings
-        )
+            url, min_size=1, max_size=max_size, timeout=CONNECT_TIMEOUT_S, server_settings=settings,
+            reset=_keep_session,
+        )  # fmt: skip
     except _CONNECT_ERRORS as e:
         raise explain_pg_error(url, e) from None
     assert pool is not None
@@ -346,7 +354,8 @@ class PostgresReader:
                 self._late[gid] = now + LATE_WATCH_S
         self._safe, self._stalled = top, None
 
-    async def _late_rows(self) -> list[Any]:
+    async def _late_rows(self, after_global_id: int) -> list[Any]:
+        """Skipped ids that have appeared since, at or below the cursor (the page itself has the rest)."""
         now = time.monotonic()
         self._late = {gid: t for gid, t in self._late.items() if t > now}
         if not self._late:
@@ -354,7 +363,7 @@ class PostgresReader:
         rows = await self._fetch(f"{_ROW} WHERE id = ANY($1::bigint[]) ORDER BY id", list(self._late))
         for r in rows:
             del self._late[r[0]]
-        return rows
+        return [r for r in rows if r[0] <= after_global_id]
 
     # -- the EventReader protocol --------------------------------------------------------------
 
@@ -372,7 +381,7 @@ class PostgresReader:
         return [StreamInfo(s, int(n), int(lo), int(hi)) for s, n, lo, hi in rows]
 
     async def read_after(self, after_global_id: int, limit: int) -> Page:
-        late = await self._late_rows() if self._late else []
+        late = await self._late_rows(after_global_id) if self._late else []
         top = await self.horizon()
         rows = await self._fetch(f"{_ROW} WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3", after_global_id, top, limit)
         last = rows[-1][0] if len(rows) == limit else max(top, after_global_id)

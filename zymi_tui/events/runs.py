@@ -66,10 +66,12 @@ class RunSummary:
 
 
 def render_inputs(inputs: dict[str, str]) -> str:
-    """`k=v` pairs sorted, values over 40 chars cut with `…` (runs_data.rs `render_inputs`)."""
+    """`k=v` pairs sorted; a value over 40 characters is cut to its first 40 UTF-8 *bytes* (floored
+    to a character boundary) plus `…`, exactly as runs_data.rs `render_inputs` does."""
     parts = []
     for k, v in inputs.items():
-        parts.append(f"{k}={v[:40]}…" if len(v) > 40 else f"{k}={v}")
+        short = v.encode()[:40].decode(errors="ignore") + "…" if len(v) > 40 else v
+        parts.append(f"{k}={short}")
     return " ".join(sorted(parts))
 
 

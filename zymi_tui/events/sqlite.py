@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import aiosqlite
 
 from zymi_tui.events.envelope import BadRow, Event, EventDecodeError, StoredEvent, decode_event
 from zymi_tui.events.hashchain import ChainRow, hash_v2
-from zymi_tui.events.store import STEP_MARK, Page, StoreError, StreamInfo
+from zymi_tui.events.store import STEP_MARK, Page, StoreError, StoreLocked, StreamInfo
 
 # zymi's DDL, verbatim (events/store/sqlite.rs), so `sqlite_master` reads the same.
 SCHEMA = """CREATE TABLE IF NOT EXISTS events (
@@ -49,8 +50,8 @@ HASH_MIGRATION = """ALTER TABLE events ADD COLUMN prev_hash TEXT NOT NULL DEFAUL
                  ALTER TABLE events ADD COLUMN hash TEXT NOT NULL DEFAULT '';"""
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-READ_BUSY_MS = 2000
-LOCK_RETRIES = 20
+READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LOCK_WAIT_S in all
+LOCK_WAIT_S = 5.0
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 
@@ -60,9 +61,9 @@ def explain_sqlite_error(path: str, err: BaseException) -> StoreError:
     text = str(err)
     low = text.lower()
     if "locked" in low or "busy" in low:
-        return StoreError(
-            f"{path} is locked by another process and stayed locked: try again in a moment, "
-            "or stop the process that holds it"
+        return StoreLocked(
+            f"{path} is locked by another process and stayed locked for {LOCK_WAIT_S:.0f} s: try again "
+            "in a moment, or stop the process that holds it"
         )
     if "not a database" in low:
         return StoreError(f"{path} is not a SQLite database: pass a zymi events.db or a project folder")
@@ -97,6 +98,13 @@ def _check_header(path: Path) -> None:
         raise StoreError(f"{path} is not a SQLite database: pass a zymi events.db or a project folder")
 
 
+def _is_wal(path: Path) -> bool:
+    """Bytes 18-19 of the header are 2 in WAL mode (1 for rollback journals)."""
+    with path.open("rb") as f:
+        head = f.read(20)
+    return len(head) == 20 and head[18] == 2
+
+
 def _range_for_steps(stream_id: str) -> tuple[str, str]:
     """Bounds such that `lo <= s < hi` holds exactly for `<stream_id>:step:*` (index-friendly)."""
     lo = stream_id + STEP_MARK
@@ -113,12 +121,32 @@ class SqliteReader:
         self._has_hash = has_hash
         self.problems: list[BadRow] = []
         self._seen_bad: set[int] = set()
+        # True when read as an immutable snapshot (see `open`): a writer's later commits are not seen
+        self.snapshot = False
 
     @classmethod
     async def open(cls, path: str | Path) -> SqliteReader:
+        """Open read-only. A WAL store in a folder we cannot write, with no `-wal` file (so no writer
+        is active), cannot get its `-shm` index: it is then read as an immutable snapshot."""
         p = Path(path).expanduser()
         _check_header(p)
-        uri = p.resolve().as_uri() + "?mode=ro"
+        try:
+            return await cls._open(p, immutable=False)
+        except StoreError as e:
+            if "unable to open" not in str(e) or not _is_wal(p):
+                raise
+            if Path(f"{p}-wal").exists():
+                raise StoreError(
+                    f"cannot open {p} read-only: it is a WAL store with a -wal file, and SQLite cannot create "
+                    "its -shm index in that folder. Copy the store with its -wal file to a writable folder"
+                ) from None
+        reader = await cls._open(p, immutable=True)
+        reader.snapshot = True
+        return reader
+
+    @classmethod
+    async def _open(cls, p: Path, *, immutable: bool) -> SqliteReader:
+        uri = p.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
         try:
             conn = await aiosqlite.connect(uri, uri=True)
         except sqlite3.Error as e:
@@ -128,7 +156,10 @@ class SqliteReader:
             await conn.execute(f"PRAGMA busy_timeout={READ_BUSY_MS}")
             tables = {r[0] for r in await reader._fetch("SELECT name FROM sqlite_master WHERE type='table'")}
             if "events" not in tables:
-                raise StoreError(f"{p} is a SQLite database but has no `events` table: it is not a zymi event store")
+                raise StoreError(
+                    f"{p} is a SQLite database but has no `events` table: it is not a zymi event store. "
+                    "Pass the .zymi/events.db that zymi writes, or its project folder"
+                )
             cols = {r[1] for r in await reader._fetch("PRAGMA table_info(events)")}
             missing = {"id", "event_id", "stream_id", "sequence", "data"} - cols
             if missing:
@@ -152,16 +183,16 @@ class SqliteReader:
         await self.close()
 
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """One short read; retries while a writer holds a lock, then explains the failure."""
-        for attempt in range(LOCK_RETRIES):
+        """One short read; retries while a writer holds a lock (up to LOCK_WAIT_S), then explains."""
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
             try:
                 return list(await self._conn.execute_fetchall(sql, params))
             except sqlite3.Error as e:
-                if _is_locked(e) and attempt < LOCK_RETRIES - 1:
+                if _is_locked(e) and time.monotonic() < deadline:
                     await asyncio.sleep(0.05)
                     continue
                 raise explain_sqlite_error(self.label, e) from None
-        raise AssertionError("unreachable")
 
     def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
         out: list[StoredEvent] = []

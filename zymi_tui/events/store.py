@@ -20,6 +20,10 @@ class StoreError(Exception):
     """A store cannot be opened or read. The message is one line meant for a person."""
 
 
+class StoreLocked(StoreError):
+    """Another process held the store locked for longer than a reader waits (the tail retries)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StreamInfo:
     stream_id: str
@@ -122,6 +126,12 @@ def _project_store_setting(root: Path) -> str | None:
     return _ENV.sub(env, value.strip())
 
 
+def project_postgres_url(root: Path) -> str | None:
+    """The postgres:// URL `<root>/project.yml` names as its `store:` (`${env.VAR}` resolved), else None."""
+    setting = _project_store_setting(root)
+    return setting if setting and is_postgres_url(setting) else None
+
+
 def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
     """Turn a STORE argument into a `.db` path or a postgres URL, with a clear error if none."""
     here = cwd or Path.cwd()
@@ -141,7 +151,7 @@ def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
             return setting
         if setting.startswith("sqlite:"):
             return str(target / setting[len("sqlite:") :])
-        raise StoreError(f"unsupported store URL `{setting}` in {target / 'project.yml'}")
+        raise StoreError(f"unsupported store URL `{redact_url(setting)}` in {target / 'project.yml'}")
     db = target / ".zymi" / "events.db"
     if not db.is_file():
         raise StoreError(

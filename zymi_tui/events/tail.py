@@ -1,8 +1,8 @@
 """The tail watcher: new events after a global-id cursor, as another process commits them.
 
 One indexed query per poll (`id > cursor ORDER BY id LIMIT n`), looping while pages come back
-full. A store briefly locked by a writer only delays a poll (the reader retries); an error that
-persists is raised to the caller. A row that cannot be decoded is skipped (and reported in
+full. A store locked by another process only delays a poll (the reader waits, then the next poll
+tries again); any other error is raised to the caller. A row that cannot be decoded is skipped (and reported in
 `reader.problems`) without stalling the cursor, unlike zymi's watcher, which retries a bad
 batch forever.
 """
@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from zymi_tui.events.envelope import StoredEvent
-from zymi_tui.events.store import EventReader
+from zymi_tui.events.store import EventReader, StoreLocked
 
 DEFAULT_POLL_S = 0.1
 BATCH = 1000
@@ -31,7 +31,10 @@ async def tail(
     cursor = after_global_id
     while stop is None or not stop.is_set():
         while True:
-            page = await reader.read_after(cursor, batch)
+            try:
+                page = await reader.read_after(cursor, batch)
+            except StoreLocked:
+                break  # locked for longer than one read waits: try again at the next poll
             cursor = page.last_global_id
             if page.events:
                 yield page.events

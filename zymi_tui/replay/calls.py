@@ -9,6 +9,7 @@ same range; elsewhere a simulated summary of estimated size is inserted.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
@@ -36,13 +37,23 @@ from zymi_tui.events.kinds import (
     MemoryWritten,
     PipelineCompleted,
     PipelineRequested,
+    ToolCallCompleted,
+    UserMessageReceived,
     WorkflowNodeCompleted,
     WorkflowNodeStarted,
 )
 from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 
-PAGE = 5000
+PAGE = 2000
+# the kinds a replay reads: Layer C (§5.2), the prefix and memory (§1I, §1J), failures (§1M)
+REPLAY_KINDS = tuple(
+    k.TAG
+    for k in (
+        LlmCallStarted, LlmCallCompleted, LlmCallFailed, ToolCallCompleted, UserMessageReceived, ContextCompacted,
+        PipelineRequested, MemoryWritten, MemoryDeleted, WorkflowNodeStarted, WorkflowNodeCompleted, PipelineCompleted,
+    )
+)  # fmt: skip
 HARD_CAP_ERROR = re.compile(r"^\[(?P<step>[^\]]+)\] context build failed: context exceeds hard cap: (?P<n>\d+) chars")
 DEFAULT_SUMMARY_RATIO = 0.10  # used only when the store has no recorded compaction to learn from
 MAX_SUMMARY_BYTES = 4096  # a compaction reply is capped at max_tokens 1024 (~4 bytes/token)
@@ -71,7 +82,9 @@ class CallContext:
     simulated: bool = False  # a what-if compaction with no recorded counterpart
     whatif: bool = False
     note: str = ""
+    compaction_plan: CompactionPlan | None = None  # a compaction call: the span, range and bytes it covers
     _done: bool = field(default=False, repr=False)
+    _drop: bool = field(default=False, repr=False)
 
     @property
     def chars(self) -> int | None:
@@ -96,6 +109,7 @@ class _Step:
     builder: ContextBuilder
     run: _Run | None = None
     infer: bool = False  # Layer A is to be inferred at the next agent call
+    started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, §1K)
 
 
 class _SummaryEstimate:
@@ -139,7 +153,9 @@ def compaction_context(plan: CompactionPlan, knobs: ContextKnobs, *, simulated: 
     )
 
 
-class _Replayer:
+class Replayer:
+    """The replay's state machine: `feed()` every event in global order, collect rows from `ready()`."""
+
     def __init__(self, project: ProjectPrefixes | None, recorded: ContextKnobs, knobs: ContextKnobs) -> None:
         self.project = project
         self.recorded_knobs = recorded
@@ -147,7 +163,8 @@ class _Replayer:
         self.whatif = knobs != recorded
         self.runs: dict[str, _Run] = {}
         self.steps: dict[str, _Step] = {}
-        self.queue: deque[CallContext] = deque()
+        self.queue: deque[CallContext] = deque()  # rows in store order, yielded once done
+        self.pending: dict[str, deque[CallContext]] = {}  # per stream: rows awaiting their LlmCallCompleted
         self.estimate = _SummaryEstimate()
 
     # -- helpers ------------------------------------------------------------------------------
@@ -165,11 +182,17 @@ class _Replayer:
     def ready(self) -> list[CallContext]:
         out = []
         while self.queue and self.queue[0]._done:
-            out.append(self.queue.popleft())
+            row = self.queue.popleft()
+            if not row._drop:
+                out.append(row)
         return out
 
     def flush(self) -> list[CallContext]:
-        out = list(self.queue)
+        out = [
+            r
+            for r in self.queue
+            if not r._drop and not (r.hard_cap_failure and not r.recorded_chars and not _exceeds(r))
+        ]
         self.queue.clear()
         return out
 
@@ -201,6 +224,10 @@ class _Replayer:
                 if m and row.stream_id.endswith(f"{STEP_MARK}{m['step']}"):
                     row.recorded_chars = int(m["n"])
                     row.note = f"recorded: {kind.error}"
+                    if row.whatif and not _exceeds(row):
+                        row.note += "; under these knobs the build passes the hard cap"
+                elif not _exceeds(row):
+                    row._drop = True  # the step failed for another reason
                 row._done = True
 
     def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str) -> None:
@@ -214,7 +241,8 @@ class _Replayer:
             prefix = self.project.prefix(run.pipeline, step_id, run.inputs, run.outputs)
             spec = self.project.step(run.pipeline, step_id)
             fresh = bool(spec and spec.fresh)
-        cutoff = fast_ts_ns(ts) if fresh else None
+        st.started_ns = fast_ts_ns(ts)
+        cutoff = st.started_ns if fresh else None
         st.infer = prefix is None
         st.builder.set_prefix(prefix or Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
 
@@ -225,8 +253,16 @@ class _Replayer:
         st = self.steps.get(stream)
         if st is None or st.run is None:
             return
-        post = st.builder.last_was_compaction
-        ctx = st.builder.build(self._memory(st), allow_compaction=False, apply_fresh=not post)
+        b = st.builder
+        memory = self._memory(st)
+        if self.whatif:
+            ctx = b.build(memory)
+            if ctx.compaction is not None:
+                self._whatif_compaction(stream, b.last_seq + 1, se.global_id, st, ctx.compaction)
+                ctx = b.build(memory, allow_compaction=False, apply_fresh=False)
+        else:
+            post = b.last_was_compaction
+            ctx = b.build(memory, allow_compaction=False, apply_fresh=not post)
         row = CallContext(
             stream_id=stream,
             sequence=st.builder.last_seq + 1,
@@ -242,9 +278,8 @@ class _Replayer:
             whatif=self.whatif,
             note="the step failed here; no LlmCallStarted was written",
         )
-        if ctx.hard_cap_exceeded or not st.infer:
-            st.run.failure_rows.append(row)
-            self.queue.append(row)
+        st.run.failure_rows.append(row)
+        self.queue.append(row)
 
     def _on_step(self, se: StoredEvent) -> None:
         ev, kind = se.event, se.event.kind
@@ -252,12 +287,12 @@ class _Replayer:
         if isinstance(kind, LlmCallStarted):
             self._on_call(se, st, kind)
         elif isinstance(kind, LlmCallCompleted | LlmCallFailed):
-            for row in self.queue:
-                if row.stream_id == ev.stream_id and not row._done and not row.hard_cap_failure:
-                    if isinstance(kind, LlmCallCompleted) and kind.usage is not None:
-                        row.recorded_input_tokens = kind.usage.input_tokens
-                    row._done = True
-                    break
+            waiting = self.pending.get(ev.stream_id)
+            if waiting:
+                row = waiting.popleft()
+                if isinstance(kind, LlmCallCompleted) and kind.usage is not None:
+                    row.recorded_input_tokens = kind.usage.input_tokens
+                row._done = True
             if isinstance(kind, LlmCallCompleted) and not kind.has_tool_calls and ev.source != "compaction":
                 step = ev.stream_id.split(STEP_MARK, 1)[1]
                 msg = kind.response_message
@@ -290,7 +325,8 @@ class _Replayer:
                 return  # the what-if decides its own compactions at the agent calls
             plan = b.plan_compaction()
             row.rendered = compaction_context(plan, self.knobs) if plan else None
-            self.queue.append(row)
+            row.compaction_plan = plan
+            self._await(row)
             return
         memory = self._memory(st)
         if st.infer:
@@ -298,7 +334,7 @@ class _Replayer:
         if self.whatif:
             ctx = b.build(memory)
             if ctx.compaction is not None:
-                self._whatif_compaction(se, st, ctx.compaction)
+                self._whatif_compaction(ev.stream_id, ev.sequence, se.global_id, st, ctx.compaction)
                 ctx = b.build(memory, allow_compaction=False, apply_fresh=False)
             row.note = SAME_TRAJECTORY
         else:
@@ -306,31 +342,42 @@ class _Replayer:
             ctx = b.build(memory, allow_compaction=not post, apply_fresh=not post)
         row.rendered = ctx
         row.prefix_inferred = b.prefix.inferred
+        self._await(row)
+
+    def _await(self, row: CallContext) -> None:
         self.queue.append(row)
+        self.pending.setdefault(row.stream_id, deque()).append(row)
 
     def _infer_prefix(self, st: _Step, kind: LlmCallStarted, memory: list[tuple[str, str]]) -> None:
         b = st.builder
         post = b.last_was_compaction and not self.whatif
         b.set_prefix(Prefix("", "", inferred_bytes=0, inferred_count=0), None)
         rest = b.build(memory, allow_compaction=False, apply_fresh=not post, knobs=self.recorded_knobs)
+        cutoff = None
+        if rest.message_count >= kind.message_count and st.started_ns is not None:
+            # the tail alone is too long: the step must run with `context: {mode: fresh}`
+            cutoff = st.started_ns
+            b.set_prefix(Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
+            rest = b.build(memory, allow_compaction=False, apply_fresh=not post, knobs=self.recorded_knobs)
         size = max(0, kind.approx_context_chars - rest.chars)
         count = max(1, kind.message_count - rest.message_count)
-        b.set_prefix(Prefix("", "", inferred_bytes=size, inferred_count=count), None)
+        b.set_prefix(Prefix("", "", inferred_bytes=size, inferred_count=count), cutoff)
         st.infer = False
 
-    def _whatif_compaction(self, se: StoredEvent, st: _Step, plan: CompactionPlan) -> None:
+    def _whatif_compaction(self, stream: str, sequence: int, global_id: int, st: _Step, plan: CompactionPlan) -> None:
         b = st.builder
         rc = b.take_recorded(plan.replaces_seq_range)
         row = CallContext(
-            stream_id=se.event.stream_id,
-            sequence=se.event.sequence if rc is None else rc.seq - 2,
-            global_id=se.global_id,
+            stream_id=stream,
+            sequence=sequence,
+            global_id=global_id,
             iteration=0,
             is_compaction=True,
             recorded_chars=0,
             recorded_message_count=0,
             recorded_input_tokens=None,
             rendered=compaction_context(plan, self.knobs, simulated=rc is None),
+            compaction_plan=plan,
             prefix_inferred=False,
             simulated=rc is None,
             whatif=True,
@@ -338,8 +385,8 @@ class _Replayer:
         )
         if rc is not None:
             row.recorded_chars, row.recorded_message_count = plan.request_chars, 2
-            row.note = f"recorded compaction of seq {rc.lo}..{rc.hi} still applies"
-            b.apply_compaction(plan, rc.summary, rc.reply)
+            row.note = f"the recorded compaction (ContextCompacted seq {rc.seq}) of seq {rc.lo}..{rc.hi} applies here"
+            b.apply_compaction(plan, rc.summary, rc.reply, reply_seq=rc.reply_seq)
         else:
             est, basis = self.estimate.estimate(plan.span_bytes)
             lo, hi = plan.replaces_seq_range
@@ -351,7 +398,11 @@ class _Replayer:
         self.queue.append(row)
 
 
-async def _events(reader: EventReader, streams: Sequence[str] | None) -> AsyncIterator[StoredEvent]:
+def _exceeds(row: CallContext) -> bool:
+    return row.rendered is not None and row.rendered.hard_cap_exceeded
+
+
+async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> AsyncIterator[StoredEvent]:
     if streams:
         runs = sorted({run_of(s) for s in streams})
         batches = [await reader.read_stream(r, include_steps=True) for r in runs]
@@ -359,18 +410,35 @@ async def _events(reader: EventReader, streams: Sequence[str] | None) -> AsyncIt
         for se in merged:
             yield se
         return
-    cursor = 0
-    while True:
-        page = await reader.read_after(cursor, PAGE)
-        for se in page.events:
-            yield se
-        if page.rows_scanned == 0 or page.last_global_id <= cursor:
-            return
-        cursor = page.last_global_id
+    # only the kinds the context depends on, page by page per kind, merged in global order
+    # (decoding is most of a replay's cost; the other kinds are half of a typical store)
+    buffers: dict[str, deque[StoredEvent]] = {}
+    cursors: dict[str, int] = {}
+    for tag in REPLAY_KINDS:
+        page = await reader.read_kind_page(tag, stream_id=None, after_global_id=0, limit=PAGE)
+        buffers[tag], cursors[tag] = deque(page), page[-1].global_id if page else 0
+    heap = [(buf[0].global_id, tag) for tag, buf in buffers.items() if buf]
+    heapq.heapify(heap)
+    while heap:
+        _, tag = heapq.heappop(heap)
+        buf = buffers[tag]
+        yield buf.popleft()
+        if not buf and cursors[tag]:
+            page = await reader.read_kind_page(tag, stream_id=None, after_global_id=cursors[tag], limit=PAGE)
+            buf.extend(page)
+            cursors[tag] = page[-1].global_id if page else 0
+        if buf:
+            heapq.heappush(heap, (buf[0].global_id, tag))
 
 
 def recorded_knobs(project: Path | None) -> ContextKnobs:
     return load_project_knobs(project) if project is not None else ContextKnobs()
+
+
+def make_replayer(project: Path | None, knobs: ContextKnobs | None = None) -> Replayer:
+    """A replayer for a store recorded with `project` (knobs=None: the recorded knobs)."""
+    recorded = recorded_knobs(project)
+    return Replayer(ProjectPrefixes(project) if project is not None else None, recorded, knobs or recorded)
 
 
 async def replay_store(
@@ -381,11 +449,9 @@ async def replay_store(
     streams: Sequence[str] | None = None,
 ) -> AsyncIterator[CallContext]:
     """Every LLM call (and failed build) in store order. knobs=None: the recorded knobs."""
-    prefixes = ProjectPrefixes(project) if project is not None else None
-    recorded = recorded_knobs(project)
-    replayer = _Replayer(prefixes, recorded, knobs or recorded)
+    replayer = make_replayer(project, knobs)
     wanted = set(streams) if streams else None
-    async for se in _events(reader, streams):
+    async for se in replay_events(reader, streams):
         replayer.feed(se)
         for row in replayer.ready():
             if wanted is None or row.stream_id in wanted:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -15,10 +15,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
+from textual.worker import get_current_worker
 
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.runs import RUN_TAGS, list_runs
-from zymi_tui.events.store import EventReader, StoreError, open_reader, run_of
+from zymi_tui.events.store import EventReader, StoreError, is_postgres_url, open_reader, redact_url, run_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 from zymi_tui.tui.graph_view import GraphView
@@ -63,6 +64,7 @@ class Target:
 
 class MainScreen(Screen[None]):
     CSS_PATH = "main.tcss"
+    AUTO_FOCUS = "#runs"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-normal"), (110, "-wide")]  # noqa: RUF012
     VERTICAL_BREAKPOINTS = [(0, "-short"), (24, "-tall")]  # noqa: RUF012
 
@@ -96,7 +98,7 @@ class MainScreen(Screen[None]):
         self.frozen = False
         self.held: list[StoredEvent] = []
         self.trouble: str | None = None
-        self.turn_of: dict[str, str | None] = {}  # correlation id -> stream (for turns)
+        self.turn_of: dict[str, str] = {}  # correlation id -> stream (for turns)
         self.broken: dict[str, str] = {}
         self.verified: int | None = None
         self.pipeline_steps: dict[str, tuple[object, str | None]] = {}
@@ -106,6 +108,8 @@ class MainScreen(Screen[None]):
         soft, hard, window, source = project_caps(target.project)
         self.soft_cap, self.hard_cap, self.window, self.knob_source = soft, hard, window, source
         self.searching: str | None = None  # which list the search box filters
+        self.runs_seen = False
+        self.peaks_loaded = False
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -119,7 +123,7 @@ class MainScreen(Screen[None]):
                 yield Static(id="events-title")
                 yield EventsList(self.events, id="events")
                 yield ContextPlot(id="plot")
-        yield Input(placeholder="search (Enter to apply, Esc to clear)", id="search")
+        yield Input(placeholder="search (Enter to apply, Esc to clear)", id="search", disabled=True)
         yield Footer()
 
     async def on_mount(self) -> None:
@@ -129,11 +133,17 @@ class MainScreen(Screen[None]):
         self.query_one("#plot").border_title = "Context size"
         plot = self.query_one(ContextPlot)
         plot.soft_cap, plot.hard_cap = self.soft_cap, self.hard_cap
-        self.query_one("#search").display = False
         self.query_one(RunsList).focus()
         self.set_interval(REDRAW_S, self._redraw_plot)
         self.update_banner()
         self.start()
+
+    async def on_unmount(self) -> None:
+        """Stop the workers, then close the reader (its connection thread would keep the process alive)."""
+        self.workers.cancel_node(self)
+        if self.reader is not None:
+            reader, self.reader = self.reader, None
+            await reader.close()
 
     @work(exclusive=True, group="open", exit_on_error=False)
     async def start(self) -> None:
@@ -143,79 +153,80 @@ class MainScreen(Screen[None]):
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
             return
-        await self.load_runs_now()
-        self.load_peaks()
+        self.reload_runs()
         self.verify_chains()
         self.tail_store()
 
-    async def load_runs_now(self) -> None:
-        assert self.reader is not None
-        try:
-            summaries = await list_runs(self.reader, turns=True)
-        except StoreError as e:
-            self.post_message(StoreTrouble(str(e)))
-            return
-        self.post_message(RunsLoaded(summaries))
+    def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
+        """Run `job` with a reader of its own in this worker thread (decoding never blocks the UI)."""
 
-    @work(exclusive=True, group="runs", exit_on_error=False)
-    async def reload_runs(self) -> None:
-        await self.load_runs_now()
+        async def run() -> None:
+            reader = await open_reader(self.target.store)
+            try:
+                await job(reader)
+            finally:
+                await reader.close()
 
-    @work(exclusive=True, group="peaks", exit_on_error=False)
-    async def load_peaks(self) -> None:
-        assert self.reader is not None
         try:
-            async for peaks in read_peaks(self.reader, dict(self.turn_of)):
-                self.post_message(PeaksLoaded(peaks))
+            asyncio.run(run())
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
 
-    @work(exclusive=True, group="verify", exit_on_error=False)
-    async def verify_chains(self) -> None:
-        assert self.reader is not None
-        try:
-            verdicts = await verify_store(self.reader)
-        except StoreError as e:
-            self.post_message(StoreTrouble(f"integrity check failed: {e}"))
-            return
-        broken: dict[str, str] = {}
-        for v in verdicts:
-            if not v.ok:
-                broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
-        self.post_message(ChainChecked(broken, len(verdicts)))
+    @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
+    def reload_runs(self) -> None:
+        async def job(reader: EventReader) -> None:
+            summaries = await list_runs(reader, turns=True)
+            self.post_message(RunsLoaded(summaries))
+            turn_of = {s.correlation_id: s.stream_id for s in summaries if s.turns_on_stream > 1 and s.correlation_id}
+            if not self.peaks_loaded:
+                self.peaks_loaded = True
+                async for peaks in read_peaks(reader, turn_of):
+                    if get_current_worker().is_cancelled:
+                        return
+                    self.post_message(PeaksLoaded(peaks))
+
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
+    def verify_chains(self) -> None:
+        async def job(reader: EventReader) -> None:
+            verdicts = await verify_store(reader)
+            broken: dict[str, str] = {}
+            for v in verdicts:
+                if not v.ok:
+                    broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
+            self.post_message(ChainChecked(broken, len(verdicts)))
+
+        self.in_thread(job)
 
     @work(exclusive=True, group="tail", exit_on_error=False)
     async def tail_store(self) -> None:
         assert self.reader is not None
-        path = Path(self.target.store)
+        path = None if is_postgres_url(self.target.store) else Path(self.target.store)  # a URL is never "deleted"
         try:
             async for batch in tail(self.reader, self.last_gid, poll_s=TAIL_POLL_S):
                 self.post_message(TailBatch(batch))
-                if not path.exists():
+                if path is not None and not path.exists():
                     break
         except StoreError as e:
             self.post_message(StoreTrouble(f"live updates stopped: {e}"))
             return
-        while path.exists():  # tail() only returns when stopped; this guards the deleted-file case
-            await asyncio.sleep(1)
-        self.post_message(StoreTrouble(f"{path} was deleted: showing what was already loaded"))
+        if path is not None:
+            self.post_message(StoreTrouble(f"{path} was deleted: showing what was already loaded"))
 
-    @work(exclusive=True, group="run", exit_on_error=False)
-    async def load_run(self, key: RunKey) -> None:
-        assert self.reader is not None
-        first = True
-        try:
-            async for page in read_run(self.reader, key):
-                self.post_message(RunPage(key, page, first, False))
-                first = False
-        except StoreError as e:
-            self.post_message(StoreTrouble(str(e)))
-        self.post_message(RunPage(key, [], first, True))
+    @work(thread=True, exclusive=True, group="run", exit_on_error=False)
+    def load_run(self, key: RunKey) -> None:
+        async def job(reader: EventReader) -> None:
+            events = await read_run(reader, key)
+            if not get_current_worker().is_cancelled:
+                self.post_message(RunPage(key, events, True, True))
 
-    @work(exclusive=True, group="pipeline", exit_on_error=False)
-    async def load_pipeline(self, key: RunKey, pipeline: str) -> None:
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="pipeline", exit_on_error=False)
+    def load_pipeline(self, key: RunKey, pipeline: str) -> None:
         try:
-            steps = await asyncio.to_thread(load_pipeline_steps, self.target.project, pipeline)
+            steps = load_pipeline_steps(self.target.project, pipeline)
             self.post_message(PipelineLoaded(key, steps, None))
         except PipelineError as e:
             self.post_message(PipelineLoaded(key, None, str(e)))
@@ -244,6 +255,9 @@ class MainScreen(Screen[None]):
         self.query_one("#runs").border_title = f"Runs ({len(self.runs.summaries)})"
         self.select_current()
         self.update_banner()
+        if not self.runs_seen:
+            self.runs_seen = True
+            runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
 
     def on_peaks_loaded(self, msg: PeaksLoaded) -> None:
         for key, chars in msg.peaks.items():
@@ -260,6 +274,8 @@ class MainScreen(Screen[None]):
         self.update_banner()
 
     def on_store_trouble(self, msg: StoreTrouble) -> None:
+        if msg.text != self.trouble:
+            self.notify(msg.text, severity="error", timeout=10)
         self.trouble = msg.text
         self.update_banner()
 
@@ -470,21 +486,25 @@ class MainScreen(Screen[None]):
         if self.target.banner:
             parts.append((self.target.banner, "bold"))
         else:
-            parts.append((f"store {self.target.store}", ""))
+            parts.append((f"store {redact_url(self.target.store)}", ""))
         parts.append((" · FROZEN" + (f" ({len(self.held)} new held)" if self.held else "") if self.frozen else
                       " · live", "bold yellow" if self.frozen else "green"))  # fmt: skip
         if self.runs.follow_newest:
             parts.append((" · following newest run", "cyan"))
         if self.broken:
             parts.append((f" · {len(self.broken)} run(s) fail the hash-chain check", "bold red"))
+        elif self.verified is None:
+            parts.append((" · checking hash chains…", "dim"))
+        else:
+            parts.append((f" · {self.verified} stream(s) verified", "dim"))
         if self.reader is not None and self.reader.problems:
             parts.append((f" · {len(self.reader.problems)} unreadable row(s) skipped", "yellow"))
         parts.append((f" · caps: {self.knob_source}", "dim"))
-        if self.trouble:
-            parts.append((f"\n⚠ {self.trouble}", "bold red"))
         if self.size.width < 80 or self.size.height < 24:
-            parts.append((f"\nterminal is {self.size.width}x{self.size.height}: some panels are hidden "
-                          "(80x24 or more shows them all)", "yellow"))  # fmt: skip
+            parts.insert(0, (f"terminal {self.size.width}x{self.size.height}: graph and plot hidden (80x24 shows "
+                             "them) · ", "yellow"))  # fmt: skip
+        if self.trouble:
+            parts.insert(0, (f"⚠ {self.trouble} · ", "bold red"))
         self.query_one("#banner", Static).update(Text.assemble(*parts))
 
     def on_resize(self) -> None:
@@ -529,12 +549,14 @@ class MainScreen(Screen[None]):
         box.placeholder = f"search {self.searching} (Enter to apply, Esc to clear)"
         box.value = self.runs.search if self.searching == "runs" else self.events.search
         box.display = True
+        box.disabled = False
         box.focus()
 
     @on(Input.Submitted, "#search")
     def search_submitted(self, msg: Input.Submitted) -> None:
         self.apply_search(msg.value)
         msg.input.display = False
+        msg.input.disabled = True
         self.query_one(RunsList if self.searching == "runs" else EventsList).focus()
 
     def apply_search(self, text: str) -> None:
@@ -568,6 +590,7 @@ class MainScreen(Screen[None]):
         box = self.query_one("#search", Input)
         if box.display:
             box.display = False
+            box.disabled = True
             self.apply_search("")
             self.query_one(RunsList if self.searching == "runs" else EventsList).focus()
         elif self.events.mark is not None:

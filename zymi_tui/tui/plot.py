@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from textual.app import RenderResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual_plotext import PlotextPlot
@@ -40,6 +41,15 @@ class ContextPlot(PlotextPlot, can_focus=True):
         self.t0_ns = 0
         self.picked: CallPoint | None = None
         self.note = ""
+        self._version = 0
+        self._cache: tuple[object, RenderResult] | None = None
+
+    def render(self) -> RenderResult:
+        """Plotext rebuilds the whole figure on every render: only do it when data, size or theme changed."""
+        key = (self._version, self.size, self.app.theme)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, super().render())
+        return self._cache[1]
 
     def set_data(self, steps: dict[str, StepCalls], t0_ns: int) -> None:
         self.steps = steps
@@ -77,6 +87,7 @@ class ContextPlot(PlotextPlot, can_focus=True):
         self.replot()
 
     def replot(self) -> None:
+        self._version += 1
         plt = self.plt
         plt.clear_figure()
         width = max(self.size.width, 20)

@@ -146,6 +146,12 @@ class CursorList(ScrollView, can_focus=True):
     def on_resize(self, _event: events.Resize) -> None:
         self.update_size()
 
+    def _on_hide(self, event: events.Hide) -> None:
+        # Textual blurs a focused widget when it is hidden, including while the whole screen is
+        # laid out at size 0 during start-up; keep the focus then (the user has not moved it).
+        if self.has_focus and self.screen.region.area == 0:
+            event.prevent_default()
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         line = y + round(self.scroll_y)

@@ -1,10 +1,10 @@
 """The offline demo model (`llm: {provider: demo}`): deterministic, no network, no key.
 
 It plays a believable agent over the demo workspace: lists the files, reads them, greps, writes
-memory notes, then answers. Its plan depends only on the task text, so a run is reproducible; the
-longer the task asks ("all", "every", "audit", "long"), the more it reads, so a chat or a run grows
-its context the way a real one does. Compaction requests get a summary built from the span. Every
-answer is prefixed `[demo model]`.
+memory notes, then answers. Its plan depends only on the task text, so a run is reproducible.
+The more the task asks for ("all", "every", "audit"), the more it reads ("everything at once"
+cats every module in one call), so a chat or a run grows its context the way a real one does.
+Compaction requests get a summary built from the span. Every answer starts with `[demo model]`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from zymi_tui.engine.providers.demo_workspace import MODULES
 from zymi_tui.events.messages import TokenUsage, ToolCallInfo
 
 LABEL = "[demo model]"
-LONG_WORDS = ("all", "every", "audit", "long", "whole", "everything", "все", "всё")
+LONG_WORDS = ("all", "every", "audit", "long", "whole", "все", "всё")
 
 
 def _tokens(text: str) -> int:
@@ -37,9 +37,12 @@ def plan_for(task: str) -> list[tuple[str, dict[str, Any]]]:
     named = [m for m in MODULES if m in words]
     mods = named + [m for m in mods if m not in named]
     plan: list[tuple[str, dict[str, Any]]] = [("execute_shell_command", {"command": "ls workspace/src workspace/docs"})]
+    if "once" in words or "everything" in words:
+        plan.append(("execute_shell_command", {"command": "cat workspace/src/*.py"}))
+        return plan
     for k, m in enumerate(mods):
         plan.append(("read_file", {"path": f"workspace/src/{m}.py"}))
-        if k % 3 == 2:
+        if long or k % 3 == 2:
             plan.append(("execute_shell_command", {"command": f"grep -n TODO workspace/src/{m}.py"}))
         if k % 4 == 3:
             plan.append(("write_memory", {"key": f"note_{m}", "content": f"{m}: read, has TODOs to review"}))
@@ -91,10 +94,15 @@ class DemoProvider:
             call = ToolCallInfo(id=f"demo_{self._calls}", name=name, arguments=json.dumps(args, ensure_ascii=False))
             return LlmResponse(thought, [call], self._usage(request, thought), "tool_calls")
         self._progress.pop(key, None)
-        seen = [m for m in request.messages if m.get("role") == "tool"]
+        seen = [str(m.get("content") or "") for m in request.messages if m.get("role") == "tool"]
+        failed = sum(c.startswith(("[tool error]", "[denied", "[rejected", "[requires approval")) for c in seen)
+        finding = (
+            "the modules follow one pattern (scale and shift) and a few carry TODOs about rounding."
+            if failed < len(seen) or not seen
+            else "every call failed: this project has no demo workspace (try `zymi-tui init --example demo`)."
+        )
         text = (
-            f"{LABEL} Done with: {task[:80]}. I looked at {len(seen)} tool results still in my context; "
-            "the modules follow one pattern (scale and shift) and a few carry TODOs about rounding. "
-            "Nothing here came from a real model."
+            f"{LABEL} Done with: {task[:80]}. I looked at {len(seen)} tool results still in my context "
+            f"({failed} failed); {finding} Nothing here came from a real model."
         )
         return LlmResponse(text, [], self._usage(request, text), "stop")

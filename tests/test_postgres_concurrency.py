@@ -1,0 +1,223 @@
+"""Several writers, one tailing reader: no gap, no duplicate, every chain verifies, every event
+delivered once, in order, quickly; an id committed after a higher one is never skipped."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from zymi_tui.events import postgres
+from zymi_tui.events.envelope import Event
+from zymi_tui.events.kinds import ResponseReady
+from zymi_tui.events.postgres import PostgresReader, PostgresWriter
+from zymi_tui.events.tail import DEFAULT_POLL_S, tail
+from zymi_tui.events.verify import verify_store
+
+from .test_postgres_helpers import pg_url
+
+__all__ = ["pg_url"]
+
+WRITERS, PER_WRITER, STREAMS = 4, 1000, 6
+# One writer process: appends n events round-robin over streams it shares with the others, and
+# logs each event id with the wall time at which its append (its commit) returned.
+WRITER = """
+import asyncio, json, sys, time
+from zymi_tui.events.envelope import Event
+from zymi_tui.events.kinds import ResponseReady
+from zymi_tui.events.store import open_writer
+
+async def main(url, me, n, streams, log_path, go):
+    writer = await open_writer(url)
+    while not __import__("os").path.exists(go):
+        await asyncio.sleep(0.005)
+    log = []
+    for i in range(n):
+        stream = f"s{(i + me) % streams}"
+        event = Event.new(stream, ResponseReady(conversation_id=stream, content=f"{me}:{i}"), f"w{me}")
+        se = await writer.append(event)
+        log.append([se.event.id, time.time()])
+    await writer.close()
+    with open(log_path, "w") as f:
+        json.dump(log, f)
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]))
+"""
+
+
+def response(stream: str, text: str) -> Event:
+    return Event.new(stream, ResponseReady(conversation_id=stream, content=text), "test")
+
+
+async def test_four_writer_processes_one_tailing_reader(pg_url: str, tmp_path: Path) -> None:
+    async with await PostgresWriter.open(pg_url):
+        pass  # the schema first, so the reader can open before the writers start
+    go = tmp_path / "go"
+    # commits stay atomic and ordered; only the wait for their flush to disk is skipped (a fast test)
+    fast = pg_url + "&synchronous_commit=off"
+    args = [sys.executable, "-c", WRITER, fast, "", str(PER_WRITER), str(STREAMS), "", str(go)]
+    procs = []
+    for me in range(WRITERS):
+        args[4], args[7] = str(me), str(tmp_path / f"w{me}.json")
+        procs.append(subprocess.Popen(list(args)))
+    reader = await PostgresReader.open(pg_url)
+    seen: list[tuple[int, str, float]] = []
+    stop = asyncio.Event()
+
+    async def follow() -> None:
+        async for batch in tail(reader, 0, poll_s=DEFAULT_POLL_S, stop=stop):
+            now = time.time()
+            seen.extend((se.global_id, se.event.id, now) for se in batch)
+            if len(seen) >= WRITERS * PER_WRITER:
+                stop.set()
+
+    follower = asyncio.create_task(follow())
+    await asyncio.sleep(0.3)
+    go.touch()
+    try:
+        for p in procs:
+            assert await asyncio.to_thread(p.wait, 120) == 0
+        await asyncio.wait_for(follower, 10)
+    finally:
+        for p in procs:
+            p.kill() if p.poll() is None else None
+        stop.set()
+
+    # every event once, in global order
+    ids = [gid for gid, _, _ in seen]
+    assert len(seen) == WRITERS * PER_WRITER
+    assert ids == sorted(set(ids))
+    conn = await asyncpg.connect(pg_url)
+    try:
+        assert ids == [r[0] for r in await conn.fetch("SELECT id FROM events ORDER BY id")]
+        per_stream = await conn.fetch(
+            "SELECT stream_id, COUNT(*), COUNT(DISTINCT sequence), MIN(sequence), MAX(sequence) FROM events "
+            "GROUP BY stream_id"
+        )
+    finally:
+        await conn.close()
+    # no gap, no duplicate sequence in any stream, every chain verifies
+    assert sum(r[1] for r in per_stream) == WRITERS * PER_WRITER and len(per_stream) == STREAMS
+    assert all(n == distinct == last and first == 1 for _, n, distinct, first, last in per_stream)
+    verdicts = await verify_store(reader)
+    assert [v.stream_id for v in verdicts if v.ok] == [f"s{i}" for i in range(STREAMS)]
+    await reader.close()
+
+    committed: dict[str, float] = {}
+    for me in range(WRITERS):
+        committed.update({eid: t for eid, t in json.loads((tmp_path / f"w{me}.json").read_text())})
+    delays = sorted(t - committed[eid] for _, eid, t in seen)
+    p95 = delays[int(len(delays) * 0.95)]
+    print(f"tail delay p50 {delays[len(delays) // 2] * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms")
+    assert p95 < 0.3, f"tail delay p95 {p95 * 1000:.0f} ms, max {delays[-1] * 1000:.0f} ms"
+
+
+async def _held_insert(writer: PostgresWriter, url: str, stream: str) -> tuple[asyncpg.Connection, asyncpg.Transaction]:
+    """An append that has taken its id but not committed: what a slow writer looks like."""
+    conn = await asyncpg.connect(url)
+    tx = conn.transaction()
+    await tx.start()
+    await writer._insert(conn, response(stream, "held"))
+    return conn, tx
+
+
+async def test_a_lower_id_committed_later_is_not_skipped(pg_url: str) -> None:
+    writer = await PostgresWriter.open(pg_url)
+    await writer.append(response("a", "first"))  # id 1
+    reader = await PostgresReader.open(pg_url)
+    try:
+        assert [e.global_id for e in (await reader.read_after(0, 100)).events] == [1]
+        conn, tx = await _held_insert(writer, pg_url, "b")  # id 2, open
+        await writer.append(response("c", "after"))  # id 3, committed
+        assert await writer._pool.fetchval("SELECT array_agg(id) FROM events WHERE id > 1") == [3]  # naive tail: 3
+        page = await reader.read_after(1, 100)
+        assert page.events == [] and page.last_global_id == 1
+        assert await reader.max_global_id() == 1
+        await tx.commit()
+        await conn.close()
+        page = await reader.read_after(1, 100)
+        assert [e.global_id for e in page.events] == [2, 3] and page.last_global_id == 3
+    finally:
+        await reader.close()
+        await writer.close()
+
+
+async def test_a_rolled_back_id_is_passed_promptly(pg_url: str) -> None:
+    writer = await PostgresWriter.open(pg_url)
+    await writer.append(response("a", "first"))
+    reader = await PostgresReader.open(pg_url)
+    try:
+        await reader.read_after(0, 100)
+        conn, tx = await _held_insert(writer, pg_url, "b")
+        await writer.append(response("c", "after"))
+        await tx.rollback()
+        await conn.close()
+        started = time.monotonic()
+        page = await reader.read_after(1, 100)
+        assert [e.global_id for e in page.events] == [3]
+        assert time.monotonic() - started < 0.3
+    finally:
+        await reader.close()
+        await writer.close()
+
+
+async def test_a_gap_held_open_too_long_is_skipped_then_delivered_late(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres, "GIVE_UP_S", 0.3)
+    writer = await PostgresWriter.open(pg_url)
+    await writer.append(response("a", "first"))
+    reader = await PostgresReader.open(pg_url)
+    try:
+        await reader.read_after(0, 100)
+        conn, tx = await _held_insert(writer, pg_url, "b")
+        await writer.append(response("c", "after"))
+        assert (await reader.read_after(1, 100)).events == []
+        await asyncio.sleep(0.35)
+        page = await reader.read_after(1, 100)
+        assert [e.global_id for e in page.events] == [3] and page.last_global_id == 3
+        await tx.commit()
+        await conn.close()
+        page = await reader.read_after(3, 100)
+        assert [e.global_id for e in page.events] == [2]  # late, but not lost
+        assert (await reader.read_after(3, 100)).events == []
+    finally:
+        await reader.close()
+        await writer.close()
+
+
+async def test_a_reader_never_blocks_a_writer(pg_url: str) -> None:
+    writer = await PostgresWriter.open(pg_url)
+    for i in range(20):
+        await writer.append(response(f"s{i % 3}", "x"))
+    reader = await PostgresReader.open(pg_url)
+    try:
+        async with reader._pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            assert len(await conn.fetch("SELECT * FROM events")) == 20  # a snapshot and a lock held open
+            stop = asyncio.Event()
+
+            async def keep_reading() -> None:
+                cursor = 0
+                while not stop.is_set():
+                    cursor = (await reader.read_after(cursor, 5)).last_global_id
+
+            busy = asyncio.create_task(keep_reading())
+            slowest = 0.0
+            for i in range(100):
+                started = time.monotonic()
+                await writer.append(response(f"s{i % 3}", "y"))
+                slowest = max(slowest, time.monotonic() - started)
+            stop.set()
+            await busy
+            assert slowest < 0.25, f"an append took {slowest * 1000:.0f} ms while readers were reading"
+            assert len(await conn.fetch("SELECT * FROM events")) == 20  # the reader's snapshot stood
+        assert await reader.count() == 120
+    finally:
+        await reader.close()
+        await writer.close()

@@ -1,0 +1,50 @@
+"""The dashboard on a Postgres store: opens, never shows the password, keeps following new events."""
+
+from __future__ import annotations
+
+import html
+import re
+import urllib.parse
+
+from zymi_tui.events.envelope import Event
+from zymi_tui.events.kinds import PipelineRequested
+from zymi_tui.events.store import open_writer
+from zymi_tui.tui.app import DashboardApp, Target
+
+from .test_postgres_helpers import pg_url
+
+__all__ = ["pg_url"]
+
+
+def screen_text(app: DashboardApp) -> str:
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+async def request(url: str, stream: str, task: str) -> None:
+    writer = await open_writer(url)
+    try:
+        await writer.append(Event.new(stream, PipelineRequested(pipeline="main", inputs={"task": task}), "test"))
+    finally:
+        await writer.close()
+
+
+async def test_dashboard_follows_a_postgres_store(pg_url: str) -> None:
+    await request(pg_url, "run-one", "first task")
+    password = urllib.parse.urlsplit(pg_url).password
+    assert password
+    app = DashboardApp(Target(pg_url, None, None))
+    async with app.run_test(size=(160, 45)) as pilot:
+
+        async def shown(what: str) -> str:
+            for _ in range(100):  # up to 20 s on a busy machine; usually the first pause
+                await pilot.pause(0.2)
+                if what in (text := screen_text(app)):
+                    return text
+            return screen_text(app)
+
+        text = await shown("first task")
+        assert "first task" in text
+        assert password not in text and "zymi:***@" in text
+        await request(pg_url, "run-two", "second task")  # another process would do the same
+        assert "second task" in await shown("second task")

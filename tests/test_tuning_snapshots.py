@@ -1,0 +1,74 @@
+"""Snapshots of the tuning screens on oracle stores (timings hidden: they differ run to run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Input, Static
+
+from tests.conftest import ORACLE, requires_oracle
+from zymi_tui.events.store import EventReader
+from zymi_tui.tui.tuning.app import TuningApp
+from zymi_tui.tui.tuning.compare_screen import CompareScreen
+from zymi_tui.tui.tuning.editor import TuningScreen
+from zymi_tui.tui.tuning.sweep_screen import SweepScreen
+
+pytestmark = requires_oracle
+SIZE = (150, 45)
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZYMI_TUI_CONFIG_DIR", str(tmp_path))
+
+
+def store(name: str) -> tuple[str, Path]:
+    return str(ORACLE / name / "events.db"), ORACLE / name / "project"
+
+
+async def settle(pilot: Any) -> None:
+    """Until every worker is done and its result drawn (the job's result arrives as a message)."""
+    for _ in range(200):
+        await pilot.pause(0.02)
+        await pilot.app.workers.wait_for_complete()
+        screen = pilot.app.screen
+        if not getattr(screen, "running", False) and getattr(screen, "memory", True) is not None:
+            break
+    await pilot.pause(0.1)
+    pilot.app.screen.query_one("#elapsed", Static).display = False
+    for field in pilot.app.screen.query(Input):
+        field.cursor_blink = False  # a blinking cursor makes the picture depend on the instant
+    await pilot.pause()
+
+
+def test_editor_snapshot(snap_compare: Any) -> None:
+    db, project = store("coding_default")
+    stream = json.loads((ORACLE / "coding_default" / "expected.json").read_text())[0]["stream_id"]
+
+    def make(reader: EventReader) -> TuningScreen:
+        return TuningScreen(reader, stream, project=project)
+
+    async def edit(pilot: Any) -> None:
+        await settle(pilot)
+        pilot.app.screen.query_one("#knob-observation_window", Input).value = "3"
+        pilot.app.screen.query_one("#knob-hard_cap_chars", Input).value = "10"  # below the soft cap: error shown
+        await settle(pilot)
+
+    assert snap_compare(TuningApp(db, make), terminal_size=SIZE, run_before=edit)
+
+
+def test_replay_screen_snapshot(snap_compare: Any, tmp_path: Path) -> None:
+    db, project = store("hard_cap")
+    app = TuningApp(
+        db, lambda _r: CompareScreen(db, project=project, profiles="recorded,chat,eval", export_dir=tmp_path)
+    )
+    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+
+
+def test_sweep_snapshot(snap_compare: Any) -> None:
+    db, project = store("coding_compaction")
+    app = TuningApp(db, lambda _r: SweepScreen(db, project=project, windows="2,4,10", soft_caps="4k,8k,40k"))
+    assert snap_compare(app, terminal_size=SIZE, run_before=settle)

@@ -1,0 +1,433 @@
+"""`zymi-tui compare`, `sweep`, `rent` and `find`: a store replayed under other knobs (what-if).
+
+Every what-if output carries the same-trajectory caveat; every figure says recorded or estimated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from zymi_tui.context.knobs import ContextKnobs, KnobError, make_knobs, resolve_knobs
+from zymi_tui.context.prefix import find_project
+from zymi_tui.events.store import EventReader, open_reader, resolve_store, run_of
+from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
+from zymi_tui.replay.compare import (
+    CAVEAT,
+    Comparison,
+    compare_profiles,
+    knob_dict,
+    price_note,
+    recorded_output,
+    replay_profiles,
+    to_csv,
+    to_json_text,
+    to_markdown,
+)
+from zymi_tui.replay.costs import PriceError, load_prices
+from zymi_tui.replay.presence import presence
+from zymi_tui.replay.rent import observation_rent
+from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, SweepError, parse_values, sweep
+
+from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg
+
+RECORDED = "recorded"
+KnobDict = dict[str, int | None]
+
+
+# -- shared --------------------------------------------------------------------------------------
+def locate(args: argparse.Namespace) -> tuple[str, Path | None]:
+    """The store, and the project it was recorded with (--project, else beside the store)."""
+    location = resolve_store(store_arg(args))
+    project = find_project(location, Path(args.project) if args.project else None)
+    if project is not None and not (project / "project.yml").is_file():
+        raise CommandError(f"--project {args.project}: no project.yml in that folder; accepted: a zymi project folder")
+    return location, project
+
+
+def base_knobs(project: Path | None) -> ContextKnobs:
+    try:
+        return recorded_knobs(project)
+    except KnobError as e:
+        raise CommandError(str(e)) from None
+
+
+def profile_knobs(name: str, recorded: ContextKnobs) -> KnobDict | None:
+    """`recorded` (or `project`) -> None (the store's own knobs); a built-in or saved profile otherwise."""
+    if name in (RECORDED, "project"):
+        return None
+    try:
+        return knob_dict(resolve_knobs(recorded, name, []))
+    except KnobError as e:
+        raise CommandError(str(e)) from None
+
+
+def project_model(project: Path | None) -> str | None:
+    if project is None:
+        return None
+    try:
+        doc = yaml.safe_load((project / "project.yml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    llm = doc.get("llm") if isinstance(doc, dict) else None
+    model = llm.get("model") if isinstance(llm, dict) else None
+    return model if isinstance(model, str) else None
+
+
+def make_replay(
+    reader: EventReader, project: Path | None, streams: list[str] | None
+) -> Callable[[KnobDict | None], AsyncIterator[CallContext]]:
+    def replay(knobs: KnobDict | None) -> AsyncIterator[CallContext]:
+        ck = None if knobs is None else make_knobs(dict(knobs), "profile")
+        return replay_store(reader, project=project, knobs=ck, streams=streams)
+
+    return replay
+
+
+async def step_streams(reader: EventReader, runs: list[str] | None) -> list[str] | None:
+    """The step streams of the selected run streams (None: the whole store)."""
+    if not runs:
+        return None
+    known = {s.stream_id for s in await reader.streams()}
+    missing = [r for r in runs if r not in known]
+    if missing:
+        raise CommandError(f"--run {missing[0]}: no such stream in the store; see `zymi-tui runs`")
+    return sorted(s for s in known if run_of(s) in runs)
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("replaying under {task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not sys.stderr.isatty(),
+    )
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    add_store_arg(p)
+    p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, knobs)")
+    p.add_argument("--run", action="append", metavar="STREAM", help="only this run stream (repeatable)")
+
+
+def write_or_print(text: str, output: str | None) -> None:
+    if output:
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise CommandError(f"--output {output}: cannot write ({e.strerror or e})") from None
+        err.print(f"wrote {output}")
+    else:
+        sys.stdout.write(text)
+
+
+# -- compare -------------------------------------------------------------------------------------
+async def run_compare(args: argparse.Namespace) -> Comparison:
+    names = [n.strip() for n in args.profiles.split(",") if n.strip()]
+    if len(names) < 2:
+        raise CommandError(f"profiles {args.profiles!r}: give two or more, e.g. recorded,chat,eval")
+    location, project = locate(args)
+    base = base_knobs(project)
+    profiles = [(n, profile_knobs(n, base)) for n in names]
+    try:
+        prices = load_prices(Path(args.prices) if args.prices else None)
+    except PriceError as e:
+        raise CommandError(str(e)) from None
+    reader = await open_reader(location)
+    try:
+        streams = await step_streams(reader, args.run)
+        output = await recorded_output(reader, streams)
+        with progress_bar() as bar:
+            task = bar.add_task(names[0], total=1.0)
+
+            def tick(fraction: float, profile: str) -> None:
+                bar.update(task, description=profile, completed=fraction)
+
+            cmp = await compare_profiles(
+                replay_profiles(reader, project, profiles, streams),
+                profiles,
+                recorded_knobs=knob_dict(base),
+                prices=prices,
+                model=args.model or project_model(project),
+                output=output,
+                last_global_id=await reader.max_global_id(),
+                progress=tick,
+            )
+    finally:
+        await reader.close()
+    return cmp
+
+
+def print_comparison(cmp: Comparison, currency: str) -> None:
+    out.print(f"[yellow]⚠ {escape(cmp.caveat)}[/]")
+    table = Table(title="whole store", title_justify="left")
+    table.add_column("figure")
+    for p in cmp.profiles:
+        table.add_column(p.name + (" (recorded knobs)" if p.recorded else ""), justify="right")
+    md = to_markdown(cmp, currency).splitlines()
+    body = [line for line in md if line.startswith("| ") and not line.startswith("| figure")]
+    for line in body[: len(body) - len(cmp.runs()) - 1]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        table.add_row(*cells)
+    out.print(table)
+    out.print(
+        f"tokens: recorded where the context is unchanged, else estimated ({cmp.tokens_ratio_source}); "
+        f"cost: {price_note(cmp)}"
+    )
+
+
+@guarded
+def cmd_compare(args: argparse.Namespace) -> int:
+    cmp = run_async(run_compare(args))
+    fmt = args.format
+    if fmt == "table":
+        print_comparison(cmp, "USD")
+        if args.output:
+            write_or_print(to_markdown(cmp), args.output)
+    elif fmt == "json":
+        write_or_print(to_json_text(cmp), args.output)
+    elif fmt == "csv":
+        write_or_print(to_csv(cmp), args.output)
+    else:
+        write_or_print(to_markdown(cmp), args.output)
+    return EXIT_OK
+
+
+# -- sweep ---------------------------------------------------------------------------------------
+@guarded
+def cmd_sweep(args: argparse.Namespace) -> int:
+    try:
+        windows = parse_values(args.window, "window") if args.window else list(DEFAULT_WINDOWS)
+        caps = parse_values(args.soft_cap, "soft-cap") if args.soft_cap else list(DEFAULT_SOFT_CAPS)
+    except SweepError as e:
+        raise CommandError(str(e)) from None
+
+    async def go() -> Any:
+        location, project = locate(args)
+        base = base_knobs(project)
+        reader = await open_reader(location)
+        try:
+            streams = await step_streams(reader, args.run)
+            with progress_bar() as bar:
+                task = bar.add_task("grid", total=1.0)
+
+                def tick(fraction: float, profile: str) -> None:
+                    bar.update(task, description=profile, completed=fraction)
+
+                return await sweep(
+                    reader,
+                    project,
+                    knob_dict(base),
+                    windows,
+                    caps,
+                    recorded_knobs=knob_dict(base),
+                    streams=streams,
+                    last_global_id=await reader.max_global_id(),
+                    progress=tick,
+                )
+        finally:
+            await reader.close()
+
+    result = run_async(go())
+    if args.json:
+        write_or_print(json.dumps(result.to_json(), indent=1) + "\n", args.output)
+        return EXIT_OK
+    out.print(f"[yellow]⚠ {escape(CAVEAT)}[/]")
+    table = Table(title="sweep: ★ = Pareto front (total input tokens vs peak), ✗ = hard-cap failures")
+    for col in ("window", "soft cap", "hard cap", "input tokens (sum)", "peak tokens", "peak chars",
+                "over soft", "compactions (est.)", "hard-cap fails", "figures", ""):  # fmt: skip
+        table.add_column(col, justify="right")
+    for p in result.points:
+        mark = "★" if p.pareto else ("✗" if p.hard_cap_failures else "")
+        table.add_row(*(f"{v:,}" for v in (p.observation_window, p.soft_cap_chars, p.hard_cap_chars, p.tokens_sum,
+                        p.tokens_peak, p.chars_peak, p.over_soft_cap, p.compactions_simulated,
+                        p.hard_cap_failures)), p.provenance, mark)  # fmt: skip
+    out.print(table)
+    return EXIT_OK
+
+
+# -- rent ----------------------------------------------------------------------------------------
+@guarded
+def cmd_rent(args: argparse.Namespace) -> int:
+    async def go() -> Any:
+        location, project = locate(args)
+        base = base_knobs(project)
+        reader = await open_reader(location)
+        try:
+            await step_streams(reader, [run_of(args.stream)])
+            replay = make_replay(reader, project, [args.stream])
+            return await observation_rent(replay, args.stream, window=args.window, base=knob_dict(base))
+        finally:
+            await reader.close()
+
+    rent = run_async(go())
+    ranked = rent.ranked()[: args.top]
+    if args.json:
+        doc = {
+            "stream_id": rent.stream_id,
+            "calls": rent.calls,
+            "chars_total": rent.chars_total,
+            "what_if_window": rent.what_if_window,
+            "chars_total_what_if": rent.chars_total_what_if,
+            "caveat": CAVEAT if rent.what_if_window is not None else None,
+            "observations": [{**vars(o), "saved_bytes": o.saved_bytes} for o in ranked],
+        }
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+        return EXIT_OK
+    out.print(
+        f"[bold]{escape(rent.stream_id)}[/]: {rent.calls} call(s), {rent.chars_total:,} input bytes (recorded knobs)"
+    )
+    table = Table()
+    for col in ("seq", "tool", "bytes", "sent in full", "masked", "rent (bytes×calls)"):
+        table.add_column(col, justify="right")
+    if rent.what_if_window is not None:
+        table.add_column(f"saved at window {rent.what_if_window} (est.)", justify="right")
+    for o in ranked:
+        row = [
+            str(o.source_seq),
+            o.tool,
+            f"{o.bytes_full:,}",
+            str(o.calls_full),
+            str(o.calls_masked),
+            f"{o.rent_bytes:,}",
+        ]
+        if rent.what_if_window is not None:
+            row.append(f"{o.saved_bytes or 0:,}")
+        table.add_row(*row)
+    out.print(table)
+    if rent.what_if_window is not None and rent.chars_total_what_if is not None:
+        out.print(f"[yellow]⚠ {escape(CAVEAT)}[/]")
+        out.print(f"window {rent.what_if_window}: {rent.chars_total_what_if:,} input bytes "
+                  f"({rent.chars_total_what_if - rent.chars_total:+,}) (estimated)")  # fmt: skip
+    return EXIT_OK
+
+
+# -- find ----------------------------------------------------------------------------------------
+@guarded
+def cmd_find(args: argparse.Namespace) -> int:
+    if not args.text:
+        raise CommandError("find: TEXT is empty; give the string to look for")
+
+    async def go() -> Any:
+        location, project = locate(args)
+        base = base_knobs(project)
+        try:
+            knobs = resolve_knobs(base, args.profile, args.set or [])
+        except KnobError as e:
+            raise CommandError(str(e)) from None
+        reader = await open_reader(location)
+        try:
+            await step_streams(reader, [run_of(args.stream)])
+            events = await reader.read_stream(args.stream)
+            calls = [c async for c in replay_store(reader, project=project, knobs=knobs, streams=[args.stream])]
+            return knobs, presence(calls, events, args.text, knob_dict(knobs))
+        finally:
+            await reader.close()
+
+    knobs, found = run_async(go())
+    what_if = knobs != base_knobs(locate(args)[1])
+    if args.json:
+        for p in found:
+            sys.stdout.write(json.dumps({**vars(p), "what_if": what_if}, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    if what_if:
+        out.print(f"[yellow]⚠ {escape(CAVEAT)}[/]  ({escape(knobs.describe())})")
+    style = {"full": "green", "masked": "yellow", "compacted": "magenta", "forgotten": "red", "absent": "red"}
+    for p in found:
+        s = style.get(p.status, "bright_black")
+        out.print(f"seq {p.sequence:>5}  [{s}]{p.status:<9}[/] {escape(p.why)}")
+    return EXIT_OK
+
+
+# -- tune (the screens) -------------------------------------------------------------------------
+async def busiest_step_stream(store: str) -> str | None:
+    reader = await open_reader(store)
+    try:
+        steps = [s for s in await reader.streams() if ":step:" in s.stream_id]
+    finally:
+        await reader.close()
+    return max(steps, key=lambda s: s.count).stream_id if steps else None
+
+
+@guarded
+def cmd_tune(args: argparse.Namespace) -> int:
+    from zymi_tui.tui.tuning.app import TuningApp
+    from zymi_tui.tui.tuning.compare_screen import CompareScreen
+    from zymi_tui.tui.tuning.editor import TuningScreen
+    from zymi_tui.tui.tuning.sweep_screen import SweepScreen
+
+    location, project = locate(args)
+    base_knobs(project)  # a bad runtime.context fails here, with one line
+    if args.compare:
+        app = TuningApp(location, lambda _r: CompareScreen(location, project=project, profiles=args.compare))
+    elif args.sweep:
+        app = TuningApp(location, lambda _r: SweepScreen(location, project=project, windows=args.window,
+                                                         soft_caps=args.soft_cap))  # fmt: skip
+    else:
+        stream = args.stream or run_async(busiest_step_stream(location))
+        if stream is None:
+            raise CommandError(f"{location}: no step stream with LLM calls to tune; pass --stream")
+        app = TuningApp(location, lambda r: TuningScreen(r, stream, project=project, sequence=args.seq))
+    app.run()
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("compare", help="replay a store under two or more profiles side by side (what-if)")
+    add_common(p)
+    p.add_argument("--profiles", required=True, metavar="P1,P2[,...]",
+                   help=f"`{RECORDED}` (the store's own knobs), coding, chat, eval or a saved profile")  # fmt: skip
+    p.add_argument(
+        "--prices", metavar="FILE", help="price table YAML (default: ~/.config/zymi-tui/prices.yml or built-in)"
+    )
+    p.add_argument("--model", help="price as this model (default: llm.model of project.yml)")
+    p.add_argument("--format", choices=["table", "json", "csv", "md"], default="table")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the export there (table: as Markdown)")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("sweep", help="replay a store over a grid of observation_window x soft_cap_chars")
+    add_common(p)
+    p.add_argument("--window", metavar="LIST", help="e.g. 2,4,6,8,10,15,20 or 2-20:2")
+    p.add_argument("--soft-cap", dest="soft_cap", metavar="LIST", help="e.g. 20k,40k,60k,100k,400k")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("-o", "--output", metavar="FILE")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("rent", help="tool results of a stream ranked by what they cost while unmasked")
+    add_common(p)
+    p.add_argument("--stream", required=True, help="a step stream (`<run>:step:<id>`)")
+    p.add_argument("--window", type=int, metavar="W", help="also show what observation_window=W would have saved")
+    p.add_argument("--top", type=int, default=20)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_rent)
+
+    p = sub.add_parser("find", help="was TEXT in the context at each call of a stream (and why not)?")
+    p.add_argument("text", metavar="TEXT", help="the string to look for (first: `find TEXT STORE --stream S`)")
+    add_common(p)
+    p.add_argument("--stream", required=True, help="a step stream (`<run>:step:<id>`)")
+    p.add_argument("--profile", help="look under this profile instead of the recorded knobs")
+    p.add_argument("--set", action="append", metavar="KNOB=VALUE")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_find)
+
+    p = sub.add_parser("tune", help="the knob editor (or --compare / --sweep screens) on a store")
+    add_common(p)
+    p.add_argument("--stream", help="the step stream to edit (default: the one with the most events)")
+    p.add_argument("--seq", type=int, metavar="N", help="the call (LlmCallStarted sequence) shown first")
+    p.add_argument("--compare", metavar="P1,P2[,...]", help="open the profile comparison screen instead")
+    p.add_argument("--sweep", action="store_true", help="open the sweep screen instead")
+    p.add_argument("--window", metavar="LIST", help="with --sweep: observation_window values")
+    p.add_argument("--soft-cap", dest="soft_cap", metavar="LIST", help="with --sweep: soft_cap_chars values")
+    p.set_defaults(func=cmd_tune)

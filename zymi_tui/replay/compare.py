@@ -1,0 +1,450 @@
+"""A whole store replayed under several profiles, side by side: per run stream and in total.
+
+Every figure carries its provenance. A call whose re-rendered context equals the recorded one keeps
+the provider's reported tokens (`recorded`); any other call is `estimated` as the recorded usage
+plus the change in bytes times the store's tokens-per-byte ratio (calibrated on its own recorded
+calls, else the 0.28 heuristic of docs/context.md). Compactions the recorded run never made need a
+summary from a model: they are counted as simulated summary calls and always marked as estimates.
+Same trajectory assumed: the agent is taken to have made the same calls whatever its context was.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs, make_knobs
+from zymi_tui.context.prefix import ProjectPrefixes
+from zymi_tui.events.kinds import LlmCallCompleted
+from zymi_tui.events.store import EventReader, run_of
+from zymi_tui.replay import calls as calls_mod
+from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext
+from zymi_tui.replay.costs import Cost, ModelPrice, PriceTable, cost_of
+
+CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
+HEURISTIC_TOKENS_PER_BYTE = 0.28  # docs/context.md: "Roughly chars x 0.28 = tokens for English"
+SUMMARY_MAX_TOKENS = 1024  # zymi's compaction call: max_tokens 1024 (context-builder.md §2)
+
+
+@dataclass
+class RecordedOutput:
+    """Output tokens the store reports: agent replies per run stream, and compaction replies."""
+
+    agent_by_run: dict[str, int] = field(default_factory=dict)
+    summary_tokens: int = 0
+    summary_calls: int = 0
+
+    @property
+    def summary_mean(self) -> tuple[float, bool]:
+        """Output tokens of one summary call, and whether that is a recorded mean (else a guess)."""
+        if self.summary_calls:
+            return self.summary_tokens / self.summary_calls, True
+        return SUMMARY_MAX_TOKENS / 4, False
+
+
+async def recorded_output(reader: EventReader, streams: Sequence[str] | None = None) -> RecordedOutput:
+    """One pass over the store's LlmCallCompleted events (the kind index; no decoding of others)."""
+    out = RecordedOutput()
+    wanted = None if streams is None else set(streams)
+    cursor = 0
+    while True:
+        page = await reader.read_kind_page("llm_call_completed", stream_id=None, after_global_id=cursor, limit=5000)
+        if not page:
+            return out
+        cursor = page[-1].global_id
+        for se in page:
+            kind, ev = se.event.kind, se.event
+            if not isinstance(kind, LlmCallCompleted) or kind.usage is None:
+                continue
+            if wanted is not None and ev.stream_id not in wanted:
+                continue
+            if ev.source == "compaction":
+                out.summary_tokens += kind.usage.output_tokens
+                out.summary_calls += 1
+            else:
+                run = run_of(ev.stream_id)
+                out.agent_by_run[run] = out.agent_by_run.get(run, 0) + kind.usage.output_tokens
+
+
+def knob_dict(knobs: ContextKnobs) -> dict[str, int | None]:
+    """The five knobs as a plain mapping (the form profiles, exports and sweeps work on)."""
+    return {k: getattr(knobs, k) for k in KNOB_NAMES}
+
+
+# -- figures -----------------------------------------------------------------------------------
+@dataclass
+class CallFigure:
+    """One LLM call under one profile."""
+
+    stream_id: str
+    sequence: int
+    global_id: int
+    kind: str  # "agent" | "summary" (a recorded compaction call) | "simulated summary"
+    chars: int
+    message_count: int
+    recorded_chars: int
+    recorded_tokens: int | None
+    over_soft: bool
+    hard_cap_failed: bool
+    tokens: int = 0
+    tokens_provenance: str = "estimated"  # "recorded" | "estimated"
+
+    @property
+    def sent(self) -> bool:
+        return not self.hard_cap_failed
+
+
+@dataclass
+class Totals:
+    """Sums over the calls of one run stream (or of the whole store) under one profile."""
+
+    calls: int = 0
+    agent_calls: int = 0
+    chars_sum: int = 0
+    chars_peak: int = 0
+    tokens_sum: int = 0
+    tokens_peak: int = 0
+    tokens_estimated: int = 0  # how many calls' tokens are estimates
+    over_soft_cap: int = 0
+    compactions_recorded: int = 0
+    compactions_simulated: int = 0  # estimates: a summary the recorded run never asked for
+    hard_cap_failures: int = 0
+    cost: Cost | None = None
+    cost_estimated: bool = False
+
+    @property
+    def provenance(self) -> str:
+        return "estimated" if self.tokens_estimated or self.compactions_simulated else "recorded"
+
+    def add(self, f: CallFigure) -> None:
+        if f.hard_cap_failed:
+            self.hard_cap_failures += 1
+            return
+        self.calls += 1
+        self.chars_sum += f.chars
+        self.tokens_sum += f.tokens
+        self.tokens_estimated += f.tokens_provenance != "recorded"
+        if f.kind == "agent":
+            self.agent_calls += 1
+            self.chars_peak = max(self.chars_peak, f.chars)
+            self.tokens_peak = max(self.tokens_peak, f.tokens)
+            self.over_soft_cap += f.over_soft
+        elif f.kind == "summary":
+            self.compactions_recorded += 1
+        else:
+            self.compactions_simulated += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cost"] = None if self.cost is None else {**asdict(self.cost), "total": self.cost.total}
+        d["provenance"] = self.provenance
+        return d
+
+
+@dataclass
+class ProfileRun:
+    """One profile's replay of the store."""
+
+    name: str
+    knobs: dict[str, int | None]
+    recorded: bool  # True when these are the knobs the store was recorded under
+    calls: list[CallFigure] = field(default_factory=list)
+    per_run: dict[str, Totals] = field(default_factory=dict)
+    total: Totals = field(default_factory=Totals)
+
+
+@dataclass
+class Comparison:
+    profiles: list[ProfileRun]
+    tokens_per_byte: float
+    tokens_ratio_source: str  # "calibrated on N recorded calls" | "heuristic 0.28"
+    model: str | None
+    price_entry: str | None
+    output_tokens_recorded: int
+    caveat: str = CAVEAT
+
+    def runs(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for p in self.profiles:
+            seen.update(dict.fromkeys(p.per_run))
+        return list(seen)
+
+    def series(self, scope: str) -> dict[str, list[tuple[int, int]]]:
+        """(sequence, chars) of every sent agent call of a step stream, or of all step streams of a run,
+        per profile: the overlay plot."""
+
+        def inside(stream: str) -> bool:
+            return stream == scope or run_of(stream) == scope
+
+        return {
+            p.name: [(f.sequence, f.chars) for f in p.calls if inside(f.stream_id) and f.kind == "agent" and f.sent]
+            for p in self.profiles
+        }
+
+
+# -- building the figures ------------------------------------------------------------------------
+def call_figures(call: CallContext, soft_cap: int) -> list[CallFigure]:
+    """The figures of one replayed call (the replay already decided compactions and failures)."""
+    r = call.rendered
+    chars = call.recorded_chars if r is None else r.chars
+    count = call.recorded_message_count if r is None else r.message_count
+    if call.hard_cap_failure:  # a recorded failed build: still a failure unless these knobs fit under the cap
+        if r is not None and not r.hard_cap_exceeded:
+            return []
+        return [CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
+                           None, chars > soft_cap, True)]  # fmt: skip
+    if call.is_compaction:
+        kind = "simulated summary" if call.simulated else "summary"
+        return [CallFigure(call.stream_id, call.sequence, call.global_id, kind, chars, count, call.recorded_chars,
+                           call.recorded_input_tokens, False, False)]  # fmt: skip
+    failed = r is not None and r.hard_cap_exceeded
+    return [CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
+                       call.recorded_input_tokens, chars > soft_cap, failed)]  # fmt: skip
+
+
+def calibrate(calls: Iterable[CallFigure]) -> tuple[float, str]:
+    """Tokens per byte over the recorded calls that reported usage, else the 0.28 heuristic."""
+    n = chars = tokens = 0
+    for f in calls:
+        if f.recorded_tokens is not None and f.recorded_chars > 0:
+            n += 1
+            chars += f.recorded_chars
+            tokens += f.recorded_tokens
+    if n == 0 or chars == 0:
+        return HEURISTIC_TOKENS_PER_BYTE, f"heuristic {HEURISTIC_TOKENS_PER_BYTE}"
+    return tokens / chars, f"calibrated on {n} recorded call(s)"
+
+
+def estimate_tokens(f: CallFigure, ratio: float) -> None:
+    if f.recorded_tokens is not None and f.chars == f.recorded_chars and f.kind != "simulated summary":
+        f.tokens, f.tokens_provenance = f.recorded_tokens, "recorded"
+        return
+    if f.recorded_tokens is not None and f.kind != "simulated summary":
+        f.tokens = max(0, round(f.recorded_tokens + (f.chars - f.recorded_chars) * ratio))
+    else:
+        f.tokens = round(f.chars * ratio)
+    f.tokens_provenance = "estimated"
+
+
+def summarize(
+    run: ProfileRun, ratio: float, price: tuple[PriceTable, ModelPrice] | None, output: RecordedOutput
+) -> None:
+    """Fill the per-run and total figures of one profile from its calls, and their cost.
+
+    Output tokens: the recorded agent replies of each run (same trajectory), plus one summary reply
+    per compaction at the recorded mean (a guess of max_tokens/4 when the store has none)."""
+    run.per_run, run.total = {}, Totals()
+    for f in run.calls:
+        estimate_tokens(f, ratio)
+        run.per_run.setdefault(run_of(f.stream_id), Totals()).add(f)
+        run.total.add(f)
+    if price is None:
+        return
+    table, model_price = price
+    mean, mean_recorded = output.summary_mean
+    scopes = [(name, [name]) for name in run.per_run] + [("", list(run.per_run))]
+    for name, members in scopes:
+        totals = run.per_run[name] if name else run.total
+        summaries = totals.compactions_recorded + totals.compactions_simulated
+        out_tokens = sum(output.agent_by_run.get(m, 0) for m in members) + round(summaries * mean)
+        totals.cost = cost_of(table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens)
+        totals.cost_estimated = totals.provenance == "estimated" or (summaries > 0 and not mean_recorded)
+
+
+ProfileCalls = AsyncIterator[tuple[int, CallContext]]  # (index of the profile, one of its calls)
+Progress = Callable[[float, str], Awaitable[None] | None]  # (fraction of the whole job done, what is running)
+
+
+async def replay_many(
+    reader: EventReader,
+    *,
+    project: Path | None,
+    knobs: Sequence[ContextKnobs | None],
+    streams: Sequence[str] | None = None,
+) -> ProfileCalls:
+    """`replay_store` under several knob sets in ONE pass over the store: each event is read and
+    decoded once and fed to one replayer per knob set (None = the recorded knobs).
+
+    Hook: this drives `zymi_tui.replay.calls.Replayer` exactly as `replay_store` does; it belongs
+    in calls.py as a public `replay_many` (moved there when the context engineer agrees)."""
+    prefixes = ProjectPrefixes(project) if project is not None else None
+    recorded = calls_mod.recorded_knobs(project)
+    replayers = [calls_mod.Replayer(prefixes, recorded, k or recorded) for k in knobs]
+    wanted = set(streams) if streams else None
+    async for se in calls_mod.replay_events(reader, streams):
+        for i, replayer in enumerate(replayers):
+            replayer.feed(se)
+            for row in replayer.ready():
+                if wanted is None or row.stream_id in wanted:
+                    yield i, row
+    for i, replayer in enumerate(replayers):
+        for row in replayer.flush():
+            if wanted is None or row.stream_id in wanted:
+                yield i, row
+
+
+def replay_profiles(
+    reader: EventReader,
+    project: Path | None,
+    profiles: Sequence[tuple[str, dict[str, int | None] | None]],
+    streams: Sequence[str] | None = None,
+) -> ProfileCalls:
+    knobs = [None if k is None else make_knobs(dict(k), f"profile {name}") for name, k in profiles]
+    return replay_many(reader, project=project, knobs=knobs, streams=streams)
+
+
+async def compare_profiles(
+    calls: ProfileCalls,
+    profiles: Sequence[tuple[str, dict[str, int | None] | None]],
+    *,
+    recorded_knobs: dict[str, int | None],
+    prices: PriceTable | None = None,
+    model: str | None = None,
+    output: RecordedOutput | None = None,
+    last_global_id: int = 0,
+    progress: Progress | None = None,
+) -> Comparison:
+    """Compare the profiles (`None` knobs = the recorded ones) from their replayed `calls`
+    (see `replay_profiles`). `progress(fraction, label)` is called every 500 calls, the fraction
+    measured by global id against `last_global_id`; it may raise to stop the replay, as may
+    cancelling the awaiting task."""
+    runs: list[ProfileRun] = []
+    soft_caps: list[int] = []
+    for name, knobs in profiles:
+        effective = dict(recorded_knobs if knobs is None else knobs)
+        runs.append(ProfileRun(name, effective, recorded=effective == recorded_knobs))
+        soft_caps.append(int(effective["soft_cap_chars"] or 0))
+    done = 0
+    label = ", ".join(name for name, _ in profiles) if len(profiles) <= 4 else f"{len(profiles)} profiles"
+    async for index, call in calls:
+        runs[index].calls += call_figures(call, soft_caps[index])
+        done += 1
+        if progress is not None and done % 500 == 0:
+            fraction = min(1.0, call.global_id / last_global_id) if last_global_id else 0.0
+            maybe = progress(fraction, label)
+            if maybe is not None:
+                await maybe
+    basis = next((r for r in runs if r.recorded), runs[0] if runs else None)
+    ratio, source = calibrate(basis.calls) if basis else (HEURISTIC_TOKENS_PER_BYTE, "heuristic")
+    found = prices.price_for(model) if prices is not None else None
+    output = output or RecordedOutput()
+    for run in runs:
+        summarize(run, ratio, None if found is None or prices is None else (prices, found[1]), output)
+    return Comparison(runs, ratio, source, model, found[0] if found else None, sum(output.agent_by_run.values()))
+
+
+def price_note(cmp: Comparison) -> str:
+    """How the comparison was priced, for a person."""
+    if cmp.price_entry:
+        return f"{cmp.model} priced as {cmp.price_entry}"
+    if cmp.model is None:
+        return "no price (model unknown; pass --model)"
+    return f"no price for {cmp.model} (add it to prices.yml)"
+
+
+# -- exports -----------------------------------------------------------------------------------
+COLUMNS = [
+    ("calls", "LLM calls"),
+    ("chars_sum", "input chars (sum)"),
+    ("chars_peak", "input chars (peak)"),
+    ("tokens_sum", "input tokens (sum)"),
+    ("tokens_peak", "input tokens (peak)"),
+    ("over_soft_cap", "calls over soft cap"),
+    ("compactions_recorded", "compactions (recorded)"),
+    ("compactions_simulated", "compactions (simulated, est.)"),
+    ("hard_cap_failures", "hard-cap failures"),
+]
+
+
+def _cost_text(t: Totals, currency: str) -> str:
+    if t.cost is None:
+        return "no price"
+    return f"{t.cost.total:.4f} {currency}" + (" (est.)" if t.cost_estimated else "")
+
+
+def rows(cmp: Comparison) -> list[dict[str, Any]]:
+    """One flat row per (scope, profile); scope is a run stream or `TOTAL`."""
+    out: list[dict[str, Any]] = []
+    for scope in [*cmp.runs(), "TOTAL"]:
+        for p in cmp.profiles:
+            t = p.total if scope == "TOTAL" else p.per_run.get(scope)
+            if t is None:
+                continue
+            row: dict[str, Any] = {"scope": scope, "profile": p.name}
+            row.update({key: getattr(t, key) for key, _ in COLUMNS})
+            row["cost"] = None if t.cost is None else round(t.cost.total, 6)
+            row["provenance"] = t.provenance
+            out.append(row)
+    return out
+
+
+def to_json(cmp: Comparison) -> dict[str, Any]:
+    return {
+        "caveat": cmp.caveat,
+        "tokens_per_byte": cmp.tokens_per_byte,
+        "tokens_ratio_source": cmp.tokens_ratio_source,
+        "model": cmp.model,
+        "price_entry": cmp.price_entry,
+        "output_tokens_recorded": cmp.output_tokens_recorded,
+        "profiles": [
+            {
+                "name": p.name,
+                "knobs": p.knobs,
+                "recorded_knobs": p.recorded,
+                "total": p.total.as_dict(),
+                "runs": {run: t.as_dict() for run, t in p.per_run.items()},
+            }
+            for p in cmp.profiles
+        ],
+    }
+
+
+def to_json_text(cmp: Comparison) -> str:
+    return json.dumps(to_json(cmp), indent=1, ensure_ascii=False) + "\n"
+
+
+def to_csv(cmp: Comparison) -> str:
+    buf = io.StringIO()
+    table = rows(cmp)
+    fields = ["scope", "profile", *(k for k, _ in COLUMNS), "cost", "provenance"]
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    w.writerows(table)
+    return buf.getvalue()
+
+
+def to_markdown(cmp: Comparison, currency: str = "USD") -> str:
+    names = [p.name for p in cmp.profiles]
+    lines = [
+        f"> **{cmp.caveat}**",
+        "",
+        f"Tokens: recorded where the context is unchanged, else estimated ({cmp.tokens_ratio_source}, "
+        f"{cmp.tokens_per_byte:.3f} tokens/byte). Model: {cmp.model or 'unknown'}"
+        f"{'' if cmp.price_entry else ' (no price)'}.",
+        "",
+        "| figure | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for key, label in COLUMNS:
+        lines.append(f"| {label} | " + " | ".join(f"{getattr(p.total, key):,}" for p in cmp.profiles) + " |")
+    lines.append("| cost | " + " | ".join(_cost_text(p.total, currency) for p in cmp.profiles) + " |")
+    lines.append("| figures | " + " | ".join(p.total.provenance for p in cmp.profiles) + " |")
+    lines += ["", "Per run stream (input tokens sum / peak, compactions, hard-cap failures):", ""]
+    lines += ["| run | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for run in cmp.runs():
+        cells = []
+        for p in cmp.profiles:
+            t = p.per_run.get(run)
+            cells.append(
+                "-"
+                if t is None
+                else f"{t.tokens_sum:,} / {t.tokens_peak:,}, {t.compactions_recorded}+{t.compactions_simulated}est, "
+                f"{t.hard_cap_failures}"
+            )
+        lines.append(f"| {run} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

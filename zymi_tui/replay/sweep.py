@@ -1,0 +1,136 @@
+"""A grid of observation_window x soft_cap_chars replayed over a store, with the Pareto front of
+total input tokens against peak context, so a user can pick knob values from their own data."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from zymi_tui.events.store import EventReader
+from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, replay_profiles
+
+DEFAULT_WINDOWS = (2, 4, 6, 8, 10, 15, 20)
+DEFAULT_SOFT_CAPS = (20_000, 40_000, 60_000, 100_000, 400_000)
+
+
+class SweepError(ValueError):
+    """A grid the user asked for that cannot be swept; one line."""
+
+
+def parse_values(text: str, what: str) -> list[int]:
+    """`2,4,6` or `2-10:2` (start-stop:step, stop included) or a mix; `40k` = 40000."""
+    out: list[int] = []
+
+    def number(s: str) -> int:
+        m = re.fullmatch(r"\s*(\d[\d_]*)\s*([kKmM]?)\s*", s)
+        if not m:
+            raise SweepError(f"--{what} {text!r}: `{s}` is not a number; accepted: 2,4,6 or 2-10:2 (k = x1000)")
+        scale = {"": 1, "k": 1000, "m": 1_000_000}[m.group(2).lower()]
+        return int(m.group(1).replace("_", "")) * scale
+
+    for part in text.split(","):
+        if "-" in part:
+            span, _, step_text = part.partition(":")
+            start_text, _, stop_text = span.partition("-")
+            start, stop = number(start_text), number(stop_text)
+            step = number(step_text) if step_text else 1
+            if step <= 0 or stop < start:
+                raise SweepError(f"--{what} {text!r}: a range is START-STOP[:STEP] with STOP >= START and STEP > 0")
+            out += list(range(start, stop + 1, step))
+        else:
+            out.append(number(part))
+    if not out or len(out) > 100:
+        raise SweepError(f"--{what} {text!r}: give 1 to 100 values")
+    return sorted(set(out))
+
+
+@dataclass
+class SweepPoint:
+    observation_window: int
+    soft_cap_chars: int
+    hard_cap_chars: int
+    tokens_sum: int
+    tokens_peak: int
+    chars_peak: int
+    over_soft_cap: int
+    compactions_simulated: int
+    hard_cap_failures: int
+    provenance: str
+    pareto: bool = False
+
+
+@dataclass
+class Sweep:
+    points: list[SweepPoint]
+    comparison: Comparison
+    caveat: str = CAVEAT
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "caveat": self.caveat,
+            "tokens_ratio_source": self.comparison.tokens_ratio_source,
+            "points": [asdict(p) for p in self.points],
+        }
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
+    """For each point, whether no other point is at least as good on both and better on one (minimise)."""
+    flags = []
+    for i, (a, b) in enumerate(points):
+        dominated = any((x <= a and y <= b) and (x < a or y < b) for j, (x, y) in enumerate(points) if j != i)
+        flags.append(not dominated)
+    return flags
+
+
+def grid_profiles(
+    base: dict[str, int | None], windows: Sequence[int], soft_caps: Sequence[int]
+) -> list[tuple[str, dict[str, int | None]]]:
+    """One profile per (window, soft cap); the hard cap is raised to the soft cap where it is lower."""
+    hard = int(base["hard_cap_chars"] or 0)
+    return [
+        (f"w{w}/s{s}", {**base, "observation_window": w, "soft_cap_chars": s, "hard_cap_chars": max(hard, s)})
+        for w in windows
+        for s in soft_caps
+    ]
+
+
+async def sweep(
+    reader: EventReader,
+    project: Path | None,
+    base: dict[str, int | None],
+    windows: Sequence[int],
+    soft_caps: Sequence[int],
+    *,
+    recorded_knobs: dict[str, int | None],
+    streams: Sequence[str] | None = None,
+    last_global_id: int = 0,
+    progress: Progress | None = None,
+) -> Sweep:
+    """Every grid point replayed in one pass over the store (see `replay_many`)."""
+    profiles = grid_profiles(base, windows, soft_caps)
+    cmp = await compare_profiles(
+        replay_profiles(reader, project, profiles, streams), profiles, recorded_knobs=recorded_knobs,
+        last_global_id=last_global_id, progress=progress,
+    )  # fmt: skip
+    points = [
+        SweepPoint(
+            int(p.knobs["observation_window"] or 0),
+            int(p.knobs["soft_cap_chars"] or 0),
+            int(p.knobs["hard_cap_chars"] or 0),
+            p.total.tokens_sum,
+            p.total.tokens_peak,
+            p.total.chars_peak,
+            p.total.over_soft_cap,
+            p.total.compactions_simulated,
+            p.total.hard_cap_failures,
+            p.total.provenance,
+        )
+        for p in cmp.profiles
+    ]
+    feasible = [p for p in points if p.hard_cap_failures == 0]  # a point that fails steps is no choice
+    for point, flag in zip(feasible, pareto_front([(p.tokens_sum, p.tokens_peak) for p in feasible]), strict=True):
+        point.pareto = flag
+    return Sweep(points, cmp)

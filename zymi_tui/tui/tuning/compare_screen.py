@@ -1,0 +1,239 @@
+"""The replay screen: a whole store replayed under two or more profiles side by side, per run and in
+total, with one overlay plot per run; a progress bar, cancel, and Markdown / CSV / JSON export."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Static
+from textual.worker import get_current_worker
+
+from zymi_tui.context.knobs import KnobError, resolve_knobs
+from zymi_tui.replay.calls import recorded_knobs
+from zymi_tui.replay.compare import (
+    CAVEAT,
+    COLUMNS,
+    Comparison,
+    knob_dict,
+    price_note,
+    to_csv,
+    to_json_text,
+    to_markdown,
+)
+from zymi_tui.tui.tuning.jobs import Cancelled, KnobDict, run_comparison
+from zymi_tui.tui.tuning.plots import OverlayPlot
+
+RECORDED = "recorded"
+
+
+class JobProgress(Message):
+    def __init__(self, fraction: float, label: str) -> None:
+        super().__init__()
+        self.fraction, self.label = fraction, label
+
+
+class JobDone(Message):
+    def __init__(self, result: object, error: str | None, seconds: float) -> None:
+        super().__init__()
+        self.result, self.error, self.seconds = result, error, seconds
+
+
+def fill_table(table: DataTable[str], header: list[str], rows: list[list[str]], keys: list[str] | None = None) -> None:
+    """Columns sized to their content up front, so the layout never depends on when rows arrive."""
+    table.clear(columns=True)
+    for i, label in enumerate(header):
+        table.add_column(label, width=max([len(label), *(len(r[i]) for r in rows)]))
+    for n, row in enumerate(rows):
+        table.add_row(*row, key=None if keys is None else keys[n])
+
+
+def total_rows(cmp: Comparison) -> list[list[str]]:
+    """The totals table as shown: one row per figure, one column per profile."""
+    rows = [[label, *(f"{getattr(p.total, key):,}" for p in cmp.profiles)] for key, label in COLUMNS]
+    currency = "USD"
+    costs = []
+    for p in cmp.profiles:
+        c = p.total.cost
+        costs.append(
+            "no price" if c is None else f"{c.total:.4f} {currency}" + (" est." if p.total.cost_estimated else "")
+        )
+    rows.append(["cost", *costs])
+    rows.append(["figures", *(p.total.provenance for p in cmp.profiles)])
+    return rows
+
+
+class CompareScreen(Screen[None]):
+    """`profiles` is the comma list first shown; Enter in it (or ctrl+r) runs the replay."""
+
+    CSS_PATH = "tuning.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Back / cancel"),
+        Binding("ctrl+r", "run", "Replay"),
+        Binding("ctrl+m", "export('md')", "Markdown"),
+        Binding("ctrl+k", "export('csv')", "CSV"),
+        Binding("ctrl+j", "export('json')", "JSON"),
+    ]
+
+    def __init__(
+        self, store: str, *, project: Path | None, profiles: str = "recorded,chat,eval", model: str | None = None,
+        export_dir: Path | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__()
+        self.store, self.project, self.initial, self.model = store, project, profiles, model
+        self.export_dir = export_dir or Path.cwd()
+        self.comparison: Comparison | None = None
+        self.running = False
+        self.seconds = 0.0
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"⚠ {CAVEAT}", style="bold yellow"), id="caveat")
+        with Horizontal(id="compare-top"):
+            yield Label("profiles ")
+            yield Input(self.initial, id="profiles")
+        yield ProgressBar(total=1.0, id="progress", show_eta=False)
+        yield Static("", id="compare-status")
+        yield Static("", id="elapsed")
+        with Horizontal(id="compare-body"):
+            with Vertical(id="compare-tables"):
+                yield DataTable(id="totals", zebra_stripes=True, cursor_type="row")
+                yield DataTable(id="per-run", zebra_stripes=True, cursor_type="row")
+            yield OverlayPlot(id="overlay")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = self.store
+        self.action_run()
+
+    # -- running ----------------------------------------------------------------------------------
+    def parse_profiles(self) -> list[tuple[str, KnobDict | None]] | None:
+        names = [n.strip() for n in self.query_one("#profiles", Input).value.split(",") if n.strip()]
+        if len(names) < 2:
+            self.status("give two or more profiles, e.g. recorded,chat,eval", error=True)
+            return None
+        base = recorded_knobs(self.project)
+        out: list[tuple[str, KnobDict | None]] = []
+        for name in names:
+            if name in (RECORDED, "project"):
+                out.append((name, None))
+                continue
+            try:
+                out.append((name, knob_dict(resolve_knobs(base, name, []))))
+            except KnobError as e:
+                self.status(str(e).replace("--profile ", "profile "), error=True)
+                return None
+        return out
+
+    def status(self, text: str, *, error: bool = False) -> None:
+        self.query_one("#compare-status", Static).update(Text(text, style="bold red" if error else ""))
+
+    @on(Input.Submitted, "#profiles")
+    def submitted(self) -> None:
+        self.action_run()
+
+    def action_run(self) -> None:
+        profiles = self.parse_profiles()
+        if profiles is None:
+            return
+        self.running = True
+        self.query_one("#progress", ProgressBar).update(progress=0.0)
+        self.status("replaying… (escape cancels)")
+        self.job(profiles)
+
+    @work(thread=True, exclusive=True, group="compare")
+    def job(self, profiles: list[tuple[str, KnobDict | None]]) -> None:
+        worker = get_current_worker()
+        t0 = time.perf_counter()
+        try:
+            cmp = run_comparison(
+                self.store, self.project, profiles, model=self.model,
+                tick=lambda f, name: self.post_message(JobProgress(f, name)), cancelled=lambda: worker.is_cancelled,
+            )  # fmt: skip
+        except Cancelled:
+            self.post_message(JobDone(None, "cancelled", time.perf_counter() - t0))
+            return
+        except Exception as e:  # a store or price-table problem: shown, never a crash
+            self.post_message(JobDone(None, str(e).splitlines()[0] if str(e) else type(e).__name__, 0.0))
+            return
+        self.post_message(JobDone(cmp, None, time.perf_counter() - t0))
+
+    def on_job_progress(self, message: JobProgress) -> None:
+        self.query_one("#progress", ProgressBar).update(progress=message.fraction)
+        self.status(f"replaying under {message.label}… {message.fraction:.0%} (escape cancels)")
+
+    def on_job_done(self, message: JobDone) -> None:
+        self.running = False
+        if message.error is not None:
+            self.status(message.error, error=True)
+            return
+        assert isinstance(message.result, Comparison)
+        self.comparison, self.seconds = message.result, message.seconds
+        self.query_one("#progress", ProgressBar).update(progress=1.0)
+        cmp = self.comparison
+        self.query_one("#elapsed", Static).update(Text(f"replayed in {message.seconds:.2f} s", style="dim"))
+        self.status(
+            f"{len(cmp.runs())} run(s) · tokens: recorded where the context is unchanged, "
+            f"else estimated ({cmp.tokens_ratio_source}) · cost: {price_note(cmp)}"
+        )
+        self.fill()
+
+    def fill(self) -> None:
+        cmp = self.comparison
+        if cmp is None:
+            return
+        names = [p.name + (" ●" if p.recorded else "") for p in cmp.profiles]
+        fill_table(self.query_one("#totals", DataTable), ["whole store", *names], total_rows(cmp))
+        rows = []
+        for run in cmp.runs():
+            cells = [run]
+            for p in cmp.profiles:
+                t = p.per_run.get(run)
+                cells.append("-" if t is None else f"{t.tokens_sum:,} / {t.tokens_peak:,}"
+                             + (f" ✗{t.hard_cap_failures}" if t.hard_cap_failures else ""))  # fmt: skip
+            rows.append(cells)
+        header = ["run", *(f"{n} tokens sum/peak" for n in names)]
+        fill_table(self.query_one("#per-run", DataTable), header, rows, keys=cmp.runs())
+        if cmp.runs():
+            self.plot(cmp.runs()[0])
+
+    @on(DataTable.RowHighlighted, "#per-run")
+    def run_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self.plot(str(event.row_key.value))
+
+    def plot(self, run: str) -> None:
+        if self.comparison is not None:
+            self.query_one(OverlayPlot).show(
+                f"{run[-24:]}: bytes per call (what-if estimated)", self.comparison.series(run)
+            )
+
+    # -- actions ----------------------------------------------------------------------------------
+    def action_close(self) -> None:
+        if self.running:
+            self.workers.cancel_group(self, "compare")
+            self.running = False
+            self.status("cancelled", error=True)
+            return
+        self.dismiss(None)
+
+    def action_export(self, fmt: str) -> None:
+        cmp = self.comparison
+        if cmp is None:
+            self.notify("nothing to export yet", severity="warning")
+            return
+        text = {"md": to_markdown, "csv": to_csv, "json": to_json_text}[fmt](cmp)
+        path = self.export_dir / f"zymi-tui-compare.{fmt}"
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as e:
+            self.notify(f"cannot write {path}: {e.strerror or e}", severity="error")
+            return
+        self.notify(f"wrote {path}")

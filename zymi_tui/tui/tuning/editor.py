@@ -1,0 +1,432 @@
+"""The knob editor: edit the five knobs (or pick a profile) and see, for the selected call, the
+context the model would have received, diffed against what it did receive, and the stream's whole
+curve under the new knobs. Every re-render replays the stream through the engine's ContextBuilder
+in a thread worker, so typing never waits."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, Footer, Input, Label, Select, Static
+
+from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError, user_profiles
+from zymi_tui.events.store import EventReader
+from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, recorded_knobs
+from zymi_tui.replay.compare import knob_dict
+from zymi_tui.replay.profiles_io import (
+    ProfileFileError,
+    ProjectEdit,
+    apply_edit,
+    plan_apply,
+    runtime_context_block,
+    save_profile,
+)
+from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
+from zymi_tui.tui.tuning.plots import CurvePlot
+from zymi_tui.tui.tuning.whatif import KeptCall, MemoryReader, keep_call, load_run, replay_stream, replay_stream_sync
+
+RECORDED = "recorded"
+MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
+STATUS_STYLE = {"added": "green", "dropped": "red", "compacted": "magenta", "masked": "yellow",
+                "unmasked": "cyan", "changed": "blue", "same": "bright_black"}  # fmt: skip
+
+
+class WhatIfReady(Message):
+    """A finished what-if replay (posted from the worker thread)."""
+
+    def __init__(self, knobs: ContextKnobs, calls: list[CallContext], diff: CallDiff | None, ms: float) -> None:
+        super().__init__()
+        self.knobs, self.calls, self.diff, self.ms = knobs, calls, diff, ms
+
+
+class ConfirmApply(ModalScreen[bool]):
+    """Shows the change to project.yml; writes it (with a backup) only on `y`."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Write it"),
+        Binding("n,escape", "answer(False)", "Cancel"),
+    ]
+
+    def __init__(self, edit: ProjectEdit) -> None:
+        super().__init__()
+        self.edit = edit
+
+    def compose(self) -> ComposeResult:
+        diff = difflib.unified_diff(
+            self.edit.old_text.splitlines(), self.edit.new_text.splitlines(), str(self.edit.path), "edited", lineterm=""
+        )
+        with Vertical(id="confirm"):
+            yield Label(f"Apply these knobs to {self.edit.path}? A backup is written first.  [y] write  [n] cancel")
+            with VerticalScroll():
+                yield Static(Text("\n".join(diff) or "(no change)"), id="confirm-diff")
+            with Horizontal():
+                yield Button("Write (y)", id="yes", variant="warning")
+                yield Button("Cancel (n)", id="no")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+    @on(Button.Pressed)
+    def pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class TuningScreen(Screen[None]):
+    """Knob editor for one step stream; `sequence` picks the call first shown (default: the last)."""
+
+    CSS_PATH = "tuning.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Back"),
+        Binding("ctrl+z", "undo", "Undo"),
+        Binding("ctrl+r", "reset", "Reset to recorded"),
+        Binding("ctrl+left", "pick(-1)", "Prev call"),
+        Binding("ctrl+right", "pick(1)", "Next call"),
+        Binding("ctrl+s", "save", "Save profile"),
+        Binding("ctrl+e", "export", "Export block"),
+        Binding("ctrl+p", "apply", "Apply to project"),
+    ]
+
+    def __init__(self, reader: EventReader, stream_id: str, *, project: Path | None, sequence: int | None = None):
+        super().__init__()
+        self.reader, self.stream_id, self.project, self.want_seq = reader, stream_id, project, sequence
+        self.recorded = recorded_knobs(project)
+        self.form = KnobForm(self.recorded)
+        self.memory: MemoryReader | None = None
+        self.recorded_calls: list[CallContext] = []
+        self.what_if_calls: list[CallContext] | None = None
+        self.diff: CallDiff | None = None
+        self.picked = 0  # index into the agent calls
+        self.last_ms: float | None = None
+        self.started = 0.0
+        self.redraw_ms: float | None = None  # edit -> exact what-if drawn (curve included)
+        self.quick_ms: float | None = None  # edit -> selected call re-rendered from kept state and drawn
+        self.kept: KeptCall | None = None
+        self.pending = False  # a quick render is shown; the exact what-if is on its way
+        self.curve: Curve | None = None
+        self._syncing = False
+        self.profiles: dict[str, ContextKnobs] = dict(PROFILES)
+        try:
+            self.profiles.update(user_profiles())
+        except KnobError as e:
+            self.profile_error = str(e)
+        else:
+            self.profile_error = ""
+
+    # -- layout ---------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        options = [("recorded (project)", RECORDED)] + [(name, name) for name in self.profiles]
+        with Horizontal():
+            with Vertical(id="knobs"):
+                yield Label("profile")
+                yield Select(options, value=RECORDED, allow_blank=False, id="profile")
+                for name in KNOB_NAMES:
+                    yield Label(name)
+                    yield Input(self.form.texts[name], id=f"knob-{name}", classes="knob")
+                    yield Static("", id=f"err-{name}", classes="knob-error")
+                yield Static("", id="state")
+                yield Input(placeholder="save as profile… (ctrl+s)", id="profile-name")
+                yield Static("", id="export")
+            with Vertical(id="view"):
+                yield Static(Text(f"⚠ {SAME_TRAJECTORY}", style="bold yellow"), id="caveat")
+                yield CurvePlot(id="curve")
+                yield Static("loading…", id="summary")
+                yield Static("", id="elapsed")
+                with VerticalScroll(id="diff-scroll"):
+                    yield Static("", id="diff")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = self.stream_id
+        if self.profile_error:
+            self.notify(self.profile_error, severity="warning")
+        self.load()
+
+    @work(exclusive=True, group="load")
+    async def load(self) -> None:
+        self.memory = await load_run(self.reader, self.stream_id)
+        self.recorded_calls = await replay_stream(self.memory, self.project, self.stream_id, None)
+        agents = self.agent_calls(self.recorded_calls)
+        seqs = [c.sequence for c in agents]
+        self.picked = seqs.index(self.want_seq) if self.want_seq in seqs else max(0, len(seqs) - 1)
+        self.redraw()
+        if seqs:
+            self.kept = await asyncio.to_thread(keep_call, self.memory, self.project, self.stream_id, seqs[self.picked])
+
+    @work(thread=True, exclusive=True, group="kept")
+    def keep_picked(self) -> None:
+        call = self.picked_call(self.recorded_calls)
+        if self.memory is not None and call is not None:
+            self.kept = keep_call(self.memory, self.project, self.stream_id, call.sequence)
+
+    # -- state ----------------------------------------------------------------------------------
+    @staticmethod
+    def agent_calls(calls: list[CallContext]) -> list[CallContext]:
+        return [c for c in calls if not c.is_compaction and not c.hard_cap_failure]
+
+    def picked_call(self, calls: list[CallContext] | None) -> CallContext | None:
+        if calls is None:
+            return None
+        agents = self.agent_calls(self.recorded_calls)
+        if not agents:
+            return None
+        seq = agents[min(self.picked, len(agents) - 1)].sequence
+        return next((c for c in self.agent_calls(calls) if c.sequence == seq), None)
+
+    @property
+    def ready(self) -> bool:
+        return self.memory is not None
+
+    # -- editing --------------------------------------------------------------------------------
+    @on(Input.Changed, ".knob")
+    def knob_changed(self, event: Input.Changed) -> None:
+        if self._syncing or event.input.id is None:
+            return
+        name = event.input.id.removeprefix("knob-")
+        knobs = self.form.set(name, event.value)
+        self.show_errors()
+        if knobs is not None:
+            self.recompute()
+
+    @on(Select.Changed, "#profile")
+    def profile_changed(self, event: Select.Changed) -> None:
+        if self._syncing:
+            return
+        value = str(event.value)
+        self.form.load(self.recorded if value == RECORDED else self.profiles[value])
+        self.sync_inputs()
+        self.recompute()
+
+    def sync_inputs(self) -> None:
+        self._syncing = True
+        try:
+            for name in KNOB_NAMES:
+                self.query_one(f"#knob-{name}", Input).value = self.form.texts[name]
+        finally:
+            self.call_after_refresh(self._end_sync)
+        self.show_errors()
+
+    def _end_sync(self) -> None:
+        self._syncing = False
+
+    def show_errors(self) -> None:
+        for name in KNOB_NAMES:
+            err = self.form.errors.get(name, "")
+            self.query_one(f"#err-{name}", Static).update(Text(err, style="bold red"))
+            self.query_one(f"#knob-{name}", Input).set_class(bool(err), "-invalid")
+        knobs = self.form.knobs
+        state = (
+            "invalid: nothing changed" if self.form.errors else ("edited (what-if)" if self.form.edited else RECORDED)
+        )
+        if knobs is not None:
+            state += f"\n{knobs.describe()}"
+        self.query_one("#state", Static).update(state)
+
+    def recompute(self) -> None:
+        knobs = self.form.knobs
+        if knobs is None or not self.ready:
+            return
+        if knobs == self.recorded:
+            self.what_if_calls, self.diff, self.last_ms, self.pending = None, None, None, False
+            self.redraw()
+            return
+        self.started = time.perf_counter()
+        self.quick(knobs)
+        self.run_whatif(knobs)
+
+    def quick(self, knobs: ContextKnobs) -> None:
+        """The selected call under `knobs` from the kept builder state, drawn at once."""
+        call = self.picked_call(self.recorded_calls)
+        kept = self.kept
+        if call is None or call.rendered is None or kept is None or kept.sequence != call.sequence:
+            return
+        self.diff = diff_contexts(call.rendered, kept.render(knobs))
+        self.pending = True
+        self.query_one("#summary", Static).update(self.summary_text())
+        self.query_one("#diff", Static).update(self.diff_table())
+        self.quick_ms = (time.perf_counter() - self.started) * 1000
+
+    @work(thread=True, exclusive=True, group="whatif")
+    def run_whatif(self, knobs: ContextKnobs) -> None:
+        assert self.memory is not None
+        t0 = time.perf_counter()
+        calls = replay_stream_sync(self.memory, self.project, self.stream_id, knobs)
+        before, after = self.picked_call(self.recorded_calls), self.picked_call(calls)
+        diff = None
+        if before and after and before.rendered is not None and after.rendered is not None:
+            diff = diff_contexts(before.rendered, after.rendered)
+        self.post_message(WhatIfReady(knobs, calls, diff, (time.perf_counter() - t0) * 1000))
+
+    def on_what_if_ready(self, message: WhatIfReady) -> None:
+        if message.knobs != self.form.knobs:
+            return  # a newer edit is on its way
+        self.what_if_calls, self.diff, self.last_ms, self.pending = message.calls, message.diff, message.ms, False
+        self.redraw()
+        self.redraw_ms = (time.perf_counter() - self.started) * 1000  # edit -> redrawn (the benchmark reads it)
+
+    # -- drawing --------------------------------------------------------------------------------
+    def redraw(self) -> None:
+        knobs = self.form.knobs or self.recorded
+        self.curve = curve(self.recorded_calls, self.what_if_calls)
+        plot = self.query_one(CurvePlot)
+        plot.picked = self.picked
+        edited = self.what_if_calls is not None
+        rec_caps = (self.recorded.soft_cap_chars, self.recorded.hard_cap_chars)
+        plot.show(self.curve, (knobs.soft_cap_chars, knobs.hard_cap_chars), rec_caps, edited=edited)
+        self.query_one("#caveat", Static).display = edited
+        self.query_one("#summary", Static).update(self.summary_text())
+        timing = (
+            ""
+            if self.what_if_calls is None or self.last_ms is None
+            else (f"re-rendered {len(self.what_if_calls)} calls in {self.last_ms:.0f} ms")
+        )
+        self.query_one("#elapsed", Static).update(Text(timing, style="dim"))
+        self.query_one("#diff", Static).update(self.diff_table())
+
+    def summary_text(self) -> Text:
+        call = self.picked_call(self.recorded_calls)
+        if call is None:
+            return Text("no agent LLM call on this stream")
+        n = len(self.agent_calls(self.recorded_calls))
+        tokens = "—" if call.recorded_input_tokens is None else f"{call.recorded_input_tokens:,} tokens (reported)"
+        head = (f"call {self.picked + 1}/{n} · seq {call.sequence} · recorded: {call.recorded_chars:,} bytes, "
+                f"{call.recorded_message_count} messages, {tokens}")  # fmt: skip
+        text = Text(head)
+        d = self.diff
+        if self.pending and d is not None:
+            text.append(
+                f"\nwhat-if (estimated, recorded compactions kept; exact replay of the stream running…): "
+                f"{d.chars_after:,} bytes ({d.chars_delta:+,}), tokens {d.tokens_delta:+,} (o200k est.), "
+                f"{d.messages_after} messages",
+                style="magenta",
+            )
+        elif self.what_if_calls is not None:
+            after = self.picked_call(self.what_if_calls)
+            if after is None or after.rendered is None:
+                text.append("\nwhat-if: no context for this call", style="red")
+            elif d is not None:
+                text.append(
+                    f"\nwhat-if (estimated): {d.chars_after:,} bytes ({d.chars_delta:+,}), "
+                    f"tokens {d.tokens_delta:+,} (o200k est. over the changed messages), {d.messages_after} messages · "
+                    f"added {d.count('added')}, dropped {d.count('dropped')}, masked {d.count('masked')}, "
+                    f"unmasked {d.count('unmasked')}, compacted {d.count('compacted')}",
+                    style="magenta",
+                )
+                if d.hard_cap_exceeded:
+                    text.append("\nthis call would FAIL the hard cap (step error; nothing sent)", style="bold red")
+            sims = self.curve.simulated if self.curve else 0
+            if sims:
+                text.append(
+                    f"\n{sims} simulated compaction(s) on this stream (summary sizes estimated)", style="yellow"
+                )
+        return text
+
+    def diff_table(self) -> Table | Text:
+        if self.diff is None:
+            call = self.picked_call(self.recorded_calls)
+            if call is None or call.rendered is None:
+                return Text("")
+            t = Table("layer", "seq", "role", "bytes", "reason", title="recorded context (last messages)",
+                      title_justify="left", box=None)  # fmt: skip
+            for e in call.rendered.entries[-MAX_ROWS:]:
+                seq = "" if e.source_seq is None else str(e.source_seq)
+                t.add_row(e.layer, seq, e.message.role, f"{e.bytes:,}", escape(e.reason))
+            return t
+        t = Table("change", "layer", "seq", "role", "bytes", "Δ", "why", title="what-if vs recorded (changes first)",
+                  title_justify="left", box=None)  # fmt: skip
+        changed = [c for c in self.diff.changes if c.status != SAME]
+        same = len(self.diff.changes) - len(changed)
+        for c in changed[:MAX_ROWS]:
+            t.add_row(
+                Text(c.status, style=STATUS_STYLE.get(c.status, "")), c.layer,
+                "" if c.source_seq is None else str(c.source_seq), c.role,
+                f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", escape(c.reason),
+            )  # fmt: skip
+        hidden = max(0, len(changed) - MAX_ROWS)
+        t.caption = f"{hidden} more changed and " * bool(hidden) + f"{same} unchanged message(s) not listed"
+        return t
+
+    # -- actions --------------------------------------------------------------------------------
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_pick(self, delta: int) -> None:
+        n = len(self.agent_calls(self.recorded_calls))
+        if not n:
+            return
+        self.picked = max(0, min(n - 1, self.picked + delta))
+        self.kept = None
+        self.keep_picked()
+        if self.what_if_calls is not None and self.form.knobs is not None:
+            self.run_whatif(self.form.knobs)
+        self.redraw()
+
+    def action_undo(self) -> None:
+        self.form.undo()
+        self.sync_inputs()
+        self.recompute()
+
+    def action_reset(self) -> None:
+        self.form.reset()
+        self._syncing = True
+        self.query_one("#profile", Select).value = RECORDED
+        self.sync_inputs()
+        self.recompute()
+
+    def action_save(self) -> None:
+        name = self.query_one("#profile-name", Input).value.strip()
+        if self.form.knobs is None:
+            self.notify("fix the knobs first", severity="error")
+            return
+        try:
+            path = save_profile(name, knob_dict(self.form.knobs), reserved=(*PROFILES, RECORDED))
+        except ProfileFileError as e:
+            self.notify(str(e), severity="error")
+            return
+        self.profiles[name] = self.form.knobs
+        self.notify(f"saved profile `{name}` in {path}")
+
+    def action_export(self) -> None:
+        if self.form.knobs is None:
+            return
+        block = runtime_context_block(knob_dict(self.form.knobs))
+        self.query_one("#export", Static).update(Text(block))
+        self.app.copy_to_clipboard(block)
+        self.notify("runtime.context block shown and copied")
+
+    def action_apply(self) -> None:
+        if self.form.knobs is None or self.project is None:
+            self.notify(
+                "no project.yml to apply to" if self.project is None else "fix the knobs first", severity="error"
+            )
+            return
+        try:
+            edit = plan_apply(self.project / "project.yml", knob_dict(self.form.knobs))
+        except ProfileFileError as e:
+            self.notify(str(e), severity="error")
+            return
+
+        def done(yes: bool | None) -> None:
+            if not yes:
+                self.notify("project.yml left unchanged")
+                return
+            try:
+                backup = apply_edit(edit)
+            except ProfileFileError as e:
+                self.notify(str(e), severity="error")
+                return
+            self.notify(f"wrote {edit.path} (backup: {backup.name})")
+
+        self.app.push_screen(ConfirmApply(edit), done)

@@ -1,0 +1,77 @@
+"""Whole-store jobs of the tuning screens (comparison, sweep), run in a thread with their own event
+loop and their own reader, so the screen stays live; a cancelled worker stops them at the next
+progress tick."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from zymi_tui.events.store import open_reader
+from zymi_tui.replay.calls import recorded_knobs
+from zymi_tui.replay.compare import Comparison, compare_profiles, knob_dict, recorded_output, replay_profiles
+from zymi_tui.replay.costs import load_prices
+from zymi_tui.replay.sweep import Sweep, sweep
+
+KnobDict = dict[str, int | None]
+Tick = Callable[[float, str], object]
+
+
+class Cancelled(Exception):
+    """The screen cancelled the job."""
+
+
+def _ticker(tick: Tick, cancelled: Callable[[], bool]) -> Callable[[float, str], None]:
+    def progress(fraction: float, name: str) -> None:
+        if cancelled():
+            raise Cancelled
+        tick(fraction, name)
+
+    return progress
+
+
+def run_comparison(
+    store: str,
+    project: Path | None,
+    profiles: Sequence[tuple[str, KnobDict | None]],
+    *,
+    model: str | None,
+    tick: Tick,
+    cancelled: Callable[[], bool],
+) -> Comparison:
+    async def go() -> Comparison:
+        reader = await open_reader(store)
+        try:
+            return await compare_profiles(
+                replay_profiles(reader, project, profiles), profiles, recorded_knobs=knob_dict(recorded_knobs(project)),
+                prices=load_prices(), model=model, output=await recorded_output(reader),
+                last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled),
+            )  # fmt: skip
+        finally:
+            await reader.close()
+
+    return asyncio.run(go())
+
+
+def run_sweep(
+    store: str,
+    project: Path | None,
+    windows: Sequence[int],
+    soft_caps: Sequence[int],
+    *,
+    tick: Tick,
+    cancelled: Callable[[], bool],
+) -> Sweep:
+    async def go() -> Sweep:
+        reader = await open_reader(store)
+        try:
+            base = knob_dict(recorded_knobs(project))
+            return await sweep(
+                reader, project, base, windows, soft_caps, recorded_knobs=base,
+                last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled),
+            )  # fmt: skip
+        finally:
+            await reader.close()
+
+    return asyncio.run(go())

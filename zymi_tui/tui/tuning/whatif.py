@@ -1,0 +1,133 @@
+"""Fast what-if replays for the editor: a run's events are read once and kept in memory, and every
+knob change replays them through the same `replay_store` (and ContextBuilder) as the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zymi_tui.context.builder import ContextBuilder, RenderedContext
+from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.context.prefix import ProjectPrefixes
+from zymi_tui.events.envelope import BadRow, StoredEvent
+from zymi_tui.events.hashchain import ChainRow
+from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.store import STEP_MARK, EventReader, Page, StreamInfo, run_of
+from zymi_tui.replay import calls as calls_mod
+from zymi_tui.replay.calls import CallContext, replay_store
+
+
+@dataclass
+class MemoryReader:
+    """An EventReader over events already in memory (one run stream and its step streams)."""
+
+    events: list[StoredEvent]
+    label: str = "memory"
+    problems: list[BadRow] = field(default_factory=list)
+
+    async def close(self) -> None:
+        return None
+
+    async def count(self) -> int:
+        return len(self.events)
+
+    async def max_global_id(self) -> int:
+        return self.events[-1].global_id if self.events else 0
+
+    async def streams(self) -> list[StreamInfo]:
+        seen: dict[str, list[int]] = {}
+        for se in self.events:
+            seen.setdefault(se.event.stream_id, []).append(se.global_id)
+        return [StreamInfo(s, len(ids), ids[0], ids[-1]) for s, ids in seen.items()]
+
+    async def read_after(self, after_global_id: int, limit: int) -> Page:
+        page = [se for se in self.events if se.global_id > after_global_id][:limit]
+        return Page(page, page[-1].global_id if page else after_global_id, len(page))
+
+    async def read_stream(
+        self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
+    ) -> list[StoredEvent]:
+        prefix = stream_id + STEP_MARK
+        out = [
+            se
+            for se in self.events
+            if se.global_id > after_global_id
+            and (se.event.stream_id == stream_id or (include_steps and se.event.stream_id.startswith(prefix)))
+        ]
+        if not include_steps:
+            out.sort(key=lambda se: se.event.sequence)
+        return out if limit is None else out[:limit]
+
+    async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
+        return (await self.read_stream(stream_id, include_steps=include_steps))[-n:]
+
+    async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
+        return [se for se in self.events if se.global_id > after_global_id and se.event.kind.tag in tags]
+
+    async def read_kind_page(
+        self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
+    ) -> list[StoredEvent]:
+        hits = [se for se in await self.read_kinds([tag], after_global_id) if stream_id in (None, se.event.stream_id)]
+        return hits[:limit]
+
+    async def chain_rows(self, stream_id: str) -> list[ChainRow]:
+        return []
+
+    async def stream_heads(self) -> dict[str, tuple[int, str]]:
+        return {}
+
+
+async def load_run(reader: EventReader, stream_id: str) -> MemoryReader:
+    """The run of a step stream (all its steps), read once."""
+    return MemoryReader(await reader.read_stream(run_of(stream_id), include_steps=True), label=reader.label)
+
+
+async def replay_stream(
+    memory: MemoryReader, project: Path | None, stream_id: str, knobs: ContextKnobs | None
+) -> list[CallContext]:
+    return [c async for c in replay_store(memory, project=project, knobs=knobs, streams=[stream_id])]
+
+
+def replay_stream_sync(
+    memory: MemoryReader, project: Path | None, stream_id: str, knobs: ContextKnobs | None
+) -> list[CallContext]:
+    """For a thread worker: the editor's event loop never waits on a replay."""
+    return asyncio.run(replay_stream(memory, project, stream_id, knobs))
+
+
+@dataclass
+class KeptCall:
+    """The engine's builder state just before one recorded call: re-rendering that call under other
+    knobs is one `build()` (milliseconds), with the recorded compactions as they were. The exact
+    what-if (compactions re-decided under the new knobs) is the worker's whole-stream replay."""
+
+    sequence: int
+    builder: ContextBuilder
+    memory: list[tuple[str, str]]
+    post_compaction: bool
+
+    def render(self, knobs: ContextKnobs) -> RenderedContext:
+        post = self.post_compaction
+        return self.builder.build(self.memory, allow_compaction=not post, apply_fresh=not post, knobs=knobs)
+
+
+def keep_call(memory: MemoryReader, project: Path | None, stream_id: str, sequence: int) -> KeptCall | None:
+    """Feed the run's events to the engine's replayer (recorded knobs) up to the call at `sequence`.
+
+    Hook: drives `zymi_tui.replay.calls.Replayer` as `replay_store` does and stops before the call;
+    a public `builder_at(stream, seq)` in calls.py would replace this when the context engineer adds one."""
+    prefixes = ProjectPrefixes(project) if project is not None else None
+    recorded = calls_mod.recorded_knobs(project)
+    replayer = calls_mod.Replayer(prefixes, recorded, recorded)
+    for se in sorted(memory.events, key=lambda se: se.global_id):
+        kind = se.event.kind
+        if se.event.stream_id == stream_id and se.event.sequence == sequence and isinstance(kind, LlmCallStarted):
+            st = replayer._step(stream_id)
+            mem = replayer._memory(st)
+            if st.infer:
+                replayer._infer_prefix(st, kind, mem)
+            return KeptCall(sequence, st.builder, mem, st.builder.last_was_compaction)
+        replayer.feed(se)
+        replayer.ready()
+    return None
