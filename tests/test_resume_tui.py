@@ -12,9 +12,10 @@ from rich.console import Console
 from textual.widgets import Static
 
 from tests.test_resume_cli import CHAT, cli, demo_project, events, fork_of, rows, run_parent
+from zymi_tui.replay.costs import ModelPrice, PriceTable
 from zymi_tui.tui.app import DashboardApp, MainScreen, Target
 from zymi_tui.tui.resume.compare import ForkCompareScreen
-from zymi_tui.tui.resume.figures import answer_diff
+from zymi_tui.tui.resume.figures import answer_diff, figure_rows, run_figures
 from zymi_tui.tui.resume.modal import ForkModal
 
 SIZE = (160, 50)
@@ -159,3 +160,37 @@ def test_answer_diff_rebuilds_both_answers() -> None:
     assert "".join(p.text for p in pieces if p.op != "del") == new
     assert next(p.text for p in pieces if p.op == "del") == "one"
     assert answer_diff(None, None) == []
+
+
+def test_cost_prices_the_recorded_usage_per_model(compared: dict[str, Any]) -> None:
+    project, parent, fork = compared["project"], compared["parent"], compared["fork"]
+    table = PriceTable(models={"demo": ModelPrice(input=3.0, cached_input=1.0, output=5.0)})
+    for run in (parent, fork):
+        usage = [0, 0, 0]
+        for (data,) in rows(
+            project,
+            "SELECT data FROM events WHERE stream_id LIKE ? AND kind_tag = 'llm_call_completed'",
+            (run + ":step:%",),
+        ):
+            u = json.loads(data)["kind"]["data"]["usage"]
+            usage = [usage[0] + u["input_tokens"], usage[1] + u.get("cached_input_tokens", 0),
+                     usage[2] + u["output_tokens"]]  # fmt: skip
+        want = ((usage[0] - usage[1]) * 3.0 + usage[1] * 1.0 + usage[2] * 5.0) / 1_000_000
+        figures = run_figures(run, _stored(project, run))
+        got = figures.cost(table, None)
+        assert got is not None and abs(got - want) < 1e-12
+        assert figures.cost(PriceTable(), None) is None  # no price for `demo`: no cost, not zero
+    assert [r[0] for r in figure_rows(figures, figures, table)][-1] == "cost (recorded tokens)"
+
+
+def _stored(project: Path, run: str) -> list[Any]:
+    from zymi_tui.events.envelope import StoredEvent, decode_event
+
+    return [
+        StoredEvent(gid, decode_event(data, seq), data)
+        for gid, data, seq in rows(
+            project,
+            "SELECT id, data, sequence FROM events WHERE stream_id = ? OR stream_id LIKE ? ORDER BY id",
+            (run, run + ":step:%"),
+        )
+    ]

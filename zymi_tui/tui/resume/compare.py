@@ -15,6 +15,7 @@ from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
 from zymi_tui.events.store import EventReader, StoreError
+from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
 from zymi_tui.tui.resume.figures import RunFigures, answer_diff, figure_rows, run_figures
 
 DIFF_STYLE = {"same": "", "del": "red strike", "ins": "bold green"}
@@ -48,13 +49,15 @@ class CurvesPlot(PlotextPlot):
         self.refresh()
 
 
-def figures_table(parent: RunFigures, fork: RunFigures) -> Table:
+def figures_table(
+    parent: RunFigures, fork: RunFigures, prices: PriceTable | None = None, model: str | None = None
+) -> Table:
     t = Table(expand=True, show_edge=False, pad_edge=False)
     t.add_column("")
     t.add_column("parent", justify="right")
     t.add_column("fork", justify="right")
     t.add_column("change", justify="right")
-    for name, a, b, change in figure_rows(parent, fork):
+    for name, a, b, change in figure_rows(parent, fork, prices, model):
         t.add_row(name, a, b, Text(change, style="dim" if change == "=" else "bold"))
     return t
 
@@ -85,8 +88,10 @@ class ForkCompareScreen(Screen[None]):
     ]
 
     def __init__(self, reader: EventReader, parent: str, fork: str, *, soft_cap: int | None = None,
-                 hard_cap: int | None = None) -> None:  # fmt: skip
+                 hard_cap: int | None = None, model: str | None = None) -> None:  # fmt: skip
         super().__init__()
+        self.model = model  # the project's model: prices zymi's runs, whose events do not name it
+        self.prices: PriceTable | None = None
         self.reader, self.parent_stream, self.fork_stream = reader, parent, fork
         self.soft_cap, self.hard_cap = soft_cap, hard_cap
         self.figures: tuple[RunFigures, RunFigures] | None = None
@@ -123,6 +128,10 @@ class ForkCompareScreen(Screen[None]):
         except StoreError as e:
             self.query_one("#cmp-head", Static).update(Text(str(e), style="bold red"))
             return
+        try:
+            self.prices = load_prices()
+        except PriceError as e:
+            self.notify(f"no cost: {e}", severity="warning")
         self.show(run_figures(self.parent_stream, a), run_figures(self.fork_stream, b))
 
     def show(self, parent: RunFigures, fork: RunFigures) -> None:
@@ -138,7 +147,7 @@ class ForkCompareScreen(Screen[None]):
             knobs = ", ".join(f"{k}={v}" for k, v in fork.knobs.items())
             head.append(f"\nfork's knobs for the re-run steps: {knobs}", style="dim")
         self.query_one("#cmp-head", Static).update(head)
-        self.query_one("#cmp-table", Static).update(figures_table(parent, fork))
+        self.query_one("#cmp-table", Static).update(figures_table(parent, fork, self.prices, self.model))
         caps: list[tuple[int, str]] = []
         soft = fork.knobs.get("soft_cap_chars") if fork.knobs else self.soft_cap
         hard = fork.knobs.get("hard_cap_chars") if fork.knobs else self.hard_cap

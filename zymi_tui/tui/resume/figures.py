@@ -19,8 +19,10 @@ from zymi_tui.events.kinds import (
     LlmCallStarted,
     PipelineCompleted,
     ResumeForked,
+    WorkflowNodeStarted,
 )
 from zymi_tui.events.store import step_of
+from zymi_tui.replay.costs import PriceTable, cost_of
 
 
 @dataclass
@@ -38,17 +40,34 @@ class RunFigures:
     answer: str | None = None
     knobs: dict[str, object] | None = None  # the fork's recorded knobs (ResumeForked's zymi_tui field)
     fork_at_step: str | None = None
+    usage_by_model: dict[str, list[int]] = field(default_factory=dict)  # model ("" unknown) -> [in, cached, out]
 
     @property
     def peak(self) -> int:
         return max(self.curve, default=0)
 
+    def cost(self, table: PriceTable, fallback_model: str | None) -> float | None:
+        """Recorded usage priced per model (our engine records each step's model; zymi's runs take
+        `fallback_model`, the project's); None when a model that was used has no price."""
+        total = 0.0
+        for model, (inp, cached, out) in self.usage_by_model.items():
+            found = table.price_for(model or fallback_model)
+            if found is None:
+                return None
+            total += cost_of(table, found[1], input_tokens=inp, cached_input_tokens=cached, output_tokens=out).total
+        return total
+
 
 def run_figures(stream_id: str, events: Sequence[StoredEvent]) -> RunFigures:
     """Figures of one run (its run stream and step streams, any order: sorted by global id here)."""
     f = RunFigures(stream_id)
+    models: dict[str, str] = {}  # step -> model, from our engine's WorkflowNodeStarted extra field
     for se in sorted(events, key=lambda e: e.global_id):
         k = se.event.kind
+        if isinstance(k, WorkflowNodeStarted):
+            extra = (k.model_extra or {}).get("zymi_tui")
+            if isinstance(extra, dict) and isinstance(extra.get("model"), str):
+                models[k.node_id] = extra["model"]
         if isinstance(k, LlmCallStarted):
             if k.iteration == 0:
                 f.compaction_calls += 1
@@ -59,6 +78,10 @@ def run_figures(stream_id: str, events: Sequence[StoredEvent]) -> RunFigures:
         elif isinstance(k, LlmCallCompleted) and k.usage is not None:
             f.input_tokens += k.usage.input_tokens
             f.output_tokens += k.usage.output_tokens
+            sums = f.usage_by_model.setdefault(models.get(step_of(se.event.stream_id) or "", ""), [0, 0, 0])
+            sums[0] += k.usage.input_tokens
+            sums[1] += k.usage.cached_input_tokens
+            sums[2] += k.usage.output_tokens
         elif isinstance(k, ContextCompacted):
             f.compactions += 1
         elif isinstance(k, PipelineCompleted) and se.event.stream_id == stream_id and f.outcome == "running":
@@ -96,8 +119,10 @@ def answer_diff(old: str | None, new: str | None) -> list[DiffPiece]:
     return out
 
 
-def figure_rows(parent: RunFigures, fork: RunFigures) -> list[tuple[str, str, str, str]]:
-    """(figure, parent, fork, change) rows of the comparison table."""
+def figure_rows(
+    parent: RunFigures, fork: RunFigures, prices: PriceTable | None = None, model: str | None = None
+) -> list[tuple[str, str, str, str]]:
+    """(figure, parent, fork, change) rows of the comparison table; cost when a price table is given."""
 
     def delta(a: int, b: int) -> str:
         if a == b:
@@ -108,7 +133,7 @@ def figure_rows(parent: RunFigures, fork: RunFigures) -> list[tuple[str, str, st
     def row(name: str, a: int, b: int) -> tuple[str, str, str, str]:
         return name, f"{a:,}", f"{b:,}", delta(a, b)
 
-    return [
+    rows = [
         ("outcome", parent.outcome, fork.outcome, "=" if parent.outcome == fork.outcome else "changed"),
         row("LLM calls", parent.calls, fork.calls),
         row("compaction calls", parent.compaction_calls, fork.compaction_calls),
@@ -118,3 +143,12 @@ def figure_rows(parent: RunFigures, fork: RunFigures) -> list[tuple[str, str, st
         row("input tokens (recorded)", parent.input_tokens, fork.input_tokens),
         row("output tokens (recorded)", parent.output_tokens, fork.output_tokens),
     ]
+    if prices is not None:
+        a, b = parent.cost(prices, model), fork.cost(prices, model)
+
+        def money(x: float | None) -> str:
+            return "no price" if x is None else f"{x:.4f} {prices.currency}"
+
+        change = "=" if a == b else ("—" if a is None or b is None else f"{b - a:+.4f}")
+        rows.append(("cost (recorded tokens)", money(a), money(b), change))
+    return rows
