@@ -93,6 +93,10 @@ class MainScreen(Screen[None]):
         Binding("escape", "clear", "Clear", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("q", "app.quit", "Quit"),
+        # fork-resume (zymi_tui/tui/resume/hook.py)
+        Binding("R", "fork", "Fork"),
+        Binding("C", "compare_fork", "Compare fork", show=False),
+        Binding("P", "lineage", "Parent/fork", show=False),
     ]
 
     def __init__(self, target: Target) -> None:
@@ -548,6 +552,9 @@ class MainScreen(Screen[None]):
             t.append("  chain ✓", style="green")
         if s.error:
             t.append(f"\nerror: {s.error.splitlines()[0][:200]}", style="red")
+        from zymi_tui.tui.resume.hook import lineage_text
+
+        t.append_text(lineage_text(self, s))
         info.update(t)
 
     def update_events_title(self) -> None:
@@ -748,6 +755,22 @@ class MainScreen(Screen[None]):
         if key is not None:
             self.app.copy_to_clipboard(key.stream_id)
             self.notify(f"copied {key.stream_id}")
+
+    # fork-resume: R fork the selected run, C compare a fork with its parent, P jump parent <-> fork
+    def action_fork(self) -> None:
+        from zymi_tui.tui.resume.hook import open_fork
+
+        open_fork(self)
+
+    def action_compare_fork(self) -> None:
+        from zymi_tui.tui.resume.hook import open_compare
+
+        open_compare(self)
+
+    def action_lineage(self) -> None:
+        from zymi_tui.tui.resume.hook import jump_lineage
+
+        jump_lineage(self)
 
     def action_help(self) -> None:
         from zymi_tui.tui.help import HelpScreen
