@@ -256,9 +256,7 @@ class Replayer:
                     row._drop = True  # the step failed for another reason
                 row._done = True
 
-    def _start_step(
-        self, run_stream: str, step_id: str, run: _Run, ts: str, described: StepDescription | None
-    ) -> None:
+    def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str, described: StepDescription | None) -> None:
         from zymi_tui.context.builder import fast_ts_ns
 
         st = self._step(f"{run_stream}{STEP_MARK}{step_id}")
