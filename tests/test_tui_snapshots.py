@@ -13,6 +13,7 @@ from tests.conftest import requires_oracle
 from tests.tui_support import make_app, scenario_copy, settle, use_utc
 from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.inspector import InspectorScreen
+from zymi_tui.tui.widgets import CursorList
 
 pytestmark = requires_oracle
 
@@ -43,6 +44,9 @@ async def steady(pilot: Pilot[Any]) -> None:
     main.plot_dirty = True
     main._redraw_plot()
     app.clear_notifications()
+    await pilot.pause(0.2)
+    for view in main.query(CursorList):  # the scroll position settles after the last layout
+        view.keep_cursor_visible()
     await pilot.pause(0.2)
 
 

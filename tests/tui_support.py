@@ -50,7 +50,11 @@ async def settle(app: DashboardApp, pilot: object, *, timeout: float = 10.0) -> 
             main = app.main
         except LookupError:
             continue
-        ready = main.reader is not None and (main.selected is None or not main.loading)
+        ready = (
+            main.reader is not None
+            and (main.selected is None or not main.loading)
+            and main.current_key() == main.selected
+        )
         if (ready and (main.runs.summaries or main.trouble)) or time.monotonic() > deadline:
             await pilot.pause(0.05)
             return main

@@ -14,6 +14,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
@@ -52,6 +53,7 @@ from zymi_tui.tui.widgets import CursorList, EventsList, RunsList
 
 TAIL_POLL_S = 0.1
 REDRAW_S = 0.25
+SELECT_DELAY_S = 0.12
 STATUS_CYCLE = [None, "ok", "FAIL", "running"]
 KIND_PRESETS: list[tuple[str, set[str] | None]] = [
     ("all kinds", None),
@@ -128,6 +130,7 @@ class MainScreen(Screen[None]):
         self.masking: dict[str, int] = {}  # step -> first masked call (global id), from the replay
         self.masking_checked = False
         self.masking_stale = False
+        self.select_timer: Timer | None = None
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -462,7 +465,11 @@ class MainScreen(Screen[None]):
 
     @on(CursorList.Moved, "#runs")
     def runs_moved(self) -> None:
-        self.select_current()
+        """Load the run once the cursor rests (holding j through 1,000 runs loads one run, not 1,000)."""
+        self.update_run_info()
+        if self.select_timer is not None:
+            self.select_timer.stop()
+        self.select_timer = self.set_timer(SELECT_DELAY_S, self.select_current)
 
     @on(CursorList.Moved, "#events")
     def events_moved(self) -> None:
