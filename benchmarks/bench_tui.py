@@ -99,8 +99,15 @@ def measure(
     args: argparse.Namespace,
 ) -> dict[str, float]:  # fmt: skip
     session = f"tuibench-{name}-{os.getpid()}"
-    t0 = time.perf_counter()
-    tmux("new-session", "-d", "-s", session, "-x", str(SIZE[0]), "-y", str(SIZE[1]), f"exec {command}")
+    for attempt in range(5):  # a tmux server that is just exiting (last session killed) refuses for a moment
+        try:
+            t0 = time.perf_counter()
+            tmux("new-session", "-d", "-s", session, "-x", str(SIZE[0]), "-y", str(SIZE[1]), f"exec {command}")
+            break
+        except subprocess.CalledProcessError:
+            if attempt == 4:
+                raise
+            time.sleep(0.5)
     try:
         first = wait_for(session, ready, 60) - t0
         runs_listed = wait_regex(session, listed, 60) - t0

@@ -15,7 +15,7 @@ from zymi_tui.tui.model import RunKey, RunsModel, format_duration, format_size, 
 from zymi_tui.tui.model_events import RUN_GROUP, EventsModel, Header
 from zymi_tui.tui.model_graph import PipelineError, StepDef, build_graph, load_pipeline_steps, ranks_of
 from zymi_tui.tui.model_plot import collect_calls, downsample
-from zymi_tui.tui.source import project_caps
+from zymi_tui.tui.source import knobs_of
 
 pytestmark = requires_oracle
 
@@ -186,11 +186,13 @@ async def test_graph_node_status_and_llm_calls() -> None:
 
 
 def test_caps_come_from_project_yml_or_the_engine_defaults(tmp_path: Path) -> None:
-    assert project_caps(ORACLE / "chat_profile" / "project")[:3] == (40_000, 80_000, 2)
-    assert project_caps(None)[:3] == (400_000, 600_000, 10)
+    knobs, _ = knobs_of(ORACLE / "chat_profile" / "project")
+    assert (knobs.soft_cap_chars, knobs.hard_cap_chars, knobs.observation_window) == (40_000, 80_000, 2)
+    knobs, why = knobs_of(None)
+    assert (knobs.soft_cap_chars, knobs.hard_cap_chars, knobs.observation_window) == (400_000, 600_000, 10)
     (tmp_path / "project.yml").write_text("runtime: [broken")
-    soft, hard, _, why = project_caps(tmp_path)
-    assert (soft, hard) == (400_000, 600_000) and "not valid YAML" in why
+    knobs, why = knobs_of(tmp_path)
+    assert (knobs.soft_cap_chars, knobs.hard_cap_chars) == (400_000, 600_000) and "engine defaults" in why
 
 
 def test_runs_model_keeps_peaks_by_key() -> None:

@@ -10,17 +10,13 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import yaml
-
+from zymi_tui.context.knobs import ContextKnobs, KnobError, load_project_knobs
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import LlmCallStarted, StepSkipped, WorkflowNodeStarted
 from zymi_tui.events.store import EventReader, run_of, step_prefix
 from zymi_tui.tui.model import RunKey, turn_ranges
 
 PAGE = 2000
-DEFAULT_SOFT_CAP = 400_000
-DEFAULT_HARD_CAP = 600_000
-DEFAULT_WINDOW = 10
 
 
 async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:
@@ -95,24 +91,13 @@ def infer_project(store_arg: str | None, resolved: str) -> Path | None:
     return None
 
 
-def project_caps(project: Path | None) -> tuple[int, int, int, str]:
-    """(soft cap, hard cap, observation window, where they come from) of `runtime.context` in project.yml."""
-    soft, hard, window = DEFAULT_SOFT_CAP, DEFAULT_HARD_CAP, DEFAULT_WINDOW
+def knobs_of(project: Path | None) -> tuple[ContextKnobs, str]:
+    """The project's recorded knobs (`runtime.context`), or the engine defaults and why."""
     if project is None:
-        return soft, hard, window, "engine defaults (no project folder)"
-    path = project / "project.yml"
+        return ContextKnobs(), "engine defaults (no project folder)"
+    if not (project / "project.yml").is_file():
+        return ContextKnobs(), "engine defaults (no project.yml)"
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return soft, hard, window, "engine defaults (no project.yml)"
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return soft, hard, window, "engine defaults (project.yml is not valid YAML)"
-    ctx = ((doc or {}).get("runtime") or {}).get("context") if isinstance(doc, dict) else None
-    if not isinstance(ctx, dict):
-        return soft, hard, window, "engine defaults (project.yml sets no runtime.context)"
-
-    def num(key: str, default: int) -> int:
-        v = ctx.get(key, default)
-        return v if isinstance(v, int) and v >= 0 else default
-
-    return num("soft_cap_chars", soft), num("hard_cap_chars", hard), num("observation_window", window), "project.yml"
+        return load_project_knobs(project), "project.yml"
+    except KnobError as e:
+        return ContextKnobs(), f"engine defaults ({e})"
