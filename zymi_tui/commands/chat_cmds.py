@@ -77,9 +77,10 @@ def plain_chat(args: argparse.Namespace) -> int:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
+    root = _project_dir(args.dir)
     if args.plain or not interactive():
         return plain_chat(args)
-    return open_chat(args, _project_dir(args.dir))
+    return open_chat(args, root)
 
 
 def make_demo(directory: str | None) -> Path:

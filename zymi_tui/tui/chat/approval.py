@@ -30,6 +30,7 @@ class ApprovalModal(ModalScreen[Decision]):
         Binding("e", "explain", "Explain"),
         Binding("escape", "deny", "Deny", show=False),
     ]
+    AUTO_FOCUS = "#approve"
     DEFAULT_CSS = """
     ApprovalModal { align: center middle; }
     #approval { width: 80%; max-width: 100; height: auto; border: thick $warning; background: $surface; padding: 1 2; }

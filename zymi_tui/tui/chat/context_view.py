@@ -44,7 +44,7 @@ def entries_table(cc: CallContext) -> Table:
         style = "yellow" if e.reason.startswith(("masked", "cut")) else "cyan" if "summary" in e.reason else ""
         seq = "" if e.source_seq is None else str(e.source_seq)
         role = ROLE.get(type(e.message).__name__, "?")
-        table.add_row(e.layer, seq, role, str(e.bytes), Text(e.reason, style=style), text[:160])
+        table.add_row(e.layer, seq, role, str(e.bytes), Text(e.reason, style=style), Text(text[:160]))
     return table
 
 

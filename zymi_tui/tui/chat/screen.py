@@ -178,9 +178,10 @@ class ChatScreen(Screen[None]):
             return
         box.remember(text)
         box.value = ""
-        size = len(text.encode("utf-8"))
-        if size > 100_000:
-            self._say(f"sent {format_size(size)}: recorded whole; the agent's task gets its first 2000 bytes", "yellow")
+        size, hard = len(text.encode("utf-8")), self.session.knobs.hard_cap_chars
+        if size > hard:
+            self._say(f"sent {format_size(size)}, over the hard cap ({format_size(hard)}): recorded whole, but the "
+                      "engine refuses to build a context that large, as zymi does", "yellow")  # fmt: skip
         else:
             self._say("running… (Esc cancels)", "yellow")
         self.turn_worker = self.run_turn(text)

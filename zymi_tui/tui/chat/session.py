@@ -9,6 +9,7 @@ cancelled turn sealed so the store stays consistent, and the last call's context
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import time
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zymi_tui.context.knobs import ContextKnobs, KnobError, all_profiles, resolve_knobs
+from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError, all_profiles, resolve_knobs
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.chat import chat_pipeline, send
 from zymi_tui.engine.config import PipelineConfig
@@ -105,7 +106,11 @@ def load_chat_workspace(root: Path, demo_model: bool) -> Workspace:
 
 def profile_names() -> list[str]:
     """The profiles a chat can switch between: the project's own knobs, then the built-in and user ones."""
-    return [PROJECT_PROFILE, *sorted(all_profiles())]
+    try:
+        names = all_profiles()
+    except KnobError:  # a broken profiles.yml: the built-in ones still work (the error shows on --profile)
+        names = dict(PROFILES)
+    return [PROJECT_PROFILE, *sorted(names)]
 
 
 class ChatSession:
@@ -124,6 +129,9 @@ class ChatSession:
         self._sealed: set[str] = set()
         self._open_calls: dict[str, StoredEvent] = {}  # step stream -> LlmCallStarted without its end
         self._open_tools: dict[str, StoredEvent] = {}  # call id -> ToolCallRequested without its result
+        self._open_approvals: dict[str, StoredEvent] = {}  # approval id -> ApprovalRequested without a decision
+        self._running: asyncio.Task[object] | None = None
+        self._sealing: asyncio.Future[None] | None = None
         rt.recorder.listeners.append(self._on_event)
 
     # -- opening and closing -----------------------------------------------------------------------
@@ -160,6 +168,13 @@ class ChatSession:
         return session
 
     async def close(self) -> None:
+        """Cancel a running turn (it seals itself), then close the store."""
+        running = self._running
+        if running is not None and not running.done() and running is not asyncio.current_task():
+            running.cancel()
+            await asyncio.wait([running])
+        if self._sealing is not None:
+            await asyncio.wait([self._sealing])
         await close_runtime(self.rt)
 
     # -- what the screen shows ---------------------------------------------------------------------
@@ -231,6 +246,10 @@ class ChatSession:
             self._open_tools[d.call_id] = se
         elif isinstance(d, k.ToolCallCompleted):
             self._open_tools.pop(d.call_id, None)
+        elif isinstance(d, k.ApprovalRequested):
+            self._open_approvals[d.approval_id] = se
+        elif isinstance(d, (k.ApprovalGranted, k.ApprovalDenied)):
+            self._open_approvals.pop(d.approval_id, None)
         for listener in list(self.listeners):
             listener(se)
 
@@ -238,23 +257,35 @@ class ChatSession:
         """One turn, to its end: (success, answer or error). Cancelling it seals the turn (`seal_cancelled`)."""
         self._open_calls.clear()
         self._open_tools.clear()
+        self._open_approvals.clear()
+        self._running = asyncio.current_task()
         try:
             return await send(self.rt, self.pipeline, self.input_name, self.stream, text)
         except asyncio.CancelledError:
-            await asyncio.shield(self.seal_cancelled())
+            self._sealing = asyncio.ensure_future(self.seal_cancelled())
+            while not self._sealing.done():  # a second cancel (app exit) must not cut the seal short
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(self._sealing)
             raise
 
     async def seal_cancelled(self) -> None:
         """Close a cancelled turn as zymi closes a failed one: what was open fails, PipelineCompleted says why.
 
-        An open tool call gets an error result, so the next turn's context has no tool call without
-        its answer (a real provider rejects that).
+        A pending approval is denied by the orchestrator (as zymi records a timeout); an open tool call
+        gets an error result, so the next turn's context has no tool call without its answer (a real
+        provider rejects that).
         """
         corr = self._open_turn
         if corr is None or corr in self._sealed:
             return
         rec = self.rt.recorder
         now = time.time_ns()
+        for approval_id, asked in list(self._open_approvals.items()):
+            denied = k.ApprovalDenied(
+                approval_id=approval_id, stream_id=self.stream, decided_by="orchestrator", reason=CANCELLED
+            )
+            await rec.emit(asked.event.stream_id, denied, "orchestrator", asked.event.correlation_id)
+        self._open_approvals.clear()
         for call_id, requested in list(self._open_tools.items()):
             elapsed = max(0, (now - requested.event.timestamp_ns) // 1_000_000)
             result = f"[tool error] {CANCELLED}"
