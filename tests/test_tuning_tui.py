@@ -181,7 +181,7 @@ async def test_dashboard_opens_the_tuning_screens() -> None:
         await wait_for(pilot, SweepScreen, "result")
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.press("R")
+        await pilot.press("X")
         await wait_for(pilot, CompareScreen, "comparison")
         if isinstance(main, MainScreen) and main.reader is not None:
             await main.reader.close()  # the dashboard does not close its reader on exit (reported to the lead)

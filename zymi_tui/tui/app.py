@@ -90,7 +90,7 @@ class MainScreen(Screen[None]):
         Binding("g", "goto_replaced", "Go to replaced", show=False),
         Binding("i", "inspect", "Inspect call"),
         Binding("K", "tune", "Tune knobs"),  # tuning hook (zymi_tui/tui/tuning/hooks.py)
-        Binding("R", "compare_profiles", "Compare profiles", show=False),  # tuning hook
+        Binding("X", "compare_profiles", "Compare profiles", show=False),  # tuning hook
         Binding("W", "sweep", "Sweep", show=False),  # tuning hook
         Binding("c", "copy_stream", "Copy id", show=False),
         Binding("escape", "clear", "Clear", show=False),

@@ -1,4 +1,4 @@
-"""How the dashboard opens the tuning screens (its MainScreen calls these from three key bindings)."""
+"""How the dashboard opens the tuning screens (MainScreen: K the knob editor, X compare profiles, W sweep)."""
 
 from __future__ import annotations
 
