@@ -91,6 +91,9 @@ class MainScreen(Screen[None]):
         Binding("o", "toggle_group", "Group/flat", show=False),
         Binding("g", "goto_replaced", "Go to replaced", show=False),
         Binding("i", "inspect", "Inspect call"),
+        Binding("K", "tune", "Tune knobs"),  # tuning hook (zymi_tui/tui/tuning/hooks.py)
+        Binding("X", "compare_profiles", "Compare profiles", show=False),  # tuning hook
+        Binding("W", "sweep", "Sweep", show=False),  # tuning hook
         Binding("c", "copy_stream", "Copy id", show=False),
         Binding("escape", "clear", "Clear", show=False),
         Binding("question_mark", "help", "Help"),
@@ -756,6 +759,26 @@ class MainScreen(Screen[None]):
         from zymi_tui.tui.inspector import InspectorScreen
 
         self.app.push_screen(InspectorScreen(target, self.target.store, self.target.project))
+
+    # -- tuning hook: the screens live in zymi_tui/tui/tuning ------------------------------------
+    def action_tune(self) -> None:
+        from zymi_tui.tui.tuning.hooks import open_editor
+
+        se = self.events.cursor_event
+        picked = self.query_one(ContextPlot).picked
+        gid = se.global_id if se is not None and se.event.tag == "llm_call_started" else None
+        gid = gid if gid is not None else (picked.global_id if picked is not None else None)
+        open_editor(self, self.reader, self.target.project, self.events.events, gid)
+
+    def action_compare_profiles(self) -> None:
+        from zymi_tui.tui.tuning.hooks import open_compare
+
+        open_compare(self, self.target.store, self.target.project)
+
+    def action_sweep(self) -> None:
+        from zymi_tui.tui.tuning.hooks import open_sweep
+
+        open_sweep(self, self.target.store, self.target.project)
 
     def action_copy_stream(self) -> None:
         key = self.current_key()
