@@ -17,7 +17,7 @@ from zymi_tui.engine.resume import ForkOutcome, KnobChoice, ResumeError, ResumeP
 from zymi_tui.engine.runtime import close_runtime, open_runtime
 from zymi_tui.events.describe import describe
 from zymi_tui.events.envelope import StoredEvent, format_timestamp
-from zymi_tui.events.store import EventReader, StoreError, step_of
+from zymi_tui.events.store import EventReader, StoreError, is_postgres_url, step_of
 
 LOG_LINES = 400
 
@@ -60,8 +60,10 @@ def load_project(project: Path | None, store: str) -> Workspace:
         ws = load_workspace(project)
     except ProjectError as e:
         raise ResumeError(f"cannot load the project {project}: {e}") from None
-    if ws.store_path.resolve() != Path(store).resolve():
-        raise ResumeError(f"the project {project} writes to {ws.store_path}, not to the store shown ({store})")
+    mine = ws.store_location
+    same = mine == store if is_postgres_url(mine) else Path(mine).resolve() == Path(store).resolve()
+    if not same:
+        raise ResumeError(f"the project {project} writes to {mine}, not to the store shown ({store})")
     return ws
 
 
