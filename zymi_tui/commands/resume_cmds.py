@@ -6,8 +6,6 @@ import argparse
 import asyncio
 import sys
 
-from rich.markup import escape
-
 from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
 from zymi_tui.commands.engine_cmds import _load, _print
 from zymi_tui.context.knobs import KnobError, resolve_knobs
@@ -84,7 +82,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_dry_run(ws, args, knobs) if args.dry_run else _fork(ws, args, knobs))
     except ResumeError as e:
-        raise CommandError(escape(str(e))) from None  # common.fail prints markup: keep `[a, b]` as text
+        raise CommandError(str(e)) from None
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -197,7 +197,12 @@ class _Tail:
             self.head = raw
             if raw.masked_for != 0:
                 content = raw.message.content
-                if content is not None and raw.bytes > CONTENT_PREVIEW_BYTES:
+                if raw.simulated:  # no real text: only its estimated size is cut
+                    raw.masked_text, raw.masked_bytes = (
+                        None,
+                        min(raw.bytes, CONTENT_PREVIEW_BYTES + len(ELLIPSIS.encode())),
+                    )
+                elif content is not None and raw.bytes > CONTENT_PREVIEW_BYTES:
                     raw.masked_text = floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
                     raw.masked_bytes = len(raw.masked_text.encode())
                 else:

@@ -153,6 +153,32 @@ def compaction_context(plan: CompactionPlan, knobs: ContextKnobs, *, simulated: 
     )
 
 
+@dataclass(frozen=True)
+class StepDescription:
+    """What our engine records on an agent step's WorkflowNodeStarted (extra field `zymi_tui`)."""
+
+    prefix: Prefix
+    fresh_cutoff_ns: int | None
+    knobs: ContextKnobs | None
+
+
+def self_described(kind: WorkflowNodeStarted) -> StepDescription | None:
+    """The step's own description, when zymi-tui's engine wrote it (zymi's readers ignore the field)."""
+    extra = (kind.model_extra or {}).get("zymi_tui")
+    if not isinstance(extra, dict) or not isinstance(extra.get("system_prompt"), str):
+        return None
+    try:
+        knobs = ContextKnobs.model_validate(extra["knobs"]) if isinstance(extra.get("knobs"), dict) else None
+    except ValueError:
+        knobs = None
+    cutoff = extra.get("fresh_cutoff_ns") if extra.get("context_mode") == "fresh" else None
+    return StepDescription(
+        Prefix(extra["system_prompt"], str(extra.get("task") or "")),
+        cutoff if isinstance(cutoff, int) else None,
+        knobs,
+    )
+
+
 class Replayer:
     """The replay's state machine: `feed()` every event in global order, collect rows from `ready()`."""
 
@@ -215,7 +241,7 @@ class Replayer:
         elif isinstance(kind, MemoryDeleted):
             self._run(key).memory.pop(kind.key, None)
         elif isinstance(kind, WorkflowNodeStarted):
-            self._start_step(ev.stream_id, kind.node_id, self._run(key), ev.timestamp)
+            self._start_step(ev.stream_id, kind.node_id, self._run(key), ev.timestamp, self_described(kind))
         elif isinstance(kind, WorkflowNodeCompleted) and not kind.success:
             self._failed_step(se, f"{ev.stream_id}{STEP_MARK}{kind.node_id}")
         elif isinstance(kind, PipelineCompleted) and kind.error:
@@ -230,19 +256,24 @@ class Replayer:
                     row._drop = True  # the step failed for another reason
                 row._done = True
 
-    def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str) -> None:
+    def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str, described: StepDescription | None) -> None:
         from zymi_tui.context.builder import fast_ts_ns
 
         st = self._step(f"{run_stream}{STEP_MARK}{step_id}")
         st.run = run
         prefix = None
         fresh = False
+        st.started_ns = fast_ts_ns(ts)
+        cutoff = None
         if self.project is not None and run.pipeline is not None:
             prefix = self.project.prefix(run.pipeline, step_id, run.inputs, run.outputs)
             spec = self.project.step(run.pipeline, step_id)
             fresh = bool(spec and spec.fresh)
-        st.started_ns = fast_ts_ns(ts)
-        cutoff = st.started_ns if fresh else None
+            cutoff = st.started_ns if fresh else None
+        elif described is not None:  # our engine recorded the prefix, cutoff and knobs it used
+            prefix, cutoff = described.prefix, described.fresh_cutoff_ns
+            if not self.whatif and described.knobs is not None:
+                st.builder.knobs = described.knobs
         st.infer = prefix is None
         st.builder.set_prefix(prefix or Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
 
@@ -461,6 +492,29 @@ async def replay_store(
             yield row
 
 
+async def replay_many(
+    reader: EventReader,
+    *,
+    project: Path | None,
+    knobs: Sequence[ContextKnobs | None],
+    streams: Sequence[str] | None = None,
+) -> AsyncIterator[tuple[int, CallContext]]:
+    """`replay_store` under several knob sets in one pass: each event is read and decoded once
+    and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row)."""
+    replayers = [make_replayer(project, k) for k in knobs]
+    wanted = set(streams) if streams else None
+    async for se in replay_events(reader, streams):
+        for i, replayer in enumerate(replayers):
+            replayer.feed(se)
+            for row in replayer.ready():
+                if wanted is None or row.stream_id in wanted:
+                    yield i, row
+    for i, replayer in enumerate(replayers):
+        for row in replayer.flush():
+            if wanted is None or row.stream_id in wanted:
+                yield i, row
+
+
 async def context_at(
     reader: EventReader,
     stream_id: str,
@@ -475,10 +529,15 @@ async def context_at(
         sample = ", ".join(sorted(s for s in known if STEP_MARK in s)[:5])
         raise ReplayError(f"unknown stream {stream_id!r}; step streams with LLM calls include: {sample}")
     seen: list[int] = []
+    compaction: CallContext | None = None  # a what-if compaction made just before the call at `sequence`
     async for row in replay_store(reader, project=project, knobs=knobs, streams=[stream_id]):
-        if row.sequence == sequence and not row.simulated and not row.hard_cap_failure:
-            return row
+        if row.sequence == sequence and not row.hard_cap_failure:
+            if not (row.whatif and row.is_compaction):
+                return row
+            compaction = compaction or row
         if not row.simulated:
             seen.append(row.sequence)
+    if compaction is not None:
+        return compaction
     calls = ", ".join(str(s) for s in seen[:20]) + (" ..." if len(seen) > 20 else "")
     raise ReplayError(f"no LLM call at {stream_id} seq {sequence}; its LlmCallStarted sequences are: {calls}")

@@ -91,10 +91,17 @@ class MainScreen(Screen[None]):
         Binding("o", "toggle_group", "Group/flat", show=False),
         Binding("g", "goto_replaced", "Go to replaced", show=False),
         Binding("i", "inspect", "Inspect call"),
+        Binding("K", "tune", "Tune knobs"),  # tuning hook (zymi_tui/tui/tuning/hooks.py)
+        Binding("X", "compare_profiles", "Compare profiles", show=False),  # tuning hook
+        Binding("W", "sweep", "Sweep", show=False),  # tuning hook
         Binding("c", "copy_stream", "Copy id", show=False),
         Binding("escape", "clear", "Clear", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("q", "app.quit", "Quit"),
+        # fork-resume (zymi_tui/tui/resume/hook.py)
+        Binding("R", "fork", "Fork"),
+        Binding("C", "compare_fork", "Compare fork", show=False),
+        Binding("P", "lineage", "Parent/fork", show=False),
     ]
 
     def __init__(self, target: Target) -> None:
@@ -555,6 +562,9 @@ class MainScreen(Screen[None]):
             t.append("  chain ✓", style="green")
         if s.error:
             t.append(f"\nerror: {s.error.splitlines()[0][:200]}", style="red")
+        from zymi_tui.tui.resume.hook import lineage_text
+
+        t.append_text(lineage_text(self, s))
         info.update(t)
 
     def update_events_title(self) -> None:
@@ -750,11 +760,47 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(InspectorScreen(target, self.target.store, self.target.project))
 
+    # -- tuning hook: the screens live in zymi_tui/tui/tuning ------------------------------------
+    def action_tune(self) -> None:
+        from zymi_tui.tui.tuning.hooks import open_editor
+
+        se = self.events.cursor_event
+        picked = self.query_one(ContextPlot).picked
+        gid = se.global_id if se is not None and se.event.tag == "llm_call_started" else None
+        gid = gid if gid is not None else (picked.global_id if picked is not None else None)
+        open_editor(self, self.reader, self.target.project, self.events.events, gid)
+
+    def action_compare_profiles(self) -> None:
+        from zymi_tui.tui.tuning.hooks import open_compare
+
+        open_compare(self, self.target.store, self.target.project)
+
+    def action_sweep(self) -> None:
+        from zymi_tui.tui.tuning.hooks import open_sweep
+
+        open_sweep(self, self.target.store, self.target.project)
+
     def action_copy_stream(self) -> None:
         key = self.current_key()
         if key is not None:
             self.app.copy_to_clipboard(key.stream_id)
             self.notify(f"copied {key.stream_id}")
+
+    # fork-resume: R fork the selected run, C compare a fork with its parent, P jump parent <-> fork
+    def action_fork(self) -> None:
+        from zymi_tui.tui.resume.hook import open_fork
+
+        open_fork(self)
+
+    def action_compare_fork(self) -> None:
+        from zymi_tui.tui.resume.hook import open_compare
+
+        open_compare(self)
+
+    def action_lineage(self) -> None:
+        from zymi_tui.tui.resume.hook import jump_lineage
+
+        jump_lineage(self)
 
     def action_help(self) -> None:
         from zymi_tui.tui.help import HelpScreen

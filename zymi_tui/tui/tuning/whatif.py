@@ -9,7 +9,6 @@ from pathlib import Path
 
 from zymi_tui.context.builder import ContextBuilder, RenderedContext
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.hashchain import ChainRow
 from zymi_tui.events.kinds import LlmCallStarted
@@ -115,11 +114,10 @@ class KeptCall:
 def keep_call(memory: MemoryReader, project: Path | None, stream_id: str, sequence: int) -> KeptCall | None:
     """Feed the run's events to the engine's replayer (recorded knobs) up to the call at `sequence`.
 
-    Hook: drives `zymi_tui.replay.calls.Replayer` as `replay_store` does and stops before the call;
-    a public `builder_at(stream, seq)` in calls.py would replace this when the context engineer adds one."""
-    prefixes = ProjectPrefixes(project) if project is not None else None
-    recorded = calls_mod.recorded_knobs(project)
-    replayer = calls_mod.Replayer(prefixes, recorded, recorded)
+    Hook: drives `zymi_tui.replay.calls.Replayer` as `replay_store` does and stops before the call,
+    using its `_step`, `_memory` and `_infer_prefix`; a public `builder_at(stream, seq)` in calls.py
+    would replace this."""
+    replayer = calls_mod.make_replayer(project)
     for se in sorted(memory.events, key=lambda se: se.global_id):
         kind = se.event.kind
         if se.event.stream_id == stream_id and se.event.sequence == sequence and isinstance(kind, LlmCallStarted):
