@@ -154,7 +154,7 @@ class MainScreen(Screen[None]):
         self.query_one("#runs").border_title = "Runs"
         self.query_one("#graph").border_title = "Pipeline"
         self.query_one("#events").border_title = "Events"
-        self.query_one("#plot").border_title = "Context size"
+        self.query_one("#plot").border_title = "Context size (approx_context_chars per LLM call)"
         plot = self.query_one(ContextPlot)
         plot.soft_cap, plot.hard_cap = self.soft_cap, self.hard_cap
         self.query_one(RunsList).focus()

@@ -95,10 +95,10 @@ class ContextPlot(PlotextPlot, can_focus=True):
         shown = self.shown()
         total = sum(len(sc.calls) for sc in shown)
         what = "all steps" if self.step is None else ("run stream" if self.step == RUN_GROUP else f"step {self.step}")
-        title = f"context per LLM call, {what} ({total} calls)"
+        title = f"{what}: {total} calls"
         if self.picked is not None:
             p = self.picked
-            title += f" · call {p.index}: {format_size(p.chars)}"
+            title += f" · picked #{p.index} {format_size(p.chars)}"
         plt.title(title)
         plt.xlabel("seconds since run start" if self.by_time else "call index")
         if not total:
@@ -146,8 +146,8 @@ class ContextPlot(PlotextPlot, can_focus=True):
             off_scale.append(f"hard cap {format_size(self.hard_cap)}")
         masked = [sc for sc in shown if sc.masking_from is not None]
         if masked:
-            how = "rebuilt" if all(sc.masking_exact for sc in masked) else "estimated from W"
-            title += f" · masking from call {masked[0].masking_from} ({how})"
+            how = "rebuilt" if all(sc.masking_exact for sc in masked) else "est. from W"
+            title += f" · masking from #{masked[0].masking_from} ({how})"
         if off_scale:
             title += f" · off scale: {', '.join(off_scale)}"
         plt.title(title)
