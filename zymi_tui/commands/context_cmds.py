@@ -37,7 +37,11 @@ def register(sub: Any) -> None:
     _common(p)
     p.add_argument("--messages", action="store_true", help="with --json: the messages in OpenAI wire form")
     p.add_argument("--tokens", action="store_true", help="also estimate tokens per call (offline o200k; slower)")
-    p.set_defaults(func=guarded(lambda a: run_async(_replay(a))))
+    p.add_argument(
+        "--compare", metavar="P1,P2[,...]",
+        help="the whole store under several profiles side by side (as `zymi-tui compare --profiles`)",
+    )  # fmt: skip
+    p.set_defaults(func=_replay_or_compare)
     c = sub.add_parser("context", help="one LLM call's context: layers, bytes, tokens and reasons")
     _common(c)
     c.add_argument("--stream", required=True, metavar="S", help="the step stream (`<run>:step:<id>`)")
@@ -95,6 +99,27 @@ def _progress(done: int, total: int) -> None:
     if sys.stderr.isatty():
         sys.stderr.write(f"\rreplaying: event {done}/{total} ({100 * done // max(total, 1)}%)")
         sys.stderr.flush()
+
+
+def _replay_or_compare(args: argparse.Namespace) -> int:
+    if args.compare:
+        from zymi_tui.commands.tuning_cmds import cmd_compare
+
+        fmt = "json" if args.json else "table"
+        return cmd_compare(
+            argparse.Namespace(
+                store=args.store,
+                dir=None,
+                project=args.project,
+                run=None,
+                profiles=args.compare,
+                prices=None,
+                model=None,
+                format=fmt,
+                output=None,
+            )
+        )
+    return guarded(lambda a: run_async(_replay(a)))(args)
 
 
 async def _replay(args: argparse.Namespace) -> int:

@@ -56,6 +56,13 @@ LOCK_WAIT_S = 5.0
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 
 
+def _run_and_steps(where: str) -> str:
+    """Rows of a run stream and of its `<run>:step:*` sub-streams matching `where`, each half on the
+    (stream_id, sequence) index: an OR of the two stream conditions makes SQLite scan the table, and
+    the unary `+` in `where` keeps it from preferring the id or kind index."""
+    return f"{_ROW} WHERE stream_id = ? AND {where} UNION ALL {_ROW} WHERE stream_id >= ? AND stream_id < ? AND {where}"
+
+
 def explain_sqlite_error(path: str, err: BaseException) -> StoreError:
     """One line that says what is wrong with the file and what to do."""
     text = str(err)
@@ -252,9 +259,9 @@ class SqliteReader:
     ) -> list[StoredEvent]:
         lim = -1 if limit is None else limit
         if include_steps:
+            sql = _run_and_steps("+id > ?") + " ORDER BY id LIMIT ?"
             lo, hi = _range_for_steps(stream_id)
-            sql = f"{_ROW} WHERE (stream_id = ? OR (stream_id >= ? AND stream_id < ?)) AND id > ? ORDER BY id LIMIT ?"
-            rows = await self._fetch(sql, (stream_id, lo, hi, after_global_id, lim))
+            rows = await self._fetch(sql, (stream_id, after_global_id, lo, hi, after_global_id, lim))
         else:
             sql = f"{_ROW} WHERE stream_id = ? AND id > ? ORDER BY sequence LIMIT ?"
             rows = await self._fetch(sql, (stream_id, after_global_id, lim))
@@ -262,8 +269,8 @@ class SqliteReader:
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
         if include_steps:
+            sql = _run_and_steps("1") + " ORDER BY id DESC LIMIT ?"
             lo, hi = _range_for_steps(stream_id)
-            sql = f"{_ROW} WHERE stream_id = ? OR (stream_id >= ? AND stream_id < ?) ORDER BY id DESC LIMIT ?"
             rows = await self._fetch(sql, (stream_id, lo, hi, n))
         else:
             rows = await self._fetch(f"{_ROW} WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?", (stream_id, n))
@@ -284,9 +291,8 @@ class SqliteReader:
         else:
             lo, hi = _range_for_steps(stream_id)
             rows = await self._fetch(
-                f"{_ROW} WHERE kind_tag = ? AND (stream_id = ? OR (stream_id >= ? AND stream_id < ?)) "
-                "AND id > ? ORDER BY id LIMIT ?",
-                (tag, stream_id, lo, hi, after_global_id, limit),
+                _run_and_steps("+kind_tag = ? AND +id > ?") + " ORDER BY id LIMIT ?",
+                (stream_id, tag, after_global_id, lo, hi, tag, after_global_id, limit),
             )
         return self._decode(rows)
 
