@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -269,3 +271,37 @@ def test_entry_point_runs_without_the_package_on_path(tmp_path: Path) -> None:
     assert done.returncode == 0 and '"status":"FAIL"' in done.stdout
     done = subprocess.run([sys.executable, "-m", "zymi_tui", "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "events" in done.stdout
+
+
+def _column_ns(ts: str) -> int:
+    """The `timestamp` column (`...T15:43:57.909147618+00:00`) in ns, parsed here, not by the package."""
+    whole, frac = ts[:19], ts[20:29]
+    return int(datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp()) * 10**9 + int(frac)
+
+
+def test_turns_pair_each_chat_request_with_its_own_completion(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`zymi serve` puts many runs on one chat stream; zymi shows it as one run, --turns as one per turn."""
+    db = project_with("chat_profile", tmp_path) / ".zymi" / "events.db"
+    con = sqlite3.connect(db)
+    rows = con.execute(
+        "SELECT stream_id, kind_tag, correlation_id, timestamp FROM events "
+        "WHERE kind_tag IN ('pipeline_requested', 'pipeline_completed') ORDER BY id"
+    ).fetchall()
+    done = {corr: ts for _, tag, corr, ts in rows if tag == "pipeline_completed"}
+    expected, turns = [], {}
+    for stream, tag, corr, ts in rows:
+        if tag == "pipeline_requested":
+            turns[stream] = turns.get(stream, 0) + 1
+            duration = (_column_ns(done[corr]) - _column_ns(ts)) // 1_000_000
+            expected.append((stream, turns[stream], corr, ts, duration))
+    assert len(expected) > len(turns) > 1  # several turns on one stream, several streams
+    code, out, _ = run_cli(capsys, "runs", str(db), "--turns", "--raw")
+    assert code == 0
+    got = [json.loads(line) for line in out.splitlines()]
+    assert [(r["stream_id"], r["turn"], r["correlation_id"], r["started_at"], r["duration_ms"]) for r in got] == list(
+        reversed(expected)
+    )
+    code, out, _ = run_cli(capsys, "runs", str(db), "--raw")
+    assert [json.loads(line)["stream_id"] for line in out.splitlines()] == ["chat-7", "chat-42"]

@@ -87,16 +87,22 @@ def produced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = private_work_dir()
     try:
         env = {**os.environ, "ZYMI_BIN": str(ENGINE_BIN), "ORACLE_OUT": str(out), "ORACLE_WORK": str(work)}
-        proc = subprocess.run(
-            [sys.executable, str(HARNESS), *RUN_SCENARIOS, *SERVE_SCENARIOS],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=ROOT,
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "FAILED" not in proc.stdout, proc.stdout
+        # one harness process per scenario, all at once (each scenario has its own folder and ports)
+        procs = [
+            subprocess.Popen(
+                [sys.executable, str(HARNESS), name],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                cwd=ROOT,
+            )
+            for name in RUN_SCENARIOS + SERVE_SCENARIOS
+        ]
+        for proc in procs:
+            output, _ = proc.communicate(timeout=600)
+            assert proc.returncode == 0, output
+            assert "FAILED" not in output, output
     finally:
         shutil.rmtree(work, ignore_errors=True)
     # the harness records its work folder in one tool result (coding_default); zymi's was /tmp/oracle

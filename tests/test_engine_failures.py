@@ -6,18 +6,22 @@ subprocess with stdin closed (so an approval prompt sees EOF, as in zymi's recor
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from zymi_tui.cli import main
 
 BIN = Path(sys.executable).parent / "zymi-tui"
 REAL_ZYMI = Path(sys.executable).parent / "zymi"
@@ -82,14 +86,25 @@ def _project(root: Path, port: int, *, max_iterations: int = 10, extra: str = ""
     return root
 
 
-def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN), "run", "p", "-i", "task=go", "-d", str(root), *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
+    """`zymi-tui run p -i task=go -d ROOT`, in-process, with stdin at EOF (an approval sees no answer)."""
+
+    def go(root: Path, stdin: str = "") -> Result:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        capsys.readouterr()
+        code = main(["run", "p", "-i", "task=go", "-d", str(root)])
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return go
 
 
 def _events(root: Path) -> list[tuple[str, str, dict[str, Any]]]:
@@ -105,11 +120,13 @@ def _verify(root: Path) -> None:
         assert proc.returncode == 0, proc.stderr
 
 
-def test_provider_500_is_llm_call_failed_and_seals_the_run(llm: tuple[Script, int], tmp_path: Path) -> None:
+def test_provider_500_is_llm_call_failed_and_seals_the_run(
+    llm: tuple[Script, int], tmp_path: Path, run: Callable[..., Result]
+) -> None:
     script, port = llm
     script.replies.append((500, "upstream exploded"))
     root = _project(tmp_path, port)
-    proc = _run(root)
+    proc = run(root)
     assert proc.returncode == 1
     assert proc.stderr.strip() == "error: [l] LLM call failed: API error (status 500): upstream exploded"
     ev = _events(root)
@@ -131,13 +148,13 @@ def test_provider_500_is_llm_call_failed_and_seals_the_run(llm: tuple[Script, in
     _verify(root)
 
 
-def test_connection_refused_is_one_line(tmp_path: Path) -> None:
+def test_connection_refused_is_one_line(tmp_path: Path, run: Callable[..., Result]) -> None:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     root = _project(tmp_path, port)
-    proc = _run(root)
+    proc = run(root)
     assert proc.returncode == 1
     assert proc.stderr.startswith(
         f"error: [l] LLM call failed: HTTP request failed: error sending request for url "
@@ -148,11 +165,13 @@ def test_connection_refused_is_one_line(tmp_path: Path) -> None:
     _verify(root)
 
 
-def test_finish_reason_length_fails_the_step(llm: tuple[Script, int], tmp_path: Path) -> None:
+def test_finish_reason_length_fails_the_step(
+    llm: tuple[Script, int], tmp_path: Path, run: Callable[..., Result]
+) -> None:
     script, port = llm
     script.replies.append((200, _answer("cut off", finish="length")))
     root = _project(tmp_path, port)
-    proc = _run(root)
+    proc = run(root)
     assert proc.returncode == 1
     assert proc.stderr.strip() == (
         "error: [l] the model's answer hit max_tokens (4096) and is cut off (finish_reason=length; reasoning "
@@ -162,12 +181,14 @@ def test_finish_reason_length_fails_the_step(llm: tuple[Script, int], tmp_path: 
     assert completed["finish_reason"] == "length"
 
 
-def test_max_iterations_writes_no_node_completed(llm: tuple[Script, int], tmp_path: Path) -> None:
+def test_max_iterations_writes_no_node_completed(
+    llm: tuple[Script, int], tmp_path: Path, run: Callable[..., Result]
+) -> None:
     script, port = llm
     for n in range(2):
         script.replies.append((200, _answer(None, [(f"c{n}", "execute_shell_command", {"command": "echo hi"})])))
     root = _project(tmp_path, port, max_iterations=2)
-    proc = _run(root)
+    proc = run(root)
     assert proc.returncode == 1
     assert "error: pipeline had failing steps" in proc.stderr
     ev = _events(root)
@@ -181,7 +202,7 @@ def test_max_iterations_writes_no_node_completed(llm: tuple[Script, int], tmp_pa
     assert results == ["hi", "hi"]
 
 
-def test_denied_and_unanswered_tools(llm: tuple[Script, int], tmp_path: Path) -> None:
+def test_denied_and_unanswered_tools(llm: tuple[Script, int], tmp_path: Path, run: Callable[..., Result]) -> None:
     script, port = llm
     calls = [
         ("a", "execute_shell_command", {"command": "rm -rf junk"}),
@@ -191,7 +212,7 @@ def test_denied_and_unanswered_tools(llm: tuple[Script, int], tmp_path: Path) ->
     ]
     script.replies.append((200, _answer("Let me try.", calls)))
     root = _project(tmp_path, port)
-    proc = _run(root)
+    proc = run(root)
     assert proc.returncode == 0
     ev = _events(root)
     results = [(d["result"], d["is_error"]) for _, k, d in ev if k == "tool_call_completed"]
@@ -236,17 +257,37 @@ def test_denied_and_unanswered_tools(llm: tuple[Script, int], tmp_path: Path) ->
         ),
     ],
 )
-def test_bad_input_is_one_line_exit_2(tmp_path: Path, files: dict[str, str], expected: str) -> None:
+def test_bad_input_is_one_line_exit_2(
+    tmp_path: Path, files: dict[str, str], expected: str, run: Callable[..., Result]
+) -> None:
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text, encoding="utf-8")
-    proc = _run(tmp_path)
+    proc = run(tmp_path)
     assert proc.returncode == 2
     assert expected in proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
 
 
-def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+def test_yaml_syntax_error_names_the_line(tmp_path: Path, run: Callable[..., Result]) -> None:
     (tmp_path / "project.yml").write_text("name: t\nllm:\n  provider: [openai\n", encoding="utf-8")
-    proc = _run(tmp_path)
+    proc = run(tmp_path)
     assert proc.returncode == 2 and "line " in proc.stderr and str(tmp_path / "project.yml") in proc.stderr
+
+
+def test_a_human_approval_lets_the_command_run(
+    llm: tuple[Script, int], tmp_path: Path, run: Callable[..., Result]
+) -> None:
+    script, port = llm
+    script.replies.append((200, _answer(None, [("a", "execute_shell_command", {"command": "echo hi && pwd"})])))
+    root = _project(tmp_path, port)
+    proc = run(root, stdin="yes\n")
+    assert proc.returncode == 0
+    assert "--- approval required ----------------------------\n  Shell command requires approval: echo hi && pwd" in (
+        proc.stdout
+    )
+    ev = _events(root)
+    granted = next(d for _, k, d in ev if k == "approval_granted")
+    assert granted["decided_by"] == "terminal:terminal" and granted["reason"] is None
+    result = next(d for _, k, d in ev if k == "tool_call_completed")
+    assert result["result"] == f"hi\n{root}" and result["is_error"] is False

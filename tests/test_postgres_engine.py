@@ -1,9 +1,10 @@
 """The engine on a Postgres store: `run` records into the store project.yml names (`${env.VAR}`);
-`serve` answers a request appended by another process."""
+`resume` forks a run there; `serve` answers a request appended by another process."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import uuid
@@ -40,6 +41,13 @@ def test_run_records_into_the_projects_postgres_store(
     assert verify.returncode == 0 and "Verified " in verify.stdout
     replay = run_cli("replay", "--json", "--project", ".", pg_url)
     assert replay.returncode == 0 and '"kind": "agent"' in replay.stdout
+
+    stream = json.loads(runs.stdout)["stream_id"]
+    plan = run_cli("resume", stream, "--from-step", "process", "--dry-run")
+    assert plan.returncode == 0 and "re-execute (1): process" in plan.stdout, plan.stderr
+    assert run_cli("resume", stream, "--from-step", "process").returncode == 0
+    assert run_cli("runs", "--raw", pg_url).stdout.count("\n") == 2
+    assert run_cli("verify", pg_url).returncode == 0
 
 
 async def test_serve_answers_a_request_another_machine_appends(pg_url: str, tmp_path: Path) -> None:

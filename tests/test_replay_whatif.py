@@ -87,3 +87,16 @@ async def test_context_at_one_call_matches_the_request(tmp_path: Path) -> None:
     assert row.rendered is not None
     assert (row.rendered.chars, row.rendered.message_count) == (163, 2)  # expected.json: run 2, fresh: no tail
     assert row.recorded_input_tokens is not None
+
+
+async def test_context_at_under_whatif_is_the_agent_call(tmp_path: Path) -> None:
+    db = copy_store(ORACLE / "coding_compaction" / "events.db", tmp_path)
+    stream = "pipeline-main-05197cdd-3c27-4274-acb1-5071e1424dc7:step:work"
+    reader = await SqliteReader.open(db)
+    try:
+        knobs = ContextKnobs(soft_cap_chars=20_000, hard_cap_chars=30_000)
+        row = await context_at(reader, stream, 109, project=ORACLE / "coding_compaction" / "project", knobs=knobs)
+    finally:
+        await reader.close()
+    assert row.whatif and not row.is_compaction and row.iteration == 19
+    assert row.rendered is not None and row.rendered.chars == sum(e.bytes for e in row.rendered.entries)

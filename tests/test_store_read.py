@@ -216,3 +216,29 @@ async def test_writer_creates_zymis_schema_and_reader_never_does(tmp_path: Path)
     ]  # fmt: skip
     indexes = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
     assert indexes == {"idx_events_stream_seq", "idx_events_correlation", "idx_events_kind"}
+
+
+async def test_read_ahead_never_serves_a_page_that_was_not_asked_for(tmp_path: Path) -> None:
+    db = copy_store(oracle_db("memory"), tmp_path)
+    async with await SqliteReader.open(db) as reader:
+        first = await reader.read_after(0, 10)  # a full page: the next one (after id 10) is read ahead
+        assert [se.global_id for se in first.events] == list(range(1, 11))
+        other = await reader.read_after(5, 10)  # a different request: the read-ahead is dropped
+        assert [se.global_id for se in other.events] == list(range(6, 16))
+        con = sqlite3.connect(db)  # rows committed after the read-ahead are still seen on the next pages
+        con.execute(
+            "INSERT INTO events (event_id, stream_id, sequence, timestamp, kind_tag, data, source) "
+            "SELECT event_id || '-copy', stream_id, sequence + 1000, timestamp, kind_tag, data, source "
+            "FROM events WHERE id = 1"
+        )
+        con.commit()
+        new_id = con.execute("SELECT max(id) FROM events").fetchone()[0]
+        con.close()
+        ids, cursor = [], 15
+        while True:
+            page = await reader.read_after(cursor, 10)
+            ids += [se.global_id for se in page.events]
+            cursor = page.last_global_id
+            if page.rows_scanned < 10:
+                break
+        assert ids[-1] == new_id and ids == list(range(16, new_id + 1))

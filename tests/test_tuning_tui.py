@@ -148,3 +148,40 @@ async def test_comparison_table_matches_cli_json(tmp_path: Path, monkeypatch: py
         await pilot.pause()
         exported = json.loads((tmp_path / "zymi-tui-compare.json").read_text())
         assert exported["profiles"] == want["profiles"]
+
+
+async def wait_for(pilot: Any, cls: type, ready: str | None = None) -> Any:
+    """Poll (the dashboard's live tail worker never completes, so workers cannot be awaited)."""
+    for _ in range(300):
+        await pilot.pause(0.05)
+        screen = pilot.app.screen
+        if isinstance(screen, cls) and (ready is None or getattr(screen, ready) not in (None, False)):
+            return screen
+    raise AssertionError(f"{cls.__name__} did not open")
+
+
+async def test_dashboard_opens_the_tuning_screens() -> None:
+    from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+    from zymi_tui.tui.tuning.sweep_screen import SweepScreen
+
+    name = "coding_default"
+    app = DashboardApp(Target(str(ORACLE / name / "events.db"), ORACLE / name / "project"))
+    async with app.run_test(size=(160, 45)) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.05)
+            main = app.screen
+            if isinstance(main, MainScreen) and main.events.events:
+                break
+        await pilot.press("K")
+        editor = await wait_for(pilot, TuningScreen, "curve")
+        assert editor.stream_id == first_stream(name)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("W")
+        await wait_for(pilot, SweepScreen, "result")
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("X")
+        await wait_for(pilot, CompareScreen, "comparison")
+        if isinstance(main, MainScreen) and main.reader is not None:
+            await main.reader.close()  # the dashboard does not close its reader on exit (reported to the lead)

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from rich.console import Console
+from rich.markup import escape
 
 from zymi_tui.events.store import StoreError
 
@@ -29,11 +30,11 @@ class CommandError(Exception):
 
 
 def fail(message: str) -> None:
-    err.print(f"[bold red]zymi-tui: error:[/] {message}", markup=True, highlight=False)
+    err.print(f"[bold red]zymi-tui: error:[/] {escape(message)}", markup=True, highlight=False)
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]zymi-tui: warning:[/] {message}", markup=True, highlight=False)
+    err.print(f"[yellow]zymi-tui: warning:[/] {escape(message)}", markup=True, highlight=False)
 
 
 def run_async(coro: Awaitable[T]) -> T:

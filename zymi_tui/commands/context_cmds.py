@@ -234,13 +234,14 @@ async def _context(args: argparse.Namespace) -> int:
         err.print("the prefix cannot be known here (no project)")
         return EXIT_OK
     out.print(
-        f"rebuilt: {r.chars} bytes, {r.message_count} messages (estimated) | recorded: {row.recorded_chars} bytes, "
+        f"{'what-if' if row.whatif else 'rebuilt'}: {r.chars} bytes, {r.message_count} messages, "
+        f"~{sum(e.tokens for e in r.entries)} tokens (estimated) | recorded: {row.recorded_chars} bytes, "
         f"{row.recorded_message_count} messages, input tokens {row.recorded_input_tokens} (recorded)"
     )
     out.print(f"knobs: {r.knobs.describe()}" + (f"  [yellow]{SAME_TRAJECTORY}[/]" if row.whatif else ""))
     t = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("#", "layer", "role", "seq", "bytes", "~tokens", "reason", "content"):
-        t.add_column(col, justify="right" if col in ("#", "seq", "bytes", "~tokens") else "left")
+    for col in ("#", "layer", "role", "seq", "bytes", "~tokens (est.)", "reason", "content"):
+        t.add_column(col, justify="left" if col in ("layer", "role", "reason", "content") else "right")
     for i, entry in enumerate(r.entries):
         text = getattr(entry.message, "content", None) or ""
         preview = text.replace("\n", "⏎")[:60]
@@ -249,8 +250,12 @@ async def _context(args: argparse.Namespace) -> int:
             str(entry.bytes), str(entry.tokens), escape(entry.reason), escape(preview),
         )  # fmt: skip
     out.print(t)
+    if r.prefix_inferred:
+        out.print("[yellow]Layer A inferred[/]: no project; its size is the recorded total minus the rest")
     if r.forgotten:
         out.print(f"{r.forgotten} older message(s) dropped by forget_after_turns={r.knobs.forget_after_turns}")
+    if r.compacted_away:
+        out.print(f"{r.compacted_away} step-stream message(s) replaced by compaction summaries")
     if r.dropped_by_fresh:
         out.print(f"{r.dropped_by_fresh} message(s) of earlier runs dropped by mode: fresh")
     if r.compaction:

@@ -10,8 +10,6 @@ from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
 from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.loader import ProjectError, Workspace, find_root, load_workspace
-from zymi_tui.engine.runner import RunHalted, run_pipeline
-from zymi_tui.engine.runtime import close_runtime, open_runtime
 from zymi_tui.events.store import redact_url
 
 
@@ -71,6 +69,9 @@ def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
 
 @guarded
 def cmd_run(args: argparse.Namespace) -> int:
+    from zymi_tui.engine.runner import RunHalted, run_pipeline
+    from zymi_tui.engine.runtime import close_runtime, open_runtime
+
     ws = _load(args.dir)
     inputs = _inputs(args.input or [])
     try:
@@ -113,7 +114,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return asyncio.run(go())
     except KeyboardInterrupt:
         print(
-            f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {ws.store_path}",
+            "interrupted (Ctrl-C): the run is sealed as failed; "
+            f"its events are kept in {redact_url(ws.store_location)}",
             file=sys.stderr,
         )
         return 130
@@ -140,6 +142,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 @guarded
 def cmd_serve(args: argparse.Namespace) -> int:
     from zymi_tui.engine.connectors import ConnectorError
+    from zymi_tui.engine.runtime import close_runtime, open_runtime
     from zymi_tui.engine.serve import serve
 
     ws = _load(args.dir)
@@ -190,6 +193,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 @guarded
 def cmd_chat(args: argparse.Namespace) -> int:
     from zymi_tui.engine.chat import chat_loop, chat_pipeline
+    from zymi_tui.engine.runtime import close_runtime, open_runtime
 
     ws = _load(args.dir)
     try:

@@ -6,8 +6,6 @@ import argparse
 import asyncio
 import sys
 
-from rich.markup import escape
-
 from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
 from zymi_tui.commands.engine_cmds import _load, _print
 from zymi_tui.context.knobs import KnobError, resolve_knobs
@@ -15,7 +13,7 @@ from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.loader import ProjectError, Workspace
 from zymi_tui.engine.resume import KnobChoice, ResumeError, ResumePlan, fork, plan_lines, plan_resume
 from zymi_tui.engine.runtime import close_runtime, open_runtime, project_knobs
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.store import is_postgres_url, open_reader
 
 
 def knob_choice(ws: Workspace, profile: str | None, sets: list[str]) -> KnobChoice:
@@ -35,7 +33,7 @@ def _show_plan(plan: ResumePlan, knobs: KnobChoice, *, dry_run: bool) -> None:
 
 
 async def _dry_run(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -> int:
-    reader = await SqliteReader.open(ws.store_path)
+    reader = await open_reader(ws.store_location)
     try:
         plan = await plan_resume(reader, ws, args.stream, args.from_step)
     finally:
@@ -45,7 +43,7 @@ async def _dry_run(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -
 
 
 async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -> int:
-    reader = await SqliteReader.open(ws.store_path)
+    reader = await open_reader(ws.store_location)
     try:  # validate with a reader first: a bad request opens no writer
         plan = await plan_resume(reader, ws, args.stream, args.from_step)
     finally:
@@ -79,12 +77,12 @@ async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -> i
 def cmd_resume(args: argparse.Namespace) -> int:
     ws = _load(args.dir)
     knobs = knob_choice(ws, args.profile, args.sets)
-    if not ws.store_path.is_file():
+    if not is_postgres_url(ws.store_location) and not ws.store_path.is_file():
         raise CommandError(f"no event store found at {ws.store_path}. Cannot resume.")
     try:
         return asyncio.run(_dry_run(ws, args, knobs) if args.dry_run else _fork(ws, args, knobs))
     except ResumeError as e:
-        raise CommandError(escape(str(e))) from None  # common.fail prints markup: keep `[a, b]` as text
+        raise CommandError(str(e)) from None
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

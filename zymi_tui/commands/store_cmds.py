@@ -219,6 +219,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="list events (oldest first), filtered by stream or kind; --follow to tail",
         description="List a store's events in global order. `--stream RUN` includes the run's step "
         "sub-streams (`RUN:step:*`), as zymi does. Unreadable rows are reported and skipped.",
+        epilog="examples:\n  zymi-tui events                        first 50 events of ./.zymi/events.db\n"
+        "  zymi-tui events my-project -f          follow a store another process is writing\n"
+        "  zymi-tui events run.db -k llm_call_started --all --raw | jq .kind.data",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store_arg(p)
     p.add_argument("-s", "--stream", help="a run stream; its step sub-streams are included")
@@ -256,6 +260,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="verify every stream's hash chain; exit 0 when all hold, 1 when one breaks",
         description="Walk each stream by sequence, recompute v2/v1 hashes (legacy rows are exempt), check "
         "prev_hash links and stream_heads (a deleted tail or stream is caught). Names the first bad sequence.",
+        epilog="exit status: 0 every chain holds, 1 a chain is broken, 2 the store cannot be read",
     )
     add_store_arg(p)
     p.add_argument("-s", "--stream", help="verify this stream only")

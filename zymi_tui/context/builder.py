@@ -21,11 +21,13 @@ from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.masking import (
+    CONTENT_PREVIEW_BYTES,
+    ELLIPSIS,
     compaction_input,
-    mask_assistant,
-    mask_tool_result,
+    floor_bytes,
     memory_text,
     message_bytes,
+    placeholder,
 )
 from zymi_tui.events.envelope import StoredEvent, parse_timestamp_ns
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
@@ -33,6 +35,7 @@ from zymi_tui.events.messages import (
     AssistantMessage,
     MessageModel,
     SystemMessage,
+    ToolCallInfo,
     ToolResultMessage,
     UserMessage,
     to_wire,
@@ -143,9 +146,23 @@ class _Raw:
     kind: int
     note: str | None = None  # a summary's or a simulated message's reason
     simulated: bool = False
-    masked_for: int = -1  # id() of the turn head its masked form was made for
-    masked: MessageModel | None = None
+    masked_for: int = -1  # id() of the turn head its masked form was made for (0: an assistant)
+    masked_text: str | None = None  # the masked content (None: unchanged)
     masked_bytes: int = 0
+    masked: MessageModel | None = None  # the masked message, made when first shown
+    calls: dict[str, ToolCallInfo] | None = None  # an assistant's tool calls by id
+
+    def masked_message(self) -> MessageModel:
+        if self.masked is None:
+            m = self.message
+            if self.masked_text is None:
+                self.masked = m
+            elif isinstance(m, AssistantMessage):
+                self.masked = AssistantMessage(content=self.masked_text, tool_calls=m.tool_calls)
+            else:
+                assert isinstance(m, ToolResultMessage)
+                self.masked = ToolResultMessage(tool_call_id=m.tool_call_id, content=self.masked_text)
+        return self.masked
 
 
 def _kind_of(message: MessageModel) -> int:
@@ -179,18 +196,30 @@ class _Tail:
             self.turn_ends.append(n + 1)
             self.head = raw
             if raw.masked_for != 0:
-                assert isinstance(raw.message, AssistantMessage)
-                raw.masked = mask_assistant(raw.message)
-                raw.masked_bytes = message_bytes(raw.masked)
-                raw.masked_for = 0
+                content = raw.message.content
+                if raw.simulated:  # no real text: only its estimated size is cut
+                    raw.masked_text, raw.masked_bytes = (
+                        None,
+                        min(raw.bytes, CONTENT_PREVIEW_BYTES + len(ELLIPSIS.encode())),
+                    )
+                elif content is not None and raw.bytes > CONTENT_PREVIEW_BYTES:
+                    raw.masked_text = floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
+                    raw.masked_bytes = len(raw.masked_text.encode())
+                else:
+                    raw.masked_text, raw.masked_bytes = None, raw.bytes
+                raw.masked, raw.masked_for = None, 0
             masked_bytes = raw.masked_bytes
         elif raw.kind == _TOOL and self.head is not None:
             self.turn_ends[-1] = n + 1
             if raw.masked_for != id(self.head):
-                assert isinstance(raw.message, ToolResultMessage) and isinstance(self.head.message, AssistantMessage)
-                raw.masked = mask_tool_result(raw.message, self.head.message)
-                raw.masked_bytes = message_bytes(raw.masked)
-                raw.masked_for = id(self.head)
+                head = self.head
+                if head.calls is None:
+                    head.calls = {c.id: c for c in head.message.tool_calls}  # type: ignore[union-attr]
+                msg = raw.message
+                assert isinstance(msg, ToolResultMessage)
+                raw.masked_text = placeholder(head.calls.get(msg.tool_call_id), msg.content, raw.bytes)
+                raw.masked_bytes = len(raw.masked_text.encode())
+                raw.masked, raw.masked_for = None, id(head)
             masked_bytes = raw.masked_bytes
         else:
             self.head = None
@@ -268,7 +297,8 @@ class ContextBuilder:
         self._follow = follow_recorded_compactions
         self._raw: list[_Raw] = []
         self._raw_seqs: list[int] = []
-        self._seq_ts: dict[int, int] = {}
+        self._seen_seqs: list[int] = []  # events seen, in order (a replay may skip kinds zymi ignores)
+        self._seen_ts: list[int] = []
         self._monotone = True
         self._last_ts = -1
         self._compactions: list[_Compaction] = []
@@ -277,6 +307,7 @@ class ContextBuilder:
         self.last_seq = 0
         self.last_was_compaction = False
         self.recorded: list[RecordedCompaction] = []
+        self._a_cache: tuple[Prefix, int, int] | None = None
         self._pending_reply: tuple[MessageModel, int] | None = None
 
     # ---- feeding -------------------------------------------------------------------------
@@ -292,7 +323,8 @@ class ContextBuilder:
         ev = stored.event
         seq = ev.sequence
         ts = fast_ts_ns(ev.timestamp)
-        self._seq_ts[seq] = ts
+        self._seen_seqs.append(seq)
+        self._seen_ts.append(ts)
         if ts < self._last_ts:
             self._monotone = False
         self._last_ts = ts
@@ -332,8 +364,16 @@ class ContextBuilder:
 
     # ---- Layer C from the items -----------------------------------------------------------
     def _visible(self, seq: int, cutoff: int | None) -> bool:
-        ts = self._seq_ts.get(seq)
+        ts = self._ts_at(seq)
         return ts is not None and (cutoff is None or ts >= cutoff)
+
+    def _ts_at(self, seq: int) -> int | None:
+        """The timestamp of event `seq` (sequences are contiguous from 1; an event not fed to the
+        builder takes the next fed one's timestamp, as zymi's clock only moves forward)."""
+        if seq < 1 or seq > self.last_seq:
+            return None
+        i = bisect.bisect_left(self._seen_seqs, seq)
+        return self._seen_ts[i] if i < len(self._seen_ts) else None
 
     def _compute_tail(self, cutoff: int | None) -> _Tail:
         ranges = sorted((c.lo, c.hi) for c in self._compactions if c.lo <= c.hi)
@@ -358,7 +398,7 @@ class ContextBuilder:
                 if c.estimated_bytes is not None:
                     nbytes = len(COMPACTED_HEADER.encode()) + c.estimated_bytes
                 note = f"{'simulated summary' if c.simulated else 'summary'} replacing compaction of seq {c.lo}..{c.hi}"
-                summaries.append(_Raw(c.lo, self._seq_ts[c.lo], SystemMessage(content=text), nbytes, _OTHER, note))
+                summaries.append(_Raw(c.lo, self._ts_at(c.lo) or 0, SystemMessage(content=text), nbytes, _OTHER, note))
                 summaries[-1].simulated = c.simulated
                 last = c.lo
             else:
@@ -399,7 +439,9 @@ class ContextBuilder:
         p = self.prefix
         if p.inferred_bytes is not None:
             return p.inferred_bytes, p.inferred_count
-        return len(p.system_prompt.encode()) + len(p.task.encode()), 2 if p.task else 1
+        if self._a_cache is None or self._a_cache[0] is not p:
+            self._a_cache = (p, len(p.system_prompt.encode()) + len(p.task.encode()), 2 if p.task else 1)
+        return self._a_cache[1], self._a_cache[2]
 
     def build(
         self,
@@ -497,8 +539,8 @@ class ContextBuilder:
     @staticmethod
     def _shown(tail: _Tail, i: int, mask_end: int) -> MessageModel:
         r = tail.items[i]
-        if i < mask_end and r.masked is not None and tail.in_turn(i):
-            return r.masked
+        if i < mask_end and r.masked_for != -1 and tail.in_turn(i):
+            return r.masked_message()
         return r.message
 
     @staticmethod
@@ -535,14 +577,14 @@ class ContextBuilder:
         window = f"observation_window={k.observation_window}"
         for i in range(cut, n):
             r = tail.items[i]
-            if i < mask_end and r.masked is not None and tail.in_turn(i):
+            if i < mask_end and r.masked_for != -1 and tail.in_turn(i):
                 if r.kind == _TOOL:
                     reason = f"masked by {window}"
-                elif r.masked is not r.message:
+                elif r.masked_text is not None:
                     reason = f"cut to 200 bytes (turn masked by {window})"
                 else:
                     reason = f"kept (turn masked by {window})"
-                out.append(ContextEntry(r.masked, "C", r.masked_bytes, reason, r.seq, r.simulated))
+                out.append(ContextEntry(r.masked_message(), "C", r.masked_bytes, reason, r.seq, r.simulated))
             else:
                 out.append(ContextEntry(r.message, "C", r.bytes, r.note or "kept", r.seq, r.simulated))
         return out
@@ -563,7 +605,7 @@ class ContextBuilder:
         A recorded reply keeps its sequence; a simulated one takes the last event's."""
         if reply is not None:
             seq = self.last_seq if reply_seq is None else reply_seq
-            raw = _Raw(seq, self._seq_ts.get(seq, self._last_ts), reply, message_bytes(reply), _kind_of(reply))
+            raw = _Raw(seq, self._ts_at(seq) or self._last_ts, reply, message_bytes(reply), _kind_of(reply))
             if simulated and estimated_bytes is not None:
                 raw.bytes = estimated_bytes
                 raw.note = "simulated compaction reply (size estimated)"

@@ -81,12 +81,12 @@ def is_tool_error(content: str) -> bool:
     return content.startswith(ERROR_PREFIXES)
 
 
-def placeholder(call: ToolCallInfo | None, content: str) -> str:
+def placeholder(call: ToolCallInfo | None, content: str, size: int | None = None) -> str:
     """`[masked: <tool>("<arg>") → ok|error, <N> chars]`; N is the original result's byte length."""
     name, args = (call.name, call.arguments) if call else ("unknown", "{}")
     arg = primary_arg(name, args)
     status = "error" if is_tool_error(content) else "ok"
-    size = len(content.encode())
+    size = len(content.encode()) if size is None else size
     if arg:
         return f'[masked: {name}("{arg}") → {status}, {size} chars]'
     return f"[masked: {name} → {status}, {size} chars]"

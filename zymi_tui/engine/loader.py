@@ -40,6 +40,7 @@ class Workspace:
 
     @property
     def store_path(self) -> Path:
+        """The SQLite file runs are recorded in: `<root>/.zymi/events.db` or `sqlite:<path>` (from the root)."""
         store = (self.project.store or "").strip()
         if store.startswith("sqlite:"):
             return self.root / store[len("sqlite:") :]
@@ -102,7 +103,7 @@ def _parse_yaml(text: str, path: Path) -> Any:
 
 def _describe_validation(e: ValidationError) -> str:
     first = e.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"] if not isinstance(p, int) or True)
+    loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"]
     if first["type"] == "missing":
         return f"{loc}: missing field `{first['loc'][-1]}`"

@@ -8,7 +8,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs
@@ -69,7 +69,6 @@ class Runtime:
     knobs: ContextKnobs
     reasoning: ApprovalHandler | None = None  # a terminal that can answer `ask:` steps (None under serve)
     printer: Printer | None = None
-    _scopes: dict[str, RunScope] = field(default_factory=dict)
 
     def say(self, text: str) -> None:
         if self.printer is not None:

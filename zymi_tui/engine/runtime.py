@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import ValidationError
 
-from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs, KnobError, make_knobs
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.config import LlmConfig, ShellRuntime
 from zymi_tui.engine.loader import ProjectError, Workspace
@@ -16,21 +14,18 @@ from zymi_tui.engine.providers.base import Provider
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.runner import Printer, Runtime
 from zymi_tui.engine.tools import ToolRunner
-from zymi_tui.events.store import open_reader, open_writer
+from zymi_tui.events.store import StoreError, open_reader, open_writer
 
 
 def project_knobs(ws: Workspace) -> ContextKnobs:
-    ctx = ws.project.runtime.context if ws.project.runtime else None
+    """`runtime.context:` of the loaded project.yml (engine defaults when absent; unknown keys ignored)."""
+    section = (ws.project.runtime.context if ws.project.runtime else None) or {}
     try:
-        return ContextKnobs.model_validate(
-            {k: v for k, v in (ctx or {}).items() if v is not None or k == "forget_after_turns"}
+        return make_knobs(
+            {k: v for k, v in section.items() if k in KNOB_NAMES}, f"{ws.root / 'project.yml'} runtime.context"
         )
-    except ValidationError as e:
-        first = e.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        raise ProjectError(
-            f"invalid YAML in {ws.root / 'project.yml'}: runtime.context.{key}: {first['msg']}"
-        ) from None
+    except KnobError as e:
+        raise ProjectError(str(e)) from None
 
 
 def needs_llm(ws: Workspace, pipelines: list[str]) -> bool:
@@ -68,8 +63,15 @@ async def open_runtime(
     if provider is None:
         provider = make_provider(ws, needs_llm(ws, pipelines))
     store = ws.store_location
-    writer = await open_writer(store)
-    reader = await open_reader(store)
+    try:
+        writer = await open_writer(store)
+        try:
+            reader = await open_reader(store)
+        except BaseException:
+            await writer.close()
+            raise
+    except StoreError as e:
+        raise ProjectError(str(e)) from None
     recorder = Recorder(writer)
     shell = ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
     tools = ToolRunner(
@@ -86,7 +88,3 @@ async def open_runtime(
 async def close_runtime(rt: Runtime) -> None:
     await rt.reader.close()
     await rt.recorder.writer.close()
-
-
-def root_of(directory: str | None) -> Path:
-    return Path(directory).expanduser().resolve() if directory else Path.cwd()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 V2_PREFIX = "v2:"
 
@@ -58,18 +58,18 @@ class StreamVerdict:
     problem: str | None = None
     bad_sequence: int | None = None
     bad_global_id: int | None = None
-    notes: list[str] = field(default_factory=list)
+    last: tuple[int, str] = (0, "")  # sequence and hash of the last hashed row
+    hash_at_head: str | None = None  # hash of the row at the head's sequence, when seen
 
     @property
     def ok(self) -> bool:
         return self.problem is None
 
 
-def verify_stream(stream_id: str, rows: Iterable[ChainRow], head: tuple[int, str] | None) -> StreamVerdict:
-    """Verify one stream's rows (in sequence order) against its `stream_heads` entry."""
+def walk_chain(stream_id: str, rows: Iterable[ChainRow], head: tuple[int, str] | None) -> StreamVerdict:
+    """Check every `prev_hash` link and hash; remember what `check_head` needs."""
     verdict = StreamVerdict(stream_id)
     expected_prev = ""
-    last_seq, last_hash = 0, ""
     for row in rows:
         verdict.rows += 1
         computed = recompute(row.event_id, row.sequence, row.data, row.prev_hash, row.hash)
@@ -90,18 +90,44 @@ def verify_stream(stream_id: str, rows: Iterable[ChainRow], head: tuple[int, str
             verdict.bad_sequence, verdict.bad_global_id = row.sequence, row.global_id
             return verdict
         expected_prev = row.hash
-        last_seq, last_hash = row.sequence, row.hash
+        verdict.last = (row.sequence, row.hash)
+        if head is not None and row.sequence == head[0]:
+            verdict.hash_at_head = row.hash
         verdict.verified += 1
-    if head is not None:
-        head_seq, head_hash = head
-        if verdict.verified == 0:
-            verdict.problem = f"stream truncated: stream_heads records sequence {head_seq} but no hashed events remain"
-            verdict.bad_sequence = 1
-        elif last_seq != head_seq or last_hash != head_hash:
-            missing = max(head_seq - last_seq, 0)
-            verdict.problem = (
-                f"stream truncated: the last row is sequence {last_seq} but stream_heads records "
-                f"sequence {head_seq} (missing {missing} event(s))"
-            )
-            verdict.bad_sequence = last_seq + 1
     return verdict
+
+
+def check_head(verdict: StreamVerdict, head: tuple[int, str] | None, head_after: tuple[int, str] | None) -> None:
+    """zymi's truncation check (ADR-0040): the last row must be the recorded head.
+
+    A stream another process appends to while we read also passes when the row at the head we
+    read first carries its hash and the head has moved on, so a live store never reads as
+    truncated; rows past a head that did not move were appended without updating stream_heads.
+    """
+    if head is None or verdict.problem:
+        return
+    head_seq, head_hash = head
+    after = head if head_after is None else head_after
+    last_seq = verdict.last[0]
+    if verdict.verified == 0:
+        verdict.problem = f"stream truncated: stream_heads records sequence {head_seq} but no hashed events remain"
+        verdict.bad_sequence = 1
+    elif verdict.last == after:
+        pass  # zymi's check
+    elif verdict.hash_at_head == head_hash and after != head and after[0] >= last_seq:
+        pass  # written to while we read: the first head is in the chain and has moved on
+    elif last_seq > head_seq:
+        verdict.problem = (
+            f"{last_seq - head_seq} row(s) after sequence {head_seq}, the stream head: "
+            "appended without updating stream_heads"
+        )
+        verdict.bad_sequence = head_seq + 1
+    elif last_seq == head_seq:
+        verdict.problem = f"the last row (sequence {last_seq}) does not carry the hash stream_heads records"
+        verdict.bad_sequence = last_seq
+    else:
+        verdict.problem = (
+            f"stream truncated: the last row is sequence {last_seq} but stream_heads records "
+            f"sequence {head_seq} (missing {head_seq - last_seq} event(s))"
+        )
+        verdict.bad_sequence = last_seq + 1

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator
+from pydantic import AliasPath, BaseModel, ConfigDict, Field, PlainSerializer, TypeAdapter
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+
+class _Tagged(BaseModel):
+    """A variant read from zymi's externally tagged JSON through validation aliases (`{"User": ..}`),
+    so pydantic-core reads it straight from the JSON text; built in code by field name."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
 
 
 class ToolCallInfo(_Frozen):
@@ -23,28 +30,28 @@ class ToolCallInfo(_Frozen):
     arguments: str
 
 
-class SystemMessage(_Frozen):
+class SystemMessage(_Tagged):
     role: Literal["system"] = "system"
-    content: str
+    content: str = Field(validation_alias="System")
 
 
-class UserMessage(_Frozen):
+class UserMessage(_Tagged):
     role: Literal["user"] = "user"
-    content: str
+    content: str = Field(validation_alias="User")
 
 
-class TextPart(_Frozen):
-    text: str
+class TextPart(_Tagged):
+    text: str = Field(validation_alias="Text")
 
 
-class ImagePart(_Frozen):
-    media_type: str
-    data: str
+class ImagePart(_Tagged):
+    media_type: str = Field(validation_alias=AliasPath("ImageBase64", "media_type"))
+    data: str = Field(validation_alias=AliasPath("ImageBase64", "data"))
 
 
-class UserMultimodalMessage(_Frozen):
+class UserMultimodalMessage(_Tagged):
     role: Literal["user_multimodal"] = "user_multimodal"
-    parts: tuple[TextPart | ImagePart, ...]
+    parts: tuple[TextPart | ImagePart, ...] = Field(validation_alias=AliasPath("UserMultimodal", "parts"))
 
     @property
     def content(self) -> str:
@@ -52,55 +59,24 @@ class UserMultimodalMessage(_Frozen):
         return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
 
 
-class AssistantMessage(_Frozen):
+class AssistantMessage(_Tagged):
     role: Literal["assistant"] = "assistant"
-    content: str | None
-    tool_calls: tuple[ToolCallInfo, ...] = ()
+    content: str | None = Field(validation_alias=AliasPath("Assistant", "content"))
+    tool_calls: tuple[ToolCallInfo, ...] = Field((), validation_alias=AliasPath("Assistant", "tool_calls"))
 
 
-class ToolResultMessage(_Frozen):
+class ToolResultMessage(_Tagged):
     role: Literal["tool"] = "tool"
-    tool_call_id: str
-    content: str
+    tool_call_id: str = Field(validation_alias=AliasPath("ToolResult", "tool_call_id"))
+    content: str = Field(validation_alias=AliasPath("ToolResult", "content"))
 
 
 MessageModel = SystemMessage | UserMessage | UserMultimodalMessage | AssistantMessage | ToolResultMessage
 
 
-def _parse_part(value: Any) -> TextPart | ImagePart:
-    if isinstance(value, TextPart | ImagePart):
-        return value
-    if isinstance(value, dict) and len(value) == 1:
-        tag, body = next(iter(value.items()))
-        if tag == "Text" and isinstance(body, str):
-            return TextPart(text=body)
-        if tag == "ImageBase64" and isinstance(body, dict):
-            return ImagePart.model_validate(body)
-    raise ValueError(f"not a ContentPart: {value!r:.80}")
-
-
 def parse_message(value: Any) -> MessageModel:
-    """Read a `Message` from its externally tagged JSON value."""
-    if isinstance(value, MessageModel):
-        return value
-    if not isinstance(value, dict) or len(value) != 1:
-        raise ValueError(f"a Message is an object with one key, got {value!r:.80}")
-    tag, body = next(iter(value.items()))
-    if tag == "System" and isinstance(body, str):
-        return SystemMessage(content=body)
-    if tag == "User" and isinstance(body, str):
-        return UserMessage(content=body)
-    if tag == "Assistant" and isinstance(body, dict):
-        calls = tuple(ToolCallInfo.model_validate(c) for c in body.get("tool_calls", []))
-        content = body.get("content")
-        if content is not None and not isinstance(content, str):
-            raise ValueError("Assistant.content must be a string or null")
-        return AssistantMessage(content=content, tool_calls=calls)
-    if tag == "ToolResult" and isinstance(body, dict):
-        return ToolResultMessage(tool_call_id=body["tool_call_id"], content=body["content"])
-    if tag == "UserMultimodal" and isinstance(body, dict):
-        return UserMultimodalMessage(parts=tuple(_parse_part(p) for p in body.get("parts", [])))
-    raise ValueError(f"unknown Message variant {tag!r}")
+    """Read a `Message` from its externally tagged JSON value (a message object passes as it is)."""
+    return _MESSAGE.validate_python(value)
 
 
 def dump_message(message: MessageModel) -> dict[str, Any]:
@@ -125,7 +101,14 @@ def dump_message(message: MessageModel) -> dict[str, Any]:
     return {"UserMultimodal": {"parts": parts}}
 
 
-Message = Annotated[MessageModel, PlainValidator(parse_message), PlainSerializer(dump_message)]
+# Tried in this order, most frequent first (every LlmCallCompleted holds an Assistant message), so
+# a valid message is usually accepted at the first try, with no failed attempt to build errors for.
+Message = Annotated[
+    AssistantMessage | UserMessage | ToolResultMessage | SystemMessage | UserMultimodalMessage,
+    Field(union_mode="left_to_right"),
+    PlainSerializer(dump_message),
+]
+_MESSAGE: TypeAdapter[MessageModel] = TypeAdapter(Message)
 
 
 class TokenUsage(BaseModel):

@@ -175,6 +175,11 @@ def explain_pg_error(url: str, err: BaseException) -> StoreError:
 _CONNECT_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Nothing to reset when a connection goes back to the pool: we never change session state
+    (no SET, no session-level advisory lock, no LISTEN), so asyncpg's reset round trip is skipped."""
+
+
 async def connect_pool(url: str, *, read_only: bool, max_size: int) -> asyncpg.Pool:
     """A small pool; read-only pools make every transaction read-only on the server side."""
     settings = {"application_name": "zymi-tui"}
@@ -182,8 +187,9 @@ async def connect_pool(url: str, *, read_only: bool, max_size: int) -> asyncpg.P
         settings["default_transaction_read_only"] = "on"
     try:
         pool = await asyncpg.create_pool(
-            url, min_size=1, max_size=max_size, timeout=CONNECT_TIMEOUT_S, server_settings=settings
-        )
+            url, min_size=1, max_size=max_size, timeout=CONNECT_TIMEOUT_S, server_settings=settings,
+            reset=_keep_session,
+        )  # fmt: skip
     except _CONNECT_ERRORS as e:
         raise explain_pg_error(url, e) from None
     assert pool is not None

@@ -105,6 +105,17 @@ def _is_wal(path: Path) -> bool:
     return len(head) == 20 and head[18] == 2
 
 
+def _drop(ahead: tuple[object, asyncio.Future[list[Any]]] | None) -> None:
+    """Discard a read-ahead: cancel it, or consume its error so none is logged as never retrieved."""
+    if ahead is None:
+        return
+    future = ahead[1]
+    if not future.done():
+        future.cancel()
+    elif not future.cancelled():
+        future.exception()
+
+
 def _range_for_steps(stream_id: str) -> tuple[str, str]:
     """Bounds such that `lo <= s < hi` holds exactly for `<stream_id>:step:*` (index-friendly)."""
     lo = stream_id + STEP_MARK
@@ -123,6 +134,7 @@ class SqliteReader:
         self._seen_bad: set[int] = set()
         # True when read as an immutable snapshot (see `open`): a writer's later commits are not seen
         self.snapshot = False
+        self._ahead: tuple[tuple[int, int], asyncio.Future[list[Any]]] | None = None
 
     @classmethod
     async def open(cls, path: str | Path) -> SqliteReader:
@@ -174,6 +186,8 @@ class SqliteReader:
     _has_heads: bool = False
 
     async def close(self) -> None:
+        _drop(self._ahead)
+        self._ahead = None
         await self._conn.close()
 
     async def __aenter__(self) -> SqliteReader:
@@ -218,8 +232,19 @@ class SqliteReader:
         return [StreamInfo(s, n, lo, hi) for s, n, lo, hi in rows]
 
     async def read_after(self, after_global_id: int, limit: int) -> Page:
-        rows = await self._fetch(f"{_ROW} WHERE id > ? ORDER BY id LIMIT ?", (after_global_id, limit))
+        """The next `limit` rows after a global id. After a full page the following one is fetched
+        ahead (SQLite works in aiosqlite's thread while this one is decoded): a full scan's reads
+        and decoding overlap. A read-ahead nobody asks for is dropped at the next different call."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] == (after_global_id, limit):
+            rows = await ahead[1]
+        else:
+            _drop(ahead)
+            rows = await self._fetch(f"{_ROW} WHERE id > ? ORDER BY id LIMIT ?", (after_global_id, limit))
         last = rows[-1][0] if rows else after_global_id
+        if len(rows) == limit:
+            key = (last, limit)
+            self._ahead = (key, asyncio.ensure_future(self._fetch(f"{_ROW} WHERE id > ? ORDER BY id LIMIT ?", key)))
         return Page(self._decode(rows), last, len(rows))
 
     async def read_stream(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from zymi_tui.events.hashchain import StreamVerdict, verify_stream
+from zymi_tui.events.hashchain import StreamVerdict, check_head, walk_chain
 from zymi_tui.events.store import EventReader, StoreError
 
 
@@ -25,7 +25,11 @@ async def verify_store(
         names = sorted({s.stream_id for s in await reader.streams()} | set(heads))
     verdicts = []
     for i, name in enumerate(names):
-        verdicts.append(verify_stream(name, await reader.chain_rows(name), heads.get(name)))
+        verdicts.append(walk_chain(name, await reader.chain_rows(name), heads.get(name)))
         if progress:
             progress(i + 1, len(names))
+    # read the heads again after the rows: a head that moved meanwhile belongs to a store being written
+    heads_after = await reader.stream_heads()
+    for v in verdicts:
+        check_head(v, heads.get(v.stream_id), heads_after.get(v.stream_id))
     return verdicts

@@ -9,6 +9,7 @@ same range; elsewhere a simulated summary of estimated size is inserted.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
@@ -36,13 +37,23 @@ from zymi_tui.events.kinds import (
     MemoryWritten,
     PipelineCompleted,
     PipelineRequested,
+    ToolCallCompleted,
+    UserMessageReceived,
     WorkflowNodeCompleted,
     WorkflowNodeStarted,
 )
 from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 
-PAGE = 5000
+PAGE = 2000
+# the kinds a replay reads: Layer C (§5.2), the prefix and memory (§1I, §1J), failures (§1M)
+REPLAY_KINDS = tuple(
+    k.TAG
+    for k in (
+        LlmCallStarted, LlmCallCompleted, LlmCallFailed, ToolCallCompleted, UserMessageReceived, ContextCompacted,
+        PipelineRequested, MemoryWritten, MemoryDeleted, WorkflowNodeStarted, WorkflowNodeCompleted, PipelineCompleted,
+    )
+)  # fmt: skip
 HARD_CAP_ERROR = re.compile(r"^\[(?P<step>[^\]]+)\] context build failed: context exceeds hard cap: (?P<n>\d+) chars")
 DEFAULT_SUMMARY_RATIO = 0.10  # used only when the store has no recorded compaction to learn from
 MAX_SUMMARY_BYTES = 4096  # a compaction reply is capped at max_tokens 1024 (~4 bytes/token)
@@ -142,7 +153,35 @@ def compaction_context(plan: CompactionPlan, knobs: ContextKnobs, *, simulated: 
     )
 
 
-class _Replayer:
+@dataclass(frozen=True)
+class StepDescription:
+    """What our engine records on an agent step's WorkflowNodeStarted (extra field `zymi_tui`)."""
+
+    prefix: Prefix
+    fresh_cutoff_ns: int | None
+    knobs: ContextKnobs | None
+
+
+def self_described(kind: WorkflowNodeStarted) -> StepDescription | None:
+    """The step's own description, when zymi-tui's engine wrote it (zymi's readers ignore the field)."""
+    extra = (kind.model_extra or {}).get("zymi_tui")
+    if not isinstance(extra, dict) or not isinstance(extra.get("system_prompt"), str):
+        return None
+    try:
+        knobs = ContextKnobs.model_validate(extra["knobs"]) if isinstance(extra.get("knobs"), dict) else None
+    except ValueError:
+        knobs = None
+    cutoff = extra.get("fresh_cutoff_ns") if extra.get("context_mode") == "fresh" else None
+    return StepDescription(
+        Prefix(extra["system_prompt"], str(extra.get("task") or "")),
+        cutoff if isinstance(cutoff, int) else None,
+        knobs,
+    )
+
+
+class Replayer:
+    """The replay's state machine: `feed()` every event in global order, collect rows from `ready()`."""
+
     def __init__(self, project: ProjectPrefixes | None, recorded: ContextKnobs, knobs: ContextKnobs) -> None:
         self.project = project
         self.recorded_knobs = recorded
@@ -150,7 +189,8 @@ class _Replayer:
         self.whatif = knobs != recorded
         self.runs: dict[str, _Run] = {}
         self.steps: dict[str, _Step] = {}
-        self.queue: deque[CallContext] = deque()
+        self.queue: deque[CallContext] = deque()  # rows in store order, yielded once done
+        self.pending: dict[str, deque[CallContext]] = {}  # per stream: rows awaiting their LlmCallCompleted
         self.estimate = _SummaryEstimate()
 
     # -- helpers ------------------------------------------------------------------------------
@@ -201,7 +241,7 @@ class _Replayer:
         elif isinstance(kind, MemoryDeleted):
             self._run(key).memory.pop(kind.key, None)
         elif isinstance(kind, WorkflowNodeStarted):
-            self._start_step(ev.stream_id, kind.node_id, self._run(key), ev.timestamp)
+            self._start_step(ev.stream_id, kind.node_id, self._run(key), ev.timestamp, self_described(kind))
         elif isinstance(kind, WorkflowNodeCompleted) and not kind.success:
             self._failed_step(se, f"{ev.stream_id}{STEP_MARK}{kind.node_id}")
         elif isinstance(kind, PipelineCompleted) and kind.error:
@@ -216,19 +256,24 @@ class _Replayer:
                     row._drop = True  # the step failed for another reason
                 row._done = True
 
-    def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str) -> None:
+    def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str, described: StepDescription | None) -> None:
         from zymi_tui.context.builder import fast_ts_ns
 
         st = self._step(f"{run_stream}{STEP_MARK}{step_id}")
         st.run = run
         prefix = None
         fresh = False
+        st.started_ns = fast_ts_ns(ts)
+        cutoff = None
         if self.project is not None and run.pipeline is not None:
             prefix = self.project.prefix(run.pipeline, step_id, run.inputs, run.outputs)
             spec = self.project.step(run.pipeline, step_id)
             fresh = bool(spec and spec.fresh)
-        st.started_ns = fast_ts_ns(ts)
-        cutoff = st.started_ns if fresh else None
+            cutoff = st.started_ns if fresh else None
+        elif described is not None:  # our engine recorded the prefix, cutoff and knobs it used
+            prefix, cutoff = described.prefix, described.fresh_cutoff_ns
+            if not self.whatif and described.knobs is not None:
+                st.builder.knobs = described.knobs
         st.infer = prefix is None
         st.builder.set_prefix(prefix or Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
 
@@ -273,12 +318,12 @@ class _Replayer:
         if isinstance(kind, LlmCallStarted):
             self._on_call(se, st, kind)
         elif isinstance(kind, LlmCallCompleted | LlmCallFailed):
-            for row in self.queue:
-                if row.stream_id == ev.stream_id and not row._done and not row.hard_cap_failure:
-                    if isinstance(kind, LlmCallCompleted) and kind.usage is not None:
-                        row.recorded_input_tokens = kind.usage.input_tokens
-                    row._done = True
-                    break
+            waiting = self.pending.get(ev.stream_id)
+            if waiting:
+                row = waiting.popleft()
+                if isinstance(kind, LlmCallCompleted) and kind.usage is not None:
+                    row.recorded_input_tokens = kind.usage.input_tokens
+                row._done = True
             if isinstance(kind, LlmCallCompleted) and not kind.has_tool_calls and ev.source != "compaction":
                 step = ev.stream_id.split(STEP_MARK, 1)[1]
                 msg = kind.response_message
@@ -312,7 +357,7 @@ class _Replayer:
             plan = b.plan_compaction()
             row.rendered = compaction_context(plan, self.knobs) if plan else None
             row.compaction_plan = plan
-            self.queue.append(row)
+            self._await(row)
             return
         memory = self._memory(st)
         if st.infer:
@@ -328,7 +373,11 @@ class _Replayer:
             ctx = b.build(memory, allow_compaction=not post, apply_fresh=not post)
         row.rendered = ctx
         row.prefix_inferred = b.prefix.inferred
+        self._await(row)
+
+    def _await(self, row: CallContext) -> None:
         self.queue.append(row)
+        self.pending.setdefault(row.stream_id, deque()).append(row)
 
     def _infer_prefix(self, st: _Step, kind: LlmCallStarted, memory: list[tuple[str, str]]) -> None:
         b = st.builder
@@ -384,7 +433,7 @@ def _exceeds(row: CallContext) -> bool:
     return row.rendered is not None and row.rendered.hard_cap_exceeded
 
 
-async def _events(reader: EventReader, streams: Sequence[str] | None) -> AsyncIterator[StoredEvent]:
+async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> AsyncIterator[StoredEvent]:
     if streams:
         runs = sorted({run_of(s) for s in streams})
         batches = [await reader.read_stream(r, include_steps=True) for r in runs]
@@ -392,18 +441,35 @@ async def _events(reader: EventReader, streams: Sequence[str] | None) -> AsyncIt
         for se in merged:
             yield se
         return
-    cursor = 0
-    while True:
-        page = await reader.read_after(cursor, PAGE)
-        for se in page.events:
-            yield se
-        if page.rows_scanned == 0 or page.last_global_id <= cursor:
-            return
-        cursor = page.last_global_id
+    # only the kinds the context depends on, page by page per kind, merged in global order
+    # (decoding is most of a replay's cost; the other kinds are half of a typical store)
+    buffers: dict[str, deque[StoredEvent]] = {}
+    cursors: dict[str, int] = {}
+    for tag in REPLAY_KINDS:
+        page = await reader.read_kind_page(tag, stream_id=None, after_global_id=0, limit=PAGE)
+        buffers[tag], cursors[tag] = deque(page), page[-1].global_id if page else 0
+    heap = [(buf[0].global_id, tag) for tag, buf in buffers.items() if buf]
+    heapq.heapify(heap)
+    while heap:
+        _, tag = heapq.heappop(heap)
+        buf = buffers[tag]
+        yield buf.popleft()
+        if not buf and cursors[tag]:
+            page = await reader.read_kind_page(tag, stream_id=None, after_global_id=cursors[tag], limit=PAGE)
+            buf.extend(page)
+            cursors[tag] = page[-1].global_id if page else 0
+        if buf:
+            heapq.heappush(heap, (buf[0].global_id, tag))
 
 
 def recorded_knobs(project: Path | None) -> ContextKnobs:
     return load_project_knobs(project) if project is not None else ContextKnobs()
+
+
+def make_replayer(project: Path | None, knobs: ContextKnobs | None = None) -> Replayer:
+    """A replayer for a store recorded with `project` (knobs=None: the recorded knobs)."""
+    recorded = recorded_knobs(project)
+    return Replayer(ProjectPrefixes(project) if project is not None else None, recorded, knobs or recorded)
 
 
 async def replay_store(
@@ -414,11 +480,9 @@ async def replay_store(
     streams: Sequence[str] | None = None,
 ) -> AsyncIterator[CallContext]:
     """Every LLM call (and failed build) in store order. knobs=None: the recorded knobs."""
-    prefixes = ProjectPrefixes(project) if project is not None else None
-    recorded = recorded_knobs(project)
-    replayer = _Replayer(prefixes, recorded, knobs or recorded)
+    replayer = make_replayer(project, knobs)
     wanted = set(streams) if streams else None
-    async for se in _events(reader, streams):
+    async for se in replay_events(reader, streams):
         replayer.feed(se)
         for row in replayer.ready():
             if wanted is None or row.stream_id in wanted:
@@ -426,6 +490,29 @@ async def replay_store(
     for row in replayer.flush():
         if wanted is None or row.stream_id in wanted:
             yield row
+
+
+async def replay_many(
+    reader: EventReader,
+    *,
+    project: Path | None,
+    knobs: Sequence[ContextKnobs | None],
+    streams: Sequence[str] | None = None,
+) -> AsyncIterator[tuple[int, CallContext]]:
+    """`replay_store` under several knob sets in one pass: each event is read and decoded once
+    and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row)."""
+    replayers = [make_replayer(project, k) for k in knobs]
+    wanted = set(streams) if streams else None
+    async for se in replay_events(reader, streams):
+        for i, replayer in enumerate(replayers):
+            replayer.feed(se)
+            for row in replayer.ready():
+                if wanted is None or row.stream_id in wanted:
+                    yield i, row
+    for i, replayer in enumerate(replayers):
+        for row in replayer.flush():
+            if wanted is None or row.stream_id in wanted:
+                yield i, row
 
 
 async def context_at(
@@ -442,10 +529,15 @@ async def context_at(
         sample = ", ".join(sorted(s for s in known if STEP_MARK in s)[:5])
         raise ReplayError(f"unknown stream {stream_id!r}; step streams with LLM calls include: {sample}")
     seen: list[int] = []
+    compaction: CallContext | None = None  # a what-if compaction made just before the call at `sequence`
     async for row in replay_store(reader, project=project, knobs=knobs, streams=[stream_id]):
-        if row.sequence == sequence and not row.simulated and not row.hard_cap_failure:
-            return row
+        if row.sequence == sequence and not row.hard_cap_failure:
+            if not (row.whatif and row.is_compaction):
+                return row
+            compaction = compaction or row
         if not row.simulated:
             seen.append(row.sequence)
+    if compaction is not None:
+        return compaction
     calls = ", ".join(str(s) for s in seen[:20]) + (" ..." if len(seen) > 20 else "")
     raise ReplayError(f"no LLM call at {stream_id} seq {sequence}; its LlmCallStarted sequences are: {calls}")

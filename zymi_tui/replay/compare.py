@@ -19,11 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs, make_knobs
-from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.kinds import LlmCallCompleted
 from zymi_tui.events.store import EventReader, run_of
-from zymi_tui.replay import calls as calls_mod
-from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext
+from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, replay_many
 from zymi_tui.replay.costs import Cost, ModelPrice, PriceTable, cost_of
 
 CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
@@ -258,34 +256,6 @@ def summarize(
 
 ProfileCalls = AsyncIterator[tuple[int, CallContext]]  # (index of the profile, one of its calls)
 Progress = Callable[[float, str], Awaitable[None] | None]  # (fraction of the whole job done, what is running)
-
-
-async def replay_many(
-    reader: EventReader,
-    *,
-    project: Path | None,
-    knobs: Sequence[ContextKnobs | None],
-    streams: Sequence[str] | None = None,
-) -> ProfileCalls:
-    """`replay_store` under several knob sets in ONE pass over the store: each event is read and
-    decoded once and fed to one replayer per knob set (None = the recorded knobs).
-
-    Hook: this drives `zymi_tui.replay.calls._Replayer` exactly as `replay_store` does; it belongs
-    in calls.py as a public `replay_many` (moved there when the context engineer agrees)."""
-    prefixes = ProjectPrefixes(project) if project is not None else None
-    recorded = calls_mod.recorded_knobs(project)
-    replayers = [calls_mod._Replayer(prefixes, recorded, k or recorded) for k in knobs]
-    wanted = set(streams) if streams else None
-    async for se in calls_mod._events(reader, streams):
-        for i, replayer in enumerate(replayers):
-            replayer.feed(se)
-            for row in replayer.ready():
-                if wanted is None or row.stream_id in wanted:
-                    yield i, row
-    for i, replayer in enumerate(replayers):
-        for row in replayer.flush():
-            if wanted is None or row.stream_id in wanted:
-                yield i, row
 
 
 def replay_profiles(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -14,18 +14,30 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
+from textual.worker import get_current_worker
 
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.runs import RUN_TAGS, list_runs
-from zymi_tui.events.store import EventReader, StoreError, is_postgres_url, open_reader, redact_url, run_of
+from zymi_tui.events.store import (
+    EventReader,
+    StoreError,
+    is_postgres_url,
+    open_reader,
+    redact_url,
+    run_of,
+    step_of,
+)
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.messages import (
     ChainChecked,
+    MaskingFound,
     PeaksLoaded,
     PipelineLoaded,
+    RowsSkipped,
     RunPage,
     RunsLoaded,
     StoreTrouble,
@@ -36,11 +48,12 @@ from zymi_tui.tui.model_events import RUN_GROUP, EventsModel
 from zymi_tui.tui.model_graph import PipelineError, build_graph, load_pipeline_steps
 from zymi_tui.tui.model_plot import collect_calls
 from zymi_tui.tui.plot import ContextPlot
-from zymi_tui.tui.source import peaks_of, project_caps, read_peaks, read_run
+from zymi_tui.tui.source import knobs_of, peaks_of, read_peaks, read_run
 from zymi_tui.tui.widgets import CursorList, EventsList, RunsList
 
 TAIL_POLL_S = 0.1
 REDRAW_S = 0.25
+SELECT_DELAY_S = 0.12
 STATUS_CYCLE = [None, "ok", "FAIL", "running"]
 KIND_PRESETS: list[tuple[str, set[str] | None]] = [
     ("all kinds", None),
@@ -63,6 +76,7 @@ class Target:
 
 class MainScreen(Screen[None]):
     CSS_PATH = "main.tcss"
+    AUTO_FOCUS = "#runs"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-normal"), (110, "-wide")]  # noqa: RUF012
     VERTICAL_BREAKPOINTS = [(0, "-short"), (24, "-tall")]  # noqa: RUF012
 
@@ -77,9 +91,17 @@ class MainScreen(Screen[None]):
         Binding("o", "toggle_group", "Group/flat", show=False),
         Binding("g", "goto_replaced", "Go to replaced", show=False),
         Binding("i", "inspect", "Inspect call"),
+        Binding("K", "tune", "Tune knobs"),  # tuning hook (zymi_tui/tui/tuning/hooks.py)
+        Binding("X", "compare_profiles", "Compare profiles", show=False),  # tuning hook
+        Binding("W", "sweep", "Sweep", show=False),  # tuning hook
         Binding("c", "copy_stream", "Copy id", show=False),
         Binding("escape", "clear", "Clear", show=False),
         Binding("question_mark", "help", "Help"),
+        Binding("q", "app.quit", "Quit"),
+        # fork-resume (zymi_tui/tui/resume/hook.py)
+        Binding("R", "fork", "Fork"),
+        Binding("C", "compare_fork", "Compare fork", show=False),
+        Binding("P", "lineage", "Parent/fork", show=False),
     ]
 
     def __init__(self, target: Target) -> None:
@@ -92,16 +114,26 @@ class MainScreen(Screen[None]):
         self.frozen = False
         self.held: list[StoredEvent] = []
         self.trouble: str | None = None
-        self.turn_of: dict[str, str | None] = {}  # correlation id -> stream (for turns)
+        self.turn_of: dict[str, str] = {}  # correlation id -> stream (for turns)
         self.broken: dict[str, str] = {}
         self.verified: int | None = None
         self.pipeline_steps: dict[str, tuple[object, str | None]] = {}
         self.plot_dirty = False
         self.loading = False
         self.last_gid = 0
-        soft, hard, window, source = project_caps(target.project)
-        self.soft_cap, self.hard_cap, self.window, self.knob_source = soft, hard, window, source
+        knobs, self.knob_source = knobs_of(target.project)
+        self.soft_cap, self.hard_cap = knobs.soft_cap_chars, knobs.hard_cap_chars
+        self.window = knobs.observation_window
         self.searching: str | None = None  # which list the search box filters
+        self.runs_seen = False
+        self.peaks_loaded = False
+        self.bad_rows: dict[int, str] = {}
+        self.runs_dirty = False
+        self.pending_live: list[StoredEvent] = []
+        self.masking: dict[str, int] = {}  # step -> first masked call (global id), from the replay
+        self.masking_checked = False
+        self.masking_stale = False
+        self.select_timer: Timer | None = None
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -115,7 +147,7 @@ class MainScreen(Screen[None]):
                 yield Static(id="events-title")
                 yield EventsList(self.events, id="events")
                 yield ContextPlot(id="plot")
-        yield Input(placeholder="search (Enter to apply, Esc to clear)", id="search")
+        yield Input(placeholder="search (Enter to apply, Esc to clear)", id="search", disabled=True)
         yield Footer()
 
     async def on_mount(self) -> None:
@@ -125,11 +157,18 @@ class MainScreen(Screen[None]):
         self.query_one("#plot").border_title = "Context size"
         plot = self.query_one(ContextPlot)
         plot.soft_cap, plot.hard_cap = self.soft_cap, self.hard_cap
-        self.query_one("#search").display = False
         self.query_one(RunsList).focus()
         self.set_interval(REDRAW_S, self._redraw_plot)
+        self.set_interval(1.0, self._check_store_file)
         self.update_banner()
         self.start()
+
+    async def on_unmount(self) -> None:
+        """Stop the workers, then close the reader (its connection thread would keep the process alive)."""
+        self.workers.cancel_node(self)
+        if self.reader is not None:
+            reader, self.reader = self.reader, None
+            await reader.close()
 
     @work(exclusive=True, group="open", exit_on_error=False)
     async def start(self) -> None:
@@ -139,46 +178,53 @@ class MainScreen(Screen[None]):
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
             return
-        await self.load_runs_now()
-        self.load_peaks()
+        self.reload_runs()
         self.verify_chains()
         self.tail_store()
 
-    async def load_runs_now(self) -> None:
-        assert self.reader is not None
-        try:
-            summaries = await list_runs(self.reader, turns=True)
-        except StoreError as e:
-            self.post_message(StoreTrouble(str(e)))
-            return
-        self.post_message(RunsLoaded(summaries))
+    def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
+        """Run `job` with a reader of its own in this worker thread (decoding never blocks the UI)."""
 
-    @work(exclusive=True, group="runs", exit_on_error=False)
-    async def reload_runs(self) -> None:
-        await self.load_runs_now()
+        async def run() -> None:
+            reader = await open_reader(self.target.store)
+            try:
+                await job(reader)
+            finally:
+                if reader.problems:
+                    self.post_message(RowsSkipped(list(reader.problems)))
+                await reader.close()
 
-    @work(exclusive=True, group="peaks", exit_on_error=False)
-    async def load_peaks(self) -> None:
-        assert self.reader is not None
         try:
-            async for peaks in read_peaks(self.reader, dict(self.turn_of)):
-                self.post_message(PeaksLoaded(peaks))
+            asyncio.run(run())
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
 
-    @work(exclusive=True, group="verify", exit_on_error=False)
-    async def verify_chains(self) -> None:
-        assert self.reader is not None
-        try:
-            verdicts = await verify_store(self.reader)
-        except StoreError as e:
-            self.post_message(StoreTrouble(f"integrity check failed: {e}"))
-            return
-        broken: dict[str, str] = {}
-        for v in verdicts:
-            if not v.ok:
-                broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
-        self.post_message(ChainChecked(broken, len(verdicts)))
+    @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
+    def reload_runs(self) -> None:
+        async def job(reader: EventReader) -> None:
+            summaries = await list_runs(reader, turns=True)
+            self.post_message(RunsLoaded(summaries))
+            turn_of = {s.correlation_id: s.stream_id for s in summaries if s.turns_on_stream > 1 and s.correlation_id}
+            if not self.peaks_loaded:
+                self.peaks_loaded = True
+                async for peaks in read_peaks(reader, turn_of):
+                    if get_current_worker().is_cancelled:
+                        return
+                    self.post_message(PeaksLoaded(peaks))
+
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
+    def verify_chains(self) -> None:
+        async def job(reader: EventReader) -> None:
+            verdicts = await verify_store(reader)
+            broken: dict[str, str] = {}
+            for v in verdicts:
+                if not v.ok:
+                    broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
+            self.post_message(ChainChecked(broken, len(verdicts)))
+
+        self.in_thread(job)
 
     @work(exclusive=True, group="tail", exit_on_error=False)
     async def tail_store(self) -> None:
@@ -191,30 +237,53 @@ class MainScreen(Screen[None]):
                     break
         except StoreError as e:
             self.post_message(StoreTrouble(f"live updates stopped: {e}"))
-            return
-        while path is None or path.exists():  # tail() only returns when stopped; this guards the deleted-file case
-            await asyncio.sleep(1)
-        self.post_message(StoreTrouble(f"{path} was deleted: showing what was already loaded"))
 
-    @work(exclusive=True, group="run", exit_on_error=False)
-    async def load_run(self, key: RunKey) -> None:
-        assert self.reader is not None
-        first = True
-        try:
-            async for page in read_run(self.reader, key):
-                self.post_message(RunPage(key, page, first, False))
-                first = False
-        except StoreError as e:
-            self.post_message(StoreTrouble(str(e)))
-        self.post_message(RunPage(key, [], first, True))
+    @work(thread=True, exclusive=True, group="run", exit_on_error=False)
+    def load_run(self, key: RunKey) -> None:
+        async def job(reader: EventReader) -> None:
+            events = await read_run(reader, key)
+            if not get_current_worker().is_cancelled:
+                self.post_message(RunPage(key, events, True, True))
 
-    @work(exclusive=True, group="pipeline", exit_on_error=False)
-    async def load_pipeline(self, key: RunKey, pipeline: str) -> None:
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="masking", exit_on_error=False)
+    def find_masking(self, key: RunKey, streams: list[str]) -> None:
+        """Replay the run's step streams with the context engine: where masking really starts."""
+        from zymi_tui.replay.calls import replay_store
+        from zymi_tui.tui.model_inspector import is_masked
+
+        async def job(reader: EventReader) -> None:
+            first: dict[str, int] = {}
+            async for row in replay_store(reader, project=self.target.project, streams=streams):
+                if get_current_worker().is_cancelled:
+                    return
+                if row.is_compaction or row.simulated or row.rendered is None:
+                    continue
+                step = step_of(row.stream_id) or RUN_GROUP
+                if step not in first and any(e.layer == "C" and is_masked(e) for e in row.rendered.entries):
+                    first[step] = row.global_id
+            self.post_message(MaskingFound(key, first))
+
+        if self.target.project is not None:
+            self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="pipeline", exit_on_error=False)
+    def load_pipeline(self, key: RunKey, pipeline: str) -> None:
         try:
-            steps = await asyncio.to_thread(load_pipeline_steps, self.target.project, pipeline)
+            steps = load_pipeline_steps(self.target.project, pipeline)
             self.post_message(PipelineLoaded(key, steps, None))
         except PipelineError as e:
             self.post_message(PipelineLoaded(key, None, str(e)))
+
+    def _check_store_file(self) -> None:
+        """One stat a second: a store deleted while open is said so (the tail sees no new rows)."""
+        if is_postgres_url(self.target.store) or Path(self.target.store).exists():
+            return
+        text = f"{self.target.store} was deleted: showing what was already loaded"
+        if self.trouble != text:
+            self.post_message(StoreTrouble(text))
+            self.workers.cancel_group(self, "tail")
 
     # -- messages from workers ----------------------------------------------------------------
     def on_runs_loaded(self, msg: RunsLoaded) -> None:
@@ -240,11 +309,15 @@ class MainScreen(Screen[None]):
         self.query_one("#runs").border_title = f"Runs ({len(self.runs.summaries)})"
         self.select_current()
         self.update_banner()
+        if not self.runs_seen:
+            self.runs_seen = True
+            runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
 
     def on_peaks_loaded(self, msg: PeaksLoaded) -> None:
         for key, chars in msg.peaks.items():
             self.runs.set_peak(key, chars)
         self.query_one(RunsList).refresh()
+        self.update_run_info()
 
     def on_chain_checked(self, msg: ChainChecked) -> None:
         self.broken = msg.broken
@@ -255,7 +328,14 @@ class MainScreen(Screen[None]):
         self.update_run_info()
         self.update_banner()
 
+    def on_rows_skipped(self, msg: RowsSkipped) -> None:
+        for bad in msg.rows:
+            self.bad_rows[bad.global_id] = bad.describe()
+        self.update_banner()
+
     def on_store_trouble(self, msg: StoreTrouble) -> None:
+        if msg.text != self.trouble:
+            self.notify(msg.text, severity="error", timeout=10)
         self.trouble = msg.text
         self.update_banner()
 
@@ -271,7 +351,16 @@ class MainScreen(Screen[None]):
         else:
             self.events.append(msg.events)
         if msg.last:
+            loaded = self.events.events[-1].global_id if self.events.events else 0
+            late = [se for se in self.pending_live if se.global_id > loaded]
+            self.pending_live.clear()
+            if late:
+                self.events.append(late)
             self.loading = False
+            self.masking = {}
+            steps = sorted({se.event.stream_id for se in self.events.events if step_of(se.event.stream_id)})
+            if steps:
+                self.find_masking(msg.key, steps)
             self.events.end()
             view.update_size()
             view.reveal_cursor()
@@ -279,6 +368,12 @@ class MainScreen(Screen[None]):
         else:
             view.update_size()
         self.update_events_title()
+
+    def on_masking_found(self, msg: MaskingFound) -> None:
+        if msg.key == self.selected:
+            self.masking = msg.first_masked
+            self.masking_checked = True
+            self.plot_dirty = True
 
     def on_pipeline_loaded(self, msg: PipelineLoaded) -> None:
         if msg.key == self.selected:
@@ -297,17 +392,21 @@ class MainScreen(Screen[None]):
             return
         self.last_gid = max(self.last_gid, batch[-1].global_id)
         if any(se.event.tag in RUN_TAGS for se in batch):
-            self.reload_runs()
+            self.runs_dirty = True  # reloaded by the redraw timer, at most 4 times a second
         peaks = peaks_of(batch, self.turn_of)
         for run_key, chars in peaks.items():
             self.runs.set_peak(run_key, chars)
         if peaks:
             self.query_one(RunsList).refresh()
         key = self.selected
-        if key is None or self.loading:
+        if key is None:
             return
         mine = [se for se in batch if self._belongs(se, key)]
-        if mine:
+        if mine and self.loading:
+            self.pending_live.extend(mine)  # merged when the load lands (it may or may not include them)
+        elif mine:
+            if any(se.event.tag == "llm_call_started" for se in mine):
+                self.masking_stale = True
             view = self.query_one(EventsList)
             before = self._cursor_screen_offset(view)
             self.events.append(mine)
@@ -352,6 +451,8 @@ class MainScreen(Screen[None]):
             return
         self.selected = key
         self.loading = key is not None
+        self.pending_live.clear()
+        self.masking, self.masking_checked = {}, False
         self.query_one(ContextPlot).picked = None
         if key is None:
             self.events.set_events([])
@@ -367,7 +468,11 @@ class MainScreen(Screen[None]):
 
     @on(CursorList.Moved, "#runs")
     def runs_moved(self) -> None:
-        self.select_current()
+        """Load the run once the cursor rests (holding j through 1,000 runs loads one run, not 1,000)."""
+        self.update_run_info()
+        if self.select_timer is not None:
+            self.select_timer.stop()
+        self.select_timer = self.set_timer(SELECT_DELAY_S, self.select_current)
 
     @on(CursorList.Moved, "#events")
     def events_moved(self) -> None:
@@ -393,11 +498,27 @@ class MainScreen(Screen[None]):
         self.refresh_graph()
 
     def _redraw_plot(self) -> None:
+        if self.runs_dirty and not any(w.group == "runs" and w.is_running for w in self.workers):
+            self.runs_dirty = False
+            self.reload_runs()
+        if (
+            self.masking_stale
+            and self.selected
+            and not any(w.group == "masking" and w.is_running for w in self.workers)
+        ):
+            self.masking_stale = False
+            streams = sorted({se.event.stream_id for se in self.events.events if step_of(se.event.stream_id)})
+            self.find_masking(self.selected, streams)
         if not self.plot_dirty:
             return
         self.plot_dirty = False
         plot = self.query_one(ContextPlot)
         steps = collect_calls(self.events.events, self.window)
+        if self.masking_checked:  # the context engine's answer replaces the estimate
+            for name, sc in steps.items():
+                gid = self.masking.get(name)
+                index = next((c.index for c in sc.calls if c.global_id == gid), None)
+                sc.masking_from, sc.masking_exact = index, True
         t0 = self.events.events[0].event.timestamp_ns if self.events.events else 0
         plot.step = self.events.step
         plot.set_data(steps, t0)
@@ -441,6 +562,9 @@ class MainScreen(Screen[None]):
             t.append("  chain ✓", style="green")
         if s.error:
             t.append(f"\nerror: {s.error.splitlines()[0][:200]}", style="red")
+        from zymi_tui.tui.resume.hook import lineage_text
+
+        t.append_text(lineage_text(self, s))
         info.update(t)
 
     def update_events_title(self) -> None:
@@ -470,14 +594,20 @@ class MainScreen(Screen[None]):
             parts.append((" · following newest run", "cyan"))
         if self.broken:
             parts.append((f" · {len(self.broken)} run(s) fail the hash-chain check", "bold red"))
-        if self.reader is not None and self.reader.problems:
-            parts.append((f" · {len(self.reader.problems)} unreadable row(s) skipped", "yellow"))
+        elif self.verified is None:
+            parts.append((" · checking hash chains…", "dim"))
+        else:
+            parts.append((f" · {self.verified} stream(s) verified", "dim"))
+        if self.reader is not None:
+            self.bad_rows.update({b.global_id: b.describe() for b in self.reader.problems})
+        if self.bad_rows:
+            parts.append((f" · {len(self.bad_rows)} unreadable row(s) skipped", "yellow"))
         parts.append((f" · caps: {self.knob_source}", "dim"))
-        if self.trouble:
-            parts.append((f"\n⚠ {self.trouble}", "bold red"))
         if self.size.width < 80 or self.size.height < 24:
-            parts.append((f"\nterminal is {self.size.width}x{self.size.height}: some panels are hidden "
-                          "(80x24 or more shows them all)", "yellow"))  # fmt: skip
+            parts.insert(0, (f"terminal {self.size.width}x{self.size.height}: graph and plot hidden (80x24 shows "
+                             "them) · ", "yellow"))  # fmt: skip
+        if self.trouble:
+            parts.insert(0, (f"⚠ {self.trouble} · ", "bold red"))
         self.query_one("#banner", Static).update(Text.assemble(*parts))
 
     def on_resize(self) -> None:
@@ -522,12 +652,14 @@ class MainScreen(Screen[None]):
         box.placeholder = f"search {self.searching} (Enter to apply, Esc to clear)"
         box.value = self.runs.search if self.searching == "runs" else self.events.search
         box.display = True
+        box.disabled = False
         box.focus()
 
     @on(Input.Submitted, "#search")
     def search_submitted(self, msg: Input.Submitted) -> None:
         self.apply_search(msg.value)
         msg.input.display = False
+        msg.input.disabled = True
         self.query_one(RunsList if self.searching == "runs" else EventsList).focus()
 
     def apply_search(self, text: str) -> None:
@@ -561,6 +693,7 @@ class MainScreen(Screen[None]):
         box = self.query_one("#search", Input)
         if box.display:
             box.display = False
+            box.disabled = True
             self.apply_search("")
             self.query_one(RunsList if self.searching == "runs" else EventsList).focus()
         elif self.events.mark is not None:
@@ -625,13 +758,49 @@ class MainScreen(Screen[None]):
             return
         from zymi_tui.tui.inspector import InspectorScreen
 
-        self.app.push_screen(InspectorScreen(target, self.events.events, self.target.project, self.reader))
+        self.app.push_screen(InspectorScreen(target, self.target.store, self.target.project))
+
+    # -- tuning hook: the screens live in zymi_tui/tui/tuning ------------------------------------
+    def action_tune(self) -> None:
+        from zymi_tui.tui.tuning.hooks import open_editor
+
+        se = self.events.cursor_event
+        picked = self.query_one(ContextPlot).picked
+        gid = se.global_id if se is not None and se.event.tag == "llm_call_started" else None
+        gid = gid if gid is not None else (picked.global_id if picked is not None else None)
+        open_editor(self, self.reader, self.target.project, self.events.events, gid)
+
+    def action_compare_profiles(self) -> None:
+        from zymi_tui.tui.tuning.hooks import open_compare
+
+        open_compare(self, self.target.store, self.target.project)
+
+    def action_sweep(self) -> None:
+        from zymi_tui.tui.tuning.hooks import open_sweep
+
+        open_sweep(self, self.target.store, self.target.project)
 
     def action_copy_stream(self) -> None:
         key = self.current_key()
         if key is not None:
             self.app.copy_to_clipboard(key.stream_id)
             self.notify(f"copied {key.stream_id}")
+
+    # fork-resume: R fork the selected run, C compare a fork with its parent, P jump parent <-> fork
+    def action_fork(self) -> None:
+        from zymi_tui.tui.resume.hook import open_fork
+
+        open_fork(self)
+
+    def action_compare_fork(self) -> None:
+        from zymi_tui.tui.resume.hook import open_compare
+
+        open_compare(self)
+
+    def action_lineage(self) -> None:
+        from zymi_tui.tui.resume.hook import jump_lineage
+
+        jump_lineage(self)
 
     def action_help(self) -> None:
         from zymi_tui.tui.help import HelpScreen

@@ -28,7 +28,7 @@ events it replaced.
 **Context size**: `approx_context_chars` per LLM call (UTF-8 bytes of the message texts, as zymi
 counts them), one series per step; dots are the recorded `usage.input_tokens` (right axis).
 Horizontal lines: soft cap (orange), hard cap (red). Vertical: compactions (yellow, red when the
-summary grew), where masking starts (blue), the picked call (white).
+summary grew), where masking starts (blue, estimated from the window W), the picked call (grey).
 
 | key | action |
 |---|---|

@@ -2,70 +2,178 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import DataTable, Footer, Static
 
-from zymi_tui.events import kinds as k
+from zymi_tui.context.knobs import KnobError
 from zymi_tui.events.envelope import StoredEvent
-from zymi_tui.events.store import EventReader
+from zymi_tui.events.messages import AssistantMessage, message_text
+from zymi_tui.events.store import StoreError, open_reader
+from zymi_tui.replay.calls import CallContext, ReplayError, context_at
 from zymi_tui.tui.model import format_size
+from zymi_tui.tui.model_inspector import bar_cells, figures, preview, role_of, window_segments
+from zymi_tui.tui.source import knobs_of
 
 
-def recorded_figures(call: StoredEvent, events: list[StoredEvent]) -> list[tuple[str, str]]:
-    """What the store says about a call: iteration, message count, size, and the usage of its completion."""
-    d = call.event.kind
-    assert isinstance(d, k.LlmCallStarted)
-    rows = [
-        ("stream", call.event.stream_id),
-        ("sequence", str(call.event.sequence)),
-        ("iteration", f"{d.iteration}" + (" (compaction call)" if d.iteration == 0 else "")),
-        ("messages", str(d.message_count)),
-        ("approx_context_chars", f"{d.approx_context_chars} ({format_size(d.approx_context_chars)})"),
-    ]
-    done = next((e for e in events if e.global_id > call.global_id and e.event.stream_id == call.event.stream_id
-                 and isinstance(e.event.kind, (k.LlmCallCompleted, k.LlmCallFailed))), None)  # fmt: skip
-    if done is not None and isinstance(done.event.kind, k.LlmCallCompleted) and done.event.kind.usage:
-        u = done.event.kind.usage
-        rows.append(("input tokens", f"{u.input_tokens} (cached {u.cached_input_tokens}) [recorded usage]"))
-    elif done is not None and isinstance(done.event.kind, k.LlmCallFailed):
-        rows.append(("result", f"failed: {done.event.kind.error}"))
-    return rows
+class CallRebuilt(Message):
+    def __init__(self, call: CallContext | None, error: str | None) -> None:
+        super().__init__()
+        self.call = call
+        self.error = error
 
 
 class InspectorScreen(Screen[None]):
     CSS_PATH = "inspector.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "Back")]
 
-    def __init__(self, call: StoredEvent, events: list[StoredEvent], project: Path | None,
-                 reader: EventReader | None) -> None:  # fmt: skip
+    def __init__(self, call: StoredEvent, store: str, project: Path | None) -> None:
         super().__init__()
         self.call = call
-        self.events = events
+        self.store = store
         self.project = project
-        self.reader = reader
+        self.knobs, self.knob_source = knobs_of(project)
+        self.rebuilt: CallContext | None = None
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="inspector"):
-            yield Static(id="recorded")
-            yield Static(id="rebuilt")
+        with Vertical(id="inspector"):
+            yield Static(id="summary")
+            yield Static(id="bar")
+            yield DataTable(id="messages", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(id="message"):
+                yield Static(id="message-text")
         yield Footer()
 
     def on_mount(self) -> None:
-        t = Text("Recorded by the engine\n", style="bold")
-        for key, value in recorded_figures(self.call, self.events):
-            t.append(f"  {key}: ", style="dim")
-            t.append(value + "\n")
-        self.query_one("#recorded", Static).update(t)
-        self.query_one("#rebuilt", Static).update(
-            Text("The context rebuild (layers, masking, reasons) is not available in this build.", style="yellow")
-        )
+        ev = self.call.event
+        self.query_one("#summary", Static).update(Text(f"rebuilding the context of {ev.stream_id} seq {ev.sequence}…"))
+        table = self.query_one(DataTable)
+        for name, width in (("#", 3), ("layer", 5), ("role", 20), ("bytes", 7), ("tokens", 6), ("reason", 40),
+                            ("text", None)):  # fmt: skip
+            table.add_column(name, width=width)
+        self.query_one("#messages").border_title = "Messages sent (layer A prefix, B memory, C history)"
+        self.rebuild()
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def rebuild(self) -> None:
+        async def job() -> CallContext:
+            reader = await open_reader(self.store)
+            try:
+                ev = self.call.event
+                return await context_at(reader, ev.stream_id, ev.sequence, project=self.project)
+            finally:
+                await reader.close()
+
+        try:
+            self.post_message(CallRebuilt(asyncio.run(job()), None))
+        except (StoreError, ReplayError, KnobError) as e:
+            self.post_message(CallRebuilt(None, str(e)))
+
+    def on_call_rebuilt(self, msg: CallRebuilt) -> None:
+        summary = self.query_one("#summary", Static)
+        ev = self.call.event
+        if msg.call is None:
+            summary.update(Text(f"{ev.stream_id} seq {ev.sequence}: cannot rebuild: {msg.error}", style="red"))
+            return
+        call = self.rebuilt = msg.call
+        t = Text()
+        kind = "compaction call" if call.is_compaction else f"iteration {call.iteration}"
+        t.append(f"{ev.stream_id}", style="bold")
+        t.append(f"  seq {call.sequence} · {kind} · knobs: {self.knobs.describe()} ({self.knob_source})\n")
+        t.append(f"{'':22}{'recorded':>12}{'rebuilt':>12}\n", style="dim")
+        for f in figures(call):
+            t.append(f"{f.name:22}{f.recorded:>12}{f.ours:>12}")
+            if f.differs:
+                t.append("  ≠ DIFFERS", style="bold red")
+            elif f.ours != "—" and not f.note:
+                t.append("  = same", style="green")
+            if f.note:
+                t.append(f"  ({f.note})", style="dim")
+            t.append("\n")
+        if call.rendered is None:
+            t.append("no project folder: the prefix (layer A) cannot be known, so the context is not rebuilt\n",
+                     style="yellow")  # fmt: skip
+        elif call.prefix_inferred:
+            t.append("layer A inferred from the recorded size (project prompt not available)\n", style="yellow")
+        if call.note:
+            t.append(call.note + "\n", style="dim")
+        summary.update(t)
+        self.draw_bar()
+        self.fill_table()
+
+    def draw_bar(self) -> None:
+        call = self.rebuilt
+        bar = self.query_one("#bar", Static)
+        if call is None or call.rendered is None:
+            bar.update("")
+            return
+        k = call.rendered.knobs
+        segs = window_segments(call, k.soft_cap_chars, k.hard_cap_chars)
+        width = max(self.size.width - 2, 10)
+        t = Text()
+        for cells, seg in bar_cells(segs, width):
+            t.append("█" * cells if seg.name not in ("free to soft cap", "soft to hard cap") else "░" * cells,
+                     style=seg.style)  # fmt: skip
+        t.append("\n")
+        for seg in segs:
+            t.append("■ ", style=seg.style)
+            t.append(f"{seg.name} {format_size(seg.bytes)}  ")
+        used = call.rendered.chars
+        share = used / max(k.soft_cap_chars, 1)
+        t.append(f"\nused {format_size(used)} of soft cap {format_size(k.soft_cap_chars)} ({share:.0%}), "
+                 f"hard cap {format_size(k.hard_cap_chars)}", style="dim")  # fmt: skip
+        bar.update(t)
+
+    def on_resize(self) -> None:
+        self.draw_bar()
+
+    def fill_table(self) -> None:
+        call = self.rebuilt
+        table = self.query_one(DataTable)
+        table.clear()
+        if call is None or call.rendered is None:
+            return
+        entries = call.rendered.entries
+        for i, e in enumerate(entries, 1):
+            style = "dim" if e.reason.startswith(("masked", "cut")) else ""
+            table.add_row(str(i), e.layer, role_of(e), str(e.bytes), str(e.tokens), Text(e.reason, style=style),
+                          preview(e), key=str(i))  # fmt: skip
+        for e in call.rendered.dropped:
+            table.add_row("–", e.layer, role_of(e), "0", "0", Text(e.reason, style="yellow"), preview(e))
+        if entries:
+            self.show_message(0)
+
+    @on(DataTable.RowHighlighted)
+    def row_highlighted(self, msg: DataTable.RowHighlighted) -> None:
+        self.show_message(msg.cursor_row)
+
+    def show_message(self, index: int) -> None:
+        call = self.rebuilt
+        if call is None or call.rendered is None:
+            return
+        rows = call.rendered.entries + call.rendered.dropped
+        if not 0 <= index < len(rows):
+            return
+        e = rows[index]
+        t = Text()
+        t.append(f"message {index + 1}: {role_of(e)}, layer {e.layer}, {e.bytes} bytes — {e.reason}", style="bold")
+        if e.source_seq is not None:
+            t.append(f" (from step-stream seq {e.source_seq})", style="dim")
+        t.append("\n")
+        t.append(message_text(e.message) or "(no text)")
+        if isinstance(e.message, AssistantMessage):
+            for c in e.message.tool_calls:
+                t.append(f"\n→ tool call {c.id}: {c.name}({c.arguments})", style="cyan")
+        self.query_one("#message-text", Static).update(t)
 
     def action_close(self) -> None:
         self.dismiss()

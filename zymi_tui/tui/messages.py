@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.runs import RunSummary
 from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.model_graph import StepDef
@@ -62,3 +62,20 @@ class PipelineLoaded(Message):
         self.key = key
         self.steps = steps
         self.problem = problem
+
+
+class RowsSkipped(Message):
+    """Rows a worker could not decode (shown as a count in the banner; never fatal)."""
+
+    def __init__(self, rows: list[BadRow]) -> None:
+        super().__init__()
+        self.rows = rows
+
+
+class MaskingFound(Message):
+    """Per step, the global id of the first LLM call whose rebuilt context has a masked message."""
+
+    def __init__(self, key: RunKey, first_masked: dict[str, int]) -> None:
+        super().__init__()
+        self.key = key
+        self.first_masked = first_masked

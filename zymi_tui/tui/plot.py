@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from textual.app import RenderResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual_plotext import PlotextPlot
@@ -13,6 +14,7 @@ from zymi_tui.tui.model_events import RUN_GROUP
 from zymi_tui.tui.model_plot import CallPoint, StepCalls, downsample, x_values
 
 SERIES_COLOURS = ["cyan", "magenta", "green", "blue", "yellow", "red"]
+ORANGE, RED, YELLOW, BLUE, GREY = (255, 150, 0), (230, 40, 40), (230, 200, 0), (60, 120, 255), (150, 150, 150)
 
 
 class ContextPlot(PlotextPlot, can_focus=True):
@@ -40,6 +42,15 @@ class ContextPlot(PlotextPlot, can_focus=True):
         self.t0_ns = 0
         self.picked: CallPoint | None = None
         self.note = ""
+        self._version = 0
+        self._cache: tuple[object, RenderResult] | None = None
+
+    def render(self) -> RenderResult:
+        """Plotext rebuilds the whole figure on every render: only do it when data, size or theme changed."""
+        key = (self._version, self.size, self.app.theme)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, super().render())
+        return self._cache[1]
 
     def set_data(self, steps: dict[str, StepCalls], t0_ns: int) -> None:
         self.steps = steps
@@ -77,6 +88,7 @@ class ContextPlot(PlotextPlot, can_focus=True):
         self.replot()
 
     def replot(self) -> None:
+        self._version += 1
         plt = self.plt
         plt.clear_figure()
         width = max(self.size.width, 20)
@@ -105,7 +117,10 @@ class ContextPlot(PlotextPlot, can_focus=True):
             dx, dy = downsample(xs, ys, 2 * width)
             colour = SERIES_COLOURS[i % len(SERIES_COLOURS)]
             label = "run" if sc.step == RUN_GROUP else sc.step
-            plt.plot(dx, dy, label=f"{label} chars", color=colour, marker="braille")
+            if len(dx) > 1:
+                plt.plot(dx, dy, label=f"{label} chars", color=colour, marker="braille")
+            else:
+                plt.scatter(dx, dy, label=f"{label} chars", color=colour, marker="●")
             top = max(top, int(max(ys)))
             xs_all.extend(xs)
             tokens = [(x, float(c.input_tokens)) for x, c in zip(xs, sc.calls, strict=True) if c.input_tokens]
@@ -114,21 +129,33 @@ class ContextPlot(PlotextPlot, can_focus=True):
                 plt.plot(tx, ty, label=f"{label} input tokens (recorded)", color=colour, marker="dot", yside="right")
             for x, _gid, saved in sc.compactions:
                 cx = self._compaction_x(sc, x)
-                plt.vline(cx, "yellow" if saved >= 0 else "red")
+                plt.vline(cx, YELLOW if saved >= 0 else RED)
             if sc.masking_from is not None:
                 mx = xs[sc.masking_from - 1]
-                plt.vline(mx, "blue")
+                plt.vline(mx, BLUE)
+        off_scale = []
         if self.soft_cap is not None and self.soft_cap <= top * 2.5:
-            plt.hline(self.soft_cap, "orange")
+            plt.hline(self.soft_cap, ORANGE)
             top = max(top, self.soft_cap)
+        elif self.soft_cap is not None:
+            off_scale.append(f"soft cap {format_size(self.soft_cap)}")
         if self.hard_cap is not None and self.hard_cap <= top * 1.6:
-            plt.hline(self.hard_cap, "red")
+            plt.hline(self.hard_cap, RED)
             top = max(top, self.hard_cap)
+        elif self.hard_cap is not None:
+            off_scale.append(f"hard cap {format_size(self.hard_cap)}")
+        masked = [sc for sc in shown if sc.masking_from is not None]
+        if masked:
+            how = "rebuilt" if all(sc.masking_exact for sc in masked) else "estimated from W"
+            title += f" · masking from call {masked[0].masking_from} ({how})"
+        if off_scale:
+            title += f" · off scale: {', '.join(off_scale)}"
+        plt.title(title)
         plt.ylim(0, top * 1.05 if top else 1)
         if self.picked is not None:
             px = self._x_of(self.picked)
             if px is not None:
-                plt.vline(px, "white")
+                plt.vline(px, GREY)
         self.refresh()
 
     def _x_of(self, call: CallPoint) -> float | None:
@@ -149,5 +176,5 @@ class ContextPlot(PlotextPlot, can_focus=True):
             parts.append(f"orange: soft cap {format_size(self.soft_cap)}")
         if self.hard_cap is not None:
             parts.append(f"red: hard cap {format_size(self.hard_cap)}")
-        parts.append("yellow/red |: compaction (saved/grew)  blue |: masking starts")
+        parts.append("yellow/red |: compaction (saved/grew)  blue |: masking starts  grey |: picked call")
         return "  ".join(parts)

@@ -10,48 +10,39 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import yaml
-
+from zymi_tui.context.knobs import ContextKnobs, KnobError, load_project_knobs
 from zymi_tui.events.envelope import StoredEvent
-from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.store import EventReader, run_of
+from zymi_tui.events.kinds import LlmCallStarted, StepSkipped, WorkflowNodeStarted
+from zymi_tui.events.store import EventReader, run_of, step_prefix
 from zymi_tui.tui.model import RunKey, turn_ranges
 
 PAGE = 2000
-DEFAULT_SOFT_CAP = 400_000
-DEFAULT_HARD_CAP = 600_000
-DEFAULT_WINDOW = 10
 
 
-async def read_run(reader: EventReader, key: RunKey, page: int = PAGE) -> AsyncIterator[list[StoredEvent]]:
-    """Pages of a run's events (its stream and step sub-streams), in global order; one turn if asked."""
-    cursor = 0
-    keep: range | None = None
-    if key.correlation_id is not None:
-        heads = await reader.read_stream(key.stream_id, include_steps=False)
-        cids = list(dict.fromkeys(se.event.correlation_id for se in heads if se.event.correlation_id))
-        ranges = turn_ranges([(se.global_id, se.event.correlation_id) for se in heads], cids)
-        keep = ranges.get(key.correlation_id, range(0))
-        cursor = max(0, keep.start - 1)
-    while True:
-        events = await reader.read_stream(key.stream_id, include_steps=True, after_global_id=cursor, limit=page)
-        if not events:
-            return
-        cursor = events[-1].global_id
-        if keep is not None:
-            inside = [se for se in events if se.global_id in keep]
-            if inside:
-                yield inside
-            if cursor >= keep.stop:
-                return
-        else:
-            yield events
-        if len(events) < page:
-            return
-        await asyncio.sleep(0)
+async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:
+    """A run's events (its stream and step sub-streams) in global order; one turn's if the key names one.
+
+    Each stream is read by its own indexed query: the step streams are named by the run stream's
+    WorkflowNodeStarted / StepSkipped events (one `stream = ? OR stream LIKE ?` query scans the table).
+    """
+    run = await reader.read_stream(key.stream_id)
+    steps = dict.fromkeys(
+        d.node_id if isinstance(d, WorkflowNodeStarted) else d.step_id
+        for se in run
+        if isinstance(d := se.event.kind, WorkflowNodeStarted | StepSkipped)
+    )
+    events = list(run)
+    for step in steps:
+        events.extend(await reader.read_stream(step_prefix(key.stream_id) + step))
+    events.sort(key=lambda se: se.global_id)
+    if key.correlation_id is None:
+        return events
+    cids = list(dict.fromkeys(se.event.correlation_id for se in run if se.event.correlation_id))
+    keep = turn_ranges([(se.global_id, se.event.correlation_id) for se in run], cids).get(key.correlation_id)
+    return [se for se in events if keep is not None and se.global_id in keep]
 
 
-def key_of(se: StoredEvent, turn_of: dict[str, str | None]) -> RunKey:
+def key_of(se: StoredEvent, turn_of: dict[str, str]) -> RunKey:
     """The runs-list entry an event belongs to (turn when its correlation is a known turn)."""
     stream = run_of(se.event.stream_id)
     cid = se.event.correlation_id
@@ -60,7 +51,7 @@ def key_of(se: StoredEvent, turn_of: dict[str, str | None]) -> RunKey:
     return RunKey(stream)
 
 
-async def read_peaks(reader: EventReader, turn_of: dict[str, str | None]) -> AsyncIterator[dict[RunKey, int]]:
+async def read_peaks(reader: EventReader, turn_of: dict[str, str]) -> AsyncIterator[dict[RunKey, int]]:
     """Peak approx_context_chars per run and per turn, from the `llm_call_started` index, in pages."""
     cursor = 0
     while True:
@@ -74,7 +65,7 @@ async def read_peaks(reader: EventReader, turn_of: dict[str, str | None]) -> Asy
         await asyncio.sleep(0)
 
 
-def peaks_of(events: list[StoredEvent], turn_of: dict[str, str | None]) -> dict[RunKey, int]:
+def peaks_of(events: list[StoredEvent], turn_of: dict[str, str]) -> dict[RunKey, int]:
     out: dict[RunKey, int] = {}
     for se in events:
         d = se.event.kind
@@ -100,24 +91,13 @@ def infer_project(store_arg: str | None, resolved: str) -> Path | None:
     return None
 
 
-def project_caps(project: Path | None) -> tuple[int, int, int, str]:
-    """(soft cap, hard cap, observation window, where they come from) of `runtime.context` in project.yml."""
-    soft, hard, window = DEFAULT_SOFT_CAP, DEFAULT_HARD_CAP, DEFAULT_WINDOW
+def knobs_of(project: Path | None) -> tuple[ContextKnobs, str]:
+    """The project's recorded knobs (`runtime.context`), or the engine defaults and why."""
     if project is None:
-        return soft, hard, window, "engine defaults (no project folder)"
-    path = project / "project.yml"
+        return ContextKnobs(), "engine defaults (no project folder)"
+    if not (project / "project.yml").is_file():
+        return ContextKnobs(), "engine defaults (no project.yml)"
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return soft, hard, window, "engine defaults (no project.yml)"
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return soft, hard, window, "engine defaults (project.yml is not valid YAML)"
-    ctx = ((doc or {}).get("runtime") or {}).get("context") if isinstance(doc, dict) else None
-    if not isinstance(ctx, dict):
-        return soft, hard, window, "engine defaults (project.yml sets no runtime.context)"
-
-    def num(key: str, default: int) -> int:
-        v = ctx.get(key, default)
-        return v if isinstance(v, int) and v >= 0 else default
-
-    return num("soft_cap_chars", soft), num("hard_cap_chars", hard), num("observation_window", window), "project.yml"
+        return load_project_knobs(project), "project.yml"
+    except KnobError as e:
+        return ContextKnobs(), f"engine defaults ({e})"

@@ -146,8 +146,20 @@ class CursorList(ScrollView, can_focus=True):
     def on_resize(self, _event: events.Resize) -> None:
         self.update_size()
 
+    def _on_hide(self, event: events.Hide) -> None:
+        # Textual blurs a focused widget when it is hidden, including while the whole screen is
+        # laid out at size 0 during start-up; keep the focus then (the user has not moved it).
+        if self.has_focus and self.screen.region.area == 0:
+            event.prevent_default()
+
+    def empty_text(self) -> str:
+        return ""
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
+        if self.total_lines() == 0:
+            text = self.empty_text() if y == 0 else ""
+            return Strip([Segment(" " + text, self.styles_.muted)]).crop_extend(0, width, None)
         line = y + round(self.scroll_y)
         span = self.cursor_span()
         selected = span is not None and span[0] == line
@@ -168,6 +180,11 @@ class RunsList(CursorList):
 
     def total_lines(self) -> int:
         return len(self.model.rows)
+
+    def empty_text(self) -> str:
+        if self.model.summaries:
+            return "no run matches the search or status filter (/ to search, u for status)"
+        return "no runs in this store yet: new runs appear here as they are written"
 
     def cursor_span(self) -> tuple[int, int] | None:
         return (self.cursor, 1) if self.model.rows else None
@@ -193,14 +210,13 @@ class RunsList(CursorList):
         out.append(Segment(s.glyph + " ", colour))
         if row.broken_chain:
             out.append(Segment("⚠ ", st.kind["failure"]))
-        name = s.pipeline if not row.is_turn else ""
-        if name:
-            out.append(Segment(f"{name[:14]:<14} ", st.bold))
+        if not row.is_turn and row.turns > 1:
+            out.append(Segment(f"{s.stream_id} · {row.turns} turns · {s.pipeline} ", st.header))
+        elif not row.is_turn:
+            out.append(Segment(f"{s.pipeline[:14]:<14} ", st.bold))
         out.append(Segment(f"{local_time(s.started_ns)} {format_duration(s.duration_ms):>8} ", st.muted))
         out.append(Segment(f"{format_size(row.peak_chars):>7} ", st.kind["info"]))
-        if not row.is_turn and row.turns > 1:
-            out.append(Segment(f"{s.stream_id} · {row.turns} turns ", st.header))
-        else:
+        if row.is_turn or row.turns == 1:
             out.append(Segment(s.prompt.replace("\n", " "), st.muted))
         return out
 
@@ -218,6 +234,11 @@ class EventsList(CursorList):
 
     def total_lines(self) -> int:
         return self.model.line_count
+
+    def empty_text(self) -> str:
+        if self.model.events:
+            return "no event matches the filters (s: step, t: kinds, /: search; Esc clears the search)"
+        return "no events for this selection"
 
     def cursor_span(self) -> tuple[int, int] | None:
         gid = self.model.cursor_gid

@@ -14,7 +14,7 @@ class ChatDashboard(MainScreen):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("f4", "back", "Back to chat")]
 
     def __init__(self, session: ChatSession) -> None:
-        super().__init__(Target(str(session.store_path), session.ws.root, session.stream))
+        super().__init__(Target(session.ws.store_location, session.ws.root, session.stream))
 
     def action_back(self) -> None:
         self.dismiss()

@@ -5,6 +5,7 @@ in a thread worker, so typing never waits."""
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import time
 from pathlib import Path
@@ -35,9 +36,10 @@ from zymi_tui.replay.profiles_io import (
 )
 from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
 from zymi_tui.tui.tuning.plots import CurvePlot
-from zymi_tui.tui.tuning.whatif import MemoryReader, load_run, replay_stream, replay_stream_sync
+from zymi_tui.tui.tuning.whatif import KeptCall, MemoryReader, keep_call, load_run, replay_stream, replay_stream_sync
 
 RECORDED = "recorded"
+MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
 STATUS_STYLE = {"added": "green", "dropped": "red", "compacted": "magenta", "masked": "yellow",
                 "unmasked": "cyan", "changed": "blue", "same": "bright_black"}  # fmt: skip
 
@@ -108,6 +110,11 @@ class TuningScreen(Screen[None]):
         self.diff: CallDiff | None = None
         self.picked = 0  # index into the agent calls
         self.last_ms: float | None = None
+        self.started = 0.0
+        self.redraw_ms: float | None = None  # edit -> exact what-if drawn (curve included)
+        self.quick_ms: float | None = None  # edit -> selected call re-rendered from kept state and drawn
+        self.kept: KeptCall | None = None
+        self.pending = False  # a quick render is shown; the exact what-if is on its way
         self.curve: Curve | None = None
         self._syncing = False
         self.profiles: dict[str, ContextKnobs] = dict(PROFILES)
@@ -155,6 +162,14 @@ class TuningScreen(Screen[None]):
         seqs = [c.sequence for c in agents]
         self.picked = seqs.index(self.want_seq) if self.want_seq in seqs else max(0, len(seqs) - 1)
         self.redraw()
+        if seqs:
+            self.kept = await asyncio.to_thread(keep_call, self.memory, self.project, self.stream_id, seqs[self.picked])
+
+    @work(thread=True, exclusive=True, group="kept")
+    def keep_picked(self) -> None:
+        call = self.picked_call(self.recorded_calls)
+        if self.memory is not None and call is not None:
+            self.kept = keep_call(self.memory, self.project, self.stream_id, call.sequence)
 
     # -- state ----------------------------------------------------------------------------------
     @staticmethod
@@ -224,11 +239,24 @@ class TuningScreen(Screen[None]):
         if knobs is None or not self.ready:
             return
         if knobs == self.recorded:
-            self.what_if_calls, self.diff, self.last_ms = None, None, None
+            self.what_if_calls, self.diff, self.last_ms, self.pending = None, None, None, False
             self.redraw()
             return
         self.started = time.perf_counter()
+        self.quick(knobs)
         self.run_whatif(knobs)
+
+    def quick(self, knobs: ContextKnobs) -> None:
+        """The selected call under `knobs` from the kept builder state, drawn at once."""
+        call = self.picked_call(self.recorded_calls)
+        kept = self.kept
+        if call is None or call.rendered is None or kept is None or kept.sequence != call.sequence:
+            return
+        self.diff = diff_contexts(call.rendered, kept.render(knobs))
+        self.pending = True
+        self.query_one("#summary", Static).update(self.summary_text())
+        self.query_one("#diff", Static).update(self.diff_table())
+        self.quick_ms = (time.perf_counter() - self.started) * 1000
 
     @work(thread=True, exclusive=True, group="whatif")
     def run_whatif(self, knobs: ContextKnobs) -> None:
@@ -244,8 +272,9 @@ class TuningScreen(Screen[None]):
     def on_what_if_ready(self, message: WhatIfReady) -> None:
         if message.knobs != self.form.knobs:
             return  # a newer edit is on its way
-        self.what_if_calls, self.diff, self.last_ms = message.calls, message.diff, message.ms
+        self.what_if_calls, self.diff, self.last_ms, self.pending = message.calls, message.diff, message.ms, False
         self.redraw()
+        self.redraw_ms = (time.perf_counter() - self.started) * 1000  # edit -> redrawn (the benchmark reads it)
 
     # -- drawing --------------------------------------------------------------------------------
     def redraw(self) -> None:
@@ -276,14 +305,21 @@ class TuningScreen(Screen[None]):
                 f"{call.recorded_message_count} messages, {tokens}")  # fmt: skip
         text = Text(head)
         d = self.diff
-        if self.what_if_calls is not None:
+        if self.pending and d is not None:
+            text.append(
+                f"\nwhat-if (estimated, recorded compactions kept; exact replay of the stream running…): "
+                f"{d.chars_after:,} bytes ({d.chars_delta:+,}), tokens {d.tokens_delta:+,} (o200k est.), "
+                f"{d.messages_after} messages",
+                style="magenta",
+            )
+        elif self.what_if_calls is not None:
             after = self.picked_call(self.what_if_calls)
             if after is None or after.rendered is None:
                 text.append("\nwhat-if: no context for this call", style="red")
             elif d is not None:
                 text.append(
                     f"\nwhat-if (estimated): {d.chars_after:,} bytes ({d.chars_delta:+,}), "
-                    f"~{d.tokens_after:,} tokens ({d.tokens_delta:+,}, o200k est.), {d.messages_after} messages · "
+                    f"tokens {d.tokens_delta:+,} (o200k est. over the changed messages), {d.messages_after} messages · "
                     f"added {d.count('added')}, dropped {d.count('dropped')}, masked {d.count('masked')}, "
                     f"unmasked {d.count('unmasked')}, compacted {d.count('compacted')}",
                     style="magenta",
@@ -302,20 +338,24 @@ class TuningScreen(Screen[None]):
             call = self.picked_call(self.recorded_calls)
             if call is None or call.rendered is None:
                 return Text("")
-            t = Table("layer", "seq", "role", "bytes", "reason", title="recorded context", title_justify="left",
-                      box=None)  # fmt: skip
-            for e in call.rendered.entries:
+            t = Table("layer", "seq", "role", "bytes", "reason", title="recorded context (last messages)",
+                      title_justify="left", box=None)  # fmt: skip
+            for e in call.rendered.entries[-MAX_ROWS:]:
                 seq = "" if e.source_seq is None else str(e.source_seq)
                 t.add_row(e.layer, seq, e.message.role, f"{e.bytes:,}", escape(e.reason))
             return t
         t = Table("change", "layer", "seq", "role", "bytes", "Δ", "why", title="what-if vs recorded (changes first)",
                   title_justify="left", box=None)  # fmt: skip
-        for c in sorted(self.diff.changes, key=lambda c: c.status == SAME):
+        changed = [c for c in self.diff.changes if c.status != SAME]
+        same = len(self.diff.changes) - len(changed)
+        for c in changed[:MAX_ROWS]:
             t.add_row(
                 Text(c.status, style=STATUS_STYLE.get(c.status, "")), c.layer,
                 "" if c.source_seq is None else str(c.source_seq), c.role,
                 f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", escape(c.reason),
             )  # fmt: skip
+        hidden = max(0, len(changed) - MAX_ROWS)
+        t.caption = f"{hidden} more changed and " * bool(hidden) + f"{same} unchanged message(s) not listed"
         return t
 
     # -- actions --------------------------------------------------------------------------------
@@ -327,6 +367,8 @@ class TuningScreen(Screen[None]):
         if not n:
             return
         self.picked = max(0, min(n - 1, self.picked + delta))
+        self.kept = None
+        self.keep_picked()
         if self.what_if_calls is not None and self.form.knobs is not None:
             self.run_whatif(self.form.knobs)
         self.redraw()

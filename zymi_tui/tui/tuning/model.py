@@ -102,8 +102,7 @@ class CallDiff:
     chars_after: int
     messages_before: int
     messages_after: int
-    tokens_before: int  # estimates (o200k) of both lists, so the delta compares like with like
-    tokens_after: int
+    tokens_delta: int  # estimated (o200k) over the changed messages only: like with like, and cheap
     would_compact: bool
     hard_cap_exceeded: bool
 
@@ -113,10 +112,6 @@ class CallDiff:
     @property
     def chars_delta(self) -> int:
         return self.chars_after - self.chars_before
-
-    @property
-    def tokens_delta(self) -> int:
-        return self.tokens_after - self.tokens_before
 
 
 def _key(e: ContextEntry, index: int) -> tuple[str, int, str]:
@@ -134,18 +129,21 @@ def diff_contexts(before: RenderedContext, after: RenderedContext) -> CallDiff:
     old, new = _keyed(before.entries), _keyed(after.entries)
     dropped_by_forget = {e.source_seq for e in after.dropped}
     changes: list[EntryChange] = []
+    tokens_delta = 0
     for key in sorted(set(old) | set(new), key=lambda k: ("ABC".index(k[0]), k[1], k[2])):
         a, b = old.get(key), new.get(key)
         layer, _, role = key
         seq = (a or b).source_seq if (a or b) is not None else None  # type: ignore[union-attr]
         if a is None and b is not None:
             changes.append(EntryChange(ADDED, layer, role, seq, 0, b.bytes, b.reason))
+            tokens_delta += b.tokens
         elif b is None and a is not None:
             status = DROPPED if seq in dropped_by_forget else COMPACTED
             reason = "dropped by forget_after_turns" if status == DROPPED else "inside a compacted range"
             if status == DROPPED:
                 reason = next((e.reason for e in after.dropped if e.source_seq == seq), reason)
             changes.append(EntryChange(status, layer, role, seq, a.bytes, 0, reason))
+            tokens_delta -= a.tokens
         elif a is not None and b is not None:
             if message_text(a.message) == message_text(b.message) and a.bytes == b.bytes:
                 status = SAME
@@ -156,14 +154,15 @@ def diff_contexts(before: RenderedContext, after: RenderedContext) -> CallDiff:
             else:
                 status = CHANGED
             changes.append(EntryChange(status, layer, role, seq, a.bytes, b.bytes, b.reason))
+            if status != SAME:
+                tokens_delta += b.tokens - a.tokens
     return CallDiff(
         changes,
         before.chars,
         after.chars,
         before.message_count,
         after.message_count,
-        sum(e.tokens for e in before.entries),
-        sum(e.tokens for e in after.entries),
+        tokens_delta,
         after.compaction is not None,
         after.hard_cap_exceeded,
     )

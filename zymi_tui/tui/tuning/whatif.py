@@ -7,10 +7,13 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zymi_tui.context.builder import ContextBuilder, RenderedContext
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.hashchain import ChainRow
+from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.store import STEP_MARK, EventReader, Page, StreamInfo, run_of
+from zymi_tui.replay import calls as calls_mod
 from zymi_tui.replay.calls import CallContext, replay_store
 
 
@@ -90,3 +93,39 @@ def replay_stream_sync(
 ) -> list[CallContext]:
     """For a thread worker: the editor's event loop never waits on a replay."""
     return asyncio.run(replay_stream(memory, project, stream_id, knobs))
+
+
+@dataclass
+class KeptCall:
+    """The engine's builder state just before one recorded call: re-rendering that call under other
+    knobs is one `build()` (milliseconds), with the recorded compactions as they were. The exact
+    what-if (compactions re-decided under the new knobs) is the worker's whole-stream replay."""
+
+    sequence: int
+    builder: ContextBuilder
+    memory: list[tuple[str, str]]
+    post_compaction: bool
+
+    def render(self, knobs: ContextKnobs) -> RenderedContext:
+        post = self.post_compaction
+        return self.builder.build(self.memory, allow_compaction=not post, apply_fresh=not post, knobs=knobs)
+
+
+def keep_call(memory: MemoryReader, project: Path | None, stream_id: str, sequence: int) -> KeptCall | None:
+    """Feed the run's events to the engine's replayer (recorded knobs) up to the call at `sequence`.
+
+    Hook: drives `zymi_tui.replay.calls.Replayer` as `replay_store` does and stops before the call,
+    using its `_step`, `_memory` and `_infer_prefix`; a public `builder_at(stream, seq)` in calls.py
+    would replace this."""
+    replayer = calls_mod.make_replayer(project)
+    for se in sorted(memory.events, key=lambda se: se.global_id):
+        kind = se.event.kind
+        if se.event.stream_id == stream_id and se.event.sequence == sequence and isinstance(kind, LlmCallStarted):
+            st = replayer._step(stream_id)
+            mem = replayer._memory(st)
+            if st.infer:
+                replayer._infer_prefix(st, kind, mem)
+            return KeptCall(sequence, st.builder, mem, st.builder.last_was_compaction)
+        replayer.feed(se)
+        replayer.ready()
+    return None

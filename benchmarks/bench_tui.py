@@ -1,0 +1,192 @@
+"""Benchmark the dashboard against `zymi observe` on the same generated store, in tmux, as a person sees it.
+
+    .venv/bin/python benchmarks/bench_tui.py [--events 99000] [--from memory] [--idle 10] [--keys 30]
+
+Both programs run in a detached tmux pane of 120x40. Figures, for each:
+- first frame: from launch until the pane shows the runs list with at least one run;
+- idle CPU: user+system time of the process over --idle seconds with no input, as % of one core;
+- key-to-redraw p50/p95: `j` sent to the runs list (and then to the events list), until the pane changes;
+- peak RSS (VmHWM).
+The store is made by /work/shared/tools/make_big_store.py (cloned oracle runs, valid hash chains).
+Ratios are zymi observe / zymi-tui (higher is better for us). tmux polling adds ~2-5 ms to each latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAKE_STORE = Path("/work/shared/tools/make_big_store.py")
+VENV = ROOT / ".venv" / "bin"
+SIZE = (120, 40)
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+
+def capture(session: str) -> str:
+    return tmux("capture-pane", "-p", "-t", session)
+
+
+def pane_pid(session: str) -> int:
+    return int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def wait_for(session: str, ready: str, timeout: float) -> float:
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        if ready in capture(session):
+            return time.perf_counter()
+        time.sleep(0.005)
+    raise TimeoutError(f"{session}: `{ready}` did not appear in {timeout}s:\n{capture(session)}")
+
+
+def key_latencies(session: str, key: str, n: int, timeout: float = 5.0) -> list[float]:
+    out = []
+    for _ in range(n):
+        before = capture(session)
+        t0 = time.perf_counter()
+        tmux("send-keys", "-t", session, key)
+        while True:
+            if capture(session) != before:
+                out.append(time.perf_counter() - t0)
+                break
+            if time.perf_counter() - t0 > timeout:
+                out.append(timeout)
+                break
+            time.sleep(0.002)
+        time.sleep(0.05)
+    return out
+
+
+def p95(xs: list[float]) -> float:
+    return sorted(xs)[max(0, round(0.95 * len(xs)) - 1)]
+
+
+def wait_regex(session: str, pattern: str, timeout: float) -> float:
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        if re.search(pattern, capture(session)):
+            return time.perf_counter()
+        time.sleep(0.005)
+    raise TimeoutError(f"{session}: /{pattern}/ did not appear in {timeout}s")
+
+
+def measure(
+    name: str, command: str, ready: str, listed: str, settled: str | None, events_keys: list[str],
+    args: argparse.Namespace,
+) -> dict[str, float]:  # fmt: skip
+    session = f"tuibench-{name}-{os.getpid()}"
+    for attempt in range(5):  # a tmux server that is just exiting (last session killed) refuses for a moment
+        try:
+            t0 = time.perf_counter()
+            tmux("new-session", "-d", "-s", session, "-x", str(SIZE[0]), "-y", str(SIZE[1]), f"exec {command}")
+            break
+        except subprocess.CalledProcessError:
+            if attempt == 4:
+                raise
+            time.sleep(0.5)
+    try:
+        first = wait_for(session, ready, 60) - t0
+        runs_listed = wait_regex(session, listed, 60) - t0
+        pid = pane_pid(session)
+        settle = (wait_for(session, settled, 120) - t0) if settled else first
+        time.sleep(2)  # start-up work done (ours: runs, peaks, integrity check); now idle
+        c0 = cpu_seconds(pid)
+        time.sleep(args.idle)
+        idle = (cpu_seconds(pid) - c0) / args.idle * 100
+        runs = key_latencies(session, "j", args.keys)
+        for k in events_keys:
+            tmux("send-keys", "-t", session, k)
+            time.sleep(0.3)
+        evs = key_latencies(session, "k", args.keys)
+        rss = peak_rss_mb(pid)
+        both = runs + evs
+        return {
+            "first_frame_s": first,
+            "runs_listed_s": runs_listed,
+            "startup_done_s": settle,
+            "idle_cpu_pct": idle,
+            "runs_key_p95_ms": p95(runs) * 1000,
+            "events_key_p95_ms": p95(evs) * 1000,
+            "key_p50_ms": statistics.median(both) * 1000,
+            "key_p95_ms": p95(both) * 1000,
+            "peak_rss_mb": rss,
+        }
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=99_000)
+    ap.add_argument("--from", dest="src", default="memory", help="oracle scenario to clone (memory: many small runs)")
+    ap.add_argument("--idle", type=float, default=10.0)
+    ap.add_argument("--keys", type=int, default=30)
+    ap.add_argument("--no-zymi", action="store_true", help="skip measuring zymi observe")
+    ap.add_argument("--project", help="reuse a folder holding .zymi/events.db instead of generating a store")
+    args = ap.parse_args()
+    if not shutil.which("tmux"):
+        print("bench_tui: tmux is needed", file=sys.stderr)
+        return 2
+    work = Path(args.project) if args.project else Path(tempfile.mkdtemp(prefix="bench_tui_"))
+    try:
+        db = work / ".zymi" / "events.db"
+        if not args.project:
+            (work / ".zymi").mkdir()
+            t = time.perf_counter()
+            subprocess.run([sys.executable, str(MAKE_STORE), str(db), "--events", str(args.events), "--from",
+                            args.src], check=True, capture_output=True)  # fmt: skip
+            print(f"store: {args.events} events cloned from {args.src} in {time.perf_counter() - t:.1f}s")
+        else:
+            print(f"store: {db}")
+        results = {}
+        ours = f"env TERM=xterm-256color {VENV / 'zymi-tui'} observe {work} --theme textual-dark"
+        results["zymi-tui"] = measure("ours", ours, "· live", r"Runs \(\d+\)", "verified", ["tab"], args)
+        zymi = VENV / "zymi"
+        if not args.no_zymi and zymi.exists():
+            cmd = f"env TERM=xterm-256color {zymi} observe -d {work} --no-venv"
+            results["zymi observe"] = measure("zymi", cmd, "Runs (", r"Runs \(\d+\)", None, ["tab", "tab"], args)
+        keys = list(next(iter(results.values())))
+        print(
+            f"{'':20}" + "".join(f"{name:>16}" for name in results) + ("           ratio" if len(results) > 1 else "")
+        )
+        for k in keys:
+            row = f"{k:20}" + "".join(f"{r[k]:16.2f}" for r in results.values())
+            if len(results) > 1:
+                ours_v, theirs = results["zymi-tui"][k], results["zymi observe"][k]
+                row += f"{theirs / ours_v:15.1f}x" if ours_v else "               -"
+            print(row)
+        aims = {"first_frame_s": 0.5, "idle_cpu_pct": 3.0, "key_p95_ms": 50.0, "peak_rss_mb": 300.0}
+        misses = [f"{k} {results['zymi-tui'][k]:.2f} > {v}" for k, v in aims.items() if results["zymi-tui"][k] > v]
+        print("aims met" if not misses else "aims missed: " + "; ".join(misses))
+    finally:
+        if not args.project:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Save SVG screenshots of every dashboard screen under screenshots/, and PNGs next to them.
+
+    .venv/bin/python scripts/screenshots.py [--out screenshots] [--oracle /work/shared/oracle]
+
+Stores are COPIES (the bundled sample, and oracle scenarios when present). PNGs need cairosvg
+(`pip install cairosvg`) or `rsvg-convert` on the PATH; without either only SVGs are written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from textual.pilot import Pilot  # noqa: E402
+
+from zymi_tui.tui.app import DashboardApp, MainScreen, Target  # noqa: E402
+from zymi_tui.tui.inspector import InspectorScreen  # noqa: E402
+from zymi_tui.tui.launch import sample_store  # noqa: E402
+
+Step = Callable[[Pilot[None], MainScreen], Awaitable[None]]
+
+
+def copy_scenario(src_db: Path, project: Path | None, dst: Path) -> Target:
+    dst.mkdir(parents=True)
+    db = dst / "events.db"
+    with sqlite3.connect(f"file:{src_db}?mode=ro", uri=True) as s, sqlite3.connect(db) as d:
+        s.backup(d)
+    if project is not None and project.is_dir():
+        shutil.copytree(project, dst / "project")
+    return Target(str(db), dst / "project" if project else None, None, f"screenshot store: {dst.name}")
+
+
+async def ready(pilot: Pilot[None]) -> MainScreen:
+    app = pilot.app
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        await pilot.pause(0.1)
+        screen = app.screen
+        if isinstance(screen, MainScreen) and screen.runs.summaries and not screen.loading and screen.verified:
+            break
+    main = app.screen
+    assert isinstance(main, MainScreen)
+    main.workers.cancel_group(main, "tail")
+    await pilot.pause(0.5)
+    app.clear_notifications()
+    return main
+
+
+async def shoot(target: Target, size: tuple[int, int], path: Path, step: Step | None = None) -> None:
+    app = DashboardApp(target, theme="textual-dark")
+    async with app.run_test(size=size) as pilot:
+        main = await ready(pilot)
+        if step is not None:
+            await step(pilot, main)
+        await pilot.pause(0.3)
+        app.save_screenshot(filename=path.name, path=str(path.parent))
+    print(f"wrote {path}")
+
+
+async def expand(pilot: Pilot[None], main: MainScreen) -> None:
+    await pilot.press("tab", "up", "enter")
+
+
+async def inspect(pilot: Pilot[None], main: MainScreen) -> None:
+    calls = [se for se in main.events.events if se.event.tag == "llm_call_started"]
+    main.events.jump_to(calls[len(calls) * 2 // 3].global_id)
+    await pilot.press("i")
+    screen = pilot.app.screen
+    assert isinstance(screen, InspectorScreen)
+    deadline = time.monotonic() + 30
+    while screen.rebuilt is None and time.monotonic() < deadline:
+        await pilot.pause(0.1)
+
+
+async def help_screen(pilot: Pilot[None], main: MainScreen) -> None:
+    await pilot.press("question_mark")
+
+
+async def search(pilot: Pilot[None], main: MainScreen) -> None:
+    await pilot.press("tab", "slash", *"write_memory", "enter")
+
+
+def to_png(svg: Path) -> bool:
+    png = svg.with_suffix(".png")
+    try:
+        import cairosvg  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+        cairosvg.svg2png(url=str(svg), write_to=str(png), output_width=1600)
+        return True
+    except ImportError:
+        pass
+    if shutil.which("rsvg-convert"):
+        subprocess.run(["rsvg-convert", "-w", "1600", "-o", str(png), str(svg)], check=True)
+        return True
+    return False
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "screenshots"))
+    ap.add_argument("--oracle", default="/work/shared/oracle")
+    args = ap.parse_args()
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="zymi_tui_shots_"))
+    oracle = Path(args.oracle)
+    shots: list[tuple[str, Target, tuple[int, int], Step | None]] = []
+    sample = sample_store()
+    if sample is not None:
+        t = copy_scenario(sample[0], sample[1], work / "sample")
+        shots += [("sample-main-120x40", t, (120, 40), None), ("sample-main-80x24", t, (80, 24), None)]
+    for name in ("coding_compaction", "chat_profile", "coding_default", "memory"):
+        if (oracle / name / "events.db").exists():
+            t = copy_scenario(oracle / name / "events.db", oracle / name / "project", work / name)
+            shots.append((f"{name}-main-120x40", t, (120, 40), None))
+            if name == "coding_compaction":
+                shots.append((f"{name}-main-80x24", t, (80, 24), None))
+                shots.append((f"{name}-inspector-120x40", t, (120, 40), inspect))
+                shots.append((f"{name}-inspector-80x24", t, (80, 24), inspect))
+            if name == "coding_default":
+                shots.append((f"{name}-expanded-120x40", t, (120, 40), expand))
+                shots.append((f"{name}-help-120x40", t, (120, 40), help_screen))
+            if name == "memory":
+                shots.append((f"{name}-search-120x40", t, (120, 40), search))
+    pngs = 0
+    try:
+        for name, target, size, step in shots:
+            svg = out / f"{name}.svg"
+            await shoot(target, size, svg, step)
+            pngs += to_png(svg)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{len(shots)} SVG screenshot(s), {pngs} PNG(s) in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,196 @@
+"""Pilot tests of fork-resume in the dashboard: the fork modal (start, Esc while running, the fork still
+completes, P jumps parent ⇄ fork) and the parent/fork comparison; figures checked against the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from textual.widgets import Static
+
+from tests.test_resume_cli import CHAT, cli, demo_project, events, fork_of, rows, run_parent
+from zymi_tui.replay.costs import ModelPrice, PriceTable
+from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+from zymi_tui.tui.resume.compare import ForkCompareScreen
+from zymi_tui.tui.resume.figures import answer_diff, figure_rows, run_figures
+from zymi_tui.tui.resume.modal import ForkModal
+
+SIZE = (160, 50)
+
+
+def slow_project(root: Path) -> Path:
+    """The demo project whose last step sleeps, so a fork is still running when Esc is pressed."""
+    demo_project(root)
+    yml = root / "project.yml"
+    yml.write_text(yml.read_text().replace('"find *"]', '"find *", "sleep *"]'))
+    review = root / "pipelines" / "review.yml"
+    review.write_text(review.read_text().replace('command: "echo stamped"', 'command: "sleep 2"'))
+    return root
+
+
+async def until(pilot: Any, cond: Any, timeout: float = 20.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if cond():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("timed out")
+
+
+def _app(project: Path) -> DashboardApp:
+    return DashboardApp(Target(str(project / ".zymi" / "events.db"), project), theme="textual-dark")
+
+
+async def test_fork_modal_esc_while_running_and_the_fork_completes(tmp_path: Path) -> None:
+    project = slow_project(tmp_path / "proj")
+    parent = run_parent(project, "review", "topic=billing")
+    app = _app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.main
+        await until(pilot, lambda: main.runs.find_stream(parent) is not None and main.selected is not None)
+        await pilot.press("R")
+        modal = app.screen
+        assert isinstance(modal, ForkModal)
+        await until(pilot, lambda: modal.plan is not None)
+        assert modal.step == "stamp"  # every step succeeded: the default is the last one
+        await pilot.press("up")  # -> report
+        await until(pilot, lambda: modal.plan is not None and modal.plan.fork_at_step == "report")
+        assert modal.plan is not None and modal.plan.frozen == ["gather"]
+        await pilot.press("p")  # the first profile in name order: chat
+        assert modal.knobs is not None and modal.knobs.profile == "chat"
+        await pilot.press("enter")
+        job = modal.job
+        assert job is not None
+        await until(pilot, lambda: job.stream_id is not None)
+        assert job.state == "running"
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+        assert job.state == "running"  # closed while running; the fork goes on
+        await until(pilot, lambda: job.state != "running")
+        assert job.state == "done", job.error
+        assert job.stream_id is not None
+        await until(pilot, lambda: main.runs.find_stream(job.stream_id or "") is not None)
+        # P jumps from the parent to its fork and back (the list kept the parent selected)
+        assert main.selected is not None and main.selected.stream_id == parent
+        await pilot.press("P")
+        await until(pilot, lambda: main.selected is not None and main.selected.stream_id == job.stream_id)
+        info = main.query_one("#run-info", Static)
+        assert f"fork of {parent} at 'report'" in str(info.content)
+        assert info.size.height >= 3  # the lineage line is on screen, not cut off
+        await pilot.press("P")
+        await until(pilot, lambda: main.selected is not None and main.selected.stream_id == parent)
+    fork = fork_of(project, parent)
+    assert fork == job.stream_id
+    marker = next(e for e in events(project, fork) if e["type"] == "ResumeForked")["data"]
+    assert marker["zymi_tui"]["knobs"] == CHAT
+    completed = [e for e in events(project, fork) if e["type"] == "PipelineCompleted"]
+    assert [c["data"]["success"] for c in completed] == [True]
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A parent, then a fork at `report` after its task was edited on disk (so the answers differ)."""
+    project = demo_project(tmp_path_factory.mktemp("cmp") / "proj")
+    parent = run_parent(project, "review", "topic=billing")
+    review = project / "pipelines" / "review.yml"
+    review.write_text(review.read_text().replace("billing and ledger", "billing and auth"))
+    proc = cli(project, "resume", parent, "--from-step", "report", "--profile", "chat")
+    assert proc.returncode == 0, proc.stderr
+    return {"project": project, "parent": parent, "fork": fork_of(project, parent)}
+
+
+def _answer(project: Path, run: str) -> str:
+    ((data,),) = rows(
+        project, "SELECT data FROM events WHERE stream_id = ? AND kind_tag = 'pipeline_completed'", (run,)
+    )
+    return str(json.loads(data)["kind"]["data"]["final_output"])
+
+
+def _agent_calls(project: Path, run: str) -> list[int]:
+    out = []
+    for (data,) in rows(
+        project,
+        "SELECT data FROM events WHERE (stream_id = ? OR stream_id LIKE ?) AND kind_tag = 'llm_call_started' "
+        "ORDER BY id",
+        (run, run + ":step:%"),
+    ):
+        d = json.loads(data)["kind"]["data"]
+        if d["iteration"] > 0:
+            out.append(int(d["approx_context_chars"]))
+    return out
+
+
+async def test_compare_view_shows_both_runs(compared: dict[str, Any]) -> None:
+    project, parent, fork = compared["project"], compared["parent"], compared["fork"]
+    app = _app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.main
+        await until(pilot, lambda: main.runs.find_stream(fork) is not None and main.selected is not None)
+        assert main.selected is not None and main.selected.stream_id == fork  # the newest run
+        await pilot.press("C")
+        screen = app.screen
+        assert isinstance(screen, ForkCompareScreen)
+        await until(pilot, lambda: screen.figures is not None)
+        assert screen.figures is not None
+        p, f = screen.figures
+        assert (p.stream_id, f.stream_id) == (parent, fork)
+        assert p.curve == _agent_calls(project, parent)
+        assert f.curve == _agent_calls(project, fork)
+        assert p.curve != f.curve
+        assert (p.answer, f.answer) == (_answer(project, parent), _answer(project, fork))
+        assert f.fork_at_step == "report" and f.knobs == CHAT
+        diff = [(d.op, d.text) for d in answer_diff(p.answer, f.answer)]
+        assert ("del", "ledger") in diff and ("ins", "auth") in diff
+        console = Console(record=True, width=150)
+        console.print(screen.query_one("#cmp-table", Static).content)
+        shown = console.export_text()
+        assert "LLM calls" in shown
+        assert f"{len(p.curve):,}" in shown and f"{len(f.curve):,}" in shown
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+def test_answer_diff_rebuilds_both_answers() -> None:
+    old = "The modules follow one pattern;  a few carry TODOs.\nDone."
+    new = "The modules follow two patterns; a few carry TODOs.\nDone!"
+    pieces = answer_diff(old, new)
+    assert "".join(p.text for p in pieces if p.op != "ins") == old
+    assert "".join(p.text for p in pieces if p.op != "del") == new
+    assert next(p.text for p in pieces if p.op == "del") == "one"
+    assert answer_diff(None, None) == []
+
+
+def test_cost_prices_the_recorded_usage_per_model(compared: dict[str, Any]) -> None:
+    project, parent, fork = compared["project"], compared["parent"], compared["fork"]
+    table = PriceTable(models={"demo": ModelPrice(input=3.0, cached_input=1.0, output=5.0)})
+    for run in (parent, fork):
+        usage = [0, 0, 0]
+        for (data,) in rows(
+            project,
+            "SELECT data FROM events WHERE stream_id LIKE ? AND kind_tag = 'llm_call_completed'",
+            (run + ":step:%",),
+        ):
+            u = json.loads(data)["kind"]["data"]["usage"]
+            usage = [usage[0] + u["input_tokens"], usage[1] + u.get("cached_input_tokens", 0),
+                     usage[2] + u["output_tokens"]]  # fmt: skip
+        want = ((usage[0] - usage[1]) * 3.0 + usage[1] * 1.0 + usage[2] * 5.0) / 1_000_000
+        figures = run_figures(run, _stored(project, run))
+        got = figures.cost(table, None)
+        assert got is not None and abs(got - want) < 1e-12
+        assert figures.cost(PriceTable(), None) is None  # no price for `demo`: no cost, not zero
+    assert [r[0] for r in figure_rows(figures, figures, table)][-1] == "cost (recorded tokens)"
+
+
+def _stored(project: Path, run: str) -> list[Any]:
+    from zymi_tui.events.envelope import StoredEvent, decode_event
+
+    return [
+        StoredEvent(gid, decode_event(data, seq), data)
+        for gid, data, seq in rows(
+            project,
+            "SELECT id, data, sequence FROM events WHERE stream_id = ? OR stream_id LIKE ? ORDER BY id",
+            (run, run + ":step:%"),
+        )
+    ]

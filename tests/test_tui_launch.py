@@ -1,0 +1,65 @@
+"""`zymi-tui observe` and bare `zymi-tui`: what opens, and one clear line when nothing can."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import requires_oracle
+from tests.tui_support import scenario_copy
+from zymi_tui.cli import main
+from zymi_tui.events.store import StoreError
+from zymi_tui.tui.launch import choose_target, sample_store
+
+
+def test_bare_launch_without_a_store_opens_the_sample_with_a_banner(tmp_path: Path) -> None:
+    sample = sample_store()
+    if sample is None:
+        with pytest.raises(StoreError, match="sample store is not installed"):
+            choose_target(None, None, cwd=tmp_path, bare=True)
+        return
+    target = choose_target(None, None, cwd=tmp_path, bare=True)
+    assert Path(target.store) == sample[0]
+    assert target.banner is not None and "SAMPLE" in target.banner and "zymi-tui observe PATH" in target.banner
+
+
+@requires_oracle
+def test_bare_launch_in_a_project_folder_opens_its_store(tmp_path: Path) -> None:
+    db = scenario_copy("memory", tmp_path)
+    (tmp_path / "memory" / ".zymi").mkdir()
+    db.rename(tmp_path / "memory" / ".zymi" / "events.db")
+    target = choose_target(None, None, cwd=tmp_path / "memory", bare=True)
+    assert target.store == str(tmp_path / "memory" / ".zymi" / "events.db") and target.banner is None
+    assert target.project == tmp_path / "memory"
+
+
+@requires_oracle
+def test_oracle_layout_finds_its_project(tmp_path: Path) -> None:
+    db = scenario_copy("coding_default", tmp_path)
+    target = choose_target(str(db), "some-run")
+    assert target.project == db.parent / "project" and target.run == "some-run"
+
+
+def test_missing_store_is_one_line_and_exit_2_before_any_screen(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["observe", str(tmp_path / "nope.db"), "--no-venv"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "nope.db" in err and "Traceback" not in err
+
+
+def test_not_a_database_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "events.db"
+    bad.write_text("hello")
+    assert main(["observe", "-d", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not a SQLite database" in err
+
+
+@requires_oracle
+def test_observe_needs_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = scenario_copy("memory", tmp_path)
+    assert main(["observe", str(db), "-r", "x"]) == 2  # pytest captures stdout: not a TTY
+    assert "needs a terminal" in capsys.readouterr().err

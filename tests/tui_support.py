@@ -1,0 +1,80 @@
+"""Shared helpers for the dashboard tests: private copies of the oracle stores, a pilot app, SQL counts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+from tests.conftest import ORACLE, copy_store
+from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+
+
+def scenario_copy(name: str, tmp_path: Path) -> Path:
+    """`tmp/<name>/events.db` plus `tmp/<name>/project/`, the layout the oracle folders have."""
+    dst = tmp_path / name
+    db = copy_store(ORACLE / name / "events.db", dst)
+    if (ORACLE / name / "project").is_dir():
+        shutil.copytree(ORACLE / name / "project", dst / "project")
+    return db
+
+
+def sql(db: Path, query: str, *params: object) -> list[tuple[object, ...]]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        return list(c.execute(query, params))
+
+
+def use_utc() -> None:
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+
+
+def make_app(db: Path, *, banner: str | None = None, run: str | None = None) -> DashboardApp:
+    project = db.parent / "project"
+    return DashboardApp(Target(str(db), project if project.is_dir() else None, run, banner), theme="textual-dark")
+
+
+async def settle(app: DashboardApp, pilot: object, *, timeout: float = 10.0) -> MainScreen:
+    """Wait until runs are listed and the selected run is fully loaded."""
+    import asyncio
+
+    from textual.pilot import Pilot
+
+    assert isinstance(pilot, Pilot)
+    deadline = time.monotonic() + timeout
+    while True:
+        await pilot.pause(0.05)
+        try:
+            main = app.main
+        except LookupError:
+            continue
+        ready = (
+            main.reader is not None
+            and (main.selected is None or not main.loading)
+            and main.current_key() == main.selected
+        )
+        if (ready and (main.runs.summaries or main.trouble)) or time.monotonic() > deadline:
+            await pilot.pause(0.05)
+            return main
+        await asyncio.sleep(0)
+
+
+async def append_copy_of_run(db: Path, *, extra_llm_calls: int = 0) -> str:
+    """Append, as another writer would, a fresh copy of the store's first run (new ids); returns its stream."""
+    import uuid
+
+    from zymi_tui.events.runs import list_runs
+    from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+
+    async with await SqliteReader.open(db) as r:
+        run = (await list_runs(r))[-1]
+        events = await r.read_stream(run.stream_id, include_steps=True)
+    new_stream = f"pipeline-copy-{uuid.uuid4()}"
+    async with await SqliteWriter.open(db) as w:
+        for se in events:
+            ev = se.event
+            stream = ev.stream_id.replace(run.stream_id, new_stream)
+            await w.append(ev.model_copy(update={"id": str(uuid.uuid4()), "stream_id": stream}))
+    return new_stream
