@@ -120,3 +120,17 @@ async def test_the_chat_opens_over_the_dashboard_and_comes_back(tmp_path: Path) 
         )  # the dashboard does not close its reader (its connection thread would outlive the test)
     kinds = [type(se.event.kind).__name__ for se in await store_events(project)]
     assert kinds.count("PipelineCompleted") == 2
+
+
+async def test_the_dashboard_hook_never_chats_on_the_bundled_sample(tmp_path: Path) -> None:
+    from importlib import resources
+
+    from zymi_tui.tui.chat.hook import writable_project
+
+    project = demo_project(tmp_path)
+    assert writable_project(project) == project
+    assert writable_project(None) is None
+    assert writable_project(tmp_path) is None  # no project.yml
+    sample = Path(str(resources.files("zymi_tui"))) / "data" / "sample"
+    inside = next(p.parent for p in sample.rglob("project.yml"))  # the shipped sample has its project
+    assert writable_project(inside) is None
