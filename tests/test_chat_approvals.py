@@ -17,6 +17,8 @@ async def _answer(project: Path, *keys: str) -> None:
         await send(pilot, "hello, what is in billing?", wait=False)
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ApprovalModal))
         modal = pilot.app.screen
+        await wait_for(pilot, lambda: bool(modal.query("#approval-why")))
+        await pilot.pause()
         assert "Shell command requires approval: ls workspace/src workspace/docs" in str(
             modal.query_one("#approval-why").render()
         )

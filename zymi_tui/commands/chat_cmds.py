@@ -65,7 +65,7 @@ def open_chat(args: argparse.Namespace, root: Path, *, hint: str | None = None) 
         fail(app.setup_error)
         return EXIT_USAGE
     resume = f"zymi-tui chat -d {shlex.quote(str(root))} --stream {shlex.quote(args.stream)}"
-    out.print(f"chat kept on stream {args.stream!r} in {root / '.zymi' / 'events.db'}; resume with: {resume}")
+    out.print(f"chat kept on stream {args.stream!r} in the store of {root}; resume with: {resume}")
     return EXIT_OK
 
 

@@ -4,7 +4,7 @@ Each message runs one turn of the project's chat pipeline in a worker; the engin
 event to the store and the session's listener hands it to the screen as it is written, so the
 turn, the curve and the event count grow while the model works. Esc cancels the turn (sealed in
 the store), F2 shows the last call's context under any profile, F3 switches the profile for the
-next turn, F4 opens the dashboard on this store.
+next turn, F4 opens the dashboard on this store, F5 the knob editor on the last call.
 """
 
 from __future__ import annotations
@@ -33,7 +33,10 @@ from zymi_tui.tui.plot import ContextPlot
 
 REDRAW_S = 0.2  # turn views: at most this often
 REPLOT_S = 1.0  # the plot while a turn runs (a plot render costs ~0.1 s); at once when it ends
-FIRST_HINT = "send a few messages, then press F2 to see the context (F3 switches the profile, Esc cancels a turn)"
+FIRST_HINT = (
+    "send a few messages, then press F2 to see the context (F3 switches the profile, F5 tunes the knobs, "
+    "Esc cancels a turn)"
+)
 
 
 class ChatScreen(Screen[None]):
@@ -43,13 +46,16 @@ class ChatScreen(Screen[None]):
         Binding("escape", "cancel_turn", "Cancel turn"),
         Binding("f2", "context", "Context"),
         Binding("f3", "next_profile", "Profile"),
-        Binding("f4", "dashboard", "Dashboard"),
+        Binding("f4", "dashboard", "Dashboard / back"),
+        Binding("f5", "tune", "Tune knobs"),
         Binding("ctrl+l", "focus_prompt", "Prompt", show=False),
     ]
 
-    def __init__(self, session: ChatSession, *, hint: str | None = None) -> None:
+    def __init__(self, session: ChatSession, *, hint: str | None = None, hosted: bool = False) -> None:
+        """`hosted`: pushed over another screen (the dashboard), which F4 goes back to, closing the session."""
         super().__init__()
         self.session = session
+        self.hosted = hosted
         self.transcript = Transcript(session.stream)
         self.events: list[StoredEvent] = []
         self.views: dict[int, TurnView] = {}
@@ -83,9 +89,11 @@ class ChatScreen(Screen[None]):
         self.refresh_side()
         self.set_interval(REDRAW_S, self._redraw)
 
-    def on_unmount(self) -> None:
+    async def on_unmount(self) -> None:
         if self._on_event in self.session.listeners:
             self.session.listeners.remove(self._on_event)
+        if self.hosted:  # the host app quits with the chat open
+            await self.session.close()
 
     # -- events ------------------------------------------------------------------------------------
     def _on_event(self, se: StoredEvent) -> None:
@@ -263,7 +271,26 @@ class ChatScreen(Screen[None]):
     def action_context(self) -> None:
         self.app.push_screen(ContextScreen(self.session))
 
-    def action_dashboard(self) -> None:
+    @work(exclusive=True, group="tune")
+    async def action_tune(self) -> None:
+        """The tuning issue's knob editor on this chat's last call (what it would have been under other knobs)."""
+        from zymi_tui.tui.tuning.editor import TuningScreen
+
+        call = await self.session.last_call()
+        if call is None:
+            self._say("no LLM call yet: send a message first, then F5 tunes its context", "yellow")
+            return
+        s = self.session
+        self.app.push_screen(
+            TuningScreen(s.rt.reader, call.event.stream_id, project=s.ws.root, sequence=call.event.sequence)
+        )
+
+    async def action_dashboard(self) -> None:
+        if self.hosted:
+            await self.stop_turn()
+            await self.session.close()
+            self.dismiss()
+            return
         from zymi_tui.tui.chat.dashboard import ChatDashboard
 
         self.app.push_screen(ChatDashboard(self.session))

@@ -132,6 +132,7 @@ class ChatSession:
         self._open_approvals: dict[str, StoredEvent] = {}  # approval id -> ApprovalRequested without a decision
         self._running: asyncio.Task[object] | None = None
         self._sealing: asyncio.Future[None] | None = None
+        self.closed = False
         rt.recorder.listeners.append(self._on_event)
 
     # -- opening and closing -----------------------------------------------------------------------
@@ -168,7 +169,10 @@ class ChatSession:
         return session
 
     async def close(self) -> None:
-        """Cancel a running turn (it seals itself), then close the store."""
+        """Cancel a running turn (it seals itself), then close the store (once)."""
+        if self.closed:
+            return
+        self.closed = True
         running = self._running
         if running is not None and not running.done() and running is not asyncio.current_task():
             running.cancel()

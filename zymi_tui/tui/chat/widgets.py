@@ -17,19 +17,23 @@ from zymi_tui.tui.model import format_size
 STATUS_STYLE = {"running": "yellow", "done": "green", "failed": "red", "cancelled": "magenta"}
 
 
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def tool_lines(turn: Turn) -> Text:
     t = Text()
     for n, call in enumerate(turn.tools, 1):
         if n > 1:
             t.append("\n")
         t.append(f"{n}. {call.name}", style="bold")
-        t.append(f" {shown_text(call.arguments, 160)}", style="dim")
+        t.append(f" {clip(call.arguments, 160)}", style="dim")
         if call.result_preview is None:
             t.append("\n   … running", style="yellow")
         else:
             style = "red" if call.is_error else ""
             preview = " ".join(call.result_preview.split())
-            t.append(f"\n   → {shown_text(preview, 160)}", style=style)
+            t.append(f"\n   → {clip(preview, 160)}", style=style)
     for note in turn.notes:
         t.append(f"\n• {note}", style="cyan")
     return t

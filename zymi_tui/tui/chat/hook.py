@@ -1,0 +1,35 @@
+"""How the dashboard opens the chat (suggested MainScreen binding: `d` "Demo chat / chat").
+
+The chat runs on the dashboard's project; without one, or on the bundled sample (never written to),
+on a new demo project in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+
+from zymi_tui.tui.chat.launch import push_chat
+
+
+def writable_project(project: Path | None) -> Path | None:
+    """`project` if the chat may write to it: a project folder that is not inside the installed package."""
+    if project is None or not (project / "project.yml").is_file():
+        return None
+    package = Path(str(resources.files("zymi_tui"))).resolve()
+    return None if project.resolve().is_relative_to(package) else project
+
+
+async def open_chat(app: App[Any], project: Path | None, stream: str = "term") -> str | None:
+    """Push the chat (F4 comes back); returns an error line for `notify`, or None."""
+    from zymi_tui.engine.providers.demo_workspace import write_demo_project
+
+    target = writable_project(project)
+    if target is None:
+        target = Path(tempfile.mkdtemp(prefix="zymi-tui-demo-"))
+        write_demo_project(target, "demo")
+    return await push_chat(app, target, stream)
