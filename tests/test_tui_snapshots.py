@@ -45,7 +45,9 @@ async def steady(pilot: Pilot[Any]) -> None:
     main._redraw_plot()
     app.clear_notifications()
     await pilot.pause(0.2)
-    for view in main.query(CursorList):  # the scroll position settles after the last layout
+    for view in main.query(CursorList):  # from the top, so the cursor lands at the same place every time
+        view.update_size()
+        view.scroll_to(y=0, animate=False, immediate=True)
         view.keep_cursor_visible()
     await pilot.pause(0.2)
 
