@@ -134,3 +134,21 @@ async def test_the_dashboard_hook_never_chats_on_the_bundled_sample(tmp_path: Pa
     sample = Path(str(resources.files("zymi_tui"))) / "data" / "sample"
     inside = next(p.parent for p in sample.rglob("project.yml"))  # the shipped sample has its project
     assert writable_project(inside) is None
+
+
+async def test_d_on_the_dashboard_opens_the_chat_on_its_project(tmp_path: Path) -> None:
+    from zymi_tui.tui.app import DashboardApp, Target
+    from zymi_tui.tui.chat.screen import ChatScreen
+
+    project = demo_project(tmp_path)
+    assert cli("chat", "-d", str(project), stdin="hello\n").returncode == 0  # a store to open
+    app = DashboardApp(Target(str(project / ".zymi" / "events.db"), project), theme="textual-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("d")
+        screen = await chat_screen(pilot)
+        assert isinstance(screen, ChatScreen)
+        assert screen.session.ws.root.resolve() == project.resolve()
+        assert len(screen.transcript.turns) == 1  # the chat of this project, resumed on its stream
+        await pilot.press("f4")
+        await pilot.pause()

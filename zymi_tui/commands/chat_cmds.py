@@ -18,7 +18,7 @@ from typing import Any
 
 from zymi_tui.commands.common import EXIT_OK, EXIT_USAGE, CommandError, fail, guarded, out
 
-ORDER = 40
+ORDER = 15  # position in `zymi-tui --help`
 DEMO_HINT = "demo project ready: send a few messages (try “audit all modules”), then press F2 to see the context"
 
 

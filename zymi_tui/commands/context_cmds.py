@@ -18,6 +18,8 @@ from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, con
 
 from .common import EXIT_OK, CommandError, err, guarded, out, run_async
 
+ORDER = 30  # position in `zymi-tui --help`
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", metavar="STORE", help="a .db file or a project folder (its .zymi/events.db)")

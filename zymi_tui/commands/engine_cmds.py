@@ -12,6 +12,8 @@ from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.loader import ProjectError, Workspace, find_root, load_workspace
 from zymi_tui.events.store import redact_url
 
+ORDER = 50  # position in `zymi-tui --help`
+
 
 def _load(directory: str | None) -> Workspace:
     try:

@@ -36,6 +36,8 @@ from zymi_tui.events.store import StoreError, is_postgres_url, redact_url, resol
 
 from .common import EXIT_OK, CommandError, err, guarded, out, run_async, warn
 
+ORDER = 70  # position in `zymi-tui --help`
+
 COLUMNS = (
     "id", "event_id", "stream_id", "sequence", "timestamp", "kind_tag", "data",
     "correlation_id", "causation_id", "source", "prev_hash", "hash",

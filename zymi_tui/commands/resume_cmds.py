@@ -15,6 +15,8 @@ from zymi_tui.engine.resume import KnobChoice, ResumeError, ResumePlan, fork, pl
 from zymi_tui.engine.runtime import close_runtime, open_runtime, project_knobs
 from zymi_tui.events.store import is_postgres_url, open_reader
 
+ORDER = 60  # position in `zymi-tui --help`
+
 
 def knob_choice(ws: Workspace, profile: str | None, sets: list[str]) -> KnobChoice:
     try:

@@ -20,6 +20,8 @@ from zymi_tui.events.verify import verify_store
 
 from .common import EXIT_FAIL, EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg, warn
 
+ORDER = 20  # position in `zymi-tui --help`
+
 STYLE = {
     "success": "green", "failure": "red", "warning": "yellow", "info": "cyan",
     "highlight": "magenta", "dim": "bright_black", "default": "",

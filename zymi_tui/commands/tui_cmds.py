@@ -10,6 +10,8 @@ from zymi_tui.events.store import open_reader
 
 from .common import EXIT_OK, CommandError, add_store_arg, guarded, run_async, store_arg
 
+ORDER = 10  # position in `zymi-tui --help`
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("observe", help="the live dashboard: runs, events, context size, call inspector")

@@ -40,6 +40,8 @@ from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, SweepError
 
 from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg
 
+ORDER = 40  # position in `zymi-tui --help`
+
 RECORDED = "recorded"
 KnobDict = dict[str, int | None]
 

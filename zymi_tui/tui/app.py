@@ -102,6 +102,7 @@ class MainScreen(Screen[None]):
         Binding("R", "fork", "Fork"),
         Binding("C", "compare_fork", "Compare fork", show=False),
         Binding("P", "lineage", "Parent/fork", show=False),
+        Binding("d", "chat", "Chat", show=False),  # zymi_tui/tui/chat/hook.py
     ]
 
     def __init__(self, target: Target) -> None:
@@ -785,6 +786,14 @@ class MainScreen(Screen[None]):
         if key is not None:
             self.app.copy_to_clipboard(key.stream_id)
             self.notify(f"copied {key.stream_id}")
+
+    async def action_chat(self) -> None:
+        """Chat on this project (or, on the bundled sample or without a project, a new demo project)."""
+        from zymi_tui.tui.chat.hook import open_chat
+
+        problem = await open_chat(self.app, self.target.project)
+        if problem:
+            self.notify(problem, severity="error")
 
     # fork-resume: R fork the selected run, C compare a fork with its parent, P jump parent <-> fork
     def action_fork(self) -> None:

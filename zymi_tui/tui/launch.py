@@ -37,7 +37,7 @@ def choose_target(store: str | None, run: str | None, *, cwd: Path | None = None
                     f"installed: {OPEN_YOUR_OWN}"
                 ) from None
             db, project = sample
-            banner = f"SAMPLE store (no store in {here}): {OPEN_YOUR_OWN}"
+            banner = f"SAMPLE store (no store in {here}): {OPEN_YOUR_OWN}; press d for the demo chat"
             return Target(str(db), project, run, banner)
         return Target(resolved, infer_project(str(here), resolved), run)
     resolved = resolve_store(store, cwd=here)
