@@ -102,15 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         finally:
             await close_runtime(rt)
         _print("---")
-        _print("Pipeline completed successfully." if result.success else "Pipeline completed with errors.")
-        if result.final_output is not None:
-            _print("")
-            _print("Final output:")
-            _print(result.final_output)
-        if not result.success:
-            print("error: pipeline had failing steps", file=sys.stderr)
-            return EXIT_FAIL
-        return EXIT_OK
+        return print_footer(result.success, result.final_output)
 
     try:
         return asyncio.run(go())
@@ -190,6 +182,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _print("\nshutting down…")
         return EXIT_OK
+
+
+def print_footer(success: bool, final_output: str | None) -> int:
+    """zymi's end-of-run footer (engine.md §4.7) after the `---` line; the exit code it implies."""
+    _print("Pipeline completed successfully." if success else "Pipeline completed with errors.")
+    if final_output is not None:
+        _print("")
+        _print("Final output:")
+        _print(final_output)
+    if not success:
+        print("error: pipeline had failing steps", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_OK
 
 
 @guarded

@@ -7,7 +7,7 @@ import asyncio
 import sys
 
 from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
-from zymi_tui.commands.engine_cmds import _load, _print
+from zymi_tui.commands.engine_cmds import _load, _print, print_footer
 from zymi_tui.context.knobs import KnobError, resolve_knobs
 from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.loader import ProjectError, Workspace
@@ -64,15 +64,7 @@ async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -> i
     if outcome.error is not None:
         print(f"error: {outcome.error}", file=sys.stderr)
         return EXIT_FAIL
-    _print("Pipeline completed successfully." if outcome.success else "Pipeline completed with errors.")
-    if outcome.final_output is not None:
-        _print("")
-        _print("Final output:")
-        _print(outcome.final_output)
-    if not outcome.success:
-        print("error: pipeline had failing steps", file=sys.stderr)
-        return EXIT_FAIL
-    return EXIT_OK
+    return print_footer(outcome.success, outcome.final_output)
 
 
 @guarded
