@@ -10,6 +10,7 @@ import pytest
 from tests.test_chat_support import SIZE, Capture, chat_app, chat_screen, cli, demo_project, send, store_events, timed
 from zymi_tui.context.knobs import PROFILES
 from zymi_tui.events import kinds as k
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.tui.chat.context_view import ContextScreen
 
 
@@ -101,7 +102,7 @@ async def test_the_chat_opens_over_the_dashboard_and_comes_back(tmp_path: Path) 
 
     project = demo_project(tmp_path)
     assert cli("chat", "-d", str(project), stdin="hello\n").returncode == 0  # a store to open
-    app = DashboardApp(Target(str(project / ".zymi" / "events.db"), project), theme="textual-dark")
+    app = DashboardApp(Target(SqliteStore(project / ".zymi" / "events.db"), project), theme="textual-dark")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert await push_chat(app, project) is None
@@ -142,7 +143,7 @@ async def test_d_on_the_dashboard_opens_the_chat_on_its_project(tmp_path: Path) 
 
     project = demo_project(tmp_path)
     assert cli("chat", "-d", str(project), stdin="hello\n").returncode == 0  # a store to open
-    app = DashboardApp(Target(str(project / ".zymi" / "events.db"), project), theme="textual-dark")
+    app = DashboardApp(Target(SqliteStore(project / ".zymi" / "events.db"), project), theme="textual-dark")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("d")

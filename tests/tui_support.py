@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import ORACLE, copy_store
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.tui.app import DashboardApp, MainScreen, Target
 
 
@@ -33,7 +34,9 @@ def use_utc() -> None:
 
 def make_app(db: Path, *, banner: str | None = None, run: str | None = None) -> DashboardApp:
     project = db.parent / "project"
-    return DashboardApp(Target(str(db), project if project.is_dir() else None, run, banner), theme="textual-dark")
+    return DashboardApp(
+        Target(SqliteStore(db), project if project.is_dir() else None, run, banner), theme="textual-dark"
+    )
 
 
 async def settle(app: DashboardApp, pilot: object, *, timeout: float = 10.0) -> MainScreen:

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from zymi_tui import __version__, commands
+from zymi_tui.commands.common import EXIT_INTERRUPTED, EXIT_OK, err, fail
+from zymi_tui.errors import UserError
 
 
 def command_modules() -> list[ModuleType]:
@@ -44,12 +46,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(args_list)
     func = getattr(args, "func", None)
-    if func is None:
-        from zymi_tui.commands import tui_cmds
+    try:
+        if func is None:
+            from zymi_tui.commands import tui_cmds
 
-        return tui_cmds.observe_bare()  # bare `zymi-tui` opens the dashboard
-    code: int = func(args)
-    return code
+            return tui_cmds.observe_bare()  # bare `zymi-tui` opens the dashboard
+        code: int = func(args)
+        return code
+    except UserError as e:  # the one place a user-facing error becomes a line on stderr and an exit code
+        fail(e.one_line())
+        return e.exit_code
+    except BrokenPipeError:
+        sys.stderr.close()
+        return EXIT_OK
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from zymi_tui.commands.common import EXIT_OK, EXIT_USAGE, CommandError, fail, guarded, out
+from zymi_tui.commands.common import EXIT_OK, EXIT_USAGE, CommandError, fail, out
 
 ORDER = 15  # position in `zymi-tui --help`
 DEMO_HINT = "demo project ready: send a few messages (try “audit all modules”), then press F2 to see the context"
@@ -85,8 +85,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 def make_demo(directory: str | None) -> Path:
     """A new demo project (the folder given, created if needed, or a temporary one); an existing project is reused."""
-    from zymi_tui.engine.loader import ProjectError
     from zymi_tui.engine.providers.demo_workspace import write_demo_project
+    from zymi_tui.project.errors import ProjectError
 
     if directory is None:
         root = Path(tempfile.mkdtemp(prefix="zymi-tui-demo-"))
@@ -151,12 +151,12 @@ def register(sub: Any) -> None:
     p.add_argument("--plain", action="store_true", help="the line-based chat (also used when not on a terminal)")
     p.add_argument("--demo-model", action="store_true", help="use the offline demo model whatever project.yml says")
     _chat_args(p)
-    p.set_defaults(func=guarded(cmd_chat))
+    p.set_defaults(func=cmd_chat)
     d = sub.add_parser("demo", help="make a demo project (offline demo model, no API key) and open the chat on it")
     d.add_argument("directory", nargs="?", metavar="DIR", help="folder for the demo project (default: a temporary one)")
     _chat_args(d)
-    d.set_defaults(func=guarded(cmd_demo))
+    d.set_defaults(func=cmd_demo)
     w = sub.add_parser("serve-web", help="serve the chat to a browser on 127.0.0.1 (textual-serve)")
     w.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: a fresh demo project per browser tab)")
     w.add_argument("--port", type=_port, default=8000, metavar="N", help="TCP port on 127.0.0.1 (default 8000)")
-    w.set_defaults(func=guarded(cmd_serve_web))
+    w.set_defaults(func=cmd_serve_web)

@@ -1,32 +1,37 @@
-"""What every subcommand shares: error reporting, exit codes, the STORE argument, asyncio."""
+"""What every subcommand shares: output consoles, exit codes, the STORE argument, asyncio.
+
+Errors are not handled here: a command raises a `UserError` (or lets one pass through) and
+`zymi_tui.cli.main` prints its one line and exits with its code.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import TypeVar
 
 from rich.console import Console
 from rich.markup import escape
 
-from zymi_tui.events.store import StoreError
+from zymi_tui.errors import UserError
+from zymi_tui.project.locate import Located, locate
 
 T = TypeVar("T")
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-class CommandError(Exception):
-    """A failure the user can act on: printed as one line on stderr, exit code `code`."""
+class CommandError(UserError):
+    """A failure of a command's own arguments or flow: one line on stderr, exit code `code`."""
 
-    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.code = code
+    title = "Command"
+
+    def __init__(self, message: str, code: int = EXIT_USAGE, *, hint: str | None = None) -> None:
+        super().__init__(message, hint, exit_code=code)
 
 
 def fail(message: str) -> None:
@@ -56,30 +61,10 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
 
 
 def store_arg(args: argparse.Namespace) -> str | None:
-    value: str | None = args.store or args.dir
+    value: str | None = args.store or getattr(args, "dir", None)
     return value
 
 
-Handler = Callable[[argparse.Namespace], int]
-
-
-def guarded(handler: Handler) -> Handler:
-    """Turn store errors and command errors into one line on stderr and an exit code."""
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except StoreError as e:
-            fail(str(e))
-            return EXIT_USAGE
-        except CommandError as e:
-            fail(str(e))
-            return e.code
-        except BrokenPipeError:
-            sys.stderr.close()
-            return EXIT_OK
-        except KeyboardInterrupt:
-            err.print("interrupted")
-            return 130
-
-    return run
+def located(args: argparse.Namespace) -> Located:
+    """The store a command reads (STORE / -d DIR / the current folder) and the project describing it."""
+    return locate(store_arg(args), project=getattr(args, "project", None))

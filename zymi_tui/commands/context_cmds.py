@@ -11,12 +11,13 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
-from zymi_tui.context.prefix import ProjectError, find_project
-from zymi_tui.events.store import EventReader, open_reader, resolve_store
-from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
+from zymi_tui.context.knobs import ContextKnobs, resolve_knobs
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.store import EventReader
+from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, context_at, recorded_knobs, replay_store
 
-from .common import EXIT_OK, CommandError, err, guarded, out, run_async
+from .common import EXIT_OK, CommandError, err, located, out, run_async
 
 ORDER = 30  # position in `zymi-tui --help`
 
@@ -48,21 +49,15 @@ def register(sub: Any) -> None:
     _common(c)
     c.add_argument("--stream", required=True, metavar="S", help="the step stream (`<run>:step:<id>`)")
     c.add_argument("--seq", required=True, type=int, metavar="N", help="the LlmCallStarted's sequence")
-    c.set_defaults(func=guarded(lambda a: run_async(_context(a))))
+    c.set_defaults(func=lambda a: run_async(_context(a)))
 
 
-def _setup(args: argparse.Namespace) -> tuple[str, Path | None, ContextKnobs | None]:
-    location = resolve_store(args.store)
-    project = find_project(location, Path(args.project) if args.project else None)
-    if project is not None and not (project / "project.yml").is_file():
-        raise CommandError(f"--project {args.project}: no project.yml in that folder")
-    try:
-        base = recorded_knobs(project)
-        knobs = None if args.profile is None and not args.sets else resolve_knobs(base, args.profile, args.sets)
-        if knobs == base:
-            knobs = None  # the recorded knobs: a plain replay, not a what-if
-    except (KnobError, ProjectError) as e:
-        raise CommandError(str(e)) from None
+def _setup(args: argparse.Namespace) -> tuple[StoreLocation, Path | None, ContextKnobs | None]:
+    location, project = located(args)
+    base = recorded_knobs(project)
+    knobs = None if args.profile is None and not args.sets else resolve_knobs(base, args.profile, args.sets)
+    if knobs == base:
+        knobs = None  # the recorded knobs: a plain replay, not a what-if
     return location, project, knobs
 
 
@@ -105,23 +100,10 @@ def _progress(done: int, total: int) -> None:
 
 def _replay_or_compare(args: argparse.Namespace) -> int:
     if args.compare:
-        from zymi_tui.commands.tuning_cmds import cmd_compare
+        from zymi_tui.commands.tuning_cmds import CompareRequest, compare
 
-        fmt = "json" if args.json else "table"
-        return cmd_compare(
-            argparse.Namespace(
-                store=args.store,
-                dir=None,
-                project=args.project,
-                run=None,
-                profiles=args.compare,
-                prices=None,
-                model=None,
-                format=fmt,
-                output=None,
-            )
-        )
-    return guarded(lambda a: run_async(_replay(a)))(args)
+        return compare(CompareRequest(located(args), args.compare, format="json" if args.json else "table"))
+    return run_async(_replay(args))
 
 
 async def _replay(args: argparse.Namespace) -> int:
@@ -238,10 +220,7 @@ async def _context(args: argparse.Namespace) -> int:
     location, project, knobs = _setup(args)
     reader: EventReader = await open_reader(location)
     try:
-        try:
-            row = await context_at(reader, args.stream, args.seq, project=project, knobs=knobs)
-        except ReplayError as e:
-            raise CommandError(str(e)) from None
+        row = await context_at(reader, args.stream, args.seq, project=project, knobs=knobs)
     finally:
         await reader.close()
     r = row.rendered

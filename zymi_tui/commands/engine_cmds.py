@@ -6,25 +6,12 @@ import argparse
 import asyncio
 import sys
 
-from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
+from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError
+from zymi_tui.commands.workspace import load_project, print_footer, say
 from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.config import PipelineConfig
-from zymi_tui.engine.loader import ProjectError, Workspace, find_root, load_workspace
-from zymi_tui.events.store import redact_url
 
 ORDER = 50  # position in `zymi-tui --help`
-
-
-def _load(directory: str | None) -> Workspace:
-    try:
-        return load_workspace(find_root(directory))
-    except ProjectError as e:
-        msg = str(e)
-        if msg.startswith("no project.yml"):
-            raise CommandError(msg) from None
-        if msg.startswith("unresolved template variable `${env.") and "KEY" in msg.upper():
-            msg += " (set it in the environment or in .env, or try the offline demo model: `llm: {provider: demo}`)"
-        raise CommandError(f"failed to load project: {msg}") from None
 
 
 def _inputs(raw: list[str]) -> dict[str, str]:
@@ -35,10 +22,6 @@ def _inputs(raw: list[str]) -> dict[str, str]:
         k, v = item.split("=", 1)
         out[k] = v
     return out
-
-
-def _print(text: str) -> None:
-    print(text, flush=True)
 
 
 def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
@@ -69,31 +52,22 @@ def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
         sys.stderr.write("\n")
 
 
-@guarded
 def cmd_run(args: argparse.Namespace) -> int:
     from zymi_tui.engine.runner import RunHalted, run_pipeline
     from zymi_tui.engine.runtime import close_runtime, open_runtime
 
-    ws = _load(args.dir)
+    ws = load_project(args.dir)
     inputs = _inputs(args.input or [])
-    try:
-        pipeline = ws.pipeline(args.pipeline)
-    except ProjectError as e:
-        raise CommandError(str(e)) from None
-    _print(f"Pipeline: {pipeline.name}")
+    pipeline = ws.pipeline(args.pipeline)
+    say(f"Pipeline: {pipeline.name}")
     if pipeline.description:
-        _print(f"  {pipeline.description}")
-    _print("")
+        say(f"  {pipeline.description}")
+    say("")
     if sys.stdin.isatty() and sys.stdout.isatty():
         _prompt_inputs(pipeline, inputs)
 
     async def go() -> int:
-        try:
-            rt = await open_runtime(
-                ws, [pipeline.name], TerminalApproval(), printer=_print, reasoning=TerminalApproval()
-            )
-        except ProjectError as e:
-            raise CommandError(str(e)) from None
+        rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=say, reasoning=TerminalApproval())
         try:
             result = await run_pipeline(rt, pipeline.name, inputs)
         except RunHalted as e:
@@ -101,45 +75,38 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_FAIL
         finally:
             await close_runtime(rt)
-        _print("---")
+        say("---")
         return print_footer(result.success, result.final_output)
 
     try:
         return asyncio.run(go())
     except KeyboardInterrupt:
         print(
-            "interrupted (Ctrl-C): the run is sealed as failed; "
-            f"its events are kept in {redact_url(ws.store_location)}",
+            f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {ws.store}",
             file=sys.stderr,
         )
         return 130
 
 
-@guarded
 def cmd_init(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from zymi_tui.engine.scaffold import init_project
 
     root = Path.cwd()
-    try:
-        files = init_project(root, args.name, args.example)
-    except ProjectError as e:
-        raise CommandError(str(e)) from None
-    _print(f"Initialized zymi project '{args.name or root.name}' in {root}")
+    files = init_project(root, args.name, args.example)
+    say(f"Initialized zymi project '{args.name or root.name}' in {root}")
     for f in files:
-        _print(f"  {f}")
-    _print('\nNext: zymi-tui run main -i task="..."   (on the offline demo model; set llm: for a real one)')
+        say(f"  {f}")
+    say('\nNext: zymi-tui run main -i task="..."   (on the offline demo model; set llm: for a real one)')
     return EXIT_OK
 
 
-@guarded
 def cmd_serve(args: argparse.Namespace) -> int:
-    from zymi_tui.engine.connectors import ConnectorError
     from zymi_tui.engine.runtime import close_runtime, open_runtime
     from zymi_tui.engine.serve import serve
 
-    ws = _load(args.dir)
+    ws = load_project(args.dir)
     if args.all and args.pipelines:
         raise CommandError("pass pipeline names or `--all`, not both")
     if args.all:
@@ -156,23 +123,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CommandError(f"pipeline(s) not found: {', '.join(missing)}. Available: {available}")
 
     async def go() -> int:
-        try:
-            rt = await open_runtime(ws, served, TerminalApproval(), printer=_print)
-        except ProjectError as e:
-            raise CommandError(str(e)) from None
+        rt = await open_runtime(ws, served, TerminalApproval(), printer=say)
         target = ", ".join(served) if not args.all else f"any pipeline (--all): {', '.join(served)}"
-        _print(f"zymi serve: listening for PipelineRequested events targeting {target}")
-        _print(f"  store: {redact_url(ws.store_location)}")
-        _print(f"  poll:  {args.poll_interval_ms}ms")
-        _print("  press Ctrl+C to stop")
+        say(f"zymi serve: listening for PipelineRequested events targeting {target}")
+        say(f"  store: {ws.store}")
+        say(f"  poll:  {args.poll_interval_ms}ms")
+        say("  press Ctrl+C to stop")
         if ws.project.runtime is None:
-            _print(
+            say(
                 "  note:  runtime.context not set — using engine defaults; see docs/context.md for chat/coding profiles"
             )
         try:
-            await serve(rt, served, args.poll_interval_ms, _print)
-        except ConnectorError as e:
-            raise CommandError(str(e)) from None
+            await serve(rt, served, args.poll_interval_ms, say)
         finally:
             await close_runtime(rt)
         return EXIT_OK
@@ -180,33 +142,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(go())
     except KeyboardInterrupt:
-        _print("\nshutting down…")
+        say("\nshutting down…")
         return EXIT_OK
 
 
-def print_footer(success: bool, final_output: str | None) -> int:
-    """zymi's end-of-run footer (engine.md §4.7) after the `---` line; the exit code it implies."""
-    _print("Pipeline completed successfully." if success else "Pipeline completed with errors.")
-    if final_output is not None:
-        _print("")
-        _print("Final output:")
-        _print(final_output)
-    if not success:
-        print("error: pipeline had failing steps", file=sys.stderr)
-        return EXIT_FAIL
-    return EXIT_OK
-
-
-@guarded
 def cmd_chat(args: argparse.Namespace) -> int:
     from zymi_tui.engine.chat import chat_loop, chat_pipeline
     from zymi_tui.engine.runtime import close_runtime, open_runtime
 
-    ws = _load(args.dir)
-    try:
-        pipeline, input_name = chat_pipeline(ws, args.pipeline)
-    except ProjectError as e:
-        raise CommandError(str(e)) from None
+    ws = load_project(args.dir)
+    pipeline, input_name = chat_pipeline(ws, args.pipeline)
 
     async def read_line() -> str | None:
         def ask() -> str | None:
@@ -218,16 +163,13 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return await asyncio.to_thread(ask)
 
     async def go() -> int:
-        try:
-            rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=None)
-        except ProjectError as e:
-            raise CommandError(str(e)) from None
+        rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=None)
         model = f"{rt.provider.name}/{rt.provider.model}" if rt.provider else "no model"
         demo = "  (the offline demo model: nothing it says comes from a real LLM)" if model.startswith("demo") else ""
-        _print(f"chat with pipeline '{pipeline.name}' on stream '{args.stream}' — {model}{demo}")
-        _print(f"  store: {redact_url(ws.store_location)}    /quit or Ctrl-D to leave")
+        say(f"chat with pipeline '{pipeline.name}' on stream '{args.stream}' — {model}{demo}")
+        say(f"  store: {ws.store}    /quit or Ctrl-D to leave")
         try:
-            await chat_loop(rt, pipeline, input_name, args.stream, read_line, _print)
+            await chat_loop(rt, pipeline, input_name, args.stream, read_line, say)
         finally:
             await close_runtime(rt)
         return EXIT_OK
@@ -235,7 +177,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(go())
     except KeyboardInterrupt:
-        _print("\ninterrupted; the events written so far are kept")
+        say("\ninterrupted; the events written so far are kept")
         return 130
 
 

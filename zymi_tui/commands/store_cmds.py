@@ -12,13 +12,14 @@ from rich.table import Table
 
 from zymi_tui.events.describe import describe
 from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
 from zymi_tui.events.runs import list_runs
-from zymi_tui.events.store import EventReader, open_reader, step_of
+from zymi_tui.events.store import EventReader, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 
-from .common import EXIT_FAIL, EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg, warn
+from .common import EXIT_FAIL, EXIT_OK, CommandError, add_store_arg, err, located, out, run_async, warn
 
 ORDER = 20  # position in `zymi-tui --help`
 
@@ -60,7 +61,7 @@ def _print_human(se: StoredEvent, run_stream: str | None) -> None:
 
 
 async def _events(args: argparse.Namespace) -> int:
-    reader = await open_reader(store_arg(args))
+    reader = await open_reader(located(args).store)
     try:
         tag = _kind_tag(args.kind) if args.kind else None
         limit = None if args.all else args.limit
@@ -150,7 +151,7 @@ def _emit(se: StoredEvent, args: argparse.Namespace) -> None:
 
 
 async def _runs(args: argparse.Namespace) -> int:
-    reader = await open_reader(store_arg(args))
+    reader = await open_reader(located(args).store)
     try:
         runs = await list_runs(reader, turns=args.turns)
     finally:
@@ -189,7 +190,7 @@ async def _runs(args: argparse.Namespace) -> int:
 
 
 async def _verify(args: argparse.Namespace) -> int:
-    reader = await open_reader(store_arg(args))
+    reader = await open_reader(located(args).store)
     try:
         verdicts = await verify_store(reader, args.stream)
     finally:
@@ -242,7 +243,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--poll-ms", type=int, default=100, help="poll interval for --follow (default 100)")
     p.add_argument("--raw", action="store_true", help="one envelope JSON per line, with the real sequence")
-    p.set_defaults(func=guarded(lambda a: run_async(_events(a))))
+    p.set_defaults(func=lambda a: run_async(_events(a)))
 
     p = sub.add_parser(
         "runs",
@@ -255,7 +256,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-l", "--limit", type=int, default=0, help="show at most N runs (default: all)")
     p.add_argument("--turns", action="store_true", help="one row per chat turn instead of one per stream")
     p.add_argument("--raw", action="store_true", help="one JSON object per line (zymi's `runs --raw` fields)")
-    p.set_defaults(func=guarded(lambda a: run_async(_runs(a))))
+    p.set_defaults(func=lambda a: run_async(_runs(a)))
 
     p = sub.add_parser(
         "verify",
@@ -267,4 +268,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_store_arg(p)
     p.add_argument("-s", "--stream", help="verify this stream only")
     p.add_argument("-v", "--verbose", action="store_true", help="list every stream, not only broken ones")
-    p.set_defaults(func=guarded(lambda a: run_async(_verify(a))))
+    p.set_defaults(func=lambda a: run_async(_verify(a)))

@@ -11,9 +11,10 @@ from collections.abc import Awaitable, Callable
 
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.connectors import publish_message
-from zymi_tui.engine.loader import ProjectError, Workspace
+from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline
 from zymi_tui.events.kinds import PipelineCompleted
+from zymi_tui.project.errors import ProjectError
 
 CONNECTOR = "chat"
 

@@ -52,7 +52,8 @@ from zymi_tui.events.envelope import (
     parse_timestamp_ns,
 )
 from zymi_tui.events.hashchain import ChainRow, hash_v2
-from zymi_tui.events.store import STEP_MARK, Page, StoreError, StreamInfo, redact_url
+from zymi_tui.events.location import redact_url
+from zymi_tui.events.store import STEP_MARK, Page, StoreError, StreamInfo
 
 # zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
 SCHEMA = """

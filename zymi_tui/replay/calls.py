@@ -24,9 +24,10 @@ from zymi_tui.context.builder import (
     Prefix,
     RenderedContext,
 )
-from zymi_tui.context.knobs import ContextKnobs, load_project_knobs
+from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.masking import message_bytes
 from zymi_tui.context.prefix import ProjectPrefixes
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import (
     ContextCompacted,
@@ -44,6 +45,7 @@ from zymi_tui.events.kinds import (
 )
 from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
+from zymi_tui.project.reader import read_project
 
 PAGE = 2000
 # the kinds a replay reads: Layer C (§5.2), the prefix and memory (§1I, §1J), failures (§1M)
@@ -60,8 +62,10 @@ MAX_SUMMARY_BYTES = 4096  # a compaction reply is capped at max_tokens 1024 (~4 
 SAME_TRAJECTORY = "what-if: assumes the same trajectory (the recorded tool calls and answers)"
 
 
-class ReplayError(LookupError):
+class ReplayError(UserError):
     """An unknown stream or sequence, or a prefix that cannot be known; one line for a person."""
+
+    title = "Replay"
 
 
 @dataclass
@@ -463,13 +467,21 @@ async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> A
 
 
 def recorded_knobs(project: Path | None) -> ContextKnobs:
-    return load_project_knobs(project) if project is not None else ContextKnobs()
+    return project_knobs(read_project(project)) if project is not None else ContextKnobs()
 
 
 def make_replayer(project: Path | None, knobs: ContextKnobs | None = None) -> Replayer:
     """A replayer for a store recorded with `project` (knobs=None: the recorded knobs)."""
-    recorded = recorded_knobs(project)
-    return Replayer(ProjectPrefixes(project) if project is not None else None, recorded, knobs or recorded)
+    return make_replayers(project, [knobs])[0]
+
+
+def make_replayers(project: Path | None, knobs: Sequence[ContextKnobs | None]) -> list[Replayer]:
+    """One replayer per knob set (None: the recorded knobs), the project read once."""
+    if project is None:
+        return [Replayer(None, ContextKnobs(), k or ContextKnobs()) for k in knobs]
+    read = read_project(project)
+    recorded, prefixes = project_knobs(read), ProjectPrefixes(read)
+    return [Replayer(prefixes, recorded, k or recorded) for k in knobs]
 
 
 async def replay_store(
@@ -501,7 +513,7 @@ async def replay_many(
 ) -> AsyncIterator[tuple[int, CallContext]]:
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
     and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row)."""
-    replayers = [make_replayer(project, k) for k in knobs]
+    replayers = make_replayers(project, knobs)
     wanted = set(streams) if streams else None
     async for se in replay_events(reader, streams):
         for i, replayer in enumerate(replayers):

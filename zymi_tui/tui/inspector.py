@@ -15,11 +15,12 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from zymi_tui.context.knobs import KnobError
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.messages import AssistantMessage, message_text
-from zymi_tui.events.store import StoreError, open_reader
-from zymi_tui.replay.calls import CallContext, ReplayError, context_at
+from zymi_tui.replay.calls import CallContext, context_at
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.model_inspector import bar_cells, figures, preview, role_of, window_segments
 from zymi_tui.tui.source import knobs_of
@@ -36,7 +37,7 @@ class InspectorScreen(Screen[None]):
     CSS_PATH = "inspector.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "Back")]
 
-    def __init__(self, call: StoredEvent, store: str, project: Path | None) -> None:
+    def __init__(self, call: StoredEvent, store: StoreLocation, project: Path | None) -> None:
         super().__init__()
         self.call = call
         self.store = store
@@ -75,8 +76,8 @@ class InspectorScreen(Screen[None]):
 
         try:
             self.post_message(CallRebuilt(asyncio.run(job()), None))
-        except (StoreError, ReplayError, KnobError) as e:
-            self.post_message(CallRebuilt(None, str(e)))
+        except UserError as e:
+            self.post_message(CallRebuilt(None, e.one_line()))
 
     def on_call_rebuilt(self, msg: CallRebuilt) -> None:
         summary = self.query_one("#summary", Static)

@@ -6,15 +6,16 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
-from zymi_tui.tui.app import MainScreen, Target
+from zymi_tui.tui.app import MainScreen
 from zymi_tui.tui.chat.session import ChatSession
+from zymi_tui.tui.target import Target
 
 
 class ChatDashboard(MainScreen):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("f4", "back", "Back to chat")]
 
     def __init__(self, session: ChatSession) -> None:
-        super().__init__(Target(session.ws.store_location, session.ws.root, session.stream))
+        super().__init__(Target(session.ws.store, session.ws.root, session.stream))
 
     def action_back(self) -> None:
         self.dismiss()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -51,11 +52,20 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+l", "focus_prompt", "Prompt", show=False),
     ]
 
-    def __init__(self, session: ChatSession, *, hint: str | None = None, hosted: bool = False) -> None:
-        """`hosted`: pushed over another screen (the dashboard), which F4 goes back to, closing the session."""
+    def __init__(
+        self,
+        session: ChatSession,
+        *,
+        hint: str | None = None,
+        hosted: bool = False,
+        dashboard: Callable[[ChatSession], Screen[None]] | None = None,
+    ) -> None:
+        """`hosted`: pushed over another screen (the dashboard), which F4 goes back to, closing the session.
+        `dashboard`: what F4 opens when not hosted (the dashboard on the chat's store)."""
         super().__init__()
         self.session = session
         self.hosted = hosted
+        self.dashboard = dashboard
         self.transcript = Transcript(session.stream)
         self.events: list[StoredEvent] = []
         self.views: dict[int, TurnView] = {}
@@ -291,9 +301,8 @@ class ChatScreen(Screen[None]):
             await self.session.close()
             self.dismiss()
             return
-        from zymi_tui.tui.chat.dashboard import ChatDashboard
-
-        self.app.push_screen(ChatDashboard(self.session))
+        if self.dashboard is not None:
+            self.app.push_screen(self.dashboard(self.session))
 
     def action_focus_prompt(self) -> None:
         self.query_one("#prompt", PromptInput).focus()
