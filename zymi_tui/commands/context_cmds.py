@@ -19,8 +19,6 @@ from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, con
 
 from .common import EXIT_OK, CommandError, err, guarded, out, run_async
 
-ORDER = 30  # position in `zymi-tui --help`
-
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", metavar="STORE", help="a .db file or a project folder (its .zymi/events.db)")
@@ -35,8 +33,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser("replay", help="rebuild the context of every LLM call of a store")
+def configure(command: str, p: argparse.ArgumentParser) -> None:
+    {"replay": _replay_parser, "context": _context_parser}[command](p)
+
+
+def _replay_parser(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--messages", action="store_true", help="with --json: the messages in OpenAI wire form")
     p.add_argument("--tokens", action="store_true", help="also estimate tokens per call (offline o200k; slower)")
@@ -45,7 +46,9 @@ def register(sub: Any) -> None:
         help="the whole store under several profiles side by side (as `zymi-tui compare --profiles`)",
     )  # fmt: skip
     p.set_defaults(func=_replay_or_compare)
-    c = sub.add_parser("context", help="one LLM call's context: layers, bytes, tokens and reasons")
+
+
+def _context_parser(c: argparse.ArgumentParser) -> None:
     _common(c)
     c.add_argument("--stream", required=True, metavar="S", help="the step stream (`<run>:step:<id>`)")
     c.add_argument("--seq", required=True, type=int, metavar="N", help="the LlmCallStarted's sequence")

@@ -40,8 +40,6 @@ from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, SweepError
 
 from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg
 
-ORDER = 40  # position in `zymi-tui --help`
-
 RECORDED = "recorded"
 KnobDict = dict[str, int | None]
 
@@ -386,8 +384,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("compare", help="replay a store under two or more profiles side by side (what-if)")
+def configure(command: str, p: argparse.ArgumentParser) -> None:
+    parsers = {"compare": _compare_parser, "sweep": _sweep_parser, "rent": _rent_parser, "find": _find_parser}
+    {**parsers, "tune": _tune_parser}[command](p)
+
+
+def _compare_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
     p.add_argument("--profiles", required=True, metavar="P1,P2[,...]",
                    help=f"`{RECORDED}` (the store's own knobs), coding, chat, eval or a saved profile")  # fmt: skip
@@ -399,7 +401,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write the export there (table: as Markdown)")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("sweep", help="replay a store over a grid of observation_window x soft_cap_chars")
+
+def _sweep_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
     p.add_argument("--window", metavar="LIST", help="e.g. 2,4,6,8,10,15,20 or 2-20:2")
     p.add_argument("--soft-cap", dest="soft_cap", metavar="LIST", help="e.g. 20k,40k,60k,100k,400k")
@@ -407,7 +410,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-o", "--output", metavar="FILE")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("rent", help="tool results of a stream ranked by what they cost while unmasked")
+
+def _rent_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
     p.add_argument("--stream", required=True, help="a step stream (`<run>:step:<id>`)")
     p.add_argument("--window", type=int, metavar="W", help="also show what observation_window=W would have saved")
@@ -415,7 +419,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_rent)
 
-    p = sub.add_parser("find", help="was TEXT in the context at each call of a stream (and why not)?")
+
+def _find_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", metavar="TEXT", help="the string to look for (first: `find TEXT STORE --stream S`)")
     add_common(p)
     p.add_argument("--stream", required=True, help="a step stream (`<run>:step:<id>`)")
@@ -424,7 +429,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_find)
 
-    p = sub.add_parser("tune", help="the knob editor (or --compare / --sweep screens) on a store")
+
+def _tune_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
     p.add_argument("--stream", help="the step stream to edit (default: the one with the most events)")
     p.add_argument("--seq", type=int, metavar="N", help="the call (LlmCallStarted sequence) shown first")
