@@ -92,6 +92,8 @@ class CallContext:
     recorded_output_tokens: int | None = None
     ts_ns: int | None = None  # the LlmCallStarted's timestamp (cache lifetimes)
     reuse: PrefixReuse | None = None  # an agent call: the prefix shared with the stream's previous agent call
+    correlation_id: str | None = None  # the run the call belongs to
+    pipeline: str | None = None
     _done: bool = field(default=False, repr=False)
     _drop: bool = field(default=False, repr=False)
 
@@ -362,6 +364,8 @@ class Replayer:
             prefix_inferred=False,
             whatif=self.whatif,
             ts_ns=fast_ts_ns(ev.timestamp),
+            correlation_id=ev.correlation_id,
+            pipeline=st.run.pipeline if st.run is not None else None,
         )
         if is_compaction:
             if self.whatif:
