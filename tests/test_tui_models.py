@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ORACLE, oracle_db, requires_oracle
+from tests.conftest import ORACLE, oracle_db
 from tests.tui_support import sql
 from zymi_tui.events.runs import list_runs
 from zymi_tui.events.sqlite import SqliteReader
@@ -16,8 +16,6 @@ from zymi_tui.tui.model_events import RUN_GROUP, EventsModel, Header
 from zymi_tui.tui.model_graph import PipelineError, StepDef, build_graph, load_pipeline_steps, ranks_of
 from zymi_tui.tui.model_plot import collect_calls, downsample
 from zymi_tui.tui.source import knobs_of
-
-pytestmark = requires_oracle
 
 
 async def _events(name: str, stream: str | None = None) -> list:  # type: ignore[type-arg]

@@ -152,7 +152,8 @@ class SqliteReader:
         try:
             return await cls._open(p, immutable=False)
         except StoreError as e:
-            if "unable to open" not in str(e) or not _is_wal(p):
+            # a read-only mount says "unable to open"; a folder without write permission, "readonly database"
+            if not ("unable to open" in str(e) or "readonly database" in str(e)) or not _is_wal(p):
                 raise
             if Path(f"{p}-wal").exists():
                 raise StoreError(
