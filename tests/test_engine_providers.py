@@ -1,4 +1,4 @@
-"""Providers (engine.md §7): SSE streaming against the oracle harness's model, the reasoning-model switch,
+"""Providers (docs/engine.md#providers): SSE streaming against the oracle harness's model, the reasoning-model switch,
 Anthropic's mapping, and the demo model's determinism and labels."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SQLite backend (aiosqlite), byte-compatible with zymi-core 0.9.3 (engine.md §3.4).
+"""SQLite backend (aiosqlite), byte-compatible with zymi-core 0.9.3 (docs/engine.md#sqlite-store).
 
 Reading opens the file with `mode=ro`: no DDL, no journal-mode switch, no write of any kind
 (zymi's own readers create their schema and switch the file to WAL). Every read is one short
