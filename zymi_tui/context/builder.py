@@ -101,6 +101,22 @@ class CompactionPlan:
         return sum(message_bytes(m) for m in self.request_messages)
 
 
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """Where a built context's messages come from, kept so that two calls' lists can be compared
+    without materialising them (context/reuse.py): Layer A, the memory snapshot, and Layer C as
+    items [cut, n) of `tail`, those before `mask_end` in their masked form."""
+
+    prefix: Prefix
+    memory: tuple[tuple[str, str], ...]
+    tail: _Tail
+    cut: int
+    mask_end: int
+    n: int
+    compactions: tuple[tuple[int, int], ...]
+    knobs: ContextKnobs
+
+
 @dataclass
 class RenderedContext:
     """A built context. Totals are exact and cheap; `entries` is materialised on first use."""
@@ -115,6 +131,7 @@ class RenderedContext:
     dropped_by_fresh: int = 0  # step-stream messages hidden by context.mode: fresh
     compacted_away: int = 0  # step-stream messages inside a compacted range
     prefix_inferred: bool = False
+    shape: Shape | None = field(default=None, repr=False)  # None: a compaction call's own request
     _make_entries: Callable[[], list[ContextEntry]] = field(default=list, repr=False)
     _make_dropped: Callable[[], list[ContextEntry]] = field(default=list, repr=False)
 
@@ -501,6 +518,7 @@ class ContextBuilder:
             dropped_by_fresh=fresh_hidden,
             compacted_away=len(self._raw) - (n - tail.summaries) - fresh_hidden,
             prefix_inferred=self.prefix.inferred,
+            shape=Shape(prefix, tuple(mem), tail, cut, mask_end, n, tuple((c.lo, c.hi) for c in self._compactions), k),
             _make_entries=entries,
             _make_dropped=dropped,
         )
