@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ORACLE, copy_store, requires_oracle, zymi_tui_bin
+from tests.conftest import ORACLE, copy_store, zymi_tui_bin
 from zymi_tui.replay.cache import CacheInput, predict
 from zymi_tui.replay.costs import CacheFamily
 
@@ -22,7 +22,6 @@ cache:
 """
 
 
-@requires_oracle
 def test_recorded_cache_usage_is_summed_and_priced_exactly(tmp_path: Path) -> None:
     store = copy_store(ORACLE / "coding_default" / "events.db", tmp_path / "s")
     with sqlite3.connect(store) as db:  # known cache figures on every call: half read, 7 written

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ORACLE, SCENARIOS, requires_oracle, zymi_tui_bin
+from tests.conftest import ORACLE, SCENARIOS, zymi_tui_bin
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -48,7 +48,6 @@ def reuse_from_bodies(scenario: Path) -> dict[tuple[str, int], int]:
 RECORDED = [s for s in SCENARIOS if (ORACLE / s / "requests.jsonl").is_file()]
 
 
-@requires_oracle
 @pytest.mark.parametrize("scenario", RECORDED)
 def test_prefix_reuse_matches_request_bodies(scenario: str) -> None:
     folder = ORACLE / scenario

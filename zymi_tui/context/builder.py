@@ -3,7 +3,7 @@
 Layer A (system prompt, task), Layer B (`[memory]` snapshot), Layer C (the step stream's
 messages: ContextCompacted ranges suppressed, `context.mode: fresh` filter), then forget,
 observation masking, the soft-cap compaction plan and the hard-cap check, with the rules of
-context-builder.md (which every recorded call confirms).
+docs/context.md (which every recorded call confirms).
 
 Incremental: `add()` keeps Layer C as a list with running byte sums and turn boundaries, so
 `build()` computes the totals in O(1) and the message list only when it is asked for.
@@ -405,7 +405,7 @@ class ContextBuilder:
             i = bisect.bisect_right(merged, (seq, 1 << 62)) - 1
             return i >= 0 and merged[i][0] <= seq <= merged[i][1]
 
-        # one pointer over the summaries sorted by range start (context-builder.md §1B)
+        # one pointer over the summaries sorted by range start (docs/context.md#compaction)
         summaries: list[_Raw] = []
         last = -1
         for c in sorted(self._compactions, key=lambda c: c.lo):
@@ -544,7 +544,7 @@ class ContextBuilder:
         end_idx = span_end - cut  # index into the forgotten body ...
         if end_idx <= 0 or len(tail.items) < end_idx:
             return None
-        # ... used on the unforgotten list, as zymi does (context-builder.md §1E)
+        # ... used on the unforgotten list, as zymi does (docs/context.md#compaction)
         lo, hi = tail.items[0].seq, tail.items[end_idx - 1].seq
         span = [self._shown(tail, i, mask_end) for i in range(cut, span_end)]
         span_bytes = sum(message_bytes(m) for m in span)

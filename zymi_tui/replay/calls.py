@@ -1,7 +1,8 @@
 """Store-level replay: every LLM call of a store, rebuilt by the context engine.
 
 One pass over the store in global order keeps, per step stream, an incremental
-ContextBuilder, and per run its inputs, memory and step outputs (context-builder.md §1I-§1K),
+ContextBuilder, and per run its inputs, memory and step outputs
+(docs/context.md#dependencies, #memory, #fresh-mode),
 so a whole-store replay is linear. With other knobs than the recorded ones (what-if) the same
 trajectory is assumed: recorded compactions are used only where the new knobs compact the
 same range; elsewhere a simulated summary of estimated size is inserted.

@@ -3,7 +3,7 @@
 Every figure carries its provenance. A call whose re-rendered context equals the recorded one keeps
 the provider's reported tokens (`recorded`); any other call is `estimated` as the recorded usage
 plus the change in bytes times the store's tokens-per-byte ratio (calibrated on its own recorded
-calls, else the 0.28 heuristic of docs/context.md). Compactions the recorded run never made need a
+calls, else the 0.28 heuristic of docs/context.md#knobs). Compactions the recorded run never made need a
 summary from a model: they are counted as simulated summary calls and always marked as estimates.
 Same trajectory assumed: the agent is taken to have made the same calls whatever its context was.
 """
@@ -26,8 +26,8 @@ from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, replay_many
 from zymi_tui.replay.costs import CacheFamily, Cost, ModelPrice, PriceTable, cost_of
 
 CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
-HEURISTIC_TOKENS_PER_BYTE = 0.28  # docs/context.md: "Roughly chars x 0.28 = tokens for English"
-SUMMARY_MAX_TOKENS = 1024  # zymi's compaction call: max_tokens 1024 (context-builder.md §2)
+HEURISTIC_TOKENS_PER_BYTE = 0.28  # docs/context.md#knobs: "roughly chars x 0.28 = tokens for English"
+SUMMARY_MAX_TOKENS = 1024  # zymi's compaction call: max_tokens 1024 (docs/context.md#compaction)
 
 
 @dataclass
