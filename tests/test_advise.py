@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import ORACLE, copy_store, requires_oracle, zymi_tui_bin
+from tests.conftest import ORACLE, copy_store, zymi_tui_bin
 
-pytestmark = requires_oracle
 PRICES = "per_tokens: 1000000\nmodels:\n  oracle-: {input: 3.0, cached_input: 0.3, output: 15.0}\n"
 
 
