@@ -402,14 +402,15 @@ class PostgresReader:
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
         top = await self.horizon()
+        # ids first (index only), then those rows: the run's data is never sorted
         if include_steps:
             lo, hi = _steps_bounds(stream_id)
-            sql = f"{_ROW} WHERE {_STEPS} AND id <= $4 ORDER BY id DESC LIMIT $5"
-            rows = await self._fetch(sql, stream_id, lo, hi, top, n)
+            ids = f"SELECT id FROM events WHERE {_STEPS} AND id <= $4 ORDER BY id DESC LIMIT $5"
+            rows = await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", stream_id, lo, hi, top, n)
         else:
-            sql = f"{_ROW} WHERE stream_id = $1 AND id <= $2 ORDER BY sequence DESC LIMIT $3"
-            rows = await self._fetch(sql, stream_id, top, n)
-        return self._decode(reversed(rows))
+            ids = "SELECT id FROM events WHERE stream_id = $1 AND id <= $2 ORDER BY sequence DESC LIMIT $3"
+            rows = await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", stream_id, top, n)
+        return self._decode(rows)
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         top = await self.horizon()

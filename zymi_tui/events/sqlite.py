@@ -268,13 +268,19 @@ class SqliteReader:
         return self._decode(rows)
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
+        """Ids first, from the (stream_id, sequence) index alone, then only those rows: sorting the
+        run's rows with their data would cost in proportion to the run, not to `n`."""
         if include_steps:
-            sql = _run_and_steps("1") + " ORDER BY id DESC LIMIT ?"
             lo, hi = _range_for_steps(stream_id)
-            rows = await self._fetch(sql, (stream_id, lo, hi, n))
+            ids = (
+                "SELECT id FROM events WHERE stream_id = ? UNION ALL "
+                "SELECT id FROM events WHERE stream_id >= ? AND stream_id < ? ORDER BY id DESC LIMIT ?"
+            )
+            params: tuple[Any, ...] = (stream_id, lo, hi, n)
         else:
-            rows = await self._fetch(f"{_ROW} WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?", (stream_id, n))
-        return self._decode(reversed(rows))
+            ids = "SELECT id FROM events WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?"
+            params = (stream_id, n)
+        return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         marks = ",".join("?" * len(tags))
