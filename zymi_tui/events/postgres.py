@@ -52,7 +52,7 @@ from zymi_tui.events.envelope import (
     parse_timestamp_ns,
 )
 from zymi_tui.events.hashchain import ChainRow, hash_v2
-from zymi_tui.events.store import STEP_MARK, Page, StoreError, StreamInfo, redact_url
+from zymi_tui.events.store import STEP_MARK, Page, RowPage, StoreError, StreamInfo, redact_url, rows_from_events
 
 # zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
 SCHEMA = """
@@ -436,6 +436,11 @@ class PostgresReader:
                 stream_id, lo, hi, tag, after_global_id, top, limit,
             )  # fmt: skip
         return self._decode(rows)
+
+    async def read_rows(
+        self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
+    ) -> RowPage:
+        return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         cols = "prev_hash, hash" if self._has_hash else "'', ''"
