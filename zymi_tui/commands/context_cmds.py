@@ -14,6 +14,7 @@ from rich.table import Table
 from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
 from zymi_tui.context.prefix import ProjectError, find_project
 from zymi_tui.events.store import EventReader, open_reader, resolve_store
+from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
 
 from .common import EXIT_OK, CommandError, err, guarded, out, run_async
@@ -84,6 +85,9 @@ def row_json(row: CallContext, *, messages: bool, tokens: bool = True) -> dict[s
         "recorded_chars": row.recorded_chars,
         "recorded_message_count": row.recorded_message_count,
         "recorded_input_tokens": row.recorded_input_tokens,
+        "recorded_cached_input_tokens": row.recorded_cached_tokens,
+        "recorded_cache_creation_tokens": row.recorded_cache_creation_tokens,
+        **reuse_json(row),
         "chars": None if r is None else r.chars,
         "message_count": None if r is None else r.message_count,
         "estimated_tokens": _est_tokens(row) if tokens else None,

@@ -40,7 +40,7 @@ def _print(text: str) -> None:
 
 
 def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
-    """zymi's TTY-only prompting for declared inputs not given with -i (engine.md §8.4), on stderr."""
+    """zymi's TTY-only prompting for declared inputs not given with -i (docs/engine.md#input-prompts), on stderr."""
     asked = False
     for spec in pipeline.inputs:
         if spec.name in inputs:
@@ -183,7 +183,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def print_footer(success: bool, final_output: str | None) -> int:
-    """zymi's end-of-run footer (engine.md §4.7) after the `---` line; the exit code it implies."""
+    """zymi's end-of-run footer (docs/engine.md#run-output) after the `---` line; the exit code it implies."""
     _print("Pipeline completed successfully." if success else "Pipeline completed with errors.")
     if final_output is not None:
         _print("")

@@ -71,7 +71,8 @@ def profile_knobs(name: str, recorded: ContextKnobs) -> KnobDict | None:
         raise CommandError(str(e)) from None
 
 
-def project_model(project: Path | None) -> str | None:
+def project_llm(project: Path | None, key: str) -> str | None:
+    """`llm.<key>` of the project's project.yml (`model`, `provider`), if it says."""
     if project is None:
         return None
     try:
@@ -79,8 +80,8 @@ def project_model(project: Path | None) -> str | None:
     except (OSError, yaml.YAMLError):
         return None
     llm = doc.get("llm") if isinstance(doc, dict) else None
-    model = llm.get("model") if isinstance(llm, dict) else None
-    return model if isinstance(model, str) else None
+    value = llm.get(key) if isinstance(llm, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def make_replay(
@@ -160,7 +161,8 @@ async def run_compare(args: argparse.Namespace) -> Comparison:
                 profiles,
                 recorded_knobs=knob_dict(base),
                 prices=prices,
-                model=args.model or project_model(project),
+                model=args.model or project_llm(project, "model"),
+                provider=project_llm(project, "provider"),
                 output=output,
                 last_global_id=await reader.max_global_id(),
                 progress=tick,
@@ -236,24 +238,35 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     streams=streams,
                     last_global_id=await reader.max_global_id(),
                     progress=tick,
+                    prices=prices,
+                    model=project_llm(project, "model"),
+                    provider=project_llm(project, "provider"),
                 )
         finally:
             await reader.close()
 
+    try:
+        prices = load_prices(None)
+    except PriceError as e:
+        raise CommandError(str(e)) from None
     result = run_async(go())
     if args.json:
         write_or_print(json.dumps(result.to_json(), indent=1) + "\n", args.output)
         return EXIT_OK
     out.print(f"[yellow]⚠ {escape(CAVEAT)}[/]")
-    table = Table(title="sweep: ★ = Pareto front (total input tokens vs peak), ✗ = hard-cap failures")
+    table = Table(
+        title="sweep: ★ = Pareto front (total input tokens vs peak; $ = cost with cache vs peak), ✗ = hard-cap failures"
+    )
     for col in ("window", "soft cap", "hard cap", "input tokens (sum)", "peak tokens", "peak chars",
-                "over soft", "compactions (est.)", "hard-cap fails", "figures", ""):  # fmt: skip
+                "over soft", "compactions (est.)", "hard-cap fails", "cache breaks", "cost with cache (est.)",
+                "figures", ""):  # fmt: skip
         table.add_column(col, justify="right")
     for p in result.points:
-        mark = "★" if p.pareto else ("✗" if p.hard_cap_failures else "")
+        mark = ("★" if p.pareto else ("✗" if p.hard_cap_failures else "")) + ("$" if p.pareto_cost_with_cache else "")
+        cost = "no price" if p.cost_with_cache is None else f"{p.cost_with_cache:.4f}"
         table.add_row(*(f"{v:,}" for v in (p.observation_window, p.soft_cap_chars, p.hard_cap_chars, p.tokens_sum,
                         p.tokens_peak, p.chars_peak, p.over_soft_cap, p.compactions_simulated,
-                        p.hard_cap_failures)), p.provenance, mark)  # fmt: skip
+                        p.hard_cap_failures, p.cache_breaks)), cost, p.provenance, mark)  # fmt: skip
     out.print(table)
     return EXIT_OK
 

@@ -1,4 +1,4 @@
-"""The event envelope and its exact compact JSON (engine.md §3.1).
+"""The event envelope and its exact compact JSON (docs/engine.md#envelope).
 
 `{"id":..,"stream_id":..,"sequence":0,"timestamp":"..Z","kind":{"type":..,"data":{..}},
 "correlation_id":..|null,"causation_id":null,"source":..}`: `sequence` is always 0 inside the

@@ -1,4 +1,4 @@
-"""SQLite backend (aiosqlite), byte-compatible with zymi-core 0.9.3 (engine.md §3.4).
+"""SQLite backend (aiosqlite), byte-compatible with zymi-core 0.9.3 (docs/engine.md#sqlite-store).
 
 Reading opens the file with `mode=ro`: no DDL, no journal-mode switch, no write of any kind
 (zymi's own readers create their schema and switch the file to WAL). Every read is one short
@@ -152,7 +152,8 @@ class SqliteReader:
         try:
             return await cls._open(p, immutable=False)
         except StoreError as e:
-            if "unable to open" not in str(e) or not _is_wal(p):
+            # a read-only mount says "unable to open"; a folder without write permission, "readonly database"
+            if not ("unable to open" in str(e) or "readonly database" in str(e)) or not _is_wal(p):
                 raise
             if Path(f"{p}-wal").exists():
                 raise StoreError(

@@ -138,7 +138,7 @@ _ENV = re.compile(r"\$\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}")
 
 
 def _project_store_setting(root: Path) -> str | None:
-    """`store:` from `<root>/project.yml`, with `${env.VAR}` resolved (engine.md §2.1)."""
+    """`store:` from `<root>/project.yml`, with `${env.VAR}` resolved (docs/engine.md#project-file)."""
     project = root / "project.yml"
     if not project.is_file():
         return None
