@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ORACLE, copy_store, requires_oracle
+from tests.conftest import ORACLE, copy_store
 from zymi_tui.events.location import PostgresStore, SqliteStore
 from zymi_tui.events.store import StoreError
 from zymi_tui.project.errors import ProjectError
@@ -146,7 +146,6 @@ def expected() -> list[dict[str, Any]]:
     return rows
 
 
-@requires_oracle
 def test_bare_launch_finds_the_store_and_its_project(beside: Path) -> None:
     target = choose_target(None, None, cwd=beside, bare=True)
     assert target.store == SqliteStore(beside / "events.db") and target.banner is None
@@ -154,14 +153,12 @@ def test_bare_launch_finds_the_store_and_its_project(beside: Path) -> None:
     assert locate(str(beside)).project == beside / "project"
 
 
-@requires_oracle
 def test_runs_on_the_folder(beside: Path) -> None:
     run = cli("runs", str(beside))
     assert run.returncode == 0, run.stderr
     assert "chat-42" in run.stdout and "chat-7" in run.stdout
 
 
-@requires_oracle
 def test_context_uses_the_projects_prefix(beside: Path) -> None:
     """The largest agent call: rebuilt as recorded, its Layer A the system prompt and this turn's message."""
     call = max((e for e in expected() if e["request_kind"] == "agent"), key=lambda e: e["approx_context_chars"])

@@ -16,8 +16,6 @@ from zymi_tui.engine.runtime import close_runtime, open_runtime, workspace_knobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
 
-ORDER = 60  # position in `zymi-tui --help`
-
 
 def knob_choice(ws: Workspace, profile: str | None, sets: list[str]) -> KnobChoice:
     knobs = resolve_knobs(workspace_knobs(ws), profile, sets)
@@ -70,10 +68,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return asyncio.run(_dry_run(ws, args, knobs) if args.dry_run else _fork(ws, args, knobs))
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "resume", help="fork a run at a step: upstream frozen, the rest re-run (zymi's `resume`), under other knobs"
-    )
+def configure(command: str, p: argparse.ArgumentParser) -> None:
     p.add_argument("stream", metavar="STREAM", help="the parent run's stream id (see `zymi-tui runs`)")
     p.add_argument("--from-step", required=True, metavar="STEP", help="the step to fork at")
     p.add_argument("--dry-run", action="store_true", help="print the resume plan and exit; writes nothing")

@@ -7,19 +7,18 @@ import sys
 
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
+from zymi_tui.tui.app import DashboardApp
+from zymi_tui.tui.launch import choose_target
 
 from .common import EXIT_OK, CommandError, add_store_arg, run_async, store_arg
 
-ORDER = 10  # position in `zymi-tui --help`
 
-
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("observe", help="the live dashboard: runs, events, context size, call inspector")
+def configure(command: str, p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
     p.add_argument("-r", "--run", metavar="STREAM", help="select this run's stream id at start")
     p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (default: found)")
     p.add_argument("--theme", metavar="NAME", help="a Textual theme, e.g. textual-dark or textual-light")
-    p.set_defaults(func=observe)
+    p.set_defaults(func=observe, bare=False)  # cli.main sets bare for `zymi-tui` alone
 
 
 async def _check(store: StoreLocation) -> None:
@@ -32,28 +31,10 @@ async def _check(store: StoreLocation) -> None:
 
 
 def observe(args: argparse.Namespace) -> int:
-    return open_dashboard(store_arg(args), run=args.run, project=args.project, theme=args.theme)
-
-
-def observe_bare() -> int:
-    """`zymi-tui` with no command: the dashboard on the current folder's store, or the sample."""
-    return open_dashboard(None, bare=True)
-
-
-def open_dashboard(
-    store: str | None,
-    *,
-    run: str | None = None,
-    project: str | None = None,
-    theme: str | None = None,
-    bare: bool = False,
-) -> int:
-    from zymi_tui.tui.app import DashboardApp
-    from zymi_tui.tui.launch import choose_target
-
-    target = choose_target(store, run, project=project, bare=bare)
+    """`bare`: `zymi-tui` alone, on the current folder's store or else the sample (with a banner)."""
+    target = choose_target(store_arg(args), args.run, project=args.project, bare=args.bare)
     run_async(_check(target.store))
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         raise CommandError("observe needs a terminal (stdin and stdout must be a TTY)")
-    DashboardApp(target, theme=theme).run()
+    DashboardApp(target, theme=args.theme).run()
     return EXIT_OK

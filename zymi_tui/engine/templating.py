@@ -1,4 +1,4 @@
-"""`${...}` placeholders at run time (the load-time passes are in zymi_tui.project.templating)."""
+"""`${...}` placeholders at run time (docs/engine.md#templating); load-time passes: zymi_tui.project.templating."""
 
 from __future__ import annotations
 

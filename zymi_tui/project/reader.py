@@ -49,6 +49,7 @@ class Project:
     root: Path
     doc: dict[str, Any]  # project.yml as written (no templating)
     agents: dict[str, str]  # agent name -> system prompt
+    agent_tools: dict[str, tuple[str, ...]]  # agent name -> the tools it is given
     pipelines: dict[str, PipelineSpec]
     problems: dict[Path, str]  # agent / pipeline files that could not be read as YAML mappings, and why
 
@@ -66,11 +67,11 @@ class Project:
         runtime = self.doc.get("runtime")
         return runtime.get("context") if isinstance(runtime, dict) else None
 
-    @property
-    def llm_model(self) -> str | None:
+    def llm_setting(self, key: str) -> str | None:
+        """`llm.<key>` as written (`model`, `provider`), when it is a string."""
         llm = self.doc.get("llm")
-        model = llm.get("model") if isinstance(llm, dict) else None
-        return model if isinstance(model, str) else None
+        value = llm.get(key) if isinstance(llm, dict) else None
+        return value if isinstance(value, str) else None
 
     def store_setting(self) -> str | None:
         """`store:` with `${env.VAR}` resolved; None for the default store (absent, empty or `sqlite`)."""
@@ -145,9 +146,12 @@ def read_project(root: Path) -> Project:
         return out
 
     agents: dict[str, str] = {}
+    agent_tools: dict[str, tuple[str, ...]] = {}
     for _, agent in docs("agents"):
         if isinstance(agent, dict) and "name" in agent:
             name = str(agent["name"])
+            tools = agent.get("tools")
+            agent_tools[name] = tuple(str(t) for t in tools) if isinstance(tools, list) else ()
             prompt = agent.get("system_prompt")
             agents[name] = str(prompt) if prompt is not None else f"You are the '{name}' agent."
     pipelines: dict[str, PipelineSpec] = {}
@@ -155,7 +159,7 @@ def read_project(root: Path) -> Project:
         spec = _pipeline(pipe, path, problems)
         if spec is not None:
             pipelines.setdefault(spec.name, spec)
-    return Project(root, doc, agents, pipelines, problems)
+    return Project(root, doc, agents, agent_tools, pipelines, problems)
 
 
 def _what(s: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Load-time `${...}` passes over a project's raw YAML text (comment lines are left alone).
+"""Load-time `${...}` passes over a project's raw YAML text (docs/engine.md#templating; comment lines stay).
 
 project.yml sees only `${env.NAME}`; agents, pipelines and tools also see `${project.name}`,
 `${project.version}` and `variables:`. Runtime keys (`inputs.`, `args.`, `steps.`) stay literal
