@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, Input, Select, Static
 
-from tests.conftest import ORACLE, requires_oracle
+from tests.conftest import ORACLE
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.compare import COLUMNS
 from zymi_tui.tui.tuning.app import TuningApp
@@ -19,7 +19,6 @@ from zymi_tui.tui.tuning.compare_screen import CompareScreen
 from zymi_tui.tui.tuning.editor import TuningScreen
 from zymi_tui.tui.tuning.plots import CurvePlot
 
-pytestmark = requires_oracle
 NAME = "coding_default"
 
 

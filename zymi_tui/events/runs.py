@@ -9,10 +9,11 @@ Only the three bookkeeping kinds are read (through the kind index), never the wh
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from zymi_tui.events.envelope import StoredEvent, format_timestamp
-from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested, ResumeForked
+from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested, ResumeForked, UserMessageReceived
 from zymi_tui.events.store import EventReader
 
 RUN_TAGS = ["pipeline_requested", "pipeline_completed", "resume_forked"]
@@ -120,3 +121,24 @@ async def list_runs(reader: EventReader, *, turns: bool = False) -> list[RunSumm
             out.append(_summary(req, done, fork if i == 1 else None, i, len(requests)))
     out.sort(key=lambda r: (r.started_ns, r.request_global_id), reverse=True)
     return out
+
+
+def turn_ranges(run: Sequence[StoredEvent], turn_cids: Collection[str]) -> dict[str, range]:
+    """Global-id ranges of the chat turns of one run stream (`run`: its events in global order).
+
+    A turn holds the events from its `UserMessageReceived` up to the next turn's: it starts at the
+    connector's message just before its first correlated event, whatever correlation id that message
+    carries (a connector may give it none), else at its first event carrying its correlation id. It
+    ends where the next turn starts, so uncorrelated events (shell sessions, a step stream's
+    compaction) go to the turn they happened in.
+    """
+    starts: dict[str, int] = {}
+    prev: StoredEvent | None = None
+    for se in run:
+        cid = se.event.correlation_id
+        if cid is not None and cid in turn_cids and cid not in starts:
+            opened_by_message = prev is not None and isinstance(prev.event.kind, UserMessageReceived)
+            starts[cid] = prev.global_id if opened_by_message and prev is not None else se.global_id
+        prev = se
+    ordered = sorted((g, c) for c, g in starts.items())
+    return {c: range(g, ordered[i + 1][0] if i + 1 < len(ordered) else 1 << 62) for i, (g, c) in enumerate(ordered)}

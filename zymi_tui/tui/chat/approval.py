@@ -1,4 +1,4 @@
-"""Approvals in a modal (engine.md §5.6): approve, deny, or deny with an explanation for the record.
+"""Approvals in a modal (docs/engine.md#approvals): approve, deny, or deny with an explanation for the record.
 
 `ModalApproval` is the engine's `ApprovalHandler`: the engine writes ApprovalRequested, awaits
 `decide()`, and records ApprovalGranted / ApprovalDenied with our `decided_by` and `reason`
