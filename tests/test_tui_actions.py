@@ -15,11 +15,8 @@ from textual.pilot import Pilot
 from textual.widgets import Markdown
 from textual.widgets._footer import FooterKey
 
-from tests.conftest import requires_oracle
 from tests.tui_support import make_app, scenario_copy, settle
 from zymi_tui.tui.actions import Act, ActionScreen, HelpScreen, KeyClash, all_actions
-
-pytestmark = requires_oracle
 
 
 async def wait_screen(pilot: Pilot[Any], cls: type, timeout: float = 20.0) -> Any:
