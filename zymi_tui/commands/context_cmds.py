@@ -16,8 +16,10 @@ from zymi_tui.context.prefix import ProjectError, find_project
 from zymi_tui.events.store import EventReader, open_reader, resolve_store
 from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
+from zymi_tui.replay.export import context_markdown
 
 from .common import EXIT_OK, CommandError, err, guarded, out, run_async
+from .export_cmds import RequestBodies
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -52,6 +54,10 @@ def _context_parser(c: argparse.ArgumentParser) -> None:
     _common(c)
     c.add_argument("--stream", required=True, metavar="S", help="the step stream (`<run>:step:<id>`)")
     c.add_argument("--seq", required=True, type=int, metavar="N", help="the LlmCallStarted's sequence")
+    c.add_argument(
+        "--format", choices=["text", "json", "md"], default="text",
+        help="json: the call with its exact request body (as --json); md: layers, reasons, sizes and texts",
+    )  # fmt: skip
     c.set_defaults(func=guarded(lambda a: run_async(_context(a))))
 
 
@@ -252,8 +258,13 @@ async def _context(args: argparse.Namespace) -> int:
     finally:
         await reader.close()
     r = row.rendered
-    if args.json:
+    fmt = "json" if args.json else args.format
+    if fmt == "md":
+        sys.stdout.write(context_markdown(row, RequestBodies(project)(row)))
+        return EXIT_OK
+    if fmt == "json":
         obj = row_json(row, messages=True)
+        obj["request_body"] = RequestBodies(project)(row)
         if r is not None:
             obj["entries"] = [
                 {"layer": e.layer, "role": e.message.role, "bytes": e.bytes, "tokens": e.tokens, "reason": e.reason,
