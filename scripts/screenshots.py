@@ -26,9 +26,10 @@ sys.path.insert(0, str(ROOT))
 from textual.pilot import Pilot  # noqa: E402
 
 from zymi_tui.events.location import SqliteStore  # noqa: E402
-from zymi_tui.tui.app import DashboardApp, MainScreen, Target  # noqa: E402
+from zymi_tui.tui.app import DashboardApp, MainScreen  # noqa: E402
 from zymi_tui.tui.inspector import InspectorScreen  # noqa: E402
 from zymi_tui.tui.launch import sample_store  # noqa: E402
+from zymi_tui.tui.target import Target  # noqa: E402
 
 Step = Callable[[Pilot[None], MainScreen], Awaitable[None]]
 

@@ -96,9 +96,10 @@ async def test_f5_opens_the_knob_editor_on_the_last_call(tmp_path: Path) -> None
 
 
 async def test_the_chat_opens_over_the_dashboard_and_comes_back(tmp_path: Path) -> None:
-    from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+    from zymi_tui.tui.app import DashboardApp, MainScreen
     from zymi_tui.tui.chat.launch import push_chat
     from zymi_tui.tui.chat.screen import ChatScreen
+    from zymi_tui.tui.target import Target
 
     project = demo_project(tmp_path)
     assert cli("chat", "-d", str(project), stdin="hello\n").returncode == 0  # a store to open
@@ -138,8 +139,9 @@ async def test_the_dashboard_hook_never_chats_on_the_bundled_sample(tmp_path: Pa
 
 
 async def test_d_on_the_dashboard_opens_the_chat_on_its_project(tmp_path: Path) -> None:
-    from zymi_tui.tui.app import DashboardApp, Target
+    from zymi_tui.tui.app import DashboardApp
     from zymi_tui.tui.chat.screen import ChatScreen
+    from zymi_tui.tui.target import Target
 
     project = demo_project(tmp_path)
     assert cli("chat", "-d", str(project), stdin="hello\n").returncode == 0  # a store to open

@@ -10,7 +10,8 @@ from zymi_tui.events.envelope import Event
 from zymi_tui.events.factory import open_writer
 from zymi_tui.events.kinds import PipelineRequested
 from zymi_tui.events.location import location_of
-from zymi_tui.tui.app import DashboardApp, Target
+from zymi_tui.tui.app import DashboardApp
+from zymi_tui.tui.target import Target
 
 from .test_postgres_helpers import pg_url
 

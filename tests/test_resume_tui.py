@@ -14,10 +14,11 @@ from textual.widgets import Static
 from tests.test_resume_cli import CHAT, cli, demo_project, events, fork_of, rows, run_parent
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.replay.costs import ModelPrice, PriceTable
-from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.resume.compare import ForkCompareScreen
 from zymi_tui.tui.resume.figures import answer_diff, figure_rows, run_figures
 from zymi_tui.tui.resume.modal import ForkModal
+from zymi_tui.tui.target import Target
 
 SIZE = (160, 50)
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from tests.conftest import ORACLE, copy_store
 from zymi_tui.events.location import SqliteStore
-from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+from zymi_tui.tui.app import DashboardApp, MainScreen
+from zymi_tui.tui.target import Target
 
 
 def scenario_copy(name: str, tmp_path: Path) -> Path:

@@ -21,7 +21,7 @@ from zymi_tui.tui.errors_view import UserErrorApp
 class ChatApp(UserErrorApp[None]):
     TITLE = "zymi-tui chat"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+c,ctrl+q", "quit_chat", "Quit", priority=True),
+        Binding("ctrl+c,ctrl+q", "quit_chat", "Quit", priority=True, show=False),  # help: "Ctrl+Q quits"
     ]
 
     def __init__(self, options: ChatOptions, *, hint: str | None = None, theme: str | None = None) -> None:
