@@ -103,6 +103,8 @@ class MainScreen(Screen[None]):
         Binding("C", "compare_fork", "Compare fork", show=False),
         Binding("P", "lineage", "Parent/fork", show=False),
         Binding("d", "chat", "Chat", show=False),  # zymi_tui/tui/chat/hook.py
+        Binding("L", "life", "Message life", show=False),  # zymi_tui/tui/life.py
+        Binding("A", "advice", "Advice", show=False),  # zymi_tui/tui/advice.py
     ]
 
     def __init__(self, target: Target) -> None:
@@ -811,6 +813,35 @@ class MainScreen(Screen[None]):
 
         jump_lineage(self)
 
+    def focused_stream(self) -> str | None:
+        """The step stream the user looks at: the picked call's, the step filter's, else the run's first."""
+        picked = self.query_one(ContextPlot).picked
+        se = self.events.cursor_event
+        for stream in (
+            se.event.stream_id if se is not None and se.event.tag == "llm_call_started" else None,
+            next((e.event.stream_id for e in self.events.events if picked and e.global_id == picked.global_id), None),
+        ):
+            if stream and step_of(stream):
+                return stream
+        steps = [e.event.stream_id for e in self.events.events if e.event.tag == "llm_call_started"]
+        if self.events.step is not None:
+            steps = [s for s in steps if step_of(s) == self.events.step] or steps
+        return steps[0] if steps else None
+
+    def action_life(self) -> None:
+        from zymi_tui.tui.life import LifeScreen
+
+        stream = self.focused_stream()
+        if stream is None:
+            self.notify("select a run with LLM calls to see the life of its messages")
+            return
+        self.app.push_screen(LifeScreen(self.target.store, self.target.project, stream))
+
+    def action_advice(self) -> None:
+        from zymi_tui.tui.advice import AdviceScreen
+
+        self.app.push_screen(AdviceScreen(self))
+
     def action_help(self) -> None:
         from zymi_tui.tui.help import HelpScreen
 
@@ -855,6 +886,8 @@ class DashboardApp(App[None]):
             ("Go to the events a compaction replaced", "g", main.action_goto_replaced),
             ("Inspect the selected LLM call's context", "i", main.action_inspect),
             ("Copy the selected stream id", "c", main.action_copy_stream),
+            ("Message life: every message of the stream at every call", "L", main.action_life),
+            ("Advice: findings and what to change, replayed on this store", "A", main.action_advice),
             ("Plot x axis: call index / time", "x", main.query_one(ContextPlot).action_toggle_x),
             ("Help: keys and what the panels show", "?", main.action_help),
         ]

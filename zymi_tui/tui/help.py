@@ -47,6 +47,8 @@ summary grew), where masking starts (blue, estimated from the window W), the pic
 | f | freeze live updates (events keep arriving and are applied on unfreeze) |
 | n | follow the newest run |
 | c | copy the selected stream id |
+| L | message life: every Layer C message of the stream at every call (`r` rent, `/` find, `p` what-if) |
+| A | advice: findings, the knobs to change, replayed here (`e` knob editor, `f` fork with them) |
 | Ctrl+P | command palette (every action, kind and step filters) |
 | q | quit |
 
