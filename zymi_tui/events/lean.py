@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import datetime
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
@@ -132,6 +132,10 @@ class ResumeForkedFields(msgspec.Struct, frozen=True):
     fork_at_step: str
 
 
-PIPELINE_REQUESTED = msgspec.json.Decoder(PipelineRequestedFields)
-PIPELINE_COMPLETED = msgspec.json.Decoder(PipelineCompletedFields)
-RESUME_FORKED = msgspec.json.Decoder(ResumeForkedFields)
+RunFields = PipelineRequestedFields | PipelineCompletedFields | ResumeForkedFields
+# by the kind's type name
+RUN_FIELDS: dict[str, msgspec.json.Decoder[Any]] = {
+    "PipelineRequested": msgspec.json.Decoder(PipelineRequestedFields),
+    "PipelineCompleted": msgspec.json.Decoder(PipelineCompletedFields),
+    "ResumeForked": msgspec.json.Decoder(ResumeForkedFields),
+}

@@ -36,7 +36,7 @@ import json
 import socket
 import time
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -52,7 +52,16 @@ from zymi_tui.events.envelope import (
     parse_timestamp_ns,
 )
 from zymi_tui.events.hashchain import ChainRow, hash_v2
-from zymi_tui.events.store import STEP_MARK, Page, RowPage, StoreError, StreamInfo, redact_url, rows_from_events
+from zymi_tui.events.store import (
+    STEP_MARK,
+    Page,
+    RowPage,
+    StoreError,
+    StreamInfo,
+    chain_by_stream,
+    redact_url,
+    rows_from_events,
+)
 
 # zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
 SCHEMA = """
@@ -441,6 +450,9 @@ class PostgresReader:
         self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
     ) -> RowPage:
         return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
+
+    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+        return chain_by_stream(self)  # rows commit out of id order here: each stream is read whole
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         cols = "prev_hash, hash" if self._has_hash else "'', ''"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LO
 LOCK_WAIT_S = 5.0
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
+CHAIN_PAGE = 5000
 
 
 def _run_and_steps(where: str) -> str:
@@ -320,6 +321,25 @@ class SqliteReader:
             (stream_id,),
         )
         return [ChainRow(*r) for r in rows]
+
+    async def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+        """One pass over the table in global order, a page at a time (a query per stream would cost
+        a round trip per stream: 50,000 of them on a 1M-event store)."""
+        cols = "prev_hash, hash" if self._has_hash else "'', ''"
+        sql = f"SELECT id, event_id, stream_id, sequence, data, {cols} FROM events WHERE id > ? ORDER BY id LIMIT ?"
+        ahead: asyncio.Future[list[Any]] | None = asyncio.ensure_future(self._fetch(sql, (0, CHAIN_PAGE)))
+        try:
+            while ahead is not None:
+                rows = await ahead
+                # the next page is read in aiosqlite's thread while this one is hashed
+                ahead = (
+                    None
+                    if len(rows) < CHAIN_PAGE
+                    else asyncio.ensure_future(self._fetch(sql, (rows[-1][0], CHAIN_PAGE)))
+                )
+                yield [(s, ChainRow(gid, eid, seq, data, prev, h)) for gid, eid, s, seq, data, prev, h in rows]
+        finally:
+            _drop(None if ahead is None else ((), ahead))
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         if not self._has_heads:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -76,6 +77,11 @@ class EventReader(Protocol):
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
     ) -> list[StoredEvent]: ...
     async def chain_rows(self, stream_id: str) -> list[ChainRow]: ...
+    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+        """Every stream's chain rows, in batches; each stream's rows in ascending global id (how a
+        backend orders streams among themselves is its own: one pass over the table, or by stream)."""
+        ...
+
     async def stream_heads(self) -> dict[str, tuple[int, str]]: ...
 
 
@@ -106,6 +112,12 @@ async def rows_from_events(
         page = await reader.read_after(after_global_id, limit)
         found, last, scanned = page.events, page.last_global_id, page.rows_scanned
     return RowPage([(se.global_id, se.event.stream_id, se.event.sequence, se.data) for se in found], last, scanned)
+
+
+async def chain_by_stream(reader: EventReader) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+    """`chain_scan` as one `chain_rows` read per stream."""
+    for info in await reader.streams():
+        yield [(info.stream_id, row) for row in await reader.chain_rows(info.stream_id)]
 
 
 STEP_MARK = ":step:"

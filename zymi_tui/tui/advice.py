@@ -10,10 +10,8 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -23,6 +21,7 @@ from zymi_tui.events.store import StoreError, open_reader, run_of, step_of
 from zymi_tui.replay.advice import Advice, Finding, advise, effect_line, profile_name
 from zymi_tui.replay.calls import ReplayError, recorded_knobs
 from zymi_tui.replay.costs import PriceError, load_prices
+from zymi_tui.tui.actions import Act, ActionScreen, Nav
 
 if TYPE_CHECKING:
     from zymi_tui.tui.app import MainScreen
@@ -34,18 +33,26 @@ class AdviceLoaded(Message):
         self.advice, self.error = advice, error
 
 
-class AdviceScreen(Screen[None]):
+class AdviceScreen(ActionScreen):
     DEFAULT_CSS = """
     AdviceScreen #advice-head { height: auto; padding: 0 1; }
     AdviceScreen #advice-list { width: 40%; min-width: 30; }
     AdviceScreen #advice-scroll { width: 1fr; }
     AdviceScreen #advice-detail { padding: 0 1; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q", "close", "Back"),
-        Binding("e", "edit", "Edit knobs with it"),
-        Binding("f", "fork", "Fork run with it"),
-    ]
+    HELP_TITLE = "Advice"
+    HELP_INTRO = (
+        "`zymi-tui advise` on this store: each finding with its signal, evidence, a recommended change and its "
+        "effect replayed here (same trajectory assumed)."
+    )
+    NAV = (Nav("↑ ↓", "move between findings"),)
+    ACTIONS: ClassVar[tuple[Act, ...]] = (
+        Act("escape", "close", "Back", "Close the advice and go back to the dashboard.", "back close"),
+        Act("e", "edit", "Edit knobs", "Open the knob editor with this recommendation applied at the call that "
+            "shows the finding.", "edit knobs tune apply recommendation"),
+        Act("f", "fork", "Fork with it", "Fork the finding's run from its step with the recommended knobs (resume).",
+            "fork resume rerun recommendation"),
+    )  # fmt: skip
 
     def __init__(self, main: MainScreen) -> None:
         super().__init__()

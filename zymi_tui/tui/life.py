@@ -12,18 +12,17 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError
 from zymi_tui.events.store import StoreError, open_reader
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, make_replayer, replay_events
 from zymi_tui.replay.life import COMPACTED, FORGOTTEN, FRESH, FULL, MASKED, NOT_YET, STATE_NAMES, MessageLife
+from zymi_tui.tui.actions import Act, ActionScreen, Nav
 
 CELLS = {FULL: ("█", "green"), MASKED: ("▒", "yellow"), FORGOTTEN: ("░", "magenta"), COMPACTED: ("×", "red"),
          FRESH: ("~", "blue"), NOT_YET: ("·", "grey50")}  # fmt: skip
@@ -57,29 +56,38 @@ async def load_life(
     return lives[0], lives[1] if len(lives) > 1 else None
 
 
-class LifeScreen(Screen[None]):
+class LifeScreen(ActionScreen):
     AUTO_FOCUS = None
+    HELP_TITLE = "Message life"
+    HELP_INTRO = (
+        "One row per Layer C message of the step stream, one column per agent call (downsampled to the width). "
+        "Each cell says whether the call sent the message in full, masked, forgotten, compacted away, dropped by "
+        "context.mode: fresh, or not yet there; the cursor shows the message at that call and why. Under a "
+        "what-if profile the cells that change are underlined."
+    )
+    NAV = (
+        Nav("↑ ↓  j k  PgUp PgDn", "move between messages"),
+        Nav("← →  h l  Home End", "move between calls (first / last)"),
+    )
+    ACTIONS: ClassVar[tuple[Act, ...]] = (
+        Act("escape", "close", "Back", "Close the grid and go back to the dashboard.", "back close"),
+        Act("r", "sort", "Sort", "Rows by rent (bytes x calls carried) or by sequence.", "sort rent order"),
+        Act("slash", "find", "Find", "Find a text in the stream's messages; the cursor goes to the first.",
+            "find search text"),
+        Act("n", "next_match", "Next", "The next message that matches the last find.", "next match find"),
+        Act("p", "profile", "What-if", "Show the grid under the next profile (what-if); changed cells underlined.",
+            "profile what-if knobs chat coding eval"),
+    )  # fmt: skip
+    MOVES: ClassVar[dict[str, tuple[int, int]]] = {
+        "up": (-1, 0), "k": (-1, 0), "down": (1, 0), "j": (1, 0), "left": (0, -1), "h": (0, -1),
+        "right": (0, 1), "l": (0, 1), "pageup": (-10, 0), "pagedown": (10, 0),
+    }  # fmt: skip
     DEFAULT_CSS = """
     LifeScreen #life-head { height: auto; padding: 0 1; }
     LifeScreen #life-grid { height: 1fr; padding: 0 1; }
     LifeScreen #life-detail { height: auto; max-height: 8; padding: 0 1; border-top: solid $primary; }
     LifeScreen #life-find { dock: bottom; display: none; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q", "close", "Back"),
-        Binding("up,k", "move(-1, 0)", "Up", show=False),
-        Binding("down,j", "move(1, 0)", "Down", show=False),
-        Binding("left,h", "move(0, -1)", "Earlier call", show=False),
-        Binding("right,l", "move(0, 1)", "Later call", show=False),
-        Binding("home", "edge(-1)", "First call", show=False),
-        Binding("end", "edge(1)", "Last call", show=False),
-        Binding("pageup", "move(-10, 0)", "Page up", show=False),
-        Binding("pagedown", "move(10, 0)", "Page down", show=False),
-        Binding("r", "sort", "Sort by rent"),
-        Binding("slash", "find", "Find"),
-        Binding("n", "next_match", "Next match", show=False),
-        Binding("p", "profile", "What-if profile"),
-    ]
 
     def __init__(self, store: str, project: Path | None, stream: str) -> None:
         super().__init__()
@@ -238,6 +246,16 @@ class LifeScreen(Screen[None]):
         self.redraw()
 
     # -- actions ----------------------------------------------------------------------------------
+    def on_key(self, event: events.Key) -> None:
+        if self.query_one("#life-find", Input).has_focus:
+            return
+        if event.key in self.MOVES:
+            event.stop()
+            self.action_move(*self.MOVES[event.key])
+        elif event.key in ("home", "end"):
+            event.stop()
+            self.action_edge(-1 if event.key == "home" else 1)
+
     def action_move(self, drow: int, dcol: int) -> None:
         if self.life is None or not self.order:
             return

@@ -4,6 +4,7 @@ knob change replays them through the same `replay_store` (and ContextBuilder) as
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,7 +13,16 @@ from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.hashchain import ChainRow
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.store import STEP_MARK, EventReader, Page, RowPage, StreamInfo, rows_from_events, run_of
+from zymi_tui.events.store import (
+    STEP_MARK,
+    EventReader,
+    Page,
+    RowPage,
+    StreamInfo,
+    chain_by_stream,
+    rows_from_events,
+    run_of,
+)
 from zymi_tui.replay import calls as calls_mod
 from zymi_tui.replay.calls import CallContext, replay_store
 
@@ -77,6 +87,9 @@ class MemoryReader:
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         return []
+
+    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+        return chain_by_stream(self)
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         return {}
