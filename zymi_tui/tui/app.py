@@ -197,8 +197,7 @@ class MainScreen(ActionScreen):
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
             return
-        self.reload_runs()
-        self.verify_chains()
+        self.reload_runs()  # the hash-chain check starts once the runs are drawn (on_runs_loaded)
         self.tail_store()
 
     def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
@@ -331,6 +330,7 @@ class MainScreen(ActionScreen):
         if not self.runs_seen:
             self.runs_seen = True
             runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
+            self.verify_chains()  # after the runs, so hashing the store does not delay drawing them
 
     def on_peaks_loaded(self, msg: PeaksLoaded) -> None:
         for key, chars in msg.peaks.items():
