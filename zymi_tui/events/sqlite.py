@@ -9,7 +9,9 @@ statement, so a concurrent writer never waits on us. Writing uses zymi's exact D
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
+import stat
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -19,7 +21,8 @@ import aiosqlite
 
 from zymi_tui.events.envelope import BadRow, Event, EventDecodeError, StoredEvent, decode_event
 from zymi_tui.events.hashchain import ChainRow, hash_v2
-from zymi_tui.events.store import STEP_MARK, Page, StoreError, StoreLocked, StreamInfo
+from zymi_tui.events.store import STEP_MARK, Page, StoreError, StoreLocked, StreamInfo, stat_store_path
+from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
 # zymi's DDL, verbatim (events/store/sqlite.rs), so `sqlite_master` reads the same.
 SCHEMA = """CREATE TABLE IF NOT EXISTS events (
@@ -55,12 +58,33 @@ LOCK_WAIT_S = 5.0
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 
+# Once a store shows TEXT that is not valid UTF-8, its reader decodes TEXT with `surrogateescape`:
+# the value still reads (bad bytes kept as lone surrogates, encoded back to the same bytes), so one
+# bad row is reported and skipped instead of failing the whole page. Clean stores keep SQLite's
+# own decoding, which is faster.
+_TEXT = functools.partial(str, encoding="utf-8", errors="surrogateescape")
+_NOT_UTF8 = "Could not decode to UTF-8"
+
+
+def _text(value: object) -> str:
+    """A TEXT value as read, or a BLOB (a tampered row) as the text its bytes hold."""
+    return _TEXT(value) if isinstance(value, bytes) else str(value)
+
+
+def _bind(text: str) -> str | bytes:
+    """A stream id as a query parameter: text that came from undecodable bytes goes back as those
+    bytes (compared as `CAST(? AS TEXT)`, so it still matches the column and uses its index)."""
+    return text.encode("utf-8", "surrogateescape") if has_undecodable_bytes(text) else text
+
 
 def _run_and_steps(where: str) -> str:
     """Rows of a run stream and of its `<run>:step:*` sub-streams matching `where`, each half on the
     (stream_id, sequence) index: an OR of the two stream conditions makes SQLite scan the table, and
     the unary `+` in `where` keeps it from preferring the id or kind index."""
-    return f"{_ROW} WHERE stream_id = ? AND {where} UNION ALL {_ROW} WHERE stream_id >= ? AND stream_id < ? AND {where}"
+    return (
+        f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND {where} UNION ALL "
+        f"{_ROW} WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) AND {where}"
+    )
 
 
 def explain_sqlite_error(path: str, err: BaseException) -> StoreError:
@@ -90,9 +114,10 @@ def _is_locked(err: BaseException) -> bool:
 
 
 def _check_header(path: Path) -> None:
-    if not path.exists():
+    st = stat_store_path(path)
+    if st is None:
         raise StoreError(f"no event store at {path}: no such file")
-    if path.is_dir():
+    if stat.S_ISDIR(st.st_mode):
         raise StoreError(f"{path} is a folder: pass the .db file, or the project folder that holds .zymi/")
     try:
         with path.open("rb") as f:
@@ -152,7 +177,9 @@ class SqliteReader:
         try:
             return await cls._open(p, immutable=False)
         except StoreError as e:
-            if "unable to open" not in str(e) or not _is_wal(p):
+            # no -shm can be made: "unable to open" (no folder write access) or "readonly" (the same,
+            # seen by an unprivileged reader of a store it may read but not write beside)
+            if not any(k in str(e) for k in ("unable to open", "readonly")) or not _is_wal(p):
                 raise
             if Path(f"{p}-wal").exists():
                 raise StoreError(
@@ -213,12 +240,22 @@ class SqliteReader:
                 if _is_locked(e) and time.monotonic() < deadline:
                     await asyncio.sleep(0.05)
                     continue
+                if _NOT_UTF8 in str(e) and self._conn.text_factory is not _TEXT:
+                    self._conn.text_factory = _TEXT
+                    continue
                 raise explain_sqlite_error(self.label, e) from None
 
     def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
         out: list[StoredEvent] = []
         for gid, stream_id, seq, data in rows:
             try:
+                if type(data) is not str:
+                    data = _text(data)  # a BLOB: read as the text its bytes hold
+                if has_undecodable_bytes(stream_id) or type(stream_id) is not str:
+                    stream_id = escape_controls(_text(stream_id))
+                    raise EventDecodeError("the stream_id column is not valid UTF-8 text")
+                if type(seq) is not int:
+                    raise EventDecodeError(f"the sequence column is not an integer: {escape_controls(str(seq))!r:.40}")
                 out.append(StoredEvent(gid, decode_event(data, seq), data))
             except EventDecodeError as e:
                 if gid not in self._seen_bad:
@@ -261,19 +298,22 @@ class SqliteReader:
         if include_steps:
             sql = _run_and_steps("+id > ?") + " ORDER BY id LIMIT ?"
             lo, hi = _range_for_steps(stream_id)
-            rows = await self._fetch(sql, (stream_id, after_global_id, lo, hi, after_global_id, lim))
+            rows = await self._fetch(
+                sql, (_bind(stream_id), after_global_id, _bind(lo), _bind(hi), after_global_id, lim)
+            )
         else:
-            sql = f"{_ROW} WHERE stream_id = ? AND id > ? ORDER BY sequence LIMIT ?"
-            rows = await self._fetch(sql, (stream_id, after_global_id, lim))
+            sql = f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND id > ? ORDER BY sequence LIMIT ?"
+            rows = await self._fetch(sql, (_bind(stream_id), after_global_id, lim))
         return self._decode(rows)
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
         if include_steps:
             sql = _run_and_steps("1") + " ORDER BY id DESC LIMIT ?"
             lo, hi = _range_for_steps(stream_id)
-            rows = await self._fetch(sql, (stream_id, lo, hi, n))
+            rows = await self._fetch(sql, (_bind(stream_id), _bind(lo), _bind(hi), n))
         else:
-            rows = await self._fetch(f"{_ROW} WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?", (stream_id, n))
+            sql = f"{_ROW} WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence DESC LIMIT ?"
+            rows = await self._fetch(sql, (_bind(stream_id), n))
         return self._decode(reversed(rows))
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
@@ -292,17 +332,19 @@ class SqliteReader:
             lo, hi = _range_for_steps(stream_id)
             rows = await self._fetch(
                 _run_and_steps("+kind_tag = ? AND +id > ?") + " ORDER BY id LIMIT ?",
-                (stream_id, tag, after_global_id, lo, hi, tag, after_global_id, limit),
+                (_bind(stream_id), tag, after_global_id, _bind(lo), _bind(hi), tag, after_global_id, limit),
             )
         return self._decode(rows)
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         cols = "prev_hash, hash" if self._has_hash else "'', ''"
         rows = await self._fetch(
-            f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = ? ORDER BY sequence",
-            (stream_id,),
+            f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = CAST(? AS TEXT) "
+            "ORDER BY sequence",
+            (_bind(stream_id),),
         )
-        return [ChainRow(*r) for r in rows]
+        # a BLOB is hashed as the bytes it holds; undecodable text is encoded back to its own bytes
+        return [ChainRow(g, _text(e), q, _text(d), _text(p), _text(h)) for g, e, q, d, p, h in rows]
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         if not self._has_heads:
@@ -323,7 +365,8 @@ class SqliteWriter:
     @classmethod
     async def open(cls, path: str | Path) -> SqliteWriter:
         p = Path(path).expanduser()
-        if p.exists() and p.is_file() and p.stat().st_size > 0:
+        st = stat_store_path(p)
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > 0:
             _check_header(p)
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
