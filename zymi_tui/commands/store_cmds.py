@@ -10,10 +10,11 @@ from datetime import datetime
 from rich.table import Table
 
 from zymi_tui.events.describe import describe
-from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
+from zymi_tui.events.lean import LeanError, checked_stream_id, with_sequence
 from zymi_tui.events.runs import list_runs
-from zymi_tui.events.store import EventReader, open_reader, step_of
+from zymi_tui.events.store import EventReader, RawRow, open_reader, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 
@@ -32,8 +33,6 @@ from .common import (
     store_arg,
     warn,
 )
-
-ORDER = 20  # position in `zymi-tui --help`
 
 STYLE = {
     "success": "green", "failure": "red", "warning": "yellow", "info": "cyan",
@@ -93,6 +92,13 @@ async def _list(
     listed = 0
     while limit is None or listed < limit:
         want = PAGE if limit is None else min(PAGE, limit - listed)
+        if args.raw:  # passed through as stored, with the real sequence: no event is built
+            rows = await reader.read_rows(cursor, want, stream_id=args.stream, tag=tag)
+            listed += _emit_raw(rows.rows, reader)
+            cursor = rows.last_global_id
+            if rows.rows_scanned < want:
+                break
+            continue
         if tag:
             page = await reader.read_kind_page(tag, stream_id=args.stream, after_global_id=cursor, limit=want)
             last, scanned = (page[-1].global_id if page else cursor), len(page)
@@ -143,6 +149,20 @@ def _matches(se: StoredEvent, stream: str | None, tag: str | None) -> bool:
     if tag and ev.tag != tag:
         return False
     return not stream or ev.stream_id == stream or ev.stream_id.startswith(stream + ":step:")
+
+
+def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
+    """Write each row's stored JSON with its real sequence; a row whose envelope is unreadable is
+    reported and skipped. The kind's payload is passed through unread. Returns the rows written."""
+    lines = []
+    for gid, stream_id, seq, data in rows:
+        try:
+            lines.append(with_sequence(data, checked_stream_id(data), seq))
+        except LeanError as e:
+            reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+    return len(lines)
 
 
 def _emit(se: StoredEvent, args: argparse.Namespace) -> None:
@@ -222,17 +242,21 @@ async def _verify(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "events",
-        help="list events (oldest first), filtered by stream or kind; --follow to tail",
-        description="List a store's events in global order. `--stream RUN` includes the run's step "
-        "sub-streams (`RUN:step:*`), as zymi does. Unreadable rows are reported and skipped.",
-        epilog="examples:\n  zymi-tui events                        first 50 events of ./.zymi/events.db\n"
-        "  zymi-tui events my-project -f          follow a store another process is writing\n"
-        "  zymi-tui events run.db -k llm_call_started --all --raw | jq .kind.data",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+def configure(command: str, p: argparse.ArgumentParser) -> None:
+    {"events": _events_args, "runs": _runs_args, "verify": _verify_args}[command](p)
+
+
+def _events_args(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "List a store's events in global order. `--stream RUN` includes the run's step "
+        "sub-streams (`RUN:step:*`), as zymi does. Unreadable rows are reported and skipped."
     )
+    p.epilog = (
+        "examples:\n  zymi-tui events                        first 50 events of ./.zymi/events.db\n"
+        "  zymi-tui events my-project -f          follow a store another process is writing\n"
+        "  zymi-tui events run.db -k llm_call_started --all --raw | jq .kind.data"
+    )
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     add_store_arg(p)
     p.add_argument("-s", "--stream", help="a run stream; its step sub-streams are included")
     p.add_argument("-k", "--kind", help="an event kind, as a tag (llm_call_started) or a name (LlmCallStarted)")
@@ -251,11 +275,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--raw", action="store_true", help="one envelope JSON per line, with the real sequence")
     p.set_defaults(func=guarded(lambda a: run_async(_events(a))))
 
-    p = sub.add_parser(
-        "runs",
-        help="list pipeline runs, newest first (--turns: one row per chat turn)",
-        description="List runs as `zymi runs` pairs them (first PipelineRequested / PipelineCompleted of a "
-        "stream). With --turns, every request on a chat stream is its own row, paired by correlation id.",
+
+def _runs_args(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "List runs as `zymi runs` pairs them (first PipelineRequested / PipelineCompleted of a "
+        "stream). With --turns, every request on a chat stream is its own row, paired by correlation id."
     )
     add_store_arg(p)
     p.add_argument("-p", "--pipeline", help="only runs of this pipeline")
@@ -264,13 +288,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--raw", action="store_true", help="one JSON object per line (zymi's `runs --raw` fields)")
     p.set_defaults(func=guarded(lambda a: run_async(_runs(a))))
 
-    p = sub.add_parser(
-        "verify",
-        help="verify every stream's hash chain; exit 0 when all hold, 1 when one breaks",
-        description="Walk each stream by sequence, recompute v2/v1 hashes (legacy rows are exempt), check "
-        "prev_hash links and stream_heads (a deleted tail or stream is caught). Names the first bad sequence.",
-        epilog="exit status: 0 every chain holds, 1 a chain is broken, 2 the store cannot be read",
+
+def _verify_args(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Walk each stream by sequence, recompute v2/v1 hashes (legacy rows are exempt), check "
+        "prev_hash links and stream_heads (a deleted tail or stream is caught). Names the first bad sequence."
     )
+    p.epilog = "exit status: 0 every chain holds, 1 a chain is broken, 2 the store cannot be read"
     add_store_arg(p)
     p.add_argument("-s", "--stream", help="verify this stream only")
     p.add_argument("-v", "--verbose", action="store_true", help="list every stream, not only broken ones")

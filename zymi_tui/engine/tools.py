@@ -1,4 +1,4 @@
-"""The tool catalog and dispatcher (engine.md §5.4, §6): intentions, the gate, approvals, execution.
+"""The tool catalog and dispatcher (docs/engine.md#tool-dispatch): intentions, the gate, approvals, execution.
 
 Every tool call of an agent or tool step goes through `ToolRunner.call`, which writes the
 `IntentionEmitted` / `IntentionEvaluated` / approval events and returns `(result, is_error)` with

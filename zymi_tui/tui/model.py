@@ -5,7 +5,7 @@ Pure: no widgets, no IO. `RunsModel.rows` is what the runs list draws, one entry
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -158,21 +158,3 @@ def _stream_summary(turns: list[RunSummary]) -> RunSummary:
     from dataclasses import replace
 
     return replace(first, status=last.status, duration_ms=duration, error=last.error, turn=0)
-
-
-def turn_ranges(events_gids: list[tuple[int, str | None]], turn_cids: Sequence[str]) -> dict[str, range]:
-    """Global-id ranges of each turn on a stream, from (global_id, correlation_id) of its events.
-
-    A turn starts at its first event carrying its correlation id and ends where the next turn
-    starts, so uncorrelated events (shell sessions) go to the turn they happened in.
-    """
-    firsts: dict[str, int] = {}
-    for gid, cid in events_gids:
-        if cid is not None and cid in turn_cids and cid not in firsts:
-            firsts[cid] = gid
-    starts = sorted((g, c) for c, g in firsts.items())
-    out: dict[str, range] = {}
-    for i, (g, c) in enumerate(starts):
-        end = starts[i + 1][0] if i + 1 < len(starts) else 1 << 62
-        out[c] = range(g, end)
-    return out

@@ -13,8 +13,9 @@ from pathlib import Path
 from zymi_tui.context.knobs import ContextKnobs, KnobError, load_project_knobs
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import LlmCallStarted, StepSkipped, WorkflowNodeStarted
+from zymi_tui.events.runs import turn_ranges
 from zymi_tui.events.store import EventReader, run_of, step_prefix
-from zymi_tui.tui.model import RunKey, turn_ranges
+from zymi_tui.tui.model import RunKey
 
 PAGE = 2000
 
@@ -38,7 +39,7 @@ async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:
     if key.correlation_id is None:
         return events
     cids = list(dict.fromkeys(se.event.correlation_id for se in run if se.event.correlation_id))
-    keep = turn_ranges([(se.global_id, se.event.correlation_id) for se in run], cids).get(key.correlation_id)
+    keep = turn_ranges(run, cids).get(key.correlation_id)
     return [se for se in events if keep is not None and se.global_id in keep]
 
 
