@@ -96,7 +96,7 @@ def checked_stream_id(data: str | bytes) -> str:
     return env.stream_id
 
 
-def payload(env: Envelope, decoder: msgspec.json.Decoder[T]) -> T:
+def payload(env: Envelope | RunEnvelope, decoder: msgspec.json.Decoder[T]) -> T:
     """The kind's payload, decoded with `decoder` (the fields a reader needs)."""
     try:
         return decoder.decode(env.kind.data)
@@ -121,6 +121,28 @@ def with_sequence(data: str, stream_id: str, sequence: int) -> str:
 
 
 # -- the bookkeeping kinds a runs list reads -----------------------------------------------------
+class RunEnvelope(msgspec.Struct, frozen=True):
+    """What a runs list reads of an envelope: the ids are compared, never checked (the timestamp is
+    parsed, which checks it)."""
+
+    stream_id: str
+    timestamp: str
+    kind: Kind
+    correlation_id: str | None = None
+
+
+_RUN_ENVELOPE = msgspec.json.Decoder(RunEnvelope)
+
+
+def run_envelope(data: str | bytes) -> RunEnvelope:
+    if not isinstance(data, str):
+        raise LeanError("the data column is not text")
+    try:
+        return _RUN_ENVELOPE.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        raise LeanError(str(e)) from None
+
+
 class PipelineRequestedFields(msgspec.Struct, frozen=True):
     pipeline: str
     inputs: dict[str, str] = {}
@@ -137,6 +159,14 @@ class ResumeForkedFields(msgspec.Struct, frozen=True):
     parent_stream_id: str
     fork_at_step: str
 
+
+class LlmCallStartedFields(msgspec.Struct, frozen=True):
+    iteration: int
+    message_count: int
+    approx_context_chars: int
+
+
+LLM_CALL_STARTED = msgspec.json.Decoder(LlmCallStartedFields)
 
 RunFields = PipelineRequestedFields | PipelineCompletedFields | ResumeForkedFields
 # by the kind's type name
