@@ -1,6 +1,6 @@
 """Save SVG screenshots of every dashboard screen under screenshots/, and PNGs next to them.
 
-    .venv/bin/python scripts/screenshots.py [--out screenshots] [--oracle /work/shared/oracle]
+    .venv/bin/python scripts/screenshots.py [--out screenshots] [--oracle tests/oracle]
 
 Stores are COPIES (the bundled sample, and oracle scenarios when present). PNGs need cairosvg
 (`pip install cairosvg`) or `rsvg-convert` on the PATH; without either only SVGs are written.
@@ -110,7 +110,7 @@ def to_png(svg: Path) -> bool:
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "screenshots"))
-    ap.add_argument("--oracle", default="/work/shared/oracle")
+    ap.add_argument("--oracle", default=str(ROOT / "tests" / "oracle"))
     args = ap.parse_args()
     os.environ["TZ"] = "UTC"
     time.tzset()

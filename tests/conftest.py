@@ -1,4 +1,5 @@
-"""Shared fixtures: the oracle stores recorded by the real zymi engine, copied so nothing touches them."""
+"""Shared fixtures: the oracle stores recorded by the real zymi engine (tests/oracle/, inside the repository),
+copied so nothing touches them."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["pytester", "tests.skip_guard"]
+
 ROOT = Path(__file__).resolve().parents[1]
-# ../shared beside the checkout (main, CI), or /work/shared seen from a worktree under /work/wt/<name>
-ORACLE = next(
-    (p / "shared" / "oracle" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared" / "oracle").is_dir()),
-    ROOT.parent / "shared" / "oracle",
-)
-SCENARIOS = sorted(p.name for p in ORACLE.iterdir() if (p / "events.db").exists()) if ORACLE.exists() else []
+# recorded from zymi-core 0.9.3, part of the repository (see tests/oracle/README.md)
+ORACLE = ROOT / "tests" / "oracle"
+SCENARIOS = sorted(p.name for p in ORACLE.iterdir() if (p / "events.db").exists())
+HARNESS = ORACLE / "harness" / "make_stores.py"
 
 
 def oracle_db(name: str) -> Path:
@@ -49,7 +50,10 @@ def zymi_tui_bin() -> str:
     return str(beside) if beside.exists() else "zymi-tui"
 
 
-requires_zymi = pytest.mark.skipif(zymi_bin() is None, reason="the real zymi binary (zymi-core 0.9.3) is not installed")
+# The only two reasons a test may skip (tests/skip_guard.py fails the run on any other): these prefixes.
+NO_ZYMI = "no zymi binary: the real zymi-core 0.9.3 CLI is not installed in this venv nor on PATH"
+NO_POSTGRES = "no PostgreSQL server"
+requires_zymi = pytest.mark.skipif(zymi_bin() is None, reason=NO_ZYMI)
 
 
 def sha256(path: Path) -> str:
@@ -59,6 +63,3 @@ def sha256(path: Path) -> str:
 def snapshot_dir(folder: Path) -> dict[str, str]:
     """Every file in a folder with its checksum: to prove a read left no byte and no file behind."""
     return {p.name: sha256(p) for p in sorted(folder.iterdir()) if p.is_file()}
-
-
-requires_oracle = pytest.mark.skipif(not SCENARIOS, reason="../shared/oracle is not present beside the project")

@@ -1,4 +1,4 @@
-"""Approvals in the chat's modal, recorded as zymi records them (engine.md §5.6)."""
+"""Approvals in the chat's modal, recorded as zymi records them (docs/engine.md#approvals)."""
 
 from __future__ import annotations
 

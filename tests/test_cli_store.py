@@ -24,15 +24,12 @@ from zymi_tui.events.sqlite import SqliteWriter
 from .conftest import (
     SCENARIOS,
     oracle_db,
-    requires_oracle,
     requires_zymi,
     sha256,
     snapshot_dir,
     zymi_bin,
     zymi_tui_bin,
 )
-
-pytestmark = requires_oracle
 
 
 def project_with(scenario: str, root: Path) -> Path:

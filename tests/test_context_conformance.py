@@ -12,11 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ORACLE, SCENARIOS, copy_store, requires_oracle
+from tests.conftest import ORACLE, SCENARIOS, copy_store
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.replay import CallContext, replay_store
-
-pytestmark = requires_oracle
 
 
 def _norm(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -75,7 +73,6 @@ async def test_compaction_ranges_and_bytes_saved(name: str, tmp_path: Path) -> N
         assert plan.span_bytes - len(e["data"]["summary"].encode()) == e["data"]["bytes_saved"]
 
 
-@pytest.mark.skipif("hard_cap" not in SCENARIOS, reason="no hard_cap scenario")
 async def test_hard_cap_failure_is_reproduced(tmp_path: Path) -> None:
     rows = await _replay("hard_cap", tmp_path)
     events = json.loads((ORACLE / "hard_cap" / "context_events.json").read_text())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ORACLE, requires_oracle
+from tests.conftest import ORACLE
 from zymi_tui.cli import main
 from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError, load_project_knobs, resolve_knobs
 
@@ -27,7 +27,6 @@ def test_profiles_have_the_documented_values() -> None:
     assert (PROFILES["eval"].observation_window, PROFILES["eval"].soft_cap_chars) == (4, 60_000)
 
 
-@requires_oracle
 def test_project_knobs_are_read_from_runtime_context() -> None:
     assert load_project_knobs(ORACLE / "chat_profile" / "project") == PROFILES["chat"]
     assert load_project_knobs(ORACLE / "coding_default" / "project") == ContextKnobs()
@@ -59,7 +58,6 @@ def test_set_and_profile_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         resolve_knobs(base, "broken", [])
 
 
-@requires_oracle
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
@@ -77,7 +75,6 @@ def test_bad_knobs_exit_2_with_one_line(argv: list[str], needle: str, capsys: py
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-@requires_oracle
 def test_unknown_stream_and_sequence_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     db = str(ORACLE / "memory" / "events.db")
     assert main(["context", db, "--stream", "nope", "--seq", "1"]) == 2
@@ -92,8 +89,6 @@ def test_store_without_project_or_calls_exit_2(tmp_path: Path, capsys: pytest.Ca
 
     from tests.conftest import copy_store
 
-    if not (ORACLE / "memory" / "events.db").exists():
-        pytest.skip("no oracle")
     db = copy_store(ORACLE / "memory" / "events.db", tmp_path)
     with sqlite3.connect(db) as c:
         c.execute("DELETE FROM events WHERE stream_id LIKE '%:step:%'")

@@ -1,7 +1,7 @@
 """Conformance: our engine, driven by the oracle harness exactly as the real zymi was, must send the very
 request bodies zymi sent and write the same events per stream, in a store the real `zymi` accepts.
 
-Ground truth: /work/shared/oracle/<scenario>/ (recorded from zymi-core 0.9.3). Nothing here is computed by
+Ground truth: tests/oracle/<scenario>/ (recorded from zymi-core 0.9.3). Nothing here is computed by
 the code under test except the store and the request log being checked.
 """
 
@@ -19,16 +19,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ORACLE, ROOT
+from tests.conftest import HARNESS, NO_ZYMI, ORACLE, ROOT
 
-HARNESS = ORACLE / "harness" / "make_stores.py"
 ENGINE_BIN = Path(sys.executable).parent / "zymi-tui"
 REAL_ZYMI = Path(sys.executable).parent / "zymi"
 ORACLE_WORK = "/tmp/oracle"  # where the oracle was recorded (a path inside one tool result)
 RUN_SCENARIOS = ["coding_default", "coding_compaction", "hard_cap", "memory"]
 SERVE_SCENARIOS = ["chat_profile", "fresh_mode"]
-
-pytestmark = pytest.mark.skipif(not HARNESS.exists(), reason="the oracle harness is not present")
 
 
 def _requests(path: Path) -> list[dict[str, Any]]:
@@ -127,7 +124,7 @@ def test_events_per_stream_equal_recorded(produced: Path, scenario: str) -> None
     assert ours == theirs
 
 
-@pytest.mark.skipif(not REAL_ZYMI.exists(), reason="the real zymi binary is not installed in this venv")
+@pytest.mark.skipif(not REAL_ZYMI.exists(), reason=NO_ZYMI)
 @pytest.mark.parametrize("scenario", RUN_SCENARIOS + SERVE_SCENARIOS)
 def test_real_zymi_reads_our_store(produced: Path, scenario: str, tmp_path: Path) -> None:
     project = tmp_path / "p"

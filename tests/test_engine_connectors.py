@@ -1,4 +1,4 @@
-"""The http_inbound connector (docs/connectors.md): what it publishes, and its refusals."""
+"""The http_inbound connector (docs/engine.md#connectors): what it publishes, and its refusals."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The engine's failure paths and bad input, checked against the strings and events engine.md §5 gives.
+"""The engine's failure paths and bad input, checked against the strings and events of docs/engine.md#agent-step.
 
 The model is a scripted OpenAI-compatible server on loopback; the engine runs as `zymi-tui run` in a
 subprocess with stdin closed (so an approval prompt sees EOF, as in zymi's recorded probe).

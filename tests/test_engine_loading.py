@@ -1,4 +1,5 @@
-"""Project loading and validation: zymi's templating passes and its messages (engine.md §1.2, §2.5)."""
+"""Project loading and validation: zymi's templating passes and its messages (docs/engine.md#templating,
+#project-file)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The gate (engine.md §5.4, §6.4): zymi's shell policy and file contracts, with its reasons."""
+"""The gate (docs/engine.md#tool-dispatch, #shell-policy): zymi's shell policy and file contracts, with its reasons."""
 
 from __future__ import annotations
 

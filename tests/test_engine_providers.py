@@ -1,4 +1,4 @@
-"""Providers (engine.md §7): SSE streaming against the oracle harness's model, the reasoning-model switch,
+"""Providers (docs/engine.md#providers): SSE streaming against the oracle harness's model, the reasoning-model switch,
 Anthropic's mapping, and the demo model's determinism and labels."""
 
 from __future__ import annotations
@@ -12,13 +12,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ORACLE
+from tests.conftest import HARNESS, ORACLE
 from tests.test_engine_conformance import ENGINE_BIN, _kinds_by_stream, _normal, _requests, _stream_key
 from zymi_tui.engine.providers import anthropic, openai
 from zymi_tui.engine.providers.base import LlmRequest
 from zymi_tui.engine.providers.demo import DemoProvider
-
-HARNESS = ORACLE / "harness" / "make_stores.py"
 
 
 def _harness(out: Path, work: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -32,7 +30,6 @@ def _harness(out: Path, work: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     return module
 
 
-@pytest.mark.skipif(not HARNESS.exists(), reason="the oracle harness is not present")
 def test_sse_streaming_sends_the_same_bodies_and_records_the_same_events(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,10 +9,9 @@ import pytest
 from zymi_tui.events.envelope import EventDecodeError, decode_event
 from zymi_tui.events.kinds import KNOWN_KINDS, UnknownKind
 
-from .conftest import SCENARIOS, oracle_db, requires_oracle
+from .conftest import SCENARIOS, oracle_db
 
 
-@requires_oracle
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_every_oracle_row_reserialises_byte_for_byte(scenario: str) -> None:
     con = sqlite3.connect(f"file:{oracle_db(scenario)}?mode=ro", uri=True)

@@ -23,6 +23,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from tests.conftest import NO_POSTGRES
+
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "zymi_tui.cli"]
 _server: dict[str, str | None] = {}
@@ -61,7 +63,7 @@ def server_url() -> str | None:
 def require_server() -> str:
     url = server_url()
     if not url:
-        pytest.skip(f"no PostgreSQL: ZYMI_TUI_TEST_PG is unset and {_server['reason']}")
+        pytest.skip(f"{NO_POSTGRES}: ZYMI_TUI_TEST_PG is unset and {_server['reason']}")
     return url
 
 

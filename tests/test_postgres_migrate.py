@@ -16,7 +16,7 @@ from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import ResponseReady
 from zymi_tui.events.store import open_writer
 
-from .conftest import SCENARIOS, copy_store, oracle_db, requires_oracle, zymi_bin
+from .conftest import SCENARIOS, copy_store, oracle_db, zymi_bin
 from .test_postgres_helpers import pg_url
 from .test_postgres_helpers import run_cli as cli
 
@@ -40,7 +40,6 @@ def real_zymi_summary(db: Path, tmp: Path) -> str:
     return next(line for line in done.stdout.splitlines() if line.startswith("Verified "))
 
 
-@requires_oracle
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_oracle_store_migrates_to_postgres_and_back(scenario: str, pg_url: str, tmp_path: Path) -> None:
     src = copy_store(oracle_db(scenario), tmp_path / "src")
@@ -70,7 +69,6 @@ def test_oracle_store_migrates_to_postgres_and_back(scenario: str, pg_url: str, 
         assert sqlite_rows(back, table) == sqlite_rows(oracle_db(scenario), table)
 
 
-@requires_oracle
 def test_migrate_resumes_and_never_copies_twice(pg_url: str, tmp_path: Path) -> None:
     full = copy_store(oracle_db("coding_default"), tmp_path / "full")
     total = len(sqlite_rows(full, "events"))
@@ -106,7 +104,6 @@ def test_migrate_resumes_and_never_copies_twice(pg_url: str, tmp_path: Path) -> 
     assert cli("verify", pg_url).returncode == 0
 
 
-@requires_oracle
 def test_migrate_refuses_a_target_holding_other_events(pg_url: str, tmp_path: Path) -> None:
     async def append() -> None:
         async with await open_writer(pg_url) as w:

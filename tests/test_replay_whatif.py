@@ -7,13 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ORACLE, copy_store, requires_oracle
+from tests.conftest import ORACLE, copy_store
 from zymi_tui.cli import main
 from zymi_tui.context.knobs import ContextKnobs, load_project_knobs
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.replay import CallContext, context_at, replay_store
-
-pytestmark = requires_oracle
 
 
 async def _replay(name: str, tmp_path: Path, knobs: ContextKnobs | None) -> list[CallContext]:

@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import NO_ZYMI
 from zymi_tui.engine.providers.demo_workspace import write_demo_project
 
 BIN = Path(sys.executable).parent
 ENGINE = BIN / "zymi-tui"
 REAL_ZYMI = BIN / "zymi"
-needs_zymi = pytest.mark.skipif(not REAL_ZYMI.exists(), reason="the real zymi binary is not installed in this venv")
+needs_zymi = pytest.mark.skipif(not REAL_ZYMI.exists(), reason=NO_ZYMI)
 
 # gather has no write_memory tool: zymi's fork starts with empty memory (the frozen steps' MemoryWritten
 # live on the parent's run stream and are not copied), so a memory write upstream would change the fork

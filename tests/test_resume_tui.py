@@ -77,8 +77,9 @@ async def test_fork_modal_esc_while_running_and_the_fork_completes(tmp_path: Pat
         await pilot.press("P")
         await until(pilot, lambda: main.selected is not None and main.selected.stream_id == job.stream_id)
         info = main.query_one("#run-info", Static)
-        assert f"fork of {parent} at 'report'" in str(info.content)
-        assert info.size.height >= 3  # the lineage line is on screen, not cut off
+        await until(pilot, lambda: f"fork of {parent} at 'report'" in str(info.content))
+        # the lineage line is on screen, not cut off (once the new content has been laid out)
+        await until(pilot, lambda: info.size.height >= 3)
         await pilot.press("P")
         await until(pilot, lambda: main.selected is not None and main.selected.stream_id == parent)
     fork = fork_of(project, parent)

@@ -16,7 +16,7 @@ from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
 from zymi_tui.events.store import EventReader, StoreLocked
 from zymi_tui.events.tail import tail
 
-from .conftest import copy_store, oracle_db, requires_oracle
+from .conftest import copy_store, oracle_db
 
 N = 2000
 
@@ -95,7 +95,6 @@ async def test_every_event_appended_by_another_process_is_seen_once_in_order(tmp
     assert con.execute("SELECT count(*) FROM events").fetchone()[0] == N
 
 
-@requires_oracle
 async def test_tail_survives_a_lock_longer_than_a_read_waits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rollback-journal store (as the oracle files are) held under an exclusive lock past the
     reader's wait: reads fail with StoreLocked, the tail only waits, and the row then arrives."""

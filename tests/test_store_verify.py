@@ -13,9 +13,7 @@ from zymi_tui.events.hashchain import StreamVerdict
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.events.verify import verify_store
 
-from .conftest import SCENARIOS, copy_store, oracle_db, requires_oracle, requires_zymi, zymi_bin
-
-pytestmark = requires_oracle
+from .conftest import SCENARIOS, copy_store, oracle_db, requires_zymi, zymi_bin
 
 
 async def verify(db: Path, stream: str | None = None) -> dict[str, StreamVerdict]:

@@ -17,7 +17,7 @@ from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
 
 from .conftest import requires_zymi, zymi_bin
 
-# One payload per 0.9.3 kind, written out by hand in zymi's field order (engine.md §3.2,
+# One payload per 0.9.3 kind, written out by hand in zymi's field order (docs/engine.md#event-kinds,
 # events/mod.rs): our model must dump each one back byte for byte, and zymi must read it.
 SAMPLES: dict[str, dict[str, object]] = {
     "UserMessageReceived": {"content": {"User": "hello"}, "connector": "stdin"},

@@ -8,15 +8,13 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from tests.conftest import ORACLE, requires_oracle
+from tests.conftest import ORACLE
 from tests.tui_support import make_app, scenario_copy, settle, sql
 from zymi_tui.events.sqlite import SCHEMA as SqliteSchema
 from zymi_tui.replay.calls import CallContext
 from zymi_tui.tui.inspector import InspectorScreen
 from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.widgets import EventsList, RunsList
-
-pytestmark = requires_oracle
 
 
 async def wait_rebuilt(screen: InspectorScreen, pilot: object, timeout: float = 20.0) -> CallContext:

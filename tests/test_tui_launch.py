@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import requires_oracle
 from tests.tui_support import scenario_copy
 from zymi_tui.cli import main
 from zymi_tui.events.store import StoreError
@@ -24,7 +23,6 @@ def test_bare_launch_without_a_store_opens_the_sample_with_a_banner(tmp_path: Pa
     assert target.banner is not None and "SAMPLE" in target.banner and "zymi-tui observe PATH" in target.banner
 
 
-@requires_oracle
 def test_bare_launch_in_a_project_folder_opens_its_store(tmp_path: Path) -> None:
     db = scenario_copy("memory", tmp_path)
     (tmp_path / "memory" / ".zymi").mkdir()
@@ -34,7 +32,6 @@ def test_bare_launch_in_a_project_folder_opens_its_store(tmp_path: Path) -> None
     assert target.project == tmp_path / "memory"
 
 
-@requires_oracle
 def test_oracle_layout_finds_its_project(tmp_path: Path) -> None:
     db = scenario_copy("coding_default", tmp_path)
     target = choose_target(str(db), "some-run")
@@ -58,7 +55,6 @@ def test_not_a_database_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert len(err.splitlines()) == 1 and "not a SQLite database" in err
 
 
-@requires_oracle
 def test_observe_needs_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = scenario_copy("memory", tmp_path)
     assert main(["observe", str(db), "-r", "x"]) == 2  # pytest captures stdout: not a TTY

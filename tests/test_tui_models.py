@@ -7,17 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ORACLE, oracle_db, requires_oracle
+from tests.conftest import ORACLE, oracle_db
 from tests.tui_support import sql
 from zymi_tui.events.runs import list_runs
 from zymi_tui.events.sqlite import SqliteReader
-from zymi_tui.tui.model import RunKey, RunsModel, format_duration, format_size, turn_ranges
+from zymi_tui.tui.model import RunKey, RunsModel, format_duration, format_size
 from zymi_tui.tui.model_events import RUN_GROUP, EventsModel, Header
 from zymi_tui.tui.model_graph import PipelineError, StepDef, build_graph, load_pipeline_steps, ranks_of
 from zymi_tui.tui.model_plot import collect_calls, downsample
 from zymi_tui.tui.source import knobs_of
-
-pytestmark = requires_oracle
 
 
 async def _events(name: str, stream: str | None = None) -> list:  # type: ignore[type-arg]
@@ -51,13 +49,6 @@ async def test_chat_stream_splits_into_turns_under_a_header() -> None:
     model.search = "chat-7"
     model.rebuild()
     assert {row.key.stream_id for row in model.rows} == {"chat-7"}
-
-
-def test_turn_ranges_give_uncorrelated_events_to_the_turn_they_happened_in() -> None:
-    events = [(1, "a"), (2, "a"), (3, None), (4, "b"), (5, None), (6, "b")]
-    ranges = turn_ranges(events, ["a", "b"])
-    assert 3 in ranges["a"] and 3 not in ranges["b"]
-    assert 5 in ranges["b"] and 4 not in ranges["a"]
 
 
 async def test_plot_points_are_the_recorded_calls_and_masking_starts_at_iteration_12() -> None:

@@ -9,13 +9,10 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from tests.conftest import requires_oracle
 from tests.tui_support import make_app, scenario_copy, settle, use_utc
 from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.inspector import InspectorScreen
 from zymi_tui.tui.widgets import CursorList
-
-pytestmark = requires_oracle
 
 
 @pytest.fixture(autouse=True)

@@ -10,10 +10,9 @@ import pytest
 
 from zymi_tui.cli import main
 
-from .conftest import ORACLE, copy_store, oracle_db, requires_oracle
+from .conftest import ORACLE, copy_store, oracle_db
 
 
-@requires_oracle
 def test_replay_compare_equals_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = copy_store(oracle_db("coding_compaction"), tmp_path)
     project = str(ORACLE / "coding_compaction" / "project")

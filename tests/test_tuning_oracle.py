@@ -1,4 +1,4 @@
-"""Tuning figures against what the real zymi engine recorded (../shared/oracle): the store's own
+"""Tuning figures against what the real zymi engine recorded (tests/oracle): the store's own
 calls and request bodies are the answer key, never our own output."""
 
 from __future__ import annotations
@@ -12,15 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import ORACLE, SCENARIOS, requires_oracle
+from tests.conftest import ORACLE, SCENARIOS
 from zymi_tui.context.knobs import PROFILES, ContextKnobs, load_project_knobs
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.replay.calls import CallContext, replay_store
 from zymi_tui.replay.compare import compare_profiles, knob_dict, recorded_output, replay_profiles
 from zymi_tui.replay.presence import FULL, MASKED, NOT_YET, presence
 from zymi_tui.replay.rent import observation_rent
-
-pytestmark = requires_oracle
 
 
 def expected(name: str) -> list[dict[str, Any]]:

@@ -9,14 +9,13 @@ from typing import Any
 import pytest
 from textual.widgets import Input, Static
 
-from tests.conftest import ORACLE, requires_oracle
+from tests.conftest import ORACLE
 from zymi_tui.events.store import EventReader
 from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.compare_screen import CompareScreen
 from zymi_tui.tui.tuning.editor import TuningScreen
 from zymi_tui.tui.tuning.sweep_screen import SweepScreen
 
-pytestmark = requires_oracle
 SIZE = (150, 45)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, Input, Select, Static
 
-from tests.conftest import ORACLE, requires_oracle
+from tests.conftest import ORACLE
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.compare import COLUMNS
 from zymi_tui.tui.tuning.app import TuningApp
@@ -19,7 +19,6 @@ from zymi_tui.tui.tuning.compare_screen import CompareScreen
 from zymi_tui.tui.tuning.editor import TuningScreen
 from zymi_tui.tui.tuning.plots import CurvePlot
 
-pytestmark = requires_oracle
 NAME = "coding_default"
 
 
@@ -144,7 +143,7 @@ async def test_comparison_table_matches_cli_json(tmp_path: Path, monkeypatch: py
         assert shown["figures"] == [p["total"]["provenance"] for p in want["profiles"]]
         per_run = screen.query_one("#per-run", DataTable)
         assert per_run.row_count == len(want["profiles"][0]["runs"])
-        await pilot.press("ctrl+j")
+        await pilot.press("ctrl+o")
         await pilot.pause()
         exported = json.loads((tmp_path / "zymi-tui-compare.json").read_text())
         assert exported["profiles"] == want["profiles"]

@@ -1,28 +1,36 @@
-"""The `zymi-tui` command. Subcommands live in `zymi_tui/commands/*_cmds.py`, each with `register()`."""
+"""The `zymi-tui` command. The command table is `zymi_tui.commands.COMMANDS`; a command's module
+(`zymi_tui/commands/*_cmds.py`, with `configure(command, parser)`) is imported only when it runs."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
-from collections.abc import Sequence
-from types import ModuleType
+from collections.abc import Callable, Sequence
 
-from zymi_tui import __version__, commands
-
-
-def command_modules() -> list[ModuleType]:
-    """Every `zymi_tui.commands.*_cmds` module, in the order its `ORDER` asks (default 50)."""
-    found = [
-        importlib.import_module(f"{commands.__name__}.{info.name}")
-        for info in pkgutil.iter_modules(commands.__path__)
-        if info.name.endswith("_cmds")
-    ]
-    return sorted(found, key=lambda m: (getattr(m, "ORDER", 50), m.__name__))
+from zymi_tui import __version__
+from zymi_tui.commands import COMMAND_BY_NAME, COMMANDS
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(name: str) -> Callable[[str, argparse.ArgumentParser], None]:
+    """The `configure` function of the module serving command `name`, imported now."""
+    module = importlib.import_module(f"zymi_tui.commands.{COMMAND_BY_NAME[name].module}")
+    configure: Callable[[str, argparse.ArgumentParser], None] = module.configure
+    return configure
+
+
+def chosen_command(args: Sequence[str]) -> str | None:
+    """The command named on the line: its first word that is not an option."""
+    for arg in args:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in COMMAND_BY_NAME else None
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command is listed; only `command`'s module is imported, to add its arguments."""
     parser = argparse.ArgumentParser(
         prog="zymi-tui",
         description="Observe and tune the context windows of LLM agents, on zymi-core 0.9.3 event stores.\n"
@@ -32,8 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"zymi-tui {__version__}")
     parser.add_argument("--no-venv", action="store_true", help="accepted for compatibility with zymi; ignored")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in command_modules():
-        module.register(sub)
+    for spec in COMMANDS:
+        p = sub.add_parser(spec.name, help=spec.help)
+        if spec.name == command:
+            command_module(spec.name)(spec.name, p)
     return parser
 
 
@@ -41,14 +51,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     # zymi accepts --no-venv anywhere on the line
     args_list = [a for a in args_list if a != "--no-venv"]
-    parser = build_parser()
-    args = parser.parse_args(args_list)
-    func = getattr(args, "func", None)
-    if func is None:
-        from zymi_tui.commands import tui_cmds
-
-        return tui_cmds.observe_bare()  # bare `zymi-tui` opens the dashboard
-    code: int = func(args)
+    command = chosen_command(args_list)
+    args = build_parser(command).parse_args(args_list)
+    if command is None:
+        args = build_parser("observe").parse_args(["observe"])
+        args.bare = True  # bare `zymi-tui` opens the dashboard on the current folder or the sample
+    code: int = args.func(args)
     return code
 
 

@@ -1,1 +1,51 @@
-"""The `zymi-tui` subcommands, one module per area. Each module has `register(subparsers)`."""
+"""The `zymi-tui` subcommands: which module serves each, and the line `zymi-tui --help` shows for it.
+
+This table is all `cli.py` reads to list the commands, so `--version` and `--help` import nothing
+else. A command's module is imported only when that command runs (or asks for its own `--help`);
+it defines `configure(command, parser)`, which adds the command's arguments and sets `func`.
+Add a command here, in the order it should appear in `zymi-tui --help`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    name: str
+    module: str  # under zymi_tui.commands
+    help: str
+
+
+COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec("observe", "tui_cmds", "the live dashboard: runs, events, context size, call inspector"),
+    CommandSpec(
+        "chat", "chat_cmds", "chat with the project's chat pipeline; its context grows beside the conversation"
+    ),
+    CommandSpec("demo", "chat_cmds", "make a demo project (offline demo model, no API key) and open the chat on it"),
+    CommandSpec("serve-web", "chat_cmds", "serve the chat to a browser on 127.0.0.1 (textual-serve)"),
+    CommandSpec("events", "store_cmds", "list events (oldest first), filtered by stream or kind; --follow to tail"),
+    CommandSpec("runs", "store_cmds", "list pipeline runs, newest first (--turns: one row per chat turn)"),
+    CommandSpec("verify", "store_cmds", "verify every stream's hash chain; exit 0 when all hold, 1 when one breaks"),
+    CommandSpec("replay", "context_cmds", "rebuild the context of every LLM call of a store"),
+    CommandSpec("context", "context_cmds", "one LLM call's context: layers, bytes, tokens and reasons"),
+    CommandSpec("compare", "tuning_cmds", "replay a store under two or more profiles side by side (what-if)"),
+    CommandSpec("sweep", "tuning_cmds", "replay a store over a grid of observation_window x soft_cap_chars"),
+    CommandSpec("rent", "tuning_cmds", "tool results of a stream ranked by what they cost while unmasked"),
+    CommandSpec("find", "tuning_cmds", "was TEXT in the context at each call of a stream (and why not)?"),
+    CommandSpec("advise", "advise_cmds", "findings on a store (signals, evidence) and what to change, replayed on it"),
+    CommandSpec("export", "export_cmds", "a store's LLM calls as LHAR (context-lens) or OTLP/JSON spans"),
+    CommandSpec("tune", "tuning_cmds", "the knob editor (or --compare / --sweep screens) on a store"),
+    CommandSpec("run", "engine_cmds", "run a pipeline of a zymi project (zymi's `run`)"),
+    CommandSpec("init", "engine_cmds", "create a zymi project here (on the offline demo model)"),
+    CommandSpec("serve", "engine_cmds", "run pipelines on every PipelineRequested (zymi's `serve`)"),
+    CommandSpec(
+        "resume",
+        "resume_cmds",
+        "fork a run at a step: upstream frozen, the rest re-run (zymi's `resume`), under other knobs",
+    ),
+    CommandSpec("migrate", "migrate_cmds", "copy an event store (SQLite <-> Postgres) row for row; resumable"),
+)
+
+COMMAND_BY_NAME: dict[str, CommandSpec] = {c.name: c for c in COMMANDS}

@@ -14,11 +14,9 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from zymi_tui.commands.common import EXIT_OK, EXIT_USAGE, CommandError, fail, guarded, out
 
-ORDER = 15  # position in `zymi-tui --help`
 DEMO_HINT = "demo project ready: send a few messages (try “audit all modules”), then press F2 to see the context"
 
 
@@ -144,19 +142,26 @@ def _chat_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--theme", metavar="NAME", help="a Textual theme, e.g. textual-dark or textual-light")
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser("chat", help="chat with the project's chat pipeline; its context grows beside the conversation")
+def configure(command: str, p: argparse.ArgumentParser) -> None:
+    {"chat": _chat_parser, "demo": _demo_parser, "serve-web": _serve_web_parser}[command](p)
+
+
+def _chat_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
     p.add_argument("--pipeline", metavar="NAME", help="pipeline to chat with (default: chat)")
     p.add_argument("--plain", action="store_true", help="the line-based chat (also used when not on a terminal)")
     p.add_argument("--demo-model", action="store_true", help="use the offline demo model whatever project.yml says")
     _chat_args(p)
     p.set_defaults(func=guarded(cmd_chat))
-    d = sub.add_parser("demo", help="make a demo project (offline demo model, no API key) and open the chat on it")
+
+
+def _demo_parser(d: argparse.ArgumentParser) -> None:
     d.add_argument("directory", nargs="?", metavar="DIR", help="folder for the demo project (default: a temporary one)")
     _chat_args(d)
     d.set_defaults(func=guarded(cmd_demo))
-    w = sub.add_parser("serve-web", help="serve the chat to a browser on 127.0.0.1 (textual-serve)")
+
+
+def _serve_web_parser(w: argparse.ArgumentParser) -> None:
     w.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: a fresh demo project per browser tab)")
     w.add_argument("--port", type=_port, default=8000, metavar="N", help="TCP port on 127.0.0.1 (default 8000)")
     w.set_defaults(func=guarded(cmd_serve_web))

@@ -14,11 +14,12 @@ from rich.table import Table
 from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
 from zymi_tui.context.prefix import ProjectError, find_project
 from zymi_tui.events.store import EventReader, open_reader, resolve_store
+from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
+from zymi_tui.replay.export import context_markdown
 
-from .common import EXIT_OK, CommandError, err, guarded, out, run_async
-
-ORDER = 30  # position in `zymi-tui --help`
+from .common import EXIT_OK, CommandError, err, guarded, out, raw_line, report_skipped, run_async, shown
+from .export_cmds import RequestBodies
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -34,8 +35,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser("replay", help="rebuild the context of every LLM call of a store")
+def configure(command: str, p: argparse.ArgumentParser) -> None:
+    {"replay": _replay_parser, "context": _context_parser}[command](p)
+
+
+def _replay_parser(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--messages", action="store_true", help="with --json: the messages in OpenAI wire form")
     p.add_argument("--tokens", action="store_true", help="also estimate tokens per call (offline o200k; slower)")
@@ -44,10 +48,16 @@ def register(sub: Any) -> None:
         help="the whole store under several profiles side by side (as `zymi-tui compare --profiles`)",
     )  # fmt: skip
     p.set_defaults(func=_replay_or_compare)
-    c = sub.add_parser("context", help="one LLM call's context: layers, bytes, tokens and reasons")
+
+
+def _context_parser(c: argparse.ArgumentParser) -> None:
     _common(c)
     c.add_argument("--stream", required=True, metavar="S", help="the step stream (`<run>:step:<id>`)")
     c.add_argument("--seq", required=True, type=int, metavar="N", help="the LlmCallStarted's sequence")
+    c.add_argument(
+        "--format", choices=["text", "json", "md"], default="text",
+        help="json: the call with its exact request body (as --json); md: layers, reasons, sizes and texts",
+    )  # fmt: skip
     c.set_defaults(func=guarded(lambda a: run_async(_context(a))))
 
 
@@ -81,6 +91,9 @@ def row_json(row: CallContext, *, messages: bool, tokens: bool = True) -> dict[s
         "recorded_chars": row.recorded_chars,
         "recorded_message_count": row.recorded_message_count,
         "recorded_input_tokens": row.recorded_input_tokens,
+        "recorded_cached_input_tokens": row.recorded_cached_tokens,
+        "recorded_cache_creation_tokens": row.recorded_cache_creation_tokens,
+        **reuse_json(row),
         "chars": None if r is None else r.chars,
         "message_count": None if r is None else r.message_count,
         "estimated_tokens": _est_tokens(row) if tokens else None,
@@ -136,9 +149,8 @@ async def _replay(args: argparse.Namespace) -> int:
                 _progress(row.global_id, total)
             rows.append(row)
             if args.json:
-                sys.stdout.write(
-                    json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False) + "\n"
-                )
+                line = json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False)
+                sys.stdout.write(raw_line(line) + "\n")
             elif table is not None:
                 _add_row(table, row, args.tokens)
         if total > 20_000 and sys.stderr.isatty():
@@ -151,6 +163,7 @@ async def _replay(args: argparse.Namespace) -> int:
         if table is not None:
             out.print(table)
         _totals(rows, args.json, knobs, project, args.tokens)
+        report_skipped(reader)
     finally:
         await reader.close()
     return EXIT_OK
@@ -180,7 +193,7 @@ def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
     if r is not None and r.hard_cap_exceeded and not row.hard_cap_failure:
         note.append("[red]would fail hard cap[/]")
     t.add_row(
-        escape(row.stream_id.split(":step:")[-1]),
+        shown(row.stream_id.split(":step:")[-1]),
         str(row.sequence),
         str(row.iteration),
         kind,
@@ -242,21 +255,28 @@ async def _context(args: argparse.Namespace) -> int:
             row = await context_at(reader, args.stream, args.seq, project=project, knobs=knobs)
         except ReplayError as e:
             raise CommandError(str(e)) from None
+        finally:
+            report_skipped(reader)
     finally:
         await reader.close()
     r = row.rendered
-    if args.json:
+    fmt = "json" if args.json else args.format
+    if fmt == "md":
+        sys.stdout.write(context_markdown(row, RequestBodies(project)(row)))
+        return EXIT_OK
+    if fmt == "json":
         obj = row_json(row, messages=True)
+        obj["request_body"] = RequestBodies(project)(row)
         if r is not None:
             obj["entries"] = [
                 {"layer": e.layer, "role": e.message.role, "bytes": e.bytes, "tokens": e.tokens, "reason": e.reason,
                  "source_seq": e.source_seq, "simulated": e.simulated}
                 for e in r.entries
             ]  # fmt: skip
-        sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        sys.stdout.write(raw_line(json.dumps(obj, ensure_ascii=False)) + "\n")
         return EXIT_OK
     kind = "compaction call" if row.is_compaction else f"iteration {row.iteration}"
-    out.print(f"[bold]{escape(row.stream_id)}[/] seq {row.sequence} ({kind})")
+    out.print(f"[bold]{shown(row.stream_id)}[/] seq {row.sequence} ({kind})")
     if r is None:
         err.print("the prefix cannot be known here (no project)")
         return EXIT_OK
@@ -274,7 +294,7 @@ async def _context(args: argparse.Namespace) -> int:
         preview = text.replace("\n", "⏎")[:60]
         t.add_row(
             str(i), entry.layer, entry.message.role, "" if entry.source_seq is None else str(entry.source_seq),
-            str(entry.bytes), str(entry.tokens), escape(entry.reason), escape(preview),
+            str(entry.bytes), str(entry.tokens), shown(entry.reason), shown(preview),
         )  # fmt: skip
     out.print(t)
     if r.prefix_inferred:

@@ -16,8 +16,6 @@ from zymi_tui.events.store import redact_url
 if TYPE_CHECKING:
     from zymi_tui.engine.runner import SealWatch
 
-ORDER = 50  # position in `zymi-tui --help`
-
 
 def _load(directory: str | None) -> Workspace:
     try:
@@ -46,7 +44,7 @@ def _print(text: str) -> None:
 
 
 def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
-    """zymi's TTY-only prompting for declared inputs not given with -i (engine.md §8.4), on stderr."""
+    """zymi's TTY-only prompting for declared inputs not given with -i (docs/engine.md#input-prompts), on stderr."""
     asked = False
     for spec in pipeline.inputs:
         if spec.name in inputs:
@@ -200,7 +198,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def print_footer(success: bool, final_output: str | None) -> int:
-    """zymi's end-of-run footer (engine.md §4.7) after the `---` line; the exit code it implies."""
+    """zymi's end-of-run footer (docs/engine.md#run-output) after the `---` line; the exit code it implies."""
     _print("Pipeline completed successfully." if success else "Pipeline completed with errors.")
     if final_output is not None:
         _print("")
@@ -254,18 +252,25 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("run", help="run a pipeline of a zymi project (zymi's `run`)")
+def configure(command: str, p: argparse.ArgumentParser) -> None:
+    {"run": _run_parser, "init": _init_parser, "serve": _serve_parser}[command](p)
+
+
+def _run_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("pipeline", metavar="PIPELINE")
     p.add_argument("-i", "--input", action="append", metavar="KEY=VALUE", help="a pipeline input (repeatable)")
     p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
     p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("init", help="create a zymi project here (on the offline demo model)")
+
+
+def _init_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--name", help="project name (default: the folder name)")
     p.add_argument("--example", help="scaffold an example project: demo")
     p.set_defaults(func=cmd_init)
-    p = sub.add_parser("serve", help="run pipelines on every PipelineRequested (zymi's `serve`)")
+
+
+def _serve_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("pipelines", nargs="*", metavar="PIPELINE")
     p.add_argument("--all", action="store_true", help="serve every pipeline of the project")
     p.add_argument("--poll-interval-ms", type=int, default=100, metavar="N", help="store poll interval (default 100)")

@@ -36,8 +36,6 @@ from zymi_tui.events.store import StoreError, is_postgres_url, redact_url, resol
 
 from .common import EXIT_OK, CommandError, err, guarded, out, run_async, warn
 
-ORDER = 70  # position in `zymi-tui --help`
-
 COLUMNS = (
     "id", "event_id", "stream_id", "sequence", "timestamp", "kind_tag", "data",
     "correlation_id", "causation_id", "source", "prev_hash", "hash",
@@ -359,13 +357,11 @@ async def _copy(src: Source, dst: Target, batch: int) -> int:
     return EXIT_OK
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "migrate",
-        help="copy an event store (SQLite <-> Postgres) row for row; resumable",
-        description="Copy every event of SRC into DST with its id, sequence, data and hashes untouched, "
+def configure(command: str, p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Copy every event of SRC into DST with its id, sequence, data and hashes untouched, "
         "then the stream heads, so `verify` passes on DST. DST is a .db file (created with zymi's schema) "
-        "or a postgres:// URL (tables created if missing). Re-running copies only what is not there yet.",
+        "or a postgres:// URL (tables created if missing). Re-running copies only what is not there yet."
     )
     p.add_argument("src", metavar="SRC", help="a .db file, a project folder, or a postgres:// URL")
     p.add_argument("dst", metavar="DST", help="a .db file (created if missing) or a postgres:// URL")

@@ -15,8 +15,6 @@ from zymi_tui.engine.runner import SealWatch
 from zymi_tui.engine.runtime import close_runtime, open_runtime, project_knobs
 from zymi_tui.events.store import is_postgres_url, open_reader
 
-ORDER = 60  # position in `zymi-tui --help`
-
 
 def knob_choice(ws: Workspace, profile: str | None, sets: list[str]) -> KnobChoice:
     try:
@@ -83,10 +81,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return say_interrupted(ws.store_location, watch)
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "resume", help="fork a run at a step: upstream frozen, the rest re-run (zymi's `resume`), under other knobs"
-    )
+def configure(command: str, p: argparse.ArgumentParser) -> None:
     p.add_argument("stream", metavar="STREAM", help="the parent run's stream id (see `zymi-tui runs`)")
     p.add_argument("--from-step", required=True, metavar="STEP", help="the step to fork at")
     p.add_argument("--dry-run", action="store_true", help="print the resume plan and exit; writes nothing")

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from zymi_tui.events.store import open_reader
+from zymi_tui.tui.app import DashboardApp
+from zymi_tui.tui.launch import choose_target
 
 from .common import EXIT_OK, CommandError, add_store_arg, guarded, run_async, store_arg
 
-ORDER = 10  # position in `zymi-tui --help`
 
-
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("observe", help="the live dashboard: runs, events, context size, call inspector")
+def configure(command: str, p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
     p.add_argument("-r", "--run", metavar="STREAM", help="select this run's stream id at start")
     p.add_argument("--project", metavar="DIR", help="project folder for pipelines/ and knobs (default: inferred)")
     p.add_argument("--theme", metavar="NAME", help="a Textual theme, e.g. textual-dark or textual-light")
-    p.set_defaults(func=guarded(observe))
+    p.set_defaults(func=guarded(observe), bare=False)  # cli.main sets bare for `zymi-tui` alone
 
 
 async def _check(store: str) -> None:
@@ -31,13 +31,9 @@ async def _check(store: str) -> None:
         await reader.close()
 
 
-def observe(args: argparse.Namespace, *, bare: bool = False) -> int:
-    from dataclasses import replace
-
-    from zymi_tui.tui.app import DashboardApp
-    from zymi_tui.tui.launch import choose_target
-
-    target = choose_target(store_arg(args), args.run, bare=bare)
+def observe(args: argparse.Namespace) -> int:
+    """`bare`: `zymi-tui` alone, on the current folder's store or else the sample (with a banner)."""
+    target = choose_target(store_arg(args), args.run, bare=args.bare)
     if args.project:
         project = Path(args.project)
         if not project.is_dir():
@@ -48,9 +44,3 @@ def observe(args: argparse.Namespace, *, bare: bool = False) -> int:
         raise CommandError("observe needs a terminal (stdin and stdout must be a TTY)")
     DashboardApp(target, theme=args.theme).run()
     return EXIT_OK
-
-
-def observe_bare() -> int:
-    """`zymi-tui` with no command: the dashboard on the current folder's store, or the sample."""
-    args = argparse.Namespace(store=None, dir=None, run=None, project=None, theme=None)
-    return guarded(lambda a: observe(a, bare=True))(args)

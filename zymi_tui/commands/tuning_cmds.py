@@ -40,8 +40,6 @@ from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, SweepError
 
 from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg
 
-ORDER = 40  # position in `zymi-tui --help`
-
 RECORDED = "recorded"
 KnobDict = dict[str, int | None]
 
@@ -73,7 +71,8 @@ def profile_knobs(name: str, recorded: ContextKnobs) -> KnobDict | None:
         raise CommandError(str(e)) from None
 
 
-def project_model(project: Path | None) -> str | None:
+def project_llm(project: Path | None, key: str) -> str | None:
+    """`llm.<key>` of the project's project.yml (`model`, `provider`), if it says."""
     if project is None:
         return None
     try:
@@ -81,8 +80,8 @@ def project_model(project: Path | None) -> str | None:
     except (OSError, yaml.YAMLError):
         return None
     llm = doc.get("llm") if isinstance(doc, dict) else None
-    model = llm.get("model") if isinstance(llm, dict) else None
-    return model if isinstance(model, str) else None
+    value = llm.get(key) if isinstance(llm, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def make_replay(
@@ -162,7 +161,8 @@ async def run_compare(args: argparse.Namespace) -> Comparison:
                 profiles,
                 recorded_knobs=knob_dict(base),
                 prices=prices,
-                model=args.model or project_model(project),
+                model=args.model or project_llm(project, "model"),
+                provider=project_llm(project, "provider"),
                 output=output,
                 last_global_id=await reader.max_global_id(),
                 progress=tick,
@@ -238,24 +238,35 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     streams=streams,
                     last_global_id=await reader.max_global_id(),
                     progress=tick,
+                    prices=prices,
+                    model=project_llm(project, "model"),
+                    provider=project_llm(project, "provider"),
                 )
         finally:
             await reader.close()
 
+    try:
+        prices = load_prices(None)
+    except PriceError as e:
+        raise CommandError(str(e)) from None
     result = run_async(go())
     if args.json:
         write_or_print(json.dumps(result.to_json(), indent=1) + "\n", args.output)
         return EXIT_OK
     out.print(f"[yellow]⚠ {escape(CAVEAT)}[/]")
-    table = Table(title="sweep: ★ = Pareto front (total input tokens vs peak), ✗ = hard-cap failures")
+    table = Table(
+        title="sweep: ★ = Pareto front (total input tokens vs peak; $ = cost with cache vs peak), ✗ = hard-cap failures"
+    )
     for col in ("window", "soft cap", "hard cap", "input tokens (sum)", "peak tokens", "peak chars",
-                "over soft", "compactions (est.)", "hard-cap fails", "figures", ""):  # fmt: skip
+                "over soft", "compactions (est.)", "hard-cap fails", "cache breaks", "cost with cache (est.)",
+                "figures", ""):  # fmt: skip
         table.add_column(col, justify="right")
     for p in result.points:
-        mark = "★" if p.pareto else ("✗" if p.hard_cap_failures else "")
+        mark = ("★" if p.pareto else ("✗" if p.hard_cap_failures else "")) + ("$" if p.pareto_cost_with_cache else "")
+        cost = "no price" if p.cost_with_cache is None else f"{p.cost_with_cache:.4f}"
         table.add_row(*(f"{v:,}" for v in (p.observation_window, p.soft_cap_chars, p.hard_cap_chars, p.tokens_sum,
                         p.tokens_peak, p.chars_peak, p.over_soft_cap, p.compactions_simulated,
-                        p.hard_cap_failures)), p.provenance, mark)  # fmt: skip
+                        p.hard_cap_failures, p.cache_breaks)), cost, p.provenance, mark)  # fmt: skip
     out.print(table)
     return EXIT_OK
 
@@ -386,8 +397,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("compare", help="replay a store under two or more profiles side by side (what-if)")
+def configure(command: str, p: argparse.ArgumentParser) -> None:
+    parsers = {"compare": _compare_parser, "sweep": _sweep_parser, "rent": _rent_parser, "find": _find_parser}
+    {**parsers, "tune": _tune_parser}[command](p)
+
+
+def _compare_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
     p.add_argument("--profiles", required=True, metavar="P1,P2[,...]",
                    help=f"`{RECORDED}` (the store's own knobs), coding, chat, eval or a saved profile")  # fmt: skip
@@ -399,7 +414,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write the export there (table: as Markdown)")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("sweep", help="replay a store over a grid of observation_window x soft_cap_chars")
+
+def _sweep_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
     p.add_argument("--window", metavar="LIST", help="e.g. 2,4,6,8,10,15,20 or 2-20:2")
     p.add_argument("--soft-cap", dest="soft_cap", metavar="LIST", help="e.g. 20k,40k,60k,100k,400k")
@@ -407,7 +423,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-o", "--output", metavar="FILE")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("rent", help="tool results of a stream ranked by what they cost while unmasked")
+
+def _rent_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
     p.add_argument("--stream", required=True, help="a step stream (`<run>:step:<id>`)")
     p.add_argument("--window", type=int, metavar="W", help="also show what observation_window=W would have saved")
@@ -415,7 +432,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_rent)
 
-    p = sub.add_parser("find", help="was TEXT in the context at each call of a stream (and why not)?")
+
+def _find_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", metavar="TEXT", help="the string to look for (first: `find TEXT STORE --stream S`)")
     add_common(p)
     p.add_argument("--stream", required=True, help="a step stream (`<run>:step:<id>`)")
@@ -424,7 +442,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_find)
 
-    p = sub.add_parser("tune", help="the knob editor (or --compare / --sweep screens) on a store")
+
+def _tune_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
     p.add_argument("--stream", help="the step stream to edit (default: the one with the most events)")
     p.add_argument("--seq", type=int, metavar="N", help="the call (LlmCallStarted sequence) shown first")

@@ -3,7 +3,7 @@
 Layer A (system prompt, task), Layer B (`[memory]` snapshot), Layer C (the step stream's
 messages: ContextCompacted ranges suppressed, `context.mode: fresh` filter), then forget,
 observation masking, the soft-cap compaction plan and the hard-cap check, with the rules of
-context-builder.md (which every recorded call confirms).
+docs/context.md (which every recorded call confirms).
 
 Incremental: `add()` keeps Layer C as a list with running byte sums and turn boundaries, so
 `build()` computes the totals in O(1) and the message list only when it is asked for.
@@ -101,6 +101,22 @@ class CompactionPlan:
         return sum(message_bytes(m) for m in self.request_messages)
 
 
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """Where a built context's messages come from, kept so that two calls' lists can be compared
+    without materialising them (context/reuse.py): Layer A, the memory snapshot, and Layer C as
+    items [cut, n) of `tail`, those before `mask_end` in their masked form."""
+
+    prefix: Prefix
+    memory: tuple[tuple[str, str], ...]
+    tail: _Tail
+    cut: int
+    mask_end: int
+    n: int
+    compactions: tuple[tuple[int, int], ...]
+    knobs: ContextKnobs
+
+
 @dataclass
 class RenderedContext:
     """A built context. Totals are exact and cheap; `entries` is materialised on first use."""
@@ -115,6 +131,7 @@ class RenderedContext:
     dropped_by_fresh: int = 0  # step-stream messages hidden by context.mode: fresh
     compacted_away: int = 0  # step-stream messages inside a compacted range
     prefix_inferred: bool = False
+    shape: Shape | None = field(default=None, repr=False)  # None: a compaction call's own request
     _make_entries: Callable[[], list[ContextEntry]] = field(default=list, repr=False)
     _make_dropped: Callable[[], list[ContextEntry]] = field(default=list, repr=False)
 
@@ -388,7 +405,7 @@ class ContextBuilder:
             i = bisect.bisect_right(merged, (seq, 1 << 62)) - 1
             return i >= 0 and merged[i][0] <= seq <= merged[i][1]
 
-        # one pointer over the summaries sorted by range start (context-builder.md §1B)
+        # one pointer over the summaries sorted by range start (docs/context.md#compaction)
         summaries: list[_Raw] = []
         last = -1
         for c in sorted(self._compactions, key=lambda c: c.lo):
@@ -501,6 +518,7 @@ class ContextBuilder:
             dropped_by_fresh=fresh_hidden,
             compacted_away=len(self._raw) - (n - tail.summaries) - fresh_hidden,
             prefix_inferred=self.prefix.inferred,
+            shape=Shape(prefix, tuple(mem), tail, cut, mask_end, n, tuple((c.lo, c.hi) for c in self._compactions), k),
             _make_entries=entries,
             _make_dropped=dropped,
         )
@@ -526,7 +544,7 @@ class ContextBuilder:
         end_idx = span_end - cut  # index into the forgotten body ...
         if end_idx <= 0 or len(tail.items) < end_idx:
             return None
-        # ... used on the unforgotten list, as zymi does (context-builder.md §1E)
+        # ... used on the unforgotten list, as zymi does (docs/context.md#compaction)
         lo, hi = tail.items[0].seq, tail.items[end_idx - 1].seq
         span = [self._shown(tail, i, mask_end) for i in range(cut, span_end)]
         span_bytes = sum(message_bytes(m) for m in span)

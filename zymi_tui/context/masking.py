@@ -1,6 +1,6 @@
 """zymi's observation masking pieces (context_window.rs): cuts, primary argument, placeholders.
 
-Every cut is in UTF-8 bytes, floored to a character boundary (context-builder.md §1G).
+Every cut is in UTF-8 bytes, floored to a character boundary (docs/context.md#truncation).
 """
 
 from __future__ import annotations

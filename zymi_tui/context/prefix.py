@@ -3,7 +3,7 @@
 Reads `agents/*.yml` (name, system_prompt) and `pipelines/*.yml` (name, inputs, steps: id,
 agent, task, depends_on, context.mode) as plain dicts, after zymi's load-time templating
 (`${env.X}`, `${project.name}`, `${project.version}`, `variables:`). The engine's full loader
-lives elsewhere; this module only resolves prefixes (engine.md §1.2, §4.6, §5.1).
+lives elsewhere; this module only resolves prefixes (docs/engine.md#templating, docs/engine.md#agent-step).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _yml_files(folder: Path) -> list[Path]:
 
 
 def _levels(steps: dict[str, StepSpec]) -> dict[str, int]:
-    """Kahn levels (engine.md §4.2): a step's level is 1 + its deepest known dependency's."""
+    """Kahn levels (docs/engine.md#dag-levels): a step's level is 1 + its deepest known dependency's."""
     levels: dict[str, int] = {}
 
     def level(sid: str, seen: frozenset[str]) -> int:
@@ -100,10 +100,12 @@ class ProjectPrefixes:
         if doc.get("version") is not None:
             variables["project.version"] = str(doc["version"])
         self.agents: dict[str, str] = {}
+        self.agent_tools: dict[str, tuple[str, ...]] = {}  # the tools each agent is given
         for path in _yml_files(root / "agents"):
             agent = _load_yaml(path, variables)
             if isinstance(agent, dict) and "name" in agent:
                 name = str(agent["name"])
+                self.agent_tools[name] = tuple(str(t) for t in agent.get("tools") or [])
                 prompt = agent.get("system_prompt")
                 self.agents[name] = str(prompt) if prompt is not None else f"You are the '{name}' agent."
         self.pipelines: dict[str, PipelineSpec] = {}

@@ -1,4 +1,4 @@
-"""The agent step (engine.md §5): zymi's ReAct loop, with the one ContextBuilder building every call.
+"""The agent step (docs/engine.md#agent-step): zymi's ReAct loop, with the one ContextBuilder building every call.
 
 The step stream `<run>:step:<id>` is read once when the step starts (earlier runs of a chat
 stream carry over, §5.7) and every event the step writes there is fed to the builder as it is

@@ -1,4 +1,5 @@
-"""Who answers an approval request (engine.md §5.6). Injectable: a TUI modal can implement `ApprovalHandler`."""
+"""Who answers an approval request (docs/engine.md#approvals).
+Injectable: a TUI modal can implement `ApprovalHandler`."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Each line is published as the stdin connector publishes it (`UserMessageReceived` + `PipelineRequested`
 on the chat stream), run to the end, and sealed with `PipelineCompleted` (source `zymi-serve`), so
-history carries across messages (engine.md §5.7) and the store reads as a served chat.
+history carries across messages (docs/engine.md#chat-history) and the store reads as a served chat.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The schema of a zymi project's YAML files (engine.md §2), as pydantic models.
+"""The schema of a zymi project's YAML files (docs/engine.md#project-file), as pydantic models.
 
 Unknown keys are ignored everywhere, as zymi does. Fields zymi parses but never uses are kept
 so that a project written for zymi loads unchanged.

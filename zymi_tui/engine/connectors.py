@@ -1,4 +1,4 @@
-"""Inbound connectors (docs/connectors.md, engine.md §9): stdin and http_inbound, plus the stdout output.
+"""Inbound connectors (docs/engine.md#connectors): stdin and http_inbound, plus the stdout output.
 
 A connector publishes `UserMessageReceived` then (if it names a pipeline) `PipelineRequested` on one
 stream with one fresh correlation id, source = the connector's name, exactly as zymi's do.

@@ -1,4 +1,4 @@
-"""Load and validate a zymi project (engine.md §1-2): project.yml, agents/, pipelines/, tools/, .env.
+"""Load and validate a zymi project (docs/engine.md#project): project.yml, agents/, pipelines/, tools/, .env.
 
 Every failure is a `ProjectError` whose one-line message names the file, the key and the rule,
 worded as zymi words it where zymi has a message.

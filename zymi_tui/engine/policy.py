@@ -1,4 +1,4 @@
-"""The gate every tool call passes (engine.md §5.4, §6.4): shell policy and file contracts.
+"""The gate every tool call passes (docs/engine.md#tool-dispatch, #shell-policy): shell policy and file contracts.
 
 A verdict is `approved`, `requires_approval: <reason>` or `denied: <reason>`, worded as zymi's
 `IntentionEvaluated.verdict`. Nothing runs unless the verdict (or a human) allows it.

@@ -1,4 +1,5 @@
-"""The pipeline runner (engine.md §4): DAG levels, parallel steps, tool/ask steps, output, bookkeeping events."""
+"""The pipeline runner (docs/engine.md#runner): DAG levels, parallel steps, tool/ask steps, output,
+bookkeeping events."""
 
 from __future__ import annotations
 

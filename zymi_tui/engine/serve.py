@@ -1,4 +1,4 @@
-"""`serve` (engine.md §8.2): connectors publish, a router runs every `PipelineRequested` it sees.
+"""`serve` (docs/engine.md#serve): connectors publish, a router runs every `PipelineRequested` it sees.
 
 Events this process writes reach the router directly; rows other processes append are picked up by
 polling the store (`id > last`), never the rows that existed before serve started.

@@ -1,4 +1,4 @@
-"""Persistent shells, one per run stream (engine.md §6.3): state such as `cd` survives between commands."""
+"""Persistent shells, one per run stream (docs/engine.md#shell): state such as `cd` survives between commands."""
 
 from __future__ import annotations
 

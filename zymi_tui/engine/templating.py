@@ -1,4 +1,4 @@
-"""`${...}` placeholders: load-time passes over raw YAML text and runtime substitution (engine.md §1.2, §4.6)."""
+"""`${...}` placeholders: load-time passes over raw YAML text and runtime substitution (docs/engine.md#templating)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tool catalog and dispatcher (engine.md §5.4, §6): intentions, the gate, approvals, execution.
+"""The tool catalog and dispatcher (docs/engine.md#tool-dispatch): intentions, the gate, approvals, execution.
 
 Every tool call of an agent or tool step goes through `ToolRunner.call`, which writes the
 `IntentionEmitted` / `IntentionEvaluated` / approval events and returns `(result, is_error)` with
@@ -452,3 +452,15 @@ class ToolRunner:
         if size > MAX_OUTPUT:
             raise ToolFailure(_size_error("response body", size))
         return text
+
+
+def definition_bytes(name: str) -> int | None:
+    """A built-in tool's definition as the request's `tools` carries it (JSON bytes); None: not built in."""
+    d = BUILTIN_DEFINITIONS.get(name)
+    if d is None:
+        return None
+    wire = {
+        "type": "function",
+        "function": {"name": name, "description": d["description"], "parameters": d["parameters"]},
+    }
+    return len(json.dumps(wire, ensure_ascii=False).encode())

@@ -1,6 +1,6 @@
 """One line per event (icon, label, style, indent, short detail) and its full payload.
 
-The short form follows zymi's `event_fmt.rs` (observe-anchor.md §2); the full form shows
+The short form follows zymi's `event_fmt.rs` (docs/engine.md#event-rendering); the full form shows
 everything, including the whole tool result and response message, not the previews.
 """
 

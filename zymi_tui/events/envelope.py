@@ -1,4 +1,4 @@
-"""The event envelope and its exact compact JSON (engine.md §3.1).
+"""The event envelope and its exact compact JSON (docs/engine.md#envelope).
 
 `{"id":..,"stream_id":..,"sequence":0,"timestamp":"..Z","kind":{"type":..,"data":{..}},
 "correlation_id":..|null,"causation_id":null,"source":..}`: `sequence` is always 0 inside the
@@ -17,12 +17,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo, field_validator
 
 from zymi_tui.events.kinds import EventKind, KindField, UnknownKind, parse_kind
-
-_HYPHENATED = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-# The forms Rust's `Uuid::try_parse` accepts: hyphenated, urn:uuid:, {braced}, simple (32 hex).
-UUID_PATTERN = rf"^(?:(?:urn:uuid:)?{_HYPHENATED}|\{{{_HYPHENATED}\}}|[0-9a-fA-F]{{32}})$"
-# RFC 3339 as chrono reads it; `decode_event` range-checks the fields (month 13, hour 25 ...).
-TIMESTAMP_PATTERN = r"^\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[Zz]|[+-]\d\d:\d\d)$"
+from zymi_tui.events.lean import TIMESTAMP_PATTERN, UUID_PATTERN
+from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
 # Checked by pydantic-core's regex engine, in Rust: the envelope is on the hot path of every read.
 UuidStr = Annotated[str, StringConstraints(pattern=UUID_PATTERN)]
@@ -172,12 +168,25 @@ def decode_event(data: str, sequence: int) -> Event:
     try:
         event = Event.model_validate_json(data, context={"sequence": sequence})
     except ValidationError:
-        return _decode_slowly(data, sequence)
+        if has_undecodable_bytes(data):  # read with `surrogateescape`: bytes that were not UTF-8
+            raise EventDecodeError(
+                f"data is not valid UTF-8, near “{escape_controls(_around_bad_byte(data))}”"
+            ) from None
+        try:
+            return _decode_slowly(data, sequence)
+        except RecursionError:
+            raise EventDecodeError("data nests too deeply to be read (JSON arrays/objects inside each other)") from None
     try:
         datetime.fromisoformat(event.timestamp[:19])  # the pattern checked the form; this checks the ranges
     except ValueError as e:
         raise EventDecodeError(f"timestamp: {e}") from None
     return event
+
+
+def _around_bad_byte(text: str) -> str:
+    """A few characters either side of the first byte that was not UTF-8."""
+    i = next(i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff")
+    return text[max(0, i - 12) : i + 4]
 
 
 def _decode_slowly(data: str, sequence: int) -> Event:

@@ -3,7 +3,7 @@
 `Message` is externally tagged: `{"System": "..."}`, `{"User": "..."}`,
 `{"UserMultimodal": {"parts": [{"Text": "..."}, {"ImageBase64": {...}}]}}`,
 `{"Assistant": {"content": "..."|null, "tool_calls": [{"id", "name", "arguments"}]}}`,
-`{"ToolResult": {"tool_call_id": "...", "content": "..."}}` (engine.md §3.1).
+`{"ToolResult": {"tool_call_id": "...", "content": "..."}}` (docs/engine.md#envelope).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def message_text(message: MessageModel) -> str:
 
 
 def to_wire(message: MessageModel) -> dict[str, Any]:
-    """OpenAI chat-completions wire form (engine.md §7.2)."""
+    """OpenAI chat-completions wire form (docs/engine.md#openai-compatible)."""
     if isinstance(message, AssistantMessage):
         out: dict[str, Any] = {"role": "assistant"}
         if message.content is not None:

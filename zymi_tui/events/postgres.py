@@ -36,7 +36,7 @@ import json
 import socket
 import time
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -53,7 +53,16 @@ from zymi_tui.events.envelope import (
     parse_timestamp_ns,
 )
 from zymi_tui.events.hashchain import ChainRow, hash_v2
-from zymi_tui.events.store import STEP_MARK, Page, StoreError, StreamInfo, redact_url
+from zymi_tui.events.store import (
+    STEP_MARK,
+    Page,
+    RowPage,
+    StoreError,
+    StreamInfo,
+    chain_by_stream,
+    redact_url,
+    rows_from_events,
+)
 
 # zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
 SCHEMA = """
@@ -140,8 +149,28 @@ def sqlite_column_time(data: str, value: datetime) -> str:
         return format_timestamp((delta // timedelta(microseconds=1)) * 1000, zulu=False)
 
 
+def check_url(url: str) -> None:
+    """A URL Python's parser rejects (a port past 65535, an unclosed IPv6 bracket), as one line."""
+    where = redact_url(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as e:
+        if "IPv6" in str(e):
+            raise StoreError(f"invalid postgres URL {where}: a `[` in the host is not closed (IPv6: [::1])") from None
+        raise StoreError(f"invalid postgres URL {where}: {e}") from None
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise StoreError(f"invalid postgres URL {where}: the port must be a number from 1 to 65535")
+
+
 def _scrub(url: str, text: str) -> str:
-    password = urllib.parse.urlsplit(url).password
+    try:
+        password = urllib.parse.urlsplit(url).password
+    except ValueError:
+        return text
     if password:
         for secret in {password, urllib.parse.unquote(password)}:
             text = text.replace(secret, "***")
@@ -183,6 +212,7 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
 
 async def connect_pool(url: str, *, read_only: bool, max_size: int) -> asyncpg.Pool:
     """A small pool; read-only pools make every transaction read-only on the server side."""
+    check_url(url)
     settings = {"application_name": "zymi-tui"}
     if read_only:
         settings["default_transaction_read_only"] = "on"
@@ -403,14 +433,15 @@ class PostgresReader:
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
         top = await self.horizon()
+        # ids first (index only), then those rows: the run's data is never sorted
         if include_steps:
             lo, hi = _steps_bounds(stream_id)
-            sql = f"{_ROW} WHERE {_STEPS} AND id <= $4 ORDER BY id DESC LIMIT $5"
-            rows = await self._fetch(sql, stream_id, lo, hi, top, n)
+            ids = f"SELECT id FROM events WHERE {_STEPS} AND id <= $4 ORDER BY id DESC LIMIT $5"
+            rows = await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", stream_id, lo, hi, top, n)
         else:
-            sql = f"{_ROW} WHERE stream_id = $1 AND id <= $2 ORDER BY sequence DESC LIMIT $3"
-            rows = await self._fetch(sql, stream_id, top, n)
-        return self._decode(reversed(rows))
+            ids = "SELECT id FROM events WHERE stream_id = $1 AND id <= $2 ORDER BY sequence DESC LIMIT $3"
+            rows = await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", stream_id, top, n)
+        return self._decode(rows)
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         top = await self.horizon()
@@ -436,6 +467,14 @@ class PostgresReader:
                 stream_id, lo, hi, tag, after_global_id, top, limit,
             )  # fmt: skip
         return self._decode(rows)
+
+    async def read_rows(
+        self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
+    ) -> RowPage:
+        return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
+
+    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+        return chain_by_stream(self)  # rows commit out of id order here: each stream is read whole
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         cols = "prev_hash, hash" if self._has_hash else "'', ''"

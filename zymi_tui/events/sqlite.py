@@ -1,4 +1,4 @@
-"""SQLite backend (aiosqlite), byte-compatible with zymi-core 0.9.3 (engine.md §3.4).
+"""SQLite backend (aiosqlite), byte-compatible with zymi-core 0.9.3 (docs/engine.md#sqlite-store).
 
 Reading opens the file with `mode=ro`: no DDL, no journal-mode switch, no write of any kind
 (zymi's own readers create their schema and switch the file to WAL). Every read is one short
@@ -9,9 +9,11 @@ statement, so a concurrent writer never waits on us. Writing uses zymi's exact D
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
+import stat
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,17 @@ import aiosqlite
 from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.envelope import BadRow, Event, EventDecodeError, StoredEvent, decode_event
 from zymi_tui.events.hashchain import ChainRow, hash_v2
-from zymi_tui.events.store import STEP_MARK, Page, StoreError, StoreLocked, StreamInfo
+from zymi_tui.events.store import (
+    STEP_MARK,
+    Page,
+    RawRow,
+    RowPage,
+    StoreError,
+    StoreLocked,
+    StreamInfo,
+    stat_store_path,
+)
+from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
 # zymi's DDL, verbatim (events/store/sqlite.rs), so `sqlite_master` reads the same.
 SCHEMA = """CREATE TABLE IF NOT EXISTS events (
@@ -55,13 +67,42 @@ READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LO
 LOCK_WAIT_S = 5.0
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
+CHAIN_PAGE = 5000
+
+# Once a store shows TEXT that is not valid UTF-8, its reader decodes TEXT with `surrogateescape`:
+# the value still reads (bad bytes kept as lone surrogates, encoded back to the same bytes), so one
+# bad row is reported and skipped instead of failing the whole page. Clean stores keep SQLite's
+# own decoding, which is faster.
+_TEXT = functools.partial(str, encoding="utf-8", errors="surrogateescape")
+_NOT_UTF8 = "Could not decode to UTF-8"
+
+
+def _text(value: object) -> str:
+    """A TEXT value as read, or a BLOB (a tampered row) as the text its bytes hold."""
+    return _TEXT(value) if isinstance(value, bytes) else str(value)
+
+
+def _chain_row(gid: int, event_id: Any, seq: Any, data: Any, prev: Any, digest: Any) -> ChainRow:
+    """A row to hash: a BLOB is hashed as the bytes it holds (undecodable text goes back to its bytes)."""
+    if type(data) is str and type(event_id) is str and type(prev) is str and type(digest) is str:
+        return ChainRow(gid, event_id, seq, data, prev, digest)
+    return ChainRow(gid, _text(event_id), seq, _text(data), _text(prev), _text(digest))
+
+
+def _bind(text: str) -> str | bytes:
+    """A stream id as a query parameter: text that came from undecodable bytes goes back as those
+    bytes (compared as `CAST(? AS TEXT)`, so it still matches the column and uses its index)."""
+    return text.encode("utf-8", "surrogateescape") if has_undecodable_bytes(text) else text
 
 
 def _run_and_steps(where: str) -> str:
     """Rows of a run stream and of its `<run>:step:*` sub-streams matching `where`, each half on the
     (stream_id, sequence) index: an OR of the two stream conditions makes SQLite scan the table, and
     the unary `+` in `where` keeps it from preferring the id or kind index."""
-    return f"{_ROW} WHERE stream_id = ? AND {where} UNION ALL {_ROW} WHERE stream_id >= ? AND stream_id < ? AND {where}"
+    return (
+        f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND {where} UNION ALL "
+        f"{_ROW} WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) AND {where}"
+    )
 
 
 def explain_sqlite_error(path: str, err: BaseException) -> StoreError:
@@ -108,9 +149,10 @@ def _is_locked(err: BaseException) -> bool:
 
 
 def _check_header(path: Path) -> None:
-    if not path.exists():
+    st = stat_store_path(path)
+    if st is None:
         raise StoreError(f"no event store at {path}: no such file")
-    if path.is_dir():
+    if stat.S_ISDIR(st.st_mode):
         raise StoreError(f"{path} is a folder: pass the .db file, or the project folder that holds .zymi/")
     try:
         with path.open("rb") as f:
@@ -170,7 +212,8 @@ class SqliteReader:
         try:
             return await cls._open(p, immutable=False)
         except StoreError as e:
-            if "unable to open" not in str(e) or not _is_wal(p):
+            # a read-only mount says "unable to open"; a folder without write permission, "readonly database"
+            if not ("unable to open" in str(e) or "readonly database" in str(e)) or not _is_wal(p):
                 raise
             if Path(f"{p}-wal").exists():
                 raise StoreError(
@@ -231,17 +274,37 @@ class SqliteReader:
                 if _is_locked(e) and time.monotonic() < deadline:
                     await asyncio.sleep(0.05)
                     continue
+                if _NOT_UTF8 in str(e) and self._conn.text_factory is not _TEXT:
+                    self._conn.text_factory = _TEXT
+                    continue
                 raise explain_sqlite_error(self.label, e) from None
+
+    def _bad(self, gid: int, stream_id: str, seq: Any, error: str) -> None:
+        if gid not in self._seen_bad:
+            self._seen_bad.add(gid)
+            self.problems.append(BadRow(gid, stream_id, seq, error))
+
+    def _sane(self, rows: Iterable[Any]) -> list[RawRow]:
+        """The rows whose columns have the types zymi writes (a BLOB `data` read as the text its bytes
+        hold); the others are reported in `problems` and left out."""
+        out: list[RawRow] = []
+        for gid, stream_id, seq, data in rows:
+            if type(stream_id) is not str or has_undecodable_bytes(stream_id):
+                what = "is not valid UTF-8 text" if type(stream_id) is str else "is not text"
+                self._bad(gid, escape_controls(_text(stream_id)), seq, f"the stream_id column {what}")
+            elif type(seq) is not int:
+                self._bad(gid, stream_id, seq, f"the sequence column is not an integer: {str(seq)[:40]!r}")
+            else:
+                out.append((gid, stream_id, seq, data if type(data) is str else _text(data)))
+        return out
 
     def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
         out: list[StoredEvent] = []
-        for gid, stream_id, seq, data in rows:
+        for gid, stream_id, seq, data in self._sane(rows):
             try:
                 out.append(StoredEvent(gid, decode_event(data, seq), data))
             except EventDecodeError as e:
-                if gid not in self._seen_bad:
-                    self._seen_bad.add(gid)
-                    self.problems.append(BadRow(gid, stream_id, seq, str(e)))
+                self._bad(gid, stream_id, seq, str(e))
         return out
 
     async def count(self) -> int:
@@ -254,9 +317,9 @@ class SqliteReader:
         rows = await self._fetch(
             "SELECT stream_id, COUNT(*), MIN(id), MAX(id) FROM events GROUP BY stream_id ORDER BY stream_id"
         )
-        return [StreamInfo(s, n, lo, hi) for s, n, lo, hi in rows]
+        return [StreamInfo(_text(s), n, lo, hi) for s, n, lo, hi in rows]
 
-    async def read_after(self, after_global_id: int, limit: int) -> Page:
+    async def _rows_after(self, after_global_id: int, limit: int) -> list[RawRow]:
         """The next `limit` rows after a global id. After a full page the following one is fetched
         ahead (SQLite works in aiosqlite's thread while this one is decoded): a full scan's reads
         and decoding overlap. A read-ahead nobody asks for is dropped at the next different call."""
@@ -266,33 +329,58 @@ class SqliteReader:
         else:
             _drop(ahead)
             rows = await self._fetch(f"{_ROW} WHERE id > ? ORDER BY id LIMIT ?", (after_global_id, limit))
-        last = rows[-1][0] if rows else after_global_id
         if len(rows) == limit:
-            key = (last, limit)
+            key = (rows[-1][0], limit)
             self._ahead = (key, asyncio.ensure_future(self._fetch(f"{_ROW} WHERE id > ? ORDER BY id LIMIT ?", key)))
-        return Page(self._decode(rows), last, len(rows))
+        return rows
+
+    async def read_after(self, after_global_id: int, limit: int) -> Page:
+        rows = await self._rows_after(after_global_id, limit)
+        return Page(self._decode(rows), rows[-1][0] if rows else after_global_id, len(rows))
+
+    async def read_rows(
+        self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
+    ) -> RowPage:
+        """Rows in global order as stored (not decoded): all, of one kind, and/or of a run and its steps."""
+        rows: list[RawRow]
+        if stream_id is not None:
+            where = "+id > ?" + ("" if tag is None else " AND +kind_tag = ?")
+            cond = (after_global_id,) if tag is None else (after_global_id, tag)
+            lo, hi = _range_for_steps(stream_id)
+            params = (_bind(stream_id), *cond, _bind(lo), _bind(hi), *cond, limit)
+            rows = await self._fetch(_run_and_steps(where) + " ORDER BY id LIMIT ?", params)
+        elif tag is not None:
+            sql = f"{_ROW} WHERE kind_tag = ? AND id > ? ORDER BY id LIMIT ?"
+            rows = await self._fetch(sql, (tag, after_global_id, limit))
+        else:
+            rows = await self._rows_after(after_global_id, limit)
+        return RowPage(self._sane(rows), rows[-1][0] if rows else after_global_id, len(rows))
 
     async def read_stream(
         self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
     ) -> list[StoredEvent]:
         lim = -1 if limit is None else limit
         if include_steps:
-            sql = _run_and_steps("+id > ?") + " ORDER BY id LIMIT ?"
-            lo, hi = _range_for_steps(stream_id)
-            rows = await self._fetch(sql, (stream_id, after_global_id, lo, hi, after_global_id, lim))
+            return self._decode((await self.read_rows(after_global_id, lim, stream_id=stream_id)).rows)
         else:
-            sql = f"{_ROW} WHERE stream_id = ? AND id > ? ORDER BY sequence LIMIT ?"
-            rows = await self._fetch(sql, (stream_id, after_global_id, lim))
+            sql = f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND id > ? ORDER BY sequence LIMIT ?"
+            rows = await self._fetch(sql, (_bind(stream_id), after_global_id, lim))
         return self._decode(rows)
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
+        """Ids first, from the (stream_id, sequence) index alone, then only those rows: sorting the
+        run's rows with their data would cost in proportion to the run, not to `n`."""
         if include_steps:
-            sql = _run_and_steps("1") + " ORDER BY id DESC LIMIT ?"
             lo, hi = _range_for_steps(stream_id)
-            rows = await self._fetch(sql, (stream_id, lo, hi, n))
+            ids = (
+                "SELECT id FROM events WHERE stream_id = CAST(? AS TEXT) UNION ALL SELECT id FROM events "
+                "WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) ORDER BY id DESC LIMIT ?"
+            )
+            params: tuple[Any, ...] = (_bind(stream_id), _bind(lo), _bind(hi), n)
         else:
-            rows = await self._fetch(f"{_ROW} WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?", (stream_id, n))
-        return self._decode(reversed(rows))
+            ids = "SELECT id FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence DESC LIMIT ?"
+            params = (_bind(stream_id), n)
+        return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         marks = ",".join("?" * len(tags))
@@ -302,31 +390,41 @@ class SqliteReader:
     async def read_kind_page(
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
     ) -> list[StoredEvent]:
-        if stream_id is None:
-            rows = await self._fetch(
-                f"{_ROW} WHERE kind_tag = ? AND id > ? ORDER BY id LIMIT ?", (tag, after_global_id, limit)
-            )
-        else:
-            lo, hi = _range_for_steps(stream_id)
-            rows = await self._fetch(
-                _run_and_steps("+kind_tag = ? AND +id > ?") + " ORDER BY id LIMIT ?",
-                (stream_id, tag, after_global_id, lo, hi, tag, after_global_id, limit),
-            )
-        return self._decode(rows)
+        return self._decode((await self.read_rows(after_global_id, limit, stream_id=stream_id, tag=tag)).rows)
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         cols = "prev_hash, hash" if self._has_hash else "'', ''"
         rows = await self._fetch(
-            f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = ? ORDER BY sequence",
-            (stream_id,),
+            f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = CAST(? AS TEXT) "
+            "ORDER BY sequence",
+            (_bind(stream_id),),
         )
-        return [ChainRow(*r) for r in rows]
+        return [_chain_row(*r) for r in rows]
+
+    async def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+        """One pass over the table in global order, a page at a time (a query per stream would cost
+        a round trip per stream: 50,000 of them on a 1M-event store)."""
+        cols = "prev_hash, hash" if self._has_hash else "'', ''"
+        sql = f"SELECT id, event_id, stream_id, sequence, data, {cols} FROM events WHERE id > ? ORDER BY id LIMIT ?"
+        ahead: asyncio.Future[list[Any]] | None = asyncio.ensure_future(self._fetch(sql, (0, CHAIN_PAGE)))
+        try:
+            while ahead is not None:
+                rows = await ahead
+                # the next page is read in aiosqlite's thread while this one is hashed
+                ahead = (
+                    None
+                    if len(rows) < CHAIN_PAGE
+                    else asyncio.ensure_future(self._fetch(sql, (rows[-1][0], CHAIN_PAGE)))
+                )
+                yield [(_text(r[2]), _chain_row(r[0], r[1], r[3], r[4], r[5], r[6])) for r in rows]
+        finally:
+            _drop(None if ahead is None else ((), ahead))
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         if not self._has_heads:
             return {}
         rows = await self._fetch("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
-        return {s: (seq, h) for s, seq, h in rows}
+        return {_text(s): (seq, _text(h)) for s, seq, h in rows}
 
 
 class SqliteWriter:
@@ -342,7 +440,8 @@ class SqliteWriter:
     @classmethod
     async def open(cls, path: str | Path) -> SqliteWriter:
         p = Path(path).expanduser()
-        if p.exists() and p.is_file() and p.stat().st_size > 0:
+        st = stat_store_path(p)
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > 0:
             _check_header(p)
         try:
             p.parent.mkdir(parents=True, exist_ok=True)

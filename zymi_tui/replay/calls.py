@@ -1,7 +1,8 @@
 """Store-level replay: every LLM call of a store, rebuilt by the context engine.
 
 One pass over the store in global order keeps, per step stream, an incremental
-ContextBuilder, and per run its inputs, memory and step outputs (context-builder.md §1I-§1K),
+ContextBuilder, and per run its inputs, memory and step outputs
+(docs/context.md#dependencies, #memory, #fresh-mode),
 so a whole-store replay is linear. With other knobs than the recorded ones (what-if) the same
 trajectory is assumed: recorded compactions are used only where the new knobs compact the
 same range; elsewhere a simulated summary of estimated size is inserted.
@@ -23,10 +24,13 @@ from zymi_tui.context.builder import (
     ContextEntry,
     Prefix,
     RenderedContext,
+    Shape,
+    fast_ts_ns,
 )
 from zymi_tui.context.knobs import ContextKnobs, load_project_knobs
 from zymi_tui.context.masking import message_bytes
 from zymi_tui.context.prefix import ProjectPrefixes
+from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import (
     ContextCompacted,
@@ -83,6 +87,16 @@ class CallContext:
     whatif: bool = False
     note: str = ""
     compaction_plan: CompactionPlan | None = None  # a compaction call: the span, range and bytes it covers
+    # usage of the matching LlmCallCompleted: provider-reported cache figures and output
+    recorded_cached_tokens: int | None = None
+    recorded_cache_creation_tokens: int | None = None
+    recorded_output_tokens: int | None = None
+    ts_ns: int | None = None  # the LlmCallStarted's timestamp (cache lifetimes)
+    reuse: PrefixReuse | None = None  # an agent call: the prefix shared with the stream's previous agent call
+    correlation_id: str | None = None  # the run the call belongs to
+    finish_reason: str | None = None  # of the matching LlmCallCompleted
+    done_ts_ns: int | None = None  # its timestamp
+    pipeline: str | None = None
     _done: bool = field(default=False, repr=False)
     _drop: bool = field(default=False, repr=False)
 
@@ -109,6 +123,7 @@ class _Step:
     builder: ContextBuilder
     run: _Run | None = None
     infer: bool = False  # Layer A is to be inferred at the next agent call
+    prev_shape: Shape | None = None  # the previous sent agent call's context (prefix reuse)
     started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, §1K)
 
 
@@ -257,8 +272,6 @@ class Replayer:
                 row._done = True
 
     def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str, described: StepDescription | None) -> None:
-        from zymi_tui.context.builder import fast_ts_ns
-
         st = self._step(f"{run_stream}{STEP_MARK}{step_id}")
         st.run = run
         prefix = None
@@ -322,7 +335,12 @@ class Replayer:
             if waiting:
                 row = waiting.popleft()
                 if isinstance(kind, LlmCallCompleted) and kind.usage is not None:
-                    row.recorded_input_tokens = kind.usage.input_tokens
+                    u = kind.usage
+                    row.recorded_input_tokens, row.recorded_output_tokens = u.input_tokens, u.output_tokens
+                    row.recorded_cached_tokens = u.cached_input_tokens
+                    row.recorded_cache_creation_tokens = u.cache_creation_tokens
+                if isinstance(kind, LlmCallCompleted):
+                    row.finish_reason, row.done_ts_ns = kind.finish_reason, fast_ts_ns(ev.timestamp)
                 row._done = True
             if isinstance(kind, LlmCallCompleted) and not kind.has_tool_calls and ev.source != "compaction":
                 step = ev.stream_id.split(STEP_MARK, 1)[1]
@@ -350,6 +368,9 @@ class Replayer:
             rendered=None,
             prefix_inferred=False,
             whatif=self.whatif,
+            ts_ns=fast_ts_ns(ev.timestamp),
+            correlation_id=ev.correlation_id,
+            pipeline=st.run.pipeline if st.run is not None else None,
         )
         if is_compaction:
             if self.whatif:
@@ -373,7 +394,17 @@ class Replayer:
             ctx = b.build(memory, allow_compaction=not post, apply_fresh=not post)
         row.rendered = ctx
         row.prefix_inferred = b.prefix.inferred
+        self._track_reuse(st, row)
         self._await(row)
+
+    @staticmethod
+    def _track_reuse(st: _Step, row: CallContext) -> None:
+        shape = row.rendered.shape if row.rendered is not None else None
+        if shape is None:
+            return
+        row.reuse = PrefixReuse(0, 0, None) if st.prev_shape is None else prefix_reuse(st.prev_shape, shape)
+        if row.rendered is not None and not row.rendered.hard_cap_exceeded:
+            st.prev_shape = shape  # a build over the hard cap is never sent
 
     def _await(self, row: CallContext) -> None:
         self.queue.append(row)

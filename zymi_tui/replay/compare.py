@@ -3,7 +3,7 @@
 Every figure carries its provenance. A call whose re-rendered context equals the recorded one keeps
 the provider's reported tokens (`recorded`); any other call is `estimated` as the recorded usage
 plus the change in bytes times the store's tokens-per-byte ratio (calibrated on its own recorded
-calls, else the 0.28 heuristic of docs/context.md). Compactions the recorded run never made need a
+calls, else the 0.28 heuristic of docs/context.md#knobs). Compactions the recorded run never made need a
 summary from a model: they are counted as simulated summary calls and always marked as estimates.
 Same trajectory assumed: the agent is taken to have made the same calls whatever its context was.
 """
@@ -21,12 +21,13 @@ from typing import Any
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs, make_knobs
 from zymi_tui.events.kinds import LlmCallCompleted
 from zymi_tui.events.store import EventReader, run_of
+from zymi_tui.replay.cache import CacheInput, predict
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, replay_many
-from zymi_tui.replay.costs import Cost, ModelPrice, PriceTable, cost_of
+from zymi_tui.replay.costs import CacheFamily, Cost, ModelPrice, PriceTable, cost_of
 
 CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
-HEURISTIC_TOKENS_PER_BYTE = 0.28  # docs/context.md: "Roughly chars x 0.28 = tokens for English"
-SUMMARY_MAX_TOKENS = 1024  # zymi's compaction call: max_tokens 1024 (context-builder.md §2)
+HEURISTIC_TOKENS_PER_BYTE = 0.28  # docs/context.md#knobs: "roughly chars x 0.28 = tokens for English"
+SUMMARY_MAX_TOKENS = 1024  # zymi's compaction call: max_tokens 1024 (docs/context.md#compaction)
 
 
 @dataclass
@@ -91,6 +92,13 @@ class CallFigure:
     hard_cap_failed: bool
     tokens: int = 0
     tokens_provenance: str = "estimated"  # "recorded" | "estimated"
+    ts_ns: int | None = None
+    reuse_chars: int | None = None  # the prefix shared with the stream's previous agent call
+    cache_break: bool = False  # an agent call that does not begin with its predecessor's whole list
+    recorded_cached: int | None = None  # provider-reported cache reads / writes (recorded usage)
+    recorded_cache_creation: int | None = None
+    cached_modelled: int = 0  # the cache model's estimate (filled by `summarize`)
+    cache_written_modelled: int = 0
 
     @property
     def sent(self) -> bool:
@@ -112,8 +120,15 @@ class Totals:
     compactions_recorded: int = 0
     compactions_simulated: int = 0  # estimates: a summary the recorded run never asked for
     hard_cap_failures: int = 0
+    cache_breaks: int = 0  # agent calls that break the cached prefix of the stream's previous call
+    cached_tokens_modelled: int = 0  # estimated: the cache model of the price table's family
+    cache_write_tokens_modelled: int = 0
+    cached_tokens_recorded: int = 0  # provider-reported, over calls whose usage is recorded
+    cache_creation_tokens_recorded: int = 0
     cost: Cost | None = None
     cost_estimated: bool = False
+    cost_with_cache: Cost | None = None  # estimated: input priced with the modelled cache reads/writes
+    cost_recorded_cache: Cost | None = None  # the recorded knobs only: priced with the recorded cache usage
 
     @property
     def provenance(self) -> str:
@@ -127,7 +142,12 @@ class Totals:
         self.chars_sum += f.chars
         self.tokens_sum += f.tokens
         self.tokens_estimated += f.tokens_provenance != "recorded"
+        self.cached_tokens_modelled += f.cached_modelled
+        self.cache_write_tokens_modelled += f.cache_written_modelled
+        self.cached_tokens_recorded += f.recorded_cached or 0
+        self.cache_creation_tokens_recorded += f.recorded_cache_creation or 0
         if f.kind == "agent":
+            self.cache_breaks += f.cache_break
             self.agent_calls += 1
             self.chars_peak = max(self.chars_peak, f.chars)
             self.tokens_peak = max(self.tokens_peak, f.tokens)
@@ -139,7 +159,9 @@ class Totals:
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["cost"] = None if self.cost is None else {**asdict(self.cost), "total": self.cost.total}
+        for key in ("cost", "cost_with_cache", "cost_recorded_cache"):
+            c: Cost | None = getattr(self, key)
+            d[key] = None if c is None else {**asdict(c), "total": c.total}
         d["provenance"] = self.provenance
         return d
 
@@ -164,6 +186,7 @@ class Comparison:
     model: str | None
     price_entry: str | None
     output_tokens_recorded: int
+    cache_family: str | None = None  # the price table's provider family the cache model used
     caveat: str = CAVEAT
 
     def runs(self) -> list[str]:
@@ -186,6 +209,11 @@ class Comparison:
 
 
 # -- building the figures ------------------------------------------------------------------------
+def _cache_fields(f: CallFigure, call: CallContext) -> None:
+    f.ts_ns = call.ts_ns
+    f.recorded_cached, f.recorded_cache_creation = call.recorded_cached_tokens, call.recorded_cache_creation_tokens
+
+
 def call_figures(call: CallContext, soft_cap: int) -> list[CallFigure]:
     """The figures of one replayed call (the replay already decided compactions and failures)."""
     r = call.rendered
@@ -198,11 +226,18 @@ def call_figures(call: CallContext, soft_cap: int) -> list[CallFigure]:
                            None, chars > soft_cap, True)]  # fmt: skip
     if call.is_compaction:
         kind = "simulated summary" if call.simulated else "summary"
-        return [CallFigure(call.stream_id, call.sequence, call.global_id, kind, chars, count, call.recorded_chars,
-                           call.recorded_input_tokens, False, False)]  # fmt: skip
+        f = CallFigure(call.stream_id, call.sequence, call.global_id, kind, chars, count, call.recorded_chars,
+                       call.recorded_input_tokens, False, False)  # fmt: skip
+        _cache_fields(f, call)
+        return [f]
     failed = r is not None and r.hard_cap_exceeded
-    return [CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
-                       call.recorded_input_tokens, chars > soft_cap, failed)]  # fmt: skip
+    f = CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
+                   call.recorded_input_tokens, chars > soft_cap, failed)  # fmt: skip
+    _cache_fields(f, call)
+    if call.reuse is not None:
+        f.reuse_chars = call.reuse.chars
+        f.cache_break = call.reuse.broken is not None
+    return [f]
 
 
 def calibrate(calls: Iterable[CallFigure]) -> tuple[float, str]:
@@ -229,8 +264,20 @@ def estimate_tokens(f: CallFigure, ratio: float) -> None:
     f.tokens_provenance = "estimated"
 
 
+def model_cache(calls: Sequence[CallFigure], family: CacheFamily) -> None:
+    """The cache model's reads and writes for every sent call (store order), on the figures."""
+    sent = [f for f in calls if f.sent]
+    inputs = [CacheInput(f.stream_id, f.ts_ns, f.tokens, f.chars, f.reuse_chars, not f.cache_break) for f in sent]
+    for f, p in zip(sent, predict(inputs, family), strict=True):
+        f.cached_modelled, f.cache_written_modelled = p.cached, p.written
+
+
 def summarize(
-    run: ProfileRun, ratio: float, price: tuple[PriceTable, ModelPrice] | None, output: RecordedOutput
+    run: ProfileRun,
+    ratio: float,
+    price: tuple[PriceTable, ModelPrice] | None,
+    output: RecordedOutput,
+    family: CacheFamily | None = None,
 ) -> None:
     """Fill the per-run and total figures of one profile from its calls, and their cost.
 
@@ -239,6 +286,9 @@ def summarize(
     run.per_run, run.total = {}, Totals()
     for f in run.calls:
         estimate_tokens(f, ratio)
+    if family is not None:
+        model_cache(run.calls, family)
+    for f in run.calls:
         run.per_run.setdefault(run_of(f.stream_id), Totals()).add(f)
         run.total.add(f)
     if price is None:
@@ -252,6 +302,18 @@ def summarize(
         out_tokens = sum(output.agent_by_run.get(m, 0) for m in members) + round(summaries * mean)
         totals.cost = cost_of(table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens)
         totals.cost_estimated = totals.provenance == "estimated" or (summaries > 0 and not mean_recorded)
+        if family is not None:
+            totals.cost_with_cache = cost_of(
+                table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
+                cached_input_tokens=totals.cached_tokens_modelled,
+                cache_creation_tokens=totals.cache_write_tokens_modelled, family=family,
+            )  # fmt: skip
+        if run.recorded:
+            totals.cost_recorded_cache = cost_of(
+                table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
+                cached_input_tokens=totals.cached_tokens_recorded,
+                cache_creation_tokens=totals.cache_creation_tokens_recorded, family=family,
+            )  # fmt: skip
 
 
 ProfileCalls = AsyncIterator[tuple[int, CallContext]]  # (index of the profile, one of its calls)
@@ -275,6 +337,7 @@ async def compare_profiles(
     recorded_knobs: dict[str, int | None],
     prices: PriceTable | None = None,
     model: str | None = None,
+    provider: str | None = None,
     output: RecordedOutput | None = None,
     last_global_id: int = 0,
     progress: Progress | None = None,
@@ -302,10 +365,15 @@ async def compare_profiles(
     basis = next((r for r in runs if r.recorded), runs[0] if runs else None)
     ratio, source = calibrate(basis.calls) if basis else (HEURISTIC_TOKENS_PER_BYTE, "heuristic")
     found = prices.price_for(model) if prices is not None else None
+    fam = prices.cache_family(model, provider) if prices is not None else None
     output = output or RecordedOutput()
     for run in runs:
-        summarize(run, ratio, None if found is None or prices is None else (prices, found[1]), output)
-    return Comparison(runs, ratio, source, model, found[0] if found else None, sum(output.agent_by_run.values()))
+        price = None if found is None or prices is None else (prices, found[1])
+        summarize(run, ratio, price, output, fam[1] if fam else None)
+    return Comparison(
+        runs, ratio, source, model, found[0] if found else None, sum(output.agent_by_run.values()),
+        cache_family=fam[0] if fam else None,
+    )  # fmt: skip
 
 
 def price_note(cmp: Comparison) -> str:
@@ -328,6 +396,9 @@ COLUMNS = [
     ("compactions_recorded", "compactions (recorded)"),
     ("compactions_simulated", "compactions (simulated, est.)"),
     ("hard_cap_failures", "hard-cap failures"),
+    ("cache_breaks", "cache breaks"),
+    ("cached_tokens_modelled", "cached input tokens (modelled, est.)"),
+    ("cached_tokens_recorded", "cached input tokens (recorded)"),
 ]
 
 
@@ -335,6 +406,12 @@ def _cost_text(t: Totals, currency: str) -> str:
     if t.cost is None:
         return "no price"
     return f"{t.cost.total:.4f} {currency}" + (" (est.)" if t.cost_estimated else "")
+
+
+def _cache_cost_text(t: Totals, currency: str) -> str:
+    if t.cost_with_cache is None:
+        return "no price" if t.cost is None else "no cache model"
+    return f"{t.cost_with_cache.total:.4f} {currency} (est.)"
 
 
 def rows(cmp: Comparison) -> list[dict[str, Any]]:
@@ -348,6 +425,7 @@ def rows(cmp: Comparison) -> list[dict[str, Any]]:
             row: dict[str, Any] = {"scope": scope, "profile": p.name}
             row.update({key: getattr(t, key) for key, _ in COLUMNS})
             row["cost"] = None if t.cost is None else round(t.cost.total, 6)
+            row["cost_with_cache"] = None if t.cost_with_cache is None else round(t.cost_with_cache.total, 6)
             row["provenance"] = t.provenance
             out.append(row)
     return out
@@ -361,6 +439,7 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
         "model": cmp.model,
         "price_entry": cmp.price_entry,
         "output_tokens_recorded": cmp.output_tokens_recorded,
+        "cache_family": cmp.cache_family,
         "profiles": [
             {
                 "name": p.name,
@@ -381,7 +460,7 @@ def to_json_text(cmp: Comparison) -> str:
 def to_csv(cmp: Comparison) -> str:
     buf = io.StringIO()
     table = rows(cmp)
-    fields = ["scope", "profile", *(k for k, _ in COLUMNS), "cost", "provenance"]
+    fields = ["scope", "profile", *(k for k, _ in COLUMNS), "cost", "cost_with_cache", "provenance"]
     w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     w.writeheader()
     w.writerows(table)
@@ -403,6 +482,26 @@ def to_markdown(cmp: Comparison, currency: str = "USD") -> str:
     for key, label in COLUMNS:
         lines.append(f"| {label} | " + " | ".join(f"{getattr(p.total, key):,}" for p in cmp.profiles) + " |")
     lines.append("| cost | " + " | ".join(_cost_text(p.total, currency) for p in cmp.profiles) + " |")
+    lines.append(
+        "| cost with cache (est.) | " + " | ".join(_cache_cost_text(p.total, currency) for p in cmp.profiles) + " |"
+    )
+    if any(p.total.cost_recorded_cache is not None for p in cmp.profiles):
+        lines.append(
+            "| cost with the recorded cache usage | "
+            + " | ".join(
+                "-" if p.total.cost_recorded_cache is None else f"{p.total.cost_recorded_cache.total:.4f} {currency}"
+                for p in cmp.profiles
+            )
+            + " |"
+        )
+    lines.append(
+        "| cache model error (modelled − recorded cached tokens) | "
+        + " | ".join(
+            f"{p.total.cached_tokens_modelled - p.total.cached_tokens_recorded:+,}" if p.recorded else "-"
+            for p in cmp.profiles
+        )
+        + " |"
+    )
     lines.append("| figures | " + " | ".join(p.total.provenance for p in cmp.profiles) + " |")
     lines += ["", "Per run stream (input tokens sum / peak, compactions, hard-cap failures):", ""]
     lines += ["| run | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]

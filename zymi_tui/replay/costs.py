@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -28,12 +29,45 @@ class ModelPrice(BaseModel):
     output: float = Field(ge=0)
 
 
+class CacheFamily(BaseModel):
+    """How one provider family caches a prompt prefix, and what it bills for it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    models: tuple[str, ...] = ()  # model-name prefixes of the family
+    providers: tuple[str, ...] = ()  # zymi `llm.provider` values that always mean this family
+    mode: Literal["automatic", "explicit"] = "automatic"  # explicit: only up to a cache_control breakpoint
+    read: float | None = Field(default=None, ge=0)  # x input price; None: the model's cached_input price
+    write: float = Field(default=1.0, ge=0)  # x input price for tokens written to the cache
+    min_tokens: int = Field(default=1024, ge=0)  # the shortest cacheable prefix
+    step_tokens: int = Field(default=1, gt=0)  # the cached part grows in steps of this many tokens
+    ttl_seconds: float = Field(default=300, gt=0)  # unused this long, the prefix is gone
+
+
 class PriceTable(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     currency: str = "USD"
     per_tokens: int = Field(default=1_000_000, gt=0)
     models: dict[str, ModelPrice] = Field(default_factory=dict)
+    cache: dict[str, CacheFamily] | None = None  # None: the built-in table's families
+
+    def cache_family(self, model: str | None, provider: str | None) -> tuple[str, CacheFamily] | None:
+        """The family of a provider that names one (zymi's anthropic provider), else of the model name
+        (longest prefix), else of the provider."""
+        families = self.cache if self.cache is not None else builtin_cache_families()
+        for name, fam in families.items():
+            if provider and provider in fam.providers and fam.mode == "explicit":
+                return name, fam
+        if model:
+            hits = [(len(pre), name) for name, fam in families.items() for pre in fam.models if model.startswith(pre)]
+            if hits:
+                name = max(hits)[1]
+                return name, families[name]
+        for name, fam in families.items():
+            if provider and provider in fam.providers:
+                return name, fam
+        return None
 
     def price_for(self, model: str | None) -> tuple[str, ModelPrice] | None:
         """The entry for `model`: exact name, else the longest entry that is a prefix of it."""
@@ -55,24 +89,52 @@ class Cost:
     input: float = 0.0
     cached_input: float = 0.0
     output: float = 0.0
+    cache_write: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.input + self.cached_input + self.output
+        return self.input + self.cached_input + self.output + self.cache_write
 
     def __add__(self, other: Cost) -> Cost:
-        return Cost(self.input + other.input, self.cached_input + other.cached_input, self.output + other.output)
+        return Cost(
+            self.input + other.input,
+            self.cached_input + other.cached_input,
+            self.output + other.output,
+            self.cache_write + other.cache_write,
+        )
 
 
 def cost_of(
-    table: PriceTable, price: ModelPrice, *, input_tokens: int, cached_input_tokens: int = 0, output_tokens: int = 0
+    table: PriceTable,
+    price: ModelPrice,
+    *,
+    input_tokens: int,
+    cached_input_tokens: int = 0,
+    output_tokens: int = 0,
+    cache_creation_tokens: int = 0,
+    family: CacheFamily | None = None,
 ) -> Cost:
-    """`input_tokens` is the whole prompt, cached part included (zymi's usage); it is never added twice."""
+    """`input_tokens` is the whole prompt, cached and cache-written parts included (zymi's usage);
+    neither is added twice. Cached reads cost the family's `read` multiplier of the input price when
+    it has one, else the model's `cached_input` price; cache writes cost `write` x the input price."""
     cached = min(max(cached_input_tokens, 0), input_tokens)
-    fresh = input_tokens - cached
-    cached_price = price.input if price.cached_input is None else price.cached_input
+    written = min(max(cache_creation_tokens, 0), input_tokens - cached)
+    fresh = input_tokens - cached - written
+    if family is not None and family.read is not None:
+        cached_price = family.read * price.input
+    else:
+        cached_price = price.input if price.cached_input is None else price.cached_input
+    write_price = price.input * (family.write if family is not None else 1.0)
     per = table.per_tokens
-    return Cost(fresh * price.input / per, cached * cached_price / per, output_tokens * price.output / per)
+    return Cost(
+        fresh * price.input / per, cached * cached_price / per, output_tokens * price.output / per,
+        written * write_price / per,
+    )  # fmt: skip
+
+
+def builtin_cache_families() -> dict[str, CacheFamily]:
+    table = parse_prices(default_prices_text(), "built-in prices.yml")
+    return dict(table.cache or {})
 
 
 def default_prices_text() -> str:

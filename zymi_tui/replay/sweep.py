@@ -11,6 +11,7 @@ from typing import Any
 
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, replay_profiles
+from zymi_tui.replay.costs import PriceTable
 
 DEFAULT_WINDOWS = (2, 4, 6, 8, 10, 15, 20)
 DEFAULT_SOFT_CAPS = (20_000, 40_000, 60_000, 100_000, 400_000)
@@ -59,7 +60,11 @@ class SweepPoint:
     compactions_simulated: int
     hard_cap_failures: int
     provenance: str
+    cache_breaks: int = 0
+    cached_tokens_modelled: int = 0  # estimated (the price table's cache model)
+    cost_with_cache: float | None = None  # estimated; None: no price for the model
     pareto: bool = False
+    pareto_cost_with_cache: bool = False  # on the front of cost with cache vs peak tokens
 
 
 @dataclass
@@ -108,12 +113,15 @@ async def sweep(
     streams: Sequence[str] | None = None,
     last_global_id: int = 0,
     progress: Progress | None = None,
+    prices: PriceTable | None = None,
+    model: str | None = None,
+    provider: str | None = None,
 ) -> Sweep:
     """Every grid point replayed in one pass over the store (see `replay_many`)."""
     profiles = grid_profiles(base, windows, soft_caps)
     cmp = await compare_profiles(
         replay_profiles(reader, project, profiles, streams), profiles, recorded_knobs=recorded_knobs,
-        last_global_id=last_global_id, progress=progress,
+        last_global_id=last_global_id, progress=progress, prices=prices, model=model, provider=provider,
     )  # fmt: skip
     points = [
         SweepPoint(
@@ -127,10 +135,17 @@ async def sweep(
             p.total.compactions_simulated,
             p.total.hard_cap_failures,
             p.total.provenance,
+            p.total.cache_breaks,
+            p.total.cached_tokens_modelled,
+            None if p.total.cost_with_cache is None else round(p.total.cost_with_cache.total, 6),
         )
         for p in cmp.profiles
     ]
     feasible = [p for p in points if p.hard_cap_failures == 0]  # a point that fails steps is no choice
     for point, flag in zip(feasible, pareto_front([(p.tokens_sum, p.tokens_peak) for p in feasible]), strict=True):
         point.pareto = flag
+    priced = [p for p in feasible if p.cost_with_cache is not None]
+    front = pareto_front([(p.cost_with_cache or 0.0, p.tokens_peak) for p in priced])
+    for point, flag in zip(priced, front, strict=True):
+        point.pareto_cost_with_cache = flag
     return Sweep(points, cmp)

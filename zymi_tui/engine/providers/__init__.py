@@ -1,4 +1,4 @@
-"""LLM providers (engine.md §7): OpenAI-compatible, Anthropic, and the offline demo model."""
+"""LLM providers (docs/engine.md#providers): OpenAI-compatible, Anthropic, and the offline demo model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Anthropic messages API (engine.md §7.3): the last System message wins, as in zymi."""
+"""Anthropic messages API (docs/engine.md#anthropic): the last System message wins, as in zymi."""
 
 from __future__ import annotations
 

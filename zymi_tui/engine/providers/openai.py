@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat completions (engine.md §7.2), including `stream: true` (SSE)."""
+"""OpenAI-compatible chat completions (docs/engine.md#openai-compatible), including `stream: true` (SSE)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,63 @@
+"""`--version` and `--help` import only the command table; a command imports only its own module."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+from zymi_tui import commands
+from zymi_tui.cli import build_parser
+from zymi_tui.commands import COMMANDS
+
+HEAVY = ("pydantic", "textual", "rich", "asyncio", "aiosqlite", "asyncpg", "httpx", "yaml", "zymi_tui.events")
+
+
+def modules_after(*argv: str) -> set[str]:
+    """The modules a fresh interpreter holds after `zymi-tui ARGV` (parsing only, the command not run)."""
+    code = (
+        "import sys\n"
+        "from zymi_tui.cli import build_parser, chosen_command\n"
+        f"argv = {list(argv)!r}\n"
+        "try:\n"
+        "    build_parser(chosen_command(argv)).parse_args(argv)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('\\n'.join(sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["bogus-command"]])
+def test_version_and_help_import_nothing_heavy(argv: list[str]) -> None:
+    loaded = modules_after(*argv)
+    assert "zymi_tui.cli" in loaded
+    assert not [m for m in loaded if m.startswith(HEAVY)]
+    assert not [m for m in loaded if m.endswith("_cmds")]
+
+
+def test_a_command_imports_its_own_module_only() -> None:
+    loaded = modules_after("runs", "--help")
+    assert "zymi_tui.commands.store_cmds" in loaded
+    assert not [m for m in loaded if m.endswith("_cmds") and m != "zymi_tui.commands.store_cmds"]
+    assert not [m for m in loaded if m.startswith("textual")]
+
+
+def test_every_command_module_is_in_the_table() -> None:
+    on_disk = {info.name for info in pkgutil.iter_modules(commands.__path__) if info.name.endswith("_cmds")}
+    assert on_disk == {spec.module for spec in COMMANDS}
+
+
+@pytest.mark.parametrize("spec", COMMANDS, ids=lambda s: s.name)
+def test_every_command_parses_and_has_a_handler(spec: commands.CommandSpec, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser(spec.name)
+    with pytest.raises(SystemExit) as done:
+        parser.parse_args([spec.name, "--help"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: zymi-tui {spec.name}")
+    actions = [a for a in parser._subparsers._group_actions if a.dest == "command"]  # type: ignore[union-attr]
+    sub = actions[0].choices[spec.name]  # type: ignore[index]
+    assert callable(sub.get_default("func"))
