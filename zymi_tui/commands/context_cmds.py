@@ -19,7 +19,7 @@ from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
 from zymi_tui.replay.export import context_markdown
 
-from .common import EXIT_OK, CommandError, err, guarded, out, run_async
+from .common import EXIT_OK, CommandError, err, guarded, out, raw_line, report_skipped, run_async, shown
 from .export_cmds import RequestBodies
 
 
@@ -150,9 +150,8 @@ async def _replay(args: argparse.Namespace) -> int:
                 _progress(row.global_id, total)
             totals.add(row, args.tokens)
             if args.json:
-                sys.stdout.write(
-                    json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False) + "\n"
-                )
+                line = json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False)
+                sys.stdout.write(raw_line(line) + "\n")
             elif table is not None:
                 _add_row(table, row, args.tokens)
         if total > 20_000 and sys.stderr.isatty():
@@ -165,6 +164,7 @@ async def _replay(args: argparse.Namespace) -> int:
         if table is not None:
             out.print(table)
         _print_totals(totals, args.json, knobs, project, args.tokens)
+        report_skipped(reader)
     finally:
         await reader.close()
     return EXIT_OK
@@ -194,7 +194,7 @@ def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
     if r is not None and r.hard_cap_exceeded and not row.hard_cap_failure:
         note.append("[red]would fail hard cap[/]")
     t.add_row(
-        escape(row.stream_id.split(":step:")[-1]),
+        shown(row.stream_id.split(":step:")[-1]),
         str(row.sequence),
         str(row.iteration),
         kind,
@@ -287,6 +287,8 @@ async def _context(args: argparse.Namespace) -> int:
             row = await context_at(reader, args.stream, args.seq, project=project, knobs=knobs)
         except ReplayError as e:
             raise CommandError(str(e)) from None
+        finally:
+            report_skipped(reader)
     finally:
         await reader.close()
     r = row.rendered
@@ -303,10 +305,10 @@ async def _context(args: argparse.Namespace) -> int:
                  "source_seq": e.source_seq, "simulated": e.simulated}
                 for e in r.entries
             ]  # fmt: skip
-        sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        sys.stdout.write(raw_line(json.dumps(obj, ensure_ascii=False)) + "\n")
         return EXIT_OK
     kind = "compaction call" if row.is_compaction else f"iteration {row.iteration}"
-    out.print(f"[bold]{escape(row.stream_id)}[/] seq {row.sequence} ({kind})")
+    out.print(f"[bold]{shown(row.stream_id)}[/] seq {row.sequence} ({kind})")
     if r is None:
         err.print("the prefix cannot be known here (no project)")
         return EXIT_OK
@@ -324,7 +326,7 @@ async def _context(args: argparse.Namespace) -> int:
         preview = text.replace("\n", "⏎")[:60]
         t.add_row(
             str(i), entry.layer, entry.message.role, "" if entry.source_seq is None else str(entry.source_seq),
-            str(entry.bytes), str(entry.tokens), escape(entry.reason), escape(preview),
+            str(entry.bytes), str(entry.tokens), shown(entry.reason), shown(preview),
         )  # fmt: skip
     out.print(t)
     if r.prefix_inferred:
