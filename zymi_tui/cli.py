@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         from zymi_tui.commands.common import EXIT_INTERRUPTED, err
 
-        err.print("interrupted")
+        err.print("interrupted (Ctrl-C)")
         return EXIT_INTERRUPTED
 
 

@@ -6,8 +6,8 @@ import argparse
 import asyncio
 import sys
 
-from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError
-from zymi_tui.commands.workspace import load_project, print_footer, say
+from zymi_tui.commands.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, CommandError, run_async
+from zymi_tui.commands.workspace import load_project, print_footer, say, say_interrupted
 from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.config import PipelineConfig
 
@@ -51,7 +51,7 @@ def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from zymi_tui.engine.runner import RunHalted, run_pipeline
+    from zymi_tui.engine.runner import RunHalted, SealWatch, run_pipeline
     from zymi_tui.engine.runtime import close_runtime, open_runtime
 
     ws = load_project(args.dir)
@@ -64,8 +64,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if sys.stdin.isatty() and sys.stdout.isatty():
         _prompt_inputs(pipeline, inputs)
 
+    watch = SealWatch()
+
     async def go() -> int:
         rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=say, reasoning=TerminalApproval())
+        rt.recorder.listeners.append(watch)
         try:
             result = await run_pipeline(rt, pipeline.name, inputs)
         except RunHalted as e:
@@ -77,13 +80,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return print_footer(result.success, result.final_output)
 
     try:
-        return asyncio.run(go())
+        return run_async(go())
     except KeyboardInterrupt:
-        print(
-            f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {ws.store}",
-            file=sys.stderr,
-        )
-        return 130
+        return say_interrupted(ws.store, watch)
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -138,7 +137,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     try:
-        return asyncio.run(go())
+        return run_async(go())
     except KeyboardInterrupt:
         say("\nshutting down…")
         return EXIT_OK
@@ -173,10 +172,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     try:
-        return asyncio.run(go())
+        return run_async(go())
     except KeyboardInterrupt:
         say("\ninterrupted; the events written so far are kept")
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:

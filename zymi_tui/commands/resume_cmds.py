@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
-from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError
-from zymi_tui.commands.workspace import load_project, print_footer, say
+from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, run_async
+from zymi_tui.commands.workspace import load_project, print_footer, say, say_interrupted
 from zymi_tui.context.knobs import resolve_knobs
 from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.resume import KnobChoice, ResumePlan, fork, plan_lines, plan_resume
+from zymi_tui.engine.runner import SealWatch
 from zymi_tui.engine.runtime import close_runtime, open_runtime, workspace_knobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
@@ -40,7 +40,7 @@ async def _dry_run(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -
     return EXIT_OK
 
 
-async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -> int:
+async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice, watch: SealWatch) -> int:
     reader = await open_reader(ws.store)
     try:  # validate with a reader first: a bad request opens no writer
         plan = await plan_resume(reader, ws, args.stream, args.from_step)
@@ -49,6 +49,7 @@ async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -> i
     rt = await open_runtime(ws, [plan.pipeline], TerminalApproval(), printer=say, reasoning=TerminalApproval())
     try:
         _show_plan(plan, knobs, dry_run=False)
+        rt.recorder.listeners.append(watch)
         outcome = await fork(rt, plan, knobs)
     finally:
         await close_runtime(rt)
@@ -65,7 +66,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
     knobs = knob_choice(ws, args.profile, args.sets)
     if isinstance(ws.store, SqliteStore) and not ws.store.path.is_file():
         raise CommandError(f"no event store found at {ws.store.path}. Cannot resume.")
-    return asyncio.run(_dry_run(ws, args, knobs) if args.dry_run else _fork(ws, args, knobs))
+    watch = SealWatch()
+    try:
+        return run_async(_dry_run(ws, args, knobs) if args.dry_run else _fork(ws, args, knobs, watch))
+    except KeyboardInterrupt:
+        return say_interrupted(ws.store, watch)
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:

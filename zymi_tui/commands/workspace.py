@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK
+from zymi_tui.commands.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
 from zymi_tui.engine.loader import Workspace, find_root, load_workspace
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.project.errors import ProjectError
+
+if TYPE_CHECKING:
+    from zymi_tui.engine.runner import SealWatch
 
 
 def load_project(directory: str | None) -> Workspace:
@@ -38,3 +43,16 @@ def print_footer(success: bool, final_output: str | None) -> int:
         print("error: pipeline had failing steps", file=sys.stderr)
         return EXIT_FAIL
     return EXIT_OK
+
+
+def say_interrupted(store: StoreLocation, watch: SealWatch) -> int:
+    """The one line on stderr when Ctrl-C stopped a `run` or `resume`; exit 130."""
+    where = f"its events are kept in {store}"
+    if watch.sealed is None:
+        text = "interrupted (Ctrl-C) before the run started"
+    elif watch.interrupted:
+        text = f"interrupted (Ctrl-C): the run is sealed as failed; {where}"
+    else:
+        text = f"interrupted (Ctrl-C) after the run ended; {where}"
+    print(text, file=sys.stderr)
+    return EXIT_INTERRUPTED

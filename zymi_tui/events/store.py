@@ -6,8 +6,12 @@ is, in `zymi_tui.project.locate`.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from zymi_tui.errors import UserError
@@ -134,3 +138,29 @@ def run_of(stream_id: str) -> str:
 
 def step_of(stream_id: str) -> str | None:
     return stream_id.split(STEP_MARK, 1)[1] if STEP_MARK in stream_id else None
+
+
+_NOT_FILES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+              (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def stat_store_path(path: Path) -> os.stat_result | None:
+    """`os.stat` of a STORE path (None when nothing is there), with each reason it cannot be one
+    as a StoreError: a symlink loop, a folder we may not enter, a FIFO or a device (never opened:
+    opening a FIFO blocks until a writer comes)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise StoreError(f"symlink loop at {path}: its links point at each other, not at a store") from None
+        if e.errno == errno.EACCES:
+            raise StoreError(
+                f"cannot open {path}: permission denied (a folder on the way cannot be entered by this user)"
+            ) from None
+        raise StoreError(f"cannot open {path}: {e.strerror}") from None
+    for test, what in _NOT_FILES:
+        if test(st.st_mode):
+            raise StoreError(f"{path} is {what}, not an SQLite store: pass a .db file or a project folder")
+    return st

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from zymi_tui.events.location import POSTGRES_SCHEMES, PostgresStore, SqliteStore, StoreLocation, redact_url
-from zymi_tui.events.store import StoreError
+from zymi_tui.events.store import StoreError, stat_store_path
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.reader import PROJECT_FILE, is_project, read_project_doc, store_setting
 
@@ -58,7 +58,7 @@ def locate_store(store: str | None, *, cwd: Path | None = None) -> StoreLocation
     if store and store.startswith(POSTGRES_SCHEMES):
         return PostgresStore(store)
     target = Path(store).expanduser() if store else (cwd or Path.cwd())
-    if not target.exists():
+    if stat_store_path(target) is None:
         raise StoreError(
             f"no event store at {target}: no such file or folder. "
             "Pass a .db file, a project folder, or a postgres:// URL"
@@ -70,7 +70,7 @@ def locate_store(store: str | None, *, cwd: Path | None = None) -> StoreLocation
         if isinstance(found, PostgresStore) or found.path != target / DEFAULT_DB or found.path.is_file():
             return found
     for db in (target / DEFAULT_DB, target / "events.db"):
-        if db.is_file():
+        if stat_store_path(db) is not None and db.is_file():
             return SqliteStore(db)
     raise StoreError(
         f"no event store in {target}: expected {target / DEFAULT_DB} or {target / 'events.db'}. "
