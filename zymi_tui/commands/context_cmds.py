@@ -17,11 +17,12 @@ from zymi_tui.events.store import EventReader, open_reader, resolve_store
 from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
 
-from .common import EXIT_OK, CommandError, err, guarded, out, run_async
+from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg
+from .flags import add_run_arg, add_step_args, resolve_step_stream, run_step_streams
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("store", metavar="STORE", help="a .db file or a project folder (its .zymi/events.db)")
+    add_store_arg(p)
     p.add_argument(
         "--project", metavar="DIR", help="the project the store was recorded with (default: beside the store)"
     )
@@ -39,6 +40,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 def _replay_parser(p: argparse.ArgumentParser) -> None:
     _common(p)
+    add_run_arg(p, "only this run stream (repeatable; default: every run)", repeatable=True)
     p.add_argument("--messages", action="store_true", help="with --json: the messages in OpenAI wire form")
     p.add_argument("--tokens", action="store_true", help="also estimate tokens per call (offline o200k; slower)")
     p.add_argument(
@@ -50,13 +52,13 @@ def _replay_parser(p: argparse.ArgumentParser) -> None:
 
 def _context_parser(c: argparse.ArgumentParser) -> None:
     _common(c)
-    c.add_argument("--stream", required=True, metavar="S", help="the step stream (`<run>:step:<id>`)")
-    c.add_argument("--seq", required=True, type=int, metavar="N", help="the LlmCallStarted's sequence")
+    add_step_args(c)
+    c.add_argument("--seq", required=True, type=int, metavar="N", help="the call: its LlmCallStarted's sequence")
     c.set_defaults(func=guarded(lambda a: run_async(_context(a))))
 
 
 def _setup(args: argparse.Namespace) -> tuple[str, Path | None, ContextKnobs | None]:
-    location = resolve_store(args.store)
+    location = resolve_store(store_arg(args))
     project = find_project(location, Path(args.project) if args.project else None)
     if project is not None and not (project / "project.yml").is_file():
         raise CommandError(f"--project {args.project}: no project.yml in that folder")
@@ -118,9 +120,9 @@ def _replay_or_compare(args: argparse.Namespace) -> int:
         return cmd_compare(
             argparse.Namespace(
                 store=args.store,
-                dir=None,
+                dir=args.dir,
                 project=args.project,
-                run=None,
+                run=args.run,
                 profiles=args.compare,
                 prices=None,
                 model=None,
@@ -138,7 +140,8 @@ async def _replay(args: argparse.Namespace) -> int:
         total = await reader.max_global_id()
         rows: list[CallContext] = []
         table = _table() if not args.json else None
-        async for row in replay_store(reader, project=project, knobs=knobs):
+        streams = await run_step_streams(reader, args)
+        async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
             if len(rows) % 200 == 0 and total > 20_000:
                 _progress(row.global_id, total)
             rows.append(row)
@@ -246,7 +249,9 @@ async def _context(args: argparse.Namespace) -> int:
     reader: EventReader = await open_reader(location)
     try:
         try:
-            row = await context_at(reader, args.stream, args.seq, project=project, knobs=knobs)
+            stream = await resolve_step_stream(reader, args)
+            assert stream is not None
+            row = await context_at(reader, stream, args.seq, project=project, knobs=knobs)
         except ReplayError as e:
             raise CommandError(str(e)) from None
     finally:

@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
+from zymi_tui.context.knobs import describe_knobs
 from zymi_tui.events.store import EventReader, StoreError
 from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
 from zymi_tui.tui.resume.figures import RunFigures, answer_diff, figure_rows, run_figures
@@ -144,8 +145,7 @@ class ForkCompareScreen(Screen[None]):
         if fork.fork_at_step:
             head.append(f"  (forked at '{fork.fork_at_step}')")
         if fork.knobs:
-            knobs = ", ".join(f"{k}={v}" for k, v in fork.knobs.items())
-            head.append(f"\nfork's knobs for the re-run steps: {knobs}", style="dim")
+            head.append(f"\nfork's knobs for the re-run steps: {describe_knobs(fork.knobs)}", style="dim")
         self.query_one("#cmp-head", Static).update(head)
         self.query_one("#cmp-table", Static).update(figures_table(parent, fork, self.prices, self.model))
         caps: list[tuple[int, str]] = []
