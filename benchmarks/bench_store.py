@@ -108,7 +108,8 @@ async def newest_figures(path: Path, trials: int) -> None:
         got = await reader.newest(run, 100, include_steps=True)
         warm.append(time.perf_counter() - t0)
     await reader.close()
-    assert len(got) == 100, len(got)
+    want = min(100, len(rows))  # the busiest run may hold fewer than 100 events
+    assert len(got) == want, (len(got), want)
     for _ in range(trials):
         t0 = time.perf_counter()
         r = await SqliteReader.open(path)
@@ -116,7 +117,7 @@ async def newest_figures(path: Path, trials: int) -> None:
         await r.close()
         cold.append(time.perf_counter() - t0)
     ms = 1000
-    print(f"newest 100 of run {run} (+ its step streams), {trials} trials:")
+    print(f"newest {want} of run {run} (+ its step streams), {trials} trials:")
     print(f"  bare sqlite3+json:     median {statistics.median(bare) * ms:6.2f} ms  p95 {pct(bare, 95) * ms:6.2f} ms")
     print(f"  open reader:           median {statistics.median(warm) * ms:6.2f} ms  p95 {pct(warm, 95) * ms:6.2f} ms")
     print(f"  open + query + close:  median {statistics.median(cold) * ms:6.2f} ms  p95 {pct(cold, 95) * ms:6.2f} ms")

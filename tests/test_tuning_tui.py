@@ -143,7 +143,7 @@ async def test_comparison_table_matches_cli_json(tmp_path: Path, monkeypatch: py
         assert shown["figures"] == [p["total"]["provenance"] for p in want["profiles"]]
         per_run = screen.query_one("#per-run", DataTable)
         assert per_run.row_count == len(want["profiles"][0]["runs"])
-        await pilot.press("ctrl+j")
+        await pilot.press("ctrl+o")
         await pilot.pause()
         exported = json.loads((tmp_path / "zymi-tui-compare.json").read_text())
         assert exported["profiles"] == want["profiles"]

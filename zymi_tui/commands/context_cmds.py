@@ -16,9 +16,11 @@ from zymi_tui.context.prefix import ProjectError, find_project
 from zymi_tui.events.store import EventReader, open_reader, resolve_store
 from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
+from zymi_tui.replay.export import context_markdown
 
 from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg
-from .flags import add_run_arg, add_step_args, resolve_step_stream, run_step_streams
+from .export_cmds import RequestBodies
+from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -40,7 +42,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 def _replay_parser(p: argparse.ArgumentParser) -> None:
     _common(p)
-    add_run_arg(p, "only this run stream (repeatable; default: every run)", repeatable=True)
+    add_runs_filter(p)
     p.add_argument("--messages", action="store_true", help="with --json: the messages in OpenAI wire form")
     p.add_argument("--tokens", action="store_true", help="also estimate tokens per call (offline o200k; slower)")
     p.add_argument(
@@ -54,6 +56,10 @@ def _context_parser(c: argparse.ArgumentParser) -> None:
     _common(c)
     add_step_args(c)
     c.add_argument("--seq", required=True, type=int, metavar="N", help="the call: its LlmCallStarted's sequence")
+    c.add_argument(
+        "--format", choices=["text", "json", "md"], default="text",
+        help="json: the call with its exact request body (as --json); md: layers, reasons, sizes and texts",
+    )  # fmt: skip
     c.set_defaults(func=guarded(lambda a: run_async(_context(a))))
 
 
@@ -257,8 +263,13 @@ async def _context(args: argparse.Namespace) -> int:
     finally:
         await reader.close()
     r = row.rendered
-    if args.json:
+    fmt = "json" if args.json else args.format
+    if fmt == "md":
+        sys.stdout.write(context_markdown(row, RequestBodies(project)(row)))
+        return EXIT_OK
+    if fmt == "json":
         obj = row_json(row, messages=True)
+        obj["request_body"] = RequestBodies(project)(row)
         if r is not None:
             obj["entries"] = [
                 {"layer": e.layer, "role": e.message.role, "bytes": e.bytes, "tokens": e.tokens, "reason": e.reason,

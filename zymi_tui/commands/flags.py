@@ -86,6 +86,11 @@ def add_run_arg(
     _with_aliases(p, ["-r", "--run"], aliases, dest="run", required=required, metavar="RUN", help=help, **kwargs)
 
 
+def add_runs_filter(p: argparse.ArgumentParser) -> None:
+    """`-r/--run RUN`, repeatable: only these runs (default: every run)."""
+    add_run_arg(p, "only this run stream (repeatable; default: every run)", repeatable=True)
+
+
 def add_step_stream_arg(p: argparse.ArgumentParser, help: str, *, required: bool = False) -> None:
     """`--step-stream STEP_STREAM`, with the old spelling `--stream` hidden."""
     _with_aliases(

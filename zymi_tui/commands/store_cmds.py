@@ -10,10 +10,11 @@ from datetime import datetime
 from rich.markup import escape
 
 from zymi_tui.events.describe import describe
-from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
+from zymi_tui.events.lean import LeanError, checked_stream_id, with_sequence
 from zymi_tui.events.runs import list_runs
-from zymi_tui.events.store import EventReader, open_reader, step_of
+from zymi_tui.events.store import EventReader, RawRow, open_reader, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 
@@ -87,6 +88,13 @@ async def _list(
     shown = 0
     while limit is None or shown < limit:
         want = PAGE if limit is None else min(PAGE, limit - shown)
+        if args.raw:  # passed through as stored, with the real sequence: no event is built
+            rows = await reader.read_rows(cursor, want, stream_id=args.run, tag=tag)
+            shown += _emit_raw(rows.rows, reader)
+            cursor = rows.last_global_id
+            if rows.rows_scanned < want:
+                break
+            continue
         if tag:
             page = await reader.read_kind_page(tag, stream_id=args.run, after_global_id=cursor, limit=want)
             last, scanned = (page[-1].global_id if page else cursor), len(page)
@@ -139,6 +147,20 @@ def _matches(se: StoredEvent, stream: str | None, tag: str | None) -> bool:
     if tag and ev.tag != tag:
         return False
     return not stream or ev.stream_id == stream or ev.stream_id.startswith(stream + ":step:")
+
+
+def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
+    """Write each row's stored JSON with its real sequence; a row whose envelope is unreadable is
+    reported and skipped. The kind's payload is passed through unread. Returns the rows written."""
+    lines = []
+    for gid, stream_id, seq, data in rows:
+        try:
+            lines.append(with_sequence(data, checked_stream_id(data), seq))
+        except LeanError as e:
+            reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+    return len(lines)
 
 
 def _emit(se: StoredEvent, args: argparse.Namespace) -> None:

@@ -39,7 +39,7 @@ from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, SweepError, parse_values, sweep
 
 from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg
-from .flags import add_run_arg, add_step_args, resolve_step_stream, run_step_streams
+from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
 
 RECORDED = "recorded"
 KnobDict = dict[str, int | None]
@@ -110,10 +110,6 @@ def progress_bar() -> Progress:
 def add_common(p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
     p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, knobs)")
-
-
-def add_runs_filter(p: argparse.ArgumentParser) -> None:
-    add_run_arg(p, "only this run stream (repeatable; default: every run)", repeatable=True)
 
 
 def write_or_print(text: str, output: str | None) -> None:

@@ -100,10 +100,12 @@ class ProjectPrefixes:
         if doc.get("version") is not None:
             variables["project.version"] = str(doc["version"])
         self.agents: dict[str, str] = {}
+        self.agent_tools: dict[str, tuple[str, ...]] = {}  # the tools each agent is given
         for path in _yml_files(root / "agents"):
             agent = _load_yaml(path, variables)
             if isinstance(agent, dict) and "name" in agent:
                 name = str(agent["name"])
+                self.agent_tools[name] = tuple(str(t) for t in agent.get("tools") or [])
                 prompt = agent.get("system_prompt")
                 self.agents[name] = str(prompt) if prompt is not None else f"You are the '{name}' agent."
         self.pipelines: dict[str, PipelineSpec] = {}

@@ -17,12 +17,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo, field_validator
 
 from zymi_tui.events.kinds import EventKind, KindField, UnknownKind, parse_kind
-
-_HYPHENATED = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-# The forms Rust's `Uuid::try_parse` accepts: hyphenated, urn:uuid:, {braced}, simple (32 hex).
-UUID_PATTERN = rf"^(?:(?:urn:uuid:)?{_HYPHENATED}|\{{{_HYPHENATED}\}}|[0-9a-fA-F]{{32}})$"
-# RFC 3339 as chrono reads it; `decode_event` range-checks the fields (month 13, hour 25 ...).
-TIMESTAMP_PATTERN = r"^\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[Zz]|[+-]\d\d:\d\d)$"
+from zymi_tui.events.lean import TIMESTAMP_PATTERN, UUID_PATTERN
 
 # Checked by pydantic-core's regex engine, in Rust: the envelope is on the hot path of every read.
 UuidStr = Annotated[str, StringConstraints(pattern=UUID_PATTERN)]

@@ -66,20 +66,33 @@ class StreamVerdict:
         return self.problem is None
 
 
-def walk_chain(stream_id: str, rows: Iterable[ChainRow], head: tuple[int, str] | None) -> StreamVerdict:
-    """Check every `prev_hash` link and hash; remember what `check_head` needs."""
-    verdict = StreamVerdict(stream_id)
-    expected_prev = ""
-    for row in rows:
+class ChainWalker:
+    """One stream's chain, checked a row at a time in sequence order (so a whole store can be walked
+    in one pass, each stream's state kept); `verdict` is final once a problem is found."""
+
+    __slots__ = ("expected_prev", "head", "last_sequence", "verdict")
+
+    def __init__(self, stream_id: str, head: tuple[int, str] | None) -> None:
+        self.verdict = StreamVerdict(stream_id)
+        self.head = head
+        self.expected_prev = ""
+        self.last_sequence = 0  # of the last row fed, legacy rows included
+
+    def feed(self, row: ChainRow) -> bool:
+        """Check the next row; False once the chain is broken (later rows are not looked at)."""
+        verdict = self.verdict
+        if verdict.problem:
+            return False
+        self.last_sequence = row.sequence
         verdict.rows += 1
         computed = recompute(row.event_id, row.sequence, row.data, row.prev_hash, row.hash)
         if computed is None:
             verdict.legacy += 1
-            continue
-        if row.prev_hash != expected_prev:
+            return True
+        if row.prev_hash != self.expected_prev:
             verdict.problem = (
                 f"prev_hash mismatch at sequence {row.sequence} (event {row.event_id}): "
-                f"expected '{expected_prev}', found '{row.prev_hash}'"
+                f"expected '{self.expected_prev}', found '{row.prev_hash}'"
             )
         elif computed != row.hash:
             verdict.problem = (
@@ -88,13 +101,22 @@ def walk_chain(stream_id: str, rows: Iterable[ChainRow], head: tuple[int, str] |
             )
         if verdict.problem:
             verdict.bad_sequence, verdict.bad_global_id = row.sequence, row.global_id
-            return verdict
-        expected_prev = row.hash
+            return False
+        self.expected_prev = row.hash
         verdict.last = (row.sequence, row.hash)
-        if head is not None and row.sequence == head[0]:
+        if self.head is not None and row.sequence == self.head[0]:
             verdict.hash_at_head = row.hash
         verdict.verified += 1
-    return verdict
+        return True
+
+
+def walk_chain(stream_id: str, rows: Iterable[ChainRow], head: tuple[int, str] | None) -> StreamVerdict:
+    """Check every `prev_hash` link and hash; remember what `check_head` needs."""
+    walker = ChainWalker(stream_id, head)
+    for row in rows:
+        if not walker.feed(row):
+            break
+    return walker.verdict
 
 
 def check_head(verdict: StreamVerdict, head: tuple[int, str] | None, head_after: tuple[int, str] | None) -> None:

@@ -36,7 +36,7 @@ import json
 import socket
 import time
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -52,7 +52,16 @@ from zymi_tui.events.envelope import (
     parse_timestamp_ns,
 )
 from zymi_tui.events.hashchain import ChainRow, hash_v2
-from zymi_tui.events.store import STEP_MARK, Page, StoreError, StreamInfo, redact_url
+from zymi_tui.events.store import (
+    STEP_MARK,
+    Page,
+    RowPage,
+    StoreError,
+    StreamInfo,
+    chain_by_stream,
+    redact_url,
+    rows_from_events,
+)
 
 # zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
 SCHEMA = """
@@ -402,14 +411,15 @@ class PostgresReader:
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
         top = await self.horizon()
+        # ids first (index only), then those rows: the run's data is never sorted
         if include_steps:
             lo, hi = _steps_bounds(stream_id)
-            sql = f"{_ROW} WHERE {_STEPS} AND id <= $4 ORDER BY id DESC LIMIT $5"
-            rows = await self._fetch(sql, stream_id, lo, hi, top, n)
+            ids = f"SELECT id FROM events WHERE {_STEPS} AND id <= $4 ORDER BY id DESC LIMIT $5"
+            rows = await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", stream_id, lo, hi, top, n)
         else:
-            sql = f"{_ROW} WHERE stream_id = $1 AND id <= $2 ORDER BY sequence DESC LIMIT $3"
-            rows = await self._fetch(sql, stream_id, top, n)
-        return self._decode(reversed(rows))
+            ids = "SELECT id FROM events WHERE stream_id = $1 AND id <= $2 ORDER BY sequence DESC LIMIT $3"
+            rows = await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", stream_id, top, n)
+        return self._decode(rows)
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         top = await self.horizon()
@@ -435,6 +445,14 @@ class PostgresReader:
                 stream_id, lo, hi, tag, after_global_id, top, limit,
             )  # fmt: skip
         return self._decode(rows)
+
+    async def read_rows(
+        self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
+    ) -> RowPage:
+        return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
+
+    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+        return chain_by_stream(self)  # rows commit out of id order here: each stream is read whole
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         cols = "prev_hash, hash" if self._has_hash else "'', ''"

@@ -4,7 +4,8 @@ A zymi *run* is a stream holding a `PipelineRequested`: the first one gives pipe
 and start; the first `PipelineCompleted` of the same pipeline gives status and duration
 (cli/runs_data.rs). A chat stream served by `zymi serve` therefore shows as one run; a *turn*
 pairs each `PipelineRequested` with the `PipelineCompleted` of its correlation id instead.
-Only the three bookkeeping kinds are read (through the kind index), never the whole store.
+Only the three bookkeeping kinds are read (through the kind index), never the whole store, and
+of those only the fields a run shows (`lean`), not whole events.
 """
 
 from __future__ import annotations
@@ -12,11 +13,23 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from zymi_tui.events.envelope import StoredEvent, format_timestamp
-from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested, ResumeForked, UserMessageReceived
-from zymi_tui.events.store import EventReader
+from zymi_tui.events.envelope import BadRow, StoredEvent, format_timestamp, parse_timestamp_ns
+from zymi_tui.events.kinds import UserMessageReceived
+from zymi_tui.events.lean import (
+    RUN_FIELDS,
+    LeanError,
+    PipelineCompletedFields,
+    PipelineRequestedFields,
+    ResumeForkedFields,
+    RunEnvelope,
+    RunFields,
+    payload,
+    run_envelope,
+)
+from zymi_tui.events.store import EventReader, RawRow
 
 RUN_TAGS = ["pipeline_requested", "pipeline_completed", "resume_forked"]
+PAGE = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,48 +89,90 @@ def render_inputs(inputs: dict[str, str]) -> str:
     return " ".join(sorted(parts))
 
 
-def _summary(req: StoredEvent, done: StoredEvent | None, fork: Fork | None, turn: int, turns: int) -> RunSummary:
-    r = req.event.kind
-    assert isinstance(r, PipelineRequested)
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """One bookkeeping event: its global id, envelope and the payload fields a run needs."""
+
+    global_id: int
+    env: RunEnvelope
+    ns: int  # its timestamp
+    fields: RunFields
+
+
+def _summary(req: _Mark, done: _Mark | None, fork: Fork | None, turn: int, turns: int) -> RunSummary:
+    r = req.fields
+    assert isinstance(r, PipelineRequestedFields)
     status, duration, error, final = "running", None, None, None
+    started = req.ns
     if done is not None:
-        d = done.event.kind
-        assert isinstance(d, PipelineCompleted)
+        d = done.fields
+        assert isinstance(d, PipelineCompletedFields)
         status = "ok" if d.success else "FAIL"
-        duration = (done.event.timestamp_ns - req.event.timestamp_ns) // 1_000_000
+        duration = (done.ns - started) // 1_000_000
         error, final = d.error, d.final_output
     return RunSummary(
-        stream_id=req.event.stream_id, pipeline=r.pipeline, correlation_id=req.event.correlation_id,
-        started_ns=req.event.timestamp_ns, duration_ms=duration, status=status, inputs=dict(r.inputs),
+        stream_id=req.env.stream_id, pipeline=r.pipeline, correlation_id=req.env.correlation_id,
+        started_ns=started, duration_ms=duration, status=status, inputs=dict(r.inputs),
         error=error, final_output=final, fork=fork, request_global_id=req.global_id, turn=turn,
         turns_on_stream=turns,
     )  # fmt: skip
 
 
+async def _bookkeeping(reader: EventReader) -> list[RawRow]:
+    """The rows of the three bookkeeping kinds, in global order, as stored."""
+    rows: list[RawRow] = []
+    for tag in RUN_TAGS:
+        cursor = 0
+        while True:
+            page = await reader.read_rows(cursor, PAGE, tag=tag)
+            rows += page.rows
+            cursor = page.last_global_id
+            if page.rows_scanned < PAGE:
+                break
+    rows.sort()
+    return rows
+
+
+def _marks(reader: EventReader, rows: list[RawRow]) -> dict[str, list[_Mark]]:
+    """Per stream, its bookkeeping events; a row that cannot be read is reported and skipped."""
+    by_stream: dict[str, list[_Mark]] = {}
+    for gid, stream_id, seq, data in rows:
+        try:
+            env = run_envelope(data)
+            decoder = RUN_FIELDS.get(env.kind.type)
+            if decoder is None:
+                continue  # the kind_tag column names a bookkeeping kind its JSON does not hold
+            mark = _Mark(gid, env, parse_timestamp_ns(env.timestamp), payload(env, decoder))
+        except (LeanError, ValueError) as e:
+            reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
+            continue
+        by_stream.setdefault(env.stream_id, []).append(mark)
+    return by_stream
+
+
 async def list_runs(reader: EventReader, *, turns: bool = False) -> list[RunSummary]:
     """Runs, newest first. `turns=False` pairs as zymi does; `turns=True` gives one entry per request."""
-    by_stream: dict[str, list[StoredEvent]] = {}
-    for se in await reader.read_kinds(RUN_TAGS):
-        by_stream.setdefault(se.event.stream_id, []).append(se)
     out: list[RunSummary] = []
-    for events in by_stream.values():
-        requests = [e for e in events if isinstance(e.event.kind, PipelineRequested)]
+    for marks in _marks(reader, await _bookkeeping(reader)).values():
+        requests = [m for m in marks if isinstance(m.fields, PipelineRequestedFields)]
         if not requests:
             continue
         fork = next(
-            (Fork(k.parent_stream_id, k.fork_at_step) for e in events if isinstance(k := e.event.kind, ResumeForked)),
+            (Fork(k.parent_stream_id, k.fork_at_step) for m in marks if isinstance(k := m.fields, ResumeForkedFields)),
             None,
         )
-        completions = [e for e in events if isinstance(e.event.kind, PipelineCompleted)]
+        completions = [m for m in marks if isinstance(m.fields, PipelineCompletedFields)]
         if not turns:
             first = requests[0]
-            assert isinstance(first.event.kind, PipelineRequested)
-            name = first.event.kind.pipeline
-            done = next((c for c in completions if c.event.kind.pipeline == name), None)  # type: ignore[union-attr]
+            name = first.fields.pipeline  # type: ignore[union-attr]
+            done = next((c for c in completions if c.fields.pipeline == name), None)  # type: ignore[union-attr]
             out.append(_summary(first, done, fork, 1, len(requests)))
             continue
+        by_correlation: dict[str | None, _Mark] = {}
+        for c in completions:
+            by_correlation.setdefault(c.env.correlation_id, c)
         for i, req in enumerate(requests, 1):
-            done = next((c for c in completions if c.event.correlation_id == req.event.correlation_id), None)
+            done = by_correlation.get(req.env.correlation_id)
             out.append(_summary(req, done, fork if i == 1 else None, i, len(requests)))
     out.sort(key=lambda r: (r.started_ns, r.request_global_id), reverse=True)
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import aiosqlite
 
 from zymi_tui.events.envelope import BadRow, Event, EventDecodeError, StoredEvent, decode_event
 from zymi_tui.events.hashchain import ChainRow, hash_v2
-from zymi_tui.events.store import STEP_MARK, Page, StoreError, StoreLocked, StreamInfo
+from zymi_tui.events.store import STEP_MARK, Page, RawRow, RowPage, StoreError, StoreLocked, StreamInfo
 
 # zymi's DDL, verbatim (events/store/sqlite.rs), so `sqlite_master` reads the same.
 SCHEMA = """CREATE TABLE IF NOT EXISTS events (
@@ -54,6 +54,7 @@ READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LO
 LOCK_WAIT_S = 5.0
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
+CHAIN_PAGE = 5000
 
 
 def _run_and_steps(where: str) -> str:
@@ -239,7 +240,7 @@ class SqliteReader:
         )
         return [StreamInfo(s, n, lo, hi) for s, n, lo, hi in rows]
 
-    async def read_after(self, after_global_id: int, limit: int) -> Page:
+    async def _rows_after(self, after_global_id: int, limit: int) -> list[RawRow]:
         """The next `limit` rows after a global id. After a full page the following one is fetched
         ahead (SQLite works in aiosqlite's thread while this one is decoded): a full scan's reads
         and decoding overlap. A read-ahead nobody asks for is dropped at the next different call."""
@@ -249,33 +250,59 @@ class SqliteReader:
         else:
             _drop(ahead)
             rows = await self._fetch(f"{_ROW} WHERE id > ? ORDER BY id LIMIT ?", (after_global_id, limit))
-        last = rows[-1][0] if rows else after_global_id
         if len(rows) == limit:
-            key = (last, limit)
+            key = (rows[-1][0], limit)
             self._ahead = (key, asyncio.ensure_future(self._fetch(f"{_ROW} WHERE id > ? ORDER BY id LIMIT ?", key)))
-        return Page(self._decode(rows), last, len(rows))
+        return rows
+
+    async def read_after(self, after_global_id: int, limit: int) -> Page:
+        rows = await self._rows_after(after_global_id, limit)
+        return Page(self._decode(rows), rows[-1][0] if rows else after_global_id, len(rows))
+
+    async def read_rows(
+        self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
+    ) -> RowPage:
+        """Rows in global order as stored (not decoded): all, of one kind, and/or of a run and its steps."""
+        rows: list[RawRow]
+        if stream_id is not None:
+            where = "+id > ?" + ("" if tag is None else " AND +kind_tag = ?")
+            cond = (after_global_id,) if tag is None else (after_global_id, tag)
+            lo, hi = _range_for_steps(stream_id)
+            rows = await self._fetch(
+                _run_and_steps(where) + " ORDER BY id LIMIT ?", (stream_id, *cond, lo, hi, *cond, limit)
+            )
+        elif tag is not None:
+            sql = f"{_ROW} WHERE kind_tag = ? AND id > ? ORDER BY id LIMIT ?"
+            rows = await self._fetch(sql, (tag, after_global_id, limit))
+        else:
+            rows = await self._rows_after(after_global_id, limit)
+        return RowPage(rows, rows[-1][0] if rows else after_global_id, len(rows))
 
     async def read_stream(
         self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
     ) -> list[StoredEvent]:
         lim = -1 if limit is None else limit
         if include_steps:
-            sql = _run_and_steps("+id > ?") + " ORDER BY id LIMIT ?"
-            lo, hi = _range_for_steps(stream_id)
-            rows = await self._fetch(sql, (stream_id, after_global_id, lo, hi, after_global_id, lim))
+            return self._decode((await self.read_rows(after_global_id, lim, stream_id=stream_id)).rows)
         else:
             sql = f"{_ROW} WHERE stream_id = ? AND id > ? ORDER BY sequence LIMIT ?"
             rows = await self._fetch(sql, (stream_id, after_global_id, lim))
         return self._decode(rows)
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
+        """Ids first, from the (stream_id, sequence) index alone, then only those rows: sorting the
+        run's rows with their data would cost in proportion to the run, not to `n`."""
         if include_steps:
-            sql = _run_and_steps("1") + " ORDER BY id DESC LIMIT ?"
             lo, hi = _range_for_steps(stream_id)
-            rows = await self._fetch(sql, (stream_id, lo, hi, n))
+            ids = (
+                "SELECT id FROM events WHERE stream_id = ? UNION ALL "
+                "SELECT id FROM events WHERE stream_id >= ? AND stream_id < ? ORDER BY id DESC LIMIT ?"
+            )
+            params: tuple[Any, ...] = (stream_id, lo, hi, n)
         else:
-            rows = await self._fetch(f"{_ROW} WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?", (stream_id, n))
-        return self._decode(reversed(rows))
+            ids = "SELECT id FROM events WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?"
+            params = (stream_id, n)
+        return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         marks = ",".join("?" * len(tags))
@@ -285,17 +312,7 @@ class SqliteReader:
     async def read_kind_page(
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
     ) -> list[StoredEvent]:
-        if stream_id is None:
-            rows = await self._fetch(
-                f"{_ROW} WHERE kind_tag = ? AND id > ? ORDER BY id LIMIT ?", (tag, after_global_id, limit)
-            )
-        else:
-            lo, hi = _range_for_steps(stream_id)
-            rows = await self._fetch(
-                _run_and_steps("+kind_tag = ? AND +id > ?") + " ORDER BY id LIMIT ?",
-                (stream_id, tag, after_global_id, lo, hi, tag, after_global_id, limit),
-            )
-        return self._decode(rows)
+        return self._decode((await self.read_rows(after_global_id, limit, stream_id=stream_id, tag=tag)).rows)
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         cols = "prev_hash, hash" if self._has_hash else "'', ''"
@@ -304,6 +321,25 @@ class SqliteReader:
             (stream_id,),
         )
         return [ChainRow(*r) for r in rows]
+
+    async def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+        """One pass over the table in global order, a page at a time (a query per stream would cost
+        a round trip per stream: 50,000 of them on a 1M-event store)."""
+        cols = "prev_hash, hash" if self._has_hash else "'', ''"
+        sql = f"SELECT id, event_id, stream_id, sequence, data, {cols} FROM events WHERE id > ? ORDER BY id LIMIT ?"
+        ahead: asyncio.Future[list[Any]] | None = asyncio.ensure_future(self._fetch(sql, (0, CHAIN_PAGE)))
+        try:
+            while ahead is not None:
+                rows = await ahead
+                # the next page is read in aiosqlite's thread while this one is hashed
+                ahead = (
+                    None
+                    if len(rows) < CHAIN_PAGE
+                    else asyncio.ensure_future(self._fetch(sql, (rows[-1][0], CHAIN_PAGE)))
+                )
+                yield [(s, ChainRow(gid, eid, seq, data, prev, h)) for gid, eid, s, seq, data, prev, h in rows]
+        finally:
+            _drop(None if ahead is None else ((), ahead))
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         if not self._has_heads:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -41,6 +42,18 @@ class Page:
     rows_scanned: int
 
 
+RawRow = tuple[int, str, int, str]  # (global id, stream id, sequence, the stored `data` text)
+
+
+@dataclass(frozen=True, slots=True)
+class RowPage:
+    """Rows as stored, not decoded; `last_global_id` and `rows_scanned` as in `Page`."""
+
+    rows: list[RawRow]
+    last_global_id: int
+    rows_scanned: int
+
+
 class EventReader(Protocol):
     """Read-only access to an event store. Pages by global id; never loads a whole store."""
 
@@ -57,10 +70,18 @@ class EventReader(Protocol):
     ) -> list[StoredEvent]: ...
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]: ...
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]: ...
+    async def read_rows(
+        self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
+    ) -> RowPage: ...
     async def read_kind_page(
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
     ) -> list[StoredEvent]: ...
     async def chain_rows(self, stream_id: str) -> list[ChainRow]: ...
+    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+        """Every stream's chain rows, in batches; each stream's rows in ascending global id (how a
+        backend orders streams among themselves is its own: one pass over the table, or by stream)."""
+        ...
+
     async def stream_heads(self) -> dict[str, tuple[int, str]]: ...
 
 
@@ -72,6 +93,31 @@ class EventWriter(Protocol):
     async def close(self) -> None: ...
     async def append(self, event: Event) -> StoredEvent: ...
     async def checkpoint(self) -> None: ...
+
+
+async def rows_from_events(
+    reader: EventReader, after_global_id: int, limit: int, *, stream_id: str | None, tag: str | None
+) -> RowPage:
+    """`read_rows` for a reader that only reads decoded events: the same rows, through its decoder."""
+    if tag is not None or stream_id is not None:
+        if tag is not None:
+            found = await reader.read_kind_page(tag, stream_id=stream_id, after_global_id=after_global_id, limit=limit)
+        else:
+            assert stream_id is not None
+            found = await reader.read_stream(
+                stream_id, include_steps=True, after_global_id=after_global_id, limit=limit
+            )
+        last, scanned = (found[-1].global_id if found else after_global_id), len(found)
+    else:
+        page = await reader.read_after(after_global_id, limit)
+        found, last, scanned = page.events, page.last_global_id, page.rows_scanned
+    return RowPage([(se.global_id, se.event.stream_id, se.event.sequence, se.data) for se in found], last, scanned)
+
+
+async def chain_by_stream(reader: EventReader) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+    """`chain_scan` as one `chain_rows` read per stream."""
+    for info in await reader.streams():
+        yield [(info.stream_id, row) for row in await reader.chain_rows(info.stream_id)]
 
 
 STEP_MARK = ":step:"

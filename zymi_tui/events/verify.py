@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from zymi_tui.events.hashchain import StreamVerdict, check_head, walk_chain
+from zymi_tui.events.hashchain import ChainWalker, StreamVerdict, check_head, walk_chain
 from zymi_tui.events.store import EventReader, StoreError
 
 
@@ -14,22 +14,46 @@ async def verify_store(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[StreamVerdict]:
     """One verdict per stream (or for `stream` alone), including streams that only
-    `stream_heads` still knows (a whole stream deleted). Sorted by stream id."""
+    `stream_heads` still knows (a whole stream deleted). Sorted by stream id.
+    `progress(rows checked, rows in the store)` is called as the walk goes."""
     heads = await reader.stream_heads()
     if stream is not None:
         known = {s.stream_id for s in await reader.streams()}
         if stream not in known and stream not in heads:
             raise StoreError(f"no stream `{stream}` in {reader.label}")
-        names = [stream]
+        verdicts = [walk_chain(stream, await reader.chain_rows(stream), heads.get(stream))]
     else:
-        names = sorted({s.stream_id for s in await reader.streams()} | set(heads))
-    verdicts = []
-    for i, name in enumerate(names):
-        verdicts.append(walk_chain(name, await reader.chain_rows(name), heads.get(name)))
-        if progress:
-            progress(i + 1, len(names))
+        verdicts = await _walk_all(reader, heads, progress)
     # read the heads again after the rows: a head that moved meanwhile belongs to a store being written
     heads_after = await reader.stream_heads()
     for v in verdicts:
         check_head(v, heads.get(v.stream_id), heads_after.get(v.stream_id))
     return verdicts
+
+
+async def _walk_all(
+    reader: EventReader, heads: dict[str, tuple[int, str]], progress: Callable[[int, int], None] | None
+) -> list[StreamVerdict]:
+    """Every stream's chain in one pass over the rows, a walker per stream. A stream whose rows do not
+    come in ascending sequence (ids assigned out of order) is walked again alone, in sequence order."""
+    total = await reader.count() if progress else 0
+    walkers: dict[str, ChainWalker] = {}
+    out_of_order: set[str] = set()
+    done = 0
+    async for batch in reader.chain_scan():
+        for stream_id, row in batch:
+            walker = walkers.get(stream_id)
+            if walker is None:
+                walker = walkers[stream_id] = ChainWalker(stream_id, heads.get(stream_id))
+            if row.sequence <= walker.last_sequence:
+                out_of_order.add(stream_id)
+            walker.feed(row)
+        done += len(batch)
+        if progress:
+            progress(done, total)
+    verdicts = {s: w.verdict for s, w in walkers.items()}
+    for s in out_of_order:
+        verdicts[s] = walk_chain(s, await reader.chain_rows(s), heads.get(s))
+    for s in heads.keys() - verdicts.keys():
+        verdicts[s] = walk_chain(s, [], heads[s])
+    return [verdicts[s] for s in sorted(verdicts)]

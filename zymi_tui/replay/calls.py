@@ -93,6 +93,10 @@ class CallContext:
     recorded_output_tokens: int | None = None
     ts_ns: int | None = None  # the LlmCallStarted's timestamp (cache lifetimes)
     reuse: PrefixReuse | None = None  # an agent call: the prefix shared with the stream's previous agent call
+    correlation_id: str | None = None  # the run the call belongs to
+    finish_reason: str | None = None  # of the matching LlmCallCompleted
+    done_ts_ns: int | None = None  # its timestamp
+    pipeline: str | None = None
     _done: bool = field(default=False, repr=False)
     _drop: bool = field(default=False, repr=False)
 
@@ -335,6 +339,8 @@ class Replayer:
                     row.recorded_input_tokens, row.recorded_output_tokens = u.input_tokens, u.output_tokens
                     row.recorded_cached_tokens = u.cached_input_tokens
                     row.recorded_cache_creation_tokens = u.cache_creation_tokens
+                if isinstance(kind, LlmCallCompleted):
+                    row.finish_reason, row.done_ts_ns = kind.finish_reason, fast_ts_ns(ev.timestamp)
                 row._done = True
             if isinstance(kind, LlmCallCompleted) and not kind.has_tool_calls and ev.source != "compaction":
                 step = ev.stream_id.split(STEP_MARK, 1)[1]
@@ -363,6 +369,8 @@ class Replayer:
             prefix_inferred=False,
             whatif=self.whatif,
             ts_ns=fast_ts_ns(ev.timestamp),
+            correlation_id=ev.correlation_id,
+            pipeline=st.run.pipeline if st.run is not None else None,
         )
         if is_compaction:
             if self.whatif:

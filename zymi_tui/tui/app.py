@@ -11,7 +11,6 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
@@ -31,7 +30,9 @@ from zymi_tui.events.store import (
 )
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
+from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.graph_view import GraphView
+from zymi_tui.tui.help import DASHBOARD_NAV, DASHBOARD_PANELS
 from zymi_tui.tui.messages import (
     ChainChecked,
     MaskingFound,
@@ -74,36 +75,49 @@ class Target:
     banner: str | None = None
 
 
-class MainScreen(Screen[None]):
-    CSS_PATH = "main.tcss"
+class MainScreen(ActionScreen):
+    CSS_PATH = str(Path(__file__).with_name("main.tcss"))  # absolute: subclasses live in other folders
     AUTO_FOCUS = "#runs"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-normal"), (110, "-wide")]  # noqa: RUF012
     VERTICAL_BREAKPOINTS = [(0, "-short"), (24, "-tall")]  # noqa: RUF012
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "enter", "Open/expand", show=False),
-        Binding("f", "freeze", "Freeze"),
-        Binding("n", "follow", "Follow newest"),
-        Binding("slash", "search", "Search"),
-        Binding("s", "cycle_step", "Step"),
-        Binding("t", "cycle_kind", "Kinds"),
-        Binding("u", "cycle_status", "Status", show=False),
-        Binding("o", "toggle_group", "Group/flat", show=False),
-        Binding("g", "goto_replaced", "Go to replaced", show=False),
-        Binding("i", "inspect", "Inspect call"),
-        Binding("K", "tune", "Tune knobs"),  # tuning hook (zymi_tui/tui/tuning/hooks.py)
-        Binding("X", "compare_profiles", "Compare profiles", show=False),  # tuning hook
-        Binding("W", "sweep", "Sweep", show=False),  # tuning hook
-        Binding("c", "copy_stream", "Copy id", show=False),
-        Binding("escape", "clear", "Clear", show=False),
-        Binding("question_mark", "help", "Help"),
-        Binding("q", "app.quit", "Quit"),
-        # fork-resume (zymi_tui/tui/resume/hook.py)
-        Binding("R", "fork", "Fork"),
-        Binding("C", "compare_fork", "Compare fork", show=False),
-        Binding("P", "lineage", "Parent/fork", show=False),
-        Binding("d", "chat", "Chat", show=False),  # zymi_tui/tui/chat/hook.py
-    ]
+    HELP_TITLE = "zymi-tui observe"
+    HELP_INTRO = DASHBOARD_PANELS
+    NAV = DASHBOARD_NAV
+    ACTIONS: ClassVar[tuple[Act, ...]] = (
+        Act("i", "inspect", "Inspect", "Open the context the selected LLM call saw, message by message.",
+            "inspect inspector context messages layers call why"),
+        Act("K", "tune", "Tune knobs", "Edit the context knobs and see what the picked call would have been.",
+            "tune knobs what-if edit window cap profile apply"),
+        Act("X", "compare_profiles", "Profiles", "Replay the whole store under several profiles side by side.",
+            "compare profiles profile replay cost chat coding"),
+        Act("W", "sweep", "Sweep", "Replay a grid of window and soft-cap values; the Pareto front of cost vs peak.",
+            "sweep grid pareto window cap"),
+        Act("R", "fork", "Fork", "Fork the selected run at a step and re-run the rest under other knobs.",
+            "fork resume rerun re-run branch step"),
+        Act("C", "compare_fork", "Compare fork", "Compare a fork with its parent: figures, curves, answers.",
+            "compare fork parent diff resume"),
+        Act("P", "lineage", "Parent/fork", "Jump from a fork to its parent, or from a parent to its newest fork.",
+            "parent fork lineage jump resume"),
+        Act("d", "chat", "Chat", "Chat on this project (or a new demo project) with the curve beside it.",
+            "chat demo conversation message talk"),
+        Act("enter", "enter", "Open", "Runs: go to its events; events: expand the payload; plot: inspect the call.",
+            "open expand payload details"),
+        Act("slash", "search", "Search", "Search the focused list (runs or events); Esc clears.", "search find filter"),
+        Act("s", "cycle_step", "Step", "Show one step's events and curve at a time (cycles).", "step filter"),
+        Act("t", "cycle_kind", "Kinds", "Filter events by kind: all, LLM calls, tools, workflow.", "kind filter"),
+        Act("u", "cycle_status", "Status", "Filter runs by status: all, ok, failed, running.", "status filter"),
+        Act("o", "toggle_group", "Group", "Events grouped by step, or flat in store order.", "group flat"),
+        Act("g", "goto_replaced", "Replaced", "On a compaction: mark and go to the events it replaced.",
+            "compaction replaced summary goto"),
+        Act("x", "toggle_x", "x axis", "Plot against call number or seconds since the run started.",
+            "plot axis time"),
+        Act("f", "freeze", "Freeze", "Hold live updates (they are applied when you unfreeze).", "freeze pause live"),
+        Act("n", "follow", "Follow", "Keep the newest run selected as new runs arrive.", "follow newest live"),
+        Act("c", "copy_stream", "Copy id", "Copy the selected run's stream id (what resume and -r take).",
+            "copy stream id clipboard"),
+        Act("escape", "clear", "Clear", "Close the search, or clear the replaced-events mark.", "clear"),
+        Act("q", "app.quit", "Quit", "Quit the dashboard.", "quit exit"),
+    )  # fmt: skip
 
     def __init__(self, target: Target) -> None:
         super().__init__()
@@ -179,8 +193,7 @@ class MainScreen(Screen[None]):
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
             return
-        self.reload_runs()
-        self.verify_chains()
+        self.reload_runs()  # the hash-chain check starts once the runs are drawn (on_runs_loaded)
         self.tail_store()
 
     def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
@@ -313,6 +326,7 @@ class MainScreen(Screen[None]):
         if not self.runs_seen:
             self.runs_seen = True
             runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
+            self.verify_chains()  # after the runs, so hashing the store does not delay drawing them
 
     def on_peaks_loaded(self, msg: PeaksLoaded) -> None:
         for key, chars in msg.peaks.items():
@@ -811,10 +825,8 @@ class MainScreen(Screen[None]):
 
         jump_lineage(self)
 
-    def action_help(self) -> None:
-        from zymi_tui.tui.help import HelpScreen
-
-        self.app.push_screen(HelpScreen())
+    def action_toggle_x(self) -> None:
+        self.query_one(ContextPlot).action_toggle_x()
 
 
 class DashboardApp(App[None]):
@@ -844,22 +856,6 @@ class DashboardApp(App[None]):
             main = self.main
         except LookupError:
             return
-        commands = [
-            ("Freeze / unfreeze live updates", "f", main.action_freeze),
-            ("Follow newest run (toggle)", "n", main.action_follow),
-            ("Search the focused list", "/", main.action_search),
-            ("Cycle step filter (events and plot)", "s", main.action_cycle_step),
-            ("Cycle event kind filter", "t", main.action_cycle_kind),
-            ("Cycle run status filter", "u", main.action_cycle_status),
-            ("Group events by step / flat", "o", main.action_toggle_group),
-            ("Go to the events a compaction replaced", "g", main.action_goto_replaced),
-            ("Inspect the selected LLM call's context", "i", main.action_inspect),
-            ("Copy the selected stream id", "c", main.action_copy_stream),
-            ("Plot x axis: call index / time", "x", main.query_one(ContextPlot).action_toggle_x),
-            ("Help: keys and what the panels show", "?", main.action_help),
-        ]
-        for title, key, callback in commands:
-            yield SystemCommand(title, f"key: {key}", callback)
         for tag in main.events.kind_tags:
             yield SystemCommand(f"Show only events of kind {tag}", "events filter", lambda t=tag: main.set_kinds({t}))
         for step in main.events.steps:

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from zymi_tui.context.knobs import KnobError
@@ -20,6 +17,7 @@ from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.messages import AssistantMessage, message_text
 from zymi_tui.events.store import StoreError, open_reader
 from zymi_tui.replay.calls import CallContext, ReplayError, context_at
+from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.model_inspector import bar_cells, figures, preview, role_of, window_segments
 from zymi_tui.tui.source import knobs_of
@@ -32,9 +30,16 @@ class CallRebuilt(Message):
         self.error = error
 
 
-class InspectorScreen(Screen[None]):
-    CSS_PATH = "inspector.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "Back")]
+class InspectorScreen(ActionScreen):
+    CSS_PATH = str(Path(__file__).with_name("inspector.tcss"))
+    HELP_TITLE = "Call inspector"
+    HELP_INTRO = (
+        "The context one LLM call saw, rebuilt by the context engine: layer A (system prompt and task), "
+        "B (memory), C (history), each message's bytes and tokens and why it looks as it does "
+        "(kept, masked, forgotten, summarised), beside the figures the store recorded."
+    )
+    NAV = (Nav("↑ ↓ PgUp PgDn", "move in the messages; the selected one is shown whole below"),)
+    ACTIONS = (Act("escape,q", "close", "Back", "Close the inspector and go back to the dashboard.", "back close"),)
 
     def __init__(self, call: StoredEvent, store: str, project: Path | None) -> None:
         super().__init__()

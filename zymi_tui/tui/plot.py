@@ -23,7 +23,6 @@ class ContextPlot(PlotextPlot, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left,h", "pick(-1)", "Prev call", show=False),
         Binding("right,l", "pick(1)", "Next call", show=False),
-        Binding("x", "toggle_x", "x: index/time"),
     ]
 
     class CallPicked(Message):

@@ -19,7 +19,7 @@ from zymi_tui.tui.chat.session import ChatOptions, ChatSession, ChatSetupError
 class ChatApp(App[None]):
     TITLE = "zymi-tui chat"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+c,ctrl+q", "quit_chat", "Quit", priority=True),
+        Binding("ctrl+c,ctrl+q", "quit_chat", "Quit", priority=True, show=False),  # help: "Ctrl+Q quits"
     ]
 
     def __init__(self, options: ChatOptions, *, hint: str | None = None, theme: str | None = None) -> None:

@@ -8,28 +8,28 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar
+from typing import Any
 
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from zymi_tui.engine.approvals import Decision
+from zymi_tui.tui.actions import Act, ActionModal
 
 DECIDED_BY = "terminal:terminal"
 
 
-class ApprovalModal(ModalScreen[Decision]):
+class ApprovalModal(ActionModal):
     """a: approve · d: deny · e: explain (type a reason, Enter denies with it)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "approve", "Approve"),
-        Binding("d", "deny", "Deny"),
-        Binding("e", "explain", "Explain"),
-        Binding("escape", "deny", "Deny", show=False),
-    ]
+    HELP_TITLE = "Approval"
+    HELP_INTRO = "A tool call that the project's policy says needs your approval before it runs."
+    ACTIONS = (
+        Act("a", "approve", "Approve", "Let the tool call run.", "approve allow yes"),
+        Act("d,escape", "deny", "Deny", "Refuse the tool call (the agent is told).", "deny refuse no"),
+        Act("e", "explain", "Explain", "Type a reason, then Enter denies with it.", "explain reason deny"),
+    )
     AUTO_FOCUS = "#approve"
     DEFAULT_CSS = """
     ApprovalModal { align: center middle; }

@@ -7,20 +7,17 @@ the screen says so.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from zymi_tui.engine.chat import PROJECT_PROFILE, profile_names
 from zymi_tui.events.messages import message_text
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext
+from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.chat.session import ChatSession
 from zymi_tui.tui.chat.widgets import context_bar
 from zymi_tui.tui.model import format_size
@@ -49,15 +46,22 @@ def entries_table(cc: CallContext) -> Table:
     return table
 
 
-class ContextScreen(Screen[None]):
+class ContextScreen(ActionScreen):
     """←/→ (or 1-9) pick the profile; Esc goes back."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,f2", "back", "Back"),
-        Binding("left", "shift(-1)", "Prev profile"),
-        Binding("right", "shift(1)", "Next profile"),
-        Binding("p", "use", "Use this profile"),
-    ]
+    HELP_TITLE = "The last call's context"
+    HELP_INTRO = (
+        "The chat's last LLM call, message by message, as recorded or rebuilt under another profile "
+        "(a what-if that assumes the same trajectory)."
+    )
+    ACTIONS = (
+        Act("escape,q,f2", "back", "Back", "Go back to the chat.", "back close chat"),
+        Act(
+            "left", "shift(-1)", "Prev profile", "Show the call under the previous profile.", "profile", priority=True
+        ),  # the scrolling body would take ← → for itself
+        Act("right", "shift(1)", "Next profile", "Show the call under the next profile.", "profile", priority=True),
+        Act("p", "use", "Use profile", "Use the shown profile for the chat's next turn.", "profile switch use"),
+    )
     DEFAULT_CSS = """
     ContextScreen #ctx-head { padding: 0 1; background: $panel; height: auto; }
     ContextScreen #ctx-body { padding: 0 1; }

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from textual.binding import Binding, BindingType
-
+from zymi_tui.tui.actions import Act
 from zymi_tui.tui.app import MainScreen, Target
 from zymi_tui.tui.chat.session import ChatSession
 
 
 class ChatDashboard(MainScreen):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("f4", "back", "Back to chat")]
+    ACTIONS = (
+        Act("f4", "back", "Back to chat", "Close the dashboard and go back to the chat.", "chat back return"),
+        *MainScreen.ACTIONS,
+    )
 
     def __init__(self, session: ChatSession) -> None:
         super().__init__(Target(session.ws.store_location, session.ws.root, session.stream))
 
     def action_back(self) -> None:
+        self.dismiss()
+
+    async def action_chat(self) -> None:
+        """`d` here is the chat this dashboard was opened from."""
         self.dismiss()

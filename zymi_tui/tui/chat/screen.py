@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import ClassVar
+from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from zymi_tui.engine.chat import PROJECT_PROFILE, next_profile, profile_names
 from zymi_tui.engine.slash import help_text, parse_slash, unknown_command
 from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.chat.context_view import ContextScreen
 from zymi_tui.tui.chat.session import ChatSession
 from zymi_tui.tui.chat.transcript import Transcript
@@ -41,17 +40,49 @@ FIRST_HINT = (
 )
 
 
-class ChatScreen(Screen[None]):
-    CSS_PATH = "chat.tcss"
+class ChatScreen(ActionScreen):
+    CSS_PATH = str(Path(__file__).with_name("chat.tcss"))
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (90, "-wide")]  # noqa: RUF012
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel_turn", "Cancel turn"),
-        Binding("f2", "context", "Context"),
-        Binding("f3", "next_profile", "Profile"),
-        Binding("f4", "dashboard", "Dashboard / back"),
-        Binding("f5", "tune", "Tune knobs"),
-        Binding("ctrl+l", "focus_prompt", "Prompt", show=False),
-    ]
+    HAS_INPUT = True
+    HELP_TITLE = "Chat"
+    HELP_INTRO = (
+        "Each message runs one turn of the project's chat pipeline; every event is written to the store "
+        "as it happens, and the curve beside the conversation grows with it. Commands typed in the "
+        "prompt: /profile [NAME], /context, /help, /quit."
+    )
+    NAV = (Nav("↑ ↓ (prompt)", "the messages you sent before"),)
+    ACTIONS = (
+        Act(
+            "f2",
+            "context",
+            "Context",
+            "The last call's context, message by message, under any profile.",
+            "context messages inspect what-if profile",
+        ),
+        Act("f3", "next_profile", "Profile", "Switch the knob profile for the next turn.", "profile switch knobs"),
+        Act(
+            "f4",
+            "dashboard",
+            "Dashboard",
+            "Open the dashboard on this chat's store (F4 there comes back).",
+            "dashboard observe runs events back",
+        ),
+        Act(
+            "f5",
+            "tune",
+            "Tune knobs",
+            "The knob editor on the last call: what it would have been.",
+            "tune knobs what-if edit",
+        ),
+        Act(
+            "escape",
+            "cancel_turn",
+            "Cancel turn",
+            "Cancel the running turn (recorded as cancelled).",
+            "cancel stop interrupt",
+        ),
+        Act("ctrl+l", "focus_prompt", "Prompt", "Put the cursor back in the message box.", "prompt focus type"),
+    )
 
     def __init__(self, session: ChatSession, *, hint: str | None = None, hosted: bool = False) -> None:
         """`hosted`: pushed over another screen (the dashboard), which F4 goes back to, closing the session."""

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
 from zymi_tui.context.knobs import describe_knobs
 from zymi_tui.events.store import EventReader, StoreError
 from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
+from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.resume.figures import RunFigures, answer_diff, figure_rows, run_figures
 
 DIFF_STYLE = {"same": "", "del": "red strike", "ins": "bold green"}
@@ -72,7 +69,7 @@ def diff_text(parent: RunFigures, fork: RunFigures) -> Text:
     return t
 
 
-class ForkCompareScreen(Screen[None]):
+class ForkCompareScreen(ActionScreen):
     """Opened with the parent's and the fork's stream ids; reads both runs from the dashboard's reader."""
 
     DEFAULT_CSS = """
@@ -83,10 +80,12 @@ class ForkCompareScreen(Screen[None]):
     ForkCompareScreen .answer { width: 1fr; height: auto; border: round $foreground-muted 50%; padding: 0 1; }
     ForkCompareScreen #cmp-diff { height: auto; border: round $accent; padding: 0 1; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q", "close", "Back"),
-        Binding("r", "reload", "Reload"),
-    ]
+    HELP_TITLE = "Parent and fork"
+    HELP_INTRO = "A fork beside its parent: the figures, the context curves overlaid, the answers and their diff."
+    ACTIONS = (
+        Act("escape,q", "close", "Back", "Go back to the dashboard.", "back close"),
+        Act("r", "reload", "Reload", "Read both runs again (a running fork grows).", "reload refresh fork resume"),
+    )
 
     def __init__(self, reader: EventReader, parent: str, fork: str, *, soft_cap: int | None = None,
                  hard_cap: int | None = None, model: str | None = None) -> None:  # fmt: skip

@@ -10,14 +10,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from zymi_tui.context.knobs import KnobError, all_profiles, resolve_knobs
@@ -27,6 +24,7 @@ from zymi_tui.engine.resume import KnobChoice, ResumeError, ResumePlan, plan_lin
 from zymi_tui.engine.runtime import project_knobs
 from zymi_tui.events.kinds import PipelineRequested, WorkflowNodeCompleted
 from zymi_tui.events.store import EventReader, StoreError
+from zymi_tui.tui.actions import Act, ActionModal
 from zymi_tui.tui.resume.job import ForkJob, load_project, preview, run_job
 
 SHOWN_LOG = 14
@@ -35,7 +33,7 @@ STATE_STYLE = {"confirm": "cyan", "running": "yellow", "done": "green", "failed"
 OnStream = Callable[[str], None]
 
 
-class ForkModal(ModalScreen[None]):
+class ForkModal(ActionModal):
     DEFAULT_CSS = """
     ForkModal { align: center middle; }
     #fork-box { width: 90%; max-width: 130; height: auto; max-height: 90%; padding: 0 1;
@@ -46,14 +44,18 @@ class ForkModal(ModalScreen[None]):
     #fork-body { height: auto; }
     #fork-keys { color: $text-muted; height: auto; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Close", priority=True),
-        Binding("up,k", "step(-1)", "Prev step", show=False),
-        Binding("down,j", "step(1)", "Next step", show=False),
-        Binding("p", "profile", "Profile", show=False),
-        Binding("enter", "go", "Go", show=False),
-        Binding("c", "compare", "Compare", show=False),
-    ]
+    HELP_TITLE = "Fork a run"
+    HELP_INTRO = "Fork the run at a step: the steps before it are kept as recorded, the rest re-run."
+    ACTIONS = (
+        Act(
+            "escape", "close", "Close", "Close (a running fork goes on in the background).", "close back", priority=True
+        ),
+        Act("enter", "go", "Go", "Start the fork; when it is done, go to the fork's run.", "fork resume start go"),
+        Act("up,k", "step(-1)", "Prev step", "Fork from the previous step.", "step"),
+        Act("down,j", "step(1)", "Next step", "Fork from the next step.", "step"),
+        Act("p", "profile", "Profile", "Cycle the knob profile of the re-run steps.", "profile knobs"),
+        Act("c", "compare", "Compare", "Compare the finished fork with its parent.", "compare fork parent"),
+    )
 
     def __init__(
         self,

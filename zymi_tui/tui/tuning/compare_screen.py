@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
@@ -29,6 +26,7 @@ from zymi_tui.replay.compare import (
     to_json_text,
     to_markdown,
 )
+from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.tuning.jobs import Cancelled, KnobDict, run_comparison
 from zymi_tui.tui.tuning.plots import OverlayPlot
 
@@ -71,17 +69,28 @@ def total_rows(cmp: Comparison) -> list[list[str]]:
     return rows
 
 
-class CompareScreen(Screen[None]):
+class CompareScreen(ActionScreen):
     """`profiles` is the comma list first shown; Enter in it (or ctrl+r) runs the replay."""
 
-    CSS_PATH = "tuning.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back / cancel"),
-        Binding("ctrl+r", "run", "Replay"),
-        Binding("ctrl+m", "export('md')", "Markdown"),
-        Binding("ctrl+k", "export('csv')", "CSV"),
-        Binding("ctrl+j", "export('json')", "JSON"),
-    ]
+    CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
+    HAS_INPUT = True
+    HELP_TITLE = "Profiles side by side"
+    HELP_INTRO = (
+        "The whole store replayed under two or more profiles (type them comma-separated, Enter runs): "
+        "per run and in total, with each run's curves overlaid. Same trajectory assumed."
+    )
+    NAV = (Nav("Tab", "the profiles box, the totals, the runs (a run's row picks its plot)"),)
+    ACTIONS = (
+        Act("ctrl+r", "run", "Replay", "Replay the store under the profiles typed above.", "replay run compare"),
+        Act(
+            "ctrl+o",
+            "export",
+            "Export",
+            "Write the comparison as Markdown, CSV and JSON in the current folder.",
+            "export markdown csv json save",
+        ),
+        Act("escape", "close", "Back", "Cancel a running replay, or go back.", "back cancel close"),
+    )
 
     def __init__(
         self, store: str, *, project: Path | None, profiles: str = "recorded,chat,eval", model: str | None = None,
@@ -224,16 +233,18 @@ class CompareScreen(Screen[None]):
             return
         self.dismiss(None)
 
-    def action_export(self, fmt: str) -> None:
+    def action_export(self) -> None:
         cmp = self.comparison
         if cmp is None:
             self.notify("nothing to export yet", severity="warning")
             return
-        text = {"md": to_markdown, "csv": to_csv, "json": to_json_text}[fmt](cmp)
-        path = self.export_dir / f"zymi-tui-compare.{fmt}"
-        try:
-            path.write_text(text, encoding="utf-8")
-        except OSError as e:
-            self.notify(f"cannot write {path}: {e.strerror or e}", severity="error")
-            return
-        self.notify(f"wrote {path}")
+        written = []
+        for fmt, render in (("md", to_markdown), ("csv", to_csv), ("json", to_json_text)):
+            path = self.export_dir / f"zymi-tui-compare.{fmt}"
+            try:
+                path.write_text(render(cmp), encoding="utf-8")
+            except OSError as e:
+                self.notify(f"cannot write {path}: {e.strerror or e}", severity="error", markup=False)
+                return
+            written.append(path.name)
+        self.notify(f"wrote {', '.join(written)} in {self.export_dir}", markup=False)

@@ -9,17 +9,14 @@ import asyncio
 import difflib
 import time
 from pathlib import Path
-from typing import ClassVar
 
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError, user_profiles
@@ -34,6 +31,7 @@ from zymi_tui.replay.profiles_io import (
     runtime_context_block,
     save_profile,
 )
+from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
 from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
 from zymi_tui.tui.tuning.plots import CurvePlot
 from zymi_tui.tui.tuning.whatif import KeptCall, MemoryReader, keep_call, load_run, replay_stream, replay_stream_sync
@@ -52,13 +50,14 @@ class WhatIfReady(Message):
         self.knobs, self.calls, self.diff, self.ms = knobs, calls, diff, ms
 
 
-class ConfirmApply(ModalScreen[bool]):
+class ConfirmApply(ActionModal):
     """Shows the change to project.yml; writes it (with a backup) only on `y`."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Write it"),
-        Binding("n,escape", "answer(False)", "Cancel"),
-    ]
+    HELP_TITLE = "Apply to project.yml"
+    ACTIONS = (
+        Act("y", "answer(True)", "Write it", "Write the knobs into project.yml (after a backup).", "yes write apply"),
+        Act("n,escape", "answer(False)", "Cancel", "Leave project.yml unchanged.", "no cancel"),
+    )
 
     def __init__(self, edit: ProjectEdit) -> None:
         super().__init__()
@@ -84,20 +83,46 @@ class ConfirmApply(ModalScreen[bool]):
         self.dismiss(event.button.id == "yes")
 
 
-class TuningScreen(Screen[None]):
+class TuningScreen(ActionScreen):
     """Knob editor for one step stream; `sequence` picks the call first shown (default: the last)."""
 
-    CSS_PATH = "tuning.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back"),
-        Binding("ctrl+z", "undo", "Undo"),
-        Binding("ctrl+r", "reset", "Reset to recorded"),
-        Binding("ctrl+left", "pick(-1)", "Prev call"),
-        Binding("ctrl+right", "pick(1)", "Next call"),
-        Binding("ctrl+s", "save", "Save profile"),
-        Binding("ctrl+e", "export", "Export block"),
-        Binding("ctrl+p", "apply", "Apply to project"),
-    ]
+    CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
+    HAS_INPUT = True
+    HELP_TITLE = "Knob editor"
+    HELP_INTRO = (
+        "Edit the five knobs (or pick a profile) and see, for the picked call, the context the model "
+        "would have received, diffed against what it did receive, and the stream's whole curve under "
+        "the new knobs. Every figure of the what-if is estimated and assumes the same trajectory."
+    )
+    NAV = (Nav("Tab / Shift+Tab", "next / previous knob"),)
+    ACTIONS = (
+        Act("pageup", "pick(-1)", "Prev call", "Pick the previous LLM call of the stream.", "previous call pick"),
+        Act("pagedown", "pick(1)", "Next call", "Pick the next LLM call of the stream.", "next call pick"),
+        Act("ctrl+z", "undo", "Undo", "Undo the last knob edit.", "undo revert"),
+        Act("ctrl+r", "reset", "Reset", "Back to the recorded knobs.", "reset recorded"),
+        Act(
+            "ctrl+s",
+            "save",
+            "Save profile",
+            "Save the knobs as a named profile (type the name first).",
+            "save profile name",
+        ),
+        Act(
+            "ctrl+o",
+            "export",
+            "Export",
+            "Show and copy the runtime.context block for project.yml.",
+            "export yaml block copy runtime context",
+        ),
+        Act(
+            "ctrl+t",
+            "apply",
+            "Apply",
+            "Write the knobs into the project's project.yml (asks first, backs up).",
+            "apply project write save yml",
+        ),
+        Act("escape", "close", "Back", "Close the editor.", "back close"),
+    )
 
     def __init__(self, reader: EventReader, stream_id: str, *, project: Path | None, sequence: int | None = None):
         super().__init__()
@@ -137,7 +162,7 @@ class TuningScreen(Screen[None]):
                     yield Input(self.form.texts[name], id=f"knob-{name}", classes="knob")
                     yield Static("", id=f"err-{name}", classes="knob-error")
                 yield Static("", id="state")
-                yield Input(placeholder="save as profile… (ctrl+s)", id="profile-name")
+                yield Input(placeholder="save as profile… (type a name, then ctrl+s)", id="profile-name")
                 yield Static("", id="export")
             with Vertical(id="view"):
                 yield Static(Text(f"⚠ {SAME_TRAJECTORY}", style="bold yellow"), id="caveat")

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from zymi_tui.replay.compare import CAVEAT
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, Sweep, SweepError, parse_values
+from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.tuning.compare_screen import JobDone, JobProgress, fill_table
 from zymi_tui.tui.tuning.jobs import Cancelled, run_sweep
 from zymi_tui.tui.tuning.plots import ScatterPlot
@@ -32,12 +30,24 @@ def sweep_rows(result: Sweep) -> list[list[str]]:
     ]  # fmt: skip
 
 
-class SweepScreen(Screen[None]):
-    CSS_PATH = "tuning.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back / cancel"),
-        Binding("ctrl+r", "run", "Sweep"),
-    ]
+class SweepScreen(ActionScreen):
+    CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
+    HAS_INPUT = True
+    HELP_TITLE = "Knob sweep"
+    HELP_INTRO = (
+        "A grid of observation_window x soft_cap_chars replayed over the store: a table and a scatter of "
+        "total input tokens against peak context, the Pareto front marked ★. Same trajectory assumed."
+    )
+    ACTIONS = (
+        Act(
+            "ctrl+r",
+            "run",
+            "Sweep",
+            "Replay the grid typed above (Enter in a box does the same).",
+            "sweep grid run pareto",
+        ),
+        Act("escape", "close", "Back", "Cancel a running sweep, or go back.", "back cancel close"),
+    )
 
     def __init__(
         self, store: str, *, project: Path | None, windows: str | None = None, soft_caps: str | None = None

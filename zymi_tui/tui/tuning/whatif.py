@@ -4,6 +4,7 @@ knob change replays them through the same `replay_store` (and ContextBuilder) as
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,7 +13,16 @@ from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.hashchain import ChainRow
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.store import STEP_MARK, EventReader, Page, StreamInfo, run_of
+from zymi_tui.events.store import (
+    STEP_MARK,
+    EventReader,
+    Page,
+    RowPage,
+    StreamInfo,
+    chain_by_stream,
+    rows_from_events,
+    run_of,
+)
 from zymi_tui.replay import calls as calls_mod
 from zymi_tui.replay.calls import CallContext, replay_store
 
@@ -70,8 +80,16 @@ class MemoryReader:
         hits = [se for se in await self.read_kinds([tag], after_global_id) if stream_id in (None, se.event.stream_id)]
         return hits[:limit]
 
+    async def read_rows(
+        self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
+    ) -> RowPage:
+        return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
+
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         return []
+
+    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+        return chain_by_stream(self)
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         return {}

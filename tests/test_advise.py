@@ -1,0 +1,99 @@
+"""`zymi-tui advise` on the recorded stores, run as a subprocess: the signals each store must (and
+must not) raise, and every recommendation's replayed effect against `zymi-tui compare`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import ORACLE, copy_store, zymi_tui_bin
+
+PRICES = "per_tokens: 1000000\nmodels:\n  oracle-: {input: 3.0, cached_input: 0.3, output: 15.0}\n"
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run([zymi_tui_bin(), *args], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _scenario(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A private copy of a recorded store and its project."""
+    store = copy_store(ORACLE / name / "events.db", tmp_path / name)
+    project = tmp_path / name / "project"
+    shutil.copytree(ORACLE / name / "project", project)
+    return store, project
+
+
+def _advise(store: Path, project: Path, *extra: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(_run("advise", str(store), "--project", str(project), "--json", *extra, env=env))
+    return doc
+
+
+def test_hard_cap_store_reports_hard_cap_exceeded(tmp_path: Path) -> None:
+    store, project = _scenario(tmp_path, "hard_cap")
+    doc = _advise(store, project)
+    found = [f for f in doc["findings"] if f["signal"] == "hard_cap_exceeded"]
+    assert len(found) == 1
+    assert found[0]["figures"]["hard_cap_chars"] == 6000
+    effect = found[0]["recommendation"]["effect"]
+    assert effect["hard_cap_failures_before"] == 1 and effect["hard_cap_failures"] == 0
+
+
+def test_chat_without_runtime_context(tmp_path: Path) -> None:
+    store, project = _scenario(tmp_path, "chat_profile")
+    doc_yml = yaml.safe_load((project / "project.yml").read_text(encoding="utf-8"))
+    del doc_yml["runtime"]["context"]
+    (project / "project.yml").write_text(yaml.safe_dump(doc_yml), encoding="utf-8")
+    signals = set(_advise(store, project)["signals"])
+    assert {"runtime_context_unset", "chat_under_coding_defaults"} <= signals
+    # the untouched recording (runtime.context present, the chat profile) raises neither
+    signals = set(_advise(ORACLE / "chat_profile" / "events.db", ORACLE / "chat_profile" / "project")["signals"])
+    assert not signals & {"runtime_context_unset", "chat_under_coding_defaults"}
+
+
+@pytest.mark.parametrize("name", ["coding_compaction", "chat_profile", "hard_cap"])
+def test_no_knobs_not_biting_where_compaction_or_forgetting_acts(name: str) -> None:
+    doc = _advise(ORACLE / name / "events.db", ORACLE / name / "project")
+    assert "knobs_not_biting" not in doc["signals"]
+
+
+def test_knobs_not_biting_on_a_growing_unmanaged_stream() -> None:
+    doc = _advise(ORACLE / "memory" / "events.db", ORACLE / "memory" / "project")
+    assert "knobs_not_biting" in doc["signals"]
+
+
+@pytest.mark.parametrize("name", ["hard_cap", "coding_default"])
+def test_each_recommendation_equals_compare(tmp_path: Path, name: str) -> None:
+    store, project = ORACLE / name / "events.db", ORACLE / name / "project"
+    prices = tmp_path / "prices.yml"
+    prices.write_text(PRICES, encoding="utf-8")
+    doc = _advise(store, project, "--prices", str(prices))
+    recs = [f["recommendation"] for f in doc["findings"] if (f.get("recommendation") or {}).get("effect")]
+    assert recs, "the store yields replayed recommendations"
+    profiles = {r["effect"]["profile"]: r["knobs"] for r in recs}
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "profiles.yml").write_text(yaml.safe_dump(profiles), encoding="utf-8")
+    env = {**os.environ, "ZYMI_TUI_CONFIG_DIR": str(config)}
+    for rec in recs:
+        effect = rec["effect"]
+        cmp = json.loads(
+            _run("compare", str(store), "--project", str(project), "--profiles", f"recorded,{effect['profile']}",
+                 "--prices", str(prices), "--format", "json", env=env)
+        )  # fmt: skip
+        before, after = (p["total"] for p in cmp["profiles"])
+        assert effect["tokens_sum"] == after["tokens_sum"] and effect["tokens_sum_before"] == before["tokens_sum"]
+        assert effect["hard_cap_failures"] == after["hard_cap_failures"]
+        assert effect["compactions"] == after["compactions_recorded"] + after["compactions_simulated"]
+        assert effect["chars_peak"] == after["chars_peak"]
+        assert effect["cache_breaks"] == after["cache_breaks"]
+        assert effect["cost_with_cache"] == round(after["cost_with_cache"]["total"], 6)
+        assert effect["cost_with_cache"] is not None

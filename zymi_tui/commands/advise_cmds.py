@@ -1,0 +1,93 @@
+"""`zymi-tui advise`: findings read off a store, each with a recommendation replayed on it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.markup import escape
+
+from zymi_tui.engine.tools import BUILTIN_DEFINITIONS
+from zymi_tui.events.store import open_reader
+from zymi_tui.replay.advice import Advice, advise, effect_line, profile_name, to_json, to_markdown
+from zymi_tui.replay.costs import PriceError, load_prices
+
+from .common import EXIT_OK, CommandError, add_store_arg, guarded, out, run_async
+from .flags import add_runs_filter, run_step_streams
+from .tuning_cmds import locate, write_or_print
+
+
+def tool_definition_bytes(name: str) -> int | None:
+    """A built-in tool's definition as zymi sends it in `tools` (JSON bytes); None: not built in."""
+    d = BUILTIN_DEFINITIONS.get(name)
+    if d is None:
+        return None
+    wire = {"type": "function", "function": {"name": name, "description": d["description"],
+                                             "parameters": d["parameters"]}}  # fmt: skip
+    return len(json.dumps(wire, ensure_ascii=False).encode())
+
+
+def configure(command: str, p: argparse.ArgumentParser) -> None:
+    add_store_arg(p)
+    p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, knobs)")
+    add_runs_filter(p)
+    p.add_argument(
+        "--prices", metavar="FILE", help="price table YAML (default: ~/.config/zymi-tui/prices.yml or built-in)"
+    )
+    p.add_argument("--model", help="price as this model (default: llm.model of project.yml)")
+    p.add_argument("--json", action="store_true", help="the report as JSON (same as --format json)")
+    p.add_argument("--format", choices=["text", "json", "md"], default="text")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report there")
+    p.set_defaults(func=cmd_advise)
+
+
+async def run_advise(args: argparse.Namespace) -> Advice:
+    location, project = locate(args)
+    try:
+        prices = load_prices(Path(args.prices) if args.prices else None)
+    except PriceError as e:
+        raise CommandError(str(e)) from None
+    reader = await open_reader(location)
+    try:
+        streams = await run_step_streams(reader, args)
+        return await advise(
+            reader, project, prices=prices, model=args.model, tool_bytes=tool_definition_bytes, streams=streams
+        )
+    finally:
+        await reader.close()
+
+
+@guarded
+def cmd_advise(args: argparse.Namespace) -> int:
+    advice = run_async(run_advise(args))
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        write_or_print(json.dumps(to_json(advice), indent=1, ensure_ascii=False) + "\n", args.output)
+    elif fmt == "md" or args.output:
+        write_or_print(to_markdown(advice), args.output)
+    else:
+        print_advice(advice)
+    return EXIT_OK
+
+
+def print_advice(advice: Advice) -> None:
+    out.print(f"[yellow]⚠ {escape(advice.caveat)}[/]")
+    if not advice.findings:
+        out.print("no findings")
+    for f in advice.findings:
+        out.print(f"\n[bold]{escape(f.signal)}[/]  {escape(f.summary)}")
+        if f.stream_id is not None:
+            out.print(f"  at {escape(f.stream_id)} seq {f.sequence}")
+        for e in f.evidence:
+            out.print(f"  - {escape(e)}")
+        rec = f.recommendation
+        if rec is None:
+            continue
+        out.print(f"  [green]→ {escape(rec.text)}[/]")
+        if rec.knobs is not None:
+            out.print(f"    knobs {escape(profile_name(rec.knobs))}")
+        if rec.effect is not None:
+            out.print(f"    replayed (estimated): {escape(effect_line(rec.effect))}")
+        if rec.not_replayed:
+            out.print(f"    not replayed: {escape(rec.not_replayed)}")

@@ -1,0 +1,171 @@
+"""Reading only the fields a reader needs, straight from the stored JSON text.
+
+Listing raw rows, pairing runs or filling the dashboard's runs list reads a few fields of many
+rows: msgspec decodes just those, typed and checked, from the text, without building whole
+events (`envelope.decode_event` validates every field of every kind, which is what a reader that
+shows or writes a whole event needs). The envelope is checked as `decode_event` checks it
+(UUIDs, an RFC 3339 timestamp in range, the field types); a kind's payload only where it is read.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
+_HYPHENATED = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+# The forms Rust's `Uuid::try_parse` accepts: hyphenated, urn:uuid:, {braced}, simple (32 hex).
+UUID_PATTERN = rf"^(?:(?:urn:uuid:)?{_HYPHENATED}|\{{{_HYPHENATED}\}}|[0-9a-fA-F]{{32}})$"
+# RFC 3339 as chrono reads it; the fields' ranges are checked after the pattern (month 13, hour 25 ...).
+TIMESTAMP_PATTERN = r"^\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[Zz]|[+-]\d\d:\d\d)$"
+
+Uuid = Annotated[str, msgspec.Meta(pattern=UUID_PATTERN)]
+Timestamp = Annotated[str, msgspec.Meta(pattern=TIMESTAMP_PATTERN)]
+
+
+class LeanError(ValueError):
+    """A row whose envelope (or the payload a reader asked for) cannot be read."""
+
+
+class Kind(msgspec.Struct, frozen=True):
+    type: str
+    data: msgspec.Raw = msgspec.Raw(b"null")  # left as text unless a reader decodes it
+
+
+class Envelope(msgspec.Struct, frozen=True):
+    id: Uuid
+    stream_id: str
+    timestamp: Timestamp
+    kind: Kind
+    source: str
+    sequence: int = 0
+    correlation_id: Uuid | None = None
+    causation_id: Uuid | None = None
+
+
+class _UuidEnvelope(msgspec.Struct, frozen=True):
+    """The same checks with the UUIDs parsed in C (the common forms): twice as fast as the patterns."""
+
+    id: uuid.UUID
+    stream_id: str
+    timestamp: Timestamp
+    kind: Kind
+    source: str
+    sequence: int = 0
+    correlation_id: uuid.UUID | None = None
+    causation_id: uuid.UUID | None = None
+
+
+_ENVELOPE = msgspec.json.Decoder(Envelope)
+_UUID_ENVELOPE = msgspec.json.Decoder(_UuidEnvelope)
+_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, ValueError)
+
+
+def envelope(data: str | bytes) -> Envelope:
+    """The checked envelope of a `data` column, its fields as stored; the kind's payload is not decoded."""
+    if not isinstance(data, str):
+        raise LeanError("the data column is not text")
+    try:
+        env = _ENVELOPE.decode(data)
+        datetime.fromisoformat(env.timestamp[:19])
+    except _ERRORS as e:
+        raise LeanError(str(e)) from None
+    return env
+
+
+def checked_stream_id(data: str | bytes) -> str:
+    """Check a `data` column's envelope as `envelope` does (faster) and return its stream id."""
+    if not isinstance(data, str):
+        raise LeanError("the data column is not text")
+    try:
+        env = _UUID_ENVELOPE.decode(data)
+        datetime.fromisoformat(env.timestamp[:19])
+    except _ERRORS:
+        return envelope(data).stream_id  # a braced or urn: UUID, or an error worded by the full check
+    return env.stream_id
+
+
+def payload(env: Envelope | RunEnvelope, decoder: msgspec.json.Decoder[T]) -> T:
+    """The kind's payload, decoded with `decoder` (the fields a reader needs)."""
+    try:
+        return decoder.decode(env.kind.data)
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        raise LeanError(f"kind.data: {e}") from None
+
+
+def with_sequence(data: str, stream_id: str, sequence: int) -> str:
+    """A checked row's stored text with the store's sequence for the `0` it holds: zymi's `--raw` line.
+
+    The text is passed through untouched when it starts as zymi writes it (`{"id":"..",` then the
+    stream id, unescaped, then `"sequence":0,`); any other layout is parsed and written back compact.
+    """
+    end_of_id = data.find('"', 7)  # a checked id holds no quote
+    tail = f',"stream_id":"{stream_id}","sequence":'
+    at = end_of_id + 1 + len(tail)
+    if data.startswith('{"id":"') and data.startswith(tail, end_of_id + 1) and data.startswith("0,", at):
+        return f"{data[:at]}{sequence}{data[at + 1 :]}"
+    obj = json.loads(data)
+    obj["sequence"] = sequence
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+# -- the bookkeeping kinds a runs list reads -----------------------------------------------------
+class RunEnvelope(msgspec.Struct, frozen=True):
+    """What a runs list reads of an envelope: the ids are compared, never checked (the timestamp is
+    parsed, which checks it)."""
+
+    stream_id: str
+    timestamp: str
+    kind: Kind
+    correlation_id: str | None = None
+
+
+_RUN_ENVELOPE = msgspec.json.Decoder(RunEnvelope)
+
+
+def run_envelope(data: str | bytes) -> RunEnvelope:
+    if not isinstance(data, str):
+        raise LeanError("the data column is not text")
+    try:
+        return _RUN_ENVELOPE.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        raise LeanError(str(e)) from None
+
+
+class PipelineRequestedFields(msgspec.Struct, frozen=True):
+    pipeline: str
+    inputs: dict[str, str] = {}
+
+
+class PipelineCompletedFields(msgspec.Struct, frozen=True):
+    pipeline: str
+    success: bool
+    final_output: str | None = None
+    error: str | None = None
+
+
+class ResumeForkedFields(msgspec.Struct, frozen=True):
+    parent_stream_id: str
+    fork_at_step: str
+
+
+class LlmCallStartedFields(msgspec.Struct, frozen=True):
+    iteration: int
+    message_count: int
+    approx_context_chars: int
+
+
+LLM_CALL_STARTED = msgspec.json.Decoder(LlmCallStartedFields)
+
+RunFields = PipelineRequestedFields | PipelineCompletedFields | ResumeForkedFields
+# by the kind's type name
+RUN_FIELDS: dict[str, msgspec.json.Decoder[Any]] = {
+    "PipelineRequested": msgspec.json.Decoder(PipelineRequestedFields),
+    "PipelineCompleted": msgspec.json.Decoder(PipelineCompletedFields),
+    "ResumeForked": msgspec.json.Decoder(ResumeForkedFields),
+}
