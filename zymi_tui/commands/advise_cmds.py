@@ -37,7 +37,9 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--model", help="price as this model (default: llm.model of project.yml)")
     p.add_argument("--json", action="store_true", help="the report as JSON (same as --format json)")
-    p.add_argument("--format", choices=["text", "json", "md"], default="text")
+    p.add_argument(
+        "--format", choices=["text", "json", "md"], default="text", help="text (default), json, or md (Markdown)"
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write the report there")
     p.set_defaults(func=cmd_advise)
 
