@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from zymi_tui.engine.tools import BUILTIN_DEFINITIONS
+from zymi_tui.engine.tools import definition_bytes
 from zymi_tui.events.store import open_reader
 from zymi_tui.replay.advice import Advice, advise, effect_line, profile_name, to_json, to_markdown
 from zymi_tui.replay.costs import PriceError, load_prices
@@ -16,16 +16,6 @@ from zymi_tui.replay.costs import PriceError, load_prices
 from .common import EXIT_OK, CommandError, add_store_arg, guarded, out, run_async
 from .flags import add_runs_filter, run_step_streams
 from .tuning_cmds import locate, write_or_print
-
-
-def tool_definition_bytes(name: str) -> int | None:
-    """A built-in tool's definition as zymi sends it in `tools` (JSON bytes); None: not built in."""
-    d = BUILTIN_DEFINITIONS.get(name)
-    if d is None:
-        return None
-    wire = {"type": "function", "function": {"name": name, "description": d["description"],
-                                             "parameters": d["parameters"]}}  # fmt: skip
-    return len(json.dumps(wire, ensure_ascii=False).encode())
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
@@ -54,7 +44,7 @@ async def run_advise(args: argparse.Namespace) -> Advice:
     try:
         streams = await run_step_streams(reader, args)
         return await advise(
-            reader, project, prices=prices, model=args.model, tool_bytes=tool_definition_bytes, streams=streams
+            reader, project, prices=prices, model=args.model, tool_bytes=definition_bytes, streams=streams
         )
     finally:
         await reader.close()

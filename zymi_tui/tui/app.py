@@ -117,6 +117,10 @@ class MainScreen(ActionScreen):
             "copy stream id clipboard"),
         Act("escape", "clear", "Clear", "Close the search, or clear the replaced-events mark.", "clear"),
         Act("q", "app.quit", "Quit", "Quit the dashboard.", "quit exit"),
+        Act("L", "life", "Message life", "Every Layer C message of the stream at every call: in full, masked, "
+            "forgotten, compacted away; rent, find, what-if.", "life message grid rent masked forgotten compacted"),
+        Act("A", "advice", "Advice", "Findings on this store and the knobs to change, replayed on it; open the "
+            "knob editor or fork a run with them.", "advice advise findings recommend signals cache"),
     )  # fmt: skip
 
     def __init__(self, target: Target) -> None:
@@ -824,6 +828,35 @@ class MainScreen(ActionScreen):
         from zymi_tui.tui.resume.hook import jump_lineage
 
         jump_lineage(self)
+
+    def focused_stream(self) -> str | None:
+        """The step stream the user looks at: the picked call's, the step filter's, else the run's first."""
+        picked = self.query_one(ContextPlot).picked
+        se = self.events.cursor_event
+        for stream in (
+            se.event.stream_id if se is not None and se.event.tag == "llm_call_started" else None,
+            next((e.event.stream_id for e in self.events.events if picked and e.global_id == picked.global_id), None),
+        ):
+            if stream and step_of(stream):
+                return stream
+        steps = [e.event.stream_id for e in self.events.events if e.event.tag == "llm_call_started"]
+        if self.events.step is not None:
+            steps = [s for s in steps if step_of(s) == self.events.step] or steps
+        return steps[0] if steps else None
+
+    def action_life(self) -> None:
+        from zymi_tui.tui.life import LifeScreen
+
+        stream = self.focused_stream()
+        if stream is None:
+            self.notify("select a run with LLM calls to see the life of its messages")
+            return
+        self.app.push_screen(LifeScreen(self.target.store, self.target.project, stream))
+
+    def action_advice(self) -> None:
+        from zymi_tui.tui.advice import AdviceScreen
+
+        self.app.push_screen(AdviceScreen(self))
 
     def action_toggle_x(self) -> None:
         self.query_one(ContextPlot).action_toggle_x()

@@ -1,0 +1,186 @@
+"""The life of every Layer C message of a step stream: at each agent call, in full, masked,
+forgotten, compacted away, dropped by `context.mode: fresh`, or not yet there — and why.
+
+Built from the `Shape` each replayed call keeps, so a cell costs a dictionary lookup and the
+rent (bytes x calls carried) of every message is exact without visiting every (message, call)
+pair: within one Layer C list (`_Tail`) a message's calls in full, then masked, then forgotten
+are contiguous runs found by bisection over the calls' (n, cut, mask_end), which only grow.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+from zymi_tui.context.builder import Shape, _Raw, _Tail
+from zymi_tui.context.reuse import maskable
+from zymi_tui.events.messages import AssistantMessage, ToolResultMessage, message_text
+from zymi_tui.replay.calls import CallContext
+
+FULL, MASKED, FORGOTTEN, COMPACTED, FRESH, NOT_YET = range(6)
+STATE_NAMES = ("in full", "masked", "forgotten", "compacted away", "dropped by context.mode: fresh", "not yet there")
+
+
+def _key(raw: _Raw) -> Hashable:
+    return (raw.seq, raw.kind, raw.note)
+
+
+@dataclass
+class LifeRow:
+    """One Layer C message of the stream (a summary is a message of its own)."""
+
+    key: Hashable
+    seq: int
+    role: str
+    tool: str | None
+    text: str
+    bytes: int
+    masked_bytes: int
+    rent: int = 0  # bytes carried over all calls (full bytes in full, masked bytes masked)
+    calls_full: int = 0
+    calls_masked: int = 0
+
+    @property
+    def label(self) -> str:
+        what = self.tool or self.role
+        return f"{self.seq:>5} {what}"
+
+
+@dataclass
+class MessageLife:
+    stream_id: str
+    calls: list[CallContext]  # the stream's agent calls, in order
+    rows: list[LifeRow] = field(default_factory=list)
+    _index: dict[int, dict[Hashable, int]] = field(default_factory=dict, repr=False)  # id(tail) -> key -> index
+    _row_of: dict[Hashable, int] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(cls, stream_id: str, rows: Sequence[CallContext]) -> MessageLife:
+        calls = [
+            r for r in rows
+            if r.stream_id == stream_id and not r.is_compaction and r.rendered is not None and r.rendered.shape
+        ]  # fmt: skip
+        life = cls(stream_id, calls)
+        life._collect()
+        life._rent()
+        return life
+
+    def shape(self, call: int) -> Shape:
+        shape = self.calls[call].rendered.shape  # type: ignore[union-attr]
+        assert shape is not None
+        return shape
+
+    def _tails(self) -> dict[int, _Tail]:
+        return {id(self.shape(c).tail): self.shape(c).tail for c in range(len(self.calls))}
+
+    def _collect(self) -> None:
+        names: dict[str, str] = {}
+        found: dict[Hashable, LifeRow] = {}
+        for tid, tail in self._tails().items():
+            index: dict[Hashable, int] = {}
+            for i, raw in enumerate(tail.items):
+                key = _key(raw)
+                index[key] = i
+                m = raw.message
+                if isinstance(m, AssistantMessage):
+                    names.update((c.id, c.name) for c in m.tool_calls)
+                if key not in found:
+                    tool = names.get(m.tool_call_id) if isinstance(m, ToolResultMessage) else None
+                    role = "summary" if raw.note is not None and m.role == "system" else m.role
+                    found[key] = LifeRow(key, raw.seq, role, tool, message_text(m), raw.bytes, raw.masked_bytes)
+            self._index[tid] = index
+        self.rows = sorted(found.values(), key=lambda r: (r.seq, str(r.key)))
+        self._row_of = {r.key: i for i, r in enumerate(self.rows)}
+
+    def _rent(self) -> None:
+        groups: dict[int, list[int]] = {}
+        for c in range(len(self.calls)):
+            groups.setdefault(id(self.shape(c).tail), []).append(c)
+        for tid, members in groups.items():
+            shapes = [self.shape(c) for c in members]
+            tail = shapes[0].tail
+            ns, cuts, masks = [s.n for s in shapes], [s.cut for s in shapes], [s.mask_end for s in shapes]
+            monotone = all(a <= b for xs in (ns, cuts, masks) for a, b in itertools.pairwise(xs))
+            for key, i in self._index[tid].items():
+                row = self.rows[self._row_of[key]]
+                can_mask = maskable(tail, i)
+                if monotone:
+                    a, b, m = bisect.bisect_right(ns, i), bisect.bisect_right(cuts, i), bisect.bisect_right(masks, i)
+                    full = max(0, min(b, m if can_mask else b) - a)
+                    masked = max(0, b - max(a, m)) if can_mask else 0
+                else:
+                    present = [s for s in shapes if s.cut <= i < s.n]
+                    masked = sum(1 for s in present if can_mask and i < s.mask_end)
+                    full = len(present) - masked
+                row.calls_full += full
+                row.calls_masked += masked
+                row.rent += full * row.bytes + masked * row.masked_bytes
+
+    # -- cells ------------------------------------------------------------------------------------
+    def state(self, row: int, call: int) -> int:
+        r = self.rows[row]
+        s = self.shape(call)
+        i = self._index[id(s.tail)].get(r.key)
+        if i is not None and i < s.n:
+            if i < s.cut:
+                return FORGOTTEN
+            return MASKED if i < s.mask_end and maskable(s.tail, i) else FULL
+        if r.seq > self.calls[call].sequence:
+            return NOT_YET
+        if r.role == "summary" or any(lo <= r.seq <= hi for lo, hi in s.compactions):
+            return COMPACTED
+        if s.tail.hidden_by_fresh:
+            return FRESH
+        return NOT_YET
+
+    def why(self, row: int, call: int) -> str:
+        state = self.state(row, call)
+        s = self.shape(call)
+        r = self.rows[row]
+        if state == MASKED:
+            return (
+                f"masked by observation_window={s.knobs.observation_window} ({r.masked_bytes:,} of {r.bytes:,} bytes)"
+            )
+        if state == FORGOTTEN:
+            return f"forgotten by forget_after_turns={s.knobs.forget_after_turns}"
+        if state == COMPACTED:
+            ranges = [f"{lo}..{hi}" for lo, hi in s.compactions if lo <= r.seq <= hi]
+            return "compacted away" + (
+                f" (compaction of seq {ranges[-1]})" if ranges else " (a later summary replaced it)"
+            )
+        if state == FULL:
+            return f"in full ({r.bytes:,} bytes)"
+        return STATE_NAMES[state]
+
+    def text_at(self, row: int, call: int) -> str:
+        """The message as the call sent it ("" when it was not sent)."""
+        state = self.state(row, call)
+        if state == FULL:
+            return self.rows[row].text
+        if state == MASKED:
+            s = self.shape(call)
+            i = self._index[id(s.tail)][self.rows[row].key]
+            return message_text(s.tail.items[i].masked_message())
+        return ""
+
+    def columns(self, width: int) -> list[int]:
+        """Call indexes for `width` columns: every call, or evenly spaced ones ending at the last."""
+        n = len(self.calls)
+        if n <= width or width <= 1:
+            return list(range(n))
+        return sorted({round(k * (n - 1) / (width - 1)) for k in range(width)})
+
+    def by_rent(self) -> list[int]:
+        return sorted(range(len(self.rows)), key=lambda i: (-self.rows[i].rent, self.rows[i].seq))
+
+    def find(self, text: str) -> list[int]:
+        needle = text.casefold()
+        return [i for i, r in enumerate(self.rows) if needle in r.text.casefold()]
+
+    def row_at(self, key: Hashable) -> int | None:
+        return self._row_of.get(key)
+
+    def call_at(self, sequence: int) -> int | None:
+        return next((i for i, c in enumerate(self.calls) if c.sequence == sequence), None)
