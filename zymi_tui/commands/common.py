@@ -11,7 +11,8 @@ from typing import TypeVar
 from rich.console import Console
 from rich.markup import escape
 
-from zymi_tui.events.store import StoreError
+from zymi_tui.events.store import EventReader, StoreError
+from zymi_tui.text_safety import escape_controls
 
 T = TypeVar("T")
 
@@ -29,12 +30,43 @@ class CommandError(Exception):
         self.code = code
 
 
+def shown(text: str) -> str:
+    """Store text for a rich markup string: terminal controls escaped visibly, then markup escaped."""
+    return escape(escape_controls(text))
+
+
+def raw_line(text: str) -> str:
+    """A `--raw` line: byte-exact into a pipe or file, controls escaped when it goes to a terminal."""
+    return escape_controls(text) if sys.stdout.isatty() else text
+
+
 def fail(message: str) -> None:
-    err.print(f"[bold red]zymi-tui: error:[/] {escape(message)}", markup=True, highlight=False)
+    err.print(f"[bold red]zymi-tui: error:[/] {shown(message)}", markup=True, highlight=False)
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]zymi-tui: warning:[/] {escape(message)}", markup=True, highlight=False)
+    err.print(f"[yellow]zymi-tui: warning:[/] {shown(message)}", markup=True, highlight=False)
+
+
+MAX_SKIPPED_LINES = 3  # more skipped rows than this are summarised on one line
+MAX_LISTED_IDS = 20
+
+
+def report_skipped(reader: EventReader) -> None:
+    """Name on stderr every row the reader skipped since the last report (one line when many)."""
+    bad = list(reader.problems)
+    reader.problems.clear()
+    hint = "`zymi-tui verify` tells whether a row was changed after it was written"
+    if len(bad) <= MAX_SKIPPED_LINES:
+        for row in bad:
+            warn(f"{reader.label}: skipped unreadable {row.describe()}; the rest is read. {hint}")
+        return
+    ids = ", ".join(str(b.global_id) for b in bad[:MAX_LISTED_IDS])
+    more = f" and {len(bad) - MAX_LISTED_IDS} more" if len(bad) > MAX_LISTED_IDS else ""
+    warn(
+        f"{reader.label}: skipped {len(bad)} unreadable rows (ids {ids}{more}); the rest is read. "
+        f"First: {bad[0].describe()}. {hint}"
+    )
 
 
 def run_async(coro: Awaitable[T]) -> T:

@@ -18,7 +18,19 @@ from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
 from zymi_tui.replay.export import context_markdown
 
-from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg
+from .common import (
+    EXIT_OK,
+    CommandError,
+    add_store_arg,
+    err,
+    guarded,
+    out,
+    raw_line,
+    report_skipped,
+    run_async,
+    shown,
+    store_arg,
+)
 from .export_cmds import RequestBodies
 from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
 
@@ -152,9 +164,8 @@ async def _replay(args: argparse.Namespace) -> int:
                 _progress(row.global_id, total)
             rows.append(row)
             if args.json:
-                sys.stdout.write(
-                    json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False) + "\n"
-                )
+                line = json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False)
+                sys.stdout.write(raw_line(line) + "\n")
             elif table is not None:
                 _add_row(table, row, args.tokens)
         if total > 20_000 and sys.stderr.isatty():
@@ -167,6 +178,7 @@ async def _replay(args: argparse.Namespace) -> int:
         if table is not None:
             out.print(table)
         _totals(rows, args.json, knobs, project, args.tokens)
+        report_skipped(reader)
     finally:
         await reader.close()
     return EXIT_OK
@@ -196,7 +208,7 @@ def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
     if r is not None and r.hard_cap_exceeded and not row.hard_cap_failure:
         note.append("[red]would fail hard cap[/]")
     t.add_row(
-        escape(row.stream_id.split(":step:")[-1]),
+        shown(row.stream_id.split(":step:")[-1]),
         str(row.sequence),
         str(row.iteration),
         kind,
@@ -260,6 +272,8 @@ async def _context(args: argparse.Namespace) -> int:
             row = await context_at(reader, stream, args.seq, project=project, knobs=knobs)
         except ReplayError as e:
             raise CommandError(str(e)) from None
+        finally:
+            report_skipped(reader)
     finally:
         await reader.close()
     r = row.rendered
@@ -276,10 +290,10 @@ async def _context(args: argparse.Namespace) -> int:
                  "source_seq": e.source_seq, "simulated": e.simulated}
                 for e in r.entries
             ]  # fmt: skip
-        sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        sys.stdout.write(raw_line(json.dumps(obj, ensure_ascii=False)) + "\n")
         return EXIT_OK
     kind = "compaction call" if row.is_compaction else f"iteration {row.iteration}"
-    out.print(f"[bold]{escape(row.stream_id)}[/] seq {row.sequence} ({kind})")
+    out.print(f"[bold]{shown(row.stream_id)}[/] seq {row.sequence} ({kind})")
     if r is None:
         err.print("the prefix cannot be known here (no project)")
         return EXIT_OK
@@ -297,7 +311,7 @@ async def _context(args: argparse.Namespace) -> int:
         preview = text.replace("\n", "⏎")[:60]
         t.add_row(
             str(i), entry.layer, entry.message.role, "" if entry.source_seq is None else str(entry.source_seq),
-            str(entry.bytes), str(entry.tokens), escape(entry.reason), escape(preview),
+            str(entry.bytes), str(entry.tokens), shown(entry.reason), shown(preview),
         )  # fmt: skip
     out.print(t)
     if r.prefix_inferred:

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from zymi_tui.events.runs import RunSummary
+from zymi_tui.text_safety import escape_controls
 
 COLUMNS = ("status", "stream", "turn", "pipeline", "started", "duration", "prompt")
 MIN_PROMPT = 24
@@ -29,8 +30,8 @@ STATUS_STYLE = {"ok": "green", "running": "yellow"}
 
 
 def one_line(text: str) -> str:
-    """Line breaks and tabs written as `\\n`, `\\r`, `\\t`, so one run stays one line."""
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    """Store text on one line and safe for a terminal: line breaks and every control escaped visibly."""
+    return escape_controls(text)
 
 
 def _started(r: RunSummary) -> str:
@@ -46,11 +47,12 @@ def _turn(r: RunSummary, turns: bool) -> str:
 
 
 def _fork(r: RunSummary) -> str:
-    return f"{r.fork.parent_stream_id}:{r.fork.fork_at_step}" if r.fork else ""
+    return one_line(f"{r.fork.parent_stream_id}:{r.fork.fork_at_step}") if r.fork else ""
 
 
 def _cells(r: RunSummary, turns: bool) -> list[str]:
-    return [r.status, r.stream_id, _turn(r, turns), r.pipeline, _started(r), _duration(r), one_line(r.prompt)]
+    ids = (one_line(r.stream_id), one_line(r.pipeline))
+    return [r.status, ids[0], _turn(r, turns), ids[1], _started(r), _duration(r), one_line(r.prompt)]
 
 
 def plain_lines(runs: Sequence[RunSummary], turns: bool) -> list[str]:
@@ -88,9 +90,9 @@ def terminal_view(runs: Sequence[RunSummary], turns: bool, width: int) -> Table 
         return table
     items: list[Text | Padding] = []
     for r, c in zip(runs, cells, strict=True):
-        items.append(Text.assemble(_status(r), "  ", (r.stream_id, "bold"), no_wrap=True, overflow="ignore"))
+        items.append(Text.assemble(_status(r), "  ", (c[1], "bold"), no_wrap=True, overflow="ignore"))
         turn = f"turn {c[2]}" if turns else f"{c[2]} turn(s)"
-        rest = Text(f"{r.pipeline} · {c[4]} · {c[5]} · {turn} · ", style="bright_black")
+        rest = Text(f"{c[3]} · {c[4]} · {c[5]} · {turn} · ", style="bright_black")
         items.append(Padding(Text.assemble(rest, _prompt(r)), (0, 0, 0, INDENT)))
     return Group(*items)
 

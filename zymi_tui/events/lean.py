@@ -63,7 +63,9 @@ class _UuidEnvelope(msgspec.Struct, frozen=True):
 
 _ENVELOPE = msgspec.json.Decoder(Envelope)
 _UUID_ENVELOPE = msgspec.json.Decoder(_UuidEnvelope)
-_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, ValueError)
+# ValueError includes a str holding undecodable bytes (surrogateescape); RecursionError, JSON nested
+# deeper than the decoder's stack
+_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError)
 
 
 def envelope(data: str | bytes) -> Envelope:
@@ -73,6 +75,10 @@ def envelope(data: str | bytes) -> Envelope:
     try:
         env = _ENVELOPE.decode(data)
         datetime.fromisoformat(env.timestamp[:19])
+    except UnicodeError:
+        raise LeanError("data is not valid UTF-8") from None
+    except RecursionError:
+        raise LeanError("data nests too deeply to be read (JSON arrays/objects inside each other)") from None
     except _ERRORS as e:
         raise LeanError(str(e)) from None
     return env

@@ -9,7 +9,9 @@ statement, so a concurrent writer never waits on us. Writing uses zymi's exact D
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
+import stat
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
@@ -19,7 +21,17 @@ import aiosqlite
 
 from zymi_tui.events.envelope import BadRow, Event, EventDecodeError, StoredEvent, decode_event
 from zymi_tui.events.hashchain import ChainRow, hash_v2
-from zymi_tui.events.store import STEP_MARK, Page, RawRow, RowPage, StoreError, StoreLocked, StreamInfo
+from zymi_tui.events.store import (
+    STEP_MARK,
+    Page,
+    RawRow,
+    RowPage,
+    StoreError,
+    StoreLocked,
+    StreamInfo,
+    stat_store_path,
+)
+from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
 # zymi's DDL, verbatim (events/store/sqlite.rs), so `sqlite_master` reads the same.
 SCHEMA = """CREATE TABLE IF NOT EXISTS events (
@@ -56,12 +68,40 @@ LOCK_WAIT_S = 5.0
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 CHAIN_PAGE = 5000
 
+# Once a store shows TEXT that is not valid UTF-8, its reader decodes TEXT with `surrogateescape`:
+# the value still reads (bad bytes kept as lone surrogates, encoded back to the same bytes), so one
+# bad row is reported and skipped instead of failing the whole page. Clean stores keep SQLite's
+# own decoding, which is faster.
+_TEXT = functools.partial(str, encoding="utf-8", errors="surrogateescape")
+_NOT_UTF8 = "Could not decode to UTF-8"
+
+
+def _text(value: object) -> str:
+    """A TEXT value as read, or a BLOB (a tampered row) as the text its bytes hold."""
+    return _TEXT(value) if isinstance(value, bytes) else str(value)
+
+
+def _chain_row(gid: int, event_id: Any, seq: Any, data: Any, prev: Any, digest: Any) -> ChainRow:
+    """A row to hash: a BLOB is hashed as the bytes it holds (undecodable text goes back to its bytes)."""
+    if type(data) is str and type(event_id) is str and type(prev) is str and type(digest) is str:
+        return ChainRow(gid, event_id, seq, data, prev, digest)
+    return ChainRow(gid, _text(event_id), seq, _text(data), _text(prev), _text(digest))
+
+
+def _bind(text: str) -> str | bytes:
+    """A stream id as a query parameter: text that came from undecodable bytes goes back as those
+    bytes (compared as `CAST(? AS TEXT)`, so it still matches the column and uses its index)."""
+    return text.encode("utf-8", "surrogateescape") if has_undecodable_bytes(text) else text
+
 
 def _run_and_steps(where: str) -> str:
     """Rows of a run stream and of its `<run>:step:*` sub-streams matching `where`, each half on the
     (stream_id, sequence) index: an OR of the two stream conditions makes SQLite scan the table, and
     the unary `+` in `where` keeps it from preferring the id or kind index."""
-    return f"{_ROW} WHERE stream_id = ? AND {where} UNION ALL {_ROW} WHERE stream_id >= ? AND stream_id < ? AND {where}"
+    return (
+        f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND {where} UNION ALL "
+        f"{_ROW} WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) AND {where}"
+    )
 
 
 def explain_sqlite_error(path: str, err: BaseException) -> StoreError:
@@ -91,9 +131,10 @@ def _is_locked(err: BaseException) -> bool:
 
 
 def _check_header(path: Path) -> None:
-    if not path.exists():
+    st = stat_store_path(path)
+    if st is None:
         raise StoreError(f"no event store at {path}: no such file")
-    if path.is_dir():
+    if stat.S_ISDIR(st.st_mode):
         raise StoreError(f"{path} is a folder: pass the .db file, or the project folder that holds .zymi/")
     try:
         with path.open("rb") as f:
@@ -215,17 +256,37 @@ class SqliteReader:
                 if _is_locked(e) and time.monotonic() < deadline:
                     await asyncio.sleep(0.05)
                     continue
+                if _NOT_UTF8 in str(e) and self._conn.text_factory is not _TEXT:
+                    self._conn.text_factory = _TEXT
+                    continue
                 raise explain_sqlite_error(self.label, e) from None
+
+    def _bad(self, gid: int, stream_id: str, seq: Any, error: str) -> None:
+        if gid not in self._seen_bad:
+            self._seen_bad.add(gid)
+            self.problems.append(BadRow(gid, stream_id, seq, error))
+
+    def _sane(self, rows: Iterable[Any]) -> list[RawRow]:
+        """The rows whose columns have the types zymi writes (a BLOB `data` read as the text its bytes
+        hold); the others are reported in `problems` and left out."""
+        out: list[RawRow] = []
+        for gid, stream_id, seq, data in rows:
+            if type(stream_id) is not str or has_undecodable_bytes(stream_id):
+                what = "is not valid UTF-8 text" if type(stream_id) is str else "is not text"
+                self._bad(gid, escape_controls(_text(stream_id)), seq, f"the stream_id column {what}")
+            elif type(seq) is not int:
+                self._bad(gid, stream_id, seq, f"the sequence column is not an integer: {str(seq)[:40]!r}")
+            else:
+                out.append((gid, stream_id, seq, data if type(data) is str else _text(data)))
+        return out
 
     def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
         out: list[StoredEvent] = []
-        for gid, stream_id, seq, data in rows:
+        for gid, stream_id, seq, data in self._sane(rows):
             try:
                 out.append(StoredEvent(gid, decode_event(data, seq), data))
             except EventDecodeError as e:
-                if gid not in self._seen_bad:
-                    self._seen_bad.add(gid)
-                    self.problems.append(BadRow(gid, stream_id, seq, str(e)))
+                self._bad(gid, stream_id, seq, str(e))
         return out
 
     async def count(self) -> int:
@@ -238,7 +299,7 @@ class SqliteReader:
         rows = await self._fetch(
             "SELECT stream_id, COUNT(*), MIN(id), MAX(id) FROM events GROUP BY stream_id ORDER BY stream_id"
         )
-        return [StreamInfo(s, n, lo, hi) for s, n, lo, hi in rows]
+        return [StreamInfo(_text(s), n, lo, hi) for s, n, lo, hi in rows]
 
     async def _rows_after(self, after_global_id: int, limit: int) -> list[RawRow]:
         """The next `limit` rows after a global id. After a full page the following one is fetched
@@ -268,15 +329,14 @@ class SqliteReader:
             where = "+id > ?" + ("" if tag is None else " AND +kind_tag = ?")
             cond = (after_global_id,) if tag is None else (after_global_id, tag)
             lo, hi = _range_for_steps(stream_id)
-            rows = await self._fetch(
-                _run_and_steps(where) + " ORDER BY id LIMIT ?", (stream_id, *cond, lo, hi, *cond, limit)
-            )
+            params = (_bind(stream_id), *cond, _bind(lo), _bind(hi), *cond, limit)
+            rows = await self._fetch(_run_and_steps(where) + " ORDER BY id LIMIT ?", params)
         elif tag is not None:
             sql = f"{_ROW} WHERE kind_tag = ? AND id > ? ORDER BY id LIMIT ?"
             rows = await self._fetch(sql, (tag, after_global_id, limit))
         else:
             rows = await self._rows_after(after_global_id, limit)
-        return RowPage(rows, rows[-1][0] if rows else after_global_id, len(rows))
+        return RowPage(self._sane(rows), rows[-1][0] if rows else after_global_id, len(rows))
 
     async def read_stream(
         self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
@@ -285,8 +345,8 @@ class SqliteReader:
         if include_steps:
             return self._decode((await self.read_rows(after_global_id, lim, stream_id=stream_id)).rows)
         else:
-            sql = f"{_ROW} WHERE stream_id = ? AND id > ? ORDER BY sequence LIMIT ?"
-            rows = await self._fetch(sql, (stream_id, after_global_id, lim))
+            sql = f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND id > ? ORDER BY sequence LIMIT ?"
+            rows = await self._fetch(sql, (_bind(stream_id), after_global_id, lim))
         return self._decode(rows)
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
@@ -295,13 +355,13 @@ class SqliteReader:
         if include_steps:
             lo, hi = _range_for_steps(stream_id)
             ids = (
-                "SELECT id FROM events WHERE stream_id = ? UNION ALL "
-                "SELECT id FROM events WHERE stream_id >= ? AND stream_id < ? ORDER BY id DESC LIMIT ?"
+                "SELECT id FROM events WHERE stream_id = CAST(? AS TEXT) UNION ALL SELECT id FROM events "
+                "WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) ORDER BY id DESC LIMIT ?"
             )
-            params: tuple[Any, ...] = (stream_id, lo, hi, n)
+            params: tuple[Any, ...] = (_bind(stream_id), _bind(lo), _bind(hi), n)
         else:
-            ids = "SELECT id FROM events WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?"
-            params = (stream_id, n)
+            ids = "SELECT id FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence DESC LIMIT ?"
+            params = (_bind(stream_id), n)
         return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
@@ -317,10 +377,11 @@ class SqliteReader:
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         cols = "prev_hash, hash" if self._has_hash else "'', ''"
         rows = await self._fetch(
-            f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = ? ORDER BY sequence",
-            (stream_id,),
+            f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = CAST(? AS TEXT) "
+            "ORDER BY sequence",
+            (_bind(stream_id),),
         )
-        return [ChainRow(*r) for r in rows]
+        return [_chain_row(*r) for r in rows]
 
     async def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
         """One pass over the table in global order, a page at a time (a query per stream would cost
@@ -337,7 +398,7 @@ class SqliteReader:
                     if len(rows) < CHAIN_PAGE
                     else asyncio.ensure_future(self._fetch(sql, (rows[-1][0], CHAIN_PAGE)))
                 )
-                yield [(s, ChainRow(gid, eid, seq, data, prev, h)) for gid, eid, s, seq, data, prev, h in rows]
+                yield [(_text(r[2]), _chain_row(r[0], r[1], r[3], r[4], r[5], r[6])) for r in rows]
         finally:
             _drop(None if ahead is None else ((), ahead))
 
@@ -345,7 +406,7 @@ class SqliteReader:
         if not self._has_heads:
             return {}
         rows = await self._fetch("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
-        return {s: (seq, h) for s, seq, h in rows}
+        return {_text(s): (seq, _text(h)) for s, seq, h in rows}
 
 
 class SqliteWriter:
@@ -360,7 +421,8 @@ class SqliteWriter:
     @classmethod
     async def open(cls, path: str | Path) -> SqliteWriter:
         p = Path(path).expanduser()
-        if p.exists() and p.is_file() and p.stat().st_size > 0:
+        st = stat_store_path(p)
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > 0:
             _check_header(p)
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
