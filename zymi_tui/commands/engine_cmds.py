@@ -8,8 +8,9 @@ import shlex
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_OK, CommandError, guarded
+from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, CommandError, guarded, run_async
 from zymi_tui.context.knobs import KnobError
 from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.chat import PROJECT_PROFILE, next_profile, profile_knobs, profile_names
@@ -19,6 +20,9 @@ from zymi_tui.engine.runner import Runtime
 from zymi_tui.engine.slash import Slash, help_text, unknown_command
 from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.store import redact_url
+
+if TYPE_CHECKING:
+    from zymi_tui.engine.runner import SealWatch
 
 
 def _load(directory: str | None) -> Workspace:
@@ -75,9 +79,22 @@ def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
         sys.stderr.write("\n")
 
 
+def say_interrupted(store: str, watch: SealWatch) -> int:
+    """The one line on stderr when Ctrl-C stopped a `run` or `resume`; exit 130."""
+    where = f"its events are kept in {redact_url(store)}"
+    if watch.sealed is None:
+        text = "interrupted (Ctrl-C) before the run started"
+    elif watch.interrupted:
+        text = f"interrupted (Ctrl-C): the run is sealed as failed; {where}"
+    else:
+        text = f"interrupted (Ctrl-C) after the run ended; {where}"
+    print(text, file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 @guarded
 def cmd_run(args: argparse.Namespace) -> int:
-    from zymi_tui.engine.runner import RunHalted, run_pipeline
+    from zymi_tui.engine.runner import RunHalted, SealWatch, run_pipeline
     from zymi_tui.engine.runtime import close_runtime, open_runtime
 
     ws = _load(args.dir)
@@ -93,6 +110,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if sys.stdin.isatty() and sys.stdout.isatty():
         _prompt_inputs(pipeline, inputs)
 
+    watch = SealWatch()
+
     async def go() -> int:
         try:
             rt = await open_runtime(
@@ -100,6 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         except ProjectError as e:
             raise CommandError(str(e)) from None
+        rt.recorder.listeners.append(watch)
         try:
             result = await run_pipeline(rt, pipeline.name, inputs)
         except RunHalted as e:
@@ -111,14 +131,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return print_footer(result.success, result.final_output)
 
     try:
-        return asyncio.run(go())
+        return run_async(go())
     except KeyboardInterrupt:
-        print(
-            "interrupted (Ctrl-C): the run is sealed as failed; "
-            f"its events are kept in {redact_url(ws.store_location)}",
-            file=sys.stderr,
-        )
-        return 130
+        return say_interrupted(ws.store_location, watch)
 
 
 @guarded
@@ -184,7 +199,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     try:
-        return asyncio.run(go())
+        return run_async(go())
     except KeyboardInterrupt:
         _print("\nshutting down…")
         return EXIT_OK
@@ -300,10 +315,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     try:
-        return asyncio.run(go())
+        return run_async(go())
     except KeyboardInterrupt:
         _print("\ninterrupted; the events written so far are kept")
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
