@@ -20,7 +20,7 @@ from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, con
 from zymi_tui.replay.export import context_markdown
 
 from .common import EXIT_OK, CommandError, err, guarded, out, raw_line, report_skipped, run_async, shown
-from .export_cmds import RequestBodies
+from .export_cmds import project_bodies, row_body
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -294,11 +294,11 @@ async def _context(args: argparse.Namespace) -> int:
     r = row.rendered
     fmt = "json" if args.json else args.format
     if fmt == "md":
-        sys.stdout.write(context_markdown(row, RequestBodies(project)(row)))
+        sys.stdout.write(context_markdown(row, row_body(project_bodies(project), row)))
         return EXIT_OK
     if fmt == "json":
         obj = row_json(row, messages=True)
-        obj["request_body"] = RequestBodies(project)(row)
+        obj["request_body"] = row_body(project_bodies(project), row)
         if r is not None:
             obj["entries"] = [
                 {"layer": e.layer, "role": e.message.role, "bytes": e.bytes, "tokens": e.tokens, "reason": e.reason,
