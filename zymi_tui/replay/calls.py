@@ -50,7 +50,7 @@ from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 
 PAGE = 2000
-# the kinds a replay reads: Layer C (§5.2), the prefix and memory (§1I, §1J), failures (§1M)
+# the kinds a replay reads: Layer C, the prefix and memory, failures (docs/context.md#layers, #memory, #hard-cap)
 REPLAY_KINDS = tuple(
     k.TAG
     for k in (
@@ -124,7 +124,7 @@ class _Step:
     run: _Run | None = None
     infer: bool = False  # Layer A is to be inferred at the next agent call
     prev_shape: Shape | None = None  # the previous sent agent call's context (prefix reuse)
-    started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, §1K)
+    started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, docs/context.md#fresh-mode)
 
 
 class _SummaryEstimate:
@@ -585,20 +585,36 @@ async def context_at(
     knobs: ContextKnobs | None = None,
 ) -> CallContext:
     """One call's context (the LlmCallStarted at `sequence` on `stream_id`)."""
+    call, _ = await context_with_previous(reader, stream_id, sequence, project=project, knobs=knobs)
+    return call
+
+
+async def context_with_previous(
+    reader: EventReader,
+    stream_id: str,
+    sequence: int,
+    *,
+    project: Path | None,
+    knobs: ContextKnobs | None = None,
+) -> tuple[CallContext, CallContext | None]:
+    """One call's context, and the stream's agent call before it (None: the first)."""
     known = {s.stream_id for s in await reader.streams()}
     if stream_id not in known:
         sample = ", ".join(sorted(s for s in known if STEP_MARK in s)[:5])
         raise ReplayError(f"unknown stream {stream_id!r}; step streams with LLM calls include: {sample}")
     seen: list[int] = []
+    previous: CallContext | None = None
     compaction: CallContext | None = None  # a what-if compaction made just before the call at `sequence`
     async for row in replay_store(reader, project=project, knobs=knobs, streams=[stream_id]):
         if row.sequence == sequence and not row.hard_cap_failure:
             if not (row.whatif and row.is_compaction):
-                return row
+                return row, previous
             compaction = compaction or row
         if not row.simulated:
             seen.append(row.sequence)
+        if not row.is_compaction and not row.hard_cap_failure and row.rendered is not None:
+            previous = row
     if compaction is not None:
-        return compaction
+        return compaction, previous
     calls = ", ".join(str(s) for s in seen[:20]) + (" ..." if len(seen) > 20 else "")
     raise ReplayError(f"no LLM call at {stream_id} seq {sequence}; its LlmCallStarted sequences are: {calls}")
