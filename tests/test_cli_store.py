@@ -93,9 +93,15 @@ def test_human_output_lists_every_event(scenario: str, tmp_path: Path, capsys: p
     assert (code, err) == (0, "")
     assert out.splitlines()[0] == f"{db}: {total} event(s); all streams"
     assert len(out.splitlines()) == total + 1
+    runs = (
+        sqlite3.connect(db)
+        .execute("SELECT COUNT(DISTINCT stream_id) FROM events WHERE kind_tag = 'pipeline_requested'")
+        .fetchone()[0]
+    )
     code, out, err = run_cli(capsys, "runs", str(tmp_path))
     assert (code, err) == (0, "")
-    assert f"{len(out.splitlines()) - 2} run(s)" in out.splitlines()[0]
+    assert out.splitlines()[0].split()[:2] == ["status", "stream"]
+    assert len(out.splitlines()) == runs + 1
 
 
 def test_store_defaults_to_the_current_folder(

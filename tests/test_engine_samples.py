@@ -97,7 +97,7 @@ def test_init_demo_then_chat_on_one_stream_remembers_earlier_answers(tmp_path: P
     assert chat.stdout.count("bot> [demo model]") == 2
     rows = _rows(tmp_path / ".zymi" / "events.db")
     assert [k for s, k, _, _ in rows if s == "s1"][:2] == ["user_message_received", "pipeline_requested"]
-    # the second run's first call carries the first run's turns (zymi's chat history, §5.7)
+    # the second run's first call carries the first run's turns (zymi's chat history, docs/engine.md#chat-history)
     first_calls = [d for s, k, _, d in rows if k == "llm_call_started" and d["iteration"] == 1]
     assert len(first_calls) == 2 and first_calls[1]["message_count"] > first_calls[0]["message_count"]
     _zymi_accepts(tmp_path / ".zymi" / "events.db", tmp_path)

@@ -35,3 +35,30 @@ async def test_life_matches_observation_rent(name: str) -> None:
                 assert (cells.count(FULL), cells.count(MASKED)) == (obs.calls_full, obs.calls_masked)
     finally:
         await reader.close()
+
+
+@pytest.mark.parametrize("name", [s for s in SCENARIOS if (ORACLE / s / "project").is_dir()])
+@pytest.mark.parametrize("profile", [None, "chat"])
+async def test_call_diff_accounts_for_every_byte(name: str, profile: str | None) -> None:
+    """Added, masked, forgot, compacted and changed add up to the change in approx_context_chars."""
+    from zymi_tui.context.knobs import PROFILES
+    from zymi_tui.replay.life import call_diff
+
+    reader = await open_reader(str(ORACLE / name / "events.db"))
+    try:
+        knobs = PROFILES[profile] if profile else None
+        rows = [r async for r in replay_store(reader, project=ORACLE / name / "project", knobs=knobs)]
+    finally:
+        await reader.close()
+    previous: dict[str, object] = {}
+    pairs = 0
+    for r in rows:
+        if r.is_compaction or r.hard_cap_failure or r.rendered is None or r.rendered.shape is None:
+            continue
+        prev = previous.get(r.stream_id)
+        if prev is not None:
+            diff = call_diff(prev.shape, r.rendered.shape)  # type: ignore[attr-defined]
+            assert sum(d.bytes for d in diff) == r.rendered.chars - prev.chars  # type: ignore[attr-defined]
+            pairs += 1
+        previous[r.stream_id] = r.rendered
+    assert pairs > 0

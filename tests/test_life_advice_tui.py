@@ -134,3 +134,39 @@ async def test_advice_panel_edit_and_fork_keys(tmp_path: Path) -> None:
         await until(pilot, planned)
         assert f"min_tail_turns={knobs['min_tail_turns']}" in body
         await pilot.press("escape")
+
+
+async def test_inspector_diff_and_export(tmp_path: Path, monkeypatch: Any) -> None:
+    """The inspector shows the call against the previous one and ctrl+o writes what the CLI prints."""
+    import pytest
+
+    from tests.tui_support import sql
+    from zymi_tui.tui.inspector import InspectorScreen
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    db = scenario_copy("coding_default", tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(out)
+    stream, seq, gid = sql(db, "SELECT stream_id, sequence, id FROM events WHERE kind_tag='llm_call_started' "
+                               "ORDER BY id LIMIT 1 OFFSET 11")[0]  # fmt: skip
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await dashboard_ready(pilot)
+        assert main.events.jump_to(int(gid))  # type: ignore[call-overload]
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, InspectorScreen) and app.screen.rebuilt is not None)
+        summary = text_of(app.screen, "#summary")
+        assert "vs the previous call" in summary and "added" in summary
+        assert "masked by observation_window=10" in summary  # the 12th call masks: the prefix breaks there
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: any(out.glob("*.json")))
+    cli = cli_json("context", str(db), "--project", str(db.parent / "project"), "--stream", str(stream),
+                   "--seq", str(seq), "--format", "json")  # fmt: skip
+    (body_file,) = out.glob("*.json")
+    assert json.loads(body_file.read_text(encoding="utf-8")) == cli["request_body"]
+    md = subprocess.run([zymi_tui_bin(), "context", str(db), "--project", str(db.parent / "project"), "--stream",
+                         str(stream), "--seq", str(seq), "--format", "md"], capture_output=True, text=True,
+                        check=True).stdout  # fmt: skip
+    (md_file,) = out.glob("*.md")
+    assert md_file.read_text(encoding="utf-8") == md

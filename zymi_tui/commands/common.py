@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -17,6 +18,7 @@ from zymi_tui.text_safety import escape_controls
 T = TypeVar("T")
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -69,11 +71,31 @@ def report_skipped(reader: EventReader) -> None:
     )
 
 
-def run_async(coro: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coro
+def _sigint(how: int) -> None:
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(how, {signal.SIGINT})
 
-    return asyncio.run(main())
+
+def run_async(coro: Awaitable[T]) -> T:
+    """`asyncio.run`, with Ctrl-C held back while the event loop is set up and torn down: it cancels
+    `coro` while that runs (asyncio then raises KeyboardInterrupt), or arrives as KeyboardInterrupt
+    once the loop is closed; never inside the loop's own setup or teardown, which prints tracebacks."""
+
+    async def main() -> T:
+        _sigint(signal.SIG_UNBLOCK)
+        try:
+            return await coro
+        finally:
+            _sigint(signal.SIG_BLOCK)
+
+    _sigint(signal.SIG_BLOCK)
+    try:
+        return asyncio.run(main())
+    finally:
+        _sigint(signal.SIG_UNBLOCK)  # a Ctrl-C held back is raised here
+
+
+DIR_HELP = "the project folder (zymi's -d; default: the current folder)"
 
 
 def add_store_arg(p: argparse.ArgumentParser) -> None:
@@ -84,7 +106,7 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
         help="a .db file, a project folder (its .zymi/events.db or project.yml `store:`), "
         "or a postgres:// URL; default: the current folder",
     )
-    p.add_argument("-d", "--dir", dest="dir", metavar="DIR", help="project folder (zymi's flag; same as STORE)")
+    p.add_argument("-d", "--dir", dest="dir", metavar="DIR", help=DIR_HELP + "; its store, as STORE would name it")
 
 
 def store_arg(args: argparse.Namespace) -> str | None:
@@ -111,7 +133,7 @@ def guarded(handler: Handler) -> Handler:
             sys.stderr.close()
             return EXIT_OK
         except KeyboardInterrupt:
-            err.print("interrupted")
-            return 130
+            err.print("interrupted (Ctrl-C)")
+            return EXIT_INTERRUPTED
 
     return run

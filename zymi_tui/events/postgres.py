@@ -42,6 +42,7 @@ from typing import Any
 
 import asyncpg
 
+from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.envelope import (
     BadRow,
     Event,
@@ -497,6 +498,7 @@ class PostgresWriter:
         self.url = url
         self.label = redact_url(url)
         self._pool = pool
+        self._transactions = Transactions()
 
     @classmethod
     async def open(cls, url: str) -> PostgresWriter:
@@ -513,6 +515,7 @@ class PostgresWriter:
         return cls(url, pool)
 
     async def close(self) -> None:
+        await self._transactions.finish()
         await self._pool.close()
 
     async def __aenter__(self) -> PostgresWriter:
@@ -525,7 +528,11 @@ class PostgresWriter:
         return (await self.append_many([event]))[0]
 
     async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
-        """Append in one transaction (zymi appends one event per transaction; so does `append`)."""
+        """Append in one transaction (zymi appends one event per transaction; so does `append`).
+        The transaction commits or rolls back even if the caller is cancelled meanwhile."""
+        return await self._transactions.run(self._append_tx(events))
+
+    async def _append_tx(self, events: Sequence[Event]) -> list[StoredEvent]:
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 return [await self._insert(conn, e) for e in events]

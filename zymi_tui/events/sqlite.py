@@ -19,6 +19,7 @@ from typing import Any
 
 import aiosqlite
 
+from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.envelope import BadRow, Event, EventDecodeError, StoredEvent, decode_event
 from zymi_tui.events.hashchain import ChainRow, hash_v2
 from zymi_tui.events.store import (
@@ -125,6 +126,23 @@ def explain_sqlite_error(path: str, err: BaseException) -> StoreError:
     return StoreError(f"{path}: SQLite error: {text}")
 
 
+async def _connect(database: str, **kwargs: Any) -> aiosqlite.Connection:
+    return await aiosqlite.connect(database, **kwargs)
+
+
+async def connect(database: str, **kwargs: Any) -> aiosqlite.Connection:
+    """`aiosqlite.connect`; if the caller is cancelled meanwhile (Ctrl-C), the connection is still
+    waited for and closed: its thread, left working after the event loop closed, prints a traceback."""
+    task = asyncio.ensure_future(_connect(database, **kwargs))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait({task})
+        if not task.cancelled() and task.exception() is None:
+            await task.result().close()
+        raise
+
+
 def _is_locked(err: BaseException) -> bool:
     low = str(err).lower()
     return "locked" in low or "busy" in low
@@ -210,7 +228,7 @@ class SqliteReader:
     async def _open(cls, p: Path, *, immutable: bool) -> SqliteReader:
         uri = p.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
         try:
-            conn = await aiosqlite.connect(uri, uri=True)
+            conn = await connect(uri, uri=True)
         except sqlite3.Error as e:
             raise explain_sqlite_error(str(p), e) from None
         reader = cls(p, conn, has_hash=False)
@@ -417,6 +435,7 @@ class SqliteWriter:
         self.label = str(path)
         self._conn = conn
         self._lock = asyncio.Lock()
+        self._transactions = Transactions()
 
     @classmethod
     async def open(cls, path: str | Path) -> SqliteWriter:
@@ -426,7 +445,7 @@ class SqliteWriter:
             _check_header(p)
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
-            conn = await aiosqlite.connect(str(p), isolation_level=None)
+            conn = await connect(str(p), isolation_level=None)
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open {p} for writing: {e}") from None
         try:
@@ -436,12 +455,15 @@ class SqliteWriter:
             row = await cur.fetchone()
             if not row or row[0] == 0:
                 await conn.executescript(HASH_MIGRATION)
-        except sqlite3.Error as e:
+        except BaseException as e:
             await conn.close()
-            raise explain_sqlite_error(str(p), e) from None
+            if isinstance(e, sqlite3.Error):
+                raise explain_sqlite_error(str(p), e) from None
+            raise
         return cls(p, conn)
 
     async def close(self) -> None:
+        await self._transactions.finish()
         await self._conn.close()
 
     async def __aenter__(self) -> SqliteWriter:
@@ -454,17 +476,19 @@ class SqliteWriter:
         return (await self.append_many([event]))[0]
 
     async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
-        """Append in one transaction (zymi appends one event per transaction; so does `append`)."""
+        """Append in one transaction (zymi appends one event per transaction; so does `append`).
+        The transaction commits or rolls back even if the caller is cancelled meanwhile."""
+        return await self._transactions.run(self._append_tx(events))
+
+    async def _append_tx(self, events: Sequence[Event]) -> list[StoredEvent]:
         async with self._lock:
             try:
                 await self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as e:
-                raise explain_sqlite_error(self.label, e) from None
-            try:
                 out = [await self._insert(e) for e in events]
                 await self._conn.execute("COMMIT")
             except BaseException as e:
-                await self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:
+                    await self._conn.execute("ROLLBACK")
                 if isinstance(e, sqlite3.Error):
                     raise explain_sqlite_error(self.label, e) from None
                 raise

@@ -15,6 +15,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 from zymi_tui.context.builder import Shape, _Raw, _Tail
+from zymi_tui.context.masking import memory_text
 from zymi_tui.context.reuse import maskable
 from zymi_tui.events.messages import AssistantMessage, ToolResultMessage, message_text
 from zymi_tui.replay.calls import CallContext
@@ -184,3 +185,62 @@ class MessageLife:
 
     def call_at(self, sequence: int) -> int | None:
         return next((i for i, c in enumerate(self.calls) if c.sequence == sequence), None)
+
+
+# -- one call against the previous one ---------------------------------------------------------------
+@dataclass(frozen=True)
+class DiffLine:
+    change: str  # "added" | "masked" | "forgot" | "compacted" | "changed"
+    what: str
+    bytes: int  # what the change did to the context's size (+ grew, - shrank)
+
+
+def _shown(shape: Shape) -> dict[Hashable, tuple[int, bool, _Raw]]:
+    """Layer C of a call: key -> (bytes as sent, masked, item)."""
+    t = shape.tail
+    out = {}
+    for i in range(shape.cut, shape.n):
+        raw = t.items[i]
+        masked = i < shape.mask_end and maskable(t, i)
+        out[_key(raw)] = (raw.masked_bytes if masked else raw.bytes, masked, raw)
+    return out
+
+
+def _what(raw: _Raw) -> str:
+    kind = "summary" if raw.note is not None and raw.message.role == "system" else raw.message.role
+    return f"seq {raw.seq} {kind}"
+
+
+def call_diff(prev: Shape, cur: Shape) -> list[DiffLine]:
+    """What `cur` added, masked, forgot, compacted or changed against `prev` (the stream's previous call)."""
+    out: list[DiffLine] = []
+    pa, ca = prev.prefix, cur.prefix
+    if (pa.system_prompt, pa.inferred_bytes) != (ca.system_prompt, ca.inferred_bytes):
+        out.append(DiffLine("changed", "system prompt (layer A)", len(ca.system_prompt.encode()) - len(
+            pa.system_prompt.encode())))  # fmt: skip
+    if pa.task != ca.task:
+        out.append(DiffLine("changed", "task (layer A)", len(ca.task.encode()) - len(pa.task.encode())))
+    pm, cm = dict(prev.memory), dict(cur.memory)
+    if pm != cm:
+        size = len(memory_text(list(cur.memory)).encode()) if cm else 0
+        size -= len(memory_text(list(prev.memory)).encode()) if pm else 0
+        keys = {k for k in pm.keys() | cm.keys() if pm.get(k) != cm.get(k)}
+        out.append(DiffLine("changed", f"memory block (layer B): {', '.join(sorted(keys))}", size))
+    before, after = _shown(prev), _shown(cur)
+    cur_index = {_key(r): i for i, r in enumerate(cur.tail.items)}
+    for key, (nbytes, masked, raw) in after.items():
+        if key not in before:
+            out.append(DiffLine("added", _what(raw), nbytes))
+        elif masked and not before[key][1]:
+            out.append(DiffLine("masked", _what(raw), nbytes - before[key][0]))
+    for key, (nbytes, _, raw) in before.items():
+        if key in after:
+            continue
+        i = cur_index.get(key)
+        if i is not None and i < cur.cut:
+            out.append(DiffLine("forgot", _what(raw), -nbytes))
+        elif raw.note is not None or any(lo <= raw.seq <= hi for lo, hi in cur.compactions):
+            out.append(DiffLine("compacted", _what(raw), -nbytes))
+        else:
+            out.append(DiffLine("dropped", _what(raw) + " (context.mode: fresh)", -nbytes))
+    return out
