@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import LIMIT
+
 from .conftest import copy_store, oracle_db, zymi_tui_bin
 
 SCENARIO = "coding_default"
@@ -385,11 +387,11 @@ def test_bad_input(kind: str, command: str, tmp_path: Path, world_dirs: None) ->
     before = _fingerprint(case.files)
     try:
         done = subprocess.run(
-            _command(case, command), capture_output=True, text=True, timeout=60, env=_env(case), cwd=tmp_path,
+            _command(case, command), capture_output=True, text=True, timeout=LIMIT, env=_env(case), cwd=tmp_path,
             errors="replace",
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{kind} × {command}: no answer within 60 s (a hang)")
+        pytest.fail(f"{kind} × {command}: no answer within {LIMIT:.0f} s (a hang)")
     err = done.stderr
     assert "Traceback" not in err and "Traceback" not in done.stdout, err
     expected = case.exits.get(command, 0)

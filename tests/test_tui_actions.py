@@ -16,10 +16,11 @@ from textual.widgets import Markdown
 from textual.widgets._footer import FooterKey
 
 from tests.tui_support import make_app, scenario_copy, settle
+from tests.waiting import LIMIT
 from zymi_tui.tui.actions import Act, ActionScreen, HelpScreen, KeyClash, all_actions
 
 
-async def wait_screen(pilot: Pilot[Any], cls: type, timeout: float = 20.0) -> Any:
+async def wait_screen(pilot: Pilot[Any], cls: type, timeout: float = LIMIT) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         await pilot.pause(0.05)
