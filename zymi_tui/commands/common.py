@@ -102,6 +102,9 @@ def run_async(coro: Awaitable[T]) -> T:
         _sigint(signal.SIG_UNBLOCK)  # a Ctrl-C held back is raised here
 
 
+DIR_HELP = "the project folder (zymi's -d; default: the current folder)"
+
+
 def add_store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "store",
@@ -110,7 +113,7 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
         help="a .db file, a project folder (its .zymi/events.db or project.yml `store:`), "
         "or a postgres:// URL; default: the current folder",
     )
-    p.add_argument("-d", "--dir", dest="dir", metavar="DIR", help="project folder (zymi's flag; same as STORE)")
+    p.add_argument("-d", "--dir", dest="dir", metavar="DIR", help=DIR_HELP + "; its store, as STORE would name it")
 
 
 def store_arg(args: argparse.Namespace) -> str | None:

@@ -20,12 +20,24 @@ from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, context_at, recorded_knobs, replay_store
 from zymi_tui.replay.export import context_markdown
 
-from .common import EXIT_OK, CommandError, err, located, out, raw_line, report_skipped, run_async, shown
+from .common import (
+    EXIT_OK,
+    CommandError,
+    add_store_arg,
+    err,
+    located,
+    out,
+    raw_line,
+    report_skipped,
+    run_async,
+    shown,
+)
 from .export_cmds import project_bodies, row_body
+from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("store", metavar="STORE", help="a .db file or a project folder (its .zymi/events.db)")
+    add_store_arg(p)
     p.add_argument(
         "--project", metavar="DIR", help="the project the store was recorded with (default: beside the store)"
     )
@@ -43,6 +55,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 def _replay_parser(p: argparse.ArgumentParser) -> None:
     _common(p)
+    add_runs_filter(p)
     p.add_argument("--messages", action="store_true", help="with --json: the messages in OpenAI wire form")
     p.add_argument("--tokens", action="store_true", help="also estimate tokens per call (offline o200k; slower)")
     p.add_argument(
@@ -54,8 +67,8 @@ def _replay_parser(p: argparse.ArgumentParser) -> None:
 
 def _context_parser(c: argparse.ArgumentParser) -> None:
     _common(c)
-    c.add_argument("--stream", required=True, metavar="S", help="the step stream (`<run>:step:<id>`)")
-    c.add_argument("--seq", required=True, type=int, metavar="N", help="the LlmCallStarted's sequence")
+    add_step_args(c)
+    c.add_argument("--seq", required=True, type=int, metavar="N", help="the call: its LlmCallStarted's sequence")
     c.add_argument(
         "--format", choices=["text", "json", "md"], default="text",
         help="json: the call with its exact request body (as --json); md: layers, reasons, sizes and texts",
@@ -116,7 +129,7 @@ def _replay_or_compare(args: argparse.Namespace) -> int:
     if args.compare:
         from zymi_tui.commands.tuning_cmds import CompareRequest, compare
 
-        return compare(CompareRequest(located(args), args.compare, format="json" if args.json else "table"))
+        return compare(CompareRequest(located(args), args.compare, args, format="json" if args.json else "table"))
     return run_async(_replay(args))
 
 
@@ -127,7 +140,8 @@ async def _replay(args: argparse.Namespace) -> int:
         total = await reader.max_global_id()
         totals = _Totals()  # running: no row is kept (a million-event replay stays flat in memory)
         table = _table() if not args.json else None
-        async for row in replay_store(reader, project=project, knobs=knobs):
+        streams = await run_step_streams(reader, args)
+        async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
             if totals.rows % 200 == 0 and total > 20_000:
                 _progress(row.global_id, total)
             totals.add(row, args.tokens)
@@ -266,7 +280,9 @@ async def _context(args: argparse.Namespace) -> int:
     reader: EventReader = await open_reader(location)
     try:
         try:
-            row = await context_at(reader, args.stream, args.seq, project=project, knobs=knobs)
+            stream = await resolve_step_stream(reader, args)
+            assert stream is not None
+            row = await context_at(reader, stream, args.seq, project=project, knobs=knobs)
         finally:
             report_skipped(reader)
     finally:
