@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import copy_store, oracle_db, zymi_tui_bin
+from tests.waiting import LIMIT
 from zymi_tui.cli import build_parser
 from zymi_tui.commands import COMMANDS
 
@@ -78,7 +79,7 @@ def test_a_run_stream_is_dash_r_everywhere(command: str) -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([zymi_tui_bin(), *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([zymi_tui_bin(), *args], capture_output=True, text=True, timeout=LIMIT)
 
 
 @pytest.fixture(scope="module")

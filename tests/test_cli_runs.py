@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import copy_store, oracle_db, zymi_tui_bin
+from tests.waiting import LIMIT
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
@@ -58,7 +59,7 @@ def in_terminal(args: list[str], columns: int, rows: int = 50) -> list[str]:
     proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
     os.close(slave)
     chunks = []
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + LIMIT
     while True:
         try:
             data = os.read(master, 65536)
@@ -69,7 +70,7 @@ def in_terminal(args: list[str], columns: int, rows: int = 50) -> list[str]:
         chunks.append(data)
         assert time.monotonic() < deadline, "no end of output"
     os.close(master)
-    assert proc.wait(timeout=60) == 0
+    assert proc.wait(timeout=LIMIT) == 0
     text = ANSI.sub("", b"".join(chunks).decode("utf-8"))
     return [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
 
@@ -102,7 +103,7 @@ def test_nothing_is_cut(store: Path, columns: int) -> None:
     """Every prompt whole (the `prompt` field zymi's `runs --raw` prints, checked against zymi elsewhere)."""
     lines = in_terminal([zymi_tui_bin(), "runs", str(store)], columns)
     painted = "".join("".join(lines).split())
-    raw = subprocess.run([zymi_tui_bin(), "runs", str(store), "--raw"], capture_output=True, text=True, timeout=120)
+    raw = subprocess.run([zymi_tui_bin(), "runs", str(store), "--raw"], capture_output=True, text=True, timeout=LIMIT)
     prompts = [json.loads(line)["prompt"] for line in raw.stdout.splitlines()]
     assert len(prompts) == len(run_ids(store))
     for prompt in prompts:
@@ -115,7 +116,7 @@ def test_piped_the_format_is_stable_and_nothing_is_cut(store: Path) -> None:
     for columns in ("40", "80", "300"):
         done = subprocess.run(
             [zymi_tui_bin(), "runs", str(store)],
-            capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": columns},
+            capture_output=True, text=True, timeout=LIMIT, env={**os.environ, "COLUMNS": columns},
         )  # fmt: skip
         assert (done.returncode, done.stderr) == (0, "")
         outputs.append(done.stdout)

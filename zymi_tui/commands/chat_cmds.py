@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -117,12 +118,18 @@ def make_demo(directory: str | None) -> Path:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """The chat on a demo project; one made in a temporary folder is removed when the chat ends
+    (`demo DIR` keeps it)."""
     root = make_demo(args.directory)
     args.dir, args.pipeline, args.demo_model = str(root), None, False
-    if not interactive():
-        out.print(f"demo project in {root} (not a terminal: the line-based chat; /quit or Ctrl-D to leave)")
-        return plain_chat(args)
-    return open_chat(args, root, hint=DEMO_HINT)
+    try:
+        if not interactive():
+            out.print(f"demo project in {root} (not a terminal: the line-based chat; /quit or Ctrl-D to leave)")
+            return plain_chat(args)
+        return open_chat(args, root, hint=DEMO_HINT)
+    finally:
+        if args.directory is None:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def web_command(directory: str | None) -> str:
@@ -134,12 +141,12 @@ def web_command(directory: str | None) -> str:
 
 
 def cmd_serve_web(args: argparse.Namespace) -> int:
-    from textual_serve.server import Server
+    from zymi_tui.tui.web_server import LoopbackServer
 
     command = web_command(args.dir)
     out.print(f"serving zymi-tui on http://127.0.0.1:{args.port} (loopback only; Ctrl-C stops)")
     out.print(f"  each browser tab runs: {command}")
-    Server(command, host="127.0.0.1", port=args.port, title="zymi-tui").serve()
+    LoopbackServer(command, args.port, "zymi-tui").serve()
     return EXIT_OK
 
 
