@@ -5,6 +5,8 @@ applied at the call that shows it, `f` forks that run with it (resume)."""
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -18,7 +20,7 @@ from textual.widgets.option_list import Option
 from zymi_tui.context.knobs import KnobError, make_knobs
 from zymi_tui.engine.tools import definition_bytes
 from zymi_tui.events.store import StoreError, open_reader, run_of, step_of
-from zymi_tui.replay.advice import Advice, Finding, advise, effect_line, profile_name
+from zymi_tui.replay.advice import Advice, Finding, advise, effect_line, profile_name, to_json, to_markdown
 from zymi_tui.replay.calls import ReplayError, recorded_knobs
 from zymi_tui.replay.costs import PriceError, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
@@ -36,8 +38,9 @@ class AdviceLoaded(Message):
 class AdviceScreen(ActionScreen):
     DEFAULT_CSS = """
     AdviceScreen #advice-head { height: auto; padding: 0 1; }
-    AdviceScreen #advice-list { width: 40%; min-width: 30; }
-    AdviceScreen #advice-scroll { width: 1fr; }
+    AdviceScreen #advice-body { height: 1fr; }
+    AdviceScreen #advice-list { width: 40%; min-width: 30; height: 1fr; }
+    AdviceScreen #advice-scroll { width: 1fr; height: 1fr; }
     AdviceScreen #advice-detail { padding: 0 1; }
     """
     HELP_TITLE = "Advice"
@@ -52,6 +55,8 @@ class AdviceScreen(ActionScreen):
             "shows the finding.", "edit knobs tune apply recommendation"),
         Act("f", "fork", "Fork with it", "Fork the finding's run from its step with the recommended knobs (resume).",
             "fork resume rerun recommendation"),
+        Act("ctrl+o", "export", "Export", "Write the advice report as Markdown and JSON to the current folder.",
+            "export save report markdown json"),
     )  # fmt: skip
 
     def __init__(self, main: MainScreen) -> None:
@@ -61,7 +66,7 @@ class AdviceScreen(ActionScreen):
 
     def compose(self) -> ComposeResult:
         yield Static(Text("reading the store and replaying its recommendations…"), id="advice-head")
-        with Horizontal():
+        with Horizontal(id="advice-body"):
             yield OptionList(id="advice-list")
             with VerticalScroll(id="advice-scroll"):
                 yield Static(id="advice-detail")
@@ -185,6 +190,19 @@ class AdviceScreen(ActionScreen):
         base = recorded_knobs(t.project)
         edited = make_knobs(dict(f.recommendation.knobs), "advice")
         fork_for_real(self.app, self.main.reader, t.project, t.store, run_of(stream), step_of(stream), base, edited)
+
+    def action_export(self) -> None:
+        if self.advice is None:
+            self.notify("the advice is not ready yet")
+            return
+        md, js = Path("zymi-advice.md"), Path("zymi-advice.json")
+        try:
+            md.write_text(to_markdown(self.advice), encoding="utf-8")
+            js.write_text(json.dumps(to_json(self.advice), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        except OSError as e:
+            self.notify(f"cannot write the report: {e.strerror or e}", severity="error")
+            return
+        self.notify(f"wrote {md} and {js}")
 
     def action_close(self) -> None:
         self.dismiss()
