@@ -20,16 +20,11 @@ class SlashCommand:
     spellings: tuple[str, ...]
 
 
-COMMANDS: tuple[SlashCommand, ...] = (
-    SlashCommand(
-        "profile",
-        "/profile [NAME]",
-        "the context knobs of the next turns: a profile by name, or the next one when no NAME is given",
-        ("/profile",),
-    ),
-    SlashCommand("context", "/context", "the context the model got at the last LLM call", ("/context",)),
+COMMANDS: tuple[SlashCommand, ...] = (  # sentences short: the list fits a notification on an 80x24 screen
+    SlashCommand("profile", "/profile [NAME]", "knobs of the next turns", ("/profile",)),
+    SlashCommand("context", "/context", "the last call's context", ("/context",)),
     SlashCommand("help", "/help", "this list", ("/help",)),
-    SlashCommand("quit", "/quit", "leave the chat (also /exit, or Ctrl-D)", ("/quit", "/exit")),
+    SlashCommand("quit", "/quit", "leave (also /exit, Ctrl-D)", ("/quit", "/exit")),
 )
 _BY_SPELLING = {spelling: c.name for c in COMMANDS for spelling in c.spellings}
 _WORD = re.compile(r"/[A-Za-z]+")
@@ -51,9 +46,9 @@ def parse_slash(line: str) -> Slash | None:
 
 
 def help_text(profiles: Sequence[str]) -> str:
-    """Every command with what it does, and the profile names `/profile` takes (several lines)."""
+    """Every command with what it does, and the profile names `/profile` takes (no NAME: the next one)."""
     width = max(len(c.usage) for c in COMMANDS)
-    lines = ["Commands (a line that starts with one is not sent to the model):"]
+    lines = ["Commands (never sent to the model):"]
     lines += [f"  {c.usage:<{width}}  {c.sentence}" for c in COMMANDS]
     lines.append(f"Profiles: {', '.join(profiles)}")
     return "\n".join(lines)
