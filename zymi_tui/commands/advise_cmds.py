@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from rich.markup import escape
 
 from zymi_tui.engine.tools import definition_bytes
 from zymi_tui.events.factory import open_reader
 from zymi_tui.replay.advice import Advice, advise, effect_line, profile_name, to_json, to_markdown
-from zymi_tui.replay.costs import load_prices
 
 from .common import EXIT_OK, add_store_arg, located, out, run_async
 from .flags import add_runs_filter, run_step_streams
-from .tuning_cmds import write_or_print
+from .tuning_cmds import prices_arg, write_or_print
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
@@ -36,7 +34,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 async def run_advise(args: argparse.Namespace) -> Advice:
     location, project = located(args)
-    prices = load_prices(Path(args.prices) if args.prices else None)
+    prices = prices_arg(args)
     reader = await open_reader(location)
     try:
         streams = await run_step_streams(reader, args)

@@ -36,7 +36,7 @@ from zymi_tui.replay.compare import (
     to_json_text,
     to_markdown,
 )
-from zymi_tui.replay.costs import load_prices
+from zymi_tui.replay.costs import PriceTable, load_prices
 from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
@@ -81,6 +81,11 @@ def progress_bar() -> Progress:
         transient=True,
         disable=not sys.stderr.isatty(),
     )
+
+
+def prices_arg(args: argparse.Namespace) -> PriceTable:
+    """The price table of `--prices FILE`, else the user's, else the built-in one."""
+    return load_prices(Path(args.prices) if args.prices else None)
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
