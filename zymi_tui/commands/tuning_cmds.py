@@ -38,7 +38,7 @@ from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, SweepError, parse_values, sweep
 
-from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg
+from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, raw_line, run_async, store_arg
 from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
 
 RECORDED = "recorded"
@@ -128,7 +128,7 @@ def write_or_print(text: str, output: str | None) -> None:
             raise CommandError(f"--output {output}: cannot write ({e.strerror or e})") from None
         err.print(f"wrote {output}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(raw_line(text))
 
 
 # -- compare -------------------------------------------------------------------------------------
