@@ -5,7 +5,8 @@
 
 Each case runs our command and its baseline alternately (ours, baseline, ours, ...), --repeat times,
 as separate processes (start-up, imports and output included; output goes to /dev/null). Printed:
-median (min) wall seconds of each, peak RSS, and ours / baseline against the aim. The baselines:
+median (min) wall seconds of each, peak RSS, and ours / baseline against the aim; then the median CPU
+seconds (user + system) and their ratio, which a loaded machine disturbs less than wall time. The baselines:
 `zymi` itself (installed by the test extra) or a bare scan of the same rows in plain Python
 (`sqlite3` + `json.loads`, or `sqlite3` + `hashlib`), which no reader can skip.
 Stores: shared/tools/make_big_store.py (many small runs: `--from memory`; long runs:
@@ -57,14 +58,14 @@ class Case:
     aim_seconds: bool = False
 
 
-def run(cmd: list[str], cwd: str | None = None) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MB) and exit status of one process, output discarded."""
+def run(cmd: list[str], cwd: str | None = None) -> tuple[float, float, int, float]:
+    """Wall seconds, peak RSS (MB), exit status and CPU seconds (user + system) of one process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss / 1024, proc.returncode
+    return wall, usage.ru_maxrss / 1024, proc.returncode, usage.ru_utime + usage.ru_stime
 
 
 def zymi_project(db: Path, work: Path) -> Path:
@@ -129,25 +130,27 @@ def main() -> int:
         work = Path(tmp)
         print(f"{'case':44} {'ours s: median (min)':>22} {'baseline s':>18}  {'RSS MB':>14}  ours/base  aim")
         for case in cases(a, work):
-            ours: list[tuple[float, float, int]] = []
-            base: list[tuple[float, float, int]] = []
+            ours: list[tuple[float, float, int, float]] = []
+            base: list[tuple[float, float, int, float]] = []
             for _ in range(a.repeat):  # alternated, so both see the same machine load and page cache
                 ours.append(run(case.ours, cwd))
                 base.append(run(case.baseline))
-            failed = [c for _, _, c in ours if c != 0]
-            o = statistics.median(w for w, _, _ in ours)
-            b = statistics.median(w for w, _, _ in base)
+            failed = [c for _, _, c, _ in ours if c != 0]
+            o = statistics.median(w for w, _, _, _ in ours)
+            b = statistics.median(w for w, _, _, _ in base)
             ratio = o / b
             met = o <= case.aim if case.aim_seconds else ratio <= case.aim
             aim = f"<= {case.aim} s" if case.aim_seconds else f"<= {case.aim}x" if case.aim < 99 else "(info)"
-            o_min, b_min = min(w for w, _, _ in ours), min(w for w, _, _ in base)
+            o_min, b_min = min(w for w, *_ in ours), min(w for w, *_ in base)
             print(
                 f"{case.name:44} {o:10.3f} ({o_min:6.3f}) {b:8.3f} ({b_min:6.3f})"
-                f"  {max(r for _, r, _ in ours):5.0f} / {max(r for _, r, _ in base):5.0f}  {ratio:8.2f}x  {aim}"
+                f"  {max(r for _, r, *_ in ours):5.0f} / {max(r for _, r, *_ in base):5.0f}  {ratio:8.2f}x  {aim}"
                 + ("" if case.aim >= 99 else " met" if met else " MISSED")
                 + (f"  (ours exited {failed[0]})" if failed else "")
                 + f"  [{case.baseline_name}]"
             )
+            cpu_o, cpu_b = statistics.median(c for *_, c in ours), statistics.median(c for *_, c in base)
+            print(f"{'':44} CPU s {cpu_o:8.3f} {cpu_b:17.3f}  {'':14}  {cpu_o / max(cpu_b, 1e-9):8.2f}x (CPU time)")
             sys.stdout.flush()
     return 0
 

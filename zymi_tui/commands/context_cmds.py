@@ -237,6 +237,9 @@ class _Totals:
     tokens_peak: int = 0
     recorded_sum: int = 0
     recorded_peak: int = 0
+    recorded_cached: int = 0
+    recorded_cache_creation: int = 0
+    cache_breaks: int = 0
     prefix_inferred: bool = False
 
     def add(self, row: CallContext, tokens: bool) -> None:
@@ -250,6 +253,9 @@ class _Totals:
         if row.recorded_input_tokens is not None:
             self.recorded_sum += row.recorded_input_tokens
             self.recorded_peak = max(self.recorded_peak, row.recorded_input_tokens)
+        self.recorded_cached += row.recorded_cached_tokens or 0
+        self.recorded_cache_creation += row.recorded_cache_creation_tokens or 0
+        self.cache_breaks += row.reuse is not None and row.reuse.broken is not None and not row.hard_cap_failure
         if r is None or row.hard_cap_failure:
             return
         self.chars_sum += r.chars
@@ -272,6 +278,9 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
         "estimated_tokens_peak": run.tokens_peak,
         "recorded_input_tokens_sum": run.recorded_sum,
         "recorded_input_tokens_peak": run.recorded_peak,
+        "recorded_cached_input_tokens_sum": run.recorded_cached,
+        "recorded_cache_creation_tokens_sum": run.recorded_cache_creation,
+        "cache_breaks": run.cache_breaks,
         "knobs": "recorded (" + ("project" if project else "engine defaults") + ")"
         if knobs is None
         else knobs.describe(),
@@ -287,7 +296,9 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
     out.print(
         f"[bold]{t['calls']} call(s)[/], {t['compactions']} compaction(s) ({t['simulated_compactions']} simulated), "
         f"{t['hard_cap_failures']} hard-cap failure(s); chars sum {t['chars_sum']} peak {t['chars_peak']}; {est}"
-        f"input tokens (recorded) sum {t['recorded_input_tokens_sum']} peak {t['recorded_input_tokens_peak']}"
+        f"input tokens (recorded) sum {t['recorded_input_tokens_sum']} peak {t['recorded_input_tokens_peak']}, "
+        f"cached {t['recorded_cached_input_tokens_sum']} (written {t['recorded_cache_creation_tokens_sum']}); "
+        f"{t['cache_breaks']} call(s) break the cached prefix of the call before"
     )
     out.print(f"knobs: {escape(str(totals['knobs']))}" + (f"  [yellow]{SAME_TRAJECTORY}[/]" if knobs else ""))
     if totals["prefix_inferred"]:

@@ -33,7 +33,7 @@ from zymi_tui.replay.compare import (
     to_json_text,
     to_markdown,
 )
-from zymi_tui.replay.costs import PriceError, load_prices
+from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
 from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, SweepError, parse_values, sweep
@@ -107,6 +107,14 @@ def progress_bar() -> Progress:
     )
 
 
+def prices_arg(args: argparse.Namespace) -> PriceTable:
+    """The price table of `--prices FILE`, else the user's, else the built-in one."""
+    try:
+        return load_prices(Path(args.prices) if args.prices else None)
+    except PriceError as e:
+        raise CommandError(str(e)) from None
+
+
 def add_common(p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
     p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, knobs)")
@@ -131,10 +139,7 @@ async def run_compare(args: argparse.Namespace) -> Comparison:
     location, project = locate(args)
     base = base_knobs(project)
     profiles = [(n, profile_knobs(n, base)) for n in names]
-    try:
-        prices = load_prices(Path(args.prices) if args.prices else None)
-    except PriceError as e:
-        raise CommandError(str(e)) from None
+    prices = prices_arg(args)
     reader = await open_reader(location)
     try:
         streams = await run_step_streams(reader, args)
