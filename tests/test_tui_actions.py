@@ -129,7 +129,8 @@ async def test_palette_entry_runs_the_action(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         await pilot.press("ctrl+p", *"sweep")
-        await pilot.pause(0.5)
+        palette = await wait_screen(pilot, CommandPalette)
+        await pilot_until(pilot, lambda: bool(palette.query_one(CommandList)._options), "the palette's hits")
         await pilot.press("enter")
         await wait_screen(pilot, SweepScreen)
         await pilot.press("escape")

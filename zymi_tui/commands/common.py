@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import signal
 import sys
 from collections.abc import Awaitable
@@ -44,9 +45,15 @@ def shown(text: str) -> str:
     return escape(escape_controls(text))
 
 
+@functools.cache
+def _stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
 def raw_line(text: str) -> str:
-    """A `--raw` line: byte-exact into a pipe or file, controls escaped when it goes to a terminal."""
-    return escape_controls(text) if sys.stdout.isatty() else text
+    """`--raw`/`--json` lines: byte-exact into a pipe or file, controls escaped (line breaks kept)
+    when they go to a terminal."""
+    return escape_controls(text, keep="\n") if _stdout_is_terminal() else text
 
 
 def fail(message: str) -> None:

@@ -301,7 +301,7 @@ async def _context(args: argparse.Namespace) -> int:
     r = row.rendered
     fmt = "json" if args.json else args.format
     if fmt == "md":
-        sys.stdout.write(context_markdown(row, row_body(project_bodies(project), row)))
+        sys.stdout.write(raw_line(context_markdown(row, row_body(project_bodies(project), row))))
         return EXIT_OK
     if fmt == "json":
         obj = row_json(row, messages=True)

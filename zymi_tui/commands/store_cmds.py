@@ -161,7 +161,7 @@ def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
         except LeanError as e:
             reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
     if lines:
-        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.write(raw_line("\n".join(lines)) + "\n")
     return len(lines)
 
 

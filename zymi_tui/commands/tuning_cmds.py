@@ -41,7 +41,7 @@ from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
 
-from .common import EXIT_OK, CommandError, add_store_arg, err, located, out, run_async
+from .common import EXIT_OK, CommandError, add_store_arg, err, located, out, raw_line, run_async
 from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
 
 RECORDED = "recorded"
@@ -101,7 +101,7 @@ def write_or_print(text: str, output: str | None) -> None:
             raise CommandError(f"--output {output}: cannot write ({e.strerror or e})") from None
         err.print(f"wrote {output}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(raw_line(text))
 
 
 # -- compare -------------------------------------------------------------------------------------
