@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import LIMIT
+
 from .conftest import copy_store, oracle_db, zymi_tui_bin
 
 SCENARIO = "coding_default"
@@ -258,25 +260,16 @@ def postgres_ipv6(tmp: Path) -> Case:
     return Case("postgres://u@[::1/db", exits=dict.fromkeys(COMMANDS, 2), says="postgres://u@[::1/db")
 
 
-def _world_readable_dir() -> Path:
-    """pytest's tmp_path is private to root; an unprivileged user needs a folder it may enter."""
-    d = Path(tempfile.mkdtemp(prefix="zymi-badinput-"))
-    d.chmod(0o755)
-    return d
-
-
 def unreadable_folder(tmp: Path) -> Case:
-    d = _world_readable_dir()
-    db = copy_store(oracle_db(SCENARIO), d / "locked")
-    (d / "locked").chmod(0o000)
+    db = copy_store(oracle_db(SCENARIO), tmp / "locked")
+    (tmp / "locked").chmod(0o000)
     return Case(str(db), [db], exits=dict.fromkeys(COMMANDS, 2), says="permission denied", as_nobody=True)
 
 
 def wal_read_only_folder(tmp: Path) -> Case:
     """A WAL store (no -wal, no -shm) in a folder the reader may not write: no writer can be active,
     so it is read whole as an immutable snapshot (`events --follow` warns that it will not move)."""
-    d = _world_readable_dir()
-    db = copy_store(oracle_db(SCENARIO), d / "ro")
+    db = copy_store(oracle_db(SCENARIO), tmp / "ro")
     con = sqlite3.connect(db)
     con.execute("PRAGMA journal_mode=WAL")
     con.close()
@@ -367,29 +360,30 @@ def _fingerprint(files: list[Path]) -> dict[str, str | None]:
 
 
 @pytest.fixture
-def world_dirs() -> Iterator[None]:
-    """Removes the folders `_world_readable_dir` made (root may open a folder whatever its mode)."""
-    before = set(Path(tempfile.gettempdir()).glob("zymi-badinput-*"))
-    yield
-    for d in set(Path(tempfile.gettempdir()).glob("zymi-badinput-*")) - before:
-        for sub in [d, *d.iterdir()]:
-            if sub.is_dir() and not sub.is_symlink():
-                sub.chmod(0o755)
-        shutil.rmtree(d, ignore_errors=True)
+def open_tmp() -> Iterator[Path]:
+    """A fresh folder any user may enter (pytest's tmp_path is private to its user, and an
+    unprivileged reader must reach the store); removed afterwards, whatever modes the test set."""
+    d = Path(tempfile.mkdtemp(prefix="zymi-bad-input-"))
+    d.chmod(0o755)
+    yield d
+    for sub in [d, *d.iterdir()]:
+        if sub.is_dir() and not sub.is_symlink():
+            sub.chmod(0o755)
+    shutil.rmtree(d)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_bad_input(kind: str, command: str, tmp_path: Path, world_dirs: None) -> None:
-    case = KINDS[kind](tmp_path)
+def test_bad_input(kind: str, command: str, open_tmp: Path) -> None:
+    case = KINDS[kind](open_tmp)
     before = _fingerprint(case.files)
     try:
         done = subprocess.run(
-            _command(case, command), capture_output=True, text=True, timeout=60, env=_env(case), cwd=tmp_path,
+            _command(case, command), capture_output=True, text=True, timeout=LIMIT, env=_env(case), cwd=open_tmp,
             errors="replace",
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{kind} × {command}: no answer within 60 s (a hang)")
+        pytest.fail(f"{kind} × {command}: no answer within {LIMIT:.0f} s (a hang)")
     err = done.stderr
     assert "Traceback" not in err and "Traceback" not in done.stdout, err
     expected = case.exits.get(command, 0)

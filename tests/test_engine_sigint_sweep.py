@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import zymi_bin, zymi_tui_bin
+from tests.waiting import LIMIT
 from zymi_tui.cli import main
 
 TOOL_CALLS = 4  # per agent step: each call is 6 events, so a two-step run writes about 70
@@ -143,7 +144,7 @@ class Trial:
 
 def _post_when_listening(port: int, proc: subprocess.Popen[str]) -> None:
     """POST one message to the inbox as soon as it accepts connections."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + LIMIT
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -153,7 +154,7 @@ def _post_when_listening(port: int, proc: subprocess.Popen[str]) -> None:
             time.sleep(0.005)
     body = json.dumps({"s": "chat-1", "t": "go"}).encode()
     req = urllib.request.Request(f"http://127.0.0.1:{port}/msg", data=body, method="POST")
-    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=10) as resp:
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=LIMIT) as resp:
         assert resp.status == 200
 
 
@@ -173,13 +174,13 @@ def _interrupt(label: str, root: Path, argv: list[str], *, ready: str, rows: int
         seen += line
     if post:
         _post_when_listening(post, proc)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + LIMIT
     while _count(db) < rows and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.001)
     if pause:
         time.sleep(pause)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=LIMIT)
     return Trial(label, proc.returncode, seen + out, err, root)
 
 
@@ -230,7 +231,7 @@ def _complete_run(tmp_path: Path, llm: int) -> tuple[Path, int]:
     """One finished run: its project and how many rows it wrote."""
     root = _project(tmp_path / "whole", llm)
     done = subprocess.run(
-        [zymi_tui_bin(), "run", "p", "-i", "task=go"], cwd=root, capture_output=True, text=True, timeout=60
+        [zymi_tui_bin(), "run", "p", "-i", "task=go"], cwd=root, capture_output=True, text=True, timeout=LIMIT
     )
     assert done.returncode == 0, done.stderr
     return root, _count(root / ".zymi" / "events.db")
@@ -252,8 +253,9 @@ def test_sigint_anywhere_in_run_resume_and_serve_leaves_every_run_sealed(
     forked = tmp_path / "forked"
     shutil.copytree(whole, forked)
     done = subprocess.run(
-        [zymi_tui_bin(), "resume", parent, "--from-step", "b"], cwd=forked, capture_output=True, text=True, timeout=60
-    )
+        [zymi_tui_bin(), "resume", parent, "--from-step", "b"],
+        cwd=forked, capture_output=True, text=True, timeout=LIMIT,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     fork_rows = _count(forked / ".zymi" / "events.db") - total
     # the fork's head is one transaction (step a's copies); step b re-runs after it

@@ -16,6 +16,7 @@ from textual.widgets import Input, OptionList, Static
 
 from tests.conftest import zymi_tui_bin
 from tests.tui_support import make_app, scenario_copy
+from tests.waiting import LIMIT
 from zymi_tui.tui.advice import AdviceScreen
 from zymi_tui.tui.app import MainScreen
 from zymi_tui.tui.life import LifeScreen
@@ -28,7 +29,7 @@ def cli_json(*args: str) -> Any:
     return json.loads(out)
 
 
-async def until(pilot: Pilot[None], ready: Callable[[], bool], timeout: float = 30.0) -> None:
+async def until(pilot: Pilot[None], ready: Callable[[], bool], timeout: float = LIMIT) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
         assert time.monotonic() < deadline, "timed out"

@@ -4,39 +4,40 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from rich.markup import escape
 
 from zymi_tui.engine.tools import definition_bytes
 from zymi_tui.events.factory import open_reader
 from zymi_tui.replay.advice import Advice, advise, effect_line, profile_name, to_json, to_markdown
-from zymi_tui.replay.costs import load_prices
 
 from .common import EXIT_OK, add_store_arg, located, out, run_async
-from .tuning_cmds import step_streams, write_or_print
+from .flags import add_runs_filter, run_step_streams
+from .tuning_cmds import prices_arg, write_or_print
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
     p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, knobs)")
-    p.add_argument("--run", action="append", metavar="STREAM", help="only this run stream (repeatable)")
+    add_runs_filter(p)
     p.add_argument(
         "--prices", metavar="FILE", help="price table YAML (default: ~/.config/zymi-tui/prices.yml or built-in)"
     )
     p.add_argument("--model", help="price as this model (default: llm.model of project.yml)")
     p.add_argument("--json", action="store_true", help="the report as JSON (same as --format json)")
-    p.add_argument("--format", choices=["text", "json", "md"], default="text")
+    p.add_argument(
+        "--format", choices=["text", "json", "md"], default="text", help="text (default), json, or md (Markdown)"
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write the report there")
     p.set_defaults(func=cmd_advise)
 
 
 async def run_advise(args: argparse.Namespace) -> Advice:
     location, project = located(args)
-    prices = load_prices(Path(args.prices) if args.prices else None)
+    prices = prices_arg(args)
     reader = await open_reader(location)
     try:
-        streams = await step_streams(reader, args.run)
+        streams = await run_step_streams(reader, args)
         return await advise(
             reader, project, prices=prices, model=args.model, tool_bytes=definition_bytes, streams=streams
         )

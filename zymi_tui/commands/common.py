@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import signal
 import sys
 from collections.abc import Awaitable
@@ -44,9 +45,15 @@ def shown(text: str) -> str:
     return escape(escape_controls(text))
 
 
+@functools.cache
+def _stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
 def raw_line(text: str) -> str:
-    """A `--raw` line: byte-exact into a pipe or file, controls escaped when it goes to a terminal."""
-    return escape_controls(text) if sys.stdout.isatty() else text
+    """`--raw`/`--json` lines: byte-exact into a pipe or file, controls escaped (line breaks kept)
+    when they go to a terminal."""
+    return escape_controls(text, keep="\n") if _stdout_is_terminal() else text
 
 
 def fail(message: str) -> None:
@@ -102,6 +109,9 @@ def run_async(coro: Awaitable[T]) -> T:
         _sigint(signal.SIG_UNBLOCK)  # a Ctrl-C held back is raised here
 
 
+DIR_HELP = "the project folder (zymi's -d; default: the current folder)"
+
+
 def add_store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "store",
@@ -110,7 +120,7 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
         help="a .db file, a project folder (its .zymi/events.db or project.yml `store:`), "
         "or a postgres:// URL; default: the current folder",
     )
-    p.add_argument("-d", "--dir", dest="dir", metavar="DIR", help="project folder (zymi's flag; same as STORE)")
+    p.add_argument("-d", "--dir", dest="dir", metavar="DIR", help=DIR_HELP + "; its store, as STORE would name it")
 
 
 def store_arg(args: argparse.Namespace) -> str | None:

@@ -30,14 +30,26 @@ from zymi_tui.replay.calls import (
 )
 from zymi_tui.replay.export import context_markdown
 
-from .common import EXIT_OK, CommandError, err, located, out, raw_line, report_skipped, run_async, shown
+from .common import (
+    EXIT_OK,
+    CommandError,
+    add_store_arg,
+    err,
+    located,
+    out,
+    raw_line,
+    report_skipped,
+    run_async,
+    shown,
+)
 from .export_cmds import project_bodies, row_body
+from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
 
 PREFIX_BASIS = "per step run, the first recorded call minus the rest rebuilt"
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("store", metavar="STORE", help="a .db file or a project folder (its .zymi/events.db)")
+    add_store_arg(p)
     p.add_argument(
         "--project", metavar="DIR", help="the project the store was recorded with (default: beside the store)"
     )
@@ -59,6 +71,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 def _replay_parser(p: argparse.ArgumentParser) -> None:
     _common(p)
+    add_runs_filter(p)
     p.add_argument("--messages", action="store_true", help="with --json: the messages in OpenAI wire form")
     p.add_argument("--tokens", action="store_true", help="also estimate tokens per call (offline o200k; slower)")
     p.add_argument(
@@ -70,8 +83,8 @@ def _replay_parser(p: argparse.ArgumentParser) -> None:
 
 def _context_parser(c: argparse.ArgumentParser) -> None:
     _common(c)
-    c.add_argument("--stream", required=True, metavar="S", help="the step stream (`<run>:step:<id>`)")
-    c.add_argument("--seq", required=True, type=int, metavar="N", help="the LlmCallStarted's sequence")
+    add_step_args(c)
+    c.add_argument("--seq", required=True, type=int, metavar="N", help="the call: its LlmCallStarted's sequence")
     c.add_argument(
         "--format", choices=["text", "json", "md"], default="text",
         help="json: the call with its exact request body (as --json); md: layers, reasons, sizes and texts",
@@ -162,7 +175,7 @@ def _replay_or_compare(args: argparse.Namespace) -> int:
     if args.compare:
         from zymi_tui.commands.tuning_cmds import CompareRequest, compare
 
-        return compare(CompareRequest(located(args), args.compare, format="json" if args.json else "table"))
+        return compare(CompareRequest(located(args), args.compare, args, format="json" if args.json else "table"))
     return run_async(_replay(args))
 
 
@@ -173,7 +186,8 @@ async def _replay(args: argparse.Namespace) -> int:
         total = await reader.max_global_id()
         totals = _Totals()  # running: no row is kept (a million-event replay stays flat in memory)
         table = _table() if not args.json else None
-        async for row in replay_store(reader, project=project, knobs=knobs):
+        streams = await run_step_streams(reader, args)
+        async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
             if totals.rows % 200 == 0 and total > 20_000:
                 _progress(row.global_id, total)
             refuse_guess(row, args.strict)
@@ -259,6 +273,9 @@ class _Totals:
     tokens_peak: int = 0
     recorded_sum: int = 0
     recorded_peak: int = 0
+    recorded_cached: int = 0
+    recorded_cache_creation: int = 0
+    cache_breaks: int = 0
     prefix_inferred: bool = False
     knobs_sources: set[str] = field(default_factory=set)
     knobs_seen: set[str] = field(default_factory=set)  # the recorded knobs the rows were rebuilt under
@@ -277,6 +294,9 @@ class _Totals:
         if row.recorded_input_tokens is not None:
             self.recorded_sum += row.recorded_input_tokens
             self.recorded_peak = max(self.recorded_peak, row.recorded_input_tokens)
+        self.recorded_cached += row.recorded_cached_tokens or 0
+        self.recorded_cache_creation += row.recorded_cache_creation_tokens or 0
+        self.cache_breaks += row.reuse is not None and row.reuse.broken is not None and not row.hard_cap_failure
         if r is None or row.hard_cap_failure:
             return
         self.chars_sum += r.chars
@@ -300,6 +320,9 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
         "estimated_tokens_peak": run.tokens_peak,
         "recorded_input_tokens_sum": run.recorded_sum,
         "recorded_input_tokens_peak": run.recorded_peak,
+        "recorded_cached_input_tokens_sum": run.recorded_cached,
+        "recorded_cache_creation_tokens_sum": run.recorded_cache_creation,
+        "cache_breaks": run.cache_breaks,
         "knobs": knobs.describe() if knobs is not None else recorded_text,
         "knobs_source": "what-if" if knobs is not None else recorded_source,
         "prefix_inferred": run.prefix_inferred,
@@ -315,7 +338,9 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
     out.print(
         f"[bold]{t['calls']} call(s)[/], {t['compactions']} compaction(s) ({t['simulated_compactions']} simulated), "
         f"{t['hard_cap_failures']} hard-cap failure(s); chars sum {t['chars_sum']} peak {t['chars_peak']}; {est}"
-        f"input tokens (recorded) sum {t['recorded_input_tokens_sum']} peak {t['recorded_input_tokens_peak']}"
+        f"input tokens (recorded) sum {t['recorded_input_tokens_sum']} peak {t['recorded_input_tokens_peak']}, "
+        f"cached {t['recorded_cached_input_tokens_sum']} (written {t['recorded_cache_creation_tokens_sum']}); "
+        f"{t['cache_breaks']} call(s) break the cached prefix of the call before"
     )
     out.print(f"knobs: {escape(str(totals['knobs']))}" + (f"  [yellow]{SAME_TRAJECTORY}[/]" if knobs else ""))
     if totals["prefix_inferred"]:
@@ -327,7 +352,9 @@ async def _context(args: argparse.Namespace) -> int:
     reader: EventReader = await open_reader(location)
     try:
         try:
-            row = await context_at(reader, args.stream, args.seq, project=project, knobs=knobs)
+            stream = await resolve_step_stream(reader, args)
+            assert stream is not None
+            row = await context_at(reader, stream, args.seq, project=project, knobs=knobs)
         finally:
             report_skipped(reader)
     finally:
@@ -336,7 +363,7 @@ async def _context(args: argparse.Namespace) -> int:
     r = row.rendered
     fmt = "json" if args.json else args.format
     if fmt == "md":
-        sys.stdout.write(context_markdown(row, row_body(project_bodies(project), row)))
+        sys.stdout.write(raw_line(context_markdown(row, row_body(project_bodies(project), row))))
         return EXIT_OK
     if fmt == "json":
         obj = row_json(row, messages=True)

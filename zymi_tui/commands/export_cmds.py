@@ -14,7 +14,8 @@ from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
 from zymi_tui.replay.export import ExportMeta, lhar_lines, otlp_traces
 
 from .common import EXIT_OK, add_store_arg, located, run_async, warn
-from .tuning_cmds import step_streams, write_or_print
+from .flags import add_runs_filter, run_step_streams
+from .tuning_cmds import write_or_print
 
 
 def row_body(bodies: RequestBodies, row: CallContext) -> dict[str, Any] | None:
@@ -41,7 +42,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
         required=True,
         help="lhar: context-lens's JSON Lines; otel: OTLP/JSON spans (GenAI conventions)",
     )
-    p.add_argument("-r", "--run", action="append", metavar="STREAM", help="only this run stream (repeatable)")
+    add_runs_filter(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write there instead of stdout")
     p.set_defaults(func=cmd_export)
 
@@ -50,7 +51,7 @@ async def _rows(args: argparse.Namespace) -> tuple[list[CallContext], RequestBod
     location, project = located(args)
     reader = await open_reader(location)
     try:
-        streams = await step_streams(reader, args.run)
+        streams = await run_step_streams(reader, args)
         rows = [r async for r in replay_store(reader, project=project, streams=streams)]
     finally:
         await reader.close()

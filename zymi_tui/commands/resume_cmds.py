@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, run_async
+from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_OK, CommandError, run_async
 from zymi_tui.commands.workspace import load_project, print_footer, say, say_interrupted
 from zymi_tui.context.knobs import resolve_knobs
 from zymi_tui.engine.approvals import TerminalApproval
@@ -74,7 +74,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
-    p.add_argument("stream", metavar="STREAM", help="the parent run's stream id (see `zymi-tui runs`)")
+    p.add_argument("stream", metavar="RUN", help="the parent run's stream (see `zymi-tui runs`)")
     p.add_argument("--from-step", required=True, metavar="STEP", help="the step to fork at")
     p.add_argument("--dry-run", action="store_true", help="print the resume plan and exit; writes nothing")
     p.add_argument("--profile", metavar="P", help="knobs of a profile for the re-run steps: coding, chat, eval, ...")
@@ -82,6 +82,6 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
         "--set", dest="sets", action="append", default=[], metavar="KNOB=VALUE",
         help="override one knob for the re-run steps (repeatable), e.g. --set observation_window=4",
     )  # fmt: skip
-    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
+    p.add_argument("-d", "--dir", metavar="DIR", help=DIR_HELP)
     p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
     p.set_defaults(func=cmd_resume)

@@ -7,8 +7,6 @@ import json
 import sys
 from datetime import datetime
 
-from rich.table import Table
-
 from zymi_tui.events.describe import describe
 from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.factory import open_reader
@@ -33,6 +31,8 @@ from .common import (
     shown,
     warn,
 )
+from .flags import RUN_HELP, add_run_arg
+from .runs_view import print_runs
 
 STYLE = {
     "success": "green", "failure": "red", "warning": "yellow", "info": "cyan",
@@ -73,7 +73,7 @@ async def _events(args: argparse.Namespace) -> int:
             return EXIT_OK
         if not args.raw:
             total = await reader.count()
-            scope = f"stream {args.stream} and its step streams" if args.stream else "all streams"
+            scope = f"stream {args.run} and its step streams" if args.run else "all streams"
             out.print(f"[bold]{shown(reader.label)}[/]: {total} event(s); {shown(scope)}"
                       + ("" if limit is None else f", first {limit}"))  # fmt: skip
         listed, _ = await _list(reader, args, tag, 0, limit)
@@ -93,17 +93,17 @@ async def _list(
     while limit is None or listed < limit:
         want = PAGE if limit is None else min(PAGE, limit - listed)
         if args.raw:  # passed through as stored, with the real sequence: no event is built
-            rows = await reader.read_rows(cursor, want, stream_id=args.stream, tag=tag)
+            rows = await reader.read_rows(cursor, want, stream_id=args.run, tag=tag)
             listed += _emit_raw(rows.rows, reader)
             cursor = rows.last_global_id
             if rows.rows_scanned < want:
                 break
             continue
         if tag:
-            page = await reader.read_kind_page(tag, stream_id=args.stream, after_global_id=cursor, limit=want)
+            page = await reader.read_kind_page(tag, stream_id=args.run, after_global_id=cursor, limit=want)
             last, scanned = (page[-1].global_id if page else cursor), len(page)
-        elif args.stream:
-            page = await reader.read_stream(args.stream, include_steps=True, after_global_id=cursor, limit=want)
+        elif args.run:
+            page = await reader.read_stream(args.run, include_steps=True, after_global_id=cursor, limit=want)
             last, scanned = (page[-1].global_id if page else cursor), len(page)
         else:
             p = await reader.read_after(cursor, want)
@@ -122,8 +122,8 @@ async def _follow(reader: EventReader, args: argparse.Namespace, tag: str | None
     if getattr(reader, "snapshot", False):
         warn(f"{reader.label}: read as a snapshot (its folder is read-only): new events will not appear")
     end = await reader.max_global_id()
-    if limit is not None and args.stream and not tag:
-        history = await reader.newest(args.stream, limit, include_steps=True)
+    if limit is not None and args.run and not tag:
+        history = await reader.newest(args.run, limit, include_steps=True)
         for se in history:
             _emit(se, args)
         cursor = max([end, *(se.global_id for se in history)])
@@ -138,7 +138,7 @@ async def _follow(reader: EventReader, args: argparse.Namespace, tag: str | None
     sys.stdout.flush()
     async for batch in tail(reader, cursor, poll_s=args.poll_ms / 1000):
         for se in batch:
-            if _matches(se, args.stream, tag):
+            if _matches(se, args.run, tag):
                 _emit(se, args)
         sys.stdout.flush()
         report_skipped(reader)
@@ -161,7 +161,7 @@ def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
         except LeanError as e:
             reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
     if lines:
-        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.write(raw_line("\n".join(lines)) + "\n")
     return len(lines)
 
 
@@ -171,7 +171,7 @@ def _emit(se: StoredEvent, args: argparse.Namespace) -> None:
             raw_line(json.dumps(se.event.raw_envelope(), ensure_ascii=False, separators=(",", ":"))) + "\n"
         )
     else:
-        _print_human(se, args.stream)
+        _print_human(se, args.run)
 
 
 async def _runs(args: argparse.Namespace) -> int:
@@ -194,23 +194,7 @@ async def _runs(args: argparse.Namespace) -> int:
     if not runs:
         out.print("No runs recorded yet.")
         return EXIT_OK
-    table = Table(title=f"{len(runs)} run(s){' (one row per chat turn)' if args.turns else ''}", box=None)
-    for col in ("status", "stream", "turn", "pipeline", "started", "duration", "prompt"):
-        table.add_column(
-            col,
-            overflow="fold" if col in ("stream", "prompt") else "ellipsis",
-            no_wrap=col != "stream",
-            min_width=len(col),
-        )
-    for r in runs:
-        colour = {"ok": "green", "running": "yellow"}.get(r.status, "red")
-        started = datetime.fromtimestamp(r.started_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
-        dur = "—" if r.duration_ms is None else f"{r.duration_ms / 1000:.3f}s"
-        turn = f"{r.turn}/{r.turns_on_stream}" if args.turns else str(r.turns_on_stream)
-        fork = f" ↩ {r.fork.parent_stream_id}:{r.fork.fork_at_step}" if r.fork else ""
-        table.add_row(f"[{colour}]{r.glyph} {r.status}[/]", shown(r.stream_id + fork), turn, shown(r.pipeline),
-                      started, dur, shown(r.prompt))  # fmt: skip
-    out.print(table)
+    print_runs(out, runs, args.turns, f"{len(runs)} run(s){' (one row per chat turn)' if args.turns else ''}")
     return EXIT_OK
 
 
@@ -258,7 +242,7 @@ def _events_args(p: argparse.ArgumentParser) -> None:
     )
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     add_store_arg(p)
-    p.add_argument("-s", "--stream", help="a run stream; its step sub-streams are included")
+    add_run_arg(p, RUN_HELP + "; its step streams (`RUN:step:*`) are included", aliases=["-s", "--stream"])
     p.add_argument("-k", "--kind", help="an event kind, as a tag (llm_call_started) or a name (LlmCallStarted)")
     lim = p.add_mutually_exclusive_group()
     lim.add_argument(
@@ -296,6 +280,6 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
     )
     p.epilog = "exit status: 0 every chain holds, 1 a chain is broken, 2 the store cannot be read"
     add_store_arg(p)
-    p.add_argument("-s", "--stream", help="verify this stream only")
+    p.add_argument("-s", "--stream", metavar="STREAM", help="verify this one stream only (a run or a step stream)")
     p.add_argument("-v", "--verbose", action="store_true", help="list every stream, not only broken ones")
     p.set_defaults(func=lambda a: run_async(_verify(a)))

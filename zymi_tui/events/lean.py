@@ -68,6 +68,15 @@ _UUID_ENVELOPE = msgspec.json.Decoder(_UuidEnvelope)
 _ERRORS = (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError)
 
 
+def _lean_error(e: BaseException) -> LeanError:
+    """One of `_ERRORS` worded for a person."""
+    if isinstance(e, UnicodeError):
+        return LeanError("data is not valid UTF-8")
+    if isinstance(e, RecursionError):
+        return LeanError("data nests too deeply to be read (JSON arrays/objects inside each other)")
+    return LeanError(str(e))
+
+
 def envelope(data: str | bytes) -> Envelope:
     """The checked envelope of a `data` column, its fields as stored; the kind's payload is not decoded."""
     if not isinstance(data, str):
@@ -75,12 +84,8 @@ def envelope(data: str | bytes) -> Envelope:
     try:
         env = _ENVELOPE.decode(data)
         datetime.fromisoformat(env.timestamp[:19])
-    except UnicodeError:
-        raise LeanError("data is not valid UTF-8") from None
-    except RecursionError:
-        raise LeanError("data nests too deeply to be read (JSON arrays/objects inside each other)") from None
     except _ERRORS as e:
-        raise LeanError(str(e)) from None
+        raise _lean_error(e) from None
     return env
 
 
@@ -100,8 +105,8 @@ def payload(env: Envelope | RunEnvelope, decoder: msgspec.json.Decoder[T]) -> T:
     """The kind's payload, decoded with `decoder` (the fields a reader needs)."""
     try:
         return decoder.decode(env.kind.data)
-    except (msgspec.ValidationError, msgspec.DecodeError) as e:
-        raise LeanError(f"kind.data: {e}") from None
+    except _ERRORS as e:
+        raise LeanError(f"kind.data: {_lean_error(e)}") from None
 
 
 def with_sequence(data: str, stream_id: str, sequence: int) -> str:
@@ -139,8 +144,8 @@ def run_envelope(data: str | bytes) -> RunEnvelope:
         raise LeanError("the data column is not text")
     try:
         return _RUN_ENVELOPE.decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError) as e:
-        raise LeanError(str(e)) from None
+    except _ERRORS as e:
+        raise _lean_error(e) from None
 
 
 class PipelineRequestedFields(msgspec.Struct, frozen=True):

@@ -68,6 +68,13 @@ LOCK_WAIT_S = 5.0
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 CHAIN_PAGE = 5000
+MAX_UNION = 400  # streams merged in one statement by `newest` (SQLite allows 500 SELECTs in a compound)
+# the distinct stream ids in [lo, hi), one index seek each (a loose index scan)
+_STREAMS_IN_RANGE = """WITH RECURSIVE s(id) AS (
+    SELECT (SELECT min(stream_id) FROM events WHERE stream_id >= ?1 AND stream_id < ?2)
+    UNION ALL
+    SELECT (SELECT min(stream_id) FROM events WHERE stream_id > s.id AND stream_id < ?3) FROM s WHERE s.id IS NOT NULL
+) SELECT id FROM s WHERE id IS NOT NULL"""
 
 # Once a store shows TEXT that is not valid UTF-8, its reader decodes TEXT with `surrogateescape`:
 # the value still reads (bad bytes kept as lone surrogates, encoded back to the same bytes), so one
@@ -357,18 +364,24 @@ class SqliteReader(RowDecoder):
         return self._decode(rows)
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
-        """Ids first, from the (stream_id, sequence) index alone, then only those rows: sorting the
-        run's rows with their data would cost in proportion to the run, not to `n`."""
+        """Ids first, from the (stream_id, sequence) index alone, then only those rows: the newest `n` of
+        each stream (read backwards on the index), merged. Sorting the run's rows, or even all its ids,
+        would cost in proportion to the run, not to `n`."""
+        streams = [stream_id]
         if include_steps:
             lo, hi = _range_for_steps(stream_id)
+            streams += [s for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi))]
+        if len(streams) <= MAX_UNION:
+            newest = "SELECT * FROM (SELECT id FROM events WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?)"
+            ids = f"SELECT id FROM ({' UNION ALL '.join([newest] * len(streams))}) ORDER BY id DESC LIMIT ?"
+            params: list[Any] = [v for s in streams for v in (s, n)] + [n]
+        else:  # a run of very many steps: all its ids, sorted
+            lo, hi = _range_for_steps(stream_id)
             ids = (
-                "SELECT id FROM events WHERE stream_id = CAST(? AS TEXT) UNION ALL SELECT id FROM events "
-                "WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) ORDER BY id DESC LIMIT ?"
+                "SELECT id FROM events WHERE stream_id = ? UNION ALL "
+                "SELECT id FROM events WHERE stream_id >= ? AND stream_id < ? ORDER BY id DESC LIMIT ?"
             )
-            params: tuple[Any, ...] = (_bind(stream_id), _bind(lo), _bind(hi), n)
-        else:
-            ids = "SELECT id FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence DESC LIMIT ?"
-            params = (_bind(stream_id), n)
+            params = [stream_id, lo, hi, n]
         return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
@@ -416,6 +429,47 @@ class SqliteReader(RowDecoder):
         return {_text(s): (seq, _text(h)) for s, seq, h in rows}
 
 
+_SCHEMA_OBJECTS = ("events", "stream_heads", "idx_events_stream_seq", "idx_events_correlation", "idx_events_kind")
+
+
+async def _schema_complete(conn: aiosqlite.Connection) -> bool:
+    marks = ",".join("?" * len(_SCHEMA_OBJECTS))
+    cur = await conn.execute(
+        f"SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN ({marks})), "
+        "(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name IN ('prev_hash', 'hash'))",
+        _SCHEMA_OBJECTS,
+    )
+    row = await cur.fetchone()
+    return row == (len(_SCHEMA_OBJECTS), 2)
+
+
+async def _create_schema(conn: aiosqlite.Connection) -> None:
+    """zymi's DDL and hash-column migration, safe when several processes create the same new store at
+    once: the column check and the ALTERs run inside one `BEGIN IMMEDIATE` (zymi checks, then alters,
+    unlocked: two of them can both add `prev_hash`, and the second fails with "duplicate column
+    name"). A store that already has it all is not locked at all."""
+    if await _schema_complete(conn):
+        return
+    await conn.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for another creator
+    try:
+        for statement in (*SCHEMA.split(";"), *HASH_MIGRATION.split(";")):
+            if not statement.strip():
+                continue
+            if statement.strip().startswith("ALTER") and await _has_hash_columns(conn):
+                continue
+            await conn.execute(statement)
+        await conn.execute("COMMIT")
+    except BaseException:
+        await conn.execute("ROLLBACK")
+        raise
+
+
+async def _has_hash_columns(conn: aiosqlite.Connection) -> bool:
+    cur = await conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'")
+    row = await cur.fetchone()
+    return bool(row and row[0])
+
+
 class SqliteWriter:
     """Appends events exactly as zymi's `SqliteEventStore::append` does."""
 
@@ -438,12 +492,10 @@ class SqliteWriter:
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open {p} for writing: {e}") from None
         try:
-            await conn.executescript("PRAGMA journal_mode=WAL;\n             PRAGMA busy_timeout=5000;")
-            await conn.executescript(SCHEMA)
-            cur = await conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'")
-            row = await cur.fetchone()
-            if not row or row[0] == 0:
-                await conn.executescript(HASH_MIGRATION)
+            # the wait first: switching a new file to WAL takes a lock another new writer may hold
+            await conn.execute("PRAGMA busy_timeout=5000")
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await _create_schema(conn)
         except BaseException as e:
             await conn.close()
             if isinstance(e, sqlite3.Error):

@@ -52,7 +52,7 @@ from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 from zymi_tui.project.reader import read_project
 
 PAGE = 2000
-# the kinds a replay reads: Layer C (§5.2), the prefix and memory (§1I, §1J), failures (§1M)
+# the kinds a replay reads: Layer C, the prefix and memory, failures (docs/context.md#layers, #memory, #hard-cap)
 REPLAY_KINDS = tuple(
     k.TAG
     for k in (
@@ -134,7 +134,7 @@ class _Step:
     infer: bool = False  # Layer A is to be inferred at the next agent call
     prev_shape: Shape | None = None  # the previous sent agent call's context (prefix reuse)
     knobs_source: str = UNKNOWN_KNOBS  # where this step run's recorded knobs come from
-    started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, §1K)
+    started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, docs/context.md#fresh-mode)
 
 
 class _SummaryEstimate:

@@ -52,10 +52,11 @@ class LifeRow:
 @dataclass
 class MessageLife:
     stream_id: str
-    calls: list[CallContext]  # the stream's agent calls, in order
-    rows: list[LifeRow] = field(default_factory=list)
+    calls: list[CallContext] = field(repr=False)  # the stream's agent calls, in order
+    rows: list[LifeRow] = field(default_factory=list, repr=False)  # (a repr of thousands of calls takes seconds)
     _index: dict[int, dict[Hashable, int]] = field(default_factory=dict, repr=False)  # id(tail) -> key -> index
     _row_of: dict[Hashable, int] = field(default_factory=dict, repr=False)
+    _ranges: dict[int, list[tuple[int, int]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, stream_id: str, rows: Sequence[CallContext]) -> MessageLife:
@@ -85,9 +86,9 @@ class MessageLife:
                 key = _key(raw)
                 index[key] = i
                 m = raw.message
-                if isinstance(m, AssistantMessage):
-                    names.update((c.id, c.name) for c in m.tool_calls)
                 if key not in found:
+                    if isinstance(m, AssistantMessage):
+                        names.update((c.id, c.name) for c in m.tool_calls)
                     tool = names.get(m.tool_call_id) if isinstance(m, ToolResultMessage) else None
                     role = "summary" if raw.note is not None and m.role == "system" else m.role
                     found[key] = LifeRow(key, raw.seq, role, tool, message_text(m), raw.bytes, raw.masked_bytes)
@@ -130,11 +131,25 @@ class MessageLife:
             return MASKED if i < s.mask_end and maskable(s.tail, i) else FULL
         if r.seq > self.calls[call].sequence:
             return NOT_YET
-        if r.role == "summary" or any(lo <= r.seq <= hi for lo, hi in s.compactions):
+        if r.role == "summary" or self._compacted(call, r.seq):
             return COMPACTED
         if s.tail.hidden_by_fresh:
             return FRESH
         return NOT_YET
+
+    def _compacted(self, call: int, seq: int) -> bool:
+        """Whether `seq` lies in a range the call's compactions replaced (merged ranges, bisection)."""
+        merged = self._ranges.get(call)
+        if merged is None:
+            merged = []
+            for lo, hi in sorted(self.shape(call).compactions):
+                if merged and lo <= merged[-1][1] + 1:
+                    merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+                else:
+                    merged.append((lo, hi))
+            self._ranges[call] = merged
+        i = bisect.bisect_right(merged, (seq, 1 << 62)) - 1
+        return i >= 0 and merged[i][0] <= seq <= merged[i][1]
 
     def why(self, row: int, call: int) -> str:
         state = self.state(row, call)

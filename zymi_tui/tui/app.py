@@ -51,6 +51,7 @@ from zymi_tui.tui.widgets import CursorList, EventsList, RunsList
 TAIL_POLL_S = 0.1
 REDRAW_S = 0.25
 SELECT_DELAY_S = 0.12
+FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then all of them
 STATUS_CYCLE = [None, "ok", "FAIL", "running"]
 KIND_PRESETS: list[tuple[str, set[str] | None]] = [
     ("all kinds", None),
@@ -241,6 +242,10 @@ class MainScreen(ActionScreen):
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     def load_run(self, key: RunKey) -> None:
         async def job(reader: EventReader) -> None:
+            if key.correlation_id is None:  # a long run: its newest events are shown while the rest loads
+                head = await reader.newest(key.stream_id, FIRST_PAGE, include_steps=True)
+                if len(head) == FIRST_PAGE and not get_current_worker().is_cancelled:
+                    self.post_message(RunPage(key, head, True, False))
             events = await read_run(reader, key)
             if not get_current_worker().is_cancelled:
                 self.post_message(RunPage(key, events, True, True))

@@ -103,7 +103,7 @@ def knobs_of(project: Path | None) -> tuple[ContextKnobs, str]:
     try:
         read = read_project(project)
         if read.context_section is None:
-            return ContextKnobs(), "engine defaults (project.yml sets no runtime.context)"
+            return ContextKnobs(), "engine defaults: project.yml sets no runtime.context"
         return project_knobs(read), "project.yml"
     except UserError as e:
         return ContextKnobs(), f"unknown: {e.message} (engine defaults assumed)"
