@@ -19,7 +19,9 @@ from textual.message import Message
 from textual.widgets import Footer, Input, Static
 
 from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError
-from zymi_tui.events.store import StoreError, open_reader
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.store import StoreError
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, make_replayer, replay_events
 from zymi_tui.replay.life import COMPACTED, FORGOTTEN, FRESH, FULL, MASKED, NOT_YET, STATE_NAMES, MessageLife
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
@@ -37,7 +39,7 @@ class LifeLoaded(Message):
 
 
 async def load_life(
-    store: str, project: Path | None, stream: str, knobs: ContextKnobs | None
+    store: StoreLocation, project: Path | None, stream: str, knobs: ContextKnobs | None
 ) -> tuple[MessageLife, MessageLife | None]:
     """The stream replayed under the recorded knobs and, given `knobs`, under those (one pass)."""
     reader = await open_reader(store)
@@ -63,7 +65,7 @@ class LifeScreen(ActionScreen):
         "One row per Layer C message of the step stream, one column per agent call (downsampled to the width). "
         "Each cell says whether the call sent the message in full, masked, forgotten, compacted away, dropped by "
         "context.mode: fresh, or not yet there; the cursor shows the message at that call and why. Under a "
-        "what-if profile the cells that change are underlined."
+        "what-if profile a cell that changes shows ◆ in the colour of its state under the what-if."
     )
     NAV = (
         Nav("↑ ↓  j k  PgUp PgDn", "move between messages"),
@@ -75,7 +77,7 @@ class LifeScreen(ActionScreen):
         Act("slash", "find", "Find", "Find a text in the stream's messages; the cursor goes to the first.",
             "find search text"),
         Act("n", "next_match", "Next", "The next message that matches the last find.", "next match find"),
-        Act("p", "profile", "What-if", "Show the grid under the next profile (what-if); changed cells underlined.",
+        Act("p", "profile", "What-if", "Show the grid under the next profile (what-if); changed cells marked ◆.",
             "profile what-if knobs chat coding eval"),
     )  # fmt: skip
     MOVES: ClassVar[dict[str, tuple[int, int]]] = {
@@ -89,7 +91,7 @@ class LifeScreen(ActionScreen):
     LifeScreen #life-find { dock: bottom; display: none; }
     """
 
-    def __init__(self, store: str, project: Path | None, stream: str) -> None:
+    def __init__(self, store: StoreLocation, project: Path | None, stream: str) -> None:
         super().__init__()
         self.store, self.project, self.stream = store, project, stream
         self.life: MessageLife | None = None
@@ -151,17 +153,17 @@ class LifeScreen(ActionScreen):
         self.row = self.order.index(at) if at is not None and at in self.order else 0
         self.top = max(0, self.row - 2)
 
-    def _cell_changed(self, row: int, call: int) -> bool:
+    def _whatif_state(self, row: int, call: int) -> int | None:
+        """The cell's state under the what-if when it differs from the recorded one, else None."""
         assert self.life is not None
         if self.whatif is None:
-            return False
-        w_row = self.whatif.row_at(self.life.rows[row].key)
+            return None
         w_call = self.whatif.call_at(self.life.calls[call].sequence)
         if w_call is None:
-            return False
-        if w_row is None:
-            return self.life.state(row, call) != NOT_YET
-        return self.whatif.state(w_row, w_call) != self.life.state(row, call)
+            return None
+        w_row = self.whatif.row_at(self.life.rows[row].key)
+        state = NOT_YET if w_row is None else self.whatif.state(w_row, w_call)
+        return None if state == self.life.state(row, call) else state
 
     # -- drawing ----------------------------------------------------------------------------------
     def redraw(self) -> None:
@@ -185,10 +187,10 @@ class LifeScreen(ActionScreen):
         shape = life.shape(len(life.calls) - 1)
         t.append(f"\nrecorded knobs: {shape.knobs.describe()}")
         if self.whatif is not None:
-            changed = sum(self._cell_changed(r, c) for r in range(len(life.rows)) for c in cols)
+            changed = sum(self._whatif_state(r, c) is not None for r in range(len(life.rows)) for c in cols)
             w = self.whatif.shape(len(self.whatif.calls) - 1).knobs
-            t.append(f"\nwhat-if ({self.profile}): {w.describe()} · {changed} cell(s) change (underlined)",
-                     style="bold cyan")  # fmt: skip
+            t.append(f"\nwhat-if ({self.profile}): {w.describe()} · {changed} cell(s) change", style="bold cyan")
+            t.append(" (◆, in the colour of the cell's state under the what-if)", style="cyan")
             t.append(f"  {SAME_TRAJECTORY}", style="dim")
         t.append("\n")
         for state, (ch, style) in CELLS.items():
@@ -210,8 +212,9 @@ class LifeScreen(ActionScreen):
             for k, c in enumerate(cols):
                 state = life.state(r, c)
                 ch, style = CELLS[state]
-                if self._cell_changed(r, c):
-                    style += " underline bold"
+                w_state = self._whatif_state(r, c)
+                if w_state is not None:
+                    ch, style = "◆", CELLS[w_state][1] + " bold"
                 if pos == self.row and k == col:
                     style = "black on white"
                 g.append(ch, style=style)
