@@ -440,6 +440,47 @@ class SqliteReader:
         return {_text(s): (seq, _text(h)) for s, seq, h in rows}
 
 
+_SCHEMA_OBJECTS = ("events", "stream_heads", "idx_events_stream_seq", "idx_events_correlation", "idx_events_kind")
+
+
+async def _schema_complete(conn: aiosqlite.Connection) -> bool:
+    marks = ",".join("?" * len(_SCHEMA_OBJECTS))
+    cur = await conn.execute(
+        f"SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN ({marks})), "
+        "(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name IN ('prev_hash', 'hash'))",
+        _SCHEMA_OBJECTS,
+    )
+    row = await cur.fetchone()
+    return row == (len(_SCHEMA_OBJECTS), 2)
+
+
+async def _create_schema(conn: aiosqlite.Connection) -> None:
+    """zymi's DDL and hash-column migration, safe when several processes create the same new store at
+    once: the column check and the ALTERs run inside one `BEGIN IMMEDIATE` (zymi checks, then alters,
+    unlocked: two of them can both add `prev_hash`, and the second fails with "duplicate column
+    name"). A store that already has it all is not locked at all."""
+    if await _schema_complete(conn):
+        return
+    await conn.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for another creator
+    try:
+        for statement in (*SCHEMA.split(";"), *HASH_MIGRATION.split(";")):
+            if not statement.strip():
+                continue
+            if statement.strip().startswith("ALTER") and await _has_hash_columns(conn):
+                continue
+            await conn.execute(statement)
+        await conn.execute("COMMIT")
+    except BaseException:
+        await conn.execute("ROLLBACK")
+        raise
+
+
+async def _has_hash_columns(conn: aiosqlite.Connection) -> bool:
+    cur = await conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'")
+    row = await cur.fetchone()
+    return bool(row and row[0])
+
+
 class SqliteWriter:
     """Appends events exactly as zymi's `SqliteEventStore::append` does."""
 
@@ -462,12 +503,10 @@ class SqliteWriter:
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open {p} for writing: {e}") from None
         try:
-            await conn.executescript("PRAGMA journal_mode=WAL;\n             PRAGMA busy_timeout=5000;")
-            await conn.executescript(SCHEMA)
-            cur = await conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'")
-            row = await cur.fetchone()
-            if not row or row[0] == 0:
-                await conn.executescript(HASH_MIGRATION)
+            # the wait first: switching a new file to WAL takes a lock another new writer may hold
+            await conn.execute("PRAGMA busy_timeout=5000")
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await _create_schema(conn)
         except BaseException as e:
             await conn.close()
             if isinstance(e, sqlite3.Error):

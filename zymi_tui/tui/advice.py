@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from rich.text import Text
 from textual import on, work
@@ -17,16 +17,24 @@ from textual.message import Message
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from zymi_tui.context.knobs import KnobError, make_knobs
+from zymi_tui.context.knobs import ContextKnobs, KnobError, make_knobs
 from zymi_tui.engine.tools import definition_bytes
-from zymi_tui.events.store import StoreError, open_reader, run_of, step_of
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.store import EventReader, StoreError, run_of, step_of
 from zymi_tui.replay.advice import Advice, Finding, advise, effect_line, profile_name, to_json, to_markdown
 from zymi_tui.replay.calls import ReplayError, recorded_knobs
 from zymi_tui.replay.costs import PriceError, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
+from zymi_tui.tui.target import Target
 
-if TYPE_CHECKING:
-    from zymi_tui.tui.app import MainScreen
+
+class Dashboard(Protocol):
+    """What the advice screen needs of the dashboard's main screen."""
+
+    target: Target
+    reader: EventReader | None
+
+    def focused_stream(self) -> str | None: ...
 
 
 class AdviceLoaded(Message):
@@ -59,7 +67,7 @@ class AdviceScreen(ActionScreen):
             "export save report markdown json"),
     )  # fmt: skip
 
-    def __init__(self, main: MainScreen) -> None:
+    def __init__(self, main: Dashboard) -> None:
         super().__init__()
         self.main = main
         self.advice: Advice | None = None
@@ -154,42 +162,37 @@ class AdviceScreen(ActionScreen):
                 t.append(f"  not replayed: {rec.not_replayed}\n", style="dim")
         self.query_one("#advice-detail", Static).update(t)
 
-    def _target(self) -> tuple[Finding, str] | None:
+    def _target(self) -> tuple[Finding, str, ContextKnobs] | None:
+        """The highlighted finding, the step stream to apply it to and its knobs (None: said why)."""
         f = self.current()
         if f is None or f.recommendation is None or f.recommendation.knobs is None:
             self.notify("this finding's recommendation is not a change of knobs")
             return None
         stream = f.stream_id or self.main.focused_stream()
-        if stream is None or step_of(stream) is None:
+        if stream is None or step_of(stream) is None or self.main.reader is None:
             self.notify("no LLM call to apply it to")
             return None
-        return f, stream
+        return f, stream, make_knobs(dict(f.recommendation.knobs), "advice")
 
     def action_edit(self) -> None:
         from zymi_tui.tui.tuning.editor import TuningScreen
 
         found = self._target()
-        if found is None or self.main.reader is None:
-            return
-        f, stream = found
-        assert f.recommendation is not None and f.recommendation.knobs is not None
-        knobs = make_knobs(dict(f.recommendation.knobs), "advice")
-        seq = f.sequence if f.stream_id == stream else None
-        self.app.push_screen(TuningScreen(self.main.reader, stream, project=self.main.target.project, sequence=seq,
-                                          knobs=knobs))  # fmt: skip
+        if found is not None and self.main.reader is not None:
+            f, stream, knobs = found
+            seq = f.sequence if f.stream_id == stream else None
+            project = self.main.target.project
+            self.app.push_screen(TuningScreen(self.main.reader, stream, project=project, sequence=seq, knobs=knobs))
 
     def action_fork(self) -> None:
         from zymi_tui.tui.resume.hook import fork_for_real
 
         found = self._target()
-        if found is None or self.main.reader is None:
-            return
-        f, stream = found
-        assert f.recommendation is not None and f.recommendation.knobs is not None
-        t = self.main.target
-        base = recorded_knobs(t.project)
-        edited = make_knobs(dict(f.recommendation.knobs), "advice")
-        fork_for_real(self.app, self.main.reader, t.project, t.store, run_of(stream), step_of(stream), base, edited)
+        if found is not None and self.main.reader is not None:
+            _, stream, knobs = found
+            t = self.main.target
+            base = recorded_knobs(t.project)
+            fork_for_real(self.app, self.main.reader, t.project, t.store, run_of(stream), step_of(stream), base, knobs)
 
     def action_export(self) -> None:
         if self.advice is None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
@@ -84,11 +86,20 @@ class ChatScreen(ActionScreen):
         Act("ctrl+l", "focus_prompt", "Prompt", "Put the cursor back in the message box.", "prompt focus type"),
     )
 
-    def __init__(self, session: ChatSession, *, hint: str | None = None, hosted: bool = False) -> None:
-        """`hosted`: pushed over another screen (the dashboard), which F4 goes back to, closing the session."""
+    def __init__(
+        self,
+        session: ChatSession,
+        *,
+        hint: str | None = None,
+        hosted: bool = False,
+        dashboard: Callable[[ChatSession], Screen[None]] | None = None,
+    ) -> None:
+        """`hosted`: pushed over another screen (the dashboard), which F4 goes back to, closing the session.
+        `dashboard`: what F4 opens when not hosted (the dashboard on the chat's store)."""
         super().__init__()
         self.session = session
         self.hosted = hosted
+        self.dashboard = dashboard
         self.transcript = Transcript(session.stream)
         self.events: list[StoredEvent] = []
         self.views: dict[int, TurnView] = {}
@@ -327,9 +338,8 @@ class ChatScreen(ActionScreen):
             await self.session.close()
             self.dismiss()
             return
-        from zymi_tui.tui.chat.dashboard import ChatDashboard
-
-        self.app.push_screen(ChatDashboard(self.session))
+        if self.dashboard is not None:
+            self.app.push_screen(self.dashboard(self.session))
 
     def action_focus_prompt(self) -> None:
         self.query_one("#prompt", PromptInput).focus()

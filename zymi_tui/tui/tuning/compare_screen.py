@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from zymi_tui.context.knobs import KnobError, resolve_knobs
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.calls import recorded_knobs
 from zymi_tui.replay.compare import (
     CAVEAT,
@@ -93,8 +94,8 @@ class CompareScreen(ActionScreen):
     )
 
     def __init__(
-        self, store: str, *, project: Path | None, profiles: str = "recorded,chat,eval", model: str | None = None,
-        export_dir: Path | None = None,
+        self, store: StoreLocation, *, project: Path | None, profiles: str = "recorded,chat,eval",
+        model: str | None = None, export_dir: Path | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
         self.store, self.project, self.initial, self.model = store, project, profiles, model
@@ -119,7 +120,7 @@ class CompareScreen(ActionScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = self.store
+        self.sub_title = str(self.store)
         self.action_run()
 
     # -- running ----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.compare import CAVEAT
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, Sweep, SweepError, parse_values
 from zymi_tui.tui.actions import Act, ActionScreen
@@ -50,7 +51,7 @@ class SweepScreen(ActionScreen):
     )
 
     def __init__(
-        self, store: str, *, project: Path | None, windows: str | None = None, soft_caps: str | None = None
+        self, store: StoreLocation, *, project: Path | None, windows: str | None = None, soft_caps: str | None = None
     ) -> None:
         super().__init__()
         self.store, self.project = store, project
@@ -75,7 +76,7 @@ class SweepScreen(ActionScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = self.store
+        self.sub_title = str(self.store)
         self.action_run()
 
     def status(self, text: str, *, error: bool = False) -> None:
