@@ -43,6 +43,7 @@ from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_valu
 
 from .common import EXIT_OK, CommandError, add_store_arg, err, located, out, raw_line, run_async
 from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
+from .tables import print_table
 
 RECORDED = "recorded"
 KnobDict = dict[str, int | None]
@@ -163,7 +164,7 @@ def print_comparison(cmp: Comparison, currency: str) -> None:
     for line in body[: len(body) - len(cmp.runs()) - 1]:
         cells = [c.strip() for c in line.strip("|").split("|")]
         table.add_row(*cells)
-    out.print(table)
+    print_table(out, table)
     out.print(
         f"tokens: recorded where the context is unchanged, else estimated ({cmp.tokens_ratio_source}); "
         f"cost: {price_note(cmp)}"
@@ -243,7 +244,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         table.add_row(*(f"{v:,}" for v in (p.observation_window, p.soft_cap_chars, p.hard_cap_chars, p.tokens_sum,
                         p.tokens_peak, p.chars_peak, p.over_soft_cap, p.compactions_simulated,
                         p.hard_cap_failures, p.cache_breaks)), cost, p.provenance, mark)  # fmt: skip
-    out.print(table)
+    print_table(out, table)
     return EXIT_OK
 
 
