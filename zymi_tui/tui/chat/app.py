@@ -8,15 +8,15 @@ from __future__ import annotations
 import contextlib
 from typing import ClassVar
 
-from textual.app import App
 from textual.binding import Binding, BindingType
 
+from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.chat.approval import ModalApproval
 from zymi_tui.tui.chat.screen import ChatScreen
 from zymi_tui.tui.chat.session import ChatOptions, ChatSession, ChatSetupError
 
 
-class ChatApp(App[None]):
+class ChatApp(SafeApp):
     TITLE = "zymi-tui chat"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c,ctrl+q", "quit_chat", "Quit", priority=True, show=False),  # help: "Ctrl+Q quits"

@@ -20,6 +20,7 @@ from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.chat.session import PROJECT_PROFILE, ChatSession, profile_names
 from zymi_tui.tui.chat.widgets import context_bar
 from zymi_tui.tui.model import format_size
+from zymi_tui.tui.safe_text import clean, safe_text
 
 ROLE = {"SystemMessage": "system", "UserMessage": "user", "AssistantMessage": "assistant", "ToolResultMessage": "tool"}
 
@@ -37,11 +38,11 @@ def entries_table(cc: CallContext) -> Table:
         table.add_column(name, **kw)  # fmt: skip
     assert cc.rendered is not None
     for e in cc.rendered.entries:
-        text = " ".join(message_text(e.message).split())
+        text = clean(message_text(e.message), one_line=True, max_cells=160)
         style = "yellow" if e.reason.startswith(("masked", "cut")) else "cyan" if "summary" in e.reason else ""
         seq = "" if e.source_seq is None else str(e.source_seq)
         role = ROLE.get(type(e.message).__name__, "?")
-        table.add_row(e.layer, seq, role, str(e.bytes), Text(e.reason, style=style), Text(text[:160]))
+        table.add_row(e.layer, seq, role, str(e.bytes), safe_text(e.reason, style, one_line=True), Text(text))
     return table
 
 
@@ -116,7 +117,7 @@ class ContextScreen(ActionScreen):
             return
         d = call.event.kind
         recorded = getattr(d, "approx_context_chars", None)
-        title = f"call at {call.event.stream_id} seq {call.event.sequence}: recorded {format_size(recorded)}"
+        title = clean(f"call at {call.event.stream_id} seq {call.event.sequence}: recorded {format_size(recorded)}")
         title += f", rebuilt under {name} {format_size(cc.rendered.chars)}"
         bar = context_bar(cc.rendered, self.size.width - 4, title)
         if whatif:

@@ -29,6 +29,7 @@ from zymi_tui.tui.chat.widgets import PromptInput, TurnView, context_bar
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.model_plot import collect_calls
 from zymi_tui.tui.plot import ContextPlot
+from zymi_tui.tui.safe_text import clean, safe_text
 
 REDRAW_S = 0.2  # turn views: at most this often
 REPLOT_S = 1.0  # the plot while a turn runs (a plot render costs ~0.1 s); at once when it ends
@@ -173,15 +174,15 @@ class ChatScreen(ActionScreen):
         s = self.session
         t = Text()
         t.append("chat ", style="bold")
-        t.append(f"stream {s.stream} · ")
-        t.append(s.model_label, style="bold cyan")
+        t.append(clean(f"stream {s.stream} · "))
+        t.append(clean(s.model_label), style="bold cyan")
         if s.is_demo:
             t.append(" (offline demo model: no API key, nothing from a real LLM)", style="dim")
         t.append(f"\nprofile {s.profile}: {s.knobs.describe()}", style="dim")
         self.query_one("#chat-header", Static).update(t)
 
     def _say(self, text: str, style: str = "dim") -> None:
-        self.query_one("#chat-hint", Static).update(Text(text, style=style))
+        self.query_one("#chat-hint", Static).update(safe_text(text, style))
 
     @work(exclusive=True, group="side")
     async def refresh_side(self) -> None:

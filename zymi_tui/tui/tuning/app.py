@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from textual.app import App
 from textual.screen import Screen
 
 from zymi_tui.events.store import EventReader, open_reader
+from zymi_tui.tui.base_app import SafeApp
 
 ScreenFactory = Callable[[EventReader], Screen[None]]
 
 
-class TuningApp(App[None]):
+class TuningApp(SafeApp):
     """Opens the store read-only, then one tuning screen; closing the screen quits."""
 
     TITLE = "zymi-tui tune"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -27,6 +28,7 @@ from zymi_tui.replay.compare import (
     to_markdown,
 )
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
+from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.tuning.jobs import Cancelled, KnobDict, run_comparison
 from zymi_tui.tui.tuning.plots import OverlayPlot
 
@@ -45,13 +47,15 @@ class JobDone(Message):
         self.result, self.error, self.seconds = result, error, seconds
 
 
-def fill_table(table: DataTable[str], header: list[str], rows: list[list[str]], keys: list[str] | None = None) -> None:
+def fill_table(table: DataTable[Text], header: list[str], rows: list[list[str]], keys: list[str] | None = None) -> None:
     """Columns sized to their content up front, so the layout never depends on when rows arrive."""
     table.clear(columns=True)
+    header = [clean(h, one_line=True) for h in header]
+    cells = [[clean(c, one_line=True) for c in row] for row in rows]
     for i, label in enumerate(header):
-        table.add_column(label, width=max([len(label), *(len(r[i]) for r in rows)]))
-    for n, row in enumerate(rows):
-        table.add_row(*row, key=None if keys is None else keys[n])
+        table.add_column(Text(label), width=max([cell_len(label), *(cell_len(r[i]) for r in cells)]))
+    for n, row in enumerate(cells):
+        table.add_row(*(Text(c) for c in row), key=None if keys is None else keys[n])
 
 
 def total_rows(cmp: Comparison) -> list[list[str]]:
@@ -142,7 +146,7 @@ class CompareScreen(ActionScreen):
         return out
 
     def status(self, text: str, *, error: bool = False) -> None:
-        self.query_one("#compare-status", Static).update(Text(text, style="bold red" if error else ""))
+        self.query_one("#compare-status", Static).update(safe_text(text, "bold red" if error else ""))
 
     @on(Input.Submitted, "#profiles")
     def submitted(self) -> None:
@@ -221,7 +225,7 @@ class CompareScreen(ActionScreen):
     def plot(self, run: str) -> None:
         if self.comparison is not None:
             self.query_one(OverlayPlot).show(
-                f"{run[-24:]}: bytes per call (what-if estimated)", self.comparison.series(run)
+                clean(f"{run[-24:]}: bytes per call (what-if estimated)", one_line=True), self.comparison.series(run)
             )
 
     # -- actions ----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from textual.worker import get_current_worker
 from zymi_tui.replay.compare import CAVEAT
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, Sweep, SweepError, parse_values
 from zymi_tui.tui.actions import Act, ActionScreen
+from zymi_tui.tui.safe_text import safe_text
 from zymi_tui.tui.tuning.compare_screen import JobDone, JobProgress, fill_table
 from zymi_tui.tui.tuning.jobs import Cancelled, run_sweep
 from zymi_tui.tui.tuning.plots import ScatterPlot
@@ -79,7 +80,7 @@ class SweepScreen(ActionScreen):
         self.action_run()
 
     def status(self, text: str, *, error: bool = False) -> None:
-        self.query_one("#sweep-status", Static).update(Text(text, style="bold red" if error else ""))
+        self.query_one("#sweep-status", Static).update(safe_text(text, "bold red" if error else ""))
 
     @on(Input.Submitted)
     def submitted(self) -> None:
