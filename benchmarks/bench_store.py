@@ -182,9 +182,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="full-read rounds; the best of each is kept")
     ap.add_argument("--tail-events", type=int, default=300)
     ap.add_argument("--writer", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--newest-only", action="store_true", help="only figure 2 (needs --store)")
     a = ap.parse_args()
     if a.writer:
         writer_main(a.writer[0], int(a.writer[1]), float(a.writer[2]))
+        return
+    if a.newest_only:
+        if not a.store:
+            sys.exit("--newest-only needs --store")
+        asyncio.run(newest_figures(a.store, 50))
         return
     with tempfile.TemporaryDirectory(prefix="zymi-bench-") as tmp:
         work = Path(tmp)

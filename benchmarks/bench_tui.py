@@ -1,8 +1,10 @@
 """Benchmark the dashboard against `zymi observe` on the same generated store, in tmux, as a person sees it.
 
-    .venv/bin/python benchmarks/bench_tui.py [--events 99000] [--from memory] [--idle 10] [--keys 30]
+    .venv/bin/python benchmarks/bench_tui.py [--events 99000] [--from memory] [--idle 10] [--keys 30] [--repeat 3]
+    .venv/bin/python benchmarks/bench_tui.py --project /tmp/big  # a folder holding .zymi/events.db (reused)
 
-Both programs run in a detached tmux pane of 120x40. Figures, for each:
+Both programs run in a detached tmux pane of 120x40, alternated (ours, zymi, ours, zymi, ...) so both
+see the same machine load; each figure is the median (and min) of --repeat launches. Figures, for each:
 - first frame: from launch until the pane shows the runs list with at least one run;
 - idle CPU: user+system time of the process over --idle seconds with no input, as % of one core;
 - key-to-redraw p50/p95: `j` sent to the runs list (and then to the events list), until the pane changes;
@@ -116,12 +118,12 @@ def measure(
         time.sleep(2)  # start-up work done (ours: runs, peaks, integrity check); now idle
         c0 = cpu_seconds(pid)
         time.sleep(args.idle)
-        idle = (cpu_seconds(pid) - c0) / args.idle * 100
-        runs = key_latencies(session, "j", args.keys)
+        idle = (cpu_seconds(pid) - c0) / max(args.idle, 1e-9) * 100
+        runs = key_latencies(session, "j", args.keys) or [float("nan")]
         for k in events_keys:
             tmux("send-keys", "-t", session, k)
             time.sleep(0.3)
-        evs = key_latencies(session, "k", args.keys)
+        evs = key_latencies(session, "k", args.keys) or [float("nan")]
         rss = peak_rss_mb(pid)
         both = runs + evs
         return {
@@ -147,6 +149,7 @@ def main() -> int:
     ap.add_argument("--keys", type=int, default=30)
     ap.add_argument("--no-zymi", action="store_true", help="skip measuring zymi observe")
     ap.add_argument("--project", help="reuse a folder holding .zymi/events.db instead of generating a store")
+    ap.add_argument("--repeat", type=int, default=3, help="launches of each program, alternated")
     args = ap.parse_args()
     if not shutil.which("tmux"):
         print("bench_tui: tmux is needed", file=sys.stderr)
@@ -162,22 +165,25 @@ def main() -> int:
             print(f"store: {args.events} events cloned from {args.src} in {time.perf_counter() - t:.1f}s")
         else:
             print(f"store: {db}")
-        results = {}
+        runs: dict[str, list[dict[str, float]]] = {"zymi-tui": [], "zymi observe": []}
         ours = f"env TERM=xterm-256color {VENV / 'zymi-tui'} observe {work} --theme textual-dark"
-        results["zymi-tui"] = measure("ours", ours, "· live", r"Runs \(\d+\)", "verified", ["tab"], args)
         zymi = VENV / "zymi"
-        if not args.no_zymi and zymi.exists():
-            cmd = f"env TERM=xterm-256color {zymi} observe -d {work} --no-venv"
-            results["zymi observe"] = measure("zymi", cmd, "Runs (", r"Runs \(\d+\)", None, ["tab", "tab"], args)
-        keys = list(next(iter(results.values())))
-        print(
-            f"{'':20}" + "".join(f"{name:>16}" for name in results) + ("           ratio" if len(results) > 1 else "")
-        )
-        for k in keys:
-            row = f"{k:20}" + "".join(f"{r[k]:16.2f}" for r in results.values())
+        for _ in range(args.repeat):
+            runs["zymi-tui"].append(measure("ours", ours, "· live", r"Runs \(\d+\)", "verified", ["tab"], args))
+            if not args.no_zymi and zymi.exists():
+                cmd = f"env TERM=xterm-256color {zymi} observe -d {work} --no-venv"
+                runs["zymi observe"].append(measure("zymi", cmd, "Runs (", r"Runs \(\d+\)", None, ["tab", "tab"], args))
+        runs = {name: r for name, r in runs.items() if r}
+        results = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
+        print(f"{'median (min) of ' + str(args.repeat):24}" + "".join(f"{name:>22}" for name in results)
+              + ("   zymi/ours" if len(results) > 1 else ""))  # fmt: skip
+        for k in results["zymi-tui"]:
+            row = f"{k:24}" + "".join(
+                f"{results[name][k]:13.2f} ({min(r[k] for r in rs):6.2f})" for name, rs in runs.items()
+            )
             if len(results) > 1:
                 ours_v, theirs = results["zymi-tui"][k], results["zymi observe"][k]
-                row += f"{theirs / ours_v:15.1f}x" if ours_v else "               -"
+                row += f"{theirs / ours_v:11.2f}x" if ours_v else "          -"
             print(row)
         aims = {"first_frame_s": 0.5, "idle_cpu_pct": 3.0, "key_p95_ms": 50.0, "peak_rss_mb": 300.0}
         misses = [f"{k} {results['zymi-tui'][k]:.2f} > {v}" for k, v in aims.items() if results["zymi-tui"][k] > v]

@@ -21,7 +21,7 @@ from zymi_tui.events.envelope import format_timestamp, parse_timestamp_ns
 from zymi_tui.events.hashchain import hash_v2
 from zymi_tui.events.sqlite import SCHEMA
 
-ORACLE = Path(__file__).resolve().parents[2] / "shared" / "oracle"
+ORACLE = Path(__file__).resolve().parents[1] / "tests" / "oracle"
 RUN = "chat-long"
 
 
@@ -29,7 +29,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("out", type=Path)
     ap.add_argument("--events", type=int, default=100_000)
-    ap.add_argument("--from", dest="src", default="coding_default", help="a recording under shared/oracle/")
+    ap.add_argument("--from", dest="src", default="coding_default", help="a recording under tests/oracle/")
     a = ap.parse_args()
     if a.out.exists():
         sys.exit(f"{a.out} exists: choose a new path")

@@ -7,6 +7,8 @@ import hashlib
 import shutil
 import sqlite3
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,28 @@ ROOT = Path(__file__).resolve().parents[1]
 ORACLE = ROOT / "tests" / "oracle"
 SCENARIOS = sorted(p.name for p in ORACLE.iterdir() if (p / "events.db").exists())
 HARNESS = ORACLE / "harness" / "make_stores.py"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_machine_for_every_test(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every test sees the same time zone and a private config and zymi home, whatever ran before it (the
+    order is shuffled) and whatever the machine holds (~/.config/zymi-tui, ~/.zymi). Subprocesses inherit it."""
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TZ", "UTC")
+        time.tzset()
+        mp.setenv("ZYMI_TUI_CONFIG_DIR", str(home / "zymi-tui"))
+        mp.setenv("ZYMI_HOME", str(home / "zymi"))
+        yield
+    time.tzset()
+
+
+@pytest.fixture(autouse=True)
+def _private_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A saved profile or price table written by one test is never read by another."""
+    home = tmp_path_factory.mktemp("config")
+    monkeypatch.setenv("ZYMI_TUI_CONFIG_DIR", str(home / "zymi-tui"))
+    monkeypatch.setenv("ZYMI_HOME", str(home / "zymi"))
 
 
 def oracle_db(name: str) -> Path:

@@ -57,6 +57,13 @@ def test_recorded_cache_usage_is_summed_and_priced_exactly(tmp_path: Path) -> No
     assert recorded["cached_tokens_modelled"] == 0
     assert recorded["cost_with_cache"]["total"] == pytest.approx((inp * 2.0 + out * 10.0) / 1e6, rel=1e-12)
     assert doc["cache_family"] == "oracle"
+    replay = subprocess.run(
+        [zymi_tui_bin(), "replay", str(store), "--project", str(ORACLE / "coding_default" / "project"), "--json"],
+        capture_output=True, text=True, check=True, timeout=300,
+    )  # fmt: skip
+    totals = json.loads(replay.stdout.splitlines()[-1])
+    assert totals["recorded_cached_input_tokens_sum"] == cached
+    assert totals["recorded_cache_creation_tokens_sum"] == written
 
 
 def test_automatic_cache_rounds_to_steps_and_expires() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from tests.test_chat_support import cli, demo_project, zymi_raw, zymi_verify
+from tests.waiting import LIMIT
 
 
 def _one_line_error(run: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -76,7 +77,7 @@ def test_serve_web_answers_on_loopback_then_stops(tmp_path: Path) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"},
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + LIMIT
         page = None
         while time.monotonic() < deadline and proc.poll() is None:
             try:
@@ -90,7 +91,7 @@ def test_serve_web_answers_on_loopback_then_stops(tmp_path: Path) -> None:
         assert f"ws://127.0.0.1:{port}/ws" in page.text  # the app's websocket, on loopback
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        out, err = proc.communicate(timeout=LIMIT)
     assert proc.returncode == 0, err
     assert f"serving zymi-tui on http://127.0.0.1:{port}" in out
     assert "chat -d" in out and str(project) in out

@@ -106,7 +106,7 @@ async def test_resumed_chat_shows_history_and_remembers(tmp_path: Path) -> None:
         timed(app).inner = capture
         await send(pilot, "and the ledger?")
     first = capture.agent_requests()[0].messages
-    # §5.7: the current message comes before the earlier turn's answers and tool results
+    # docs/engine.md#chat-history: the current message comes before the earlier turn's answers and tool results
     assert first[1] == {"role": "user", "content": "and the ledger?"}
     assert any(m["role"] == "assistant" and "hello, what is in billing?" in (m.get("content") or "") for m in first)
     kinds = Counter(type(se.event.kind).__name__ for se in await store_events(project))

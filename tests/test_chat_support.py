@@ -12,6 +12,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from tests.waiting import LIMIT
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, Provider
 from zymi_tui.engine.providers.demo_workspace import write_demo_project
 from zymi_tui.events.envelope import StoredEvent
@@ -88,7 +89,7 @@ def timed(app: ChatApp) -> TimedProvider:
     return provider
 
 
-async def wait_for(pilot: Pilot[Any], condition: Any, timeout: float = 20.0) -> None:
+async def wait_for(pilot: Pilot[Any], condition: Any, timeout: float = LIMIT) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while not condition():
@@ -139,16 +140,16 @@ def zymi_raw(project: Path) -> list[dict[str, Any]]:
     """`zymi events --raw` of the real engine: every event it can read from our store."""
     run = subprocess.run(
         [zymi(), "events", "-d", str(project), "--raw", "-l", "1000000"],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True, text=True, timeout=LIMIT, check=True,
     )  # fmt: skip
     return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
 
 
 def zymi_verify(project: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([zymi(), "verify", "-d", str(project)], capture_output=True, text=True, timeout=60)
+    return subprocess.run([zymi(), "verify", "-d", str(project)], capture_output=True, text=True, timeout=LIMIT)
 
 
-def cli(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, stdin: str | None = None, timeout: float = LIMIT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "zymi_tui", *args], input=stdin, capture_output=True, text=True, timeout=timeout
     )

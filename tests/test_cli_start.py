@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.waiting import LIMIT
 from zymi_tui import commands
 from zymi_tui.cli import build_parser
 from zymi_tui.commands import COMMANDS
@@ -27,7 +28,7 @@ def modules_after(*argv: str) -> set[str]:
         "    pass\n"
         "print('\\n'.join(sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=LIMIT, check=True)
     return set(done.stdout.split())
 
 

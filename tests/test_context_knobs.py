@@ -78,7 +78,9 @@ def test_bad_knobs_exit_2_with_one_line(argv: list[str], needle: str, capsys: py
 def test_unknown_stream_and_sequence_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     db = str(ORACLE / "memory" / "events.db")
     assert main(["context", db, "--stream", "nope", "--seq", "1"]) == 2
-    assert "unknown stream 'nope'" in capsys.readouterr().err
+    assert "--stream nope: not a step stream" in capsys.readouterr().err
+    assert main(["context", db, "--step-stream", "nope:step:x", "--seq", "1"]) == 2
+    assert "--step-stream nope:step:x: no such step stream in the store" in capsys.readouterr().err
     stream = "pipeline-main-ab5751d3-5c06-4c86-8551-3db7a8e2d782:step:keep"
     assert main(["context", db, "--stream", stream, "--seq", "2"]) == 2
     assert "its LlmCallStarted sequences are: 1, 5, 9" in capsys.readouterr().err

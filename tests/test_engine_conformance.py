@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import HARNESS, NO_ZYMI, ORACLE, ROOT
+from tests.waiting import LIMIT
 
 ENGINE_BIN = Path(sys.executable).parent / "zymi-tui"
 REAL_ZYMI = Path(sys.executable).parent / "zymi"
@@ -142,7 +143,7 @@ def test_real_zymi_reads_our_store(produced: Path, scenario: str, tmp_path: Path
             capture_output=True,
             text=True,
             env=env,
-            timeout=60,
+            timeout=LIMIT,
         )
         assert proc.returncode == 0, f"zymi {args[0]}: {proc.stderr}"
     proc = subprocess.run(

@@ -7,7 +7,6 @@ import signal
 import sqlite3
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.test_engine_failures import BIN, REAL_ZYMI, _project
+from tests.waiting import LIMIT, wait_until
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def slow_llm() -> Iterator[int]:
 
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["content-length"]))
-            release.wait(20)
+            release.wait(LIMIT)  # answers only once the test is over: the run is interrupted mid-call
             data = json.dumps({"model": "m", "choices": [{"message": {"content": "late"}, "finish_reason": "stop"}]})
             self.send_response(200)
             self.send_header("content-length", str(len(data)))
@@ -64,12 +64,10 @@ def test_ctrl_c_mid_run_keeps_events_and_seals_the_run(slow_llm: int, tmp_path: 
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.time() + 20
-    while "llm_call_started" not in _kinds(db) and time.time() < deadline:
-        time.sleep(0.05)
-    assert "llm_call_started" in _kinds(db)
+    wait_until(lambda: "llm_call_started" in _kinds(db) or proc.poll() is not None, "the run's first LLM call")
+    assert "llm_call_started" in _kinds(db), proc.communicate()
     proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=20)
+    _out, err = proc.communicate(timeout=LIMIT)
     assert proc.returncode == 130
     assert err.strip().splitlines() == [
         f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {db}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from zymi_tui.engine.config import FileWriteContract, PolicyConfig
@@ -11,7 +13,7 @@ ON = PolicyConfig(enabled=True, allow=["ls *", "cat *", "echo *"], deny=["rm -rf
 
 
 def verdict(command: str, policy: PolicyConfig = ON) -> str:
-    return Contracts(policy, FileWriteContract()).shell_command(command).text()
+    return Contracts(policy, FileWriteContract(), Path.cwd()).shell_command(command).text()
 
 
 @pytest.mark.parametrize(
@@ -66,13 +68,13 @@ def test_long_commands_are_cut_to_100_bytes_in_the_reason() -> None:
         ("out/../etc/x", ["./out"], "requires_approval: File write outside allowed directories: out/../etc/x"),
     ],
 )
-def test_file_write_contract(path: str, allowed: list[str], expected: str) -> None:
-    contracts = Contracts(ON, FileWriteContract(allowed_dirs=allowed))
+def test_file_write_contract(path: str, allowed: list[str], expected: str, tmp_path: Path) -> None:
+    contracts = Contracts(ON, FileWriteContract(allowed_dirs=allowed), tmp_path)
     assert contracts.write_file(path).text() == expected
 
 
-def test_file_read_uses_the_secret_list_and_extra_patterns() -> None:
-    contracts = Contracts(ON, FileWriteContract(deny_patterns=["*.csv"]))
+def test_file_read_uses_the_secret_list_and_extra_patterns(tmp_path: Path) -> None:
+    contracts = Contracts(ON, FileWriteContract(deny_patterns=["*.csv"]), tmp_path)
     assert contracts.read_file(".env").text() == "denied: File read denied (^.*\\.env$): .env"
     assert contracts.read_file("data/x.csv").text() == "denied: File read denied (^.*\\.csv$): data/x.csv"
     assert contracts.read_file("/etc/hostname").text() == "approved"

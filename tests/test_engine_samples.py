@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.test_engine_failures import BIN, REAL_ZYMI
+from tests.waiting import LIMIT, wait_until
 
 SAMPLES = ROOT / "sample_stores"
 SHIPPED = ROOT / "zymi_tui" / "data" / "sample"
@@ -91,13 +92,13 @@ def test_init_demo_then_chat_on_one_stream_remembers_earlier_answers(tmp_path: P
         input="what is in billing?\nand ledger?\n",
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=LIMIT,
     )
     assert chat.returncode == 0, chat.stderr
     assert chat.stdout.count("bot> [demo model]") == 2
     rows = _rows(tmp_path / ".zymi" / "events.db")
     assert [k for s, k, _, _ in rows if s == "s1"][:2] == ["user_message_received", "pipeline_requested"]
-    # the second run's first call carries the first run's turns (zymi's chat history, §5.7)
+    # the second run's first call carries the first run's turns (zymi's chat history, docs/engine.md#chat-history)
     first_calls = [d for s, k, _, d in rows if k == "llm_call_started" and d["iteration"] == 1]
     assert len(first_calls) == 2 and first_calls[1]["message_count"] > first_calls[0]["message_count"]
     _zymi_accepts(tmp_path / ".zymi" / "events.db", tmp_path)
@@ -111,7 +112,7 @@ def test_run_on_a_fresh_init_uses_the_demo_model(tmp_path: Path) -> None:
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=LIMIT,
     )
     assert proc.returncode == 0, proc.stderr
     assert "Pipeline completed successfully." in proc.stdout and "[demo model]" in proc.stdout
@@ -119,7 +120,6 @@ def test_run_on_a_fresh_init_uses_the_demo_model(tmp_path: Path) -> None:
 
 def test_serve_with_the_stdin_connector_and_stdout_output(tmp_path: Path) -> None:
     import signal
-    import time
 
     assert subprocess.run([str(BIN), "init", "--example", "demo"], cwd=tmp_path, capture_output=True).returncode == 0
     with (tmp_path / "project.yml").open("a", encoding="utf-8") as f:
@@ -134,16 +134,14 @@ def test_serve_with_the_stdin_connector_and_stdout_output(tmp_path: Path) -> Non
     proc.stdin.write("hello\nand billing?\n")
     proc.stdin.flush()
     lines: list[str] = []
-    deadline = time.time() + 60
-    while sum(line.startswith("BOT> ") for line in lines) < 2 and time.time() < deadline:
-        lines.append(proc.stdout.readline())
-    while (
-        time.time() < deadline
-        and sum(k == "pipeline_completed" for _, k, _, _ in _rows(tmp_path / ".zymi" / "events.db")) < 2
-    ):
-        time.sleep(0.05)
+    while sum(line.startswith("BOT> ") for line in lines) < 2:  # each line ends a wait; EOF ends them all
+        line = proc.stdout.readline()
+        assert line, "serve ended before both answers: " + "".join(lines)
+        lines.append(line)
+    db = tmp_path / ".zymi" / "events.db"
+    wait_until(lambda: sum(k == "pipeline_completed" for _, k, _, _ in _rows(db)) >= 2, "both runs sealed")
     proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=20)
+    rest, _ = proc.communicate(timeout=LIMIT)
     assert proc.returncode == 0 and "shutting down…" in rest
     assert lines[0].startswith("zymi serve: listening for PipelineRequested events targeting chat")
     assert sum(line.startswith("  -> received PipelineRequested for 'chat'") for line in lines) == 2

@@ -6,6 +6,7 @@ import html
 import re
 import urllib.parse
 
+from tests.waiting import pilot_until
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import PipelineRequested
 from zymi_tui.events.store import open_writer
@@ -37,10 +38,7 @@ async def test_dashboard_follows_a_postgres_store(pg_url: str) -> None:
     async with app.run_test(size=(160, 45)) as pilot:
 
         async def shown(what: str) -> str:
-            for _ in range(100):  # up to 20 s on a busy machine; usually the first pause
-                await pilot.pause(0.2)
-                if what in (text := screen_text(app)):
-                    return text
+            await pilot_until(pilot, lambda: what in screen_text(app), f"{what!r} on the screen")
             return screen_text(app)
 
         text = await shown("first task")

@@ -11,6 +11,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from tests.waiting import LIMIT
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import ResponseReady
 from zymi_tui.events.postgres import PostgresReader, PostgresWriter
@@ -166,7 +167,7 @@ async def test_every_read_of_the_protocol(pg_url: str) -> None:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     """The installed command, in a process of its own."""
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=LIMIT)
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import NO_ZYMI
+from tests.waiting import LIMIT
 from zymi_tui.engine.providers.demo_workspace import write_demo_project
 
 BIN = Path(sys.executable).parent
@@ -74,7 +75,7 @@ def demo_project(root: Path) -> Path:
 
 
 def cli(project: Path, *args: str, exe: Path = ENGINE) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(exe), *args], cwd=project, capture_output=True, text=True, timeout=120)
+    return subprocess.run([str(exe), *args], cwd=project, capture_output=True, text=True, timeout=LIMIT)
 
 
 def zymi_runs(project: Path) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from rich.console import Console
 from textual.widgets import Static
 
 from tests.test_resume_cli import CHAT, cli, demo_project, events, fork_of, rows, run_parent
+from tests.waiting import pilot_until
 from zymi_tui.replay.costs import ModelPrice, PriceTable
 from zymi_tui.tui.app import DashboardApp, MainScreen, Target
 from zymi_tui.tui.resume.compare import ForkCompareScreen
@@ -31,12 +32,8 @@ def slow_project(root: Path) -> Path:
     return root
 
 
-async def until(pilot: Any, cond: Any, timeout: float = 20.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if cond():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("timed out")
+async def until(pilot: Any, cond: Any) -> None:
+    await pilot_until(pilot, cond)
 
 
 def _app(project: Path) -> DashboardApp:

@@ -20,9 +20,10 @@ def test_no_zymi():
 
 
 def run(pytester: pytest.Pytester) -> pytest.RunResult:
-    # in process; the snapshot plugin keeps one temporary folder per process, so it stays out of the inner run
+    # in process; the snapshot plugin keeps one temporary folder per process, so it stays out of the inner run;
+    # the inner tests run in file order, as the expected lines are listed
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    return pytester.runpytest("-p", "tests.skip_guard", "-p", "no:textual-snapshot")
+    return pytester.runpytest("-p", "tests.skip_guard", "-p", "no:textual-snapshot", "-p", "no:randomly")
 
 
 def test_allowed_skips_leave_the_run_green(pytester: pytest.Pytester) -> None:

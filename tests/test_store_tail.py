@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import LIMIT
 from zymi_tui.events import sqlite as backend
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
@@ -79,10 +80,10 @@ async def test_every_event_appended_by_another_process_is_seen_once_in_order(tmp
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        _, errs = await asyncio.wait_for(proc.communicate(), timeout=90)
+        _, errs = await asyncio.wait_for(proc.communicate(), timeout=LIMIT)
         assert proc.returncode == 0, errs.decode()
         assert b"locked" not in errs
-        got = await asyncio.wait_for(watcher, timeout=10)
+        got = await asyncio.wait_for(watcher, timeout=LIMIT)
     finally:
         stop.set()
         await reader.close()
@@ -125,6 +126,6 @@ async def test_tail_survives_a_lock_longer_than_a_read_waits(tmp_path: Path, mon
         locker.execute("COMMIT")
     finally:
         locker.close()
-    got = await asyncio.wait_for(watcher, timeout=5)
+    got = await asyncio.wait_for(watcher, timeout=LIMIT)
     assert [(se.global_id, se.event.id) for se in got] == [(last + 1, new_id)]
     await reader.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import LIMIT
 from zymi_tui.events.hashchain import StreamVerdict
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.events.verify import verify_store
@@ -28,7 +29,7 @@ def zymi_verify(db: Path) -> subprocess.CompletedProcess[str]:
     copy_store(db, project / ".zymi")
     bin_ = zymi_bin()
     assert bin_
-    return subprocess.run([bin_, "verify", "-d", str(project)], capture_output=True, text=True, timeout=60)
+    return subprocess.run([bin_, "verify", "-d", str(project)], capture_output=True, text=True, timeout=LIMIT)
 
 
 def pick_row(db: Path, where: str = "sequence > 1") -> tuple[int, str, int]:

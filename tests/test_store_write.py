@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import LIMIT
 from zymi_tui.events.envelope import Event, format_timestamp
 from zymi_tui.events.kinds import KNOWN_KINDS, parse_kind
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
@@ -147,7 +148,7 @@ async def test_concurrent_appends_are_serialised(tmp_path: Path) -> None:
 def zymi(*args: str) -> subprocess.CompletedProcess[str]:
     bin_ = zymi_bin()
     assert bin_
-    return subprocess.run([bin_, *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([bin_, *args], capture_output=True, text=True, timeout=LIMIT)
 
 
 @requires_zymi

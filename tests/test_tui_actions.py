@@ -16,10 +16,11 @@ from textual.widgets import Markdown
 from textual.widgets._footer import FooterKey
 
 from tests.tui_support import make_app, scenario_copy, settle
+from tests.waiting import LIMIT, pilot_until
 from zymi_tui.tui.actions import Act, ActionScreen, HelpScreen, KeyClash, all_actions
 
 
-async def wait_screen(pilot: Pilot[Any], cls: type, timeout: float = 20.0) -> Any:
+async def wait_screen(pilot: Pilot[Any], cls: type, timeout: float = LIMIT) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         await pilot.pause(0.05)
@@ -154,10 +155,7 @@ async def test_chat_screens_list_the_same_actions(tmp_path: Path) -> None:
         chat = await wait_screen(pilot, ChatScreen)
         await check_screen(pilot, chat)
         await pilot.press(*"hello", "enter")
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if not chat.busy:
-                break
+        await pilot_until(pilot, lambda: not chat.busy, "the turn's end")
         await pilot.press("f2")
         ctx = await wait_screen(pilot, ContextScreen)
         await check_screen(pilot, ctx)
@@ -188,10 +186,7 @@ async def test_knob_editor_keys_work_with_the_cursor_in_a_knob(tmp_path: Path) -
     app = TuningApp(str(db), make)
     async with app.run_test(size=(160, 50)) as pilot:
         editor = await wait_screen(pilot, TuningScreen)
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if editor.curve is not None:
-                break
+        await pilot_until(pilot, lambda: editor.curve is not None, "the editor's curve")
         while not (isinstance(app.focused, Input) and app.focused.id == "knob-observation_window"):
             await pilot.press("tab")
         knob = app.focused

@@ -10,6 +10,7 @@ from textual.widgets import DataTable
 
 from tests.conftest import ORACLE
 from tests.tui_support import make_app, scenario_copy, settle, sql
+from tests.waiting import LIMIT
 from zymi_tui.events.sqlite import SCHEMA as SqliteSchema
 from zymi_tui.replay.calls import CallContext
 from zymi_tui.tui.inspector import InspectorScreen
@@ -17,7 +18,7 @@ from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.widgets import EventsList, RunsList
 
 
-async def wait_rebuilt(screen: InspectorScreen, pilot: object, timeout: float = 20.0) -> CallContext:
+async def wait_rebuilt(screen: InspectorScreen, pilot: object, timeout: float = LIMIT) -> CallContext:
     from textual.pilot import Pilot
 
     assert isinstance(pilot, Pilot)
@@ -45,7 +46,7 @@ async def test_opens_a_store_and_shows_the_run_with_its_step_streams(tmp_path: P
                       "AND data NOT LIKE '%\"iteration\":0,%'")[0][0]  # fmt: skip
         assert len(plot.all_calls()) == n_agent
         # where masking starts, from the context engine's rebuild: iteration 12 (oracle README)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + LIMIT
         while not main.masking_checked and time.monotonic() < deadline:
             await pilot.pause(0.05)
         await pilot.pause(0.4)  # the redraw timer applies it
@@ -182,7 +183,7 @@ async def test_live_run_appears_with_its_plot_points_and_the_cursor_unmoved(tmp_
         proc = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True,
                               cwd=Path(__file__).resolve().parents[1])  # fmt: skip
         new_stream = proc.stdout.strip()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + LIMIT
         while time.monotonic() < deadline and len(main.runs.summaries) < 2:
             await pilot.pause(0.05)
         assert main.runs.rows[0].key.stream_id == new_stream  # newest first
@@ -208,7 +209,7 @@ async def test_bad_inputs_give_a_message_in_the_app_never_a_traceback(tmp_path: 
         c.executescript(SqliteSchema)
     app = make_app(empty)
     async with app.run_test(size=(80, 24)) as pilot:
-        main = await settle(app, pilot, timeout=3)
+        main = await settle(app, pilot)
         assert main.runs.rows == [] and main.trouble is None
     # broken rows and an unknown kind
     db = scenario_copy("memory", tmp_path)

@@ -10,6 +10,7 @@ import pytest
 from textual.pilot import Pilot
 
 from tests.tui_support import make_app, scenario_copy, settle, use_utc
+from tests.waiting import LIMIT
 from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.inspector import InspectorScreen
 from zymi_tui.tui.widgets import CursorList
@@ -26,7 +27,7 @@ async def steady(pilot: Pilot[Any]) -> None:
     assert isinstance(app, DashboardApp)
     main = await settle(app, pilot)
     main.workers.cancel_group(main, "tail")
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + LIMIT
     groups = ("runs", "run", "pipeline", "verify", "masking")
 
     def busy() -> bool:
@@ -84,7 +85,7 @@ def test_inspector_120x40(snap_compare: Any, tmp_path: Path) -> None:
         await pilot.press("i")
         screen = pilot.app.screen
         assert isinstance(screen, InspectorScreen)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + LIMIT
         while screen.rebuilt is None and time.monotonic() < deadline:
             await pilot.pause(0.05)
         await pilot.pause(0.2)

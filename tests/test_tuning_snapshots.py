@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from textual.widgets import Input, Static
 
 from tests.conftest import ORACLE
+from tests.waiting import LIMIT
 from zymi_tui.events.store import EventReader
 from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.compare_screen import CompareScreen
@@ -30,12 +32,14 @@ def store(name: str) -> tuple[str, Path]:
 
 async def settle(pilot: Any) -> None:
     """Until every worker is done and its result drawn (the job's result arrives as a message)."""
-    for _ in range(200):
+    deadline = time.monotonic() + LIMIT
+    while True:
         await pilot.pause(0.02)
         await pilot.app.workers.wait_for_complete()
         screen = pilot.app.screen
         if not getattr(screen, "running", False) and getattr(screen, "memory", True) is not None:
             break
+        assert time.monotonic() < deadline, "the tuning screen did not settle"
     await pilot.pause(0.1)
     pilot.app.screen.query_one("#elapsed", Static).display = False
     for field in pilot.app.screen.query(Input):

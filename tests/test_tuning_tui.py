@@ -12,6 +12,7 @@ import pytest
 from textual.widgets import DataTable, Input, Select, Static
 
 from tests.conftest import ORACLE
+from tests.waiting import pilot_until
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.compare import COLUMNS
 from zymi_tui.tui.tuning.app import TuningApp
@@ -151,12 +152,13 @@ async def test_comparison_table_matches_cli_json(tmp_path: Path, monkeypatch: py
 
 async def wait_for(pilot: Any, cls: type, ready: str | None = None) -> Any:
     """Poll (the dashboard's live tail worker never completes, so workers cannot be awaited)."""
-    for _ in range(300):
-        await pilot.pause(0.05)
+
+    def opened() -> bool:
         screen = pilot.app.screen
-        if isinstance(screen, cls) and (ready is None or getattr(screen, ready) not in (None, False)):
-            return screen
-    raise AssertionError(f"{cls.__name__} did not open")
+        return isinstance(screen, cls) and (ready is None or getattr(screen, ready) not in (None, False))
+
+    await pilot_until(pilot, opened, f"{cls.__name__} to open")
+    return pilot.app.screen
 
 
 async def test_dashboard_opens_the_tuning_screens() -> None:
@@ -166,11 +168,8 @@ async def test_dashboard_opens_the_tuning_screens() -> None:
     name = "coding_default"
     app = DashboardApp(Target(str(ORACLE / name / "events.db"), ORACLE / name / "project"))
     async with app.run_test(size=(160, 45)) as pilot:
-        for _ in range(200):
-            await pilot.pause(0.05)
-            main = app.screen
-            if isinstance(main, MainScreen) and main.events.events:
-                break
+        await pilot_until(pilot, lambda: isinstance(app.screen, MainScreen) and bool(app.screen.events.events))
+        main = app.screen
         await pilot.press("K")
         editor = await wait_for(pilot, TuningScreen, "curve")
         assert editor.stream_id == first_stream(name)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import ORACLE, copy_store
+from tests.waiting import LIMIT
 from zymi_tui.tui.app import DashboardApp, MainScreen, Target
 
 
@@ -36,8 +37,8 @@ def make_app(db: Path, *, banner: str | None = None, run: str | None = None) -> 
     return DashboardApp(Target(str(db), project if project.is_dir() else None, run, banner), theme="textual-dark")
 
 
-async def settle(app: DashboardApp, pilot: object, *, timeout: float = 10.0) -> MainScreen:
-    """Wait until runs are listed and the selected run is fully loaded."""
+async def settle(app: DashboardApp, pilot: object, *, timeout: float = LIMIT) -> MainScreen:
+    """Wait until the runs list has been loaded (maybe empty) and the selected run fully loaded."""
     import asyncio
 
     from textual.pilot import Pilot
@@ -55,9 +56,10 @@ async def settle(app: DashboardApp, pilot: object, *, timeout: float = 10.0) -> 
             and (main.selected is None or not main.loading)
             and main.current_key() == main.selected
         )
-        if (ready and (main.runs.summaries or main.trouble)) or time.monotonic() > deadline:
+        if ready and (main.runs_seen or main.trouble):
             await pilot.pause(0.05)
             return main
+        assert time.monotonic() < deadline, f"the dashboard did not settle within {timeout:.0f} s"
         await asyncio.sleep(0)
 
 

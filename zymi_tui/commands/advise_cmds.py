@@ -4,54 +4,42 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from rich.markup import escape
 
-from zymi_tui.engine.tools import BUILTIN_DEFINITIONS
+from zymi_tui.engine.tools import definition_bytes
 from zymi_tui.events.store import open_reader
 from zymi_tui.replay.advice import Advice, advise, effect_line, profile_name, to_json, to_markdown
-from zymi_tui.replay.costs import PriceError, load_prices
 
-from .common import EXIT_OK, CommandError, add_store_arg, guarded, out, run_async
-from .tuning_cmds import locate, step_streams, write_or_print
-
-
-def tool_definition_bytes(name: str) -> int | None:
-    """A built-in tool's definition as zymi sends it in `tools` (JSON bytes); None: not built in."""
-    d = BUILTIN_DEFINITIONS.get(name)
-    if d is None:
-        return None
-    wire = {"type": "function", "function": {"name": name, "description": d["description"],
-                                             "parameters": d["parameters"]}}  # fmt: skip
-    return len(json.dumps(wire, ensure_ascii=False).encode())
+from .common import EXIT_OK, add_store_arg, guarded, out, run_async
+from .flags import add_runs_filter, run_step_streams
+from .tuning_cmds import locate, prices_arg, write_or_print
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
     p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, knobs)")
-    p.add_argument("--run", action="append", metavar="STREAM", help="only this run stream (repeatable)")
+    add_runs_filter(p)
     p.add_argument(
         "--prices", metavar="FILE", help="price table YAML (default: ~/.config/zymi-tui/prices.yml or built-in)"
     )
     p.add_argument("--model", help="price as this model (default: llm.model of project.yml)")
     p.add_argument("--json", action="store_true", help="the report as JSON (same as --format json)")
-    p.add_argument("--format", choices=["text", "json", "md"], default="text")
+    p.add_argument(
+        "--format", choices=["text", "json", "md"], default="text", help="text (default), json, or md (Markdown)"
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write the report there")
     p.set_defaults(func=cmd_advise)
 
 
 async def run_advise(args: argparse.Namespace) -> Advice:
     location, project = locate(args)
-    try:
-        prices = load_prices(Path(args.prices) if args.prices else None)
-    except PriceError as e:
-        raise CommandError(str(e)) from None
+    prices = prices_arg(args)
     reader = await open_reader(location)
     try:
-        streams = await step_streams(reader, args.run)
+        streams = await run_step_streams(reader, args)
         return await advise(
-            reader, project, prices=prices, model=args.model, tool_bytes=tool_definition_bytes, streams=streams
+            reader, project, prices=prices, model=args.model, tool_bytes=definition_bytes, streams=streams
         )
     finally:
         await reader.close()

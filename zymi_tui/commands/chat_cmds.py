@@ -11,12 +11,15 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from zymi_tui.commands.common import EXIT_OK, EXIT_USAGE, CommandError, fail, guarded, out
+from zymi_tui.commands.common import DIR_HELP, EXIT_OK, EXIT_USAGE, CommandError, fail, guarded, out
+from zymi_tui.commands.flags import add_run_arg
 
+PIPELINE_HELP = "pipeline to chat with (default: `chat`; in a project without one: its only pipeline, said so)"
 DEMO_HINT = "demo project ready: send a few messages (try “audit all modules”), then press F2 to see the context"
 
 
@@ -51,7 +54,7 @@ def open_chat(args: argparse.Namespace, root: Path, *, hint: str | None = None) 
 
     options = ChatOptions(
         project_dir=root,
-        stream=args.stream,
+        stream=args.run,
         profile=args.profile,
         pipeline=args.pipeline,
         timeout_s=args.timeout,
@@ -64,8 +67,8 @@ def open_chat(args: argparse.Namespace, root: Path, *, hint: str | None = None) 
         return EXIT_USAGE
     if app.return_code:
         return app.return_code  # the app died: its one-line error names the log
-    resume = f"zymi-tui chat -d {shlex.quote(str(root))} --stream {shlex.quote(args.stream)}"
-    out.print(f"chat kept on stream {args.stream!r} in the store of {root}; resume with: {resume}")
+    resume = f"zymi-tui chat -d {shlex.quote(str(root))} -r {shlex.quote(args.run)}"
+    out.print(f"chat kept on stream {args.run!r} in the store of {root}; resume with: {resume}")
     return EXIT_OK
 
 
@@ -76,11 +79,23 @@ def plain_chat(args: argparse.Namespace) -> int:
     return code
 
 
+def pipeline_hint(root: Path, requested: str | None) -> str | None:
+    """The notice shown when the chat runs the project's only pipeline because it has no `chat` one."""
+    from zymi_tui.engine.chat import chat_pipeline, pipeline_notice
+    from zymi_tui.engine.loader import ProjectError, load_workspace
+
+    try:
+        pipeline, _ = chat_pipeline(load_workspace(root), requested)
+    except ProjectError:
+        return None  # the chat screen reports it, with what to do
+    return pipeline_notice(requested, pipeline)
+
+
 def cmd_chat(args: argparse.Namespace) -> int:
     root = _project_dir(args.dir)
     if args.plain or not interactive():
         return plain_chat(args)
-    return open_chat(args, root)
+    return open_chat(args, root, hint=pipeline_hint(root, args.pipeline))
 
 
 def make_demo(directory: str | None) -> Path:
@@ -105,12 +120,18 @@ def make_demo(directory: str | None) -> Path:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """The chat on a demo project; one made in a temporary folder is removed when the chat ends
+    (`demo DIR` keeps it)."""
     root = make_demo(args.directory)
     args.dir, args.pipeline, args.demo_model = str(root), None, False
-    if not interactive():
-        out.print(f"demo project in {root} (not a terminal: the line-based chat; /quit or Ctrl-D to leave)")
-        return plain_chat(args)
-    return open_chat(args, root, hint=DEMO_HINT)
+    try:
+        if not interactive():
+            out.print(f"demo project in {root} (not a terminal: the line-based chat; /quit or Ctrl-D to leave)")
+            return plain_chat(args)
+        return open_chat(args, root, hint=DEMO_HINT)
+    finally:
+        if args.directory is None:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def web_command(directory: str | None) -> str:
@@ -122,12 +143,12 @@ def web_command(directory: str | None) -> str:
 
 
 def cmd_serve_web(args: argparse.Namespace) -> int:
-    from textual_serve.server import Server
+    from zymi_tui.tui.web_server import LoopbackServer
 
     command = web_command(args.dir)
     out.print(f"serving zymi-tui on http://127.0.0.1:{args.port} (loopback only; Ctrl-C stops)")
     out.print(f"  each browser tab runs: {command}")
-    Server(command, host="127.0.0.1", port=args.port, title="zymi-tui").serve()
+    LoopbackServer(command, args.port, "zymi-tui").serve()
     return EXIT_OK
 
 
@@ -138,7 +159,9 @@ def _port(value: str) -> int:
 
 
 def _chat_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--stream", default="term", metavar="ID", help="chat stream id; an old one resumes (default: term)")
+    add_run_arg(
+        p, "the chat's run stream; an existing one resumes it (default: term)", default="term", aliases=["--stream"]
+    )
     p.add_argument("--profile", metavar="P", help="context knobs for the calls: chat, coding, eval or a custom one")
     p.add_argument("--timeout", type=_timeout, default=120.0, metavar="S", help="seconds to wait for a model call")
     p.add_argument("--theme", metavar="NAME", help="a Textual theme, e.g. textual-dark or textual-light")
@@ -149,8 +172,8 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 
 def _chat_parser(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
-    p.add_argument("--pipeline", metavar="NAME", help="pipeline to chat with (default: chat)")
+    p.add_argument("-d", "--dir", metavar="DIR", help=DIR_HELP)
+    p.add_argument("--pipeline", metavar="NAME", help=PIPELINE_HELP)
     p.add_argument("--plain", action="store_true", help="the line-based chat (also used when not on a terminal)")
     p.add_argument("--demo-model", action="store_true", help="use the offline demo model whatever project.yml says")
     _chat_args(p)
@@ -164,6 +187,8 @@ def _demo_parser(d: argparse.ArgumentParser) -> None:
 
 
 def _serve_web_parser(w: argparse.ArgumentParser) -> None:
-    w.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: a fresh demo project per browser tab)")
+    w.add_argument(
+        "-d", "--dir", metavar="DIR", help="the project folder (zymi's -d; default: a new demo project per browser tab)"
+    )
     w.add_argument("--port", type=_port, default=8000, metavar="N", help="TCP port on 127.0.0.1 (default 8000)")
     w.set_defaults(func=guarded(cmd_serve_web))

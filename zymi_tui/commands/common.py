@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -11,11 +12,13 @@ from typing import TypeVar
 from rich.console import Console
 from rich.markup import escape
 
-from zymi_tui.events.store import StoreError
+from zymi_tui.events.store import EventReader, StoreError
+from zymi_tui.text_safety import escape_controls
 
 T = TypeVar("T")
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -29,19 +32,70 @@ class CommandError(Exception):
         self.code = code
 
 
+def shown(text: str) -> str:
+    """Store text for a rich markup string: terminal controls escaped visibly, then markup escaped."""
+    return escape(escape_controls(text))
+
+
+def raw_line(text: str) -> str:
+    """A `--raw` line: byte-exact into a pipe or file, controls escaped when it goes to a terminal."""
+    return escape_controls(text) if sys.stdout.isatty() else text
+
+
 def fail(message: str) -> None:
-    err.print(f"[bold red]zymi-tui: error:[/] {escape(message)}", markup=True, highlight=False)
+    err.print(f"[bold red]zymi-tui: error:[/] {shown(message)}", markup=True, highlight=False)
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]zymi-tui: warning:[/] {escape(message)}", markup=True, highlight=False)
+    err.print(f"[yellow]zymi-tui: warning:[/] {shown(message)}", markup=True, highlight=False)
+
+
+MAX_SKIPPED_LINES = 3  # more skipped rows than this are summarised on one line
+MAX_LISTED_IDS = 20
+
+
+def report_skipped(reader: EventReader) -> None:
+    """Name on stderr every row the reader skipped since the last report (one line when many)."""
+    bad = list(reader.problems)
+    reader.problems.clear()
+    hint = "`zymi-tui verify` tells whether a row was changed after it was written"
+    if len(bad) <= MAX_SKIPPED_LINES:
+        for row in bad:
+            warn(f"{reader.label}: skipped unreadable {row.describe()}; the rest is read. {hint}")
+        return
+    ids = ", ".join(str(b.global_id) for b in bad[:MAX_LISTED_IDS])
+    more = f" and {len(bad) - MAX_LISTED_IDS} more" if len(bad) > MAX_LISTED_IDS else ""
+    warn(
+        f"{reader.label}: skipped {len(bad)} unreadable rows (ids {ids}{more}); the rest is read. "
+        f"First: {bad[0].describe()}. {hint}"
+    )
+
+
+def _sigint(how: int) -> None:
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(how, {signal.SIGINT})
 
 
 def run_async(coro: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coro
+    """`asyncio.run`, with Ctrl-C held back while the event loop is set up and torn down: it cancels
+    `coro` while that runs (asyncio then raises KeyboardInterrupt), or arrives as KeyboardInterrupt
+    once the loop is closed; never inside the loop's own setup or teardown, which prints tracebacks."""
 
-    return asyncio.run(main())
+    async def main() -> T:
+        _sigint(signal.SIG_UNBLOCK)
+        try:
+            return await coro
+        finally:
+            _sigint(signal.SIG_BLOCK)
+
+    _sigint(signal.SIG_BLOCK)
+    try:
+        return asyncio.run(main())
+    finally:
+        _sigint(signal.SIG_UNBLOCK)  # a Ctrl-C held back is raised here
+
+
+DIR_HELP = "the project folder (zymi's -d; default: the current folder)"
 
 
 def add_store_arg(p: argparse.ArgumentParser) -> None:
@@ -52,7 +106,7 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
         help="a .db file, a project folder (its .zymi/events.db or project.yml `store:`), "
         "or a postgres:// URL; default: the current folder",
     )
-    p.add_argument("-d", "--dir", dest="dir", metavar="DIR", help="project folder (zymi's flag; same as STORE)")
+    p.add_argument("-d", "--dir", dest="dir", metavar="DIR", help=DIR_HELP + "; its store, as STORE would name it")
 
 
 def store_arg(args: argparse.Namespace) -> str | None:
@@ -79,7 +133,7 @@ def guarded(handler: Handler) -> Handler:
             sys.stderr.close()
             return EXIT_OK
         except KeyboardInterrupt:
-            err.print("interrupted")
-            return 130
+            err.print("interrupted (Ctrl-C)")
+            return EXIT_INTERRUPTED
 
     return run

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,25 @@ from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
 from zymi_tui.replay.export import context_markdown
 
-from .common import EXIT_OK, CommandError, err, guarded, out, run_async
-from .export_cmds import RequestBodies
+from .common import (
+    EXIT_OK,
+    CommandError,
+    add_store_arg,
+    err,
+    guarded,
+    out,
+    raw_line,
+    report_skipped,
+    run_async,
+    shown,
+    store_arg,
+)
+from .export_cmds import project_bodies, row_body
+from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("store", metavar="STORE", help="a .db file or a project folder (its .zymi/events.db)")
+    add_store_arg(p)
     p.add_argument(
         "--project", metavar="DIR", help="the project the store was recorded with (default: beside the store)"
     )
@@ -41,6 +55,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 def _replay_parser(p: argparse.ArgumentParser) -> None:
     _common(p)
+    add_runs_filter(p)
     p.add_argument("--messages", action="store_true", help="with --json: the messages in OpenAI wire form")
     p.add_argument("--tokens", action="store_true", help="also estimate tokens per call (offline o200k; slower)")
     p.add_argument(
@@ -52,8 +67,8 @@ def _replay_parser(p: argparse.ArgumentParser) -> None:
 
 def _context_parser(c: argparse.ArgumentParser) -> None:
     _common(c)
-    c.add_argument("--stream", required=True, metavar="S", help="the step stream (`<run>:step:<id>`)")
-    c.add_argument("--seq", required=True, type=int, metavar="N", help="the LlmCallStarted's sequence")
+    add_step_args(c)
+    c.add_argument("--seq", required=True, type=int, metavar="N", help="the call: its LlmCallStarted's sequence")
     c.add_argument(
         "--format", choices=["text", "json", "md"], default="text",
         help="json: the call with its exact request body (as --json); md: layers, reasons, sizes and texts",
@@ -62,7 +77,7 @@ def _context_parser(c: argparse.ArgumentParser) -> None:
 
 
 def _setup(args: argparse.Namespace) -> tuple[str, Path | None, ContextKnobs | None]:
-    location = resolve_store(args.store)
+    location = resolve_store(store_arg(args))
     project = find_project(location, Path(args.project) if args.project else None)
     if project is not None and not (project / "project.yml").is_file():
         raise CommandError(f"--project {args.project}: no project.yml in that folder")
@@ -124,9 +139,9 @@ def _replay_or_compare(args: argparse.Namespace) -> int:
         return cmd_compare(
             argparse.Namespace(
                 store=args.store,
-                dir=None,
+                dir=args.dir,
                 project=args.project,
-                run=None,
+                run=args.run,
                 profiles=args.compare,
                 prices=None,
                 model=None,
@@ -142,28 +157,29 @@ async def _replay(args: argparse.Namespace) -> int:
     reader = await open_reader(location)
     try:
         total = await reader.max_global_id()
-        rows: list[CallContext] = []
+        totals = _Totals()  # running: no row is kept (a million-event replay stays flat in memory)
         table = _table() if not args.json else None
-        async for row in replay_store(reader, project=project, knobs=knobs):
-            if len(rows) % 200 == 0 and total > 20_000:
+        streams = await run_step_streams(reader, args)
+        async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
+            if totals.rows % 200 == 0 and total > 20_000:
                 _progress(row.global_id, total)
-            rows.append(row)
+            totals.add(row, args.tokens)
             if args.json:
-                sys.stdout.write(
-                    json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False) + "\n"
-                )
+                line = json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False)
+                sys.stdout.write(raw_line(line) + "\n")
             elif table is not None:
                 _add_row(table, row, args.tokens)
         if total > 20_000 and sys.stderr.isatty():
             sys.stderr.write("\n")
-        if not rows and project is None:
+        if not totals.rows and project is None:
             raise CommandError(
                 f"{location}: no project beside the store and no recorded LLM call to infer the prefix from; "
                 "pass --project DIR"
             )
         if table is not None:
             out.print(table)
-        _totals(rows, args.json, knobs, project, args.tokens)
+        _print_totals(totals, args.json, knobs, project, args.tokens)
+        report_skipped(reader)
     finally:
         await reader.close()
     return EXIT_OK
@@ -193,7 +209,7 @@ def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
     if r is not None and r.hard_cap_exceeded and not row.hard_cap_failure:
         note.append("[red]would fail hard cap[/]")
     t.add_row(
-        escape(row.stream_id.split(":step:")[-1]),
+        shown(row.stream_id.split(":step:")[-1]),
         str(row.sequence),
         str(row.iteration),
         kind,
@@ -206,29 +222,69 @@ def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
     )
 
 
-def _totals(
-    rows: list[CallContext], as_json: bool, knobs: ContextKnobs | None, project: Path | None, tok: bool
-) -> None:
-    rendered = [r for r in rows if r.rendered is not None and not r.hard_cap_failure]
-    chars = [r.rendered.chars for r in rendered if r.rendered is not None]
-    tokens = [n for r in rendered if tok and (n := _est_tokens(r)) is not None]
-    rec_tokens = [r.recorded_input_tokens for r in rows if r.recorded_input_tokens is not None]
+@dataclass
+class _Totals:
+    """A replay's totals, kept as it runs."""
+
+    rows: int = 0
+    calls: int = 0
+    compactions: int = 0
+    simulated: int = 0
+    hard_cap_failures: int = 0
+    chars_sum: int = 0
+    chars_peak: int = 0
+    tokens_sum: int = 0
+    tokens_peak: int = 0
+    recorded_sum: int = 0
+    recorded_peak: int = 0
+    recorded_cached: int = 0
+    recorded_cache_creation: int = 0
+    cache_breaks: int = 0
+    prefix_inferred: bool = False
+
+    def add(self, row: CallContext, tokens: bool) -> None:
+        r = row.rendered
+        self.rows += 1
+        self.calls += not row.hard_cap_failure
+        self.compactions += row.is_compaction
+        self.simulated += row.simulated
+        self.hard_cap_failures += r is not None and r.hard_cap_exceeded
+        self.prefix_inferred |= row.prefix_inferred
+        if row.recorded_input_tokens is not None:
+            self.recorded_sum += row.recorded_input_tokens
+            self.recorded_peak = max(self.recorded_peak, row.recorded_input_tokens)
+        self.recorded_cached += row.recorded_cached_tokens or 0
+        self.recorded_cache_creation += row.recorded_cache_creation_tokens or 0
+        self.cache_breaks += row.reuse is not None and row.reuse.broken is not None and not row.hard_cap_failure
+        if r is None or row.hard_cap_failure:
+            return
+        self.chars_sum += r.chars
+        self.chars_peak = max(self.chars_peak, r.chars)
+        if tokens and (n := _est_tokens(row)) is not None:
+            self.tokens_sum += n
+            self.tokens_peak = max(self.tokens_peak, n)
+
+
+def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, project: Path | None, tok: bool) -> None:
     totals = {
         "totals": True,
-        "calls": len([r for r in rows if not r.hard_cap_failure]),
-        "compactions": len([r for r in rows if r.is_compaction]),
-        "simulated_compactions": len([r for r in rows if r.simulated]),
-        "hard_cap_failures": len([r for r in rows if r.rendered is not None and r.rendered.hard_cap_exceeded]),
-        "chars_sum": sum(chars),
-        "chars_peak": max(chars, default=0),
-        "estimated_tokens_sum": sum(tokens),
-        "estimated_tokens_peak": max(tokens, default=0),
-        "recorded_input_tokens_sum": sum(rec_tokens),
-        "recorded_input_tokens_peak": max(rec_tokens, default=0),
+        "calls": run.calls,
+        "compactions": run.compactions,
+        "simulated_compactions": run.simulated,
+        "hard_cap_failures": run.hard_cap_failures,
+        "chars_sum": run.chars_sum,
+        "chars_peak": run.chars_peak,
+        "estimated_tokens_sum": run.tokens_sum,
+        "estimated_tokens_peak": run.tokens_peak,
+        "recorded_input_tokens_sum": run.recorded_sum,
+        "recorded_input_tokens_peak": run.recorded_peak,
+        "recorded_cached_input_tokens_sum": run.recorded_cached,
+        "recorded_cache_creation_tokens_sum": run.recorded_cache_creation,
+        "cache_breaks": run.cache_breaks,
         "knobs": "recorded (" + ("project" if project else "engine defaults") + ")"
         if knobs is None
         else knobs.describe(),
-        "prefix_inferred": any(r.prefix_inferred for r in rows),
+        "prefix_inferred": run.prefix_inferred,
     }
     if knobs is not None:
         totals["note"] = SAME_TRAJECTORY
@@ -240,7 +296,9 @@ def _totals(
     out.print(
         f"[bold]{t['calls']} call(s)[/], {t['compactions']} compaction(s) ({t['simulated_compactions']} simulated), "
         f"{t['hard_cap_failures']} hard-cap failure(s); chars sum {t['chars_sum']} peak {t['chars_peak']}; {est}"
-        f"input tokens (recorded) sum {t['recorded_input_tokens_sum']} peak {t['recorded_input_tokens_peak']}"
+        f"input tokens (recorded) sum {t['recorded_input_tokens_sum']} peak {t['recorded_input_tokens_peak']}, "
+        f"cached {t['recorded_cached_input_tokens_sum']} (written {t['recorded_cache_creation_tokens_sum']}); "
+        f"{t['cache_breaks']} call(s) break the cached prefix of the call before"
     )
     out.print(f"knobs: {escape(str(totals['knobs']))}" + (f"  [yellow]{SAME_TRAJECTORY}[/]" if knobs else ""))
     if totals["prefix_inferred"]:
@@ -252,29 +310,33 @@ async def _context(args: argparse.Namespace) -> int:
     reader: EventReader = await open_reader(location)
     try:
         try:
-            row = await context_at(reader, args.stream, args.seq, project=project, knobs=knobs)
+            stream = await resolve_step_stream(reader, args)
+            assert stream is not None
+            row = await context_at(reader, stream, args.seq, project=project, knobs=knobs)
         except ReplayError as e:
             raise CommandError(str(e)) from None
+        finally:
+            report_skipped(reader)
     finally:
         await reader.close()
     r = row.rendered
     fmt = "json" if args.json else args.format
     if fmt == "md":
-        sys.stdout.write(context_markdown(row, RequestBodies(project)(row)))
+        sys.stdout.write(context_markdown(row, row_body(project_bodies(project), row)))
         return EXIT_OK
     if fmt == "json":
         obj = row_json(row, messages=True)
-        obj["request_body"] = RequestBodies(project)(row)
+        obj["request_body"] = row_body(project_bodies(project), row)
         if r is not None:
             obj["entries"] = [
                 {"layer": e.layer, "role": e.message.role, "bytes": e.bytes, "tokens": e.tokens, "reason": e.reason,
                  "source_seq": e.source_seq, "simulated": e.simulated}
                 for e in r.entries
             ]  # fmt: skip
-        sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        sys.stdout.write(raw_line(json.dumps(obj, ensure_ascii=False)) + "\n")
         return EXIT_OK
     kind = "compaction call" if row.is_compaction else f"iteration {row.iteration}"
-    out.print(f"[bold]{escape(row.stream_id)}[/] seq {row.sequence} ({kind})")
+    out.print(f"[bold]{shown(row.stream_id)}[/] seq {row.sequence} ({kind})")
     if r is None:
         err.print("the prefix cannot be known here (no project)")
         return EXIT_OK
@@ -292,7 +354,7 @@ async def _context(args: argparse.Namespace) -> int:
         preview = text.replace("\n", "⏎")[:60]
         t.add_row(
             str(i), entry.layer, entry.message.role, "" if entry.source_seq is None else str(entry.source_seq),
-            str(entry.bytes), str(entry.tokens), escape(entry.reason), escape(preview),
+            str(entry.bytes), str(entry.tokens), shown(entry.reason), shown(preview),
         )  # fmt: skip
     out.print(t)
     if r.prefix_inferred:

@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
+from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, CommandError, guarded, run_async
+from zymi_tui.context.knobs import KnobError
 from zymi_tui.engine.approvals import TerminalApproval
+from zymi_tui.engine.chat import PROJECT_PROFILE, next_profile, profile_knobs, profile_names
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.loader import ProjectError, Workspace, find_root, load_workspace
+from zymi_tui.engine.runner import Runtime
+from zymi_tui.engine.slash import Slash, help_text, unknown_command
+from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.store import redact_url
+
+if TYPE_CHECKING:
+    from zymi_tui.engine.runner import SealWatch
 
 
 def _load(directory: str | None) -> Workspace:
@@ -67,9 +79,22 @@ def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
         sys.stderr.write("\n")
 
 
+def say_interrupted(store: str, watch: SealWatch) -> int:
+    """The one line on stderr when Ctrl-C stopped a `run` or `resume`; exit 130."""
+    where = f"its events are kept in {redact_url(store)}"
+    if watch.sealed is None:
+        text = "interrupted (Ctrl-C) before the run started"
+    elif watch.interrupted:
+        text = f"interrupted (Ctrl-C): the run is sealed as failed; {where}"
+    else:
+        text = f"interrupted (Ctrl-C) after the run ended; {where}"
+    print(text, file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 @guarded
 def cmd_run(args: argparse.Namespace) -> int:
-    from zymi_tui.engine.runner import RunHalted, run_pipeline
+    from zymi_tui.engine.runner import RunHalted, SealWatch, run_pipeline
     from zymi_tui.engine.runtime import close_runtime, open_runtime
 
     ws = _load(args.dir)
@@ -85,6 +110,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if sys.stdin.isatty() and sys.stdout.isatty():
         _prompt_inputs(pipeline, inputs)
 
+    watch = SealWatch()
+
     async def go() -> int:
         try:
             rt = await open_runtime(
@@ -92,6 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         except ProjectError as e:
             raise CommandError(str(e)) from None
+        rt.recorder.listeners.append(watch)
         try:
             result = await run_pipeline(rt, pipeline.name, inputs)
         except RunHalted as e:
@@ -103,14 +131,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return print_footer(result.success, result.final_output)
 
     try:
-        return asyncio.run(go())
+        return run_async(go())
     except KeyboardInterrupt:
-        print(
-            "interrupted (Ctrl-C): the run is sealed as failed; "
-            f"its events are kept in {redact_url(ws.store_location)}",
-            file=sys.stderr,
-        )
-        return 130
+        return say_interrupted(ws.store_location, watch)
 
 
 @guarded
@@ -176,7 +199,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     try:
-        return asyncio.run(go())
+        return run_async(go())
     except KeyboardInterrupt:
         _print("\nshutting down…")
         return EXIT_OK
@@ -195,9 +218,61 @@ def print_footer(success: bool, final_output: str | None) -> int:
     return EXIT_OK
 
 
+async def last_call_summary(rt: Runtime, stream: str, root: Path) -> str:
+    """`/context` in the line-based chat: the last LLM call's context, layer by layer (as the model got it)."""
+    from zymi_tui.replay.calls import ReplayError, context_at  # only when asked: `run` starts without it
+
+    events = await rt.reader.read_stream(stream, include_steps=True)
+    call = next(
+        (se for se in reversed(events) if isinstance(d := se.event.kind, LlmCallStarted) and d.iteration > 0), None
+    )
+    if call is None:
+        return "no LLM call yet: send a message first"
+    step_stream, seq = call.event.stream_id, call.event.sequence
+    try:
+        rendered = (await context_at(rt.reader, step_stream, seq, project=root)).rendered
+    except ReplayError as e:
+        return f"the last call's context cannot be rebuilt: {e}"
+    if rendered is None:
+        return "the last call's context cannot be rebuilt (no project prefix)"
+    layers = " · ".join(f"layer {name} {size:,} B" for name, size in sorted(rendered.layer_bytes.items()))
+    return (
+        f"last call ({step_stream} seq {seq}): {rendered.chars:,} bytes in {rendered.message_count} messages"
+        f" ({layers})\n  every message: zymi-tui context -d {shlex.quote(str(root))} "
+        f"--step-stream {shlex.quote(step_stream)} --seq {seq}"
+    )
+
+
+def plain_commands(rt: Runtime, root: Path, stream: str) -> Callable[[Slash], Awaitable[bool]]:
+    """What the line-based chat does with a slash command (the full chat screen does the same)."""
+    project_knobs = rt.knobs
+    profile = PROJECT_PROFILE
+
+    async def command(slash: Slash) -> bool:
+        nonlocal profile
+        if slash.command == "quit":
+            return False
+        if slash.command == "help":
+            _print(help_text(profile_names()))
+        elif slash.command == "profile":
+            name = slash.arg or next_profile(profile)
+            if name not in profile_names():
+                _print(f"unknown profile {name!r}; profiles: {', '.join(profile_names())}")
+                return True
+            rt.knobs, profile = profile_knobs(project_knobs, name), name
+            _print(f"profile {name} (from the next turn): {rt.knobs.describe()}")
+        elif slash.command == "context":
+            _print(await last_call_summary(rt, stream, root))
+        else:
+            _print(unknown_command(slash))
+        return True
+
+    return command
+
+
 @guarded
 def cmd_chat(args: argparse.Namespace) -> int:
-    from zymi_tui.engine.chat import chat_loop, chat_pipeline
+    from zymi_tui.engine.chat import chat_loop, chat_pipeline, pipeline_notice
     from zymi_tui.engine.runtime import close_runtime, open_runtime
 
     ws = _load(args.dir)
@@ -220,21 +295,30 @@ def cmd_chat(args: argparse.Namespace) -> int:
             rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=None)
         except ProjectError as e:
             raise CommandError(str(e)) from None
+        if args.profile:
+            try:
+                rt.knobs = profile_knobs(rt.knobs, args.profile)
+            except KnobError as e:
+                await close_runtime(rt)
+                raise CommandError(str(e)) from None
         model = f"{rt.provider.name}/{rt.provider.model}" if rt.provider else "no model"
         demo = "  (the offline demo model: nothing it says comes from a real LLM)" if model.startswith("demo") else ""
-        _print(f"chat with pipeline '{pipeline.name}' on stream '{args.stream}' — {model}{demo}")
+        _print(f"chat with pipeline '{pipeline.name}' on stream '{args.run}' — {model}{demo}")
+        if notice := pipeline_notice(args.pipeline, pipeline):
+            _print(f"  {notice}")
         _print(f"  store: {redact_url(ws.store_location)}    /quit or Ctrl-D to leave")
         try:
-            await chat_loop(rt, pipeline, input_name, args.stream, read_line, _print)
+            commands = plain_commands(rt, ws.root, args.run)
+            await chat_loop(rt, pipeline, input_name, args.run, read_line, _print, commands)
         finally:
             await close_runtime(rt)
         return EXIT_OK
 
     try:
-        return asyncio.run(go())
+        return run_async(go())
     except KeyboardInterrupt:
         _print("\ninterrupted; the events written so far are kept")
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
@@ -242,9 +326,9 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 
 def _run_parser(p: argparse.ArgumentParser) -> None:
-    p.add_argument("pipeline", metavar="PIPELINE")
+    p.add_argument("pipeline", metavar="PIPELINE", help="the pipeline to run, by its `name:`")
     p.add_argument("-i", "--input", action="append", metavar="KEY=VALUE", help="a pipeline input (repeatable)")
-    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
+    p.add_argument("-d", "--dir", metavar="DIR", help=DIR_HELP)
     p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
     p.set_defaults(func=cmd_run)
 
@@ -256,10 +340,10 @@ def _init_parser(p: argparse.ArgumentParser) -> None:
 
 
 def _serve_parser(p: argparse.ArgumentParser) -> None:
-    p.add_argument("pipelines", nargs="*", metavar="PIPELINE")
+    p.add_argument("pipelines", nargs="*", metavar="PIPELINE", help="the pipelines to serve, by `name:` (or --all)")
     p.add_argument("--all", action="store_true", help="serve every pipeline of the project")
     p.add_argument("--poll-interval-ms", type=int, default=100, metavar="N", help="store poll interval (default 100)")
-    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
+    p.add_argument("-d", "--dir", metavar="DIR", help=DIR_HELP)
     p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
     p.set_defaults(func=cmd_serve)
     # `chat` is registered by chat_cmds (the chat screen; `chat --plain` runs cmd_chat above)

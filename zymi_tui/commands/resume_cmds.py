@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
-from zymi_tui.commands.common import EXIT_FAIL, EXIT_OK, CommandError, guarded
-from zymi_tui.commands.engine_cmds import _load, _print, print_footer
+from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_OK, CommandError, guarded, run_async
+from zymi_tui.commands.engine_cmds import _load, _print, print_footer, say_interrupted
 from zymi_tui.context.knobs import KnobError, resolve_knobs
 from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.loader import ProjectError, Workspace
 from zymi_tui.engine.resume import KnobChoice, ResumeError, ResumePlan, fork, plan_lines, plan_resume
+from zymi_tui.engine.runner import SealWatch
 from zymi_tui.engine.runtime import close_runtime, open_runtime, project_knobs
 from zymi_tui.events.store import is_postgres_url, open_reader
 
@@ -42,7 +42,7 @@ async def _dry_run(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -
     return EXIT_OK
 
 
-async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -> int:
+async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice, watch: SealWatch) -> int:
     reader = await open_reader(ws.store_location)
     try:  # validate with a reader first: a bad request opens no writer
         plan = await plan_resume(reader, ws, args.stream, args.from_step)
@@ -54,6 +54,7 @@ async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -> i
         raise CommandError(str(e)) from None
     try:
         _show_plan(plan, knobs, dry_run=False)
+        rt.recorder.listeners.append(watch)
         outcome = await fork(rt, plan, knobs)
     finally:
         await close_runtime(rt)
@@ -71,14 +72,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
     knobs = knob_choice(ws, args.profile, args.sets)
     if not is_postgres_url(ws.store_location) and not ws.store_path.is_file():
         raise CommandError(f"no event store found at {ws.store_path}. Cannot resume.")
+    watch = SealWatch()
     try:
-        return asyncio.run(_dry_run(ws, args, knobs) if args.dry_run else _fork(ws, args, knobs))
+        return run_async(_dry_run(ws, args, knobs) if args.dry_run else _fork(ws, args, knobs, watch))
     except ResumeError as e:
         raise CommandError(str(e)) from None
+    except KeyboardInterrupt:
+        return say_interrupted(ws.store_location, watch)
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
-    p.add_argument("stream", metavar="STREAM", help="the parent run's stream id (see `zymi-tui runs`)")
+    p.add_argument("stream", metavar="RUN", help="the parent run's stream (see `zymi-tui runs`)")
     p.add_argument("--from-step", required=True, metavar="STEP", help="the step to fork at")
     p.add_argument("--dry-run", action="store_true", help="print the resume plan and exit; writes nothing")
     p.add_argument("--profile", metavar="P", help="knobs of a profile for the re-run steps: coding, chat, eval, ...")
@@ -86,6 +90,6 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
         "--set", dest="sets", action="append", default=[], metavar="KNOB=VALUE",
         help="override one knob for the re-run steps (repeatable), e.g. --set observation_window=4",
     )  # fmt: skip
-    p.add_argument("-d", "--dir", metavar="DIR", help="project folder (default: the current folder)")
+    p.add_argument("-d", "--dir", metavar="DIR", help=DIR_HELP)
     p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
     p.set_defaults(func=cmd_resume)

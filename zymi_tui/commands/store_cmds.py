@@ -7,9 +7,6 @@ import json
 import sys
 from datetime import datetime
 
-from rich.markup import escape
-from rich.table import Table
-
 from zymi_tui.events.describe import describe
 from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
@@ -19,21 +16,29 @@ from zymi_tui.events.store import EventReader, RawRow, open_reader, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 
-from .common import EXIT_FAIL, EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg, warn
+from .common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    CommandError,
+    add_store_arg,
+    err,
+    guarded,
+    out,
+    raw_line,
+    report_skipped,
+    run_async,
+    shown,
+    store_arg,
+    warn,
+)
+from .flags import RUN_HELP, add_run_arg
+from .runs_view import print_runs
 
 STYLE = {
     "success": "green", "failure": "red", "warning": "yellow", "info": "cyan",
     "highlight": "magenta", "dim": "bright_black", "default": "",
 }  # fmt: skip
 PAGE = 2000
-
-
-def report_problems(reader: EventReader) -> None:
-    for bad in reader.problems:
-        warn(
-            f"{reader.label}: skipped unreadable {bad.describe()}; the rest is shown. "
-            "`zymi-tui verify` tells whether the row was changed after it was written"
-        )
 
 
 def _kind_tag(value: str) -> str:
@@ -49,12 +54,12 @@ def _print_human(se: StoredEvent, run_stream: str | None) -> None:
     t = datetime.fromtimestamp(ev.timestamp_ns / 1e9).strftime("%H:%M:%S.%f")[:-3]
     where = f"[{step}] " if run_stream and (step := step_of(ev.stream_id)) else ""
     if not run_stream:
-        where = f"{escape(ev.stream_id)} "
+        where = f"{ev.stream_id} "
     style = STYLE[line.style]
     icon = f"[{style}]{line.icon}[/]" if style else line.icon
     out.print(
-        f"[bright_black]#{se.global_id:<6}[/] {t} {'  ' * line.indent}{icon} {escape(where)}"
-        f"[bold]{escape(line.label)}[/] [bright_black]seq {ev.sequence}[/]  {escape(line.detail)}"
+        f"[bright_black]#{se.global_id:<6}[/] {t} {'  ' * line.indent}{icon} {shown(where)}"
+        f"[bold]{shown(line.label)}[/] [bright_black]seq {ev.sequence}[/]  {shown(line.detail)}"
     )
 
 
@@ -68,13 +73,13 @@ async def _events(args: argparse.Namespace) -> int:
             return EXIT_OK
         if not args.raw:
             total = await reader.count()
-            scope = f"stream {args.stream} and its step streams" if args.stream else "all streams"
-            out.print(f"[bold]{escape(reader.label)}[/]: {total} event(s); {scope}"
+            scope = f"stream {args.run} and its step streams" if args.run else "all streams"
+            out.print(f"[bold]{shown(reader.label)}[/]: {total} event(s); {shown(scope)}"
                       + ("" if limit is None else f", first {limit}"))  # fmt: skip
-        shown, _ = await _list(reader, args, tag, 0, limit)
-        if shown == 0 and not args.raw:
+        listed, _ = await _list(reader, args, tag, 0, limit)
+        if listed == 0 and not args.raw:
             out.print("No events.")
-        report_problems(reader)
+        report_skipped(reader)
         return EXIT_OK
     finally:
         await reader.close()
@@ -83,33 +88,33 @@ async def _events(args: argparse.Namespace) -> int:
 async def _list(
     reader: EventReader, args: argparse.Namespace, tag: str | None, cursor: int, limit: int | None
 ) -> tuple[int, int]:
-    """Print the matching events after `cursor` in global order, a page at a time: (shown, new cursor)."""
-    shown = 0
-    while limit is None or shown < limit:
-        want = PAGE if limit is None else min(PAGE, limit - shown)
+    """Print the matching events after `cursor` in global order, a page at a time: (listed, new cursor)."""
+    listed = 0
+    while limit is None or listed < limit:
+        want = PAGE if limit is None else min(PAGE, limit - listed)
         if args.raw:  # passed through as stored, with the real sequence: no event is built
-            rows = await reader.read_rows(cursor, want, stream_id=args.stream, tag=tag)
-            shown += _emit_raw(rows.rows, reader)
+            rows = await reader.read_rows(cursor, want, stream_id=args.run, tag=tag)
+            listed += _emit_raw(rows.rows, reader)
             cursor = rows.last_global_id
             if rows.rows_scanned < want:
                 break
             continue
         if tag:
-            page = await reader.read_kind_page(tag, stream_id=args.stream, after_global_id=cursor, limit=want)
+            page = await reader.read_kind_page(tag, stream_id=args.run, after_global_id=cursor, limit=want)
             last, scanned = (page[-1].global_id if page else cursor), len(page)
-        elif args.stream:
-            page = await reader.read_stream(args.stream, include_steps=True, after_global_id=cursor, limit=want)
+        elif args.run:
+            page = await reader.read_stream(args.run, include_steps=True, after_global_id=cursor, limit=want)
             last, scanned = (page[-1].global_id if page else cursor), len(page)
         else:
             p = await reader.read_after(cursor, want)
             page, last, scanned = p.events, p.last_global_id, p.rows_scanned
         for se in page:
             _emit(se, args)
-        shown += len(page)
+        listed += len(page)
         cursor = last
         if scanned < want:
             break
-    return shown, cursor
+    return listed, cursor
 
 
 async def _follow(reader: EventReader, args: argparse.Namespace, tag: str | None, limit: int | None) -> None:
@@ -117,8 +122,8 @@ async def _follow(reader: EventReader, args: argparse.Namespace, tag: str | None
     if getattr(reader, "snapshot", False):
         warn(f"{reader.label}: read as a snapshot (its folder is read-only): new events will not appear")
     end = await reader.max_global_id()
-    if limit is not None and args.stream and not tag:
-        history = await reader.newest(args.stream, limit, include_steps=True)
+    if limit is not None and args.run and not tag:
+        history = await reader.newest(args.run, limit, include_steps=True)
         for se in history:
             _emit(se, args)
         cursor = max([end, *(se.global_id for se in history)])
@@ -127,18 +132,16 @@ async def _follow(reader: EventReader, args: argparse.Namespace, tag: str | None
         start = 0 if limit is None else max(0, end - limit)
         _, cursor = await _list(reader, args, tag, start, limit)
         cursor = max(cursor, end)
-    report_problems(reader)
-    reader.problems.clear()
+    report_skipped(reader)
     if not args.raw:
-        out.print(f"[bright_black]following {escape(reader.label)}: new events appear as they land (Ctrl-C stops)[/]")
+        out.print(f"[bright_black]following {shown(reader.label)}: new events appear as they land (Ctrl-C stops)[/]")
     sys.stdout.flush()
     async for batch in tail(reader, cursor, poll_s=args.poll_ms / 1000):
         for se in batch:
-            if _matches(se, args.stream, tag):
+            if _matches(se, args.run, tag):
                 _emit(se, args)
         sys.stdout.flush()
-        report_problems(reader)
-        reader.problems.clear()
+        report_skipped(reader)
 
 
 def _matches(se: StoredEvent, stream: str | None, tag: str | None) -> bool:
@@ -164,15 +167,18 @@ def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
 
 def _emit(se: StoredEvent, args: argparse.Namespace) -> None:
     if args.raw:
-        sys.stdout.write(json.dumps(se.event.raw_envelope(), ensure_ascii=False, separators=(",", ":")) + "\n")
+        sys.stdout.write(
+            raw_line(json.dumps(se.event.raw_envelope(), ensure_ascii=False, separators=(",", ":"))) + "\n"
+        )
     else:
-        _print_human(se, args.stream)
+        _print_human(se, args.run)
 
 
 async def _runs(args: argparse.Namespace) -> int:
     reader = await open_reader(store_arg(args))
     try:
         runs = await list_runs(reader, turns=args.turns)
+        report_skipped(reader)
     finally:
         await reader.close()
     if args.pipeline:
@@ -183,28 +189,12 @@ async def _runs(args: argparse.Namespace) -> int:
             obj = r.zymi_raw()
             if args.turns:
                 obj |= {"turn": r.turn, "correlation_id": r.correlation_id}
-            sys.stdout.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+            sys.stdout.write(raw_line(json.dumps(obj, ensure_ascii=False, separators=(",", ":"))) + "\n")
         return EXIT_OK
     if not runs:
         out.print("No runs recorded yet.")
         return EXIT_OK
-    table = Table(title=f"{len(runs)} run(s){' (one row per chat turn)' if args.turns else ''}", box=None)
-    for col in ("status", "stream", "turn", "pipeline", "started", "duration", "prompt"):
-        table.add_column(
-            col,
-            overflow="fold" if col in ("stream", "prompt") else "ellipsis",
-            no_wrap=col != "stream",
-            min_width=len(col),
-        )
-    for r in runs:
-        colour = {"ok": "green", "running": "yellow"}.get(r.status, "red")
-        started = datetime.fromtimestamp(r.started_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
-        dur = "—" if r.duration_ms is None else f"{r.duration_ms / 1000:.3f}s"
-        turn = f"{r.turn}/{r.turns_on_stream}" if args.turns else str(r.turns_on_stream)
-        fork = f" ↩ {r.fork.parent_stream_id}:{r.fork.fork_at_step}" if r.fork else ""
-        table.add_row(f"[{colour}]{r.glyph} {r.status}[/]", escape(r.stream_id + fork), turn, escape(r.pipeline),
-                      started, dur, escape(r.prompt))  # fmt: skip
-    out.print(table)
+    print_runs(out, runs, args.turns, f"{len(runs)} run(s){' (one row per chat turn)' if args.turns else ''}")
     return EXIT_OK
 
 
@@ -221,10 +211,11 @@ async def _verify(args: argparse.Namespace) -> int:
         if v.ok:
             if args.verbose:
                 extra = f" ({v.legacy} legacy, pre-hash — exempt)" if v.legacy else ""
-                out.print(f"  [green]✓[/] {escape(v.stream_id)}: {v.verified}/{v.rows} events OK{extra}")
+                out.print(f"  [green]✓[/] {shown(v.stream_id)}: {v.verified}/{v.rows} events OK{extra}")
         else:
-            problem = escape(v.problem or "")
-            out.print(f"  [red]✗ {escape(v.stream_id)}[/]: BROKEN at sequence {v.bad_sequence} — {problem}")
+            problem = shown(v.problem or "")
+            where = f"sequence {v.bad_sequence}" if v.bad_sequence is not None else f"row {v.bad_global_id}"
+            out.print(f"  [red]✗ {shown(v.stream_id)}[/]: BROKEN at {where} — {problem}")
     if broken:
         err.print(f"hash chain verification failed: {len(broken)} of {len(verdicts)} stream(s) broken")
         return EXIT_FAIL
@@ -251,7 +242,7 @@ def _events_args(p: argparse.ArgumentParser) -> None:
     )
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     add_store_arg(p)
-    p.add_argument("-s", "--stream", help="a run stream; its step sub-streams are included")
+    add_run_arg(p, RUN_HELP + "; its step streams (`RUN:step:*`) are included", aliases=["-s", "--stream"])
     p.add_argument("-k", "--kind", help="an event kind, as a tag (llm_call_started) or a name (LlmCallStarted)")
     lim = p.add_mutually_exclusive_group()
     lim.add_argument(
@@ -289,6 +280,6 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
     )
     p.epilog = "exit status: 0 every chain holds, 1 a chain is broken, 2 the store cannot be read"
     add_store_arg(p)
-    p.add_argument("-s", "--stream", help="verify this stream only")
+    p.add_argument("-s", "--stream", metavar="STREAM", help="verify this one stream only (a run or a step stream)")
     p.add_argument("-v", "--verbose", action="store_true", help="list every stream, not only broken ones")
     p.set_defaults(func=guarded(lambda a: run_async(_verify(a))))

@@ -12,11 +12,12 @@ from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.launch import choose_target
 
 from .common import EXIT_OK, CommandError, add_store_arg, guarded, run_async, store_arg
+from .flags import RUN_HELP, add_run_arg
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
-    p.add_argument("-r", "--run", metavar="STREAM", help="select this run's stream id at start")
+    add_run_arg(p, RUN_HELP + ", selected at start")
     p.add_argument("--project", metavar="DIR", help="project folder for pipelines/ and knobs (default: inferred)")
     p.add_argument("--theme", metavar="NAME", help="a Textual theme, e.g. textual-dark or textual-light")
     p.set_defaults(func=guarded(observe), bare=False)  # cli.main sets bare for `zymi-tui` alone

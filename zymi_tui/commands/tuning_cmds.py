@@ -19,7 +19,7 @@ from rich.table import Table
 
 from zymi_tui.context.knobs import ContextKnobs, KnobError, make_knobs, resolve_knobs
 from zymi_tui.context.prefix import find_project
-from zymi_tui.events.store import EventReader, open_reader, resolve_store, run_of
+from zymi_tui.events.store import EventReader, open_reader, resolve_store
 from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
 from zymi_tui.replay.compare import (
     CAVEAT,
@@ -33,12 +33,13 @@ from zymi_tui.replay.compare import (
     to_json_text,
     to_markdown,
 )
-from zymi_tui.replay.costs import PriceError, load_prices
+from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
 from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, SweepError, parse_values, sweep
 
 from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg
+from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
 
 RECORDED = "recorded"
 KnobDict = dict[str, int | None]
@@ -94,17 +95,6 @@ def make_replay(
     return replay
 
 
-async def step_streams(reader: EventReader, runs: list[str] | None) -> list[str] | None:
-    """The step streams of the selected run streams (None: the whole store)."""
-    if not runs:
-        return None
-    known = {s.stream_id for s in await reader.streams()}
-    missing = [r for r in runs if r not in known]
-    if missing:
-        raise CommandError(f"--run {missing[0]}: no such stream in the store; see `zymi-tui runs`")
-    return sorted(s for s in known if run_of(s) in runs)
-
-
 def progress_bar() -> Progress:
     return Progress(
         TextColumn("replaying under {task.description}"),
@@ -117,10 +107,17 @@ def progress_bar() -> Progress:
     )
 
 
+def prices_arg(args: argparse.Namespace) -> PriceTable:
+    """The price table of `--prices FILE`, else the user's, else the built-in one."""
+    try:
+        return load_prices(Path(args.prices) if args.prices else None)
+    except PriceError as e:
+        raise CommandError(str(e)) from None
+
+
 def add_common(p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
     p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, knobs)")
-    p.add_argument("--run", action="append", metavar="STREAM", help="only this run stream (repeatable)")
 
 
 def write_or_print(text: str, output: str | None) -> None:
@@ -142,13 +139,10 @@ async def run_compare(args: argparse.Namespace) -> Comparison:
     location, project = locate(args)
     base = base_knobs(project)
     profiles = [(n, profile_knobs(n, base)) for n in names]
-    try:
-        prices = load_prices(Path(args.prices) if args.prices else None)
-    except PriceError as e:
-        raise CommandError(str(e)) from None
+    prices = prices_arg(args)
     reader = await open_reader(location)
     try:
-        streams = await step_streams(reader, args.run)
+        streams = await run_step_streams(reader, args)
         output = await recorded_output(reader, streams)
         with progress_bar() as bar:
             task = bar.add_task(names[0], total=1.0)
@@ -221,7 +215,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         base = base_knobs(project)
         reader = await open_reader(location)
         try:
-            streams = await step_streams(reader, args.run)
+            streams = await run_step_streams(reader, args)
             with progress_bar() as bar:
                 task = bar.add_task("grid", total=1.0)
 
@@ -279,9 +273,10 @@ def cmd_rent(args: argparse.Namespace) -> int:
         base = base_knobs(project)
         reader = await open_reader(location)
         try:
-            await step_streams(reader, [run_of(args.stream)])
-            replay = make_replay(reader, project, [args.stream])
-            return await observation_rent(replay, args.stream, window=args.window, base=knob_dict(base))
+            stream = await resolve_step_stream(reader, args)
+            assert stream is not None
+            replay = make_replay(reader, project, [stream])
+            return await observation_rent(replay, stream, window=args.window, base=knob_dict(base))
         finally:
             await reader.close()
 
@@ -337,14 +332,15 @@ def cmd_find(args: argparse.Namespace) -> int:
         location, project = locate(args)
         base = base_knobs(project)
         try:
-            knobs = resolve_knobs(base, args.profile, args.set or [])
+            knobs = resolve_knobs(base, args.profile, args.sets or [])
         except KnobError as e:
             raise CommandError(str(e)) from None
         reader = await open_reader(location)
         try:
-            await step_streams(reader, [run_of(args.stream)])
-            events = await reader.read_stream(args.stream)
-            calls = [c async for c in replay_store(reader, project=project, knobs=knobs, streams=[args.stream])]
+            stream = await resolve_step_stream(reader, args)
+            assert stream is not None
+            events = await reader.read_stream(stream)
+            calls = [c async for c in replay_store(reader, project=project, knobs=knobs, streams=[stream])]
             return knobs, presence(calls, events, args.text, knob_dict(knobs))
         finally:
             await reader.close()
@@ -365,13 +361,15 @@ def cmd_find(args: argparse.Namespace) -> int:
 
 
 # -- tune (the screens) -------------------------------------------------------------------------
-async def busiest_step_stream(store: str) -> str | None:
+async def step_stream_to_tune(store: str, args: argparse.Namespace) -> str | None:
+    """The step stream named on the line, else the one with the most events."""
     reader = await open_reader(store)
     try:
+        named = await resolve_step_stream(reader, args, required=False)
         steps = [s for s in await reader.streams() if ":step:" in s.stream_id]
     finally:
         await reader.close()
-    return max(steps, key=lambda s: s.count).stream_id if steps else None
+    return named or (max(steps, key=lambda s: s.count).stream_id if steps else None)
 
 
 @guarded
@@ -389,9 +387,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         app = TuningApp(location, lambda _r: SweepScreen(location, project=project, windows=args.window,
                                                          soft_caps=args.soft_cap))  # fmt: skip
     else:
-        stream = args.stream or run_async(busiest_step_stream(location))
+        stream = run_async(step_stream_to_tune(location, args))
         if stream is None:
-            raise CommandError(f"{location}: no step stream with LLM calls to tune; pass --stream")
+            raise CommandError(f"{location}: no step stream with LLM calls to tune")
         app = TuningApp(location, lambda r: TuningScreen(r, stream, project=project, sequence=args.seq))
     app.run()
     return app.return_code or EXIT_OK  # 1 when the app died (the one-line error names the log)
@@ -404,48 +402,58 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 def _compare_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
+    add_runs_filter(p)
     p.add_argument("--profiles", required=True, metavar="P1,P2[,...]",
                    help=f"`{RECORDED}` (the store's own knobs), coding, chat, eval or a saved profile")  # fmt: skip
     p.add_argument(
         "--prices", metavar="FILE", help="price table YAML (default: ~/.config/zymi-tui/prices.yml or built-in)"
     )
     p.add_argument("--model", help="price as this model (default: llm.model of project.yml)")
-    p.add_argument("--format", choices=["table", "json", "csv", "md"], default="table")
+    p.add_argument(
+        "--format", choices=["table", "json", "csv", "md"], default="table",
+        help="table (default), json (one document), csv or md (a Markdown table)",
+    )  # fmt: skip
     p.add_argument("-o", "--output", metavar="FILE", help="write the export there (table: as Markdown)")
     p.set_defaults(func=cmd_compare)
 
 
 def _sweep_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
-    p.add_argument("--window", metavar="LIST", help="e.g. 2,4,6,8,10,15,20 or 2-20:2")
-    p.add_argument("--soft-cap", dest="soft_cap", metavar="LIST", help="e.g. 20k,40k,60k,100k,400k")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("-o", "--output", metavar="FILE")
+    add_runs_filter(p)
+    p.add_argument("--window", metavar="LIST", help="observation_window values, e.g. 2,4,6,8,10,15,20 or 2-20:2")
+    p.add_argument("--soft-cap", dest="soft_cap", metavar="LIST", help="soft_cap_chars values, e.g. 20k,40k,60k,100k")
+    p.add_argument("--json", action="store_true", help="the grid and its Pareto front as one JSON document")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the table (or the JSON) to FILE instead of stdout")
     p.set_defaults(func=cmd_sweep)
 
 
 def _rent_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
-    p.add_argument("--stream", required=True, help="a step stream (`<run>:step:<id>`)")
+    add_step_args(p)
     p.add_argument("--window", type=int, metavar="W", help="also show what observation_window=W would have saved")
-    p.add_argument("--top", type=int, default=20)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--top", type=int, default=20, metavar="N", help="show the N costliest tool results (default 20)")
+    p.add_argument("--json", action="store_true", help="one JSON document: the totals and every ranked result")
     p.set_defaults(func=cmd_rent)
 
 
 def _find_parser(p: argparse.ArgumentParser) -> None:
-    p.add_argument("text", metavar="TEXT", help="the string to look for (first: `find TEXT STORE --stream S`)")
+    p.add_argument(
+        "text", metavar="TEXT", help="the string to look for (it comes first: `find TEXT STORE --step-stream S`)"
+    )
     add_common(p)
-    p.add_argument("--stream", required=True, help="a step stream (`<run>:step:<id>`)")
-    p.add_argument("--profile", help="look under this profile instead of the recorded knobs")
-    p.add_argument("--set", action="append", metavar="KNOB=VALUE")
-    p.add_argument("--json", action="store_true")
+    add_step_args(p)
+    p.add_argument("--profile", metavar="P", help="look under this profile instead of the recorded knobs")
+    p.add_argument(
+        "--set", dest="sets", action="append", metavar="KNOB=VALUE",
+        help="look under the recorded knobs with this one changed (repeatable), e.g. --set observation_window=4",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="one JSON object per call")
     p.set_defaults(func=cmd_find)
 
 
 def _tune_parser(p: argparse.ArgumentParser) -> None:
     add_common(p)
-    p.add_argument("--stream", help="the step stream to edit (default: the one with the most events)")
+    add_step_args(p)
     p.add_argument("--seq", type=int, metavar="N", help="the call (LlmCallStarted sequence) shown first")
     p.add_argument("--compare", metavar="P1,P2[,...]", help="open the profile comparison screen instead")
     p.add_argument("--sweep", action="store_true", help="open the sweep screen instead")

@@ -471,7 +471,7 @@ class ContextBuilder:
         """The context zymi sends now: layers A/B/C, forget, mask, soft-cap plan, hard-cap flag.
 
         `allow_compaction=False, apply_fresh=False` is zymi's rebuild right after a compaction
-        (no second compaction; the stream is re-read without the fresh filter, §1K).
+        (no second compaction; the stream is re-read without the fresh filter, docs/context.md#fresh-mode).
         `knobs` re-renders under other knobs without touching the builder's state.
         """
         k = knobs or self.knobs

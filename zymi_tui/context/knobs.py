@@ -8,6 +8,7 @@ raises `KnobError` with one line naming the key, the value and the rule it break
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +44,18 @@ class ContextKnobs(BaseModel):
         return self
 
     def describe(self) -> str:
-        forget = "off" if self.forget_after_turns is None else str(self.forget_after_turns)
-        return (
-            f"window {self.observation_window}, soft {self.soft_cap_chars}, hard {self.hard_cap_chars}, "
-            f"min_tail {self.min_tail_turns}, forget {forget}"
-        )
+        return describe_knobs(self.model_dump())
+
+
+def describe_knobs(values: Mapping[str, object]) -> str:
+    """Knob values in one line, the way every screen and command shows them (`forget off` for None)."""
+    short = {"observation_window": "window", "soft_cap_chars": "soft", "hard_cap_chars": "hard",
+             "min_tail_turns": "min_tail", "forget_after_turns": "forget"}  # fmt: skip
+    parts = []
+    for key, value in values.items():
+        shown = "off" if key == "forget_after_turns" and value is None else value
+        parts.append(f"{short.get(key, key)} {shown}")
+    return ", ".join(parts)
 
 
 PROFILES: dict[str, ContextKnobs] = {

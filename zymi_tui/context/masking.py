@@ -113,7 +113,7 @@ def memory_text(memory: list[tuple[str, str]]) -> str:
 
 
 def compaction_input(messages: list[MessageModel]) -> str:
-    """The compaction call's user message, one line per message of the masked span (§2)."""
+    """The compaction call's user message, one line per message of the masked span (docs/context.md#compaction)."""
     parts: list[str] = []
     for m in messages:
         if isinstance(m, AssistantMessage):

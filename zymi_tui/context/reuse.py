@@ -53,15 +53,15 @@ def _b_key(shape: Shape) -> tuple[Hashable, int] | None:
     return ("memory", frozenset(text.splitlines())), len(text.encode())
 
 
+def maskable(tail: _Tail, i: int) -> bool:
+    """Whether Layer C item `i` looks different once its turn is masked."""
+    r = tail.items[i]
+    return r.masked_for != -1 and (r.masked_text is not None or r.masked_bytes != r.bytes) and tail.in_turn(i)
+
+
 def _masked(tail: _Tail, i: int, mask_end: int) -> bool:
     """Whether Layer C item `i` is shown in a form other than its full one."""
-    r = tail.items[i]
-    return (
-        i < mask_end
-        and r.masked_for != -1
-        and (r.masked_text is not None or r.masked_bytes != r.bytes)
-        and tail.in_turn(i)
-    )
+    return i < mask_end and maskable(tail, i)
 
 
 def _c_key(r: _Raw, masked: bool) -> Hashable:

@@ -1,7 +1,7 @@
 """The agent step (docs/engine.md#agent-step): zymi's ReAct loop, with the one ContextBuilder building every call.
 
 The step stream `<run>:step:<id>` is read once when the step starts (earlier runs of a chat
-stream carry over, §5.7) and every event the step writes there is fed to the builder as it is
+stream carry over, docs/engine.md#chat-history) and every event the step writes there is fed to the builder as it is
 written, so each iteration costs the same however long the history is.
 """
 
@@ -59,7 +59,7 @@ class AgentSetup:
 
 
 def user_message(task: str, step: StepConfig, outputs: dict[str, str]) -> str:
-    """The task plus the full outputs of the step's dependencies (§5.1)."""
+    """The task plus the full outputs of the step's dependencies (docs/engine.md#agent-step)."""
     deps = [d for d in step.depends_on if d in outputs]
     if not deps:
         return task

@@ -9,25 +9,59 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError, all_profiles, resolve_knobs
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.connectors import publish_message
 from zymi_tui.engine.loader import ProjectError, Workspace
 from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline
+from zymi_tui.engine.slash import Slash, parse_slash
 from zymi_tui.events.kinds import PipelineCompleted
 
 CONNECTOR = "chat"
+DEFAULT_PIPELINE = "chat"
+PROJECT_PROFILE = "project"  # the knobs of the project's runtime.context
+
+
+def profile_names() -> list[str]:
+    """The profiles a chat can switch between: the project's own knobs, then the built-in and user ones."""
+    try:
+        names = all_profiles()
+    except KnobError:  # a broken profiles.yml: the built-in ones still work (the error shows on --profile)
+        names = dict(PROFILES)
+    return [PROJECT_PROFILE, *sorted(names)]
+
+
+def next_profile(current: str) -> str:
+    names = profile_names()
+    return names[(names.index(current) + 1) % len(names)] if current in names else names[0]
+
+
+def profile_knobs(project_knobs: ContextKnobs, profile: str) -> ContextKnobs:
+    """The knobs of a profile (raises KnobError for an unknown one); `project`: the project's own."""
+    return project_knobs if profile == PROJECT_PROFILE else resolve_knobs(project_knobs, profile, [])
 
 
 def chat_pipeline(ws: Workspace, name: str | None) -> tuple[PipelineConfig, str]:
     """The pipeline to chat with (`chat`, or the only one) and the input that takes the message."""
     if name is None:
-        name = "chat" if "chat" in ws.pipelines else (next(iter(ws.pipelines)) if len(ws.pipelines) == 1 else None)
+        only = next(iter(ws.pipelines)) if len(ws.pipelines) == 1 else None
+        name = DEFAULT_PIPELINE if DEFAULT_PIPELINE in ws.pipelines else only
     if name is None:
         available = ", ".join(sorted(ws.pipelines)) or "(none)"
         raise ProjectError(f"no `chat` pipeline in this project: pass --pipeline NAME (available: {available})")
     pipeline = ws.pipeline(name)
     required = [i.name for i in pipeline.inputs if i.required] or [i.name for i in pipeline.inputs] or ["message"]
     return pipeline, required[0]
+
+
+def pipeline_notice(requested: str | None, chosen: PipelineConfig) -> str | None:
+    """One line when the chat runs another pipeline than the default without being asked to."""
+    if requested is not None or chosen.name == DEFAULT_PIPELINE:
+        return None
+    return (
+        f"no `{DEFAULT_PIPELINE}` pipeline in this project: chatting with `{chosen.name}`, its only pipeline "
+        "(--pipeline NAME chooses another)"
+    )
 
 
 async def send(rt: Runtime, pipeline: PipelineConfig, input_name: str, stream: str, text: str) -> tuple[bool, str]:
@@ -56,7 +90,9 @@ async def chat_loop(
     stream: str,
     read_line: Callable[[], Awaitable[str | None]],
     say: Callable[[str], None],
+    command: Callable[[Slash], Awaitable[bool]],
 ) -> None:
+    """Messages go to the pipeline, one turn each; slash commands go to `command` (False: leave the chat)."""
     while True:
         line = await read_line()
         if line is None:
@@ -64,7 +100,9 @@ async def chat_loop(
         text = line.strip()
         if not text:
             continue
-        if text in ("/quit", "/exit"):
-            return
+        if (slash := parse_slash(text)) is not None:
+            if not await command(slash):
+                return
+            continue
         ok, answer = await send(rt, pipeline, input_name, stream, text)
         say(("bot> " if ok else "error: ") + answer)

@@ -12,10 +12,12 @@ import hmac
 import json
 import re
 import sys
+import unicodedata
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from zymi_tui.engine.http_request import Head, Refusal, answer, body_length, read_body, read_head
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import PipelineRequested, UserMessageReceived, snake_tag
@@ -101,6 +103,12 @@ class StdinConnector:
             )
 
 
+HEAD_TIMEOUT_S = 10.0  # from connecting to the end of the headers
+REQUEST_TIMEOUT_S = 30.0  # from connecting to the end of the body
+MAX_CONNECTIONS = 64  # open at once; more are answered 503
+UNAUTHORIZED = {"error": "unauthorized", "detail": "authentication failed"}
+
+
 class HttpInboundConnector:
     def __init__(self, cfg: dict[str, Any], recorder: Recorder) -> None:
         try:
@@ -118,6 +126,9 @@ class HttpInboundConnector:
         self.pipeline_input = str(cfg.get("pipeline_input") or "message")
         self.recorder = recorder
         self.server: asyncio.Server | None = None
+        self.head_timeout = HEAD_TIMEOUT_S
+        self.request_timeout = REQUEST_TIMEOUT_S
+        self.open_connections = 0
 
     async def start(self) -> None:
         try:
@@ -130,50 +141,55 @@ class HttpInboundConnector:
             self.server.close()
             await self.server.wait_closed()
 
-    def _authorised(self, headers: dict[str, str], body: bytes) -> bool:
-        kind = self.auth.get("type", "none")
-        if kind == "bearer":
-            return hmac.compare_digest(headers.get("authorization", ""), f"Bearer {self.auth.get('token', '')}")
-        if kind == "hmac":
-            mac = hmac.new(str(self.auth.get("secret", "")).encode(), body, hashlib.sha256).hexdigest()
-            want = str(self.auth.get("prefix") or "") + mac
-            return hmac.compare_digest(headers.get(str(self.auth.get("header", "")).lower(), ""), want)
-        return True
+    def _bearer_ok(self, head: Head) -> bool:
+        return hmac.compare_digest(head.headers.get("authorization", ""), f"Bearer {self.auth.get('token', '')}")
+
+    def _hmac_ok(self, head: Head, body: bytes) -> bool:
+        mac = hmac.new(str(self.auth.get("secret", "")).encode(), body, hashlib.sha256).hexdigest()
+        want = str(self.auth.get("prefix") or "") + mac
+        return hmac.compare_digest(head.headers.get(str(self.auth.get("header", "")).lower(), ""), want)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.open_connections >= MAX_CONNECTIONS:
+            await answer(reader, writer, 503, {"error": "busy", "detail": "too many open connections"})
+            return
+        self.open_connections += 1
         try:
-            status, payload = await self._request(reader)
-        except (ValueError, asyncio.IncompleteReadError, ConnectionError):
-            status, payload = 400, {"error": "bad_request", "detail": "malformed HTTP request"}
-        text = "" if payload is None else json.dumps(payload)
-        reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed"}
-        head = f"HTTP/1.1 {status} {reason.get(status, 'Error')}\r\ncontent-length: {len(text.encode())}\r\n"
-        head += "content-type: application/json\r\nconnection: close\r\n\r\n"
-        writer.write(head.encode() + text.encode())
-        try:
-            await writer.drain()
+            try:
+                status, payload = await asyncio.wait_for(self._request(reader, writer), self.request_timeout)
+            except Refusal as e:
+                status, payload = e.status, e.payload
+            except TimeoutError:
+                status, payload = 408, {"error": "timeout", "detail": "the request did not arrive in time"}
+            except ConnectionError:
+                writer.close()
+                return
+            await answer(reader, writer, status, payload)
         finally:
-            writer.close()
+            self.open_connections -= 1
 
-    async def _request(self, reader: asyncio.StreamReader) -> tuple[int, dict[str, str] | None]:
-        request_line = (await reader.readline()).decode("latin-1").split()
-        headers: dict[str, str] = {}
-        while True:
-            line = (await reader.readline()).decode("latin-1")
-            if line in ("\r\n", "\n", ""):
-                break
-            k, _, v = line.partition(":")
-            headers[k.strip().lower()] = v.strip()
-        body = await reader.readexactly(int(headers.get("content-length", "0")))
-        if len(request_line) < 2 or request_line[1].split("?")[0] != self.path:
+    async def _request(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> tuple[int, dict[str, str] | None]:
+        """Decide on the head alone what can be decided there (path, method, bearer token, size);
+        only then read the body."""
+        head = await asyncio.wait_for(read_head(reader), self.head_timeout)
+        if head.path != self.path:
             return 404, None
-        if request_line[0] != "POST":
+        if head.method != "POST":
             return 405, None
-        if not self._authorised(headers, body):
-            return 401, {"error": "unauthorized", "detail": "authentication failed"}
+        kind = self.auth.get("type", "none")
+        if kind == "bearer" and not self._bearer_ok(head):
+            return 401, UNAUTHORIZED
+        length = body_length(head)
+        if head.headers.get("expect", "").lower() == "100-continue":
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        body = await read_body(reader, length)
+        if kind == "hmac" and not self._hmac_ok(head, body):
+            return 401, UNAUTHORIZED
         try:
             parsed = json.loads(body)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             return 400, {"error": "invalid_json", "detail": str(e)}
         try:
             stream = _as_string(json_path(self.stream_path, parsed))
@@ -183,6 +199,12 @@ class HttpInboundConnector:
         if stream is None or content is None:
             field = "extract.stream_id" if stream is None else "extract.content"
             return 400, {"error": "extract_failed", "detail": f"{field}: no match"}
+        bad = next((c for c in stream if unicodedata.category(c) == "Cc"), None)
+        if bad is not None:
+            return 400, {
+                "error": "invalid_stream_id",
+                "detail": f"stream id contains control character U+{ord(bad):04X}",
+            }
         corr = _as_string(json_path(self.corr_path, parsed)) if isinstance(self.corr_path, str) else None
         try:
             corr = str(uuid.UUID(corr)) if corr else None

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from zymi_tui.engine.config import FileWriteContract, PolicyConfig
+from zymi_tui.engine.shell_scan import Rules, secret_place, stricter, worse
 from zymi_tui.engine.templating import cut_bytes
 
 SECRET_DENY = (
@@ -243,13 +245,18 @@ class ShellPolicy:
         self.deny = [(_policy_glob(p), p) for p in config.deny]
         self.approve = [_policy_glob(p) for p in config.require_approval]
 
-    def _single(self, fragment: str) -> tuple[str, str]:
+    def denied_by_rule(self, fragment: str) -> tuple[str, str] | None:
+        """A deny glob or a built-in dangerous check on one fragment, as zymi words it."""
         for rx, pattern in self.deny:
             if rx.match(fragment):
                 return "deny", f"Command matches deny rule: {pattern}"
         danger = _dangerous(fragment)
-        if danger:
-            return "deny", danger
+        return ("deny", danger) if danger else None
+
+    def _single(self, fragment: str) -> tuple[str, str]:
+        denied = self.denied_by_rule(fragment)
+        if denied is not None:
+            return denied
         if any(rx.match(fragment) for rx in self.approve):
             return "approve", ""
         if any(rx.match(fragment) for rx in self.allow):
@@ -298,12 +305,16 @@ def _contract_glob(pattern: str) -> re.Pattern[str]:
 
 
 class Contracts:
-    """Shell policy + file contracts: zymi's `ContractEngine`."""
+    """Shell policy + file contracts: zymi's `ContractEngine`, made stricter where zymi's own rules
+    mean to deny (engine/shell_scan.py; file paths resolved against the project root)."""
 
-    def __init__(self, policy: PolicyConfig, file_write: FileWriteContract) -> None:
+    def __init__(self, policy: PolicyConfig, file_write: FileWriteContract, root: Path) -> None:
         self.shell = ShellPolicy(policy)
         self.file_write = file_write
+        self.root = root.resolve()
         self.deny = [_contract_glob(p) for p in (*SECRET_DENY, *file_write.deny_patterns)]
+        self.rules = Rules(judge=self._judge, denied_by_rule=self.shell.denied_by_rule, secret=self._denied)
+        self._depth = 0
 
     def _denied(self, path: str) -> str | None:
         norm = ("/" if path.startswith("/") else "") + "/".join(_normalize_components(path))
@@ -313,27 +324,59 @@ class Contracts:
                 return rx.pattern
         return None
 
+    def _judge(self, command: str) -> tuple[str, str]:
+        """zymi's decision on `command`, raised by the scan (never lowered)."""
+        decision = self.shell.decide(command)
+        if decision[0] == "deny" or not self.shell.config.enabled or self._depth >= MAX_DEPTH:
+            return decision
+        self._depth += 1
+        try:
+            return worse(decision, stricter(command, self.rules))
+        finally:
+            self._depth -= 1
+
     def shell_command(self, command: str) -> Verdict:
-        decision, reason = self.shell.decide(command)
+        decision, reason = self._judge(command.strip())
         if decision == "allow":
             return APPROVED
         if decision == "deny":
             return Verdict("denied", reason)
         return Verdict("requires_approval", f"Shell command requires approval: {cut_bytes(command, 100)}")
 
+    def resolve(self, path: str) -> Path | None:
+        """Where `path` really points, from the project root: `..` and symlinks followed (None: nowhere,
+        e.g. a symlink loop or a NUL byte)."""
+        try:
+            return (self.root / path).resolve()
+        except (OSError, ValueError, RuntimeError):
+            return None
+
+    def _denied_resolved(self, path: str) -> str | None:
+        """The deny pattern the given path, or the file it really is, matches."""
+        real = self.resolve(path)
+        if real is None:
+            return "unresolvable path"
+        inside = real.relative_to(self.root).as_posix() if real.is_relative_to(self.root) else str(real)
+        if secret_place(str(real)):
+            return "secret file"
+        return self._denied(path) or self._denied(inside)
+
     def read_file(self, path: str) -> Verdict:
-        rx = self._denied(path)
+        rx = self._denied_resolved(path)
         return Verdict("denied", f"File read denied ({rx}): {path}") if rx else APPROVED
 
     def write_file(self, path: str) -> Verdict:
-        rx = self._denied(path)
+        rx = self._denied_resolved(path)
         if rx:
             return Verdict("denied", f"File write denied ({rx}): {path}")
         if not self.file_write.allowed_dirs:
             return Verdict("requires_approval", f"No allowed_dirs configured, file write requires approval: {path}")
+        real = self.resolve(path)
         target = _normalize_components(path)
         for d in self.file_write.allowed_dirs:
             parts = _normalize_components(d)
-            if target[: len(parts)] == parts and len(target) >= len(parts):
-                return APPROVED
+            lexical = target[: len(parts)] == parts and len(target) >= len(parts)  # zymi's test
+            folder = self.resolve(d)
+            if lexical and real is not None and folder is not None and real.is_relative_to(folder):
+                return APPROVED  # and the write really lands there
         return Verdict("requires_approval", f"File write outside allowed directories: {path}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from zymi_tui.events.envelope import Event, StoredEvent
@@ -19,10 +20,22 @@ class Recorder:
         self.listeners: list[Listener] = []
 
     async def emit(self, stream_id: str, kind: EventData, source: str, correlation_id: str | None) -> StoredEvent:
-        stored = await self.writer.append(Event.new(stream_id, kind, source, correlation_id))
+        """Append one event and tell the listeners. An append under way when the caller is cancelled
+        (Ctrl-C) still commits, so the listeners still hear it before the cancellation goes on."""
+        append = asyncio.ensure_future(self.writer.append(Event.new(stream_id, kind, source, correlation_id)))
+        try:
+            stored = await asyncio.shield(append)
+        except asyncio.CancelledError:
+            await asyncio.wait({append})
+            if not append.cancelled() and append.exception() is None:
+                self._tell(append.result())
+            raise
+        self._tell(stored)
+        return stored
+
+    def _tell(self, stored: StoredEvent) -> None:
         for listener in list(self.listeners):
             listener(stored)
-        return stored
 
     async def checkpoint(self) -> None:
         await self.writer.checkpoint()

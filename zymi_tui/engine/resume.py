@@ -25,7 +25,7 @@ from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.dag import plan_levels
 from zymi_tui.engine.loader import ProjectError, Workspace
-from zymi_tui.engine.runner import ResumeHook, RunHalted, RunResult, Runtime, run_pipeline
+from zymi_tui.engine.runner import ResumeHook, RunHalted, RunResult, Runtime, run_pipeline, seal_interrupted
 from zymi_tui.events.envelope import Event, StoredEvent
 from zymi_tui.events.kinds import (
     LlmCallCompleted,
@@ -320,7 +320,11 @@ async def fork(
     corr = str(uuid.uuid4())
     frozen = await _bootstrap(rt.reader, plan, stream, corr, knobs)
     rt.knobs = knobs.knobs
-    await _write_all(rt, frozen.events)
+    try:
+        await _write_all(rt, frozen.events)
+    except asyncio.CancelledError:  # Ctrl-C while the fork's head is written: it commits, then is sealed
+        await asyncio.shield(seal_interrupted(rt, stream, plan.pipeline, corr))
+        raise
     if on_stream is not None:
         on_stream(stream)
     try:

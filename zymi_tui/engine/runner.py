@@ -23,6 +23,7 @@ from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.templating import cut_bytes, substitute
 from zymi_tui.engine.tools import RunScope, ToolRunner, tool_definitions
 from zymi_tui.engine.when_expr import WhenError, parse_when
+from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import (
     EventData,
     OutputResolved,
@@ -117,6 +118,8 @@ class PipelineRun:
         self.stream = stream_id or f"pipeline-{pipeline.name}-{uuid.uuid4()}"
         self.scope = RunScope(self.stream, correlation_id)
         self.outputs: dict[str, str] = dict(resume.frozen_outputs) if resume else {}
+        self.running: set[asyncio.Task[StepResult]] = set()
+        self.sealed = False
 
     def say(self, text: str) -> None:
         """zymi prints the plan and the step lines only under `run` (not under serve)."""
@@ -231,18 +234,19 @@ class PipelineRun:
         try:
             return await self._run()
         except asyncio.CancelledError:
-            if self.local or self.resume:
-                await asyncio.shield(self._seal_interrupted())
+            await asyncio.shield(self._stop_interrupted())
             raise
 
-    async def _seal_interrupted(self) -> None:
-        await self.emit(
-            PipelineCompleted(
-                pipeline=self.pipeline.name, success=False, final_output=None, error="interrupted (Ctrl-C)"
-            )
-        )
+    async def _stop_interrupted(self) -> None:
+        """Cancel the steps still running and wait for them; then seal the run (under `run` and
+        `resume`; `serve` seals its runs itself) and close its shell."""
+        for task in self.running:
+            task.cancel()
+        if self.running:
+            await asyncio.wait(self.running)
+        if (self.local or self.resume) and not self.sealed:
+            await seal_interrupted(self.rt, self.stream, self.pipeline.name, self.scope.correlation_id)
         await self.rt.tools.close_shell(self.scope)
-        await self.rt.recorder.checkpoint()
 
     async def _run(self) -> RunResult:
         rt, p = self.rt, self.pipeline
@@ -285,7 +289,10 @@ class PipelineRun:
                         skipped.append(sid)
                         self.say(f"    [{sid}] skipped (when=false)")
                         continue
-                launched.append((step, asyncio.ensure_future(self.launch(step, snapshot))))
+                started = asyncio.ensure_future(self.launch(step, snapshot))
+                self.running.add(started)
+                started.add_done_callback(self.running.discard)
+                launched.append((step, started))
             for step, task in launched:
                 try:
                     res = await task
@@ -317,6 +324,7 @@ class PipelineRun:
         if success and final is not None:
             await self.emit(ResponseReady(conversation_id=self.stream, content=final))
         if self.local or self.resume:
+            self.sealed = True  # the append commits even if Ctrl-C comes while it runs
             await self.emit(PipelineCompleted(pipeline=p.name, success=success, final_output=final, error=halt))
             await rt.recorder.checkpoint()
         await rt.tools.close_shell(self.scope)
@@ -339,6 +347,33 @@ class PipelineRun:
                 return sid, OutputVia(form="any_of", skipped=prefix), None
             prefix.append(sid)
         return None, None, f"all any_of outputs were skipped: [{', '.join(ids)}]"
+
+
+INTERRUPTED = "interrupted (Ctrl-C)"
+
+
+@dataclass
+class SealWatch:
+    """A recorder listener: the last `PipelineCompleted` this process wrote, i.e. how its run ended."""
+
+    sealed: PipelineCompleted | None = None
+
+    def __call__(self, stored: StoredEvent) -> None:
+        if isinstance(stored.event.kind, PipelineCompleted):
+            self.sealed = stored.event.kind
+
+    @property
+    def interrupted(self) -> bool:
+        return self.sealed is not None and self.sealed.error == INTERRUPTED
+
+
+async def seal_interrupted(
+    rt: Runtime, stream: str, pipeline: str, correlation_id: str, source: str = "engine"
+) -> None:
+    """Write the `PipelineCompleted` of a run stopped by Ctrl-C (success false), then checkpoint."""
+    done = PipelineCompleted(pipeline=pipeline, success=False, final_output=None, error=INTERRUPTED)
+    await rt.recorder.emit(stream, done, source, correlation_id)
+    await rt.recorder.checkpoint()
 
 
 def _ask_terminal(prompt: str) -> str | None:

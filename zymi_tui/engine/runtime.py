@@ -76,7 +76,7 @@ async def open_runtime(
     shell = ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
     tools = ToolRunner(
         ws.root,
-        Contracts(ws.project.policy, ws.project.contracts.file_write),
+        Contracts(ws.project.policy, ws.project.contracts.file_write, ws.root),
         ws.tools,
         recorder,
         approvals,

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 
 from zymi_tui.engine.connectors import ConnectorError, HttpInboundConnector, StdinConnector, StdoutOutput
-from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline
+from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline, seal_interrupted
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested
 
@@ -55,6 +55,9 @@ class Router:
             )
         except RunHalted as e:
             done = PipelineCompleted(pipeline=pipeline, success=False, final_output=None, error=str(e))
+        except asyncio.CancelledError:  # Ctrl-C: the run is sealed as failed before serve exits
+            await asyncio.shield(seal_interrupted(self.rt, stream, pipeline, corr, "zymi-serve"))
+            raise
         await self.rt.recorder.emit(stream, done, "zymi-serve", corr)
         await self.rt.recorder.checkpoint()
         event = self.done.get(corr)

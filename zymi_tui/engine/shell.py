@@ -26,6 +26,22 @@ class ShellResult:
     timed_out: bool = False
 
 
+Read = tuple[str, str]
+
+
+async def _both(out_task: asyncio.Task[Read], err_task: asyncio.Task[Read], timeout: float) -> tuple[Read, Read] | None:
+    """Both readers' results; None if they are not done within `timeout` (they keep reading); the
+    first reader's error as soon as it fails. (Not `wait_for(gather(...))`: cancelling that leaves a
+    gathering future whose error nobody reads, which asyncio prints as a traceback.)"""
+    done, _ = await asyncio.wait((out_task, err_task), timeout=timeout, return_when=asyncio.FIRST_EXCEPTION)
+    errors = [e for e in (task.exception() for task in done) if e is not None]
+    if errors:
+        raise errors[0]
+    if len(done) < 2:
+        return None
+    return out_task.result(), err_task.result()
+
+
 class ShellSession:
     def __init__(self, proc: asyncio.subprocess.Process, shell_path: str) -> None:
         self.proc = proc
@@ -77,18 +93,23 @@ class ShellSession:
             out_task = asyncio.ensure_future(self._read_until(self.proc.stdout, tag))
             err_task = asyncio.ensure_future(self._read_until(self.proc.stderr, tag))
             try:
-                (out, code), (err, _) = await asyncio.wait_for(asyncio.gather(out_task, err_task), timeout)
-            except TimeoutError:
+                got = await _both(out_task, err_task, timeout)
+                if got is not None:
+                    (out, code), (err, _) = got
+                    return ShellResult(int(code or 0), out, err)
                 await self.kill_children()
                 try:
-                    (out, code), (err, _) = await asyncio.wait_for(asyncio.gather(out_task, err_task), 5)
-                except (TimeoutError, ShellError):
-                    out_task.cancel()
-                    err_task.cancel()
+                    got = await _both(out_task, err_task, 5)
+                except ShellError:
+                    got = None
+                if got is None:
                     await self.close()
                     return ShellResult(124, "", "", timed_out=True)
+                (out, _), (err, _) = got
                 return ShellResult(124, out, err, timed_out=True)
-            return ShellResult(int(code or 0), out, err)
+            finally:
+                out_task.cancel()
+                err_task.cancel()
 
     async def kill_children(self) -> None:
         proc = await asyncio.create_subprocess_exec(

@@ -452,3 +452,15 @@ class ToolRunner:
         if size > MAX_OUTPUT:
             raise ToolFailure(_size_error("response body", size))
         return text
+
+
+def definition_bytes(name: str) -> int | None:
+    """A built-in tool's definition as the request's `tools` carries it (JSON bytes); None: not built in."""
+    d = BUILTIN_DEFINITIONS.get(name)
+    if d is None:
+        return None
+    wire = {
+        "type": "function",
+        "function": {"name": name, "description": d["description"], "parameters": d["parameters"]},
+    }
+    return len(json.dumps(wire, ensure_ascii=False).encode())

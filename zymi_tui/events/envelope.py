@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from zymi_tui.events.kinds import EventKind, KindField, UnknownKind, parse_kind
 from zymi_tui.events.lean import TIMESTAMP_PATTERN, UUID_PATTERN
+from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
 # Checked by pydantic-core's regex engine, in Rust: the envelope is on the hot path of every read.
 UuidStr = Annotated[str, StringConstraints(pattern=UUID_PATTERN)]
@@ -167,12 +168,25 @@ def decode_event(data: str, sequence: int) -> Event:
     try:
         event = Event.model_validate_json(data, context={"sequence": sequence})
     except ValidationError:
-        return _decode_slowly(data, sequence)
+        if has_undecodable_bytes(data):  # read with `surrogateescape`: bytes that were not UTF-8
+            raise EventDecodeError(
+                f"data is not valid UTF-8, near “{escape_controls(_around_bad_byte(data))}”"
+            ) from None
+        try:
+            return _decode_slowly(data, sequence)
+        except RecursionError:
+            raise EventDecodeError("data nests too deeply to be read (JSON arrays/objects inside each other)") from None
     try:
         datetime.fromisoformat(event.timestamp[:19])  # the pattern checked the form; this checks the ranges
     except ValueError as e:
         raise EventDecodeError(f"timestamp: {e}") from None
     return event
+
+
+def _around_bad_byte(text: str) -> str:
+    """A few characters either side of the first byte that was not UTF-8."""
+    i = next(i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff")
+    return text[max(0, i - 12) : i + 4]
 
 
 def _decode_slowly(data: str, sequence: int) -> Event:

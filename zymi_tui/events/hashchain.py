@@ -15,17 +15,22 @@ from dataclasses import dataclass
 V2_PREFIX = "v2:"
 
 
+def _bytes(text: str) -> bytes:
+    """The bytes a column holds: text a reader kept with `surrogateescape` goes back to its own bytes."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 def hash_v2(event_id: str, sequence: int, data: str, prev_hash: str) -> str:
     h = hashlib.sha256(b"v2")
-    h.update(event_id.encode())
+    h.update(_bytes(event_id))
     h.update(sequence.to_bytes(8, "little"))
-    h.update(data.encode())
-    h.update(prev_hash.encode())
+    h.update(_bytes(data))
+    h.update(_bytes(prev_hash))
     return V2_PREFIX + h.hexdigest()
 
 
 def hash_v1(event_id: str, data: str, prev_hash: str) -> str:
-    return hashlib.sha256((event_id + data + prev_hash).encode()).hexdigest()
+    return hashlib.sha256(_bytes(event_id + data + prev_hash)).hexdigest()
 
 
 def recompute(event_id: str, sequence: int, data: str, prev_hash: str, stored: str) -> str | None:
@@ -83,8 +88,12 @@ class ChainWalker:
         verdict = self.verdict
         if verdict.problem:
             return False
-        self.last_sequence = row.sequence
         verdict.rows += 1
+        if type(row.sequence) is not int:  # a tampered row: SQLite keeps whatever type it is given
+            verdict.problem = f"row {row.global_id}: the sequence column is not an integer ({str(row.sequence)[:40]!r})"
+            verdict.bad_global_id = row.global_id
+            return False
+        self.last_sequence = row.sequence
         computed = recompute(row.event_id, row.sequence, row.data, row.prev_hash, row.hash)
         if computed is None:
             verdict.legacy += 1

@@ -63,7 +63,18 @@ class _UuidEnvelope(msgspec.Struct, frozen=True):
 
 _ENVELOPE = msgspec.json.Decoder(Envelope)
 _UUID_ENVELOPE = msgspec.json.Decoder(_UuidEnvelope)
-_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, ValueError)
+# ValueError includes a str holding undecodable bytes (surrogateescape); RecursionError, JSON nested
+# deeper than the decoder's stack
+_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError)
+
+
+def _lean_error(e: BaseException) -> LeanError:
+    """One of `_ERRORS` worded for a person."""
+    if isinstance(e, UnicodeError):
+        return LeanError("data is not valid UTF-8")
+    if isinstance(e, RecursionError):
+        return LeanError("data nests too deeply to be read (JSON arrays/objects inside each other)")
+    return LeanError(str(e))
 
 
 def envelope(data: str | bytes) -> Envelope:
@@ -74,7 +85,7 @@ def envelope(data: str | bytes) -> Envelope:
         env = _ENVELOPE.decode(data)
         datetime.fromisoformat(env.timestamp[:19])
     except _ERRORS as e:
-        raise LeanError(str(e)) from None
+        raise _lean_error(e) from None
     return env
 
 
@@ -90,12 +101,12 @@ def checked_stream_id(data: str | bytes) -> str:
     return env.stream_id
 
 
-def payload(env: Envelope, decoder: msgspec.json.Decoder[T]) -> T:
+def payload(env: Envelope | RunEnvelope, decoder: msgspec.json.Decoder[T]) -> T:
     """The kind's payload, decoded with `decoder` (the fields a reader needs)."""
     try:
         return decoder.decode(env.kind.data)
-    except (msgspec.ValidationError, msgspec.DecodeError) as e:
-        raise LeanError(f"kind.data: {e}") from None
+    except _ERRORS as e:
+        raise LeanError(f"kind.data: {_lean_error(e)}") from None
 
 
 def with_sequence(data: str, stream_id: str, sequence: int) -> str:
@@ -115,6 +126,28 @@ def with_sequence(data: str, stream_id: str, sequence: int) -> str:
 
 
 # -- the bookkeeping kinds a runs list reads -----------------------------------------------------
+class RunEnvelope(msgspec.Struct, frozen=True):
+    """What a runs list reads of an envelope: the ids are compared, never checked (the timestamp is
+    parsed, which checks it)."""
+
+    stream_id: str
+    timestamp: str
+    kind: Kind
+    correlation_id: str | None = None
+
+
+_RUN_ENVELOPE = msgspec.json.Decoder(RunEnvelope)
+
+
+def run_envelope(data: str | bytes) -> RunEnvelope:
+    if not isinstance(data, str):
+        raise LeanError("the data column is not text")
+    try:
+        return _RUN_ENVELOPE.decode(data)
+    except _ERRORS as e:
+        raise _lean_error(e) from None
+
+
 class PipelineRequestedFields(msgspec.Struct, frozen=True):
     pipeline: str
     inputs: dict[str, str] = {}
@@ -131,6 +164,14 @@ class ResumeForkedFields(msgspec.Struct, frozen=True):
     parent_stream_id: str
     fork_at_step: str
 
+
+class LlmCallStartedFields(msgspec.Struct, frozen=True):
+    iteration: int
+    message_count: int
+    approx_context_chars: int
+
+
+LLM_CALL_STARTED = msgspec.json.Decoder(LlmCallStartedFields)
 
 RunFields = PipelineRequestedFields | PipelineCompletedFields | ResumeForkedFields
 # by the kind's type name

@@ -55,7 +55,7 @@ class UserMultimodalMessage(_Tagged):
 
     @property
     def content(self) -> str:
-        """The text parts joined with newlines, as the OpenAI provider sends them (§7.2)."""
+        """The text parts joined with newlines, as the OpenAI provider sends them (docs/engine.md#openai-compatible)."""
         return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
 
 

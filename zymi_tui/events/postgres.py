@@ -42,6 +42,7 @@ from typing import Any
 
 import asyncpg
 
+from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.envelope import (
     BadRow,
     Event,
@@ -148,8 +149,28 @@ def sqlite_column_time(data: str, value: datetime) -> str:
         return format_timestamp((delta // timedelta(microseconds=1)) * 1000, zulu=False)
 
 
+def check_url(url: str) -> None:
+    """A URL Python's parser rejects (a port past 65535, an unclosed IPv6 bracket), as one line."""
+    where = redact_url(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as e:
+        if "IPv6" in str(e):
+            raise StoreError(f"invalid postgres URL {where}: a `[` in the host is not closed (IPv6: [::1])") from None
+        raise StoreError(f"invalid postgres URL {where}: {e}") from None
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise StoreError(f"invalid postgres URL {where}: the port must be a number from 1 to 65535")
+
+
 def _scrub(url: str, text: str) -> str:
-    password = urllib.parse.urlsplit(url).password
+    try:
+        password = urllib.parse.urlsplit(url).password
+    except ValueError:
+        return text
     if password:
         for secret in {password, urllib.parse.unquote(password)}:
             text = text.replace(secret, "***")
@@ -191,6 +212,7 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
 
 async def connect_pool(url: str, *, read_only: bool, max_size: int) -> asyncpg.Pool:
     """A small pool; read-only pools make every transaction read-only on the server side."""
+    check_url(url)
     settings = {"application_name": "zymi-tui"}
     if read_only:
         settings["default_transaction_read_only"] = "on"
@@ -476,6 +498,7 @@ class PostgresWriter:
         self.url = url
         self.label = redact_url(url)
         self._pool = pool
+        self._transactions = Transactions()
 
     @classmethod
     async def open(cls, url: str) -> PostgresWriter:
@@ -492,6 +515,7 @@ class PostgresWriter:
         return cls(url, pool)
 
     async def close(self) -> None:
+        await self._transactions.finish()
         await self._pool.close()
 
     async def __aenter__(self) -> PostgresWriter:
@@ -504,7 +528,11 @@ class PostgresWriter:
         return (await self.append_many([event]))[0]
 
     async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
-        """Append in one transaction (zymi appends one event per transaction; so does `append`)."""
+        """Append in one transaction (zymi appends one event per transaction; so does `append`).
+        The transaction commits or rolls back even if the caller is cancelled meanwhile."""
+        return await self._transactions.run(self._append_tx(events))
+
+    async def _append_tx(self, events: Sequence[Event]) -> list[StoredEvent]:
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 return [await self._insert(conn, e) for e in events]

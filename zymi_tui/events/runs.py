@@ -17,14 +17,14 @@ from zymi_tui.events.envelope import BadRow, StoredEvent, format_timestamp, pars
 from zymi_tui.events.kinds import UserMessageReceived
 from zymi_tui.events.lean import (
     RUN_FIELDS,
-    Envelope,
     LeanError,
     PipelineCompletedFields,
     PipelineRequestedFields,
     ResumeForkedFields,
+    RunEnvelope,
     RunFields,
-    envelope,
     payload,
+    run_envelope,
 )
 from zymi_tui.events.store import EventReader, RawRow
 
@@ -94,7 +94,8 @@ class _Mark:
     """One bookkeeping event: its global id, envelope and the payload fields a run needs."""
 
     global_id: int
-    env: Envelope
+    env: RunEnvelope
+    ns: int  # its timestamp
     fields: RunFields
 
 
@@ -102,12 +103,12 @@ def _summary(req: _Mark, done: _Mark | None, fork: Fork | None, turn: int, turns
     r = req.fields
     assert isinstance(r, PipelineRequestedFields)
     status, duration, error, final = "running", None, None, None
-    started = parse_timestamp_ns(req.env.timestamp)
+    started = req.ns
     if done is not None:
         d = done.fields
         assert isinstance(d, PipelineCompletedFields)
         status = "ok" if d.success else "FAIL"
-        duration = (parse_timestamp_ns(done.env.timestamp) - started) // 1_000_000
+        duration = (done.ns - started) // 1_000_000
         error, final = d.error, d.final_output
     return RunSummary(
         stream_id=req.env.stream_id, pipeline=r.pipeline, correlation_id=req.env.correlation_id,
@@ -137,12 +138,12 @@ def _marks(reader: EventReader, rows: list[RawRow]) -> dict[str, list[_Mark]]:
     by_stream: dict[str, list[_Mark]] = {}
     for gid, stream_id, seq, data in rows:
         try:
-            env = envelope(data)
+            env = run_envelope(data)
             decoder = RUN_FIELDS.get(env.kind.type)
             if decoder is None:
                 continue  # the kind_tag column names a bookkeeping kind its JSON does not hold
-            mark = _Mark(gid, env, payload(env, decoder))
-        except LeanError as e:
+            mark = _Mark(gid, env, parse_timestamp_ns(env.timestamp), payload(env, decoder))
+        except (LeanError, ValueError) as e:
             reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
             continue
         by_stream.setdefault(env.stream_id, []).append(mark)

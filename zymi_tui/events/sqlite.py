@@ -9,7 +9,9 @@ statement, so a concurrent writer never waits on us. Writing uses zymi's exact D
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
+import stat
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
@@ -17,9 +19,20 @@ from typing import Any
 
 import aiosqlite
 
+from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.envelope import BadRow, Event, EventDecodeError, StoredEvent, decode_event
 from zymi_tui.events.hashchain import ChainRow, hash_v2
-from zymi_tui.events.store import STEP_MARK, Page, RawRow, RowPage, StoreError, StoreLocked, StreamInfo
+from zymi_tui.events.store import (
+    STEP_MARK,
+    Page,
+    RawRow,
+    RowPage,
+    StoreError,
+    StoreLocked,
+    StreamInfo,
+    stat_store_path,
+)
+from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
 # zymi's DDL, verbatim (events/store/sqlite.rs), so `sqlite_master` reads the same.
 SCHEMA = """CREATE TABLE IF NOT EXISTS events (
@@ -55,13 +68,48 @@ LOCK_WAIT_S = 5.0
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 CHAIN_PAGE = 5000
+MAX_UNION = 400  # streams merged in one statement by `newest` (SQLite allows 500 SELECTs in a compound)
+# the distinct stream ids in [lo, hi), one index seek each (a loose index scan)
+_STREAMS_IN_RANGE = """WITH RECURSIVE s(id) AS (
+    SELECT (SELECT min(stream_id) FROM events WHERE stream_id >= ?1 AND stream_id < ?2)
+    UNION ALL
+    SELECT (SELECT min(stream_id) FROM events WHERE stream_id > s.id AND stream_id < ?3) FROM s WHERE s.id IS NOT NULL
+) SELECT id FROM s WHERE id IS NOT NULL"""
+
+# Once a store shows TEXT that is not valid UTF-8, its reader decodes TEXT with `surrogateescape`:
+# the value still reads (bad bytes kept as lone surrogates, encoded back to the same bytes), so one
+# bad row is reported and skipped instead of failing the whole page. Clean stores keep SQLite's
+# own decoding, which is faster.
+_TEXT = functools.partial(str, encoding="utf-8", errors="surrogateescape")
+_NOT_UTF8 = "Could not decode to UTF-8"
+
+
+def _text(value: object) -> str:
+    """A TEXT value as read, or a BLOB (a tampered row) as the text its bytes hold."""
+    return _TEXT(value) if isinstance(value, bytes) else str(value)
+
+
+def _chain_row(gid: int, event_id: Any, seq: Any, data: Any, prev: Any, digest: Any) -> ChainRow:
+    """A row to hash: a BLOB is hashed as the bytes it holds (undecodable text goes back to its bytes)."""
+    if type(data) is str and type(event_id) is str and type(prev) is str and type(digest) is str:
+        return ChainRow(gid, event_id, seq, data, prev, digest)
+    return ChainRow(gid, _text(event_id), seq, _text(data), _text(prev), _text(digest))
+
+
+def _bind(text: str) -> str | bytes:
+    """A stream id as a query parameter: text that came from undecodable bytes goes back as those
+    bytes (compared as `CAST(? AS TEXT)`, so it still matches the column and uses its index)."""
+    return text.encode("utf-8", "surrogateescape") if has_undecodable_bytes(text) else text
 
 
 def _run_and_steps(where: str) -> str:
     """Rows of a run stream and of its `<run>:step:*` sub-streams matching `where`, each half on the
     (stream_id, sequence) index: an OR of the two stream conditions makes SQLite scan the table, and
     the unary `+` in `where` keeps it from preferring the id or kind index."""
-    return f"{_ROW} WHERE stream_id = ? AND {where} UNION ALL {_ROW} WHERE stream_id >= ? AND stream_id < ? AND {where}"
+    return (
+        f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND {where} UNION ALL "
+        f"{_ROW} WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) AND {where}"
+    )
 
 
 def explain_sqlite_error(path: str, err: BaseException) -> StoreError:
@@ -85,15 +133,33 @@ def explain_sqlite_error(path: str, err: BaseException) -> StoreError:
     return StoreError(f"{path}: SQLite error: {text}")
 
 
+async def _connect(database: str, **kwargs: Any) -> aiosqlite.Connection:
+    return await aiosqlite.connect(database, **kwargs)
+
+
+async def connect(database: str, **kwargs: Any) -> aiosqlite.Connection:
+    """`aiosqlite.connect`; if the caller is cancelled meanwhile (Ctrl-C), the connection is still
+    waited for and closed: its thread, left working after the event loop closed, prints a traceback."""
+    task = asyncio.ensure_future(_connect(database, **kwargs))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait({task})
+        if not task.cancelled() and task.exception() is None:
+            await task.result().close()
+        raise
+
+
 def _is_locked(err: BaseException) -> bool:
     low = str(err).lower()
     return "locked" in low or "busy" in low
 
 
 def _check_header(path: Path) -> None:
-    if not path.exists():
+    st = stat_store_path(path)
+    if st is None:
         raise StoreError(f"no event store at {path}: no such file")
-    if path.is_dir():
+    if stat.S_ISDIR(st.st_mode):
         raise StoreError(f"{path} is a folder: pass the .db file, or the project folder that holds .zymi/")
     try:
         with path.open("rb") as f:
@@ -169,7 +235,7 @@ class SqliteReader:
     async def _open(cls, p: Path, *, immutable: bool) -> SqliteReader:
         uri = p.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
         try:
-            conn = await aiosqlite.connect(uri, uri=True)
+            conn = await connect(uri, uri=True)
         except sqlite3.Error as e:
             raise explain_sqlite_error(str(p), e) from None
         reader = cls(p, conn, has_hash=False)
@@ -215,17 +281,37 @@ class SqliteReader:
                 if _is_locked(e) and time.monotonic() < deadline:
                     await asyncio.sleep(0.05)
                     continue
+                if _NOT_UTF8 in str(e) and self._conn.text_factory is not _TEXT:
+                    self._conn.text_factory = _TEXT
+                    continue
                 raise explain_sqlite_error(self.label, e) from None
+
+    def _bad(self, gid: int, stream_id: str, seq: Any, error: str) -> None:
+        if gid not in self._seen_bad:
+            self._seen_bad.add(gid)
+            self.problems.append(BadRow(gid, stream_id, seq, error))
+
+    def _sane(self, rows: Iterable[Any]) -> list[RawRow]:
+        """The rows whose columns have the types zymi writes (a BLOB `data` read as the text its bytes
+        hold); the others are reported in `problems` and left out."""
+        out: list[RawRow] = []
+        for gid, stream_id, seq, data in rows:
+            if type(stream_id) is not str or has_undecodable_bytes(stream_id):
+                what = "is not valid UTF-8 text" if type(stream_id) is str else "is not text"
+                self._bad(gid, escape_controls(_text(stream_id)), seq, f"the stream_id column {what}")
+            elif type(seq) is not int:
+                self._bad(gid, stream_id, seq, f"the sequence column is not an integer: {str(seq)[:40]!r}")
+            else:
+                out.append((gid, stream_id, seq, data if type(data) is str else _text(data)))
+        return out
 
     def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
         out: list[StoredEvent] = []
-        for gid, stream_id, seq, data in rows:
+        for gid, stream_id, seq, data in self._sane(rows):
             try:
                 out.append(StoredEvent(gid, decode_event(data, seq), data))
             except EventDecodeError as e:
-                if gid not in self._seen_bad:
-                    self._seen_bad.add(gid)
-                    self.problems.append(BadRow(gid, stream_id, seq, str(e)))
+                self._bad(gid, stream_id, seq, str(e))
         return out
 
     async def count(self) -> int:
@@ -238,7 +324,7 @@ class SqliteReader:
         rows = await self._fetch(
             "SELECT stream_id, COUNT(*), MIN(id), MAX(id) FROM events GROUP BY stream_id ORDER BY stream_id"
         )
-        return [StreamInfo(s, n, lo, hi) for s, n, lo, hi in rows]
+        return [StreamInfo(_text(s), n, lo, hi) for s, n, lo, hi in rows]
 
     async def _rows_after(self, after_global_id: int, limit: int) -> list[RawRow]:
         """The next `limit` rows after a global id. After a full page the following one is fetched
@@ -268,15 +354,14 @@ class SqliteReader:
             where = "+id > ?" + ("" if tag is None else " AND +kind_tag = ?")
             cond = (after_global_id,) if tag is None else (after_global_id, tag)
             lo, hi = _range_for_steps(stream_id)
-            rows = await self._fetch(
-                _run_and_steps(where) + " ORDER BY id LIMIT ?", (stream_id, *cond, lo, hi, *cond, limit)
-            )
+            params = (_bind(stream_id), *cond, _bind(lo), _bind(hi), *cond, limit)
+            rows = await self._fetch(_run_and_steps(where) + " ORDER BY id LIMIT ?", params)
         elif tag is not None:
             sql = f"{_ROW} WHERE kind_tag = ? AND id > ? ORDER BY id LIMIT ?"
             rows = await self._fetch(sql, (tag, after_global_id, limit))
         else:
             rows = await self._rows_after(after_global_id, limit)
-        return RowPage(rows, rows[-1][0] if rows else after_global_id, len(rows))
+        return RowPage(self._sane(rows), rows[-1][0] if rows else after_global_id, len(rows))
 
     async def read_stream(
         self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
@@ -285,23 +370,29 @@ class SqliteReader:
         if include_steps:
             return self._decode((await self.read_rows(after_global_id, lim, stream_id=stream_id)).rows)
         else:
-            sql = f"{_ROW} WHERE stream_id = ? AND id > ? ORDER BY sequence LIMIT ?"
-            rows = await self._fetch(sql, (stream_id, after_global_id, lim))
+            sql = f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND id > ? ORDER BY sequence LIMIT ?"
+            rows = await self._fetch(sql, (_bind(stream_id), after_global_id, lim))
         return self._decode(rows)
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
-        """Ids first, from the (stream_id, sequence) index alone, then only those rows: sorting the
-        run's rows with their data would cost in proportion to the run, not to `n`."""
+        """Ids first, from the (stream_id, sequence) index alone, then only those rows: the newest `n` of
+        each stream (read backwards on the index), merged. Sorting the run's rows, or even all its ids,
+        would cost in proportion to the run, not to `n`."""
+        streams = [stream_id]
         if include_steps:
+            lo, hi = _range_for_steps(stream_id)
+            streams += [s for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi))]
+        if len(streams) <= MAX_UNION:
+            newest = "SELECT * FROM (SELECT id FROM events WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?)"
+            ids = f"SELECT id FROM ({' UNION ALL '.join([newest] * len(streams))}) ORDER BY id DESC LIMIT ?"
+            params: list[Any] = [v for s in streams for v in (s, n)] + [n]
+        else:  # a run of very many steps: all its ids, sorted
             lo, hi = _range_for_steps(stream_id)
             ids = (
                 "SELECT id FROM events WHERE stream_id = ? UNION ALL "
                 "SELECT id FROM events WHERE stream_id >= ? AND stream_id < ? ORDER BY id DESC LIMIT ?"
             )
-            params: tuple[Any, ...] = (stream_id, lo, hi, n)
-        else:
-            ids = "SELECT id FROM events WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?"
-            params = (stream_id, n)
+            params = [stream_id, lo, hi, n]
         return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
@@ -317,10 +408,11 @@ class SqliteReader:
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         cols = "prev_hash, hash" if self._has_hash else "'', ''"
         rows = await self._fetch(
-            f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = ? ORDER BY sequence",
-            (stream_id,),
+            f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = CAST(? AS TEXT) "
+            "ORDER BY sequence",
+            (_bind(stream_id),),
         )
-        return [ChainRow(*r) for r in rows]
+        return [_chain_row(*r) for r in rows]
 
     async def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
         """One pass over the table in global order, a page at a time (a query per stream would cost
@@ -337,7 +429,7 @@ class SqliteReader:
                     if len(rows) < CHAIN_PAGE
                     else asyncio.ensure_future(self._fetch(sql, (rows[-1][0], CHAIN_PAGE)))
                 )
-                yield [(s, ChainRow(gid, eid, seq, data, prev, h)) for gid, eid, s, seq, data, prev, h in rows]
+                yield [(_text(r[2]), _chain_row(r[0], r[1], r[3], r[4], r[5], r[6])) for r in rows]
         finally:
             _drop(None if ahead is None else ((), ahead))
 
@@ -345,7 +437,48 @@ class SqliteReader:
         if not self._has_heads:
             return {}
         rows = await self._fetch("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
-        return {s: (seq, h) for s, seq, h in rows}
+        return {_text(s): (seq, _text(h)) for s, seq, h in rows}
+
+
+_SCHEMA_OBJECTS = ("events", "stream_heads", "idx_events_stream_seq", "idx_events_correlation", "idx_events_kind")
+
+
+async def _schema_complete(conn: aiosqlite.Connection) -> bool:
+    marks = ",".join("?" * len(_SCHEMA_OBJECTS))
+    cur = await conn.execute(
+        f"SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN ({marks})), "
+        "(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name IN ('prev_hash', 'hash'))",
+        _SCHEMA_OBJECTS,
+    )
+    row = await cur.fetchone()
+    return row == (len(_SCHEMA_OBJECTS), 2)
+
+
+async def _create_schema(conn: aiosqlite.Connection) -> None:
+    """zymi's DDL and hash-column migration, safe when several processes create the same new store at
+    once: the column check and the ALTERs run inside one `BEGIN IMMEDIATE` (zymi checks, then alters,
+    unlocked: two of them can both add `prev_hash`, and the second fails with "duplicate column
+    name"). A store that already has it all is not locked at all."""
+    if await _schema_complete(conn):
+        return
+    await conn.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for another creator
+    try:
+        for statement in (*SCHEMA.split(";"), *HASH_MIGRATION.split(";")):
+            if not statement.strip():
+                continue
+            if statement.strip().startswith("ALTER") and await _has_hash_columns(conn):
+                continue
+            await conn.execute(statement)
+        await conn.execute("COMMIT")
+    except BaseException:
+        await conn.execute("ROLLBACK")
+        raise
+
+
+async def _has_hash_columns(conn: aiosqlite.Connection) -> bool:
+    cur = await conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'")
+    row = await cur.fetchone()
+    return bool(row and row[0])
 
 
 class SqliteWriter:
@@ -356,30 +489,33 @@ class SqliteWriter:
         self.label = str(path)
         self._conn = conn
         self._lock = asyncio.Lock()
+        self._transactions = Transactions()
 
     @classmethod
     async def open(cls, path: str | Path) -> SqliteWriter:
         p = Path(path).expanduser()
-        if p.exists() and p.is_file() and p.stat().st_size > 0:
+        st = stat_store_path(p)
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > 0:
             _check_header(p)
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
-            conn = await aiosqlite.connect(str(p), isolation_level=None)
+            conn = await connect(str(p), isolation_level=None)
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open {p} for writing: {e}") from None
         try:
-            await conn.executescript("PRAGMA journal_mode=WAL;\n             PRAGMA busy_timeout=5000;")
-            await conn.executescript(SCHEMA)
-            cur = await conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'")
-            row = await cur.fetchone()
-            if not row or row[0] == 0:
-                await conn.executescript(HASH_MIGRATION)
-        except sqlite3.Error as e:
+            # the wait first: switching a new file to WAL takes a lock another new writer may hold
+            await conn.execute("PRAGMA busy_timeout=5000")
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await _create_schema(conn)
+        except BaseException as e:
             await conn.close()
-            raise explain_sqlite_error(str(p), e) from None
+            if isinstance(e, sqlite3.Error):
+                raise explain_sqlite_error(str(p), e) from None
+            raise
         return cls(p, conn)
 
     async def close(self) -> None:
+        await self._transactions.finish()
         await self._conn.close()
 
     async def __aenter__(self) -> SqliteWriter:
@@ -392,17 +528,19 @@ class SqliteWriter:
         return (await self.append_many([event]))[0]
 
     async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
-        """Append in one transaction (zymi appends one event per transaction; so does `append`)."""
+        """Append in one transaction (zymi appends one event per transaction; so does `append`).
+        The transaction commits or rolls back even if the caller is cancelled meanwhile."""
+        return await self._transactions.run(self._append_tx(events))
+
+    async def _append_tx(self, events: Sequence[Event]) -> list[StoredEvent]:
         async with self._lock:
             try:
                 await self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as e:
-                raise explain_sqlite_error(self.label, e) from None
-            try:
                 out = [await self._insert(e) for e in events]
                 await self._conn.execute("COMMIT")
             except BaseException as e:
-                await self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:
+                    await self._conn.execute("ROLLBACK")
                 if isinstance(e, sqlite3.Error):
                     raise explain_sqlite_error(self.label, e) from None
                 raise

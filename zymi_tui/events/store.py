@@ -6,8 +6,10 @@ A STORE is a `.db` file, a project folder (`<dir>/.zymi/events.db`, or what its 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,13 +180,39 @@ def project_postgres_url(root: Path) -> str | None:
     return setting if setting and is_postgres_url(setting) else None
 
 
+_NOT_FILES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+              (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def stat_store_path(path: Path) -> os.stat_result | None:
+    """`os.stat` of a STORE path (None when nothing is there), with each reason it cannot be one
+    as a StoreError: a symlink loop, a folder we may not enter, a FIFO or a device (never opened:
+    opening a FIFO blocks until a writer comes)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise StoreError(f"symlink loop at {path}: its links point at each other, not at a store") from None
+        if e.errno == errno.EACCES:
+            raise StoreError(
+                f"cannot open {path}: permission denied (a folder on the way cannot be entered by this user)"
+            ) from None
+        raise StoreError(f"cannot open {path}: {e.strerror}") from None
+    for test, what in _NOT_FILES:
+        if test(st.st_mode):
+            raise StoreError(f"{path} is {what}, not an SQLite store: pass a .db file or a project folder")
+    return st
+
+
 def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
     """Turn a STORE argument into a `.db` path or a postgres URL, with a clear error if none."""
     here = cwd or Path.cwd()
     if store and is_postgres_url(store):
         return store
     target = Path(store).expanduser() if store else here
-    if not target.exists():
+    if stat_store_path(target) is None:
         raise StoreError(
             f"no event store at {target}: no such file or folder. "
             "Pass a .db file, a project folder, or a postgres:// URL"
@@ -199,7 +227,7 @@ def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
             return str(target / setting[len("sqlite:") :])
         raise StoreError(f"unsupported store URL `{redact_url(setting)}` in {target / 'project.yml'}")
     db = target / ".zymi" / "events.db"
-    if not db.is_file():
+    if stat_store_path(db) is None or not db.is_file():
         raise StoreError(
             f"no event store in {target}: expected {db}. "
             "Run a pipeline there first, or pass the .db file / project folder to open"

@@ -45,7 +45,7 @@ async def _walk_all(
             walker = walkers.get(stream_id)
             if walker is None:
                 walker = walkers[stream_id] = ChainWalker(stream_id, heads.get(stream_id))
-            if row.sequence <= walker.last_sequence:
+            if type(row.sequence) is int and row.sequence <= walker.last_sequence:
                 out_of_order.add(stream_id)
             walker.feed(row)
         done += len(batch)

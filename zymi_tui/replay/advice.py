@@ -229,6 +229,7 @@ class _Advisor:
         self.sent = _sent(rows)
         self.streams = _by_stream(self.sent)
         self.kd = knob_dict(base)
+        self.compacted_streams = {r.stream_id for r in rows if r.is_compaction}
         self._entries_walk: tuple[dict[str, int], dict[str, int], int] | None = None
 
     def knobs(self, **change: int | None) -> KnobDict:
@@ -335,8 +336,9 @@ class _Advisor:
             shapes = [c.rendered.shape for c in calls if c.rendered is not None and c.rendered.shape is not None]
             masked = any(s.mask_end > s.cut for s in shapes)
             forgotten = any(c.rendered is not None and c.rendered.forgotten for c in calls)
-            compacted = any(c.rendered is not None and c.rendered.compacted_away for c in calls) or any(
-                r.is_compaction and r.stream_id == stream for r in self.rows
+            compacted = (
+                any(c.rendered is not None and c.rendered.compacted_away for c in calls)
+                or stream in self.compacted_streams
             )
             if masked or forgotten or compacted:
                 continue
@@ -874,19 +876,28 @@ async def advise(
     candidates: dict[str, KnobDict] = {}
     for f in findings:
         for k in f.recommendation.candidates if f.recommendation else []:
-            candidates.setdefault(profile_name(k), k)
+            if k != kd:  # the recorded knobs' figures are pass one's
+                candidates.setdefault(profile_name(k), k)
+    totals = {"recorded": cmp0.profiles[0].total, profile_name(kd): cmp0.profiles[0].total}
     if candidates:
         profiles: list[tuple[str, KnobDict | None]] = [("recorded", None), *candidates.items()]
-        cmp = await compare_profiles(replay_profiles(reader, project, profiles, streams), profiles, **common)
-        totals = {p.name: p.total for p in cmp.profiles}
-        before = totals["recorded"]
-        for f in findings:
-            rec = f.recommendation
-            if rec is None or not rec.candidates:
-                continue
-            knobs, after = _choose(f.signal, [(k, totals[profile_name(k)]) for k in rec.candidates])
-            rec.knobs = knobs
-            rec.effect = _effect(profile_name(knobs), after, before, knobs)
+
+        async def calls() -> ProfileCalls:  # the recorded rows of pass one, then every candidate in one pass
+            for row in rows:
+                yield 0, row
+            async for i, call in replay_profiles(reader, project, list(candidates.items()), streams):
+                yield i + 1, call
+
+        cmp = await compare_profiles(calls(), profiles, **common)
+        totals |= {p.name: p.total for p in cmp.profiles[1:]}
+    before = totals["recorded"]
+    for f in findings:
+        rec = f.recommendation
+        if rec is None or not rec.candidates:
+            continue
+        knobs, after = _choose(f.signal, [(k, totals[profile_name(k)]) for k in rec.candidates])
+        rec.knobs = knobs
+        rec.effect = _effect(profile_name(knobs), after, before, knobs)
     found = prices.price_for(model) if prices is not None else None
     return Advice(findings, kd, model, found[0] if found else None, cmp0.cache_family, len(advisor.sent))
 

@@ -50,7 +50,7 @@ from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 
 PAGE = 2000
-# the kinds a replay reads: Layer C (§5.2), the prefix and memory (§1I, §1J), failures (§1M)
+# the kinds a replay reads: Layer C, the prefix and memory, failures (docs/context.md#layers, #memory, #hard-cap)
 REPLAY_KINDS = tuple(
     k.TAG
     for k in (
@@ -124,7 +124,7 @@ class _Step:
     run: _Run | None = None
     infer: bool = False  # Layer A is to be inferred at the next agent call
     prev_shape: Shape | None = None  # the previous sent agent call's context (prefix reuse)
-    started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, §1K)
+    started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, docs/context.md#fresh-mode)
 
 
 class _SummaryEstimate:
@@ -207,6 +207,15 @@ class Replayer:
         self.queue: deque[CallContext] = deque()  # rows in store order, yielded once done
         self.pending: dict[str, deque[CallContext]] = {}  # per stream: rows awaiting their LlmCallCompleted
         self.estimate = _SummaryEstimate()
+        # with `forget_finished`: each stream's last global id, and when each step's builder can go
+        self.ends: dict[str, int] = {}
+        self._expiry: list[tuple[int, str]] = []
+
+    def forget_finished(self, ends: dict[str, int]) -> None:
+        """Drop a step's builder once the replay has passed the last event of its stream and of its run
+        stream (`ends`: each stream's last global id, read before the replay): no later event can need
+        it, so memory stays flat in the store's size. Events past `ends` must not be fed."""
+        self.ends = ends
 
     # -- helpers ------------------------------------------------------------------------------
     def _run(self, key: str) -> _Run:
@@ -218,6 +227,8 @@ class Replayer:
             prefix = Prefix("", "", inferred_bytes=0, inferred_count=0)
             builder = ContextBuilder(self.knobs, prefix, follow_recorded_compactions=not self.whatif)
             st = self.steps[stream] = _Step(builder, infer=True)
+            if self.ends:
+                heapq.heappush(self._expiry, (max(self.ends.get(stream, 0), self.ends.get(run_of(stream), 0)), stream))
         return st
 
     def ready(self) -> list[CallContext]:
@@ -239,6 +250,8 @@ class Replayer:
 
     # -- events -------------------------------------------------------------------------------
     def feed(self, se: StoredEvent) -> None:
+        while self._expiry and self._expiry[0][0] < se.global_id:
+            self.steps.pop(heapq.heappop(self._expiry)[1], None)
         ev = se.event
         if STEP_MARK in ev.stream_id:
             self._on_step(se)
@@ -497,6 +510,11 @@ def recorded_knobs(project: Path | None) -> ContextKnobs:
     return load_project_knobs(project) if project is not None else ContextKnobs()
 
 
+async def stream_ends(reader: EventReader) -> dict[str, int]:
+    """Each stream's last global id, as the store holds now."""
+    return {s.stream_id: s.last_global_id for s in await reader.streams()}
+
+
 def make_replayer(project: Path | None, knobs: ContextKnobs | None = None) -> Replayer:
     """A replayer for a store recorded with `project` (knobs=None: the recorded knobs)."""
     recorded = recorded_knobs(project)
@@ -510,10 +528,16 @@ async def replay_store(
     knobs: ContextKnobs | None = None,
     streams: Sequence[str] | None = None,
 ) -> AsyncIterator[CallContext]:
-    """Every LLM call (and failed build) in store order. knobs=None: the recorded knobs."""
+    """Every LLM call (and failed build) in store order, of the store as it was when the replay began
+    (later events are not read). knobs=None: the recorded knobs."""
     replayer = make_replayer(project, knobs)
+    ends = await stream_ends(reader)
+    replayer.forget_finished(ends)
+    top = max(ends.values(), default=0)
     wanted = set(streams) if streams else None
     async for se in replay_events(reader, streams):
+        if se.global_id > top:
+            break
         replayer.feed(se)
         for row in replayer.ready():
             if wanted is None or row.stream_id in wanted:
@@ -533,8 +557,14 @@ async def replay_many(
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
     and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row)."""
     replayers = [make_replayer(project, k) for k in knobs]
+    ends = await stream_ends(reader)
+    for replayer in replayers:
+        replayer.forget_finished(ends)
+    top = max(ends.values(), default=0)
     wanted = set(streams) if streams else None
     async for se in replay_events(reader, streams):
+        if se.global_id > top:
+            break
         for i, replayer in enumerate(replayers):
             replayer.feed(se)
             for row in replayer.ready():
@@ -555,20 +585,36 @@ async def context_at(
     knobs: ContextKnobs | None = None,
 ) -> CallContext:
     """One call's context (the LlmCallStarted at `sequence` on `stream_id`)."""
+    call, _ = await context_with_previous(reader, stream_id, sequence, project=project, knobs=knobs)
+    return call
+
+
+async def context_with_previous(
+    reader: EventReader,
+    stream_id: str,
+    sequence: int,
+    *,
+    project: Path | None,
+    knobs: ContextKnobs | None = None,
+) -> tuple[CallContext, CallContext | None]:
+    """One call's context, and the stream's agent call before it (None: the first)."""
     known = {s.stream_id for s in await reader.streams()}
     if stream_id not in known:
         sample = ", ".join(sorted(s for s in known if STEP_MARK in s)[:5])
         raise ReplayError(f"unknown stream {stream_id!r}; step streams with LLM calls include: {sample}")
     seen: list[int] = []
+    previous: CallContext | None = None
     compaction: CallContext | None = None  # a what-if compaction made just before the call at `sequence`
     async for row in replay_store(reader, project=project, knobs=knobs, streams=[stream_id]):
         if row.sequence == sequence and not row.hard_cap_failure:
             if not (row.whatif and row.is_compaction):
-                return row
+                return row, previous
             compaction = compaction or row
         if not row.simulated:
             seen.append(row.sequence)
+        if not row.is_compaction and not row.hard_cap_failure and row.rendered is not None:
+            previous = row
     if compaction is not None:
-        return compaction
+        return compaction, previous
     calls = ", ".join(str(s) for s in seen[:20]) + (" ..." if len(seen) > 20 else "")
     raise ReplayError(f"no LLM call at {stream_id} seq {sequence}; its LlmCallStarted sequences are: {calls}")

@@ -57,6 +57,7 @@ from zymi_tui.tui.widgets import CursorList, EventsList, RunsList
 TAIL_POLL_S = 0.1
 REDRAW_S = 0.25
 SELECT_DELAY_S = 0.12
+FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then all of them
 STATUS_CYCLE = [None, "ok", "FAIL", "running"]
 KIND_PRESETS: list[tuple[str, set[str] | None]] = [
     ("all kinds", None),
@@ -120,6 +121,10 @@ class MainScreen(ActionScreen):
             "copy stream id clipboard"),
         Act("escape", "clear", "Clear", "Close the search, or clear the replaced-events mark.", "clear"),
         Act("q", "app.quit", "Quit", "Quit the dashboard.", "quit exit"),
+        Act("L", "life", "Message life", "Every Layer C message of the stream at every call: in full, masked, "
+            "forgotten, compacted away; rent, find, what-if.", "life message grid rent masked forgotten compacted"),
+        Act("A", "advice", "Advice", "Findings on this store and the knobs to change, replayed on it; open the "
+            "knob editor or fork a run with them.", "advice advise findings recommend signals cache"),
     )  # fmt: skip
 
     def __init__(self, target: Target) -> None:
@@ -196,8 +201,7 @@ class MainScreen(ActionScreen):
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
             return
-        self.reload_runs()
-        self.verify_chains()
+        self.reload_runs()  # the hash-chain check starts once the runs are drawn (on_runs_loaded)
         self.tail_store()
 
     def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
@@ -259,6 +263,10 @@ class MainScreen(ActionScreen):
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     def load_run(self, key: RunKey) -> None:
         async def job(reader: EventReader) -> None:
+            if key.correlation_id is None:  # a long run: its newest events are shown while the rest loads
+                head = await reader.newest(key.stream_id, FIRST_PAGE, include_steps=True)
+                if len(head) == FIRST_PAGE and not get_current_worker().is_cancelled:
+                    self.post_message(RunPage(key, head, True, False))
             events = await read_run(reader, key)
             if not get_current_worker().is_cancelled:
                 self.post_message(RunPage(key, events, True, True))
@@ -344,6 +352,7 @@ class MainScreen(ActionScreen):
         if not self.runs_seen:
             self.runs_seen = True
             runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
+            self.verify_chains()  # after the runs, so hashing the store does not delay drawing them
 
     def on_peaks_loaded(self, msg: PeaksLoaded) -> None:
         for key, chars in msg.peaks.items():
@@ -846,6 +855,35 @@ class MainScreen(ActionScreen):
         from zymi_tui.tui.resume.hook import jump_lineage
 
         jump_lineage(self)
+
+    def focused_stream(self) -> str | None:
+        """The step stream the user looks at: the picked call's, the step filter's, else the run's first."""
+        picked = self.query_one(ContextPlot).picked
+        se = self.events.cursor_event
+        for stream in (
+            se.event.stream_id if se is not None and se.event.tag == "llm_call_started" else None,
+            next((e.event.stream_id for e in self.events.events if picked and e.global_id == picked.global_id), None),
+        ):
+            if stream and step_of(stream):
+                return stream
+        steps = [e.event.stream_id for e in self.events.events if e.event.tag == "llm_call_started"]
+        if self.events.step is not None:
+            steps = [s for s in steps if step_of(s) == self.events.step] or steps
+        return steps[0] if steps else None
+
+    def action_life(self) -> None:
+        from zymi_tui.tui.life import LifeScreen
+
+        stream = self.focused_stream()
+        if stream is None:
+            self.notify("select a run with LLM calls to see the life of its messages")
+            return
+        self.app.push_screen(LifeScreen(self.target.store, self.target.project, stream))
+
+    def action_advice(self) -> None:
+        from zymi_tui.tui.advice import AdviceScreen
+
+        self.app.push_screen(AdviceScreen(self))
 
     def action_toggle_x(self) -> None:
         self.query_one(ContextPlot).action_toggle_x()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from rich.text import Text
@@ -13,10 +14,13 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Static
 
 from zymi_tui.context.knobs import KnobError
+from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.messages import AssistantMessage, message_text
-from zymi_tui.events.store import StoreError, open_reader
-from zymi_tui.replay.calls import CallContext, ReplayError, context_at
+from zymi_tui.events.store import StoreError, open_reader, step_of
+from zymi_tui.replay.calls import CallContext, ReplayError, context_with_previous
+from zymi_tui.replay.export import context_markdown
+from zymi_tui.replay.life import call_diff
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.model_inspector import bar_cells, figures, preview, role_of, window_segments
@@ -25,10 +29,11 @@ from zymi_tui.tui.source import knobs_of
 
 
 class CallRebuilt(Message):
-    def __init__(self, call: CallContext | None, error: str | None) -> None:
+    def __init__(self, call: CallContext | None, error: str | None, previous: CallContext | None = None) -> None:
         super().__init__()
         self.call = call
         self.error = error
+        self.previous = previous
 
 
 class InspectorScreen(ActionScreen):
@@ -40,7 +45,11 @@ class InspectorScreen(ActionScreen):
         "(kept, masked, forgotten, summarised), beside the figures the store recorded."
     )
     NAV = (Nav("↑ ↓ PgUp PgDn", "move in the messages; the selected one is shown whole below"),)
-    ACTIONS = (Act("escape,q", "close", "Back", "Close the inspector and go back to the dashboard.", "back close"),)
+    ACTIONS = (
+        Act("escape,q", "close", "Back", "Close the inspector and go back to the dashboard.", "back close"),
+        Act("ctrl+o", "export", "Export", "Write this call's exact request body (JSON) and its context "
+            "(Markdown: layers, reasons, sizes) to files in the current folder.", "export save json markdown body"),
+    )  # fmt: skip
 
     def __init__(self, call: StoredEvent, store: str, project: Path | None) -> None:
         super().__init__()
@@ -49,6 +58,7 @@ class InspectorScreen(ActionScreen):
         self.project = project
         self.knobs, self.knob_source = knobs_of(project)
         self.rebuilt: CallContext | None = None
+        self.previous: CallContext | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="inspector"):
@@ -73,16 +83,17 @@ class InspectorScreen(ActionScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def rebuild(self) -> None:
-        async def job() -> CallContext:
+        async def job() -> tuple[CallContext, CallContext | None]:
             reader = await open_reader(self.store)
             try:
                 ev = self.call.event
-                return await context_at(reader, ev.stream_id, ev.sequence, project=self.project)
+                return await context_with_previous(reader, ev.stream_id, ev.sequence, project=self.project)
             finally:
                 await reader.close()
 
         try:
-            self.post_message(CallRebuilt(asyncio.run(job()), None))
+            call, previous = asyncio.run(job())
+            self.post_message(CallRebuilt(call, None, previous))
         except (StoreError, ReplayError, KnobError) as e:
             self.post_message(CallRebuilt(None, str(e)))
 
@@ -93,6 +104,7 @@ class InspectorScreen(ActionScreen):
             summary.update(safe_text(f"{ev.stream_id} seq {ev.sequence}: cannot rebuild: {msg.error}", "red"))
             return
         call = self.rebuilt = msg.call
+        self.previous = msg.previous
         t = Text()
         kind = "compaction call" if call.is_compaction else f"iteration {call.iteration}"
         t.append(clean(ev.stream_id), style="bold")
@@ -114,6 +126,8 @@ class InspectorScreen(ActionScreen):
             t.append("layer A inferred from the recorded size (project prompt not available)\n", style="yellow")
         if call.note:
             t.append(clean(call.note) + "\n", style="dim")
+        t.append_text(cache_text(call))
+        t.append_text(diff_text(call, self.previous))
         summary.update(t)
         self.draw_bar()
         self.fill_table()
@@ -186,5 +200,67 @@ class InspectorScreen(ActionScreen):
                 t.append(clean(f"\n→ tool call {c.id}: {c.name}({c.arguments})"), style="cyan")
         self.query_one("#message-text", Static).update(t)
 
+    def action_export(self) -> None:
+        call = self.rebuilt
+        if call is None or call.rendered is None:
+            self.notify("nothing to export: the context is not rebuilt")
+            return
+        bodies = RequestBodies(self.project)
+        body = bodies.body(call.rendered.wire(), pipeline=call.pipeline, step=step_of(call.stream_id),
+                           compaction=call.is_compaction)  # fmt: skip
+        stem = f"{call.stream_id.replace(':', '_')}-seq{call.sequence}"
+        md, js = Path(f"{stem}.md"), Path(f"{stem}.json")
+        try:
+            md.write_text(context_markdown(call, body), encoding="utf-8")
+            if body is not None:
+                js.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        except OSError as e:
+            self.notify(f"cannot write {stem}: {e.strerror or e}", severity="error")
+            return
+        wrote = f"{md}" + (
+            f" and {js}" if body is not None else f" (no request body: {bodies.problem or 'no project'})"
+        )
+        self.notify(f"wrote {wrote}")
+
     def action_close(self) -> None:
         self.dismiss()
+
+
+DIFF_ORDER = ("added", "masked", "forgot", "compacted", "dropped", "changed")
+
+
+def cache_text(call: CallContext) -> Text:
+    """Recorded cache usage and the prefix this call shares with the stream's previous call."""
+    t = Text()
+    if call.recorded_cached_tokens is not None:
+        t.append(f"cache (recorded): {call.recorded_cached_tokens:,} input tokens read, "
+                 f"{call.recorded_cache_creation_tokens or 0:,} written\n")  # fmt: skip
+    r = call.reuse
+    if r is not None and not call.is_compaction:
+        t.append(f"prefix shared with the previous call: {r.messages} message(s), {format_size(r.chars)}")
+        if r.broken is not None:
+            t.append(f"; broken at message {r.broken.index + 1} ({r.broken.cause})", style="yellow")
+        t.append("\n")
+    return t
+
+
+def diff_text(call: CallContext, previous: CallContext | None) -> Text:
+    """The call against the stream's previous one: added, masked, forgot, compacted, changed (bytes)."""
+    t = Text()
+    shape = call.rendered.shape if call.rendered is not None else None
+    prev = previous.rendered.shape if previous is not None and previous.rendered is not None else None
+    if shape is None or prev is None or previous is None or call.is_compaction:
+        return t
+    lines = call_diff(prev, shape)
+    t.append(f"vs the previous call (seq {previous.sequence}): ", style="bold")
+    if not lines:
+        t.append("the same messages\n")
+        return t
+    for change in DIFF_ORDER:
+        mine = [d for d in lines if d.change == change]
+        if mine:
+            t.append(f"{change} {len(mine)} ({sum(d.bytes for d in mine):+,} B)  ")
+    t.append("\n")
+    for d in sorted(lines, key=lambda d: -abs(d.bytes))[:4]:
+        t.append(clean(f"  {d.change:9} {d.what} {d.bytes:+,} B", one_line=True) + "\n", style="dim")
+    return t

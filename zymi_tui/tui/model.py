@@ -78,6 +78,10 @@ class RunsModel:
     peaks: dict[RunKey, int] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)
     rows: list[RunRow] = field(default_factory=list)
+    # where each key's row is in `rows`, and the rows of each stream: rebuilt with `rows`, so a peak or
+    # a broken chain reported for one run costs one lookup, not a scan of every row
+    _index: dict[RunKey, int] = field(default_factory=dict, repr=False)
+    _by_stream: dict[str, list[RunRow]] = field(default_factory=dict, repr=False)
 
     def set_runs(self, summaries: Iterable[RunSummary]) -> None:
         self.summaries = list(summaries)
@@ -87,17 +91,16 @@ class RunsModel:
         """Record a context size seen on a run (keeps the maximum); True when it changed."""
         if chars > self.peaks.get(key, -1):
             self.peaks[key] = chars
-            for row in self.rows:
-                if row.key == key:
-                    row.peak_chars = chars
+            at = self._index.get(key)
+            if at is not None:
+                self.rows[at].peak_chars = chars
             return True
         return False
 
     def mark_broken(self, stream_id: str) -> None:
         self.broken.add(stream_id)
-        for row in self.rows:
-            if row.key.stream_id == stream_id:
-                row.broken_chain = True
+        for row in self._by_stream.get(stream_id, ()):
+            row.broken_chain = True
 
     def rebuild(self) -> None:
         by_stream: dict[str, list[RunSummary]] = {}
@@ -124,6 +127,10 @@ class RunsModel:
                 entries.append(self._row(RunKey(turns[0].stream_id), turns[0], False, 1))
             rows.extend(entries)
         self.rows = rows
+        self._index = {row.key: i for i, row in enumerate(rows)}
+        self._by_stream = {}
+        for row in rows:
+            self._by_stream.setdefault(row.key.stream_id, []).append(row)
 
     def _row(self, key: RunKey, summary: RunSummary, is_turn: bool, turns: int) -> RunRow:
         return RunRow(key, summary, is_turn, turns, self.peaks.get(key), key.stream_id in self.broken)
@@ -139,10 +146,7 @@ class RunsModel:
         return bool(needle) and needle in turns[0].stream_id.lower() and self.status_filter is None
 
     def index_of(self, key: RunKey) -> int | None:
-        for i, row in enumerate(self.rows):
-            if row.key == key:
-                return i
-        return None
+        return self._index.get(key)
 
     def find_stream(self, stream_id: str) -> int | None:
         """The entry for a stream id given on the command line (its header when it has turns)."""

@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from zymi_tui.context.knobs import ContextKnobs, KnobError, load_project_knobs
-from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.kinds import LlmCallStarted, StepSkipped, WorkflowNodeStarted
+from zymi_tui.events.lean import LLM_CALL_STARTED, LeanError, envelope, payload
 from zymi_tui.events.runs import turn_ranges
 from zymi_tui.events.store import EventReader, run_of, step_prefix
 from zymi_tui.tui.model import RunKey
@@ -43,25 +44,30 @@ async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:
     return [se for se in events if keep is not None and se.global_id in keep]
 
 
-def key_of(se: StoredEvent, turn_of: dict[str, str]) -> RunKey:
-    """The runs-list entry an event belongs to (turn when its correlation is a known turn)."""
-    stream = run_of(se.event.stream_id)
-    cid = se.event.correlation_id
-    if cid is not None and turn_of.get(cid) == stream:
-        return RunKey(stream, cid)
-    return RunKey(stream)
-
-
 async def read_peaks(reader: EventReader, turn_of: dict[str, str]) -> AsyncIterator[dict[RunKey, int]]:
-    """Peak approx_context_chars per run and per turn, from the `llm_call_started` index, in pages."""
+    """Peak approx_context_chars per run and per turn, from the `llm_call_started` index, in pages;
+    of each row only the envelope and `approx_context_chars` are read (`lean`), not the whole event."""
     cursor = 0
     while True:
-        page = await reader.read_kind_page("llm_call_started", stream_id=None, after_global_id=cursor, limit=PAGE)
-        if not page:
-            return
-        cursor = page[-1].global_id
-        yield peaks_of(page, turn_of)
-        if len(page) < PAGE:
+        page = await reader.read_rows(cursor, PAGE, tag="llm_call_started")
+        out: dict[RunKey, int] = {}
+        for gid, stream_id, seq, data in page.rows:
+            try:
+                env = envelope(data)
+                if env.kind.type == "LlmCallStarted":
+                    _peak(
+                        out,
+                        env.stream_id,
+                        env.correlation_id,
+                        payload(env, LLM_CALL_STARTED).approx_context_chars,
+                        turn_of,
+                    )
+            except LeanError as e:
+                reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
+        if out:
+            yield out
+        cursor = page.last_global_id
+        if page.rows_scanned < PAGE:
             return
         await asyncio.sleep(0)
 
@@ -70,13 +76,20 @@ def peaks_of(events: list[StoredEvent], turn_of: dict[str, str]) -> dict[RunKey,
     out: dict[RunKey, int] = {}
     for se in events:
         d = se.event.kind
-        if not isinstance(d, LlmCallStarted):
-            continue
-        keys = {RunKey(run_of(se.event.stream_id)), key_of(se, turn_of)}
-        for key in keys:
-            if d.approx_context_chars > out.get(key, -1):
-                out[key] = d.approx_context_chars
+        if isinstance(d, LlmCallStarted):
+            _peak(out, se.event.stream_id, se.event.correlation_id, d.approx_context_chars, turn_of)
     return out
+
+
+def _peak(out: dict[RunKey, int], stream_id: str, cid: str | None, chars: int, turn_of: dict[str, str]) -> None:
+    """Count `chars` toward its run's peak and, when its correlation is a known turn, that turn's."""
+    stream = run_of(stream_id)
+    keys = [RunKey(stream)]
+    if cid is not None and turn_of.get(cid) == stream:
+        keys.append(RunKey(stream, cid))
+    for key in keys:
+        if chars > out.get(key, -1):
+            out[key] = chars
 
 
 def infer_project(store_arg: str | None, resolved: str) -> Path | None:

@@ -14,10 +14,11 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
+from zymi_tui.engine.chat import PROJECT_PROFILE, profile_names
 from zymi_tui.events.messages import message_text
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext
 from zymi_tui.tui.actions import Act, ActionScreen
-from zymi_tui.tui.chat.session import PROJECT_PROFILE, ChatSession, profile_names
+from zymi_tui.tui.chat.session import ChatSession
 from zymi_tui.tui.chat.widgets import context_bar
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.safe_text import clean, safe_text

@@ -20,10 +20,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
+from zymi_tui.engine.chat import PROJECT_PROFILE, next_profile, profile_names
+from zymi_tui.engine.slash import help_text, parse_slash, unknown_command
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.chat.context_view import ContextScreen
-from zymi_tui.tui.chat.session import PROJECT_PROFILE, ChatSession, profile_names
+from zymi_tui.tui.chat.session import ChatSession
 from zymi_tui.tui.chat.transcript import Transcript
 from zymi_tui.tui.chat.widgets import PromptInput, TurnView, context_bar
 from zymi_tui.tui.model import format_size
@@ -268,25 +270,28 @@ class ChatScreen(ActionScreen):
             self._say("nothing to cancel")
 
     def _command(self, line: str) -> bool:
-        word, _, rest = line.partition(" ")
-        if word in ("/quit", "/exit"):
-            self.app.call_later(self.app.run_action, "quit_chat")
-        elif word == "/profile":
-            self.switch_profile(rest.strip() or None)
-        elif word == "/context":
-            self.action_context()
-        elif word == "/help":
-            self._say(f"{FIRST_HINT}. Commands: /profile [NAME], /context, /quit. Profiles: "
-                      + ", ".join(profile_names()))  # fmt: skip
-        else:
+        """A slash command (engine.slash parses them for both chats); False: the line is a message."""
+        slash = parse_slash(line)
+        if slash is None:
             return False
+        if slash.command == "quit":
+            self.app.call_later(self.app.run_action, "quit_chat")
+        elif slash.command == "profile":
+            self.switch_profile(slash.arg or None)
+        elif slash.command == "context":
+            self.action_context()
+        elif slash.command == "help":
+            self._say(FIRST_HINT)
+            self.app.notify(help_text(profile_names()), title="chat commands", timeout=30, markup=False)
+        else:
+            self._say(unknown_command(slash), "yellow")
         return True
 
     # -- knobs -------------------------------------------------------------------------------------
     def switch_profile(self, name: str | None) -> None:
         names = profile_names()
         if name is None:
-            name = names[(names.index(self.session.profile) + 1) % len(names)]
+            name = next_profile(self.session.profile)
         if name not in names:
             self._say(f"unknown profile {name!r}; profiles: {', '.join(names)}", "red")
             return

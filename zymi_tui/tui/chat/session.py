@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError, all_profiles, resolve_knobs
+from zymi_tui.context.knobs import ContextKnobs, KnobError
 from zymi_tui.engine.approvals import ApprovalHandler
-from zymi_tui.engine.chat import chat_pipeline, send
+from zymi_tui.engine.chat import PROJECT_PROFILE, chat_pipeline, profile_knobs, send
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.loader import ProjectError, Workspace, load_workspace
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, Provider, ProviderError
@@ -32,7 +32,6 @@ from zymi_tui.events.store import STEP_MARK, EventWriter
 from zymi_tui.replay.calls import CallContext, ReplayError, context_at
 from zymi_tui.tui.chat.transcript import CANCELLED
 
-PROJECT_PROFILE = "project"
 DEFAULT_TIMEOUT_S = 120.0
 DEMO_OFFER = "or pass --demo-model to chat with the offline demo model"
 _UNSET_ENV = re.compile(r"unresolved template variable `\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}`")
@@ -102,15 +101,6 @@ def load_chat_workspace(root: Path, demo_model: bool) -> Workspace:
                 ) from None
             environ = {**(os.environ if environ is None else environ), unset.group(1): ""}
     raise ChatSetupError(f"failed to load project in {root}: too many unset environment variables")
-
-
-def profile_names() -> list[str]:
-    """The profiles a chat can switch between: the project's own knobs, then the built-in and user ones."""
-    try:
-        names = all_profiles()
-    except KnobError:  # a broken profiles.yml: the built-in ones still work (the error shows on --profile)
-        names = dict(PROFILES)
-    return [PROJECT_PROFILE, *sorted(names)]
 
 
 class ChatSession:
@@ -200,9 +190,7 @@ class ChatSession:
         return self.rt.knobs
 
     def knobs_of(self, profile: str) -> ContextKnobs:
-        if profile == PROJECT_PROFILE:
-            return self.project_knobs
-        return resolve_knobs(self.project_knobs, profile, [])
+        return profile_knobs(self.project_knobs, profile)
 
     def set_profile(self, profile: str) -> ContextKnobs:
         """The knobs of the next turn's calls (raises KnobError for an unknown profile)."""

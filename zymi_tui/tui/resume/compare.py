@@ -10,6 +10,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
+from zymi_tui.context.knobs import describe_knobs
 from zymi_tui.events.store import EventReader, StoreError
 from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen
@@ -144,8 +145,7 @@ class ForkCompareScreen(ActionScreen):
         if fork.fork_at_step:
             head.append(clean(f"  (forked at '{fork.fork_at_step}')"))
         if fork.knobs:
-            knobs = ", ".join(f"{k}={v}" for k, v in fork.knobs.items())
-            head.append("\n" + clean(f"fork's knobs for the re-run steps: {knobs}"), style="dim")
+            head.append("\n" + clean(f"fork's knobs for the re-run steps: {describe_knobs(fork.knobs)}"), style="dim")
         self.query_one("#cmp-head", Static).update(head)
         self.query_one("#cmp-table", Static).update(figures_table(parent, fork, self.prices, self.model))
         caps: list[tuple[int, str]] = []

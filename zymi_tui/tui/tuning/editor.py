@@ -126,9 +126,18 @@ class TuningScreen(ActionScreen):
         Act("escape", "close", "Back", "Close the editor.", "back close"),
     )
 
-    def __init__(self, reader: EventReader, stream_id: str, *, project: Path | None, sequence: int | None = None):
+    def __init__(
+        self,
+        reader: EventReader,
+        stream_id: str,
+        *,
+        project: Path | None,
+        sequence: int | None = None,
+        knobs: ContextKnobs | None = None,  # opened with these knobs applied (an advice's recommendation)
+    ):
         super().__init__()
         self.reader, self.stream_id, self.project, self.want_seq = reader, stream_id, project, sequence
+        self.initial = knobs
         self.recorded = recorded_knobs(project)
         self.form = KnobForm(self.recorded)
         self.memory: MemoryReader | None = None
@@ -191,6 +200,10 @@ class TuningScreen(ActionScreen):
         self.redraw()
         if seqs:
             self.kept = await asyncio.to_thread(keep_call, self.memory, self.project, self.stream_id, seqs[self.picked])
+        if self.initial is not None and self.initial != self.recorded:
+            self.form.load(self.initial)
+            self.sync_inputs()
+            self.recompute()
 
     @work(thread=True, exclusive=True, group="kept")
     def keep_picked(self) -> None:

@@ -1,0 +1,159 @@
+"""Whole-process timings of the CLI, as a person at a shell sees them, against a baseline in the same run.
+
+    .venv/bin/python benchmarks/bench_cli.py --many /tmp/many_99k.db --coding /tmp/coding_100k.db [--repeat 5]
+    .venv/bin/python benchmarks/bench_cli.py --only replay --coding /tmp/coding_1m.db --repeat 1
+
+Each case runs our command and its baseline alternately (ours, baseline, ours, ...), --repeat times,
+as separate processes (start-up, imports and output included; output goes to /dev/null). Printed:
+median (min) wall seconds of each, peak RSS, and ours / baseline against the aim; then the median CPU
+seconds (user + system) and their ratio, which a loaded machine disturbs less than wall time. The baselines:
+`zymi` itself (installed by the test extra) or a bare scan of the same rows in plain Python
+(`sqlite3` + `json.loads`, or `sqlite3` + `hashlib`), which no reader can skip.
+Stores: shared/tools/make_big_store.py (many small runs: `--from memory`; long runs:
+`--from coding_default`) and benchmarks/make_long_run.py (one long run). Keep them in /tmp.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = ROOT / ".venv" / "bin"
+OURS = [str(BIN / "zymi-tui")]
+ZYMI = str(BIN / "zymi")
+PY = sys.executable
+SMALL = ROOT / "tests" / "oracle" / "chat_profile"
+
+BARE_SCAN = (
+    "import sqlite3, json, sys\n"
+    "c = sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True)\n"
+    "for gid, s, q, d in c.execute('SELECT id, stream_id, sequence, data FROM events ORDER BY id'):\n"
+    "    json.loads(d)\n"
+)
+BARE_HASH = (
+    "import sqlite3, hashlib, sys\n"
+    "c = sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True)\n"
+    "for eid, seq, data, prev in c.execute('SELECT event_id, sequence, data, prev_hash FROM events ORDER BY id'):\n"
+    "    h = hashlib.sha256(b'v2'); h.update(eid.encode()); h.update(seq.to_bytes(8, 'little'))\n"
+    "    h.update(data.encode()); h.update(prev.encode()); h.hexdigest()\n"
+)
+
+
+@dataclass
+class Case:
+    name: str
+    ours: list[str]
+    baseline: list[str]
+    baseline_name: str
+    aim: float  # ours / baseline at most (a ratio), or seconds when `aim_seconds`
+    aim_seconds: bool = False
+
+
+def run(cmd: list[str], cwd: str | None = None) -> tuple[float, float, int, float]:
+    """Wall seconds, peak RSS (MB), exit status and CPU seconds (user + system) of one process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_maxrss / 1024, proc.returncode, usage.ru_utime + usage.ru_stime
+
+
+def zymi_project(db: Path, work: Path) -> Path:
+    """zymi reads DIR/.zymi/events.db (and writes its schema there): a folder of its own, linking the store."""
+    folder = work / db.stem
+    (folder / ".zymi").mkdir(parents=True, exist_ok=True)
+    link = folder / ".zymi" / "events.db"
+    if not link.exists():
+        link.symlink_to(db.resolve())
+    return folder
+
+
+def cases(a: argparse.Namespace, work: Path) -> list[Case]:
+    small = work / "small"
+    if not small.exists():
+        (small / ".zymi").mkdir(parents=True)
+        shutil.copy(SMALL / "events.db", small / ".zymi" / "events.db")
+    out = [
+        Case("--version", [*OURS, "--version"], [ZYMI, "--version"], "zymi --version", 0.15, aim_seconds=True),
+        Case("--version vs python", [*OURS, "--version"], [PY, "-c", "pass"], "python -c pass", 0.15, True),
+        Case(
+            "runs (small store)", [*OURS, "runs", str(small)], [ZYMI, "runs", "-d", str(small)], "zymi runs", 0.3, True
+        ),
+    ]
+    if a.many:
+        many = Path(a.many)
+        out += [
+            Case(f"events --all --raw ({many.name})", [*OURS, "events", str(many), "--all", "--raw"],
+                 [PY, "-c", BARE_SCAN, str(many)], "bare sqlite3+json", 2.5),
+            Case(f"events --all --raw ({many.name}) vs zymi", [*OURS, "events", str(many), "--all", "--raw"],
+                 [ZYMI, "events", "-d", str(zymi_project(many, work)), "--raw", "-l", "100000000"], "zymi events", 99),
+            Case(f"runs ({many.name})", [*OURS, "runs", str(many)],
+                 [ZYMI, "runs", "-d", str(zymi_project(many, work)), "-l", "100000000"], "zymi runs", 99),
+            Case(f"verify ({many.name})", [*OURS, "verify", str(many)], [PY, "-c", BARE_HASH, str(many)],
+                 "bare sqlite3+hashlib", 2.0),
+        ]  # fmt: skip
+    if a.coding:
+        coding = Path(a.coding)
+        out += [
+            Case(f"replay --json ({coding.name})", [*OURS, "replay", str(coding), "--json"],
+                 [PY, "-c", BARE_SCAN, str(coding)], "bare sqlite3+json", 3.0),
+        ]  # fmt: skip
+    return [c for c in out if not a.only or a.only in c.name]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--many", help="a store of many small runs (make_big_store.py --from memory)")
+    ap.add_argument("--coding", help="a store of long agent runs (make_big_store.py --from coding_default)")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--only", help="run the cases whose name contains this")
+    ap.add_argument("--checkout", help="time the zymi_tui package of this folder instead (a 'before' figure)")
+    a = ap.parse_args()
+    cwd = None
+    if a.checkout:  # `python -m` puts the current folder first on sys.path: that checkout's package is run
+        OURS[:] = [PY, "-m", "zymi_tui"]
+        cwd = str(Path(a.checkout).resolve())
+    if not Path(ZYMI).exists():
+        print("bench_cli: zymi is not installed in .venv (pip install -e '.[test]')", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="bench_cli_") as tmp:
+        work = Path(tmp)
+        print(f"{'case':44} {'ours s: median (min)':>22} {'baseline s':>18}  {'RSS MB':>14}  ours/base  aim")
+        for case in cases(a, work):
+            ours: list[tuple[float, float, int, float]] = []
+            base: list[tuple[float, float, int, float]] = []
+            for _ in range(a.repeat):  # alternated, so both see the same machine load and page cache
+                ours.append(run(case.ours, cwd))
+                base.append(run(case.baseline))
+            failed = [c for _, _, c, _ in ours if c != 0]
+            o = statistics.median(w for w, _, _, _ in ours)
+            b = statistics.median(w for w, _, _, _ in base)
+            ratio = o / b
+            met = o <= case.aim if case.aim_seconds else ratio <= case.aim
+            aim = f"<= {case.aim} s" if case.aim_seconds else f"<= {case.aim}x" if case.aim < 99 else "(info)"
+            o_min, b_min = min(w for w, *_ in ours), min(w for w, *_ in base)
+            print(
+                f"{case.name:44} {o:10.3f} ({o_min:6.3f}) {b:8.3f} ({b_min:6.3f})"
+                f"  {max(r for _, r, *_ in ours):5.0f} / {max(r for _, r, *_ in base):5.0f}  {ratio:8.2f}x  {aim}"
+                + ("" if case.aim >= 99 else " met" if met else " MISSED")
+                + (f"  (ours exited {failed[0]})" if failed else "")
+                + f"  [{case.baseline_name}]"
+            )
+            cpu_o, cpu_b = statistics.median(c for *_, c in ours), statistics.median(c for *_, c in base)
+            print(f"{'':44} CPU s {cpu_o:8.3f} {cpu_b:17.3f}  {'':14}  {cpu_o / max(cpu_b, 1e-9):8.2f}x (CPU time)")
+            sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

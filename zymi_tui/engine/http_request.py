@@ -1,0 +1,137 @@
+"""A bounded HTTP/1.1 request reader for `serve`'s `http_inbound` door (one request per connection).
+
+Nothing is read that is not needed to answer: the head is limited in size, the body's length is
+checked from `Content-Length` before a byte of it is read (or counted while reading a chunked
+body), and the caller decides on the head alone (path, method, bearer token) before asking for the
+body. A client too slow or silent is cut off by the caller's timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from dataclasses import dataclass
+
+MAX_HEAD = 64 * 1024  # request line and headers
+MAX_BODY = 2 * 1024 * 1024  # zymi answers 413 above 2 MB
+LINGER_S = 0.5  # after a refusal, how long unread request bytes are drained (so the answer is seen)
+
+REASONS = {
+    100: "Continue", 200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+    405: "Method Not Allowed", 408: "Request Timeout", 413: "Payload Too Large",
+    431: "Request Header Fields Too Large", 501: "Not Implemented", 503: "Service Unavailable",
+}  # fmt: skip
+
+
+class Refusal(Exception):
+    """The request is answered with `status` and a JSON `{"error", "detail"}` body."""
+
+    def __init__(self, status: int, error: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.payload = {"error": error, "detail": detail}
+
+
+@dataclass
+class Head:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names; a repeated header keeps its last value
+
+
+async def read_head(reader: asyncio.StreamReader) -> Head:
+    """The request line and headers, at most MAX_HEAD bytes in all."""
+    size = 0
+    lines: list[str] = []
+    while True:
+        try:
+            raw = await reader.readuntil(b"\n")
+        except asyncio.LimitOverrunError:
+            raise Refusal(431, "header_too_large", f"request head exceeds {MAX_HEAD} bytes") from None
+        except asyncio.IncompleteReadError:
+            raise Refusal(400, "bad_request", "connection closed in the request head") from None
+        size += len(raw)
+        if size > MAX_HEAD:
+            raise Refusal(431, "header_too_large", f"request head exceeds {MAX_HEAD} bytes")
+        line = raw.decode("latin-1").rstrip("\r\n")
+        if not line:
+            if lines:
+                break
+            continue  # blank lines before the request line are allowed (RFC 9112 §2.2)
+        lines.append(line)
+    parts = lines[0].split()
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise Refusal(400, "bad_request", "malformed request line")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon or not name or name != name.strip():
+            raise Refusal(400, "bad_request", "malformed header line")
+        headers[name.lower()] = value.strip()
+    return Head(parts[0], parts[1].split("?", 1)[0], headers)
+
+
+def body_length(head: Head) -> int | None:
+    """The declared body length (None: chunked); 413 above MAX_BODY, before any of it is read."""
+    coding = head.headers.get("transfer-encoding", "").lower()
+    if coding:
+        if coding != "chunked":
+            raise Refusal(501, "unsupported_transfer_encoding", f"transfer-encoding `{coding}` is not supported")
+        return None
+    text = head.headers.get("content-length", "0")
+    if not text.isdigit():
+        raise Refusal(400, "bad_request", "invalid content-length")
+    length = int(text)
+    if length > MAX_BODY:
+        raise Refusal(413, "payload_too_large", f"body of {length} bytes exceeds the limit of {MAX_BODY} bytes")
+    return length
+
+
+async def read_body(reader: asyncio.StreamReader, length: int | None) -> bytes:
+    """The body: `length` bytes, or a chunked body counted as it arrives (413 past MAX_BODY)."""
+    try:
+        if length is not None:
+            return await reader.readexactly(length)
+        body = bytearray()
+        while True:
+            size_line = (await reader.readuntil(b"\n")).split(b";", 1)[0].strip()
+            try:
+                size = int(size_line, 16)
+            except ValueError:
+                raise Refusal(400, "bad_request", "malformed chunk size") from None
+            if size == 0:
+                while (await reader.readuntil(b"\n")).strip():
+                    pass  # trailers, ignored
+                return bytes(body)
+            if len(body) + size > MAX_BODY:
+                raise Refusal(413, "payload_too_large", f"chunked body exceeds the limit of {MAX_BODY} bytes")
+            body += await reader.readexactly(size)
+            await reader.readexactly(2)  # the chunk's CRLF
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+        raise Refusal(400, "bad_request", "connection closed in the request body") from None
+
+
+async def answer(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, status: int, payload: dict[str, str] | None
+) -> None:
+    """Send the response and close. Request bytes still arriving are drained (never kept), up to
+    LINGER_S and MAX_BODY bytes, so a client still sending sees the answer rather than a reset."""
+    text = b"" if payload is None else json.dumps(payload).encode()
+    head = f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\ncontent-length: {len(text)}\r\n"
+    head += "content-type: application/json\r\nconnection: close\r\n\r\n"
+    with contextlib.suppress(OSError, TimeoutError):
+        writer.write(head.encode() + text)
+        await asyncio.wait_for(writer.drain(), LINGER_S)
+        if writer.can_write_eof():
+            writer.write_eof()
+        loop = asyncio.get_running_loop()
+        until, drained = loop.time() + LINGER_S, 0
+        while loop.time() < until and drained < MAX_BODY:
+            chunk = await asyncio.wait_for(reader.read(65536), until - loop.time())
+            if not chunk:
+                break
+            drained += len(chunk)
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()

@@ -1,0 +1,203 @@
+"""The Advice panel (dashboard `A`): `zymi-tui advise` on the open store. Each finding with its
+evidence, recommendation and replayed effect; `e` opens the knob editor with the recommendation
+applied at the call that shows it, `f` forks that run with it (resume)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from zymi_tui.context.knobs import ContextKnobs, KnobError, make_knobs
+from zymi_tui.engine.tools import definition_bytes
+from zymi_tui.events.store import StoreError, open_reader, run_of, step_of
+from zymi_tui.replay.advice import Advice, Finding, advise, effect_line, profile_name, to_json, to_markdown
+from zymi_tui.replay.calls import ReplayError, recorded_knobs
+from zymi_tui.replay.costs import PriceError, load_prices
+from zymi_tui.tui.actions import Act, ActionScreen, Nav
+
+if TYPE_CHECKING:
+    from zymi_tui.tui.app import MainScreen
+
+
+class AdviceLoaded(Message):
+    def __init__(self, advice: Advice | None, error: str | None) -> None:
+        super().__init__()
+        self.advice, self.error = advice, error
+
+
+class AdviceScreen(ActionScreen):
+    DEFAULT_CSS = """
+    AdviceScreen #advice-head { height: auto; padding: 0 1; }
+    AdviceScreen #advice-body { height: 1fr; }
+    AdviceScreen #advice-list { width: 40%; min-width: 30; height: 1fr; }
+    AdviceScreen #advice-scroll { width: 1fr; height: 1fr; }
+    AdviceScreen #advice-detail { padding: 0 1; }
+    """
+    HELP_TITLE = "Advice"
+    HELP_INTRO = (
+        "`zymi-tui advise` on this store: each finding with its signal, evidence, a recommended change and its "
+        "effect replayed here (same trajectory assumed)."
+    )
+    NAV = (Nav("↑ ↓", "move between findings"),)
+    ACTIONS: ClassVar[tuple[Act, ...]] = (
+        Act("escape", "close", "Back", "Close the advice and go back to the dashboard.", "back close"),
+        Act("e", "edit", "Edit knobs", "Open the knob editor with this recommendation applied at the call that "
+            "shows the finding.", "edit knobs tune apply recommendation"),
+        Act("f", "fork", "Fork with it", "Fork the finding's run from its step with the recommended knobs (resume).",
+            "fork resume rerun recommendation"),
+        Act("ctrl+o", "export", "Export", "Write the advice report as Markdown and JSON to the current folder.",
+            "export save report markdown json"),
+    )  # fmt: skip
+
+    def __init__(self, main: MainScreen) -> None:
+        super().__init__()
+        self.main = main
+        self.advice: Advice | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("reading the store and replaying its recommendations…"), id="advice-head")
+        with Horizontal(id="advice-body"):
+            yield OptionList(id="advice-list")
+            with VerticalScroll(id="advice-scroll"):
+                yield Static(id="advice-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#advice-list").border_title = "Findings"
+        self.load()
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def load(self) -> None:
+        target = self.main.target
+
+        async def job() -> Advice:
+            try:
+                prices = load_prices()
+            except PriceError:
+                prices = None
+            reader = await open_reader(target.store)
+            try:
+                return await advise(reader, target.project, prices=prices, tool_bytes=definition_bytes)
+            finally:
+                await reader.close()
+
+        try:
+            self.post_message(AdviceLoaded(asyncio.run(job()), None))
+        except (StoreError, ReplayError, KnobError) as e:
+            self.post_message(AdviceLoaded(None, str(e)))
+
+    def on_advice_loaded(self, msg: AdviceLoaded) -> None:
+        head = self.query_one("#advice-head", Static)
+        if msg.advice is None:
+            head.update(Text(f"advice failed: {msg.error}", style="red"))
+            return
+        self.advice = a = msg.advice
+        t = Text()
+        t.append(f"{len(a.findings)} finding(s) over {a.calls} agent calls", style="bold")
+        t.append(
+            f" · model {a.model or 'unknown'} ({a.price_entry or 'no price'}, cache model {a.cache_family or 'none'})"
+        )
+        t.append(f"\n⚠ {a.caveat}", style="yellow")
+        head.update(t)
+        options = self.query_one(OptionList)
+        options.clear_options()
+        for i, f in enumerate(a.findings):
+            label = Text(f.signal, style="bold")
+            label.append("\n" + f.summary[:120], style="dim")
+            options.add_option(Option(label, id=str(i)))
+        if a.findings:
+            options.highlighted = 0
+            options.focus()
+            self.show(a.findings[0])
+        else:
+            self.query_one("#advice-detail", Static).update(Text("No findings: nothing to change on this store."))
+
+    @on(OptionList.OptionHighlighted)
+    def highlighted(self, msg: OptionList.OptionHighlighted) -> None:
+        f = self.current()
+        if f is not None:
+            self.show(f)
+
+    def current(self) -> Finding | None:
+        i = self.query_one(OptionList).highlighted
+        if self.advice is None or i is None or not 0 <= i < len(self.advice.findings):
+            return None
+        return self.advice.findings[i]
+
+    def show(self, f: Finding) -> None:
+        t = Text()
+        t.append(f.signal, style="bold")
+        t.append(f"\n{f.summary}\n")
+        if f.stream_id is not None:
+            t.append(f"shown at {f.stream_id} seq {f.sequence}\n", style="dim")
+        for e in f.evidence:
+            t.append(f"  • {e}\n")
+        rec = f.recommendation
+        if rec is not None:
+            t.append(f"\n→ {rec.text}\n", style="green")
+            if rec.knobs is not None:
+                t.append(f"  knobs {profile_name(rec.knobs)}\n")
+                t.append("  e: open the knob editor with them · f: fork the run with them\n", style="cyan")
+            if rec.effect is not None:
+                t.append(f"  replayed on this store (estimated): {effect_line(rec.effect)}\n")
+            if rec.not_replayed:
+                t.append(f"  not replayed: {rec.not_replayed}\n", style="dim")
+        self.query_one("#advice-detail", Static).update(t)
+
+    def _target(self) -> tuple[Finding, str, ContextKnobs] | None:
+        """The highlighted finding, the step stream to apply it to and its knobs (None: said why)."""
+        f = self.current()
+        if f is None or f.recommendation is None or f.recommendation.knobs is None:
+            self.notify("this finding's recommendation is not a change of knobs")
+            return None
+        stream = f.stream_id or self.main.focused_stream()
+        if stream is None or step_of(stream) is None or self.main.reader is None:
+            self.notify("no LLM call to apply it to")
+            return None
+        return f, stream, make_knobs(dict(f.recommendation.knobs), "advice")
+
+    def action_edit(self) -> None:
+        from zymi_tui.tui.tuning.editor import TuningScreen
+
+        found = self._target()
+        if found is not None and self.main.reader is not None:
+            f, stream, knobs = found
+            seq = f.sequence if f.stream_id == stream else None
+            project = self.main.target.project
+            self.app.push_screen(TuningScreen(self.main.reader, stream, project=project, sequence=seq, knobs=knobs))
+
+    def action_fork(self) -> None:
+        from zymi_tui.tui.resume.hook import fork_for_real
+
+        found = self._target()
+        if found is not None and self.main.reader is not None:
+            _, stream, knobs = found
+            t = self.main.target
+            base = recorded_knobs(t.project)
+            fork_for_real(self.app, self.main.reader, t.project, t.store, run_of(stream), step_of(stream), base, knobs)
+
+    def action_export(self) -> None:
+        if self.advice is None:
+            self.notify("the advice is not ready yet")
+            return
+        md, js = Path("zymi-advice.md"), Path("zymi-advice.json")
+        try:
+            md.write_text(to_markdown(self.advice), encoding="utf-8")
+            js.write_text(json.dumps(to_json(self.advice), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        except OSError as e:
+            self.notify(f"cannot write the report: {e.strerror or e}", severity="error")
+            return
+        self.notify(f"wrote {md} and {js}")
+
+    def action_close(self) -> None:
+        self.dismiss()
