@@ -8,11 +8,13 @@ from typing import Any
 from textual.pilot import Pilot
 
 from tests.test_chat_support import chat_app, demo_project, finish_turn, wait_for
-from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+from zymi_tui.events.location import SqliteStore
+from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.chat.context_view import ContextScreen
 from zymi_tui.tui.chat.dashboard import ChatDashboard
 from zymi_tui.tui.chat.screen import ChatScreen
 from zymi_tui.tui.launch import sample_store
+from zymi_tui.tui.target import Target
 from zymi_tui.tui.tuning.editor import TuningScreen
 
 
@@ -63,8 +65,10 @@ async def test_demo_message_f2_esc_f3_f4_and_back(tmp_path: Path) -> None:
 async def test_d_on_the_dashboard_then_every_chat_key(tmp_path: Path) -> None:
     sample = sample_store()
     assert sample is not None
-    db, project = sample
-    app = DashboardApp(Target(str(db), project, None, "sample"), theme="textual-dark")
+    store, project = sample
+    assert isinstance(store, SqliteStore)
+    db = store.path
+    app = DashboardApp(Target(store, project, None, "sample"), theme="textual-dark")
     before = db.read_bytes()
     async with app.run_test(size=(120, 40)) as pilot:
         await on(pilot, MainScreen)

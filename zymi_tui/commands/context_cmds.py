@@ -12,11 +12,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
-from zymi_tui.context.prefix import ProjectError, find_project
-from zymi_tui.events.store import EventReader, open_reader, resolve_store
+from zymi_tui.context.knobs import ContextKnobs, resolve_knobs
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.store import EventReader
 from zymi_tui.replay.cache import reuse_json
-from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
+from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, context_at, recorded_knobs, replay_store
 from zymi_tui.replay.export import context_markdown
 
 from .common import (
@@ -24,13 +25,12 @@ from .common import (
     CommandError,
     add_store_arg,
     err,
-    guarded,
+    located,
     out,
     raw_line,
     report_skipped,
     run_async,
     shown,
-    store_arg,
 )
 from .export_cmds import project_bodies, row_body
 from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
@@ -73,21 +73,15 @@ def _context_parser(c: argparse.ArgumentParser) -> None:
         "--format", choices=["text", "json", "md"], default="text",
         help="json: the call with its exact request body (as --json); md: layers, reasons, sizes and texts",
     )  # fmt: skip
-    c.set_defaults(func=guarded(lambda a: run_async(_context(a))))
+    c.set_defaults(func=lambda a: run_async(_context(a)))
 
 
-def _setup(args: argparse.Namespace) -> tuple[str, Path | None, ContextKnobs | None]:
-    location = resolve_store(store_arg(args))
-    project = find_project(location, Path(args.project) if args.project else None)
-    if project is not None and not (project / "project.yml").is_file():
-        raise CommandError(f"--project {args.project}: no project.yml in that folder")
-    try:
-        base = recorded_knobs(project)
-        knobs = None if args.profile is None and not args.sets else resolve_knobs(base, args.profile, args.sets)
-        if knobs == base:
-            knobs = None  # the recorded knobs: a plain replay, not a what-if
-    except (KnobError, ProjectError) as e:
-        raise CommandError(str(e)) from None
+def _setup(args: argparse.Namespace) -> tuple[StoreLocation, Path | None, ContextKnobs | None]:
+    location, project = located(args)
+    base = recorded_knobs(project)
+    knobs = None if args.profile is None and not args.sets else resolve_knobs(base, args.profile, args.sets)
+    if knobs == base:
+        knobs = None  # the recorded knobs: a plain replay, not a what-if
     return location, project, knobs
 
 
@@ -133,23 +127,10 @@ def _progress(done: int, total: int) -> None:
 
 def _replay_or_compare(args: argparse.Namespace) -> int:
     if args.compare:
-        from zymi_tui.commands.tuning_cmds import cmd_compare
+        from zymi_tui.commands.tuning_cmds import CompareRequest, compare
 
-        fmt = "json" if args.json else "table"
-        return cmd_compare(
-            argparse.Namespace(
-                store=args.store,
-                dir=args.dir,
-                project=args.project,
-                run=args.run,
-                profiles=args.compare,
-                prices=None,
-                model=None,
-                format=fmt,
-                output=None,
-            )
-        )
-    return guarded(lambda a: run_async(_replay(a)))(args)
+        return compare(CompareRequest(located(args), args.compare, args, format="json" if args.json else "table"))
+    return run_async(_replay(args))
 
 
 async def _replay(args: argparse.Namespace) -> int:
@@ -313,8 +294,6 @@ async def _context(args: argparse.Namespace) -> int:
             stream = await resolve_step_stream(reader, args)
             assert stream is not None
             row = await context_at(reader, stream, args.seq, project=project, knobs=knobs)
-        except ReplayError as e:
-            raise CommandError(str(e)) from None
         finally:
             report_skipped(reader)
     finally:
@@ -322,7 +301,7 @@ async def _context(args: argparse.Namespace) -> int:
     r = row.rendered
     fmt = "json" if args.json else args.format
     if fmt == "md":
-        sys.stdout.write(context_markdown(row, row_body(project_bodies(project), row)))
+        sys.stdout.write(raw_line(context_markdown(row, row_body(project_bodies(project), row))))
         return EXIT_OK
     if fmt == "json":
         obj = row_json(row, messages=True)

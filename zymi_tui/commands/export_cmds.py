@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from zymi_tui.engine.bodies import RequestBodies
-from zymi_tui.events.store import open_reader, step_of
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.store import step_of
 from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
 from zymi_tui.replay.export import ExportMeta, lhar_lines, otlp_traces
 
-from .common import EXIT_OK, add_store_arg, guarded, run_async, warn
+from .common import EXIT_OK, add_store_arg, located, run_async, warn
 from .flags import add_runs_filter, run_step_streams
-from .tuning_cmds import locate, write_or_print
+from .tuning_cmds import write_or_print
 
 
 def row_body(bodies: RequestBodies, row: CallContext) -> dict[str, Any] | None:
@@ -47,7 +48,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 
 async def _rows(args: argparse.Namespace) -> tuple[list[CallContext], RequestBodies, int]:
-    location, project = locate(args)
+    location, project = located(args)
     reader = await open_reader(location)
     try:
         streams = await run_step_streams(reader, args)
@@ -57,7 +58,6 @@ async def _rows(args: argparse.Namespace) -> tuple[list[CallContext], RequestBod
     return rows, project_bodies(project), recorded_knobs(project).hard_cap_chars
 
 
-@guarded
 def cmd_export(args: argparse.Namespace) -> int:
     rows, bodies, hard_cap = run_async(_rows(args))
     meta = ExportMeta(model=bodies.model, provider=bodies.provider, window_tokens=hard_cap // 4)

@@ -23,6 +23,14 @@ import asyncpg
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from zymi_tui.events.envelope import parse_timestamp_ns
+from zymi_tui.events.location import (
+    POSTGRES_SCHEMES,
+    PostgresStore,
+    SqliteStore,
+    StoreLocation,
+    location_of,
+    redact_url,
+)
 from zymi_tui.events.postgres import (
     PostgresReader,
     column_time,
@@ -32,9 +40,10 @@ from zymi_tui.events.postgres import (
     sqlite_column_time,
 )
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter, explain_sqlite_error
-from zymi_tui.events.store import StoreError, is_postgres_url, redact_url, resolve_store
+from zymi_tui.project.locate import DEFAULT_DB, locate_store, project_store
+from zymi_tui.project.reader import is_project
 
-from .common import EXIT_OK, CommandError, err, guarded, out, run_async, warn
+from .common import EXIT_OK, CommandError, err, out, run_async, warn
 
 COLUMNS = (
     "id", "event_id", "stream_id", "sequence", "timestamp", "kind_tag", "data",
@@ -65,7 +74,7 @@ class Target(Source, Protocol):
     async def put_heads(self, heads: Sequence[Head]) -> None: ...
 
 
-class SqliteStore:
+class SqliteRows:
     """A SQLite store as a copy source (opened read-only) or target (created with zymi's schema)."""
 
     def __init__(self, path: Path, conn: aiosqlite.Connection, hashed: bool, has_heads: bool) -> None:
@@ -75,7 +84,7 @@ class SqliteStore:
         self._has_heads = has_heads
 
     @classmethod
-    async def source(cls, path: str) -> SqliteStore:
+    async def source(cls, path: str) -> SqliteRows:
         await (await SqliteReader.open(path)).close()  # one clear line if it is not a zymi store
         conn = await aiosqlite.connect(Path(path).expanduser().resolve().as_uri() + "?mode=ro", uri=True)
         await conn.execute("PRAGMA busy_timeout=5000")
@@ -84,7 +93,7 @@ class SqliteStore:
         return cls(Path(path), conn, {"prev_hash", "hash"} <= cols, "stream_heads" in tables)
 
     @classmethod
-    async def target(cls, path: str) -> SqliteStore:
+    async def target(cls, path: str) -> SqliteRows:
         await (await SqliteWriter.open(path)).close()  # zymi's DDL, WAL and hash columns
         conn = await aiosqlite.connect(str(Path(path).expanduser()), isolation_level=None)
         await conn.execute("PRAGMA busy_timeout=5000")
@@ -157,7 +166,7 @@ class SqliteStore:
         await self._conn.close()
 
 
-class PostgresStore:
+class PostgresRows:
     """A Postgres store as a copy source (read-only, up to its settled horizon) or target."""
 
     def __init__(self, url: str, pool: asyncpg.Pool, reader: PostgresReader | None = None) -> None:
@@ -167,12 +176,12 @@ class PostgresStore:
         self._reader = reader
 
     @classmethod
-    async def source(cls, url: str) -> PostgresStore:
+    async def source(cls, url: str) -> PostgresRows:
         reader = await PostgresReader.open(url)  # validates the store; its horizon bounds the copy
         return cls(url, await connect_pool(url, read_only=True, max_size=1), reader)
 
     @classmethod
-    async def target(cls, url: str) -> PostgresStore:
+    async def target(cls, url: str) -> PostgresRows:
         pool = await connect_pool(url, read_only=False, max_size=1)
         try:
             async with pool.acquire() as conn:
@@ -265,22 +274,19 @@ def _for_sqlite(row: Row) -> Row:
     return (*row[:TS], ts, *row[TS + 1 :])
 
 
-async def _open(location: str, *, target: bool) -> Source | Target:
-    if is_postgres_url(location):
-        return await (PostgresStore.target(location) if target else PostgresStore.source(location))
-    return await (SqliteStore.target(location) if target else SqliteStore.source(location))
+async def _open(location: StoreLocation, *, target: bool) -> Source | Target:
+    if isinstance(location, PostgresStore):
+        return await (PostgresRows.target(location.url) if target else PostgresRows.source(location.url))
+    return await (SqliteRows.target(str(location.path)) if target else SqliteRows.source(str(location.path)))
 
 
-def _target_location(dst: str) -> str:
-    if is_postgres_url(dst):
-        return dst
+def _target_location(dst: str) -> StoreLocation:
     path = Path(dst).expanduser()
-    if path.is_dir():  # a project folder: the store its project.yml names, or .zymi/events.db
-        try:
-            return resolve_store(dst)
-        except StoreError:
-            return str(path / ".zymi" / "events.db")
-    return str(path)
+    if not dst.startswith(POSTGRES_SCHEMES) and path.is_dir() and is_project(path):
+        return project_store(path)  # a project folder: the store its project.yml names, or .zymi/events.db
+    if not dst.startswith(POSTGRES_SCHEMES) and path.is_dir():
+        return SqliteStore(path / DEFAULT_DB)
+    return location_of(dst)
 
 
 async def _resume_point(src: Source, dst: Target) -> int:
@@ -311,18 +317,14 @@ async def _heads(src: Source, dst: Target) -> tuple[list[Head], int]:
 
 
 async def migrate(src_arg: str, dst_arg: str, batch: int) -> int:
-    src_loc = resolve_store(src_arg)
+    src_loc = locate_store(src_arg)
     dst_loc = _target_location(dst_arg)
-    if src_loc == dst_loc or (
-        not is_postgres_url(src_loc)
-        and not is_postgres_url(dst_loc)
-        and Path(dst_loc).resolve() == Path(src_loc).resolve()
-    ):
-        raise CommandError(f"SRC and DST are the same store ({redact_url(src_loc)})")
+    if src_loc.same_as(dst_loc):
+        raise CommandError(f"SRC and DST are the same store ({src_loc})")
     src = await _open(src_loc, target=False)
     try:
         dst = await _open(dst_loc, target=True)
-        assert isinstance(dst, SqliteStore | PostgresStore)
+        assert isinstance(dst, SqliteRows | PostgresRows)
         try:
             return await _copy(src, dst, batch)
         finally:
@@ -376,4 +378,4 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
             err.print("interrupted: what was copied is kept; run the same command again to resume")
             raise
 
-    p.set_defaults(func=guarded(run))
+    p.set_defaults(func=run)

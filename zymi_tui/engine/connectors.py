@@ -19,13 +19,16 @@ from typing import Any
 
 from zymi_tui.engine.http_request import Head, Refusal, answer, body_length, read_body, read_head
 from zymi_tui.engine.recorder import Recorder
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import PipelineRequested, UserMessageReceived, snake_tag
 from zymi_tui.events.messages import UserMessage
 
 
-class ConnectorError(Exception):
-    pass
+class ConnectorError(UserError):
+    """A connector that cannot start or serve; one line."""
+
+    title = "Connector"
 
 
 async def publish_message(

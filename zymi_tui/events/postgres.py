@@ -53,6 +53,7 @@ from zymi_tui.events.envelope import (
     parse_timestamp_ns,
 )
 from zymi_tui.events.hashchain import ChainRow, hash_v2
+from zymi_tui.events.location import redact_url
 from zymi_tui.events.store import (
     STEP_MARK,
     Page,
@@ -60,7 +61,6 @@ from zymi_tui.events.store import (
     StoreError,
     StreamInfo,
     chain_by_stream,
-    redact_url,
     rows_from_events,
 )
 

@@ -14,13 +14,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from zymi_tui.context.knobs import PROFILES, ContextKnobs
-from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.kinds import ContextCompacted, ToolCallRequested
 from zymi_tui.events.messages import AssistantMessage, SystemMessage, ToolResultMessage
 from zymi_tui.events.store import STEP_MARK, EventReader
+from zymi_tui.project.reader import read_project
 from zymi_tui.replay.cache import CacheInput, predict
 from zymi_tui.replay.calls import CallContext, recorded_knobs
 from zymi_tui.replay.compare import (
@@ -134,25 +132,16 @@ class ProjectFacts:
 def project_facts(project: Path | None) -> ProjectFacts:
     if project is None:
         return ProjectFacts()
-    try:
-        doc = yaml.safe_load((project / "project.yml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        doc = {}
-    runtime = doc.get("runtime") if isinstance(doc, dict) else None
-    llm = doc.get("llm") if isinstance(doc, dict) else None
-    llm = llm if isinstance(llm, dict) else {}
-    prefixes = ProjectPrefixes(project)
-    step_agent = {
-        (p.name, s.id): s.agent for p in prefixes.pipelines.values() for s in p.steps.values() if s.agent is not None
-    }
-    fresh = frozenset((p.name, s.id) for p in prefixes.pipelines.values() for s in p.steps.values() if s.fresh)
+    read = read_project(project)
+    pipelines = read.pipelines.values()
+    step_agent = {(p.name, s.id): s.agent for p in pipelines for s in p.steps.values() if s.agent is not None}
     return ProjectFacts(
-        has_runtime_context=isinstance(runtime, dict) and runtime.get("context") is not None,
-        provider=str(llm["provider"]) if isinstance(llm.get("provider"), str) else None,
-        model=str(llm["model"]) if isinstance(llm.get("model"), str) else None,
+        has_runtime_context=read.context_section is not None,
+        provider=read.llm_setting("provider"),
+        model=read.llm_setting("model"),
         step_agent=step_agent,
-        agent_tools=dict(prefixes.agent_tools),
-        fresh_steps=fresh,
+        agent_tools=dict(read.agent_tools),
+        fresh_steps=frozenset((p.name, s.id) for p in pipelines for s in p.steps.values() if s.fresh),
     )
 
 

@@ -27,10 +27,11 @@ from zymi_tui.context.builder import (
     Shape,
     fast_ts_ns,
 )
-from zymi_tui.context.knobs import ContextKnobs, load_project_knobs
+from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.masking import message_bytes
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import (
     ContextCompacted,
@@ -48,6 +49,7 @@ from zymi_tui.events.kinds import (
 )
 from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
+from zymi_tui.project.reader import read_project
 
 PAGE = 2000
 # the kinds a replay reads: Layer C, the prefix and memory, failures (docs/context.md#layers, #memory, #hard-cap)
@@ -64,8 +66,10 @@ MAX_SUMMARY_BYTES = 4096  # a compaction reply is capped at max_tokens 1024 (~4 
 SAME_TRAJECTORY = "what-if: assumes the same trajectory (the recorded tool calls and answers)"
 
 
-class ReplayError(LookupError):
+class ReplayError(UserError):
     """An unknown stream or sequence, or a prefix that cannot be known; one line for a person."""
+
+    title = "Replay"
 
 
 @dataclass
@@ -507,7 +511,7 @@ async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> A
 
 
 def recorded_knobs(project: Path | None) -> ContextKnobs:
-    return load_project_knobs(project) if project is not None else ContextKnobs()
+    return project_knobs(read_project(project)) if project is not None else ContextKnobs()
 
 
 async def stream_ends(reader: EventReader) -> dict[str, int]:
@@ -517,8 +521,16 @@ async def stream_ends(reader: EventReader) -> dict[str, int]:
 
 def make_replayer(project: Path | None, knobs: ContextKnobs | None = None) -> Replayer:
     """A replayer for a store recorded with `project` (knobs=None: the recorded knobs)."""
-    recorded = recorded_knobs(project)
-    return Replayer(ProjectPrefixes(project) if project is not None else None, recorded, knobs or recorded)
+    return make_replayers(project, [knobs])[0]
+
+
+def make_replayers(project: Path | None, knobs: Sequence[ContextKnobs | None]) -> list[Replayer]:
+    """One replayer per knob set (None: the recorded knobs), the project read once."""
+    if project is None:
+        return [Replayer(None, ContextKnobs(), k or ContextKnobs()) for k in knobs]
+    read = read_project(project)
+    recorded, prefixes = project_knobs(read), ProjectPrefixes(read)
+    return [Replayer(prefixes, recorded, k or recorded) for k in knobs]
 
 
 async def replay_store(
@@ -556,7 +568,7 @@ async def replay_many(
 ) -> AsyncIterator[tuple[int, CallContext]]:
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
     and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row)."""
-    replayers = [make_replayer(project, k) for k in knobs]
+    replayers = make_replayers(project, knobs)
     ends = await stream_ends(reader)
     for replayer in replayers:
         replayer.forget_finished(ends)

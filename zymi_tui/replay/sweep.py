@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from zymi_tui.errors import UserError
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, replay_profiles
 from zymi_tui.replay.costs import PriceTable
@@ -17,12 +18,15 @@ DEFAULT_WINDOWS = (2, 4, 6, 8, 10, 15, 20)
 DEFAULT_SOFT_CAPS = (20_000, 40_000, 60_000, 100_000, 400_000)
 
 
-class SweepError(ValueError):
+class SweepError(UserError):
     """A grid the user asked for that cannot be swept; one line."""
+
+    title = "Sweep"
 
 
 def parse_values(text: str, what: str) -> list[int]:
     """`2,4,6` or `2-10:2` (start-stop:step, stop included) or a mix; `40k` = 40000."""
+
     out: list[int] = []
 
     def number(s: str) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from rich.text import Text
 from textual import on, work
@@ -19,14 +19,22 @@ from textual.widgets.option_list import Option
 
 from zymi_tui.context.knobs import ContextKnobs, KnobError, make_knobs
 from zymi_tui.engine.tools import definition_bytes
-from zymi_tui.events.store import StoreError, open_reader, run_of, step_of
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.store import EventReader, StoreError, run_of, step_of
 from zymi_tui.replay.advice import Advice, Finding, advise, effect_line, profile_name, to_json, to_markdown
 from zymi_tui.replay.calls import ReplayError, recorded_knobs
 from zymi_tui.replay.costs import PriceError, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
+from zymi_tui.tui.target import Target
 
-if TYPE_CHECKING:
-    from zymi_tui.tui.app import MainScreen
+
+class Dashboard(Protocol):
+    """What the advice screen needs of the dashboard's main screen."""
+
+    target: Target
+    reader: EventReader | None
+
+    def focused_stream(self) -> str | None: ...
 
 
 class AdviceLoaded(Message):
@@ -59,7 +67,7 @@ class AdviceScreen(ActionScreen):
             "export save report markdown json"),
     )  # fmt: skip
 
-    def __init__(self, main: MainScreen) -> None:
+    def __init__(self, main: Dashboard) -> None:
         super().__init__()
         self.main = main
         self.advice: Advice | None = None

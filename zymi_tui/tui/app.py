@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -17,17 +16,12 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import RUN_TAGS, list_runs
-from zymi_tui.events.store import (
-    EventReader,
-    StoreError,
-    is_postgres_url,
-    open_reader,
-    redact_url,
-    run_of,
-    step_of,
-)
+from zymi_tui.events.store import EventReader, StoreError, run_of, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 from zymi_tui.tui.actions import Act, ActionScreen
@@ -47,11 +41,12 @@ from zymi_tui.tui.messages import (
 )
 from zymi_tui.tui.model import RunKey, RunsModel, format_size
 from zymi_tui.tui.model_events import RUN_GROUP, EventsModel
-from zymi_tui.tui.model_graph import PipelineError, build_graph, load_pipeline_steps
+from zymi_tui.tui.model_graph import build_graph, load_pipeline_steps
 from zymi_tui.tui.model_plot import collect_calls
 from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.source import knobs_of, peaks_of, read_peaks, read_run
+from zymi_tui.tui.target import Target
 from zymi_tui.tui.widgets import CursorList, EventsList, RunsList
 
 TAIL_POLL_S = 0.1
@@ -68,14 +63,7 @@ KIND_PRESETS: list[tuple[str, set[str] | None]] = [
 ]  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Target:
-    """What to open: a resolved store, the project folder that describes it, and a banner."""
-
-    store: str
-    project: Path | None = None
-    run: str | None = None
-    banner: str | None = None
+JUMP_RETRIES = 20  # a run just created may take a few list reloads to appear
 
 
 class MainScreen(ActionScreen):
@@ -251,7 +239,9 @@ class MainScreen(ActionScreen):
     @work(exclusive=True, group="tail", exit_on_error=False)
     async def tail_store(self) -> None:
         assert self.reader is not None
-        path = None if is_postgres_url(self.target.store) else Path(self.target.store)  # a URL is never "deleted"
+        path = (
+            self.target.store.path if isinstance(self.target.store, SqliteStore) else None
+        )  # a URL is never "deleted"
         try:
             async for batch in tail(self.reader, self.last_gid, poll_s=TAIL_POLL_S):
                 self.post_message(TailBatch(batch))
@@ -299,12 +289,12 @@ class MainScreen(ActionScreen):
         try:
             steps = load_pipeline_steps(self.target.project, pipeline)
             self.post_message(PipelineLoaded(key, steps, None))
-        except PipelineError as e:
-            self.post_message(PipelineLoaded(key, None, str(e)))
+        except UserError as e:
+            self.post_message(PipelineLoaded(key, None, e.one_line()))
 
     def _check_store_file(self) -> None:
         """One stat a second: a store deleted while open is said so (the tail sees no new rows)."""
-        if is_postgres_url(self.target.store) or Path(self.target.store).exists():
+        if not isinstance(self.target.store, SqliteStore) or self.target.store.path.exists():
             return
         text = f"{self.target.store} was deleted: showing what was already loaded"
         if self.trouble != text:
@@ -486,6 +476,22 @@ class MainScreen(ActionScreen):
         i = runs_list.selected
         return self.runs.rows[i].key if i is not None and i < len(self.runs.rows) else None
 
+    def jump_to_run(self, stream_id: str, tries: int = JUMP_RETRIES) -> None:
+        """Select a run in the list; a run just created may need the list to reload first."""
+        index = self.runs.find_stream(stream_id)
+        if index is None:
+            if tries == JUMP_RETRIES:
+                self.reload_runs()
+            if tries > 0:
+                self.set_timer(0.2, lambda: self.jump_to_run(stream_id, tries - 1))
+            else:
+                self.notify(f"{stream_id} is not in the runs list (a filter may hide it)", severity="warning")
+            return
+        runs_list = self.query_one(RunsList)
+        runs_list.cursor = index
+        runs_list.cursor_changed()
+        runs_list.reveal_cursor()
+
     def select_current(self) -> None:
         key = self.current_key()
         self.update_run_info()
@@ -629,7 +635,7 @@ class MainScreen(ActionScreen):
         if self.target.banner:
             parts.append((self.target.banner, "bold"))
         else:
-            parts.append((f"store {redact_url(self.target.store)}", ""))
+            parts.append((f"store {self.target.store}", ""))
         parts.append((" · FROZEN" + (f" ({len(self.held)} new held)" if self.held else "") if self.frozen else
                       " · live", "bold yellow" if self.frozen else "green"))  # fmt: skip
         if self.runs.follow_newest:

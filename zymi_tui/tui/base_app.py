@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import sys
 
-from textual.app import App
 from textual.notifications import SeverityLevel
 
+from zymi_tui.tui.errors_view import UserErrorApp
 from zymi_tui.tui.failures import write_log
 from zymi_tui.tui.safe_text import clean
 
 
-class SafeApp(App[None]):
+class SafeApp(UserErrorApp[None]):
     crash_line: str | None = None
 
     def notify(
@@ -32,9 +32,12 @@ class SafeApp(App[None]):
         super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
 
     def _handle_exception(self, error: Exception) -> None:
-        """Textual's hook for an unhandled exception (it exits the app): one line and a log, not a traceback."""
-        log = write_log(error, f"{type(self).__name__} stopped")
+        """Textual's hook for an unhandled exception: a worker's UserError is shown (errors_view); anything
+        else exits the app, with one line and a log instead of a traceback."""
         super()._handle_exception(error)
+        if self.return_code != 1:
+            return  # shown as a notification, the app goes on
+        log = write_log(error, f"{type(self).__name__} stopped")
         where = f"traceback in {log}" if log else "the log file could not be written"
         self.crash_line = clean(f"zymi-tui: {type(error).__name__}: {error} ({where})", one_line=True)
 

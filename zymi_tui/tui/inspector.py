@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -13,12 +14,14 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Static
 
-from zymi_tui.context.knobs import KnobError
 from zymi_tui.engine.bodies import RequestBodies
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.messages import AssistantMessage, message_text
-from zymi_tui.events.store import StoreError, open_reader, step_of
-from zymi_tui.replay.calls import CallContext, ReplayError, context_with_previous
+from zymi_tui.events.store import step_of
+from zymi_tui.replay.calls import CallContext, context_with_previous
 from zymi_tui.replay.export import context_markdown
 from zymi_tui.replay.life import call_diff
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
@@ -38,6 +41,7 @@ class CallRebuilt(Message):
 
 class InspectorScreen(ActionScreen):
     CSS_PATH = str(Path(__file__).with_name("inspector.tcss"))
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"rebuild": "#summary"}
     HELP_TITLE = "Call inspector"
     HELP_INTRO = (
         "The context one LLM call saw, rebuilt by the context engine: layer A (system prompt and task), "
@@ -51,7 +55,7 @@ class InspectorScreen(ActionScreen):
             "(Markdown: layers, reasons, sizes) to files in the current folder.", "export save json markdown body"),
     )  # fmt: skip
 
-    def __init__(self, call: StoredEvent, store: str, project: Path | None) -> None:
+    def __init__(self, call: StoredEvent, store: StoreLocation, project: Path | None) -> None:
         super().__init__()
         self.call = call
         self.store = store
@@ -81,7 +85,7 @@ class InspectorScreen(ActionScreen):
         self.query_one("#messages").border_title = "Messages sent (layer A prefix, B memory, C history)"
         self.rebuild()
 
-    @work(thread=True, exclusive=True, exit_on_error=False)
+    @work(thread=True, exclusive=True, group="rebuild", exit_on_error=False)
     def rebuild(self) -> None:
         async def job() -> tuple[CallContext, CallContext | None]:
             reader = await open_reader(self.store)
@@ -94,8 +98,8 @@ class InspectorScreen(ActionScreen):
         try:
             call, previous = asyncio.run(job())
             self.post_message(CallRebuilt(call, None, previous))
-        except (StoreError, ReplayError, KnobError) as e:
-            self.post_message(CallRebuilt(None, str(e)))
+        except UserError as e:
+            self.post_message(CallRebuilt(None, e.one_line()))
 
     def on_call_rebuilt(self, msg: CallRebuilt) -> None:
         summary = self.query_one("#summary", Static)

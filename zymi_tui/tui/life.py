@@ -19,7 +19,9 @@ from textual.message import Message
 from textual.widgets import Footer, Input, Static
 
 from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError
-from zymi_tui.events.store import StoreError, open_reader
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.store import StoreError
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, make_replayer, replay_events
 from zymi_tui.replay.life import COMPACTED, FORGOTTEN, FRESH, FULL, MASKED, NOT_YET, STATE_NAMES, MessageLife
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
@@ -37,7 +39,7 @@ class LifeLoaded(Message):
 
 
 async def load_life(
-    store: str, project: Path | None, stream: str, knobs: ContextKnobs | None
+    store: StoreLocation, project: Path | None, stream: str, knobs: ContextKnobs | None
 ) -> tuple[MessageLife, MessageLife | None]:
     """The stream replayed under the recorded knobs and, given `knobs`, under those (one pass)."""
     reader = await open_reader(store)
@@ -89,7 +91,7 @@ class LifeScreen(ActionScreen):
     LifeScreen #life-find { dock: bottom; display: none; }
     """
 
-    def __init__(self, store: str, project: Path | None, stream: str) -> None:
+    def __init__(self, store: StoreLocation, project: Path | None, stream: str) -> None:
         super().__init__()
         self.store, self.project, self.stream = store, project, stream
         self.life: MessageLife | None = None

@@ -10,10 +10,12 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
+from zymi_tui.errors import UserError
 from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.chat.approval import ModalApproval
+from zymi_tui.tui.chat.dashboard import ChatDashboard
 from zymi_tui.tui.chat.screen import ChatScreen
-from zymi_tui.tui.chat.session import ChatOptions, ChatSession, ChatSetupError
+from zymi_tui.tui.chat.session import ChatOptions, ChatSession
 
 
 class ChatApp(SafeApp):
@@ -35,11 +37,11 @@ class ChatApp(SafeApp):
     async def on_mount(self) -> None:
         try:
             self.session = await ChatSession.open(self.options, self.approvals)
-        except ChatSetupError as e:
-            self.setup_error = str(e)
+        except UserError as e:
+            self.setup_error = e.one_line()
             self.exit(return_code=2)
             return
-        await self.push_screen(ChatScreen(self.session, hint=self.hint))
+        await self.push_screen(ChatScreen(self.session, hint=self.hint, dashboard=ChatDashboard))
 
     @property
     def chat(self) -> ChatScreen:

@@ -7,6 +7,8 @@ the screen says so.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -50,6 +52,7 @@ def entries_table(cc: CallContext) -> Table:
 class ContextScreen(ActionScreen):
     """←/→ (or 1-9) pick the profile; Esc goes back."""
 
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"profile": "#ctx-bar"}
     HELP_TITLE = "The last call's context"
     HELP_INTRO = (
         "The chat's last LLM call, message by message, as recorded or rebuilt under another profile "
@@ -96,7 +99,7 @@ class ContextScreen(ActionScreen):
         self.notify(f"the next turn uses profile {self.names[self.index]}")
         self.render_profile()
 
-    @work(exclusive=True)
+    @work(exclusive=True, group="profile", exit_on_error=False)
     async def render_profile(self) -> None:
         s, name = self.session, self.names[self.index]
         head = self.query_one("#ctx-head", Static)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
@@ -45,6 +48,7 @@ class ChatScreen(ActionScreen):
     CSS_PATH = str(Path(__file__).with_name("chat.tcss"))
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (90, "-wide")]  # noqa: RUF012
     HAS_INPUT = True
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"side": "#chat-bar"}
     HELP_TITLE = "Chat"
     HELP_INTRO = (
         "Each message runs one turn of the project's chat pipeline; every event is written to the store "
@@ -85,11 +89,20 @@ class ChatScreen(ActionScreen):
         Act("ctrl+l", "focus_prompt", "Prompt", "Put the cursor back in the message box.", "prompt focus type"),
     )
 
-    def __init__(self, session: ChatSession, *, hint: str | None = None, hosted: bool = False) -> None:
-        """`hosted`: pushed over another screen (the dashboard), which F4 goes back to, closing the session."""
+    def __init__(
+        self,
+        session: ChatSession,
+        *,
+        hint: str | None = None,
+        hosted: bool = False,
+        dashboard: Callable[[ChatSession], Screen[None]] | None = None,
+    ) -> None:
+        """`hosted`: pushed over another screen (the dashboard), which F4 goes back to, closing the session.
+        `dashboard`: what F4 opens when not hosted (the dashboard on the chat's store)."""
         super().__init__()
         self.session = session
         self.hosted = hosted
+        self.dashboard = dashboard
         self.transcript = Transcript(session.stream)
         self.events: list[StoredEvent] = []
         self.views: dict[int, TurnView] = {}
@@ -186,7 +199,7 @@ class ChatScreen(ActionScreen):
     def _say(self, text: str, style: str = "dim") -> None:
         self.query_one("#chat-hint", Static).update(safe_text(text, style))
 
-    @work(exclusive=True, group="side")
+    @work(exclusive=True, group="side", exit_on_error=False)
     async def refresh_side(self) -> None:
         """The bar: the last call's context rebuilt under the current profile's knobs."""
         bar = self.query_one("#chat-bar", Static)
@@ -308,7 +321,7 @@ class ChatScreen(ActionScreen):
     def action_context(self) -> None:
         self.app.push_screen(ContextScreen(self.session))
 
-    @work(exclusive=True, group="tune")
+    @work(exclusive=True, group="tune", exit_on_error=False)
     async def action_tune(self) -> None:
         """The tuning issue's knob editor on this chat's last call (what it would have been under other knobs)."""
         from zymi_tui.tui.tuning.editor import TuningScreen
@@ -328,9 +341,8 @@ class ChatScreen(ActionScreen):
             await self.session.close()
             self.dismiss()
             return
-        from zymi_tui.tui.chat.dashboard import ChatDashboard
-
-        self.app.push_screen(ChatDashboard(self.session))
+        if self.dashboard is not None:
+            self.app.push_screen(self.dashboard(self.session))
 
     def action_focus_prompt(self) -> None:
         self.query_one("#prompt", PromptInput).focus()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -81,6 +83,7 @@ class ForkCompareScreen(ActionScreen):
     ForkCompareScreen .answer { width: 1fr; height: auto; border: round $foreground-muted 50%; padding: 0 1; }
     ForkCompareScreen #cmp-diff { height: auto; border: round $accent; padding: 0 1; }
     """
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"compare": "#cmp-head"}
     HELP_TITLE = "Parent and fork"
     HELP_INTRO = "A fork beside its parent: the figures, the context curves overlaid, the answers and their diff."
     ACTIONS = (

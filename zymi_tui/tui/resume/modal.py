@@ -17,13 +17,14 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from zymi_tui.context.knobs import KnobError, all_profiles, resolve_knobs
+from zymi_tui.context.knobs import all_profiles, resolve_knobs
 from zymi_tui.engine.dag import plan_levels
-from zymi_tui.engine.loader import ProjectError
-from zymi_tui.engine.resume import KnobChoice, ResumeError, ResumePlan, plan_lines
-from zymi_tui.engine.runtime import project_knobs
+from zymi_tui.engine.resume import KnobChoice, ResumePlan, plan_lines
+from zymi_tui.engine.runtime import workspace_knobs
+from zymi_tui.errors import UserError
 from zymi_tui.events.kinds import PipelineRequested, WorkflowNodeCompleted
-from zymi_tui.events.store import EventReader, StoreError
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.store import EventReader
 from zymi_tui.tui.actions import Act, ActionModal
 from zymi_tui.tui.resume.job import ForkJob, load_project, preview, run_job
 from zymi_tui.tui.safe_text import clean
@@ -62,7 +63,7 @@ class ForkModal(ActionModal):
         self,
         reader: EventReader,
         project: Path | None,
-        store: str,
+        store: StoreLocation,
         parent: str,
         step: str | None,
         *,
@@ -107,8 +108,8 @@ class ForkModal(ActionModal):
         try:
             ws = await asyncio.to_thread(load_project, self.project, self.store)
             top = await self.reader.read_stream(self.parent_stream)
-        except (ResumeError, StoreError) as e:
-            self.problem = str(e)
+        except UserError as e:
+            self.problem = e.one_line()
             return
         request = next((se.event.kind for se in top if isinstance(se.event.kind, PipelineRequested)), None)
         if request is None or request.pipeline not in ws.pipelines:
@@ -120,7 +121,7 @@ class ForkModal(ActionModal):
         self.pipeline = request.pipeline
         self.steps = [s for level in plan_levels(ws.pipelines[request.pipeline]) for s in level]
         if self.fixed_knobs is None:
-            self.knobs = KnobChoice(project_knobs(ws))
+            self.knobs = KnobChoice(workspace_knobs(ws))
         ok = {k.node_id for se in top if isinstance(k := se.event.kind, WorkflowNodeCompleted) and k.success}
         if self.step is None and self.steps:
             self.step = next((s for s in self.steps if s not in ok), self.steps[-1])
@@ -132,8 +133,11 @@ class ForkModal(ActionModal):
         try:
             self.plan = await preview(self.reader, self.project, self.store, self.parent_stream, self.step or "")
             self.pipeline = self.plan.pipeline
-        except (ResumeError, StoreError, ProjectError) as e:
-            self.plan, self.problem = None, str(e)
+        except UserError as e:
+            self.plan, self.problem = None, e.one_line()
+
+    def worker_failed(self, group: str, line: str) -> None:
+        self.problem = line  # the confirm view shows it (redrawn ten times a second)
 
     def action_step(self, delta: int) -> None:
         if self.job is not None or not self.steps:
@@ -149,9 +153,9 @@ class ForkModal(ActionModal):
             ws = load_project(self.project, self.store)
             self.profile_i = (self.profile_i + 1) % len(self.profiles)
             profile = self.profiles[self.profile_i]
-            self.knobs = KnobChoice(resolve_knobs(project_knobs(ws), profile, []), profile)
-        except (ResumeError, KnobError, ProjectError) as e:
-            self.problem = str(e)
+            self.knobs = KnobChoice(resolve_knobs(workspace_knobs(ws), profile, []), profile)
+        except UserError as e:
+            self.problem = e.one_line()
 
     def action_go(self) -> None:
         if self.job is None:

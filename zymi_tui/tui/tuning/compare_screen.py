@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -16,6 +17,7 @@ from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from zymi_tui.context.knobs import KnobError, resolve_knobs
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.calls import recorded_knobs
 from zymi_tui.replay.compare import (
     CAVEAT,
@@ -78,6 +80,7 @@ class CompareScreen(ActionScreen):
 
     CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
     HAS_INPUT = True
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"compare": "#compare-status"}
     HELP_TITLE = "Profiles side by side"
     HELP_INTRO = (
         "The whole store replayed under two or more profiles (type them comma-separated, Enter runs): "
@@ -97,8 +100,8 @@ class CompareScreen(ActionScreen):
     )
 
     def __init__(
-        self, store: str, *, project: Path | None, profiles: str = "recorded,chat,eval", model: str | None = None,
-        export_dir: Path | None = None,
+        self, store: StoreLocation, *, project: Path | None, profiles: str = "recorded,chat,eval",
+        model: str | None = None, export_dir: Path | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
         self.store, self.project, self.initial, self.model = store, project, profiles, model
@@ -123,7 +126,7 @@ class CompareScreen(ActionScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = self.store
+        self.sub_title = str(self.store)
         self.action_run()
 
     # -- running ----------------------------------------------------------------------------------
@@ -161,7 +164,7 @@ class CompareScreen(ActionScreen):
         self.status("replaying… (escape cancels)")
         self.job(profiles)
 
-    @work(thread=True, exclusive=True, group="compare")
+    @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def job(self, profiles: list[tuple[str, KnobDict | None]]) -> None:
         worker = get_current_worker()
         t0 = time.perf_counter()

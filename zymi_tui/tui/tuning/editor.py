@@ -9,6 +9,7 @@ import asyncio
 import difflib
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
@@ -90,6 +91,7 @@ class TuningScreen(ActionScreen):
 
     CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
     HAS_INPUT = True
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"load": "#summary", "kept": "#summary", "whatif": "#summary"}
     HELP_TITLE = "Knob editor"
     HELP_INTRO = (
         "Edit the five knobs (or pick a profile) and see, for the picked call, the context the model "
@@ -190,7 +192,7 @@ class TuningScreen(ActionScreen):
             self.notify(self.profile_error, severity="warning")
         self.load()
 
-    @work(exclusive=True, group="load")
+    @work(exclusive=True, group="load", exit_on_error=False)
     async def load(self) -> None:
         self.memory = await load_run(self.reader, self.stream_id)
         self.recorded_calls = await replay_stream(self.memory, self.project, self.stream_id, None)
@@ -205,7 +207,7 @@ class TuningScreen(ActionScreen):
             self.sync_inputs()
             self.recompute()
 
-    @work(thread=True, exclusive=True, group="kept")
+    @work(thread=True, exclusive=True, group="kept", exit_on_error=False)
     def keep_picked(self) -> None:
         call = self.picked_call(self.recorded_calls)
         if self.memory is not None and call is not None:
@@ -298,7 +300,7 @@ class TuningScreen(ActionScreen):
         self.query_one("#diff", Static).update(self.diff_table())
         self.quick_ms = (time.perf_counter() - self.started) * 1000
 
-    @work(thread=True, exclusive=True, group="whatif")
+    @work(thread=True, exclusive=True, group="whatif", exit_on_error=False)
     def run_whatif(self, knobs: ContextKnobs) -> None:
         assert self.memory is not None
         t0 = time.perf_counter()

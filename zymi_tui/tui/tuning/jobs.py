@@ -8,7 +8,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from zymi_tui.events.store import open_reader
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.calls import recorded_knobs
 from zymi_tui.replay.compare import Comparison, compare_profiles, knob_dict, recorded_output, replay_profiles
 from zymi_tui.replay.costs import load_prices
@@ -32,7 +33,7 @@ def _ticker(tick: Tick, cancelled: Callable[[], bool]) -> Callable[[float, str],
 
 
 def run_comparison(
-    store: str,
+    store: StoreLocation,
     project: Path | None,
     profiles: Sequence[tuple[str, KnobDict | None]],
     *,
@@ -55,7 +56,7 @@ def run_comparison(
 
 
 def run_sweep(
-    store: str,
+    store: StoreLocation,
     project: Path | None,
     windows: Sequence[int],
     soft_caps: Sequence[int],
