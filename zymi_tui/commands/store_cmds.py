@@ -99,12 +99,15 @@ async def _list(
             if rows.rows_scanned < want:
                 break
             continue
-        if tag:
-            page = await reader.read_kind_page(tag, stream_id=args.run, after_global_id=cursor, limit=want)
-            last, scanned = (page[-1].global_id if page else cursor), len(page)
-        elif args.run:
-            page = await reader.read_stream(args.run, include_steps=True, after_global_id=cursor, limit=want)
-            last, scanned = (page[-1].global_id if page else cursor), len(page)
+        if tag or args.run:
+            reported = len(reader.problems)
+            if tag:
+                page = await reader.read_kind_page(tag, stream_id=args.run, after_global_id=cursor, limit=want)
+            else:
+                page = await reader.read_stream(args.run, include_steps=True, after_global_id=cursor, limit=want)
+            # rows skipped on this page count as read: a short page is the end only when nothing was skipped
+            skipped = [b.global_id for b in reader.problems[reported:]]
+            last, scanned = max([cursor, *(se.global_id for se in page[-1:]), *skipped]), len(page) + len(skipped)
         else:
             p = await reader.read_after(cursor, want)
             page, last, scanned = p.events, p.last_global_id, p.rows_scanned
