@@ -66,6 +66,8 @@ def open_chat(args: argparse.Namespace, root: Path, *, hint: str | None = None) 
     if app.setup_error is not None:
         fail(app.setup_error)
         return EXIT_USAGE
+    if app.return_code:
+        return app.return_code  # the app died: its one-line error names the log
     resume = f"zymi-tui chat -d {shlex.quote(str(root))} -r {shlex.quote(args.run)}"
     out.print(f"chat kept on stream {args.run!r} in the store of {root}; resume with: {resume}")
     return EXIT_OK

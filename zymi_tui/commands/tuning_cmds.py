@@ -369,7 +369,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             raise CommandError(f"{location}: no step stream with LLM calls to tune")
         app = TuningApp(location, lambda r: TuningScreen(r, stream, project=project, sequence=args.seq))
     app.run()
-    return EXIT_OK
+    return app.return_code or EXIT_OK  # 1 when the app died (the one-line error names the log)
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
