@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import logging
 import signal
 import sys
 from collections.abc import Awaitable
@@ -88,6 +89,23 @@ def report_skipped(reader: EventReader) -> None:
 def _sigint(how: int) -> None:
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(how, {signal.SIGINT})
+
+
+class _UnknownChildFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Unknown child process pid")
+
+
+def quiet_child_watcher() -> None:
+    """Drop asyncio's "Unknown child process pid N, will report returncode 255" warning. Commands
+    that run the engine keep a shell subprocess per run; a Ctrl-C that lands while one of its
+    processes exits can let the subprocess module reap it before asyncio's child-watcher thread,
+    which then prints that line although nothing went wrong (the shell is closed and the run
+    sealed). The shell sessions reap their processes themselves on cancellation; this is the guard
+    for the interleavings left to asyncio."""
+    asyncio_logger = logging.getLogger("asyncio")
+    if not any(isinstance(f, _UnknownChildFilter) for f in asyncio_logger.filters):
+        asyncio_logger.addFilter(_UnknownChildFilter())
 
 
 def run_async(coro: Awaitable[T]) -> T:

@@ -9,7 +9,15 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, CommandError, run_async
+from zymi_tui.commands.common import (
+    DIR_HELP,
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    CommandError,
+    quiet_child_watcher,
+    run_async,
+)
 from zymi_tui.commands.workspace import load_project, print_footer, say, say_interrupted
 from zymi_tui.context.knobs import KnobError
 from zymi_tui.engine.approvals import TerminalApproval
@@ -88,6 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return print_footer(result.success, result.final_output)
 
     try:
+        quiet_child_watcher()
         return run_async(go())
     except KeyboardInterrupt:
         return say_interrupted(ws.store, watch)
@@ -145,6 +154,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     try:
+        quiet_child_watcher()
         return run_async(go())
     except KeyboardInterrupt:
         say("\nshutting down…")
@@ -241,6 +251,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     try:
+        quiet_child_watcher()
         return run_async(go())
     except KeyboardInterrupt:
         say("\ninterrupted; the events written so far are kept")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_OK, CommandError, run_async
+from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_OK, CommandError, quiet_child_watcher, run_async
 from zymi_tui.commands.workspace import load_project, print_footer, say, say_interrupted
 from zymi_tui.context.knobs import resolve_knobs
 from zymi_tui.engine.approvals import TerminalApproval
@@ -68,6 +68,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise CommandError(f"no event store found at {ws.store.path}. Cannot resume.")
     watch = SealWatch()
     try:
+        quiet_child_watcher()
         return run_async(_dry_run(ws, args, knobs) if args.dry_run else _fork(ws, args, knobs, watch))
     except KeyboardInterrupt:
         return say_interrupted(ws.store, watch)

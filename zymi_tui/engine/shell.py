@@ -42,6 +42,18 @@ async def _both(out_task: asyncio.Task[Read], err_task: asyncio.Task[Read], time
     return out_task.result(), err_task.result()
 
 
+async def _reaped(proc: asyncio.subprocess.Process) -> int:
+    """Wait until asyncio's child watcher has reaped `proc`, even if cancelled meanwhile (a cancelled
+    wait leaves the process to be polled when its transport is closed, which races the watcher; see
+    `ShellSession.start`). The cancellation is raised once the process is reaped."""
+    waiting = asyncio.ensure_future(proc.wait())
+    try:
+        return await asyncio.shield(waiting)
+    except asyncio.CancelledError:
+        await waiting
+        raise
+
+
 class ShellSession:
     def __init__(self, proc: asyncio.subprocess.Process, shell_path: str) -> None:
         self.proc = proc
@@ -60,14 +72,26 @@ class ShellSession:
             args.append("-i")
         elif name in ("bash", "zsh"):
             args += ["--norc", "--noprofile"] if name == "bash" else ["--no-rcs"]
-        proc = await asyncio.create_subprocess_exec(
-            *args,
-            cwd=str(cwd),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                *args,
+                cwd=str(cwd),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
         )
+        try:
+            proc = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            # Cancelled (Ctrl-C) while the shell was being spawned: let the spawn finish, then kill
+            # the shell and wait for it here. Left to asyncio, the half-made process is closed by
+            # closing its pipes and polling it, which can reap the shell before asyncio's child
+            # watcher does, and the watcher then prints "Unknown child process pid N" on stderr.
+            with contextlib.suppress(Exception):
+                await cls(await spawn, config.shell_path).close()
+            raise
         return cls(proc, config.shell_path)
 
     async def _read_until(self, stream: asyncio.StreamReader, marker: str) -> tuple[str, str]:
@@ -115,10 +139,10 @@ class ShellSession:
         proc = await asyncio.create_subprocess_exec(
             "pkill", "-TERM", "-P", str(self.pid), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
         )
-        await proc.wait()
+        await _reaped(proc)
 
     async def close(self) -> None:
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
-            await self.proc.wait()
+        await _reaped(self.proc)
