@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
@@ -46,6 +45,7 @@ from zymi_tui.tui.model_plot import collect_calls
 from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.source import knobs_of, peaks_of, read_peaks, read_run
+from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
 from zymi_tui.tui.widgets import CursorList, EventsList, RunsList
 
@@ -195,17 +195,8 @@ class MainScreen(ActionScreen):
     def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
         """Run `job` with a reader of its own in this worker thread (decoding never blocks the UI)."""
 
-        async def run() -> None:
-            reader = await open_reader(self.target.store)
-            try:
-                await job(reader)
-            finally:
-                if reader.problems:
-                    self.post_message(RowsSkipped(list(reader.problems)))
-                await reader.close()
-
         try:
-            asyncio.run(run())
+            with_reader(self.target.store, job, skipped=lambda rows: self.post_message(RowsSkipped(rows)))
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
 

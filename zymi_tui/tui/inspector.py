@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import ClassVar
@@ -17,10 +16,9 @@ from textual.widgets import DataTable, Footer, Static
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import StoredEvent
-from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.messages import AssistantMessage, message_text
-from zymi_tui.events.store import step_of
+from zymi_tui.events.store import EventReader, step_of
 from zymi_tui.replay.calls import CallContext, context_with_previous
 from zymi_tui.replay.export import context_markdown
 from zymi_tui.replay.life import call_diff
@@ -29,6 +27,7 @@ from zymi_tui.tui.model import format_size
 from zymi_tui.tui.model_inspector import bar_cells, figures, preview, role_of, window_segments
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.source import knobs_of
+from zymi_tui.tui.store_job import with_reader
 
 
 class CallRebuilt(Message):
@@ -87,16 +86,12 @@ class InspectorScreen(ActionScreen):
 
     @work(thread=True, exclusive=True, group="rebuild", exit_on_error=False)
     def rebuild(self) -> None:
-        async def job() -> tuple[CallContext, CallContext | None]:
-            reader = await open_reader(self.store)
-            try:
-                ev = self.call.event
-                return await context_with_previous(reader, ev.stream_id, ev.sequence, project=self.project)
-            finally:
-                await reader.close()
+        async def job(reader: EventReader) -> tuple[CallContext, CallContext | None]:
+            ev = self.call.event
+            return await context_with_previous(reader, ev.stream_id, ev.sequence, project=self.project)
 
         try:
-            call, previous = asyncio.run(job())
+            call, previous = with_reader(self.store, job)
             self.post_message(CallRebuilt(call, None, previous))
         except UserError as e:
             self.post_message(CallRebuilt(None, e.one_line()))
