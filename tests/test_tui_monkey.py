@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 from textual.screen import Screen
+from textual.widgets import Input
 
 from tests.hostile_stores import HOSTILE, make_store
 from tests.tui_support import make_app, settle
@@ -73,6 +74,8 @@ class Monkey:
                     return  # this screen closed itself (Esc, F4): its keys are done
                 await self.back_to(screen)
             await self.press(key)
+            if isinstance(self.app.focused, Input) and not typed and self.app.screen is screen:
+                await self.press("enter")  # a search box opened: apply it, so the next keys are keys again
             opened = self.app.screen
             if opened is not screen and screen in self.app.screen_stack:
                 if depth < MAX_DEPTH and type(opened).__name__ not in self.screens:
