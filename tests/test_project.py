@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import ORACLE, copy_store
 from zymi_tui.events.location import PostgresStore, SqliteStore
@@ -175,3 +176,59 @@ def test_context_uses_the_projects_prefix(beside: Path) -> None:
     assert row["chars"] == call["approx_context_chars"]
     assert row["prefix_inferred"] is False
     assert sum(e["bytes"] for e in row["entries"] if e["layer"] == "A") == prefix
+
+
+# -- honest what-if: the recorded knobs and Layer A say where they come from ----------------------
+def replay_json(*args: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    run = cli("replay", *args, "--json")
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    return lines[:-1], lines[-1]
+
+
+def test_replay_prints_the_projects_recorded_knobs(beside: Path) -> None:
+    doc = yaml.safe_load((beside / "project" / "project.yml").read_text())["runtime"]["context"]
+    rows, totals = replay_json(str(beside))
+    assert totals["knobs_source"] == "project" and not totals["prefix_inferred"]
+    assert f"soft {doc['soft_cap_chars']}," in totals["knobs"] and f"window {doc['observation_window']}," in totals[
+        "knobs"]  # fmt: skip
+    assert all(r["knobs_source"] == "project" and r["prefix_basis"] is None for r in rows)
+    text = cli("replay", str(beside)).stdout
+    assert f"soft {doc['soft_cap_chars']}" in text and "engine defaults" not in text
+
+
+def test_without_a_project_the_estimate_says_so_and_strict_refuses(tmp_path: Path) -> None:
+    db = copy_store(ORACLE / "chat_profile" / "events.db", tmp_path / "lone")
+    rows, totals = replay_json(str(db))
+    assert totals["knobs_source"] == "unknown" and totals["knobs"].startswith("unknown")
+    assert totals["prefix_inferred"] and totals["prefix_basis"]
+    agent = [r for r in rows if r["kind"] == "agent"]
+    assert agent and all(r["prefix_inferred"] and r["prefix_basis"] and r["prefix_bytes"] is not None for r in agent)
+    text = cli("replay", str(db)).stdout
+    assert "Layer A inferred (no project)" in text.splitlines()[0]  # the table's title, above the figures
+    assert "knobs: unknown" in text
+    call = next(r for r in agent if r["iteration"] == 2)
+    one = cli("context", str(db), "--stream", call["stream_id"], "--seq", str(call["sequence"]))
+    assert f"Layer A ~{call['prefix_bytes']} B inferred (no project)" in one.stdout
+    for argv in (["replay", str(db)], ["context", str(db), "--stream", call["stream_id"], "--seq", "1"]):
+        refused = cli(*argv, "--strict")
+        assert refused.returncode == 2 and refused.stdout == ""
+        assert len(refused.stderr.strip().splitlines()) == 1 and "--strict" in refused.stderr
+        assert "--project DIR" in refused.stderr
+
+
+def test_strict_accepts_a_store_with_its_project(beside: Path) -> None:
+    assert cli("replay", str(beside), "--strict").returncode == 0
+
+
+def test_knobs_our_engine_recorded_are_read_from_the_store(tmp_path: Path) -> None:
+    """The bundled sample (made by our engine) alone: its knobs come from its WorkflowNodeStarted events."""
+    sample = Path(__file__).resolve().parents[1] / "zymi_tui" / "data" / "sample" / "chat_session" / "events.db"
+    db = copy_store(sample, tmp_path / "alone")
+    with sqlite3.connect(db) as c:
+        (data,) = c.execute("SELECT data FROM events WHERE kind_tag = 'workflow_node_started' LIMIT 1").fetchone()
+    recorded = json.loads(data)["kind"]["data"]["zymi_tui"]["knobs"]
+    _, totals = replay_json(str(db))
+    assert totals["knobs_source"] == "store" and not totals["prefix_inferred"]
+    assert f"soft {recorded['soft_cap_chars']}," in totals["knobs"]
+    assert f"window {recorded['observation_window']}," in totals["knobs"]

@@ -37,5 +37,6 @@ def observe(args: argparse.Namespace) -> int:
     run_async(_check(target.store))
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         raise CommandError("observe needs a terminal (stdin and stdout must be a TTY)")
-    DashboardApp(target, theme=args.theme).run()
-    return EXIT_OK
+    app = DashboardApp(target, theme=args.theme)
+    app.run()
+    return app.return_code or EXIT_OK  # 1 when the app died (the one-line error names the log)

@@ -61,6 +61,7 @@ class Prefix:
     task: str  # the resolved user message ("" -> no user message)
     inferred_bytes: int | None = None
     inferred_count: int = 2
+    basis: str | None = None  # an inferred prefix: how its size was found
 
     @property
     def inferred(self) -> bool:

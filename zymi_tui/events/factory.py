@@ -7,6 +7,7 @@ pay for importing asyncpg.
 from __future__ import annotations
 
 from zymi_tui.events.location import PostgresStore, SqliteStore, StoreLocation
+from zymi_tui.events.rows import RowSource, RowTarget
 from zymi_tui.events.store import EventReader, EventWriter
 
 
@@ -31,3 +32,25 @@ async def open_writer(location: StoreLocation) -> EventWriter:
 
     assert isinstance(location, SqliteStore)
     return await SqliteWriter.open(location.path)
+
+
+async def open_row_source(location: StoreLocation) -> RowSource:
+    """A store's whole rows to copy from (opened read-only; a Postgres source up to its settled horizon)."""
+    if isinstance(location, PostgresStore):
+        from zymi_tui.events.postgres_rows import PostgresRows
+
+        return await PostgresRows.source(location.url)
+    from zymi_tui.events.sqlite_rows import SqliteRows
+
+    return await SqliteRows.source(str(location.path))
+
+
+async def open_row_target(location: StoreLocation) -> RowTarget:
+    """A store to copy whole rows into (created with zymi's schema when missing)."""
+    if isinstance(location, PostgresStore):
+        from zymi_tui.events.postgres_rows import PostgresRows
+
+        return await PostgresRows.target(location.url)
+    from zymi_tui.events.sqlite_rows import SqliteRows
+
+    return await SqliteRows.target(str(location.path))

@@ -20,7 +20,7 @@ from typing import Any
 import aiosqlite
 
 from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.envelope import BadRow, Event, EventDecodeError, StoredEvent, decode_event
+from zymi_tui.events.envelope import BadRow, Event, RowDecoder, StoredEvent
 from zymi_tui.events.hashchain import ChainRow, hash_v2
 from zymi_tui.events.store import (
     STEP_MARK,
@@ -198,7 +198,7 @@ def _range_for_steps(stream_id: str) -> tuple[str, str]:
     return lo, lo[:-1] + chr(ord(STEP_MARK[-1]) + 1)
 
 
-class SqliteReader:
+class SqliteReader(RowDecoder):
     """A read-only view of a SQLite event store."""
 
     def __init__(self, path: Path, conn: aiosqlite.Connection, has_hash: bool) -> None:
@@ -289,11 +289,6 @@ class SqliteReader:
                     continue
                 raise explain_sqlite_error(self.label, e) from None
 
-    def _bad(self, gid: int, stream_id: str, seq: Any, error: str) -> None:
-        if gid not in self._seen_bad:
-            self._seen_bad.add(gid)
-            self.problems.append(BadRow(gid, stream_id, seq, error))
-
     def _sane(self, rows: Iterable[Any]) -> list[RawRow]:
         """The rows whose columns have the types zymi writes (a BLOB `data` read as the text its bytes
         hold); the others are reported in `problems` and left out."""
@@ -309,13 +304,7 @@ class SqliteReader:
         return out
 
     def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
-        out: list[StoredEvent] = []
-        for gid, stream_id, seq, data in self._sane(rows):
-            try:
-                out.append(StoredEvent(gid, decode_event(data, seq), data))
-            except EventDecodeError as e:
-                self._bad(gid, stream_id, seq, str(e))
-        return out
+        return self._decode_rows(self._sane(rows))
 
     async def count(self) -> int:
         return int((await self._fetch("SELECT COUNT(*) FROM events"))[0][0])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
@@ -25,7 +24,7 @@ from zymi_tui.events.store import EventReader, StoreError, run_of, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 from zymi_tui.tui.actions import Act, ActionScreen
-from zymi_tui.tui.errors_view import UserErrorApp
+from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.help import DASHBOARD_NAV, DASHBOARD_PANELS
 from zymi_tui.tui.messages import (
@@ -44,7 +43,9 @@ from zymi_tui.tui.model_events import RUN_GROUP, EventsModel
 from zymi_tui.tui.model_graph import build_graph, load_pipeline_steps
 from zymi_tui.tui.model_plot import collect_calls
 from zymi_tui.tui.plot import ContextPlot
+from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.source import knobs_of, peaks_of, read_peaks, read_run
+from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
 from zymi_tui.tui.widgets import CursorList, EventsList, RunsList
 
@@ -71,6 +72,7 @@ class MainScreen(ActionScreen):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-normal"), (110, "-wide")]  # noqa: RUF012
     VERTICAL_BREAKPOINTS = [(0, "-short"), (24, "-tall")]  # noqa: RUF012
     HELP_TITLE = "zymi-tui observe"
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"runs": "#runs", "run": "#events", "pipeline": "#graph"}
     HELP_INTRO = DASHBOARD_PANELS
     NAV = DASHBOARD_NAV
     ACTIONS: ClassVar[tuple[Act, ...]] = (
@@ -143,6 +145,7 @@ class MainScreen(ActionScreen):
         self.masking_checked = False
         self.masking_stale = False
         self.select_timer: Timer | None = None
+        self.chain_problem: str | None = None
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -163,7 +166,6 @@ class MainScreen(ActionScreen):
         self.query_one("#runs").border_title = "Runs"
         self.query_one("#graph").border_title = "Pipeline"
         self.query_one("#events").border_title = "Events"
-        self.query_one("#plot").border_title = "Context size (approx_context_chars per LLM call)"
         plot = self.query_one(ContextPlot)
         plot.soft_cap, plot.hard_cap = self.soft_cap, self.hard_cap
         self.query_one(RunsList).focus()
@@ -193,17 +195,8 @@ class MainScreen(ActionScreen):
     def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
         """Run `job` with a reader of its own in this worker thread (decoding never blocks the UI)."""
 
-        async def run() -> None:
-            reader = await open_reader(self.target.store)
-            try:
-                await job(reader)
-            finally:
-                if reader.problems:
-                    self.post_message(RowsSkipped(list(reader.problems)))
-                await reader.close()
-
         try:
-            asyncio.run(run())
+            with_reader(self.target.store, job, skipped=lambda rows: self.post_message(RowsSkipped(rows)))
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
 
@@ -299,6 +292,20 @@ class MainScreen(ActionScreen):
             self.post_message(StoreTrouble(text))
             self.workers.cancel_group(self, "tail")
 
+    def worker_failed(self, group: str, line: str) -> None:
+        if group == "run":
+            self.loading = False
+            self.update_events_title()
+        elif group == "verify":
+            self.chain_problem = line
+        elif group == "masking":  # the estimate from W stays on the plot; its legend says why it is not rebuilt
+            plot = self.query_one(ContextPlot)
+            plot.masking_problem = line
+            plot.replot()
+        if group in ("open", "verify", "tail", "runs"):
+            self.trouble = line
+        self.update_banner()
+
     # -- messages from workers ----------------------------------------------------------------
     def on_runs_loaded(self, msg: RunsLoaded) -> None:
         runs_list = self.query_one(RunsList)
@@ -358,6 +365,7 @@ class MainScreen(ActionScreen):
         if msg.key != self.selected:
             return
         view = self.query_one(EventsList)
+        view.problem = None
         if msg.first:
             self.events.cursor_gid = None
             self.events.expanded.clear()
@@ -580,7 +588,7 @@ class MainScreen(ActionScreen):
         row = self.runs.rows[self.query_one(RunsList).cursor]
         s = row.summary
         t = Text()
-        t.append(s.stream_id, style="bold")
+        t.append(clean(s.stream_id), style="bold")
         if row.is_turn:
             t.append(f"  turn {s.turn}/{row.turns}")
         t.append(f"  {s.status}")
@@ -588,11 +596,11 @@ class MainScreen(ActionScreen):
             t.append(f"  peak {format_size(row.peak_chars)}")
         chain = self.broken.get(key.stream_id)
         if chain:
-            t.append(f"\n⚠ hash chain does not verify: {chain}", style="bold red")
+            t.append("\n" + clean(f"⚠ hash chain does not verify: {chain}", one_line=True), style="bold red")
         elif self.verified is not None:
             t.append("  chain ✓", style="green")
         if s.error:
-            t.append(f"\nerror: {s.error.splitlines()[0][:200]}", style="red")
+            t.append("\n" + clean(f"error: {s.error}", one_line=True, max_cells=200), style="red")
         from zymi_tui.tui.resume.hook import lineage_text
 
         t.append_text(lineage_text(self, s))
@@ -610,7 +618,7 @@ class MainScreen(ActionScreen):
             parts.append(f"search “{m.search}”")
         if self.loading:
             parts.append("loading…")
-        self.query_one("#events").border_title = "Events · " + " · ".join(parts)
+        self.query_one("#events").border_title = safe_text("Events · " + " · ".join(parts), one_line=True)
         self.query_one("#events-title", Static).display = False
 
     def update_banner(self) -> None:
@@ -625,6 +633,8 @@ class MainScreen(ActionScreen):
             parts.append((" · following newest run", "cyan"))
         if self.broken:
             parts.append((f" · {len(self.broken)} run(s) fail the hash-chain check", "bold red"))
+        elif self.chain_problem is not None:
+            parts.append((" · hash chains not checked (see the notification)", "yellow"))
         elif self.verified is None:
             parts.append((" · checking hash chains…", "dim"))
         else:
@@ -639,7 +649,9 @@ class MainScreen(ActionScreen):
                              "them) · ", "yellow"))  # fmt: skip
         if self.trouble:
             parts.insert(0, (f"⚠ {self.trouble} · ", "bold red"))
-        self.query_one("#banner", Static).update(Text.assemble(*parts))
+        self.query_one("#banner", Static).update(
+            Text.assemble(*((clean(text, one_line=True), style) for text, style in parts))
+        )
 
     def on_resize(self) -> None:
         self.update_banner()
@@ -874,7 +886,7 @@ class MainScreen(ActionScreen):
         self.query_one(ContextPlot).action_toggle_x()
 
 
-class DashboardApp(UserErrorApp[None]):
+class DashboardApp(SafeApp):
     """The dashboard. `theme` fixes the colours (tests); `live=False` skips the tail worker."""
 
     TITLE = "zymi-tui observe"

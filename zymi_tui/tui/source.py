@@ -97,10 +97,13 @@ def _peak(out: dict[RunKey, int], stream_id: str, cid: str | None, chars: int, t
 def knobs_of(project: Path | None) -> tuple[ContextKnobs, str]:
     """The project's recorded knobs (`runtime.context`), or the engine defaults and why."""
     if project is None:
-        return ContextKnobs(), "engine defaults (no project folder)"
+        return ContextKnobs(), "unknown: no project found (engine defaults assumed)"
     if not is_project(project):
-        return ContextKnobs(), "engine defaults (no project.yml)"
+        return ContextKnobs(), "unknown: no project.yml (engine defaults assumed)"
     try:
-        return project_knobs(read_project(project)), "project.yml"
+        read = read_project(project)
+        if read.context_section is None:
+            return ContextKnobs(), "engine defaults: project.yml sets no runtime.context"
+        return project_knobs(read), "project.yml"
     except UserError as e:
-        return ContextKnobs(), f"engine defaults ({e.message})"
+        return ContextKnobs(), f"unknown: {e.message} (engine defaults assumed)"

@@ -11,14 +11,14 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 
 from zymi_tui.errors import UserError
+from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.chat.approval import ModalApproval
 from zymi_tui.tui.chat.dashboard import ChatDashboard
 from zymi_tui.tui.chat.screen import ChatScreen
 from zymi_tui.tui.chat.session import ChatOptions, ChatSession
-from zymi_tui.tui.errors_view import UserErrorApp
 
 
-class ChatApp(UserErrorApp[None]):
+class ChatApp(SafeApp):
     TITLE = "zymi-tui chat"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c,ctrl+q", "quit_chat", "Quit", priority=True, show=False),  # help: "Ctrl+Q quits"

@@ -20,6 +20,7 @@ from zymi_tui.events.store import EventReader
 from zymi_tui.tui.model import RunKey, RunsModel
 from zymi_tui.tui.resume.compare import ForkCompareScreen
 from zymi_tui.tui.resume.modal import ForkModal
+from zymi_tui.tui.safe_text import clean
 from zymi_tui.tui.target import Target
 
 
@@ -56,10 +57,12 @@ def lineage_text(main: Dashboard, summary: RunSummary) -> Text:
     """The run-info line: where a fork comes from, or how many forks a run has (`P` jumps)."""
     t = Text()
     if summary.fork is not None:
-        t.append(f"\n↩ fork of {summary.fork.parent_stream_id} at '{summary.fork.fork_at_step}'", style="magenta")
+        t.append(
+            "\n" + clean(f"↩ fork of {summary.fork.parent_stream_id} at '{summary.fork.fork_at_step}'"), style="magenta"
+        )
         t.append("  (P parent · C compare)", style="dim")
     elif (forks := forks_of(main, summary.stream_id)) and summary.turn == 1:
-        t.append(f"\n↪ {len(forks)} fork(s), newest {forks[0].stream_id}", style="magenta")
+        t.append("\n" + clean(f"↪ {len(forks)} fork(s), newest {forks[0].stream_id}"), style="magenta")
         t.append("  (P newest fork · C compare)", style="dim")
     return t
 

@@ -27,6 +27,7 @@ from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.tui.actions import Act, ActionModal
 from zymi_tui.tui.resume.job import ForkJob, load_project, preview, run_job
+from zymi_tui.tui.safe_text import clean
 
 SHOWN_LOG = 14
 STATE_STYLE = {"confirm": "cyan", "running": "yellow", "done": "green", "failed": "red"}
@@ -135,6 +136,9 @@ class ForkModal(ActionModal):
         except UserError as e:
             self.plan, self.problem = None, e.one_line()
 
+    def worker_failed(self, group: str, line: str) -> None:
+        self.problem = line  # the confirm view shows it (redrawn ten times a second)
+
     def action_step(self, delta: int) -> None:
         if self.job is not None or not self.steps:
             return
@@ -191,34 +195,36 @@ class ForkModal(ActionModal):
         self.query_one("#fork-keys", Static).update(keys)
 
     def _draw_confirm(self, body: Text, keys: Text) -> None:
-        body.append(f"parent: {self.parent_stream}\n", style="dim")
+        body.append(clean(f"parent: {self.parent_stream}") + "\n", style="dim")
         if self.plan is not None:
             for line in plan_lines(self.plan, dry_run=False):
-                body.append(line + "\n")
+                body.append(clean(line) + "\n")
         elif self.problem is None:
             body.append("planning…\n", style="dim")
         if self.knobs is not None:
             body.append("knobs for the re-run steps: ", style="bold")
-            body.append(self.knobs.describe() + "\n")
+            body.append(clean(self.knobs.describe()) + "\n")
         if self.problem:
-            body.append(self.problem + "\n", style="bold red")
+            body.append(clean(self.problem) + "\n", style="bold red")
         body.append("No approval handler here: a step that needs approval is denied.", style="dim")
         keys.append("Enter fork · ↑/↓ step" + ("" if self.fixed_knobs else " · p profile") + " · Esc close")
 
     def _draw_job(self, job: ForkJob, body: Text, keys: Text) -> None:
-        body.append(f"parent: {job.parent}  at '{job.step}'   knobs: {job.knobs.describe()}\n", style="dim")
+        body.append(clean(f"parent: {job.parent}  at '{job.step}'   knobs: {job.knobs.describe()}") + "\n", style="dim")
         if job.stream_id:
-            body.append(f"fork:   {job.stream_id}\n", style="bold")
+            body.append(clean(f"fork:   {job.stream_id}") + "\n", style="bold")
         if not job.log:
             body.append("(waiting for the fork's first events…)\n", style="dim")
         for line in job.log[-SHOWN_LOG:]:
-            body.append(line[:160] + "\n")
+            body.append(clean(line, one_line=True, max_cells=160) + "\n")
         if job.state == "done":
             answer = job.outcome.final_output if job.outcome else None
-            body.append("\n✓ completed" + (f": {answer[:200]}" if answer else ""), style="green")
+            body.append(
+                "\n✓ completed" + (": " + clean(answer, one_line=True, max_cells=200) if answer else ""), style="green"
+            )
             keys.append("Enter go to the fork's run · c compare with the parent · Esc close")
         elif job.state == "failed":
-            body.append(f"\n✗ {job.error or 'pipeline had failing steps'}", style="bold red")
+            body.append("\n✗ " + clean(job.error or "pipeline had failing steps"), style="bold red")
             keys.append(("c compare with the parent · " if job.stream_id else "") + "Esc close")
         else:
             keys.append("Esc close (the fork goes on in the background)")

@@ -9,12 +9,12 @@ from textual.screen import Screen
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
-from zymi_tui.tui.errors_view import UserErrorApp
+from zymi_tui.tui.base_app import SafeApp
 
 ScreenFactory = Callable[[EventReader], Screen[None]]
 
 
-class TuningApp(UserErrorApp[None]):
+class TuningApp(SafeApp):
     """Opens the store read-only, then one tuning screen; closing the screen quits."""
 
     TITLE = "zymi-tui tune"
