@@ -40,7 +40,6 @@ from zymi_tui.events.messages import AssistantMessage, ToolCallInfo
 from zymi_tui.events.sqlite import SqliteWriter
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.calls import replay_store
-from zymi_tui.replay.compare import knob_dict
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS
 from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.editor import TuningScreen
@@ -205,7 +204,11 @@ def main() -> None:
             print(f"   generated {store.name}: {a.events} events in {time.perf_counter() - t0:.1f} s")
         full = min(bare_scan(store) for _ in range(2))
         one = asyncio.run(replay_one(store, project))
-        profiles = [("recorded", None), ("chat", knob_dict(PROFILES["chat"])), ("eval", knob_dict(PROFILES["eval"]))]
+        profiles: list[tuple[str, ContextKnobs | None]] = [
+            ("recorded", None),
+            ("chat", PROFILES["chat"]),
+            ("eval", PROFILES["eval"]),
+        ]
         t0 = time.perf_counter()
         cmp = run_comparison(
             SqliteStore(store), project, profiles, model=None, tick=lambda f, s: None, cancelled=lambda: False

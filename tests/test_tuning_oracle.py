@@ -59,8 +59,8 @@ async def test_recorded_knobs_reproduce_every_recorded_figure(name: str) -> None
              "kind_tag='llm_call_completed' order by id")]  # fmt: skip
     reader = await open_oracle(name)
     try:
-        own = knob_dict(project_knobs(read_project(project)))
-        profiles: list[tuple[str, dict[str, int | None] | None]] = [("recorded", None), ("same, by value", own)]
+        own = project_knobs(read_project(project))
+        profiles: list[tuple[str, ContextKnobs | None]] = [("recorded", None), ("same, by value", own)]
         cmp = await compare_profiles(
             replay_profiles(reader, project, profiles), profiles, recorded_knobs=own,
             output=await recorded_output(reader),
@@ -147,9 +147,9 @@ async def test_chat_profile_on_coding_store_only_shrinks_contexts() -> None:
     reader = await open_oracle(name)
     try:
         project = ORACLE / name / "project"
-        profiles = [("recorded", None), ("chat", knob_dict(PROFILES["chat"]))]
+        profiles: list[tuple[str, ContextKnobs | None]] = [("recorded", None), ("chat", PROFILES["chat"])]
         cmp = await compare_profiles(
-            replay_profiles(reader, project, profiles), profiles, recorded_knobs=knob_dict(ContextKnobs()),
+            replay_profiles(reader, project, profiles), profiles, recorded_knobs=ContextKnobs(),
         )  # fmt: skip
     finally:
         await reader.close()

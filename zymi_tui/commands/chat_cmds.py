@@ -19,6 +19,7 @@ from pathlib import Path
 from zymi_tui.commands.common import DIR_HELP, EXIT_OK, EXIT_USAGE, CommandError, fail, out
 from zymi_tui.commands.flags import add_run_arg
 from zymi_tui.project.errors import ProjectError
+from zymi_tui.project.reader import is_project
 
 PIPELINE_HELP = "pipeline to chat with (default: `chat`; in a project without one: its only pipeline, said so)"
 DEMO_HINT = "demo project ready: send a few messages (try “audit all modules”), then press F2 to see the context"
@@ -33,7 +34,7 @@ def _project_dir(directory: str | None) -> Path:
     root = Path(directory).expanduser().resolve() if directory else Path.cwd()
     if not root.is_dir():
         raise CommandError(f"-d {directory}: no such folder (pass a zymi project folder, or try `zymi-tui demo`)")
-    if not (root / "project.yml").is_file():
+    if not is_project(root):
         raise CommandError(f"no project.yml in {root}: pass -d PROJECT_DIR, or run `zymi-tui demo` for a demo project")
     return root
 
@@ -107,7 +108,7 @@ def make_demo(directory: str | None) -> Path:
         root = Path(tempfile.mkdtemp(prefix="zymi-tui-demo-"))
     else:
         root = Path(directory).expanduser().resolve()
-        if (root / "project.yml").is_file():
+        if is_project(root):
             return root
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise CommandError(f"{directory}: not an empty folder and not a zymi project; pass a new or empty folder")

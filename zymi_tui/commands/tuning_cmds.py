@@ -50,11 +50,11 @@ KnobDict = dict[str, int | None]
 
 
 # -- shared --------------------------------------------------------------------------------------
-def profile_knobs(name: str, recorded: ContextKnobs) -> KnobDict | None:
+def profile_knobs(name: str, recorded: ContextKnobs) -> ContextKnobs | None:
     """`recorded` (or `project`) -> None (the store's own knobs); a built-in or saved profile otherwise."""
     if name in (RECORDED, "project"):
         return None
-    return knob_dict(resolve_knobs(recorded, name, []))
+    return resolve_knobs(recorded, name, [])
 
 
 def project_llm(project: Path | None, key: str) -> str | None:
@@ -140,7 +140,7 @@ async def run_compare(req: CompareRequest) -> Comparison:
             cmp = await compare_profiles(
                 replay_profiles(reader, project, profiles, streams),
                 profiles,
-                recorded_knobs=knob_dict(base),
+                recorded_knobs=base,
                 prices=prices,
                 model=req.model or project_llm(project, "model"),
                 provider=project_llm(project, "provider"),
@@ -211,10 +211,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 return await sweep(
                     reader,
                     project,
-                    knob_dict(base),
+                    base,
                     windows,
                     caps,
-                    recorded_knobs=knob_dict(base),
+                    recorded_knobs=base,
                     streams=streams,
                     last_global_id=await reader.max_global_id(),
                     progress=tick,

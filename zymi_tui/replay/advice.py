@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zymi_tui.context.knobs import PROFILES, ContextKnobs
+from zymi_tui.context.knobs import PROFILES, ContextKnobs, make_knobs
 from zymi_tui.events.kinds import ContextCompacted, ToolCallRequested
 from zymi_tui.events.messages import AssistantMessage, SystemMessage, ToolResultMessage
 from zymi_tui.events.store import STEP_MARK, EventReader
@@ -853,7 +853,7 @@ async def advise(
             yield i, call
 
     common: dict[str, Any] = {
-        "recorded_knobs": kd,
+        "recorded_knobs": base,
         "prices": prices,
         "model": model,
         "provider": facts.provider,
@@ -869,12 +869,15 @@ async def advise(
                 candidates.setdefault(profile_name(k), k)
     totals = {"recorded": cmp0.profiles[0].total, profile_name(kd): cmp0.profiles[0].total}
     if candidates:
-        profiles: list[tuple[str, KnobDict | None]] = [("recorded", None), *candidates.items()]
+        tried: list[tuple[str, ContextKnobs | None]] = [
+            (n, make_knobs(dict(k), f"advice {n}")) for n, k in candidates.items()
+        ]
+        profiles: list[tuple[str, ContextKnobs | None]] = [("recorded", None), *tried]
 
         async def calls() -> ProfileCalls:  # the recorded rows of pass one, then every candidate in one pass
             for row in rows:
                 yield 0, row
-            async for i, call in replay_profiles(reader, project, list(candidates.items()), streams):
+            async for i, call in replay_profiles(reader, project, tried, streams):
                 yield i + 1, call
 
         cmp = await compare_profiles(calls(), profiles, **common)

@@ -16,14 +16,13 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
-from zymi_tui.context.knobs import KnobError, resolve_knobs
+from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.calls import recorded_knobs
 from zymi_tui.replay.compare import (
     CAVEAT,
     COLUMNS,
     Comparison,
-    knob_dict,
     price_note,
     to_csv,
     to_json_text,
@@ -31,7 +30,7 @@ from zymi_tui.replay.compare import (
 )
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.safe_text import clean, safe_text
-from zymi_tui.tui.tuning.jobs import Cancelled, KnobDict, run_comparison
+from zymi_tui.tui.tuning.jobs import Cancelled, run_comparison
 from zymi_tui.tui.tuning.plots import OverlayPlot
 
 RECORDED = "recorded"
@@ -130,19 +129,19 @@ class CompareScreen(ActionScreen):
         self.action_run()
 
     # -- running ----------------------------------------------------------------------------------
-    def parse_profiles(self) -> list[tuple[str, KnobDict | None]] | None:
+    def parse_profiles(self) -> list[tuple[str, ContextKnobs | None]] | None:
         names = [n.strip() for n in self.query_one("#profiles", Input).value.split(",") if n.strip()]
         if len(names) < 2:
             self.status("give two or more profiles, e.g. recorded,chat,eval", error=True)
             return None
         base = recorded_knobs(self.project)
-        out: list[tuple[str, KnobDict | None]] = []
+        out: list[tuple[str, ContextKnobs | None]] = []
         for name in names:
             if name in (RECORDED, "project"):
                 out.append((name, None))
                 continue
             try:
-                out.append((name, knob_dict(resolve_knobs(base, name, []))))
+                out.append((name, resolve_knobs(base, name, [])))
             except KnobError as e:
                 self.status(str(e).replace("--profile ", "profile "), error=True)
                 return None
@@ -165,7 +164,7 @@ class CompareScreen(ActionScreen):
         self.job(profiles)
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
-    def job(self, profiles: list[tuple[str, KnobDict | None]]) -> None:
+    def job(self, profiles: list[tuple[str, ContextKnobs | None]]) -> None:
         worker = get_current_worker()
         t0 = time.perf_counter()
         try:

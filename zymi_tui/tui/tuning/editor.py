@@ -21,6 +21,7 @@ from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError, user_profiles
 from zymi_tui.events.store import EventReader
+from zymi_tui.project.reader import PROJECT_FILE
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, recorded_knobs
 from zymi_tui.replay.compare import knob_dict
 from zymi_tui.replay.profiles_io import (
@@ -455,7 +456,7 @@ class TuningScreen(ActionScreen):
             )
             return
         try:
-            edit = plan_apply(self.project / "project.yml", knob_dict(self.form.knobs))
+            edit = plan_apply(self.project / PROJECT_FILE, knob_dict(self.form.knobs))
         except ProfileFileError as e:
             self.notify(str(e), severity="error")
             return

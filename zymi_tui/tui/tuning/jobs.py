@@ -10,7 +10,7 @@ from pathlib import Path
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.calls import recorded_knobs
-from zymi_tui.replay.compare import Comparison, compare_profiles, knob_dict, recorded_output, replay_profiles
+from zymi_tui.replay.compare import Comparison, Profiles, compare_profiles, recorded_output, replay_profiles
 from zymi_tui.replay.costs import load_prices
 from zymi_tui.replay.sweep import Sweep, sweep
 from zymi_tui.tui.store_job import with_reader
@@ -35,7 +35,7 @@ def _ticker(tick: Tick, cancelled: Callable[[], bool]) -> Callable[[float, str],
 def run_comparison(
     store: StoreLocation,
     project: Path | None,
-    profiles: Sequence[tuple[str, KnobDict | None]],
+    profiles: Profiles,
     *,
     model: str | None,
     tick: Tick,
@@ -43,7 +43,7 @@ def run_comparison(
 ) -> Comparison:
     async def go(reader: EventReader) -> Comparison:
         return await compare_profiles(
-            replay_profiles(reader, project, profiles), profiles, recorded_knobs=knob_dict(recorded_knobs(project)),
+            replay_profiles(reader, project, profiles), profiles, recorded_knobs=recorded_knobs(project),
             prices=load_prices(), model=model, output=await recorded_output(reader),
             last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled),
         )  # fmt: skip
@@ -61,7 +61,7 @@ def run_sweep(
     cancelled: Callable[[], bool],
 ) -> Sweep:
     async def go(reader: EventReader) -> Sweep:
-        base = knob_dict(recorded_knobs(project))
+        base = recorded_knobs(project)
         return await sweep(
             reader, project, base, windows, soft_caps, recorded_knobs=base,
             last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled),
