@@ -30,9 +30,10 @@ from pathlib import Path
 import asyncpg
 
 from zymi_tui.events.envelope import Event
+from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.kinds import ResponseReady
+from zymi_tui.events.location import location_of
 from zymi_tui.events.sqlite import SqliteWriter
-from zymi_tui.events.store import open_reader, open_writer
 from zymi_tui.events.tail import DEFAULT_POLL_S, tail
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,10 +42,11 @@ WRITER = """
 import asyncio, json, os, sys, time
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import ResponseReady
-from zymi_tui.events.store import open_writer
+from zymi_tui.events.factory import open_writer
+from zymi_tui.events.location import location_of
 
 async def main(store, me, n, log_path, go):
-    writer = await open_writer(store)
+    writer = await open_writer(location_of(store))
     open(go + f"-{me}.ready", "w").close()
     events = [Event.new(f"s{(i + me) % %(streams)d}", ResponseReady(conversation_id="c", content="x" * 200), f"w{me}")
               for i in range(n)]
@@ -109,7 +111,7 @@ def start_writers(store: str, writers: int, n: int, work: Path) -> tuple[list[su
 
 
 async def wait_ready(store: str) -> None:
-    await (await open_writer(store)).close()  # schema in place before any writer or reader starts
+    await (await open_writer(location_of(store))).close()  # schema in place before any writer or reader starts
 
 
 async def writers_connected(go: Path, writers: int) -> None:
@@ -146,7 +148,7 @@ async def tail_delays(store: str, writers: int, n: int, work: Path) -> tuple[lis
     """Commit-to-seen delays of our tail; on Postgres also how many events a naive tail never saw."""
     await wait_ready(store)
     procs, go = start_writers(store, writers, n, work)
-    reader = await open_reader(store)
+    reader = await open_reader(location_of(store))
     seen: dict[str, float] = {}
     stop = asyncio.Event()
     naive: set[int] = set()
@@ -194,7 +196,7 @@ async def fill_sqlite(path: Path, n: int) -> None:
 
 
 async def read_all(store: str) -> tuple[float, int]:
-    reader = await open_reader(store)
+    reader = await open_reader(location_of(store))
     started = time.perf_counter()
     cursor, count = 0, 0
     while True:

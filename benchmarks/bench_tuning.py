@@ -33,12 +33,13 @@ from textual.widgets import Input
 from zymi_tui.context.builder import ContextBuilder, Prefix
 from zymi_tui.context.knobs import PROFILES, ContextKnobs
 from zymi_tui.events.envelope import Event, StoredEvent, format_timestamp
+from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, LlmCallStarted, ToolCallCompleted
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.messages import AssistantMessage, ToolCallInfo
 from zymi_tui.events.sqlite import SqliteWriter
-from zymi_tui.events.store import EventReader, open_reader
+from zymi_tui.events.store import EventReader
 from zymi_tui.replay.calls import replay_store
-from zymi_tui.replay.compare import knob_dict
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS
 from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.editor import TuningScreen
@@ -127,7 +128,7 @@ async def bench_editor(path: Path, edits: int) -> tuple[list[float], list[float]
     def make(reader: EventReader) -> TuningScreen:
         return TuningScreen(reader, STREAM, project=None)
 
-    app = TuningApp(str(path), make)
+    app = TuningApp(SqliteStore(path), make)
     redraw: list[float] = []
     worker: list[float] = []
     quick: list[float] = []
@@ -162,7 +163,7 @@ async def bench_editor(path: Path, edits: int) -> tuple[list[float], list[float]
 
 
 async def replay_one(path: Path, project: Path) -> float:
-    reader = await open_reader(str(path))
+    reader = await open_reader(SqliteStore(path))
     t0 = time.perf_counter()
     async for _ in replay_store(reader, project=project):
         pass
@@ -203,16 +204,22 @@ def main() -> None:
             print(f"   generated {store.name}: {a.events} events in {time.perf_counter() - t0:.1f} s")
         full = min(bare_scan(store) for _ in range(2))
         one = asyncio.run(replay_one(store, project))
-        profiles = [("recorded", None), ("chat", knob_dict(PROFILES["chat"])), ("eval", knob_dict(PROFILES["eval"]))]
+        profiles: list[tuple[str, ContextKnobs | None]] = [
+            ("recorded", None),
+            ("chat", PROFILES["chat"]),
+            ("eval", PROFILES["eval"]),
+        ]
         t0 = time.perf_counter()
-        cmp = run_comparison(str(store), project, profiles, model=None, tick=lambda f, s: None, cancelled=lambda: False)
+        cmp = run_comparison(
+            SqliteStore(store), project, profiles, model=None, tick=lambda f, s: None, cancelled=lambda: False
+        )
         three = time.perf_counter() - t0
         print(f"2. whole-store replay under 3 profiles: {three:.1f} s ({cmp.profiles[0].total.calls} calls each) vs "
               f"bare scan {full:.1f} s: {three / full:.1f}x the scan; one profile alone (replay_store) {one:.1f} s, "
               f"so 3 profiles cost {three / one:.2f}x one")  # fmt: skip
         if not a.no_sweep:
             t0 = time.perf_counter()
-            result = run_sweep(str(store), project, DEFAULT_WINDOWS, DEFAULT_SOFT_CAPS, tick=lambda f, s: None,
+            result = run_sweep(SqliteStore(store), project, DEFAULT_WINDOWS, DEFAULT_SOFT_CAPS, tick=lambda f, s: None,
                                cancelled=lambda: False)  # fmt: skip
             grid = time.perf_counter() - t0
             per = grid / len(result.points)

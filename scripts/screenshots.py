@@ -25,9 +25,11 @@ sys.path.insert(0, str(ROOT))
 
 from textual.pilot import Pilot  # noqa: E402
 
-from zymi_tui.tui.app import DashboardApp, MainScreen, Target  # noqa: E402
+from zymi_tui.events.location import SqliteStore  # noqa: E402
+from zymi_tui.tui.app import DashboardApp, MainScreen  # noqa: E402
 from zymi_tui.tui.inspector import InspectorScreen  # noqa: E402
 from zymi_tui.tui.launch import sample_store  # noqa: E402
+from zymi_tui.tui.target import Target  # noqa: E402
 
 Step = Callable[[Pilot[None], MainScreen], Awaitable[None]]
 
@@ -39,7 +41,7 @@ def copy_scenario(src_db: Path, project: Path | None, dst: Path) -> Target:
         s.backup(d)
     if project is not None and project.is_dir():
         shutil.copytree(project, dst / "project")
-    return Target(str(db), dst / "project" if project else None, None, f"screenshot store: {dst.name}")
+    return Target(SqliteStore(db), dst / "project" if project else None, None, f"screenshot store: {dst.name}")
 
 
 async def ready(pilot: Pilot[None]) -> MainScreen:
@@ -120,8 +122,8 @@ async def main() -> int:
     oracle = Path(args.oracle)
     shots: list[tuple[str, Target, tuple[int, int], Step | None]] = []
     sample = sample_store()
-    if sample is not None:
-        t = copy_scenario(sample[0], sample[1], work / "sample")
+    if sample is not None and isinstance(sample.store, SqliteStore):
+        t = copy_scenario(sample.store.path, sample.project, work / "sample")
         shots += [("sample-main-120x40", t, (120, 40), None), ("sample-main-80x24", t, (80, 24), None)]
     for name in ("coding_compaction", "chat_profile", "coding_default", "memory"):
         if (oracle / name / "events.db").exists():

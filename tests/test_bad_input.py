@@ -398,3 +398,26 @@ def test_bad_input(kind: str, command: str, open_tmp: Path) -> None:
     if not case.skipped.get(command) and expected != 2 and not case.says:
         assert "skipped" not in err, err
     assert _fingerprint(case.files) == before
+
+
+@pytest.mark.parametrize("flag", ["--kind", "--run"])
+def test_a_skipped_row_does_not_end_the_listing_early(flag: str, tmp_path: Path) -> None:
+    """`events -k KIND -l N` / `-r RUN -l N` list N events even when a row among them is skipped."""
+    db = _copy(tmp_path)
+    run, _, _ = _ids(db)
+    con = sqlite3.connect(db)
+    second_tool = con.execute(
+        "SELECT id FROM events WHERE kind_tag = 'tool_call_completed' ORDER BY id LIMIT 1 OFFSET 1"
+    ).fetchone()[0]
+    con.execute("UPDATE events SET data = substr(data, 1, 30) WHERE id IN (2, ?)", (second_tool,))
+    con.commit()
+    con.close()
+    value = "tool_call_completed" if flag == "--kind" else run
+    done = subprocess.run(
+        [zymi_tui_bin(), "events", str(db), flag, value, "-l", "5"], capture_output=True, text=True, timeout=LIMIT
+    )
+    assert done.returncode == 0, done.stderr
+    listed = [line for line in done.stdout.splitlines() if line.startswith("#")]
+    assert len(listed) == 5, done.stdout
+    bad = second_tool if flag == "--kind" else 2
+    assert f"row {bad} " in done.stderr and str(bad) not in [line.split()[0][1:] for line in listed]

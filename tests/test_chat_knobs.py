@@ -10,6 +10,7 @@ import pytest
 from tests.test_chat_support import SIZE, Capture, chat_app, chat_screen, cli, demo_project, send, store_events, timed
 from zymi_tui.context.knobs import PROFILES
 from zymi_tui.events import kinds as k
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.tui.chat.context_view import ContextScreen
 
 
@@ -95,13 +96,14 @@ async def test_f5_opens_the_knob_editor_on_the_last_call(tmp_path: Path) -> None
 
 
 async def test_the_chat_opens_over_the_dashboard_and_comes_back(tmp_path: Path) -> None:
-    from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+    from zymi_tui.tui.app import DashboardApp, MainScreen
     from zymi_tui.tui.chat.launch import push_chat
     from zymi_tui.tui.chat.screen import ChatScreen
+    from zymi_tui.tui.target import Target
 
     project = demo_project(tmp_path)
     assert cli("chat", "-d", str(project), stdin="hello\n").returncode == 0  # a store to open
-    app = DashboardApp(Target(str(project / ".zymi" / "events.db"), project), theme="textual-dark")
+    app = DashboardApp(Target(SqliteStore(project / ".zymi" / "events.db"), project), theme="textual-dark")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert await push_chat(app, project) is None
@@ -137,12 +139,13 @@ async def test_the_dashboard_hook_never_chats_on_the_bundled_sample(tmp_path: Pa
 
 
 async def test_d_on_the_dashboard_opens_the_chat_on_its_project(tmp_path: Path) -> None:
-    from zymi_tui.tui.app import DashboardApp, Target
+    from zymi_tui.tui.app import DashboardApp
     from zymi_tui.tui.chat.screen import ChatScreen
+    from zymi_tui.tui.target import Target
 
     project = demo_project(tmp_path)
     assert cli("chat", "-d", str(project), stdin="hello\n").returncode == 0  # a store to open
-    app = DashboardApp(Target(str(project / ".zymi" / "events.db"), project), theme="textual-dark")
+    app = DashboardApp(Target(SqliteStore(project / ".zymi" / "events.db"), project), theme="textual-dark")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("d")

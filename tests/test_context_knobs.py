@@ -8,7 +8,8 @@ import pytest
 
 from tests.conftest import ORACLE
 from zymi_tui.cli import main
-from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError, load_project_knobs, resolve_knobs
+from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError, project_knobs, resolve_knobs
+from zymi_tui.project.reader import read_project
 
 
 def test_profiles_have_the_documented_values() -> None:
@@ -28,9 +29,9 @@ def test_profiles_have_the_documented_values() -> None:
 
 
 def test_project_knobs_are_read_from_runtime_context() -> None:
-    assert load_project_knobs(ORACLE / "chat_profile" / "project") == PROFILES["chat"]
-    assert load_project_knobs(ORACLE / "coding_default" / "project") == ContextKnobs()
-    hard = load_project_knobs(ORACLE / "hard_cap" / "project")
+    assert project_knobs(read_project(ORACLE / "chat_profile" / "project")) == PROFILES["chat"]
+    assert project_knobs(read_project(ORACLE / "coding_default" / "project")) == ContextKnobs()
+    hard = project_knobs(read_project(ORACLE / "hard_cap" / "project"))
     assert (hard.soft_cap_chars, hard.hard_cap_chars, hard.min_tail_turns) == (3000, 6000, 2)
 
 
@@ -39,10 +40,10 @@ def test_bad_project_value_names_key_value_and_rule(tmp_path: Path) -> None:
         "name: p\nruntime:\n  context:\n    soft_cap_chars: 900\n    hard_cap_chars: 100\n"
     )
     with pytest.raises(KnobError, match=r"runtime.context: hard_cap_chars=100: must be >= soft_cap_chars \(900\)"):
-        load_project_knobs(tmp_path)
+        project_knobs(read_project(tmp_path))
     (tmp_path / "project.yml").write_text("name: p\nruntime:\n  context:\n    observation_window: lots\n")
     with pytest.raises(KnobError, match="observation_window='lots'"):
-        load_project_knobs(tmp_path)
+        project_knobs(read_project(tmp_path))
 
 
 def test_set_and_profile_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

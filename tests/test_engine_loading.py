@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from zymi_tui.engine.dag import plan_levels
-from zymi_tui.engine.loader import ProjectError, load_dotenv, load_workspace
+from zymi_tui.engine.loader import load_dotenv, load_workspace
 from zymi_tui.engine.templating import substitute
 from zymi_tui.engine.when_expr import WhenError, parse_when
+from zymi_tui.project.errors import ProjectError
 
 AGENT = "name: a\n"
 PIPE = "name: p\nsteps:\n  - id: s\n    agent: a\n    task: x\n"

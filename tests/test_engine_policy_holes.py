@@ -16,6 +16,7 @@ import yaml
 
 from tests.conftest import ORACLE, SCENARIOS
 from tests.test_engine_failures import BIN, Script, _answer, _project, llm  # noqa: F401  (llm: a fixture)
+from tests.waiting import LIMIT
 from zymi_tui.engine.config import FileWriteContract, PolicyConfig
 from zymi_tui.engine.policy import Contracts
 
@@ -189,7 +190,7 @@ def test_a_hidden_substitution_does_not_run(llm: tuple[Script, int], tmp_path: P
     root = _project(tmp_path, port)
     run = subprocess.run(
         [str(BIN), "run", "p", "-i", "task=go", "-d", str(root)],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"},
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LIMIT, env={**os.environ, "NO_COLOR": "1"},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert not (root / "pwned").exists()

@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -158,11 +158,22 @@ def _post_when_listening(port: int, proc: subprocess.Popen[str]) -> None:
         assert resp.status == 200
 
 
-def _interrupt(label: str, root: Path, argv: list[str], *, ready: str, rows: int, pause: float, post: int = 0) -> Trial:
+def _interrupt(
+    label: str,
+    root: Path,
+    argv: list[str],
+    *,
+    ready: str,
+    rows: int,
+    pause: float,
+    post: int = 0,
+    count: Callable[[], int] | None = None,
+) -> Trial:
     """Start `argv` in `root`; once stdout shows `ready` (its SIGINT handler is installed), optionally
-    POST a message to the inbox on port `post`, wait until the store holds `rows` rows, wait `pause`
-    more seconds, then send SIGINT."""
+    POST a message to the inbox on port `post`, wait until the store holds `rows` rows (`count`: how
+    many it holds; default: the project's SQLite store), wait `pause` more seconds, then send SIGINT."""
     db = root / ".zymi" / "events.db"
+    rows_now = count or (lambda: _count(db))
     proc = subprocess.Popen(
         argv, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -175,7 +186,7 @@ def _interrupt(label: str, root: Path, argv: list[str], *, ready: str, rows: int
     if post:
         _post_when_listening(post, proc)
     deadline = time.monotonic() + LIMIT
-    while _count(db) < rows and proc.poll() is None and time.monotonic() < deadline:
+    while rows_now() < rows and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.001)
     if pause:
         time.sleep(pause)
@@ -191,9 +202,11 @@ def _zymi_verifies(root: Path) -> None:
         assert check.returncode == 0, check.stdout + check.stderr
 
 
-def _sealed(trial: Trial, stream: str) -> dict[str, Any]:
-    """The run's one `PipelineCompleted`, after which only its shell's closing may follow."""
-    kinds = [(k, d) for s, k, d in _rows(trial.root / ".zymi" / "events.db") if s == stream]
+def _sealed(trial: Trial, stream: str, rows: list[tuple[str, str, str]] | None = None) -> dict[str, Any]:
+    """The run's one `PipelineCompleted`, after which only its shell's closing may follow (`rows`:
+    the store's rows; default: the project's SQLite store)."""
+    every = _rows(trial.root / ".zymi" / "events.db") if rows is None else rows
+    kinds = [(k, d) for s, k, d in every if s == stream]
     done = [n for n, (k, _) in enumerate(kinds) if k == "pipeline_completed"]
     assert len(done) == 1, f"{trial.label}: {len(done)} PipelineCompleted in {[k for k, _ in kinds]}"
     assert [k for k, _ in kinds[done[0] + 1 :]] in ([], ["shell_session_closed"]), trial.label
@@ -201,10 +214,12 @@ def _sealed(trial: Trial, stream: str) -> dict[str, Any]:
     return data
 
 
-def _check_run_like(trial: Trial, stream: str, store: Path) -> bool:
+def _check_run_like(
+    trial: Trial, stream: str, store: Path | str, rows: list[tuple[str, str, str]] | None = None
+) -> bool:
     """`run` and `resume`: exit 130 with one line when interrupted; True if the run was cut short."""
     assert "Traceback" not in trial.stderr, f"{trial.label}: {trial.stderr}"
-    done = _sealed(trial, stream)
+    done = _sealed(trial, stream, rows)
     kept = f"its events are kept in {store}"
     if done["error"] == INTERRUPTED:
         assert done["success"] is False

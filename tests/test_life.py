@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ORACLE, SCENARIOS
-from zymi_tui.events.store import open_reader
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.replay.calls import replay_store
 from zymi_tui.replay.life import FULL, MASKED, MessageLife
 from zymi_tui.replay.rent import observation_rent
@@ -15,7 +16,7 @@ from zymi_tui.replay.rent import observation_rent
 @pytest.mark.parametrize("name", [s for s in SCENARIOS if (ORACLE / s / "project").is_dir()])
 async def test_life_matches_observation_rent(name: str) -> None:
     project = ORACLE / name / "project"
-    reader = await open_reader(str(ORACLE / name / "events.db"))
+    reader = await open_reader(SqliteStore(ORACLE / name / "events.db"))
     try:
         rows = [r async for r in replay_store(reader, project=project)]
 
@@ -44,7 +45,7 @@ async def test_call_diff_accounts_for_every_byte(name: str, profile: str | None)
     from zymi_tui.context.knobs import PROFILES
     from zymi_tui.replay.life import call_diff
 
-    reader = await open_reader(str(ORACLE / name / "events.db"))
+    reader = await open_reader(SqliteStore(ORACLE / name / "events.db"))
     try:
         knobs = PROFILES[profile] if profile else None
         rows = [r async for r in replay_store(reader, project=ORACLE / name / "project", knobs=knobs)]

@@ -31,10 +31,11 @@ WRITER = """
 import asyncio, json, sys, time
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import ResponseReady
-from zymi_tui.events.store import open_writer
+from zymi_tui.events.factory import open_writer
+from zymi_tui.events.location import location_of
 
 async def main(url, me, n, streams, log_path, go):
-    writer = await open_writer(url)
+    writer = await open_writer(location_of(url))
     while not __import__("os").path.exists(go):
         await asyncio.sleep(0.005)
     log = []

@@ -8,9 +8,11 @@ import urllib.parse
 
 from tests.waiting import pilot_until
 from zymi_tui.events.envelope import Event
+from zymi_tui.events.factory import open_writer
 from zymi_tui.events.kinds import PipelineRequested
-from zymi_tui.events.store import open_writer
-from zymi_tui.tui.app import DashboardApp, Target
+from zymi_tui.events.location import location_of
+from zymi_tui.tui.app import DashboardApp
+from zymi_tui.tui.target import Target
 
 from .test_postgres_helpers import pg_url
 
@@ -23,7 +25,7 @@ def screen_text(app: DashboardApp) -> str:
 
 
 async def request(url: str, stream: str, task: str) -> None:
-    writer = await open_writer(url)
+    writer = await open_writer(location_of(url))
     try:
         await writer.append(Event.new(stream, PipelineRequested(pipeline="main", inputs={"task": task}), "test"))
     finally:
@@ -34,7 +36,7 @@ async def test_dashboard_follows_a_postgres_store(pg_url: str) -> None:
     await request(pg_url, "run-one", "first task")
     password = urllib.parse.urlsplit(pg_url).password
     assert password
-    app = DashboardApp(Target(pg_url, None, None))
+    app = DashboardApp(Target(location_of(pg_url), None, None))
     async with app.run_test(size=(160, 45)) as pilot:
 
         async def shown(what: str) -> str:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from zymi_tui.events.envelope import Event
+from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.kinds import PipelineRequested
-from zymi_tui.events.store import open_reader, open_writer
+from zymi_tui.events.location import location_of
 from zymi_tui.events.verify import verify_store
 
 from .test_postgres_helpers import CLI, pg_url, run_cli
@@ -71,10 +72,10 @@ async def test_serve_answers_a_request_another_machine_appends(pg_url: str, tmp_
         assert "listening" in banner[0] and "zymi:***@" in banner[1], banner
         corr = str(uuid.uuid4())
         request = Event.new("client-7", PipelineRequested(pipeline="main", inputs={"task": "count"}), "client", corr)
-        writer = await open_writer(pg_url)
+        writer = await open_writer(location_of(pg_url))
         await writer.append(request)
         await writer.close()
-        reader = await open_reader(pg_url)
+        reader = await open_reader(location_of(pg_url))
         try:
             for _ in range(150):
                 done = [se for se in await reader.read_kinds(["pipeline_completed"]) if se.event.correlation_id == corr]

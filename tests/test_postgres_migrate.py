@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from zymi_tui.events.envelope import Event
+from zymi_tui.events.factory import open_writer
 from zymi_tui.events.kinds import ResponseReady
-from zymi_tui.events.store import open_writer
+from zymi_tui.events.location import location_of
 
 from .conftest import SCENARIOS, copy_store, oracle_db, zymi_bin
 from .test_postgres_helpers import pg_url
@@ -95,7 +96,7 @@ def test_migrate_resumes_and_never_copies_twice(pg_url: str, tmp_path: Path) -> 
     stream = sqlite_rows(full, "events")[-1][2]
 
     async def append() -> tuple[int, int]:
-        async with await open_writer(pg_url) as w:
+        async with await open_writer(location_of(pg_url)) as w:
             se = await w.append(Event.new(str(stream), ResponseReady(conversation_id="c", content="more"), "t"))
             return se.global_id, se.event.sequence
 
@@ -106,7 +107,7 @@ def test_migrate_resumes_and_never_copies_twice(pg_url: str, tmp_path: Path) -> 
 
 def test_migrate_refuses_a_target_holding_other_events(pg_url: str, tmp_path: Path) -> None:
     async def append() -> None:
-        async with await open_writer(pg_url) as w:
+        async with await open_writer(location_of(pg_url)) as w:
             await w.append(Event.new("other", ResponseReady(conversation_id="c", content="x"), "t"))
 
     asyncio.run(append())

@@ -13,9 +13,11 @@ import pytest
 
 from tests.waiting import LIMIT
 from zymi_tui.events.envelope import Event
+from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.kinds import ResponseReady
+from zymi_tui.events.location import location_of
 from zymi_tui.events.postgres import PostgresReader, PostgresWriter
-from zymi_tui.events.store import StoreError, open_reader, open_writer
+from zymi_tui.events.store import StoreError
 from zymi_tui.events.verify import verify_store
 
 from .test_postgres_helpers import CLI, pg_url, require_server, run_cli
@@ -117,15 +119,15 @@ async def test_appends_as_zymi_does(pg_url: str) -> None:
 
 async def test_reader_is_read_only_and_creates_nothing(pg_url: str) -> None:
     with pytest.raises(StoreError, match="no `events` table"):
-        await open_reader(pg_url)
+        await open_reader(location_of(pg_url))
     conn = await asyncpg.connect(pg_url)
     try:
         assert await conn.fetchval("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                                    "WHERE n.nspname = $1", schema_of(pg_url)) == 0  # fmt: skip
-        async with await open_writer(pg_url) as writer:
+        async with await open_writer(location_of(pg_url)) as writer:
             await writer.append(response("s", "x"))
         before = await conn.fetch("SELECT * FROM events")
-        reader = await open_reader(pg_url)
+        reader = await open_reader(location_of(pg_url))
         assert isinstance(reader, PostgresReader)
         try:
             assert await reader.count() == 1
@@ -141,7 +143,7 @@ async def test_reader_is_read_only_and_creates_nothing(pg_url: str) -> None:
 
 
 async def test_every_read_of_the_protocol(pg_url: str) -> None:
-    async with await open_writer(pg_url) as writer:
+    async with await open_writer(location_of(pg_url)) as writer:
         for i in range(6):
             await writer.append(response("run" if i % 3 else "run:step:a", f"m{i}"))
         await writer.append(response("run:stepx", "not a step"))
@@ -202,7 +204,7 @@ def test_project_yml_store_from_env(pg_url: str, tmp_path: Path, monkeypatch: py
     assert done.returncode == 2 and "no `events` table" in done.stderr
 
     async def write() -> None:
-        async with await open_writer(pg_url) as w:
+        async with await open_writer(location_of(pg_url)) as w:
             await w.append(response("chat-1", "hello from postgres"))
 
     asyncio.run(write())

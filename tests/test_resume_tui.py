@@ -13,11 +13,13 @@ from textual.widgets import Static
 
 from tests.test_resume_cli import CHAT, cli, demo_project, events, fork_of, rows, run_parent
 from tests.waiting import pilot_until
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.replay.costs import ModelPrice, PriceTable
-from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.resume.compare import ForkCompareScreen
 from zymi_tui.tui.resume.figures import answer_diff, figure_rows, run_figures
 from zymi_tui.tui.resume.modal import ForkModal
+from zymi_tui.tui.target import Target
 
 SIZE = (160, 50)
 
@@ -37,7 +39,7 @@ async def until(pilot: Any, cond: Any) -> None:
 
 
 def _app(project: Path) -> DashboardApp:
-    return DashboardApp(Target(str(project / ".zymi" / "events.db"), project), theme="textual-dark")
+    return DashboardApp(Target(SqliteStore(project / ".zymi" / "events.db"), project), theme="textual-dark")
 
 
 async def test_fork_modal_esc_while_running_and_the_fork_completes(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from tests.test_chat_support import demo_project
+from tests.waiting import LIMIT
 
 
 def _free_port() -> int:
@@ -36,7 +37,7 @@ def _start(args: list[str], tmp: Path) -> tuple[subprocess.Popen[str], int]:
         [sys.executable, "-m", "zymi_tui", "serve-web", *args, "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + LIMIT
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -48,7 +49,7 @@ def _start(args: list[str], tmp: Path) -> tuple[subprocess.Popen[str], int]:
 
 def _stop(proc: subprocess.Popen[str]) -> str:
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=LIMIT)
     assert proc.returncode == 0, err
     return out
 
@@ -64,7 +65,7 @@ def project_server(tmp_path: Path) -> Iterator[int]:
 
 def _get(port: int, path: str = "/", **headers: str) -> httpx.Response:
     with httpx.Client(trust_env=False) as client:
-        return client.get(f"http://127.0.0.1:{port}{path}", headers=headers, timeout=10)
+        return client.get(f"http://127.0.0.1:{port}{path}", headers=headers, timeout=LIMIT)
 
 
 async def _ws_status(port: int, headers: dict[str, str]) -> int:
@@ -149,7 +150,7 @@ def test_a_browser_session_leaves_no_demo_folder_behind(tmp_path: Path) -> None:
             client.ws_connect(f"ws://127.0.0.1:{port}/ws?width=80&height=24", headers=headers) as ws,
         ):
             while received < 2000:  # a painted screen is several kB
-                msg = await ws.receive(timeout=60)
+                msg = await ws.receive(timeout=LIMIT)
                 if msg.type == aiohttp.WSMsgType.BINARY:
                     received += len(msg.data)
                 elif msg.type != aiohttp.WSMsgType.TEXT:
@@ -159,7 +160,7 @@ def test_a_browser_session_leaves_no_demo_folder_behind(tmp_path: Path) -> None:
 
     try:
         assert asyncio.run(session()) >= 2000
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + LIMIT
         while list(tmp.iterdir()) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert list(tmp.iterdir()) == []

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import KIND_BY_TAG, UnknownKind
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
-from zymi_tui.events.store import StoreError, open_reader, resolve_store
+from zymi_tui.events.store import StoreError
+from zymi_tui.project.locate import locate_store
 
 from .conftest import SCENARIOS, copy_store, oracle_db, snapshot_dir
 
@@ -59,7 +62,7 @@ async def test_reading_leaves_a_delete_journal_store_byte_identical(scenario: st
     shutil.copyfile(oracle_db(scenario), db)  # a byte copy: the oracle files are DELETE-journal
     assert sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     before = snapshot_dir(folder)
-    async with await open_reader(str(db)) as reader:
+    async with await open_reader(SqliteStore(db)) as reader:
         await read_all(reader, page=1000)
         streams = await reader.streams()
         await reader.newest(streams[0].stream_id, 5, include_steps=True)
@@ -73,10 +76,10 @@ def test_project_folder_resolves_to_its_store(tmp_path: Path) -> None:
     (tmp_path / ".zymi").mkdir()
     db = tmp_path / ".zymi" / "events.db"
     shutil.copyfile(oracle_db(SCENARIOS[0]), db)
-    assert resolve_store(str(tmp_path)) == str(db)
-    assert resolve_store(None, cwd=tmp_path) == str(db)
+    assert locate_store(str(tmp_path)) == SqliteStore(db)
+    assert locate_store(None, cwd=tmp_path) == SqliteStore(db)
     (tmp_path / "project.yml").write_text("name: x\nstore: sqlite:data/other.db\n")
-    assert resolve_store(str(tmp_path)) == str(tmp_path / "data" / "other.db")
+    assert locate_store(str(tmp_path)) == SqliteStore(tmp_path / "data" / "other.db")
 
 
 async def test_wal_store_with_a_live_writer(tmp_path: Path) -> None:

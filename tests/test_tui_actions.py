@@ -17,6 +17,7 @@ from textual.widgets._footer import FooterKey
 
 from tests.tui_support import make_app, scenario_copy, settle
 from tests.waiting import LIMIT, pilot_until
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.tui.actions import Act, ActionScreen, HelpScreen, KeyClash, all_actions
 
 
@@ -128,7 +129,8 @@ async def test_palette_entry_runs_the_action(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         await pilot.press("ctrl+p", *"sweep")
-        await pilot.pause(0.5)
+        palette = await wait_screen(pilot, CommandPalette)
+        await pilot_until(pilot, lambda: bool(palette.query_one(CommandList)._options), "the palette's hits")
         await pilot.press("enter")
         await wait_screen(pilot, SweepScreen)
         await pilot.press("escape")
@@ -183,7 +185,7 @@ async def test_knob_editor_keys_work_with_the_cursor_in_a_knob(tmp_path: Path) -
     def make(reader: EventReader) -> TuningScreen:
         return TuningScreen(reader, stream, project=project)
 
-    app = TuningApp(str(db), make)
+    app = TuningApp(SqliteStore(db), make)
     async with app.run_test(size=(160, 50)) as pilot:
         editor = await wait_screen(pilot, TuningScreen)
         await pilot_until(pilot, lambda: editor.curve is not None, "the editor's curve")

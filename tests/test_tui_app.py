@@ -10,7 +10,7 @@ from textual.widgets import DataTable
 
 from tests.conftest import ORACLE
 from tests.tui_support import make_app, scenario_copy, settle, sql
-from tests.waiting import LIMIT
+from tests.waiting import LIMIT, pilot_until
 from zymi_tui.events.sqlite import SCHEMA as SqliteSchema
 from zymi_tui.replay.calls import CallContext
 from zymi_tui.tui.inspector import InspectorScreen
@@ -149,11 +149,10 @@ async def test_freeze_holds_live_events_until_unfrozen(tmp_path: Path) -> None:
         assert main.frozen
         runs_before = len(main.runs.summaries)
         await append_copy_of_run(db)
-        await pilot.pause(0.6)
-        assert main.held and len(main.runs.summaries) == runs_before
+        await pilot_until(pilot, lambda: bool(main.held), "the new events held")
+        assert len(main.runs.summaries) == runs_before
         await pilot.press("f")
-        await pilot.pause(0.6)
-        assert not main.held and len(main.runs.summaries) == runs_before + 1
+        await pilot_until(pilot, lambda: not main.held and len(main.runs.summaries) == runs_before + 1, "the new run")
 
 
 async def test_run_flag_selects_that_stream(tmp_path: Path) -> None:
@@ -228,5 +227,4 @@ async def test_bad_inputs_give_a_message_in_the_app_never_a_traceback(tmp_path: 
         await pilot.pause(0.5)
         # the store is deleted while open
         db.unlink()
-        await pilot.pause(1.0)
-        assert main.trouble is not None and "deleted" in main.trouble
+        await pilot_until(pilot, lambda: main.trouble is not None and "deleted" in main.trouble, "the deletion noticed")

@@ -8,11 +8,13 @@ from typing import Any
 from textual.pilot import Pilot
 
 from tests.test_chat_support import chat_app, demo_project, finish_turn, wait_for
-from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+from zymi_tui.events.location import SqliteStore
+from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.chat.context_view import ContextScreen
 from zymi_tui.tui.chat.dashboard import ChatDashboard
 from zymi_tui.tui.chat.screen import ChatScreen
 from zymi_tui.tui.launch import sample_store
+from zymi_tui.tui.target import Target
 from zymi_tui.tui.tuning.editor import TuningScreen
 
 
@@ -63,8 +65,10 @@ async def test_demo_message_f2_esc_f3_f4_and_back(tmp_path: Path) -> None:
 async def test_d_on_the_dashboard_then_every_chat_key(tmp_path: Path) -> None:
     sample = sample_store()
     assert sample is not None
-    db, project = sample
-    app = DashboardApp(Target(str(db), project, None, "sample"), theme="textual-dark")
+    store, project = sample
+    assert isinstance(store, SqliteStore)
+    db = store.path
+    app = DashboardApp(Target(store, project, None, "sample"), theme="textual-dark")
     before = db.read_bytes()
     async with app.run_test(size=(120, 40)) as pilot:
         await on(pilot, MainScreen)
@@ -79,3 +83,32 @@ async def test_d_on_the_dashboard_then_every_chat_key(tmp_path: Path) -> None:
         await on(pilot, MainScreen)
         assert app.is_running
     assert db.read_bytes() == before  # the bundled sample is never the chat's store
+
+
+async def test_a_compaction_is_a_visible_event_in_the_demo_conversation(tmp_path: Path) -> None:
+    from textual.widgets import Static
+
+    from tests.test_chat_support import store_events
+    from zymi_tui.events.kinds import ContextCompacted
+    from zymi_tui.tui.chat.widgets import TurnView
+
+    project = demo_project(tmp_path)
+    app = chat_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = await on(pilot, ChatScreen)
+        for text in ("audit all modules", "now read everything at once", "read everything at once, all of it"):
+            await message(pilot, text)  # the demo reads more when asked for "all" / "everything at once"
+            if any(isinstance(se.event.kind, ContextCompacted) for se in await store_events(project)):
+                break
+        compacted = [se for se in await store_events(project) if isinstance(se.event.kind, ContextCompacted)]
+        assert compacted, "the demo never compacted"
+        await pilot.pause(0.5)
+        shown = [
+            str(line.render())
+            for view in chat.query(TurnView)
+            for line in view.query(".compaction").results(Static)
+            if line.display
+        ]
+        assert shown and all("context compacted" in s for s in shown), shown
+        assert sum(s.count("⟲") for s in shown) == len(compacted)
+        assert "saved" in shown[0] or "grew" in shown[0]

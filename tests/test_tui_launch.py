@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tests.tui_support import scenario_copy
 from zymi_tui.cli import main
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import StoreError
+from zymi_tui.project.locate import find_project
 from zymi_tui.tui.launch import choose_target, sample_store
 
 
@@ -19,17 +22,25 @@ def test_bare_launch_without_a_store_opens_the_sample_with_a_banner(tmp_path: Pa
             choose_target(None, None, cwd=tmp_path, bare=True)
         return
     target = choose_target(None, None, cwd=tmp_path, bare=True)
-    assert Path(target.store) == sample[0]
+    assert target.store == sample.store
     assert target.banner is not None and "SAMPLE" in target.banner and "zymi-tui observe PATH" in target.banner
 
 
 def test_bare_launch_in_a_project_folder_opens_its_store(tmp_path: Path) -> None:
+    """zymi's layout: `<root>/project.yml` and `<root>/.zymi/events.db`."""
     db = scenario_copy("memory", tmp_path)
-    (tmp_path / "memory" / ".zymi").mkdir()
-    db.rename(tmp_path / "memory" / ".zymi" / "events.db")
-    target = choose_target(None, None, cwd=tmp_path / "memory", bare=True)
-    assert target.store == str(tmp_path / "memory" / ".zymi" / "events.db") and target.banner is None
-    assert target.project == tmp_path / "memory"
+    root = db.parent / "project"
+    (root / ".zymi").mkdir()
+    db.rename(root / ".zymi" / "events.db")
+    target = choose_target(None, None, cwd=root, bare=True)
+    assert target.store == SqliteStore(root / ".zymi" / "events.db") and target.banner is None
+    assert target.project == root
+
+
+def test_a_zymi_folder_without_a_project_has_none(tmp_path: Path) -> None:
+    (tmp_path / ".zymi").mkdir()
+    sqlite3.connect(tmp_path / ".zymi" / "events.db").close()
+    assert find_project(SqliteStore(tmp_path / ".zymi" / "events.db")) is None
 
 
 def test_oracle_layout_finds_its_project(tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ from tests.conftest import ORACLE, oracle_db
 from tests.tui_support import sql
 from zymi_tui.events.runs import list_runs
 from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.project.errors import ProjectError
 from zymi_tui.tui.model import RunKey, RunsModel, format_duration, format_size
 from zymi_tui.tui.model_events import RUN_GROUP, EventsModel, Header
-from zymi_tui.tui.model_graph import PipelineError, StepDef, build_graph, load_pipeline_steps, ranks_of
+from zymi_tui.tui.model_graph import StepDef, build_graph, load_pipeline_steps, ranks_of
 from zymi_tui.tui.model_plot import collect_calls, downsample
 from zymi_tui.tui.source import knobs_of
 
@@ -152,11 +153,14 @@ async def test_compaction_links_to_the_events_it_replaced() -> None:
 def test_graph_from_the_project_and_zymis_fallback(tmp_path: Path) -> None:
     steps = load_pipeline_steps(ORACLE / "memory" / "project", "main")
     assert steps and all(isinstance(s, StepDef) for s in steps)
-    with pytest.raises(PipelineError, match="not found"):
+    with pytest.raises(ProjectError, match=r"no project\.yml"):
+        load_pipeline_steps(tmp_path, "main")
+    (tmp_path / "project.yml").write_text("name: p\n")
+    with pytest.raises(ProjectError, match="not found"):
         load_pipeline_steps(tmp_path, "main")
     (tmp_path / "pipelines").mkdir()
     (tmp_path / "pipelines" / "main.yml").write_text("steps: [unclosed")
-    with pytest.raises(PipelineError, match="not valid YAML"):
+    with pytest.raises(ProjectError, match="invalid YAML"):
         load_pipeline_steps(tmp_path, "main")
     assert ranks_of([StepDef("a", (), ""), StepDef("b", ("a",), ""), StepDef("c", ("a",), ""),
                      StepDef("d", ("b", "c"), "")]) == {"a": 0, "b": 1, "c": 1, "d": 2}  # fmt: skip

@@ -91,3 +91,21 @@ def test_inspector_120x40(snap_compare: Any, tmp_path: Path) -> None:
         await pilot.pause(0.2)
 
     assert snap_compare(app_for("coding_default", tmp_path), terminal_size=(120, 40), run_before=before)
+
+
+def grew_app(tmp_path: Path) -> DashboardApp:
+    from tests.hostile_stores import make_store_sync
+
+    db, _project = make_store_sync("grew", tmp_path / "grew")
+    return make_app(db, banner="snapshot store: a compaction whose summary grew by 1,204 B")
+
+
+async def pick_the_peak(pilot: Pilot[Any]) -> None:
+    await steady(pilot)
+    await pilot.press("tab", "tab", "left")  # the plot: its last call (the peak), figures in the title
+    await pilot.pause(0.3)
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+def test_plot_with_a_compaction_that_grew(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    assert snap_compare(grew_app(tmp_path), terminal_size=size, run_before=pick_the_peak)

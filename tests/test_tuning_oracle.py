@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from tests.conftest import ORACLE, SCENARIOS
-from zymi_tui.context.knobs import PROFILES, ContextKnobs, load_project_knobs
+from zymi_tui.context.knobs import PROFILES, ContextKnobs, project_knobs
 from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.project.reader import read_project
 from zymi_tui.replay.calls import CallContext, replay_store
 from zymi_tui.replay.compare import compare_profiles, knob_dict, recorded_output, replay_profiles
 from zymi_tui.replay.presence import FULL, MASKED, NOT_YET, presence
@@ -58,8 +59,8 @@ async def test_recorded_knobs_reproduce_every_recorded_figure(name: str) -> None
              "kind_tag='llm_call_completed' order by id")]  # fmt: skip
     reader = await open_oracle(name)
     try:
-        own = knob_dict(load_project_knobs(project))
-        profiles: list[tuple[str, dict[str, int | None] | None]] = [("recorded", None), ("same, by value", own)]
+        own = project_knobs(read_project(project))
+        profiles: list[tuple[str, ContextKnobs | None]] = [("recorded", None), ("same, by value", own)]
         cmp = await compare_profiles(
             replay_profiles(reader, project, profiles), profiles, recorded_knobs=own,
             output=await recorded_output(reader),
@@ -146,9 +147,9 @@ async def test_chat_profile_on_coding_store_only_shrinks_contexts() -> None:
     reader = await open_oracle(name)
     try:
         project = ORACLE / name / "project"
-        profiles = [("recorded", None), ("chat", knob_dict(PROFILES["chat"]))]
+        profiles: list[tuple[str, ContextKnobs | None]] = [("recorded", None), ("chat", PROFILES["chat"])]
         cmp = await compare_profiles(
-            replay_profiles(reader, project, profiles), profiles, recorded_knobs=knob_dict(ContextKnobs()),
+            replay_profiles(reader, project, profiles), profiles, recorded_knobs=ContextKnobs(),
         )  # fmt: skip
     finally:
         await reader.close()

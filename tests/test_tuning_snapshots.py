@@ -12,6 +12,7 @@ from textual.widgets import Input, Static
 
 from tests.conftest import ORACLE
 from tests.waiting import LIMIT
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import EventReader
 from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.compare_screen import CompareScreen
@@ -26,8 +27,8 @@ def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ZYMI_TUI_CONFIG_DIR", str(tmp_path))
 
 
-def store(name: str) -> tuple[str, Path]:
-    return str(ORACLE / name / "events.db"), ORACLE / name / "project"
+def store(name: str) -> tuple[SqliteStore, Path]:
+    return SqliteStore(ORACLE / name / "events.db"), ORACLE / name / "project"
 
 
 async def settle(pilot: Any) -> None:

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from tests.conftest import ORACLE
 from tests.waiting import pilot_until
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.compare import COLUMNS
 from zymi_tui.tui.tuning.app import TuningApp
@@ -44,7 +45,7 @@ def editor_app(name: str) -> TuningApp:
     def make(reader: EventReader) -> TuningScreen:
         return TuningScreen(reader, first_stream(name), project=ORACLE / name / "project")
 
-    return TuningApp(str(ORACLE / name / "events.db"), make)
+    return TuningApp(SqliteStore(ORACLE / name / "events.db"), make)
 
 
 async def settle(pilot: Any) -> None:
@@ -127,8 +128,8 @@ def cli_json(*args: str) -> Any:
 async def test_comparison_table_matches_cli_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ZYMI_TUI_CONFIG_DIR", str(tmp_path))  # the built-in prices, no user files
     name = "hard_cap"
-    db, project = str(ORACLE / name / "events.db"), ORACLE / name / "project"
-    want = cli_json("compare", db, "--project", str(project), "--profiles", "recorded,chat", "--model", "gpt-4o",
+    db, project = SqliteStore(ORACLE / name / "events.db"), ORACLE / name / "project"
+    want = cli_json("compare", str(db), "--project", str(project), "--profiles", "recorded,chat", "--model", "gpt-4o",
                     "--format", "json")  # fmt: skip
     app = TuningApp(db, lambda _r: CompareScreen(db, project=project, profiles="recorded,chat", model="gpt-4o",
                                                  export_dir=tmp_path))  # fmt: skip
@@ -162,11 +163,12 @@ async def wait_for(pilot: Any, cls: type, ready: str | None = None) -> Any:
 
 
 async def test_dashboard_opens_the_tuning_screens() -> None:
-    from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+    from zymi_tui.tui.app import DashboardApp, MainScreen
+    from zymi_tui.tui.target import Target
     from zymi_tui.tui.tuning.sweep_screen import SweepScreen
 
     name = "coding_default"
-    app = DashboardApp(Target(str(ORACLE / name / "events.db"), ORACLE / name / "project"))
+    app = DashboardApp(Target(SqliteStore(ORACLE / name / "events.db"), ORACLE / name / "project"))
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot_until(pilot, lambda: isinstance(app.screen, MainScreen) and bool(app.screen.events.events))
         main = app.screen

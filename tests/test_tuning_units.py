@@ -46,9 +46,10 @@ def test_pareto_front_minimises_both() -> None:
 
 
 def test_grid_raises_hard_cap_to_soft_cap() -> None:
-    grid = grid_profiles(KNOBS, [2, 4], [500, 3000])
+    grid = grid_profiles(ContextKnobs.model_validate(KNOBS), [2, 4], [500, 3000])
     assert [name for name, _ in grid] == ["w2/s500", "w2/s3000", "w4/s500", "w4/s3000"]
-    assert grid[1][1]["hard_cap_chars"] == 3000 and grid[0][1]["hard_cap_chars"] == 2000
+    hard = [k.hard_cap_chars if k is not None else None for _, k in grid]
+    assert hard[1] == 3000 and hard[0] == 2000
 
 
 def test_figures_tokens_and_cost_by_hand() -> None:

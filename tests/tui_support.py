@@ -10,7 +10,9 @@ from pathlib import Path
 
 from tests.conftest import ORACLE, copy_store
 from tests.waiting import LIMIT
-from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+from zymi_tui.events.location import SqliteStore
+from zymi_tui.tui.app import DashboardApp, MainScreen
+from zymi_tui.tui.target import Target
 
 
 def scenario_copy(name: str, tmp_path: Path) -> Path:
@@ -34,7 +36,9 @@ def use_utc() -> None:
 
 def make_app(db: Path, *, banner: str | None = None, run: str | None = None) -> DashboardApp:
     project = db.parent / "project"
-    return DashboardApp(Target(str(db), project if project.is_dir() else None, run, banner), theme="textual-dark")
+    return DashboardApp(
+        Target(SqliteStore(db), project if project.is_dir() else None, run, banner), theme="textual-dark"
+    )
 
 
 async def settle(app: DashboardApp, pilot: object, *, timeout: float = LIMIT) -> MainScreen:

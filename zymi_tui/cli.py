@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from zymi_tui import __version__
 from zymi_tui.commands import COMMAND_BY_NAME, COMMANDS
+from zymi_tui.errors import UserError
 
 
 def command_module(name: str) -> Callable[[str, argparse.ArgumentParser], None]:
@@ -53,11 +54,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = [a for a in args_list if a != "--no-venv"]
     command = chosen_command(args_list)
     args = build_parser(command).parse_args(args_list)
-    if command is None:
-        args = build_parser("observe").parse_args(["observe"])
-        args.bare = True  # bare `zymi-tui` opens the dashboard on the current folder or the sample
-    code: int = args.func(args)
-    return code
+    try:
+        if command is None:
+            args = build_parser("observe").parse_args(["observe"])
+            args.bare = True  # bare `zymi-tui` opens the dashboard on the current folder or the sample
+        code: int = args.func(args)
+        return code
+    except UserError as e:  # the one place a user-facing error becomes a line on stderr and an exit code
+        from zymi_tui.commands.common import fail
+
+        fail(e.one_line())
+        return e.exit_code
+    except BrokenPipeError:
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        from zymi_tui.commands.common import EXIT_INTERRUPTED, err
+
+        err.print("interrupted (Ctrl-C)")
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

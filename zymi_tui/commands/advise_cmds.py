@@ -8,12 +8,12 @@ import json
 from rich.markup import escape
 
 from zymi_tui.engine.tools import definition_bytes
-from zymi_tui.events.store import open_reader
+from zymi_tui.events.factory import open_reader
 from zymi_tui.replay.advice import Advice, advise, effect_line, profile_name, to_json, to_markdown
 
-from .common import EXIT_OK, add_store_arg, guarded, out, run_async
+from .common import EXIT_OK, add_store_arg, located, out, run_async
 from .flags import add_runs_filter, run_step_streams
-from .tuning_cmds import locate, prices_arg, write_or_print
+from .tuning_cmds import prices_arg, write_or_print
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 
 async def run_advise(args: argparse.Namespace) -> Advice:
-    location, project = locate(args)
+    location, project = located(args)
     prices = prices_arg(args)
     reader = await open_reader(location)
     try:
@@ -45,7 +45,6 @@ async def run_advise(args: argparse.Namespace) -> Advice:
         await reader.close()
 
 
-@guarded
 def cmd_advise(args: argparse.Namespace) -> int:
     advice = run_async(run_advise(args))
     fmt = "json" if args.json else args.format

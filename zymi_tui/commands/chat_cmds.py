@@ -16,8 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from zymi_tui.commands.common import DIR_HELP, EXIT_OK, EXIT_USAGE, CommandError, fail, guarded, out
+from zymi_tui.commands.common import DIR_HELP, EXIT_OK, EXIT_USAGE, CommandError, fail, out
 from zymi_tui.commands.flags import add_run_arg
+from zymi_tui.project.errors import ProjectError
+from zymi_tui.project.reader import is_project
 
 PIPELINE_HELP = "pipeline to chat with (default: `chat`; in a project without one: its only pipeline, said so)"
 DEMO_HINT = "demo project ready: send a few messages (try “audit all modules”), then press F2 to see the context"
@@ -32,7 +34,7 @@ def _project_dir(directory: str | None) -> Path:
     root = Path(directory).expanduser().resolve() if directory else Path.cwd()
     if not root.is_dir():
         raise CommandError(f"-d {directory}: no such folder (pass a zymi project folder, or try `zymi-tui demo`)")
-    if not (root / "project.yml").is_file():
+    if not is_project(root):
         raise CommandError(f"no project.yml in {root}: pass -d PROJECT_DIR, or run `zymi-tui demo` for a demo project")
     return root
 
@@ -65,6 +67,8 @@ def open_chat(args: argparse.Namespace, root: Path, *, hint: str | None = None) 
     if app.setup_error is not None:
         fail(app.setup_error)
         return EXIT_USAGE
+    if app.return_code:
+        return app.return_code  # the app died: its one-line error names the log
     resume = f"zymi-tui chat -d {shlex.quote(str(root))} -r {shlex.quote(args.run)}"
     out.print(f"chat kept on stream {args.run!r} in the store of {root}; resume with: {resume}")
     return EXIT_OK
@@ -80,7 +84,7 @@ def plain_chat(args: argparse.Namespace) -> int:
 def pipeline_hint(root: Path, requested: str | None) -> str | None:
     """The notice shown when the chat runs the project's only pipeline because it has no `chat` one."""
     from zymi_tui.engine.chat import chat_pipeline, pipeline_notice
-    from zymi_tui.engine.loader import ProjectError, load_workspace
+    from zymi_tui.engine.loader import load_workspace
 
     try:
         pipeline, _ = chat_pipeline(load_workspace(root), requested)
@@ -98,14 +102,13 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 def make_demo(directory: str | None) -> Path:
     """A new demo project (the folder given, created if needed, or a temporary one); an existing project is reused."""
-    from zymi_tui.engine.loader import ProjectError
     from zymi_tui.engine.providers.demo_workspace import write_demo_project
 
     if directory is None:
         root = Path(tempfile.mkdtemp(prefix="zymi-tui-demo-"))
     else:
         root = Path(directory).expanduser().resolve()
-        if (root / "project.yml").is_file():
+        if is_project(root):
             return root
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise CommandError(f"{directory}: not an empty folder and not a zymi project; pass a new or empty folder")
@@ -175,13 +178,13 @@ def _chat_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plain", action="store_true", help="the line-based chat (also used when not on a terminal)")
     p.add_argument("--demo-model", action="store_true", help="use the offline demo model whatever project.yml says")
     _chat_args(p)
-    p.set_defaults(func=guarded(cmd_chat))
+    p.set_defaults(func=cmd_chat)
 
 
 def _demo_parser(d: argparse.ArgumentParser) -> None:
     d.add_argument("directory", nargs="?", metavar="DIR", help="folder for the demo project (default: a temporary one)")
     _chat_args(d)
-    d.set_defaults(func=guarded(cmd_demo))
+    d.set_defaults(func=cmd_demo)
 
 
 def _serve_web_parser(w: argparse.ArgumentParser) -> None:
@@ -189,4 +192,4 @@ def _serve_web_parser(w: argparse.ArgumentParser) -> None:
         "-d", "--dir", metavar="DIR", help="the project folder (zymi's -d; default: a new demo project per browser tab)"
     )
     w.add_argument("--port", type=_port, default=8000, metavar="N", help="TCP port on 127.0.0.1 (default 8000)")
-    w.set_defaults(func=guarded(cmd_serve_web))
+    w.set_defaults(func=cmd_serve_web)

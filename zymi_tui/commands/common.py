@@ -1,18 +1,25 @@
-"""What every subcommand shares: error reporting, exit codes, the STORE argument, asyncio."""
+"""What every subcommand shares: output consoles, exit codes, the STORE argument, asyncio.
+
+Errors are not handled here: a command raises a `UserError` (or lets one pass through) and
+`zymi_tui.cli.main` prints its one line and exits with its code.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import TypeVar
 
 from rich.console import Console
 from rich.markup import escape
 
-from zymi_tui.events.store import EventReader, StoreError
+from zymi_tui.errors import UserError
+from zymi_tui.events.store import EventReader
+from zymi_tui.project.locate import Located, locate
 from zymi_tui.text_safety import escape_controls
 
 T = TypeVar("T")
@@ -24,12 +31,13 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-class CommandError(Exception):
-    """A failure the user can act on: printed as one line on stderr, exit code `code`."""
+class CommandError(UserError):
+    """A failure of a command's own arguments or flow: one line on stderr, exit code `code`."""
 
-    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.code = code
+    title = "Command"
+
+    def __init__(self, message: str, code: int = EXIT_USAGE, *, hint: str | None = None) -> None:
+        super().__init__(message, hint, exit_code=code)
 
 
 def shown(text: str) -> str:
@@ -37,9 +45,15 @@ def shown(text: str) -> str:
     return escape(escape_controls(text))
 
 
+@functools.cache
+def _stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
 def raw_line(text: str) -> str:
-    """A `--raw` line: byte-exact into a pipe or file, controls escaped when it goes to a terminal."""
-    return escape_controls(text) if sys.stdout.isatty() else text
+    """`--raw`/`--json` lines: byte-exact into a pipe or file, controls escaped (line breaks kept)
+    when they go to a terminal."""
+    return escape_controls(text, keep="\n") if _stdout_is_terminal() else text
 
 
 def fail(message: str) -> None:
@@ -110,30 +124,10 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
 
 
 def store_arg(args: argparse.Namespace) -> str | None:
-    value: str | None = args.store or args.dir
+    value: str | None = args.store or getattr(args, "dir", None)
     return value
 
 
-Handler = Callable[[argparse.Namespace], int]
-
-
-def guarded(handler: Handler) -> Handler:
-    """Turn store errors and command errors into one line on stderr and an exit code."""
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except StoreError as e:
-            fail(str(e))
-            return EXIT_USAGE
-        except CommandError as e:
-            fail(str(e))
-            return e.code
-        except BrokenPipeError:
-            sys.stderr.close()
-            return EXIT_OK
-        except KeyboardInterrupt:
-            err.print("interrupted (Ctrl-C)")
-            return EXIT_INTERRUPTED
-
-    return run
+def located(args: argparse.Namespace) -> Located:
+    """The store a command reads (STORE / -d DIR / the current folder) and the project describing it."""
+    return locate(store_arg(args), project=getattr(args, "project", None))

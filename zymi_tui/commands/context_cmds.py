@@ -5,18 +5,29 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
-from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
-from zymi_tui.context.prefix import ProjectError, find_project
-from zymi_tui.events.store import EventReader, open_reader, resolve_store
+from zymi_tui.context.knobs import ContextKnobs, resolve_knobs
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.store import EventReader
+from zymi_tui.project.reader import read_project
 from zymi_tui.replay.cache import reuse_json
-from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, recorded_knobs, replay_store
+from zymi_tui.replay.calls import (
+    PROJECT_KNOBS,
+    SAME_TRAJECTORY,
+    STORE_KNOBS,
+    UNKNOWN_KNOBS,
+    CallContext,
+    context_at,
+    recorded_knobs,
+    replay_store,
+)
 from zymi_tui.replay.export import context_markdown
 
 from .common import (
@@ -24,16 +35,17 @@ from .common import (
     CommandError,
     add_store_arg,
     err,
-    guarded,
+    located,
     out,
     raw_line,
     report_skipped,
     run_async,
     shown,
-    store_arg,
 )
 from .export_cmds import project_bodies, row_body
 from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
+
+PREFIX_BASIS = "per step run, the first recorded call minus the rest rebuilt"
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -47,6 +59,10 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="override one knob (repeatable), e.g. --set observation_window=4 --set forget_after_turns=off",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument(
+        "--strict", action="store_true",
+        help="refuse to guess: fail when no project (nor the store) gives Layer A or the recorded knobs",
+    )  # fmt: skip
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
@@ -73,22 +89,43 @@ def _context_parser(c: argparse.ArgumentParser) -> None:
         "--format", choices=["text", "json", "md"], default="text",
         help="json: the call with its exact request body (as --json); md: layers, reasons, sizes and texts",
     )  # fmt: skip
-    c.set_defaults(func=guarded(lambda a: run_async(_context(a))))
+    c.set_defaults(func=lambda a: run_async(_context(a)))
 
 
-def _setup(args: argparse.Namespace) -> tuple[str, Path | None, ContextKnobs | None]:
-    location = resolve_store(store_arg(args))
-    project = find_project(location, Path(args.project) if args.project else None)
-    if project is not None and not (project / "project.yml").is_file():
-        raise CommandError(f"--project {args.project}: no project.yml in that folder")
-    try:
-        base = recorded_knobs(project)
-        knobs = None if args.profile is None and not args.sets else resolve_knobs(base, args.profile, args.sets)
-        if knobs == base:
-            knobs = None  # the recorded knobs: a plain replay, not a what-if
-    except (KnobError, ProjectError) as e:
-        raise CommandError(str(e)) from None
+def _setup(args: argparse.Namespace) -> tuple[StoreLocation, Path | None, ContextKnobs | None]:
+    location, project = located(args)
+    base = recorded_knobs(project)
+    knobs = None if args.profile is None and not args.sets else resolve_knobs(base, args.profile, args.sets)
+    if knobs == base:
+        knobs = None  # the recorded knobs: a plain replay, not a what-if
     return location, project, knobs
+
+
+def refuse_guess(row: CallContext, strict: bool) -> None:
+    """With --strict, a call whose Layer A or recorded knobs would be guessed stops the command."""
+    if not strict:
+        return
+    guessed = [what for what, yes in (("Layer A", row.prefix_inferred),
+                                      ("the recorded knobs", row.knobs_source == UNKNOWN_KNOBS)) if yes]  # fmt: skip
+    if guessed:
+        raise CommandError(
+            f"--strict: {' and '.join(guessed)} of {row.stream_id} would be guessed: no project describes this store",
+            hint="pass --project DIR, or leave out --strict to see an estimate marked as one",
+        )
+
+
+def knobs_line(sources: set[str], described: set[str], project: Path | None) -> tuple[str, str]:
+    """The recorded knobs of a replay and where they come from: (text, source for JSON)."""
+    what = " | ".join(sorted(described)) if described else "?"
+    if not sources or UNKNOWN_KNOBS in sources:
+        return f"unknown (no project describes this store): replayed under the engine defaults: {what}", "unknown"
+    if sources == {STORE_KNOBS}:
+        return f"recorded in the store (zymi-tui's engine wrote them): {what}", "store"
+    if sources == {PROJECT_KNOBS} and project is not None:
+        if read_project(project).context_section is None:
+            return f"recorded: the engine defaults (project.yml sets no runtime.context): {what}", "project"
+        return f"recorded (project.yml runtime.context): {what}", "project"
+    return f"recorded (project and store): {what}", "mixed"
 
 
 def _est_tokens(row: CallContext) -> int | None:
@@ -115,6 +152,9 @@ def row_json(row: CallContext, *, messages: bool, tokens: bool = True) -> dict[s
         "hard_cap_exceeded": None if r is None else r.hard_cap_exceeded,
         "would_compact": None if r is None else r.compaction is not None,
         "prefix_inferred": row.prefix_inferred,
+        "prefix_bytes": None if r is None else r.layer_bytes.get("A"),
+        "prefix_basis": row.prefix_basis,
+        "knobs_source": row.knobs_source,
         "simulated": row.simulated,
         "whatif": row.whatif,
     }
@@ -133,23 +173,10 @@ def _progress(done: int, total: int) -> None:
 
 def _replay_or_compare(args: argparse.Namespace) -> int:
     if args.compare:
-        from zymi_tui.commands.tuning_cmds import cmd_compare
+        from zymi_tui.commands.tuning_cmds import CompareRequest, compare
 
-        fmt = "json" if args.json else "table"
-        return cmd_compare(
-            argparse.Namespace(
-                store=args.store,
-                dir=args.dir,
-                project=args.project,
-                run=args.run,
-                profiles=args.compare,
-                prices=None,
-                model=None,
-                format=fmt,
-                output=None,
-            )
-        )
-    return guarded(lambda a: run_async(_replay(a)))(args)
+        return compare(CompareRequest(located(args), args.compare, args, format="json" if args.json else "table"))
+    return run_async(_replay(args))
 
 
 async def _replay(args: argparse.Namespace) -> int:
@@ -163,6 +190,7 @@ async def _replay(args: argparse.Namespace) -> int:
         async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
             if totals.rows % 200 == 0 and total > 20_000:
                 _progress(row.global_id, total)
+            refuse_guess(row, args.strict)
             totals.add(row, args.tokens)
             if args.json:
                 line = json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False)
@@ -177,6 +205,12 @@ async def _replay(args: argparse.Namespace) -> int:
                 "pass --project DIR"
             )
         if table is not None:
+            if totals.prefix_inferred:
+                table.title = (
+                    "Layer A inferred (no project): '~' marks its estimated size, per step run the first recorded "
+                    "call minus the rest rebuilt; the rebuilt sizes are estimates"
+                )
+                table.title_justify = "left"
             out.print(table)
         _print_totals(totals, args.json, knobs, project, args.tokens)
         report_skipped(reader)
@@ -187,7 +221,8 @@ async def _replay(args: argparse.Namespace) -> int:
 
 def _table() -> Table:
     t = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("stream", "seq", "it", "kind", "recorded", "rebuilt", "msgs", "input tok (rec.)", "est. tok", "note"):
+    for col in ("stream", "seq", "it", "kind", "recorded", "rebuilt", "A", "msgs", "input tok (rec.)", "est. tok",
+                "note"):  # fmt: skip
         t.add_column(col, justify="right" if col not in ("stream", "kind", "note") else "left")
     return t
 
@@ -215,6 +250,7 @@ def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
         kind,
         str(row.recorded_chars) if not row.simulated else "-",
         rebuilt + mark,
+        "?" if r is None else ("~" if row.prefix_inferred else "") + str(r.layer_bytes.get("A", 0)),
         "?" if r is None else str(r.message_count),
         "-" if row.recorded_input_tokens is None else str(row.recorded_input_tokens),
         "-" if not tokens or r is None else f"~{_est_tokens(row)}",
@@ -241,10 +277,15 @@ class _Totals:
     recorded_cache_creation: int = 0
     cache_breaks: int = 0
     prefix_inferred: bool = False
+    knobs_sources: set[str] = field(default_factory=set)
+    knobs_seen: set[str] = field(default_factory=set)  # the recorded knobs the rows were rebuilt under
 
     def add(self, row: CallContext, tokens: bool) -> None:
         r = row.rendered
         self.rows += 1
+        self.knobs_sources.add(row.knobs_source)
+        if r is not None and not row.whatif and not row.is_compaction:
+            self.knobs_seen.add(r.knobs.describe())
         self.calls += not row.hard_cap_failure
         self.compactions += row.is_compaction
         self.simulated += row.simulated
@@ -266,6 +307,7 @@ class _Totals:
 
 
 def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, project: Path | None, tok: bool) -> None:
+    recorded_text, recorded_source = knobs_line(run.knobs_sources, run.knobs_seen, project)
     totals = {
         "totals": True,
         "calls": run.calls,
@@ -281,10 +323,10 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
         "recorded_cached_input_tokens_sum": run.recorded_cached,
         "recorded_cache_creation_tokens_sum": run.recorded_cache_creation,
         "cache_breaks": run.cache_breaks,
-        "knobs": "recorded (" + ("project" if project else "engine defaults") + ")"
-        if knobs is None
-        else knobs.describe(),
+        "knobs": knobs.describe() if knobs is not None else recorded_text,
+        "knobs_source": "what-if" if knobs is not None else recorded_source,
         "prefix_inferred": run.prefix_inferred,
+        "prefix_basis": PREFIX_BASIS if run.prefix_inferred else None,
     }
     if knobs is not None:
         totals["note"] = SAME_TRAJECTORY
@@ -302,7 +344,7 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
     )
     out.print(f"knobs: {escape(str(totals['knobs']))}" + (f"  [yellow]{SAME_TRAJECTORY}[/]" if knobs else ""))
     if totals["prefix_inferred"]:
-        out.print("[yellow]Layer A inferred[/]: no project; its size comes from each step's first recorded call")
+        out.print(f"[yellow]Layer A inferred[/] (no project): {PREFIX_BASIS}; every size above is an estimate")
 
 
 async def _context(args: argparse.Namespace) -> int:
@@ -313,16 +355,15 @@ async def _context(args: argparse.Namespace) -> int:
             stream = await resolve_step_stream(reader, args)
             assert stream is not None
             row = await context_at(reader, stream, args.seq, project=project, knobs=knobs)
-        except ReplayError as e:
-            raise CommandError(str(e)) from None
         finally:
             report_skipped(reader)
     finally:
         await reader.close()
+    refuse_guess(row, args.strict)
     r = row.rendered
     fmt = "json" if args.json else args.format
     if fmt == "md":
-        sys.stdout.write(context_markdown(row, row_body(project_bodies(project), row)))
+        sys.stdout.write(raw_line(context_markdown(row, row_body(project_bodies(project), row))))
         return EXIT_OK
     if fmt == "json":
         obj = row_json(row, messages=True)
@@ -345,8 +386,15 @@ async def _context(args: argparse.Namespace) -> int:
         f"~{sum(e.tokens for e in r.entries)} tokens (estimated) | recorded: {row.recorded_chars} bytes, "
         f"{row.recorded_message_count} messages, input tokens {row.recorded_input_tokens} (recorded)"
     )
-    out.print(f"knobs: {r.knobs.describe()}" + (f"  [yellow]{SAME_TRAJECTORY}[/]" if row.whatif else ""))
+    recorded = knobs_line({row.knobs_source}, {r.knobs.describe()}, project)[0]
+    out.print(f"knobs: {r.knobs.describe() if row.whatif else recorded}" + (
+        f"  [yellow]{SAME_TRAJECTORY}[/]" if row.whatif else ""))  # fmt: skip
     t = Table(box=None, header_style="bold", pad_edge=False)
+    if r.prefix_inferred:
+        t.title = (
+            f"Layer A ~{r.layer_bytes.get('A', 0)} B inferred (no project): {row.prefix_basis}; sizes are estimates"
+        )
+        t.title_justify = "left"
     for col in ("#", "layer", "role", "seq", "bytes", "~tokens (est.)", "reason", "content"):
         t.add_column(col, justify="left" if col in ("layer", "role", "reason", "content") else "right")
     for i, entry in enumerate(r.entries):
@@ -358,7 +406,7 @@ async def _context(args: argparse.Namespace) -> int:
         )  # fmt: skip
     out.print(t)
     if r.prefix_inferred:
-        out.print("[yellow]Layer A inferred[/]: no project; its size is the recorded total minus the rest")
+        out.print(f"[yellow]Layer A inferred[/] (no project): ~{r.layer_bytes.get('A', 0)} B, {row.prefix_basis}")
     if r.forgotten:
         out.print(f"{r.forgotten} older message(s) dropped by forget_after_turns={r.knobs.forget_after_turns}")
     if r.compacted_away:

@@ -8,33 +8,16 @@ import shlex
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, CommandError, guarded, run_async
+from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, CommandError, run_async
+from zymi_tui.commands.workspace import load_project, print_footer, say, say_interrupted
 from zymi_tui.context.knobs import KnobError
 from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.chat import PROJECT_PROFILE, next_profile, profile_knobs, profile_names
 from zymi_tui.engine.config import PipelineConfig
-from zymi_tui.engine.loader import ProjectError, Workspace, find_root, load_workspace
 from zymi_tui.engine.runner import Runtime
 from zymi_tui.engine.slash import Slash, help_text, unknown_command
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.store import redact_url
-
-if TYPE_CHECKING:
-    from zymi_tui.engine.runner import SealWatch
-
-
-def _load(directory: str | None) -> Workspace:
-    try:
-        return load_workspace(find_root(directory))
-    except ProjectError as e:
-        msg = str(e)
-        if msg.startswith("no project.yml"):
-            raise CommandError(msg) from None
-        if msg.startswith("unresolved template variable `${env.") and "KEY" in msg.upper():
-            msg += " (set it in the environment or in .env, or try the offline demo model: `llm: {provider: demo}`)"
-        raise CommandError(f"failed to load project: {msg}") from None
 
 
 def _inputs(raw: list[str]) -> dict[str, str]:
@@ -45,10 +28,6 @@ def _inputs(raw: list[str]) -> dict[str, str]:
         k, v = item.split("=", 1)
         out[k] = v
     return out
-
-
-def _print(text: str) -> None:
-    print(text, flush=True)
 
 
 def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
@@ -79,46 +58,24 @@ def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
         sys.stderr.write("\n")
 
 
-def say_interrupted(store: str, watch: SealWatch) -> int:
-    """The one line on stderr when Ctrl-C stopped a `run` or `resume`; exit 130."""
-    where = f"its events are kept in {redact_url(store)}"
-    if watch.sealed is None:
-        text = "interrupted (Ctrl-C) before the run started"
-    elif watch.interrupted:
-        text = f"interrupted (Ctrl-C): the run is sealed as failed; {where}"
-    else:
-        text = f"interrupted (Ctrl-C) after the run ended; {where}"
-    print(text, file=sys.stderr)
-    return EXIT_INTERRUPTED
-
-
-@guarded
 def cmd_run(args: argparse.Namespace) -> int:
     from zymi_tui.engine.runner import RunHalted, SealWatch, run_pipeline
     from zymi_tui.engine.runtime import close_runtime, open_runtime
 
-    ws = _load(args.dir)
+    ws = load_project(args.dir)
     inputs = _inputs(args.input or [])
-    try:
-        pipeline = ws.pipeline(args.pipeline)
-    except ProjectError as e:
-        raise CommandError(str(e)) from None
-    _print(f"Pipeline: {pipeline.name}")
+    pipeline = ws.pipeline(args.pipeline)
+    say(f"Pipeline: {pipeline.name}")
     if pipeline.description:
-        _print(f"  {pipeline.description}")
-    _print("")
+        say(f"  {pipeline.description}")
+    say("")
     if sys.stdin.isatty() and sys.stdout.isatty():
         _prompt_inputs(pipeline, inputs)
 
     watch = SealWatch()
 
     async def go() -> int:
-        try:
-            rt = await open_runtime(
-                ws, [pipeline.name], TerminalApproval(), printer=_print, reasoning=TerminalApproval()
-            )
-        except ProjectError as e:
-            raise CommandError(str(e)) from None
+        rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=say, reasoning=TerminalApproval())
         rt.recorder.listeners.append(watch)
         try:
             result = await run_pipeline(rt, pipeline.name, inputs)
@@ -127,40 +84,34 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_FAIL
         finally:
             await close_runtime(rt)
-        _print("---")
+        say("---")
         return print_footer(result.success, result.final_output)
 
     try:
         return run_async(go())
     except KeyboardInterrupt:
-        return say_interrupted(ws.store_location, watch)
+        return say_interrupted(ws.store, watch)
 
 
-@guarded
 def cmd_init(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from zymi_tui.engine.scaffold import init_project
 
     root = Path.cwd()
-    try:
-        files = init_project(root, args.name, args.example)
-    except ProjectError as e:
-        raise CommandError(str(e)) from None
-    _print(f"Initialized zymi project '{args.name or root.name}' in {root}")
+    files = init_project(root, args.name, args.example)
+    say(f"Initialized zymi project '{args.name or root.name}' in {root}")
     for f in files:
-        _print(f"  {f}")
-    _print('\nNext: zymi-tui run main -i task="..."   (on the offline demo model; set llm: for a real one)')
+        say(f"  {f}")
+    say('\nNext: zymi-tui run main -i task="..."   (on the offline demo model; set llm: for a real one)')
     return EXIT_OK
 
 
-@guarded
 def cmd_serve(args: argparse.Namespace) -> int:
-    from zymi_tui.engine.connectors import ConnectorError
     from zymi_tui.engine.runtime import close_runtime, open_runtime
     from zymi_tui.engine.serve import serve
 
-    ws = _load(args.dir)
+    ws = load_project(args.dir)
     if args.all and args.pipelines:
         raise CommandError("pass pipeline names or `--all`, not both")
     if args.all:
@@ -177,23 +128,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CommandError(f"pipeline(s) not found: {', '.join(missing)}. Available: {available}")
 
     async def go() -> int:
-        try:
-            rt = await open_runtime(ws, served, TerminalApproval(), printer=_print)
-        except ProjectError as e:
-            raise CommandError(str(e)) from None
+        rt = await open_runtime(ws, served, TerminalApproval(), printer=say)
         target = ", ".join(served) if not args.all else f"any pipeline (--all): {', '.join(served)}"
-        _print(f"zymi serve: listening for PipelineRequested events targeting {target}")
-        _print(f"  store: {redact_url(ws.store_location)}")
-        _print(f"  poll:  {args.poll_interval_ms}ms")
-        _print("  press Ctrl+C to stop")
+        say(f"zymi serve: listening for PipelineRequested events targeting {target}")
+        say(f"  store: {ws.store}")
+        say(f"  poll:  {args.poll_interval_ms}ms")
+        say("  press Ctrl+C to stop")
         if ws.project.runtime is None:
-            _print(
+            say(
                 "  note:  runtime.context not set — using engine defaults; see docs/context.md for chat/coding profiles"
             )
         try:
-            await serve(rt, served, args.poll_interval_ms, _print)
-        except ConnectorError as e:
-            raise CommandError(str(e)) from None
+            await serve(rt, served, args.poll_interval_ms, say)
         finally:
             await close_runtime(rt)
         return EXIT_OK
@@ -201,21 +147,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         return run_async(go())
     except KeyboardInterrupt:
-        _print("\nshutting down…")
+        say("\nshutting down…")
         return EXIT_OK
-
-
-def print_footer(success: bool, final_output: str | None) -> int:
-    """zymi's end-of-run footer (docs/engine.md#run-output) after the `---` line; the exit code it implies."""
-    _print("Pipeline completed successfully." if success else "Pipeline completed with errors.")
-    if final_output is not None:
-        _print("")
-        _print("Final output:")
-        _print(final_output)
-    if not success:
-        print("error: pipeline had failing steps", file=sys.stderr)
-        return EXIT_FAIL
-    return EXIT_OK
 
 
 async def last_call_summary(rt: Runtime, stream: str, root: Path) -> str:
@@ -232,7 +165,7 @@ async def last_call_summary(rt: Runtime, stream: str, root: Path) -> str:
     try:
         rendered = (await context_at(rt.reader, step_stream, seq, project=root)).rendered
     except ReplayError as e:
-        return f"the last call's context cannot be rebuilt: {e}"
+        return f"the last call's context cannot be rebuilt: {e.one_line()}"
     if rendered is None:
         return "the last call's context cannot be rebuilt (no project prefix)"
     layers = " · ".join(f"layer {name} {size:,} B" for name, size in sorted(rendered.layer_bytes.items()))
@@ -253,33 +186,29 @@ def plain_commands(rt: Runtime, root: Path, stream: str) -> Callable[[Slash], Aw
         if slash.command == "quit":
             return False
         if slash.command == "help":
-            _print(help_text(profile_names()))
+            say(help_text(profile_names()))
         elif slash.command == "profile":
             name = slash.arg or next_profile(profile)
             if name not in profile_names():
-                _print(f"unknown profile {name!r}; profiles: {', '.join(profile_names())}")
+                say(f"unknown profile {name!r}; profiles: {', '.join(profile_names())}")
                 return True
             rt.knobs, profile = profile_knobs(project_knobs, name), name
-            _print(f"profile {name} (from the next turn): {rt.knobs.describe()}")
+            say(f"profile {name} (from the next turn): {rt.knobs.describe()}")
         elif slash.command == "context":
-            _print(await last_call_summary(rt, stream, root))
+            say(await last_call_summary(rt, stream, root))
         else:
-            _print(unknown_command(slash))
+            say(unknown_command(slash))
         return True
 
     return command
 
 
-@guarded
 def cmd_chat(args: argparse.Namespace) -> int:
     from zymi_tui.engine.chat import chat_loop, chat_pipeline, pipeline_notice
     from zymi_tui.engine.runtime import close_runtime, open_runtime
 
-    ws = _load(args.dir)
-    try:
-        pipeline, input_name = chat_pipeline(ws, args.pipeline)
-    except ProjectError as e:
-        raise CommandError(str(e)) from None
+    ws = load_project(args.dir)
+    pipeline, input_name = chat_pipeline(ws, args.pipeline)
 
     async def read_line() -> str | None:
         def ask() -> str | None:
@@ -291,25 +220,22 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return await asyncio.to_thread(ask)
 
     async def go() -> int:
-        try:
-            rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=None)
-        except ProjectError as e:
-            raise CommandError(str(e)) from None
+        rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=None)
         if args.profile:
             try:
                 rt.knobs = profile_knobs(rt.knobs, args.profile)
-            except KnobError as e:
+            except KnobError:
                 await close_runtime(rt)
-                raise CommandError(str(e)) from None
+                raise
         model = f"{rt.provider.name}/{rt.provider.model}" if rt.provider else "no model"
         demo = "  (the offline demo model: nothing it says comes from a real LLM)" if model.startswith("demo") else ""
-        _print(f"chat with pipeline '{pipeline.name}' on stream '{args.run}' — {model}{demo}")
+        say(f"chat with pipeline '{pipeline.name}' on stream '{args.run}' — {model}{demo}")
         if notice := pipeline_notice(args.pipeline, pipeline):
-            _print(f"  {notice}")
-        _print(f"  store: {redact_url(ws.store_location)}    /quit or Ctrl-D to leave")
+            say(f"  {notice}")
+        say(f"  store: {ws.store}    /quit or Ctrl-D to leave")
         try:
             commands = plain_commands(rt, ws.root, args.run)
-            await chat_loop(rt, pipeline, input_name, args.run, read_line, _print, commands)
+            await chat_loop(rt, pipeline, input_name, args.run, read_line, say, commands)
         finally:
             await close_runtime(rt)
         return EXIT_OK
@@ -317,7 +243,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     try:
         return run_async(go())
     except KeyboardInterrupt:
-        _print("\ninterrupted; the events written so far are kept")
+        say("\ninterrupted; the events written so far are kept")
         return EXIT_INTERRUPTED
 
 

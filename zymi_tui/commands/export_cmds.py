@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from zymi_tui.engine.bodies import RequestBodies
-from zymi_tui.events.store import open_reader, step_of
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.store import step_of
 from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
 from zymi_tui.replay.export import ExportMeta, lhar_lines, otlp_traces
 
-from .common import EXIT_OK, CommandError, add_store_arg, guarded, run_async, warn
+from .common import EXIT_OK, CommandError, add_store_arg, located, run_async, warn
 from .flags import add_runs_filter, run_step_streams
-from .tuning_cmds import locate, write_or_print
+from .tuning_cmds import write_or_print
 
 
 def row_body(bodies: RequestBodies, row: CallContext) -> dict[str, Any] | None:
@@ -54,7 +55,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 
 async def _rows(args: argparse.Namespace) -> tuple[list[CallContext], RequestBodies, int]:
-    location, project = locate(args)
+    location, project = located(args)
     reader = await open_reader(location)
     try:
         streams = await run_step_streams(reader, args)
@@ -65,20 +66,19 @@ async def _rows(args: argparse.Namespace) -> tuple[list[CallContext], RequestBod
 
 
 def _svg(args: argparse.Namespace) -> str:
-    from zymi_tui.tui.app import Target
     from zymi_tui.tui.snapshot import SnapshotError, screen_svg
+    from zymi_tui.tui.target import Target
 
     width, _, height = args.size.partition("x")
     if not (width.isdigit() and height.isdigit()) or int(width) < 40 or int(height) < 12:
         raise CommandError(f"--size {args.size!r}: give WIDTHxHEIGHT, at least 40x12, e.g. 120x40")
-    location, project = locate(args)
+    location, project = located(args)
     try:
         return run_async(screen_svg(Target(location, project), args.screen, (int(width), int(height))))
     except SnapshotError as e:
         raise CommandError(f"--screen {args.screen}: {e}") from None
 
 
-@guarded
 def cmd_export(args: argparse.Namespace) -> int:
     if args.format == "svg":
         write_or_print(_svg(args), args.output)

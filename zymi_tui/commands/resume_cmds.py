@@ -5,22 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_OK, CommandError, guarded, run_async
-from zymi_tui.commands.engine_cmds import _load, _print, print_footer, say_interrupted
-from zymi_tui.context.knobs import KnobError, resolve_knobs
+from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_OK, CommandError, run_async
+from zymi_tui.commands.workspace import load_project, print_footer, say, say_interrupted
+from zymi_tui.context.knobs import resolve_knobs
 from zymi_tui.engine.approvals import TerminalApproval
-from zymi_tui.engine.loader import ProjectError, Workspace
-from zymi_tui.engine.resume import KnobChoice, ResumeError, ResumePlan, fork, plan_lines, plan_resume
+from zymi_tui.engine.loader import Workspace
+from zymi_tui.engine.resume import KnobChoice, ResumePlan, fork, plan_lines, plan_resume
 from zymi_tui.engine.runner import SealWatch
-from zymi_tui.engine.runtime import close_runtime, open_runtime, project_knobs
-from zymi_tui.events.store import is_postgres_url, open_reader
+from zymi_tui.engine.runtime import close_runtime, open_runtime, workspace_knobs
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import SqliteStore
 
 
 def knob_choice(ws: Workspace, profile: str | None, sets: list[str]) -> KnobChoice:
-    try:
-        knobs = resolve_knobs(project_knobs(ws), profile, sets)
-    except (KnobError, ProjectError) as e:
-        raise CommandError(str(e)) from None
+    knobs = resolve_knobs(workspace_knobs(ws), profile, sets)
     return KnobChoice(knobs, profile, tuple(sets))
 
 
@@ -29,11 +27,11 @@ def _show_plan(plan: ResumePlan, knobs: KnobChoice, *, dry_run: bool) -> None:
     if knobs.overridden:
         lines.insert(len(lines) - (0 if dry_run else 1), f"  knobs (re-execute): {knobs.describe()}")
     for line in lines:
-        _print(line)
+        say(line)
 
 
 async def _dry_run(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -> int:
-    reader = await open_reader(ws.store_location)
+    reader = await open_reader(ws.store)
     try:
         plan = await plan_resume(reader, ws, args.stream, args.from_step)
     finally:
@@ -43,42 +41,36 @@ async def _dry_run(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -
 
 
 async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice, watch: SealWatch) -> int:
-    reader = await open_reader(ws.store_location)
+    reader = await open_reader(ws.store)
     try:  # validate with a reader first: a bad request opens no writer
         plan = await plan_resume(reader, ws, args.stream, args.from_step)
     finally:
         await reader.close()
-    try:
-        rt = await open_runtime(ws, [plan.pipeline], TerminalApproval(), printer=_print, reasoning=TerminalApproval())
-    except ProjectError as e:
-        raise CommandError(str(e)) from None
+    rt = await open_runtime(ws, [plan.pipeline], TerminalApproval(), printer=say, reasoning=TerminalApproval())
     try:
         _show_plan(plan, knobs, dry_run=False)
         rt.recorder.listeners.append(watch)
         outcome = await fork(rt, plan, knobs)
     finally:
         await close_runtime(rt)
-    _print("---")
-    _print(f"New stream: {outcome.stream_id}")
+    say("---")
+    say(f"New stream: {outcome.stream_id}")
     if outcome.error is not None:
         print(f"error: {outcome.error}", file=sys.stderr)
         return EXIT_FAIL
     return print_footer(outcome.success, outcome.final_output)
 
 
-@guarded
 def cmd_resume(args: argparse.Namespace) -> int:
-    ws = _load(args.dir)
+    ws = load_project(args.dir)
     knobs = knob_choice(ws, args.profile, args.sets)
-    if not is_postgres_url(ws.store_location) and not ws.store_path.is_file():
-        raise CommandError(f"no event store found at {ws.store_path}. Cannot resume.")
+    if isinstance(ws.store, SqliteStore) and not ws.store.path.is_file():
+        raise CommandError(f"no event store found at {ws.store.path}. Cannot resume.")
     watch = SealWatch()
     try:
         return run_async(_dry_run(ws, args, knobs) if args.dry_run else _fork(ws, args, knobs, watch))
-    except ResumeError as e:
-        raise CommandError(str(e)) from None
     except KeyboardInterrupt:
-        return say_interrupted(ws.store_location, watch)
+        return say_interrupted(ws.store, watch)
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:

@@ -9,10 +9,11 @@ from datetime import datetime
 
 from zymi_tui.events.describe import describe
 from zymi_tui.events.envelope import BadRow, StoredEvent
+from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
 from zymi_tui.events.lean import LeanError, checked_stream_id, with_sequence
 from zymi_tui.events.runs import list_runs
-from zymi_tui.events.store import EventReader, RawRow, open_reader, step_of
+from zymi_tui.events.store import EventReader, RawRow, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 
@@ -22,13 +23,12 @@ from .common import (
     CommandError,
     add_store_arg,
     err,
-    guarded,
+    located,
     out,
     raw_line,
     report_skipped,
     run_async,
     shown,
-    store_arg,
     warn,
 )
 from .flags import RUN_HELP, add_run_arg
@@ -64,7 +64,7 @@ def _print_human(se: StoredEvent, run_stream: str | None) -> None:
 
 
 async def _events(args: argparse.Namespace) -> int:
-    reader = await open_reader(store_arg(args))
+    reader = await open_reader(located(args).store)
     try:
         tag = _kind_tag(args.kind) if args.kind else None
         limit = None if args.all else args.limit
@@ -99,12 +99,15 @@ async def _list(
             if rows.rows_scanned < want:
                 break
             continue
-        if tag:
-            page = await reader.read_kind_page(tag, stream_id=args.run, after_global_id=cursor, limit=want)
-            last, scanned = (page[-1].global_id if page else cursor), len(page)
-        elif args.run:
-            page = await reader.read_stream(args.run, include_steps=True, after_global_id=cursor, limit=want)
-            last, scanned = (page[-1].global_id if page else cursor), len(page)
+        if tag or args.run:
+            reported = len(reader.problems)
+            if tag:
+                page = await reader.read_kind_page(tag, stream_id=args.run, after_global_id=cursor, limit=want)
+            else:
+                page = await reader.read_stream(args.run, include_steps=True, after_global_id=cursor, limit=want)
+            # rows skipped on this page count as read: a short page is the end only when nothing was skipped
+            skipped = [b.global_id for b in reader.problems[reported:]]
+            last, scanned = max([cursor, *(se.global_id for se in page[-1:]), *skipped]), len(page) + len(skipped)
         else:
             p = await reader.read_after(cursor, want)
             page, last, scanned = p.events, p.last_global_id, p.rows_scanned
@@ -161,7 +164,7 @@ def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
         except LeanError as e:
             reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
     if lines:
-        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.write(raw_line("\n".join(lines)) + "\n")
     return len(lines)
 
 
@@ -175,7 +178,7 @@ def _emit(se: StoredEvent, args: argparse.Namespace) -> None:
 
 
 async def _runs(args: argparse.Namespace) -> int:
-    reader = await open_reader(store_arg(args))
+    reader = await open_reader(located(args).store)
     try:
         runs = await list_runs(reader, turns=args.turns)
         report_skipped(reader)
@@ -199,7 +202,7 @@ async def _runs(args: argparse.Namespace) -> int:
 
 
 async def _verify(args: argparse.Namespace) -> int:
-    reader = await open_reader(store_arg(args))
+    reader = await open_reader(located(args).store)
     try:
         verdicts = await verify_store(reader, args.stream)
     finally:
@@ -257,7 +260,7 @@ def _events_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--poll-ms", type=int, default=100, help="poll interval for --follow (default 100)")
     p.add_argument("--raw", action="store_true", help="one envelope JSON per line, with the real sequence")
-    p.set_defaults(func=guarded(lambda a: run_async(_events(a))))
+    p.set_defaults(func=lambda a: run_async(_events(a)))
 
 
 def _runs_args(p: argparse.ArgumentParser) -> None:
@@ -270,7 +273,7 @@ def _runs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-l", "--limit", type=int, default=0, help="show at most N runs (default: all)")
     p.add_argument("--turns", action="store_true", help="one row per chat turn instead of one per stream")
     p.add_argument("--raw", action="store_true", help="one JSON object per line (zymi's `runs --raw` fields)")
-    p.set_defaults(func=guarded(lambda a: run_async(_runs(a))))
+    p.set_defaults(func=lambda a: run_async(_runs(a)))
 
 
 def _verify_args(p: argparse.ArgumentParser) -> None:
@@ -282,4 +285,4 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
     p.add_argument("-s", "--stream", metavar="STREAM", help="verify this one stream only (a run or a step stream)")
     p.add_argument("-v", "--verbose", action="store_true", help="list every stream, not only broken ones")
-    p.set_defaults(func=guarded(lambda a: run_async(_verify(a))))
+    p.set_defaults(func=lambda a: run_async(_verify(a)))

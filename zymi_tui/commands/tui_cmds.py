@@ -4,26 +4,25 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
-from pathlib import Path
 
-from zymi_tui.events.store import open_reader
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.launch import choose_target
 
-from .common import EXIT_OK, CommandError, add_store_arg, guarded, run_async, store_arg
+from .common import EXIT_OK, CommandError, add_store_arg, run_async, store_arg
 from .flags import RUN_HELP, add_run_arg
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
     add_run_arg(p, RUN_HELP + ", selected at start")
-    p.add_argument("--project", metavar="DIR", help="project folder for pipelines/ and knobs (default: inferred)")
+    p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (default: found)")
     p.add_argument("--theme", metavar="NAME", help="a Textual theme, e.g. textual-dark or textual-light")
-    p.set_defaults(func=guarded(observe), bare=False)  # cli.main sets bare for `zymi-tui` alone
+    p.set_defaults(func=observe, bare=False)  # cli.main sets bare for `zymi-tui` alone
 
 
-async def _check(store: str) -> None:
+async def _check(store: StoreLocation) -> None:
     """Open and count before the screen starts, so a missing or broken store is one clear line."""
     reader = await open_reader(store)
     try:
@@ -34,14 +33,10 @@ async def _check(store: str) -> None:
 
 def observe(args: argparse.Namespace) -> int:
     """`bare`: `zymi-tui` alone, on the current folder's store or else the sample (with a banner)."""
-    target = choose_target(store_arg(args), args.run, bare=args.bare)
-    if args.project:
-        project = Path(args.project)
-        if not project.is_dir():
-            raise CommandError(f"--project {args.project}: no such folder (pass the folder holding pipelines/)")
-        target = replace(target, project=project)
+    target = choose_target(store_arg(args), args.run, project=args.project, bare=args.bare)
     run_async(_check(target.store))
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         raise CommandError("observe needs a terminal (stdin and stdout must be a TTY)")
-    DashboardApp(target, theme=args.theme).run()
-    return EXIT_OK
+    app = DashboardApp(target, theme=args.theme)
+    app.run()
+    return app.return_code or EXIT_OK  # 1 when the app died (the one-line error names the log)

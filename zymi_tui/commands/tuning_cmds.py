@@ -9,17 +9,20 @@ import argparse
 import json
 import sys
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from zymi_tui.context.knobs import ContextKnobs, KnobError, make_knobs, resolve_knobs
-from zymi_tui.context.prefix import find_project
-from zymi_tui.events.store import EventReader, open_reader, resolve_store
+from zymi_tui.context.knobs import ContextKnobs, make_knobs, resolve_knobs
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.store import EventReader
+from zymi_tui.project.locate import Located
+from zymi_tui.project.reader import read_project
 from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
 from zymi_tui.replay.compare import (
     CAVEAT,
@@ -33,56 +36,30 @@ from zymi_tui.replay.compare import (
     to_json_text,
     to_markdown,
 )
-from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
+from zymi_tui.replay.costs import PriceTable, load_prices
 from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
-from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, SweepError, parse_values, sweep
+from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
 
-from .common import EXIT_OK, CommandError, add_store_arg, err, guarded, out, run_async, store_arg
+from .common import EXIT_OK, CommandError, add_store_arg, err, located, out, raw_line, run_async
 from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
+from .tables import print_table
 
 RECORDED = "recorded"
 KnobDict = dict[str, int | None]
 
 
 # -- shared --------------------------------------------------------------------------------------
-def locate(args: argparse.Namespace) -> tuple[str, Path | None]:
-    """The store, and the project it was recorded with (--project, else beside the store)."""
-    location = resolve_store(store_arg(args))
-    project = find_project(location, Path(args.project) if args.project else None)
-    if project is not None and not (project / "project.yml").is_file():
-        raise CommandError(f"--project {args.project}: no project.yml in that folder; accepted: a zymi project folder")
-    return location, project
-
-
-def base_knobs(project: Path | None) -> ContextKnobs:
-    try:
-        return recorded_knobs(project)
-    except KnobError as e:
-        raise CommandError(str(e)) from None
-
-
-def profile_knobs(name: str, recorded: ContextKnobs) -> KnobDict | None:
+def profile_knobs(name: str, recorded: ContextKnobs) -> ContextKnobs | None:
     """`recorded` (or `project`) -> None (the store's own knobs); a built-in or saved profile otherwise."""
     if name in (RECORDED, "project"):
         return None
-    try:
-        return knob_dict(resolve_knobs(recorded, name, []))
-    except KnobError as e:
-        raise CommandError(str(e)) from None
+    return resolve_knobs(recorded, name, [])
 
 
 def project_llm(project: Path | None, key: str) -> str | None:
-    """`llm.<key>` of the project's project.yml (`model`, `provider`), if it says."""
-    if project is None:
-        return None
-    try:
-        doc = yaml.safe_load((project / "project.yml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
-    llm = doc.get("llm") if isinstance(doc, dict) else None
-    value = llm.get(key) if isinstance(llm, dict) else None
-    return value if isinstance(value, str) else None
+    """`llm.<key>` of the project (`model`, `provider`), if it says."""
+    return read_project(project).llm_setting(key) if project is not None else None
 
 
 def make_replay(
@@ -109,10 +86,7 @@ def progress_bar() -> Progress:
 
 def prices_arg(args: argparse.Namespace) -> PriceTable:
     """The price table of `--prices FILE`, else the user's, else the built-in one."""
-    try:
-        return load_prices(Path(args.prices) if args.prices else None)
-    except PriceError as e:
-        raise CommandError(str(e)) from None
+    return load_prices(Path(args.prices) if args.prices else None)
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
@@ -128,21 +102,34 @@ def write_or_print(text: str, output: str | None) -> None:
             raise CommandError(f"--output {output}: cannot write ({e.strerror or e})") from None
         err.print(f"wrote {output}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(raw_line(text))
 
 
 # -- compare -------------------------------------------------------------------------------------
-async def run_compare(args: argparse.Namespace) -> Comparison:
-    names = [n.strip() for n in args.profiles.split(",") if n.strip()]
+@dataclass(frozen=True)
+class CompareRequest:
+    """What `compare` (and `replay --compare`) is asked for; `args` are the command's own (its -r filter)."""
+
+    where: Located
+    profiles: str  # "P1,P2[,...]"
+    args: argparse.Namespace
+    prices: str | None = None
+    model: str | None = None
+    format: str = "table"
+    output: str | None = None
+
+
+async def run_compare(req: CompareRequest) -> Comparison:
+    names = [n.strip() for n in req.profiles.split(",") if n.strip()]
     if len(names) < 2:
-        raise CommandError(f"profiles {args.profiles!r}: give two or more, e.g. recorded,chat,eval")
-    location, project = locate(args)
-    base = base_knobs(project)
+        raise CommandError(f"profiles {req.profiles!r}: give two or more, e.g. recorded,chat,eval")
+    location, project = req.where
+    base = recorded_knobs(project)
     profiles = [(n, profile_knobs(n, base)) for n in names]
-    prices = prices_arg(args)
+    prices = load_prices(Path(req.prices) if req.prices else None)
     reader = await open_reader(location)
     try:
-        streams = await run_step_streams(reader, args)
+        streams = await run_step_streams(reader, req.args)
         output = await recorded_output(reader, streams)
         with progress_bar() as bar:
             task = bar.add_task(names[0], total=1.0)
@@ -153,9 +140,9 @@ async def run_compare(args: argparse.Namespace) -> Comparison:
             cmp = await compare_profiles(
                 replay_profiles(reader, project, profiles, streams),
                 profiles,
-                recorded_knobs=knob_dict(base),
+                recorded_knobs=base,
                 prices=prices,
-                model=args.model or project_llm(project, "model"),
+                model=req.model or project_llm(project, "model"),
                 provider=project_llm(project, "provider"),
                 output=output,
                 last_global_id=await reader.max_global_id(),
@@ -177,42 +164,41 @@ def print_comparison(cmp: Comparison, currency: str) -> None:
     for line in body[: len(body) - len(cmp.runs()) - 1]:
         cells = [c.strip() for c in line.strip("|").split("|")]
         table.add_row(*cells)
-    out.print(table)
+    print_table(out, table)
     out.print(
         f"tokens: recorded where the context is unchanged, else estimated ({cmp.tokens_ratio_source}); "
         f"cost: {price_note(cmp)}"
     )
 
 
-@guarded
 def cmd_compare(args: argparse.Namespace) -> int:
-    cmp = run_async(run_compare(args))
-    fmt = args.format
-    if fmt == "table":
+    req = CompareRequest(located(args), args.profiles, args, args.prices, args.model, args.format, args.output)
+    return compare(req)
+
+
+def compare(req: CompareRequest) -> int:
+    cmp = run_async(run_compare(req))
+    if req.format == "table":
         print_comparison(cmp, "USD")
-        if args.output:
-            write_or_print(to_markdown(cmp), args.output)
-    elif fmt == "json":
-        write_or_print(to_json_text(cmp), args.output)
-    elif fmt == "csv":
-        write_or_print(to_csv(cmp), args.output)
+        if req.output:
+            write_or_print(to_markdown(cmp), req.output)
+    elif req.format == "json":
+        write_or_print(to_json_text(cmp), req.output)
+    elif req.format == "csv":
+        write_or_print(to_csv(cmp), req.output)
     else:
-        write_or_print(to_markdown(cmp), args.output)
+        write_or_print(to_markdown(cmp), req.output)
     return EXIT_OK
 
 
 # -- sweep ---------------------------------------------------------------------------------------
-@guarded
 def cmd_sweep(args: argparse.Namespace) -> int:
-    try:
-        windows = parse_values(args.window, "window") if args.window else list(DEFAULT_WINDOWS)
-        caps = parse_values(args.soft_cap, "soft-cap") if args.soft_cap else list(DEFAULT_SOFT_CAPS)
-    except SweepError as e:
-        raise CommandError(str(e)) from None
+    windows = parse_values(args.window, "window") if args.window else list(DEFAULT_WINDOWS)
+    caps = parse_values(args.soft_cap, "soft-cap") if args.soft_cap else list(DEFAULT_SOFT_CAPS)
 
     async def go() -> Any:
-        location, project = locate(args)
-        base = base_knobs(project)
+        location, project = located(args)
+        base = recorded_knobs(project)
         reader = await open_reader(location)
         try:
             streams = await run_step_streams(reader, args)
@@ -225,10 +211,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 return await sweep(
                     reader,
                     project,
-                    knob_dict(base),
+                    base,
                     windows,
                     caps,
-                    recorded_knobs=knob_dict(base),
+                    recorded_knobs=base,
                     streams=streams,
                     last_global_id=await reader.max_global_id(),
                     progress=tick,
@@ -239,10 +225,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         finally:
             await reader.close()
 
-    try:
-        prices = load_prices(None)
-    except PriceError as e:
-        raise CommandError(str(e)) from None
+    prices = load_prices(None)
     result = run_async(go())
     if args.json:
         write_or_print(json.dumps(result.to_json(), indent=1) + "\n", args.output)
@@ -261,16 +244,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         table.add_row(*(f"{v:,}" for v in (p.observation_window, p.soft_cap_chars, p.hard_cap_chars, p.tokens_sum,
                         p.tokens_peak, p.chars_peak, p.over_soft_cap, p.compactions_simulated,
                         p.hard_cap_failures, p.cache_breaks)), cost, p.provenance, mark)  # fmt: skip
-    out.print(table)
+    print_table(out, table)
     return EXIT_OK
 
 
 # -- rent ----------------------------------------------------------------------------------------
-@guarded
 def cmd_rent(args: argparse.Namespace) -> int:
     async def go() -> Any:
-        location, project = locate(args)
-        base = base_knobs(project)
+        location, project = located(args)
+        base = recorded_knobs(project)
         reader = await open_reader(location)
         try:
             stream = await resolve_step_stream(reader, args)
@@ -323,30 +305,26 @@ def cmd_rent(args: argparse.Namespace) -> int:
 
 
 # -- find ----------------------------------------------------------------------------------------
-@guarded
 def cmd_find(args: argparse.Namespace) -> int:
     if not args.text:
         raise CommandError("find: TEXT is empty; give the string to look for")
 
     async def go() -> Any:
-        location, project = locate(args)
-        base = base_knobs(project)
-        try:
-            knobs = resolve_knobs(base, args.profile, args.sets or [])
-        except KnobError as e:
-            raise CommandError(str(e)) from None
+        location, project = located(args)
+        base = recorded_knobs(project)
+        knobs = resolve_knobs(base, args.profile, args.sets or [])
         reader = await open_reader(location)
         try:
             stream = await resolve_step_stream(reader, args)
             assert stream is not None
             events = await reader.read_stream(stream)
             calls = [c async for c in replay_store(reader, project=project, knobs=knobs, streams=[stream])]
-            return knobs, presence(calls, events, args.text, knob_dict(knobs))
+            return knobs, base, presence(calls, events, args.text, knob_dict(knobs))
         finally:
             await reader.close()
 
-    knobs, found = run_async(go())
-    what_if = knobs != base_knobs(locate(args)[1])
+    knobs, base, found = run_async(go())
+    what_if = knobs != base
     if args.json:
         for p in found:
             sys.stdout.write(json.dumps({**vars(p), "what_if": what_if}, ensure_ascii=False) + "\n")
@@ -361,7 +339,7 @@ def cmd_find(args: argparse.Namespace) -> int:
 
 
 # -- tune (the screens) -------------------------------------------------------------------------
-async def step_stream_to_tune(store: str, args: argparse.Namespace) -> str | None:
+async def step_stream_to_tune(store: StoreLocation, args: argparse.Namespace) -> str | None:
     """The step stream named on the line, else the one with the most events."""
     reader = await open_reader(store)
     try:
@@ -372,15 +350,14 @@ async def step_stream_to_tune(store: str, args: argparse.Namespace) -> str | Non
     return named or (max(steps, key=lambda s: s.count).stream_id if steps else None)
 
 
-@guarded
 def cmd_tune(args: argparse.Namespace) -> int:
     from zymi_tui.tui.tuning.app import TuningApp
     from zymi_tui.tui.tuning.compare_screen import CompareScreen
     from zymi_tui.tui.tuning.editor import TuningScreen
     from zymi_tui.tui.tuning.sweep_screen import SweepScreen
 
-    location, project = locate(args)
-    base_knobs(project)  # a bad runtime.context fails here, with one line
+    location, project = located(args)
+    recorded_knobs(project)  # a bad runtime.context fails here, with one line
     if args.compare:
         app = TuningApp(location, lambda _r: CompareScreen(location, project=project, profiles=args.compare))
     elif args.sweep:
@@ -392,7 +369,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             raise CommandError(f"{location}: no step stream with LLM calls to tune")
         app = TuningApp(location, lambda r: TuningScreen(r, stream, project=project, sequence=args.seq))
     app.run()
-    return EXIT_OK
+    return app.return_code or EXIT_OK  # 1 when the app died (the one-line error names the log)
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs
@@ -61,6 +61,7 @@ class Prefix:
     task: str  # the resolved user message ("" -> no user message)
     inferred_bytes: int | None = None
     inferred_count: int = 2
+    basis: str | None = None  # an inferred prefix: how its size was found
 
     @property
     def inferred(self) -> bool:
@@ -265,10 +266,16 @@ def to_message(event: Any) -> MessageModel | None:
     return None
 
 
+@lru_cache(maxsize=4096)
+def _utc_seconds(date_time: str) -> int:
+    """`YYYY-MM-DDTHH:MM:SS` (UTC) in seconds since the epoch; events of one second share the result."""
+    return int(datetime.fromisoformat(date_time + "+00:00").timestamp())
+
+
 def fast_ts_ns(text: str) -> int:
     """`parse_timestamp_ns` with a fast path for zymi's `YYYY-MM-DDTHH:MM:SS[.f]Z`."""
     if len(text) >= 20 and text[-1] == "Z" and text[10] == "T" and (len(text) == 20 or text[19] == "."):
-        secs = int(datetime.fromisoformat(text[:19] + "+00:00").timestamp())
+        secs = _utc_seconds(text[:19])
         frac = text[20:-1]
         return secs * 1_000_000_000 + (int(frac.ljust(9, "0")[:9]) if frac else 0)
     return parse_timestamp_ns(text)

@@ -15,11 +15,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from zymi_tui.errors import UserError
+from zymi_tui.project.reader import Project
+
 KNOB_NAMES = ("observation_window", "soft_cap_chars", "hard_cap_chars", "min_tail_turns", "forget_after_turns")
 
 
-class KnobError(ValueError):
+class KnobError(UserError):
     """A knob, profile or profiles file that cannot be used; the message is one line."""
+
+    title = "Knobs"
 
 
 class ContextKnobs(BaseModel):
@@ -87,24 +92,19 @@ def make_knobs(values: dict[str, Any], where: str) -> ContextKnobs:
         raise _first_error(e, where, values) from None
 
 
-def load_project_knobs(project_dir: Path) -> ContextKnobs:
-    """`runtime.context:` of `<project_dir>/project.yml` (engine defaults when absent)."""
-    path = project_dir / "project.yml"
-    if not path.is_file():
-        return ContextKnobs()
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
-        raise KnobError(f"{path}: cannot read it: {str(e).splitlines()[0]}") from None
-    runtime = doc.get("runtime") if isinstance(doc, dict) else None
-    section = runtime.get("context") if isinstance(runtime, dict) else None
+def project_knobs(project: Project) -> ContextKnobs:
+    """The project's `runtime.context:` (engine defaults when absent; unknown keys ignored, as zymi does)."""
+    return section_knobs(project.context_section, project.file)
+
+
+def section_knobs(section: Any, project_file: Path) -> ContextKnobs:
+    """A `runtime.context:` section as written in `project_file` (None: the engine defaults)."""
     if section is None:
         return ContextKnobs()
     if not isinstance(section, dict):
-        raise KnobError(f"{path}: runtime.context must be a mapping of knobs, got {section!r}")
-    # zymi ignores unknown keys in project.yml; so do we
+        raise KnobError(f"{project_file}: runtime.context must be a mapping of knobs, got {section!r}")
     known = {k: v for k, v in section.items() if k in KNOB_NAMES}
-    return make_knobs(known, f"{path} runtime.context")
+    return make_knobs(known, f"{project_file} runtime.context")
 
 
 def config_dir() -> Path:

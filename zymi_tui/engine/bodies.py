@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from zymi_tui.engine.config import LlmConfig
-from zymi_tui.engine.loader import ProjectError, Workspace, load_workspace
+from zymi_tui.engine.loader import Workspace, load_workspace
 from zymi_tui.engine.providers.base import LlmRequest
 from zymi_tui.engine.providers.openai import request_body
 from zymi_tui.engine.tools import tool_definitions
+from zymi_tui.project.errors import ProjectError
 
 AGENT_TEMPERATURE = 0.7  # what zymi's agent loop sends (tests check every recorded request body)
 COMPACTION_TEMPERATURE, COMPACTION_MAX_TOKENS = 0.3, 1024
@@ -25,7 +26,7 @@ class RequestBodies:
             try:
                 self.ws = load_workspace(project, environ={})
             except ProjectError as e:
-                self.problem = f"{project}: request bodies left out ({e})"
+                self.problem = f"{project}: request bodies left out ({e.message})"
         llm = self.ws.project.llm if self.ws is not None else None
         self.llm = llm if isinstance(llm, LlmConfig) else None
 

@@ -12,10 +12,11 @@ from collections.abc import Awaitable, Callable
 from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError, all_profiles, resolve_knobs
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.connectors import publish_message
-from zymi_tui.engine.loader import ProjectError, Workspace
+from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline
 from zymi_tui.engine.slash import Slash, parse_slash
 from zymi_tui.events.kinds import PipelineCompleted
+from zymi_tui.project.errors import ProjectError
 
 CONNECTOR = "chat"
 DEFAULT_PIPELINE = "chat"

@@ -19,13 +19,16 @@ from typing import Any
 
 from zymi_tui.engine.http_request import Head, Refusal, answer, body_length, read_body, read_head
 from zymi_tui.engine.recorder import Recorder
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import PipelineRequested, UserMessageReceived, snake_tag
 from zymi_tui.events.messages import UserMessage
 
 
-class ConnectorError(Exception):
-    pass
+class ConnectorError(UserError):
+    """A connector that cannot start or serve; one line."""
+
+    title = "Connector"
 
 
 async def publish_message(
@@ -128,7 +131,7 @@ class HttpInboundConnector:
         self.server: asyncio.Server | None = None
         self.head_timeout = HEAD_TIMEOUT_S
         self.request_timeout = REQUEST_TIMEOUT_S
-        self.open_connections = 0
+        self.handlers: set[asyncio.Task[None]] = set()  # one per open connection
 
     async def start(self) -> None:
         try:
@@ -137,9 +140,20 @@ class HttpInboundConnector:
             raise ConnectorError(f"http_inbound '{self.name}': cannot listen on {self.host}:{self.port}: {e}") from None
 
     async def stop(self) -> None:
+        """Stop listening and drop the connections still open."""
         if self.server is not None:
             self.server.close()
+        handlers = list(self.handlers)
+        for task in handlers:
+            task.cancel()
+        if handlers:
+            await asyncio.wait(handlers)
+        if self.server is not None:
             await self.server.wait_closed()
+
+    @property
+    def open_connections(self) -> int:
+        return len(self.handlers)
 
     def _bearer_ok(self, head: Head) -> bool:
         return hmac.compare_digest(head.headers.get("authorization", ""), f"Bearer {self.auth.get('token', '')}")
@@ -150,11 +164,14 @@ class HttpInboundConnector:
         return hmac.compare_digest(head.headers.get(str(self.auth.get("header", "")).lower(), ""), want)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.open_connections >= MAX_CONNECTIONS:
-            await answer(reader, writer, 503, {"error": "busy", "detail": "too many open connections"})
-            return
-        self.open_connections += 1
+        task = asyncio.current_task()
+        busy = len(self.handlers) >= MAX_CONNECTIONS
+        if task is not None:
+            self.handlers.add(task)
         try:
+            if busy:
+                await answer(reader, writer, 503, {"error": "busy", "detail": "too many open connections"})
+                return
             try:
                 status, payload = await asyncio.wait_for(self._request(reader, writer), self.request_timeout)
             except Refusal as e:
@@ -165,8 +182,10 @@ class HttpInboundConnector:
                 writer.close()
                 return
             await answer(reader, writer, status, payload)
+        except asyncio.CancelledError:  # `stop`: the connection is dropped, quietly
+            writer.close()
         finally:
-            self.open_connections -= 1
+            self.handlers.discard(task)
 
     async def _request(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

@@ -7,27 +7,27 @@ worded as zymi words it where zymi has a message.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from zymi_tui.engine.config import AgentConfig, PipelineConfig, ProjectConfig, StepConfig, ToolConfig
-from zymi_tui.engine.templating import STEP_REF, TemplateError, resolve_env_only, resolve_full
+from zymi_tui.engine.dag import plan_levels
+from zymi_tui.engine.templating import STEP_REF
 from zymi_tui.engine.when_expr import WhenError, parse_when
-from zymi_tui.events.store import project_postgres_url
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.project.errors import ProjectError
+from zymi_tui.project.locate import project_store
+from zymi_tui.project.reader import PROJECT_FILE
+from zymi_tui.project.templating import resolve_env_only, resolve_full
+from zymi_tui.project.yamlfile import parse_yaml, read_text, yaml_files
 
 BUILTIN_TOOLS = ("execute_shell_command", "write_file", "read_file", "write_memory", "spawn_sub_agent")
 
 M = TypeVar("M", bound=BaseModel)
-
-
-class ProjectError(Exception):
-    """The project cannot be loaded. One line, meant for a person."""
 
 
 @dataclass
@@ -39,17 +39,9 @@ class Workspace:
     tools: dict[str, ToolConfig] = field(default_factory=dict)
 
     @property
-    def store_path(self) -> Path:
-        """The SQLite file runs are recorded in: `<root>/.zymi/events.db` or `sqlite:<path>` (from the root)."""
-        store = (self.project.store or "").strip()
-        if store.startswith("sqlite:"):
-            return self.root / store[len("sqlite:") :]
-        return self.root / ".zymi" / "events.db"
-
-    @property
-    def store_location(self) -> str:
-        """Where runs are recorded: the postgres:// URL project.yml names, else the SQLite file."""
-        return project_postgres_url(self.root) or str(self.store_path)
+    def store(self) -> StoreLocation:
+        """Where runs are recorded: what project.yml's `store:` names, else `<root>/.zymi/events.db`."""
+        return project_store(self.root)
 
     def pipeline(self, name: str) -> PipelineConfig:
         if name not in self.pipelines:
@@ -76,29 +68,6 @@ def load_dotenv(paths: list[Path], environ: dict[str, str] | None = None) -> Non
                 value = value[1:-1]
             if key and key not in env:
                 env[key] = value
-
-
-class _Yaml12Loader(yaml.SafeLoader):
-    """YAML 1.2 booleans, as zymi's serde_yml reads them: only true/false (`on:`, `yes`, `no` stay strings)."""
-
-
-_Yaml12Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Yaml12Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-
-
-def _parse_yaml(text: str, path: Path) -> Any:
-    try:
-        return yaml.load(text, Loader=_Yaml12Loader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ProjectError(f"invalid YAML in {path}: {problem}{where}") from None
 
 
 def _describe_validation(e: ValidationError) -> str:
@@ -159,74 +128,58 @@ def _step_kind_errors(pipeline_doc: dict[str, Any], path: Path) -> None:
             )
 
 
-def _yaml_files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if p.suffix in (".yml", ".yaml") and p.is_file())
-
-
 def find_root(directory: str | None) -> Path:
     """`--dir` if given, else the current folder (zymi's home-project fallback is not used)."""
     return Path(directory).expanduser().resolve() if directory else Path.cwd()
 
 
 def load_workspace(root: Path, environ: Mapping[str, str] | None = None) -> Workspace:
-    project_file = root / "project.yml"
+    project_file = root / PROJECT_FILE
     if not project_file.is_file():
         raise ProjectError(f"no project.yml found in {root}. Run `zymi-tui init` first.")
     if environ is None:
         load_dotenv([root / ".env", Path.cwd() / ".env"])
         environ = os.environ
-    try:
-        text = resolve_env_only(_read(project_file), str(project_file.resolve()), environ)
-        ws = Workspace(root, _model(ProjectConfig, _parse_yaml(text, project_file), project_file))
-        variables = dict(ws.project.variables)
-        variables["project.name"] = ws.project.name
-        if ws.project.version is not None:
-            variables["project.version"] = ws.project.version
-        seen: dict[str, dict[str, Path]] = {"agent": {}, "pipeline": {}, "tool": {}}
+    text = resolve_env_only(read_text(project_file), str(project_file.resolve()), environ)
+    ws = Workspace(root, _model(ProjectConfig, parse_yaml(text, project_file), project_file))
+    variables = dict(ws.project.variables)
+    variables["project.name"] = ws.project.name
+    if ws.project.version is not None:
+        variables["project.version"] = ws.project.version
+    seen: dict[str, dict[str, Path]] = {"agent": {}, "pipeline": {}, "tool": {}}
 
-        def docs(folder: str) -> list[tuple[Path, Any]]:
-            out = []
-            for path in _yaml_files(root / folder):
-                resolved = resolve_full(_read(path), str(path.resolve()), variables, environ)
-                out.append((path, _parse_yaml(resolved, path)))
-            return out
+    def docs(folder: str) -> list[tuple[Path, Any]]:
+        out = []
+        for path in yaml_files(root / folder):
+            resolved = resolve_full(read_text(path), str(path.resolve()), variables, environ)
+            out.append((path, parse_yaml(resolved, path)))
+        return out
 
-        def claim(kind: str, name: str, path: Path) -> None:
-            if name in seen[kind]:
-                raise ProjectError(f"duplicate {kind} name `{name}`: defined in both {seen[kind][name]} and {path}")
-            seen[kind][name] = path
+    def claim(kind: str, name: str, path: Path) -> None:
+        if name in seen[kind]:
+            raise ProjectError(f"duplicate {kind} name `{name}`: defined in both {seen[kind][name]} and {path}")
+        seen[kind][name] = path
 
-        for path, doc in docs("agents"):
-            agent = _model(AgentConfig, doc, path)
-            claim("agent", agent.name, path)
-            ws.agents[agent.name] = agent
-        for path, doc in docs("pipelines"):
-            if isinstance(doc, dict):
-                _step_kind_errors(doc, path)
-            pipeline = _model(PipelineConfig, doc, path)
-            claim("pipeline", pipeline.name, path)
-            ws.pipelines[pipeline.name] = pipeline
-        for path, doc in docs("tools"):
-            tool = _model(ToolConfig, doc, path)
-            if tool.name in BUILTIN_TOOLS:
-                raise ProjectError(
-                    f"tool catalog error: declarative tool '{tool.name}' collides with built-in tool of the same name"
-                )
-            claim("tool", tool.name, path)
-            ws.tools[tool.name] = tool
-    except TemplateError as e:
-        raise ProjectError(str(e)) from None
+    for path, doc in docs("agents"):
+        agent = _model(AgentConfig, doc, path)
+        claim("agent", agent.name, path)
+        ws.agents[agent.name] = agent
+    for path, doc in docs("pipelines"):
+        if isinstance(doc, dict):
+            _step_kind_errors(doc, path)
+        pipeline = _model(PipelineConfig, doc, path)
+        claim("pipeline", pipeline.name, path)
+        ws.pipelines[pipeline.name] = pipeline
+    for path, doc in docs("tools"):
+        tool = _model(ToolConfig, doc, path)
+        if tool.name in BUILTIN_TOOLS:
+            raise ProjectError(
+                f"tool catalog error: declarative tool '{tool.name}' collides with built-in tool of the same name"
+            )
+        claim("tool", tool.name, path)
+        ws.tools[tool.name] = tool
     validate(ws)
     return ws
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ProjectError(f"cannot read {path}: {e}") from None
 
 
 def _fail(path: str, message: str) -> ProjectError:
@@ -316,6 +269,4 @@ def validate(ws: Workspace) -> None:
                         raise _fail(path, f"output `any_of:` references unknown step `{sid}`")
                     if out.any_of.count(sid) > 1:
                         raise _fail(path, f"output `any_of:` lists `{sid}` more than once")
-        from zymi_tui.engine.dag import plan_levels
-
         plan_levels(pipeline)

@@ -24,8 +24,9 @@ from typing import Any, Protocol
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.dag import plan_levels
-from zymi_tui.engine.loader import ProjectError, Workspace
+from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.runner import ResumeHook, RunHalted, RunResult, Runtime, run_pipeline, seal_interrupted
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import Event, StoredEvent
 from zymi_tui.events.kinds import (
     LlmCallCompleted,
@@ -39,12 +40,15 @@ from zymi_tui.events.kinds import (
 )
 from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader
+from zymi_tui.project.errors import ProjectError
 
 KNOBS_FIELD = "zymi_tui"  # the extra field of ResumeForked: {"knobs": {...}, "profile": ..., "sets": [...]}
 
 
-class ResumeError(Exception):
+class ResumeError(UserError):
     """A fork that cannot be made; the message is one line (zymi's wording where zymi has one)."""
+
+    title = "Resume"
 
 
 @dataclass(frozen=True)

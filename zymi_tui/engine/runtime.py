@@ -4,28 +4,24 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs, KnobError, make_knobs
+from zymi_tui.context.knobs import ContextKnobs, section_knobs
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.config import LlmConfig, ShellRuntime
-from zymi_tui.engine.loader import ProjectError, Workspace
+from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.policy import Contracts
-from zymi_tui.engine.providers import ProviderConfigError, build_provider
+from zymi_tui.engine.providers import build_provider
 from zymi_tui.engine.providers.base import Provider
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.runner import Printer, Runtime
 from zymi_tui.engine.tools import ToolRunner
-from zymi_tui.events.store import StoreError, open_reader, open_writer
+from zymi_tui.events.factory import open_reader, open_writer
+from zymi_tui.project.errors import ProjectError
+from zymi_tui.project.reader import PROJECT_FILE
 
 
-def project_knobs(ws: Workspace) -> ContextKnobs:
+def workspace_knobs(ws: Workspace) -> ContextKnobs:
     """`runtime.context:` of the loaded project.yml (engine defaults when absent; unknown keys ignored)."""
-    section = (ws.project.runtime.context if ws.project.runtime else None) or {}
-    try:
-        return make_knobs(
-            {k: v for k, v in section.items() if k in KNOB_NAMES}, f"{ws.root / 'project.yml'} runtime.context"
-        )
-    except KnobError as e:
-        raise ProjectError(str(e)) from None
+    return section_knobs(ws.project.runtime.context if ws.project.runtime else None, ws.root / PROJECT_FILE)
 
 
 def needs_llm(ws: Workspace, pipelines: list[str]) -> bool:
@@ -45,9 +41,9 @@ def make_provider(ws: Workspace, required: bool) -> Provider | None:
         raise ProjectError("cannot resolve `llm:` in project.yml: named providers are not supported by zymi-tui")
     try:
         config = llm if isinstance(llm, LlmConfig) else LlmConfig.model_validate(llm)
-        return build_provider(config)
-    except (ProviderConfigError, ValidationError) as e:
+    except ValidationError as e:
         raise ProjectError(str(e).splitlines()[0]) from None
+    return build_provider(config)
 
 
 async def open_runtime(
@@ -59,19 +55,15 @@ async def open_runtime(
     reasoning: ApprovalHandler | None = None,
     provider: Provider | None = None,
 ) -> Runtime:
-    knobs = project_knobs(ws)
+    knobs = workspace_knobs(ws)
     if provider is None:
         provider = make_provider(ws, needs_llm(ws, pipelines))
-    store = ws.store_location
+    writer = await open_writer(ws.store)
     try:
-        writer = await open_writer(store)
-        try:
-            reader = await open_reader(store)
-        except BaseException:
-            await writer.close()
-            raise
-    except StoreError as e:
-        raise ProjectError(str(e)) from None
+        reader = await open_reader(ws.store)
+    except BaseException:
+        await writer.close()
+        raise
     recorder = Recorder(writer)
     shell = ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
     tools = ToolRunner(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zymi_tui.engine.loader import ProjectError
+from zymi_tui.engine.gitignore import ensure_gitignore
+from zymi_tui.engine.providers.demo_workspace import write_demo_project
+from zymi_tui.project.errors import ProjectError
 
 PROJECT = """name: {name}
 version: "0.1"
@@ -63,8 +65,6 @@ output:
   step: process
 """
 
-GITIGNORE_LINES = [".venv/", ".zymi/", "__pycache__/"]
-
 
 def init_project(root: Path, name: str | None, example: str | None) -> list[str]:
     """Write the scaffold into `root`; returns the files written."""
@@ -73,8 +73,6 @@ def init_project(root: Path, name: str | None, example: str | None) -> list[str]
     if example not in (None, "demo"):
         raise ProjectError(f"unknown example '{example}'. Available: demo")
     if example == "demo":
-        from zymi_tui.engine.providers.demo_workspace import write_demo_project
-
         return write_demo_project(root, name or root.name)
     project_name = name or root.name
     files = {
@@ -88,14 +86,3 @@ def init_project(root: Path, name: str | None, example: str | None) -> list[str]
         (root / rel).write_text(text, encoding="utf-8")
     ensure_gitignore(root)
     return [*files, ".gitignore"]
-
-
-def ensure_gitignore(root: Path) -> None:
-    path = root / ".gitignore"
-    have = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    missing = [line for line in GITIGNORE_LINES if line not in have]
-    if missing:
-        with path.open("a", encoding="utf-8") as f:
-            if have and have[-1] != "":
-                f.write("\n")
-            f.write("\n".join(missing) + "\n")

@@ -24,9 +24,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import bashlex  # type: ignore[import-untyped]
-import bashlex.errors  # type: ignore[import-untyped]
-
 Decision = tuple[str, str]  # ("allow" | "approve" | "deny", deny reason)
 RANK = {"allow": 0, "approve": 1, "deny": 2}
 
@@ -170,6 +167,9 @@ def stricter(command: str, rules: Rules) -> Decision:
     """The scan's verdict on `command` (to be combined with zymi's, never to relax it)."""
     if _FORK_BOMB.search(re.sub(r"\s+", "", command)):
         return "deny", "Blocked: Fork bomb"
+    import bashlex  # type: ignore[import-untyped]  # 90 ms: loaded at the first shell command, not at start-up
+    import bashlex.errors  # type: ignore[import-untyped]
+
     try:
         trees = bashlex.parse(command)
     except (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError, TypeError):

@@ -15,6 +15,12 @@ from zymi_tui.events.envelope import Event
 from zymi_tui.events.messages import AssistantMessage, message_text
 
 
+def saved_words(bytes_saved: int) -> str:
+    """A compaction's `bytes_saved` as a person reads it: `saved 3,022 B`, or `⚠ grew 1,204 B` when the
+    summary came back larger than what it replaced (the signal to lower soft_cap_chars)."""
+    return f"saved {bytes_saved:,} B" if bytes_saved >= 0 else f"⚠ grew {-bytes_saved:,} B"
+
+
 def cut(text: str, n: int) -> str:
     """At most n bytes of UTF-8 (floored to a character), with `…` when cut; one line."""
     text = text.replace("\n", " ")
@@ -81,7 +87,7 @@ def describe(event: Event) -> Line:
     if isinstance(d, k.ContextCompacted):
         lo, hi = d.replaces_seq_range
         return Line("~", "Compact", "warning" if d.bytes_saved < 0 else "info", 1,
-                    f"seq={lo}..={hi} {d.bytes_saved:+d} bytes")  # fmt: skip
+                    f"seq={lo}..={hi} {saved_words(d.bytes_saved)}")  # fmt: skip
     if isinstance(d, k.LlmCallStarted):
         label = "Compaction call" if d.iteration == 0 else "LLM call"
         return Line("·", label, "default", 2,

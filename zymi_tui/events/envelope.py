@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -243,3 +244,24 @@ class BadRow:
 
     def describe(self) -> str:
         return f"row {self.global_id} (stream {self.stream_id} seq {self.sequence}): {self.error}"
+
+
+class RowDecoder:
+    """What both backends' readers share: decoding rows, each unreadable one reported once in `problems`."""
+
+    problems: list[BadRow]
+    _seen_bad: set[int]
+
+    def _bad(self, gid: int, stream_id: str, seq: Any, error: str) -> None:
+        if gid not in self._seen_bad:
+            self._seen_bad.add(gid)
+            self.problems.append(BadRow(gid, stream_id, seq, error))
+
+    def _decode_rows(self, rows: Iterable[tuple[int, str, int, str]]) -> list[StoredEvent]:
+        out: list[StoredEvent] = []
+        for gid, stream_id, seq, data in rows:
+            try:
+                out.append(StoredEvent(gid, decode_event(data, seq), data))
+            except EventDecodeError as e:
+                self._bad(gid, stream_id, seq, str(e))
+        return out

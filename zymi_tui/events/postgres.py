@@ -46,13 +46,13 @@ from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.envelope import (
     BadRow,
     Event,
-    EventDecodeError,
+    RowDecoder,
     StoredEvent,
-    decode_event,
     format_timestamp,
     parse_timestamp_ns,
 )
 from zymi_tui.events.hashchain import ChainRow, hash_v2
+from zymi_tui.events.location import redact_url
 from zymi_tui.events.store import (
     STEP_MARK,
     Page,
@@ -60,7 +60,6 @@ from zymi_tui.events.store import (
     StoreError,
     StreamInfo,
     chain_by_stream,
-    redact_url,
     rows_from_events,
 )
 
@@ -251,7 +250,7 @@ def _steps_bounds(stream_id: str) -> tuple[str, str]:
 _STEPS = '(stream_id = $1 OR (stream_id COLLATE "C" >= $2 AND stream_id COLLATE "C" < $3))'
 
 
-class PostgresReader:
+class PostgresReader(RowDecoder):
     """A read-only view of a Postgres event store."""
 
     def __init__(self, url: str, pool: asyncpg.Pool) -> None:
@@ -316,15 +315,7 @@ class PostgresReader:
         return rows[0][0]
 
     def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
-        out: list[StoredEvent] = []
-        for gid, stream_id, seq, data in rows:
-            try:
-                out.append(StoredEvent(gid, decode_event(data, seq), data))
-            except EventDecodeError as e:
-                if gid not in self._seen_bad:
-                    self._seen_bad.add(gid)
-                    self.problems.append(BadRow(gid, stream_id, seq, str(e)))
-        return out
+        return self._decode_rows(rows)
 
     # -- the settled horizon -------------------------------------------------------------------
 

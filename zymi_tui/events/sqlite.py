@@ -20,7 +20,7 @@ from typing import Any
 import aiosqlite
 
 from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.envelope import BadRow, Event, EventDecodeError, StoredEvent, decode_event
+from zymi_tui.events.envelope import BadRow, Event, RowDecoder, StoredEvent
 from zymi_tui.events.hashchain import ChainRow, hash_v2
 from zymi_tui.events.store import (
     STEP_MARK,
@@ -196,7 +196,7 @@ def _range_for_steps(stream_id: str) -> tuple[str, str]:
     return lo, lo[:-1] + chr(ord(STEP_MARK[-1]) + 1)
 
 
-class SqliteReader:
+class SqliteReader(RowDecoder):
     """A read-only view of a SQLite event store."""
 
     def __init__(self, path: Path, conn: aiosqlite.Connection, has_hash: bool) -> None:
@@ -286,11 +286,6 @@ class SqliteReader:
                     continue
                 raise explain_sqlite_error(self.label, e) from None
 
-    def _bad(self, gid: int, stream_id: str, seq: Any, error: str) -> None:
-        if gid not in self._seen_bad:
-            self._seen_bad.add(gid)
-            self.problems.append(BadRow(gid, stream_id, seq, error))
-
     def _sane(self, rows: Iterable[Any]) -> list[RawRow]:
         """The rows whose columns have the types zymi writes (a BLOB `data` read as the text its bytes
         hold); the others are reported in `problems` and left out."""
@@ -306,13 +301,7 @@ class SqliteReader:
         return out
 
     def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
-        out: list[StoredEvent] = []
-        for gid, stream_id, seq, data in self._sane(rows):
-            try:
-                out.append(StoredEvent(gid, decode_event(data, seq), data))
-            except EventDecodeError as e:
-                self._bad(gid, stream_id, seq, str(e))
-        return out
+        return self._decode_rows(self._sane(rows))
 
     async def count(self) -> int:
         return int((await self._fetch("SELECT COUNT(*) FROM events"))[0][0])
@@ -440,6 +429,47 @@ class SqliteReader:
         return {_text(s): (seq, _text(h)) for s, seq, h in rows}
 
 
+_SCHEMA_OBJECTS = ("events", "stream_heads", "idx_events_stream_seq", "idx_events_correlation", "idx_events_kind")
+
+
+async def _schema_complete(conn: aiosqlite.Connection) -> bool:
+    marks = ",".join("?" * len(_SCHEMA_OBJECTS))
+    cur = await conn.execute(
+        f"SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN ({marks})), "
+        "(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name IN ('prev_hash', 'hash'))",
+        _SCHEMA_OBJECTS,
+    )
+    row = await cur.fetchone()
+    return row == (len(_SCHEMA_OBJECTS), 2)
+
+
+async def _create_schema(conn: aiosqlite.Connection) -> None:
+    """zymi's DDL and hash-column migration, safe when several processes create the same new store at
+    once: the column check and the ALTERs run inside one `BEGIN IMMEDIATE` (zymi checks, then alters,
+    unlocked: two of them can both add `prev_hash`, and the second fails with "duplicate column
+    name"). A store that already has it all is not locked at all."""
+    if await _schema_complete(conn):
+        return
+    await conn.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for another creator
+    try:
+        for statement in (*SCHEMA.split(";"), *HASH_MIGRATION.split(";")):
+            if not statement.strip():
+                continue
+            if statement.strip().startswith("ALTER") and await _has_hash_columns(conn):
+                continue
+            await conn.execute(statement)
+        await conn.execute("COMMIT")
+    except BaseException:
+        await conn.execute("ROLLBACK")
+        raise
+
+
+async def _has_hash_columns(conn: aiosqlite.Connection) -> bool:
+    cur = await conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'")
+    row = await cur.fetchone()
+    return bool(row and row[0])
+
+
 class SqliteWriter:
     """Appends events exactly as zymi's `SqliteEventStore::append` does."""
 
@@ -462,12 +492,10 @@ class SqliteWriter:
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open {p} for writing: {e}") from None
         try:
-            await conn.executescript("PRAGMA journal_mode=WAL;\n             PRAGMA busy_timeout=5000;")
-            await conn.executescript(SCHEMA)
-            cur = await conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'")
-            row = await cur.fetchone()
-            if not row or row[0] == 0:
-                await conn.executescript(HASH_MIGRATION)
+            # the wait first: switching a new file to WAL takes a lock another new writer may hold
+            await conn.execute("PRAGMA busy_timeout=5000")
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await _create_schema(conn)
         except BaseException as e:
             await conn.close()
             if isinstance(e, sqlite3.Error):

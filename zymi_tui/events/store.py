@@ -1,26 +1,28 @@
-"""The store interface every backend implements, and where a STORE argument points.
+"""The store interface every backend implements: readers never write; writers write exactly as zymi.
 
-A STORE is a `.db` file, a project folder (`<dir>/.zymi/events.db`, or what its `project.yml`
-`store:` names), or a `postgres://` URL. Readers never write; writers write exactly as zymi.
+Which backend serves a location is decided in `zymi_tui.events.factory`; where a command's store
+is, in `zymi_tui.project.locate`.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import BadRow, Event, StoredEvent
 from zymi_tui.events.hashchain import ChainRow
 
 
-class StoreError(Exception):
+class StoreError(UserError):
     """A store cannot be opened or read. The message is one line meant for a person."""
+
+    title = "Store"
 
 
 class StoreLocked(StoreError):
@@ -138,48 +140,6 @@ def step_of(stream_id: str) -> str | None:
     return stream_id.split(STEP_MARK, 1)[1] if STEP_MARK in stream_id else None
 
 
-def is_postgres_url(store: str) -> bool:
-    return store.startswith(("postgres://", "postgresql://"))
-
-
-def redact_url(url: str) -> str:
-    """`postgres://user:secret@host/db?password=x` -> `postgres://user:***@host/db?password=***`."""
-    url = re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
-    return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
-
-
-_ENV = re.compile(r"\$\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}")
-
-
-def _project_store_setting(root: Path) -> str | None:
-    """`store:` from `<root>/project.yml`, with `${env.VAR}` resolved (docs/engine.md#project-file)."""
-    project = root / "project.yml"
-    if not project.is_file():
-        return None
-    import yaml
-
-    try:
-        doc = yaml.safe_load(project.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None  # a broken project.yml does not stop us from opening the default store
-    value = doc.get("store") if isinstance(doc, dict) else None
-    if not isinstance(value, str) or value.strip() in ("", "sqlite"):
-        return None
-
-    def env(m: re.Match[str]) -> str:
-        if m.group(1) not in os.environ:
-            raise StoreError(f"project.yml store: `${{env.{m.group(1)}}}` is not set in the environment")
-        return os.environ[m.group(1)]
-
-    return _ENV.sub(env, value.strip())
-
-
-def project_postgres_url(root: Path) -> str | None:
-    """The postgres:// URL `<root>/project.yml` names as its `store:` (`${env.VAR}` resolved), else None."""
-    setting = _project_store_setting(root)
-    return setting if setting and is_postgres_url(setting) else None
-
-
 _NOT_FILES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
               (stat.S_ISSOCK, "a socket"))  # fmt: skip
 
@@ -204,55 +164,3 @@ def stat_store_path(path: Path) -> os.stat_result | None:
         if test(st.st_mode):
             raise StoreError(f"{path} is {what}, not an SQLite store: pass a .db file or a project folder")
     return st
-
-
-def resolve_store(store: str | None, *, cwd: Path | None = None) -> str:
-    """Turn a STORE argument into a `.db` path or a postgres URL, with a clear error if none."""
-    here = cwd or Path.cwd()
-    if store and is_postgres_url(store):
-        return store
-    target = Path(store).expanduser() if store else here
-    if stat_store_path(target) is None:
-        raise StoreError(
-            f"no event store at {target}: no such file or folder. "
-            "Pass a .db file, a project folder, or a postgres:// URL"
-        )
-    if target.is_file():
-        return str(target)
-    setting = _project_store_setting(target)
-    if setting:
-        if is_postgres_url(setting):
-            return setting
-        if setting.startswith("sqlite:"):
-            return str(target / setting[len("sqlite:") :])
-        raise StoreError(f"unsupported store URL `{redact_url(setting)}` in {target / 'project.yml'}")
-    db = target / ".zymi" / "events.db"
-    if stat_store_path(db) is None or not db.is_file():
-        raise StoreError(
-            f"no event store in {target}: expected {db}. "
-            "Run a pipeline there first, or pass the .db file / project folder to open"
-        )
-    return str(db)
-
-
-async def open_reader(store: str | None, *, cwd: Path | None = None) -> EventReader:
-    """Open a store for reading; raises StoreError with a one-line reason."""
-    location = resolve_store(store, cwd=cwd)
-    if is_postgres_url(location):
-        from zymi_tui.events.postgres import PostgresReader
-
-        return await PostgresReader.open(location)
-    from zymi_tui.events.sqlite import SqliteReader
-
-    return await SqliteReader.open(location)
-
-
-async def open_writer(store: str, *, cwd: Path | None = None) -> EventWriter:
-    """Open (creating if needed) a store for appending, exactly as zymi writes."""
-    if is_postgres_url(store):
-        from zymi_tui.events.postgres import PostgresWriter
-
-        return await PostgresWriter.open(store)
-    from zymi_tui.events.sqlite import SqliteWriter
-
-    return await SqliteWriter.open(store)

@@ -14,13 +14,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from zymi_tui.context.knobs import PROFILES, ContextKnobs
-from zymi_tui.context.prefix import ProjectPrefixes
+from zymi_tui.context.knobs import PROFILES, ContextKnobs, make_knobs
 from zymi_tui.events.kinds import ContextCompacted, ToolCallRequested
 from zymi_tui.events.messages import AssistantMessage, SystemMessage, ToolResultMessage
 from zymi_tui.events.store import STEP_MARK, EventReader
+from zymi_tui.project.reader import read_project
 from zymi_tui.replay.cache import CacheInput, predict
 from zymi_tui.replay.calls import CallContext, recorded_knobs
 from zymi_tui.replay.compare import (
@@ -134,25 +132,16 @@ class ProjectFacts:
 def project_facts(project: Path | None) -> ProjectFacts:
     if project is None:
         return ProjectFacts()
-    try:
-        doc = yaml.safe_load((project / "project.yml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        doc = {}
-    runtime = doc.get("runtime") if isinstance(doc, dict) else None
-    llm = doc.get("llm") if isinstance(doc, dict) else None
-    llm = llm if isinstance(llm, dict) else {}
-    prefixes = ProjectPrefixes(project)
-    step_agent = {
-        (p.name, s.id): s.agent for p in prefixes.pipelines.values() for s in p.steps.values() if s.agent is not None
-    }
-    fresh = frozenset((p.name, s.id) for p in prefixes.pipelines.values() for s in p.steps.values() if s.fresh)
+    read = read_project(project)
+    pipelines = read.pipelines.values()
+    step_agent = {(p.name, s.id): s.agent for p in pipelines for s in p.steps.values() if s.agent is not None}
     return ProjectFacts(
-        has_runtime_context=isinstance(runtime, dict) and runtime.get("context") is not None,
-        provider=str(llm["provider"]) if isinstance(llm.get("provider"), str) else None,
-        model=str(llm["model"]) if isinstance(llm.get("model"), str) else None,
+        has_runtime_context=read.context_section is not None,
+        provider=read.llm_setting("provider"),
+        model=read.llm_setting("model"),
         step_agent=step_agent,
-        agent_tools=dict(prefixes.agent_tools),
-        fresh_steps=fresh,
+        agent_tools=dict(read.agent_tools),
+        fresh_steps=frozenset((p.name, s.id) for p in pipelines for s in p.steps.values() if s.fresh),
     )
 
 
@@ -864,7 +853,7 @@ async def advise(
             yield i, call
 
     common: dict[str, Any] = {
-        "recorded_knobs": kd,
+        "recorded_knobs": base,
         "prices": prices,
         "model": model,
         "provider": facts.provider,
@@ -880,12 +869,15 @@ async def advise(
                 candidates.setdefault(profile_name(k), k)
     totals = {"recorded": cmp0.profiles[0].total, profile_name(kd): cmp0.profiles[0].total}
     if candidates:
-        profiles: list[tuple[str, KnobDict | None]] = [("recorded", None), *candidates.items()]
+        tried: list[tuple[str, ContextKnobs | None]] = [
+            (n, make_knobs(dict(k), f"advice {n}")) for n, k in candidates.items()
+        ]
+        profiles: list[tuple[str, ContextKnobs | None]] = [("recorded", None), *tried]
 
         async def calls() -> ProfileCalls:  # the recorded rows of pass one, then every candidate in one pass
             for row in rows:
                 yield 0, row
-            async for i, call in replay_profiles(reader, project, list(candidates.items()), streams):
+            async for i, call in replay_profiles(reader, project, tried, streams):
                 yield i + 1, call
 
         cmp = await compare_profiles(calls(), profiles, **common)

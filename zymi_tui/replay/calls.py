@@ -27,10 +27,11 @@ from zymi_tui.context.builder import (
     Shape,
     fast_ts_ns,
 )
-from zymi_tui.context.knobs import ContextKnobs, load_project_knobs
+from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.masking import message_bytes
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import (
     ContextCompacted,
@@ -48,6 +49,7 @@ from zymi_tui.events.kinds import (
 )
 from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
+from zymi_tui.project.reader import read_project
 
 PAGE = 2000
 # the kinds a replay reads: Layer C, the prefix and memory, failures (docs/context.md#layers, #memory, #hard-cap)
@@ -62,10 +64,15 @@ HARD_CAP_ERROR = re.compile(r"^\[(?P<step>[^\]]+)\] context build failed: contex
 DEFAULT_SUMMARY_RATIO = 0.10  # used only when the store has no recorded compaction to learn from
 MAX_SUMMARY_BYTES = 4096  # a compaction reply is capped at max_tokens 1024 (~4 bytes/token)
 SAME_TRAJECTORY = "what-if: assumes the same trajectory (the recorded tool calls and answers)"
+# where a call's recorded knobs come from: the project's runtime.context, the store (our engine
+# records them on each step's WorkflowNodeStarted), or nowhere (replayed under the engine defaults)
+PROJECT_KNOBS, STORE_KNOBS, UNKNOWN_KNOBS = "project", "store", "unknown"
 
 
-class ReplayError(LookupError):
+class ReplayError(UserError):
     """An unknown stream or sequence, or a prefix that cannot be known; one line for a person."""
+
+    title = "Replay"
 
 
 @dataclass
@@ -87,6 +94,8 @@ class CallContext:
     whatif: bool = False
     note: str = ""
     compaction_plan: CompactionPlan | None = None  # a compaction call: the span, range and bytes it covers
+    prefix_basis: str | None = None  # Layer A inferred: how its size was found (the figures are estimates)
+    knobs_source: str = UNKNOWN_KNOBS  # the recorded knobs: PROJECT_KNOBS, STORE_KNOBS or UNKNOWN_KNOBS
     # usage of the matching LlmCallCompleted: provider-reported cache figures and output
     recorded_cached_tokens: int | None = None
     recorded_cache_creation_tokens: int | None = None
@@ -124,6 +133,7 @@ class _Step:
     run: _Run | None = None
     infer: bool = False  # Layer A is to be inferred at the next agent call
     prev_shape: Shape | None = None  # the previous sent agent call's context (prefix reuse)
+    knobs_source: str = UNKNOWN_KNOBS  # where this step run's recorded knobs come from
     started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, docs/context.md#fresh-mode)
 
 
@@ -166,6 +176,15 @@ def compaction_context(plan: CompactionPlan, knobs: ContextKnobs, *, simulated: 
         layer_bytes={"A": len(COMPACTION_PROMPT.encode()), "B": 0, "C": entries[1].bytes},
         _make_entries=lambda: entries,
     )
+
+
+@dataclass(frozen=True)
+class CallState:
+    """A step stream's builder, its run's memory, and whether the last call was a compaction."""
+
+    builder: ContextBuilder
+    memory: list[tuple[str, str]]
+    post_compaction: bool
 
 
 @dataclass(frozen=True)
@@ -226,7 +245,8 @@ class Replayer:
         if st is None:
             prefix = Prefix("", "", inferred_bytes=0, inferred_count=0)
             builder = ContextBuilder(self.knobs, prefix, follow_recorded_compactions=not self.whatif)
-            st = self.steps[stream] = _Step(builder, infer=True)
+            source = PROJECT_KNOBS if self.project is not None else UNKNOWN_KNOBS
+            st = self.steps[stream] = _Step(builder, infer=True, knobs_source=source)
             if self.ends:
                 heapq.heappush(self._expiry, (max(self.ends.get(stream, 0), self.ends.get(run_of(stream), 0)), stream))
         return st
@@ -287,6 +307,7 @@ class Replayer:
     def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str, described: StepDescription | None) -> None:
         st = self._step(f"{run_stream}{STEP_MARK}{step_id}")
         st.run = run
+        st.knobs_source = PROJECT_KNOBS if self.project is not None else UNKNOWN_KNOBS
         prefix = None
         fresh = False
         st.started_ns = fast_ts_ns(ts)
@@ -298,10 +319,23 @@ class Replayer:
             cutoff = st.started_ns if fresh else None
         elif described is not None:  # our engine recorded the prefix, cutoff and knobs it used
             prefix, cutoff = described.prefix, described.fresh_cutoff_ns
-            if not self.whatif and described.knobs is not None:
-                st.builder.knobs = described.knobs
+            if described.knobs is not None:
+                st.knobs_source = STORE_KNOBS
+                if not self.whatif:
+                    st.builder.knobs = described.knobs
         st.infer = prefix is None
         st.builder.set_prefix(prefix or Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
+
+    def state_before(self, call: StoredEvent) -> CallState:
+        """The builder state just before the LlmCallStarted `call` (the replayer was fed every event before
+        it): re-rendering that call under other knobs is one `build()`. Layer A is inferred here if needed."""
+        kind = call.event.kind
+        assert isinstance(kind, LlmCallStarted)
+        st = self._step(call.event.stream_id)
+        memory = self._memory(st)
+        if st.infer:
+            self._infer_prefix(st, kind, memory)
+        return CallState(st.builder, memory, st.builder.last_was_compaction)
 
     def _memory(self, st: _Step) -> list[tuple[str, str]]:
         return list(st.run.memory.items()) if st.run else []
@@ -321,6 +355,7 @@ class Replayer:
             post = b.last_was_compaction
             ctx = b.build(memory, allow_compaction=False, apply_fresh=not post)
         row = CallContext(
+            knobs_source=st.knobs_source,
             stream_id=stream,
             sequence=st.builder.last_seq + 1,
             global_id=se.global_id,
@@ -331,6 +366,7 @@ class Replayer:
             recorded_input_tokens=None,
             rendered=None if st.infer else ctx,
             prefix_inferred=st.builder.prefix.inferred,
+            prefix_basis=st.builder.prefix.basis,
             hard_cap_failure=True,
             whatif=self.whatif,
             note="the step failed here; no LlmCallStarted was written",
@@ -370,6 +406,7 @@ class Replayer:
         b = st.builder
         is_compaction = kind.iteration == 0 or ev.source == "compaction"
         row = CallContext(
+            knobs_source=st.knobs_source,
             stream_id=ev.stream_id,
             sequence=ev.sequence,
             global_id=se.global_id,
@@ -407,6 +444,7 @@ class Replayer:
             ctx = b.build(memory, allow_compaction=not post, apply_fresh=not post)
         row.rendered = ctx
         row.prefix_inferred = b.prefix.inferred
+        row.prefix_basis = b.prefix.basis
         self._track_reuse(st, row)
         self._await(row)
 
@@ -436,13 +474,18 @@ class Replayer:
             rest = b.build(memory, allow_compaction=False, apply_fresh=not post, knobs=self.recorded_knobs)
         size = max(0, kind.approx_context_chars - rest.chars)
         count = max(1, kind.message_count - rest.message_count)
-        b.set_prefix(Prefix("", "", inferred_bytes=size, inferred_count=count), cutoff)
+        basis = (
+            f"the first recorded call of this step run (seq {b.last_seq + 1}: {kind.approx_context_chars} B) "
+            f"minus the rest rebuilt ({rest.chars} B)"
+        )
+        b.set_prefix(Prefix("", "", inferred_bytes=size, inferred_count=count, basis=basis), cutoff)
         st.infer = False
 
     def _whatif_compaction(self, stream: str, sequence: int, global_id: int, st: _Step, plan: CompactionPlan) -> None:
         b = st.builder
         rc = b.take_recorded(plan.replaces_seq_range)
         row = CallContext(
+            knobs_source=st.knobs_source,
             stream_id=stream,
             sequence=sequence,
             global_id=global_id,
@@ -507,7 +550,7 @@ async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> A
 
 
 def recorded_knobs(project: Path | None) -> ContextKnobs:
-    return load_project_knobs(project) if project is not None else ContextKnobs()
+    return project_knobs(read_project(project)) if project is not None else ContextKnobs()
 
 
 async def stream_ends(reader: EventReader) -> dict[str, int]:
@@ -517,8 +560,16 @@ async def stream_ends(reader: EventReader) -> dict[str, int]:
 
 def make_replayer(project: Path | None, knobs: ContextKnobs | None = None) -> Replayer:
     """A replayer for a store recorded with `project` (knobs=None: the recorded knobs)."""
-    recorded = recorded_knobs(project)
-    return Replayer(ProjectPrefixes(project) if project is not None else None, recorded, knobs or recorded)
+    return make_replayers(project, [knobs])[0]
+
+
+def make_replayers(project: Path | None, knobs: Sequence[ContextKnobs | None]) -> list[Replayer]:
+    """One replayer per knob set (None: the recorded knobs), the project read once."""
+    if project is None:
+        return [Replayer(None, ContextKnobs(), k or ContextKnobs()) for k in knobs]
+    read = read_project(project)
+    recorded, prefixes = project_knobs(read), ProjectPrefixes(read)
+    return [Replayer(prefixes, recorded, k or recorded) for k in knobs]
 
 
 async def replay_store(
@@ -556,7 +607,7 @@ async def replay_many(
 ) -> AsyncIterator[tuple[int, CallContext]]:
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
     and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row)."""
-    replayers = [make_replayer(project, k) for k in knobs]
+    replayers = make_replayers(project, knobs)
     ends = await stream_ends(reader)
     for replayer in replayers:
         replayer.forget_finished(ends)

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs, make_knobs
+from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs
 from zymi_tui.events.kinds import LlmCallCompleted
 from zymi_tui.events.store import EventReader, run_of
 from zymi_tui.replay.cache import CacheInput, predict
@@ -320,21 +320,20 @@ ProfileCalls = AsyncIterator[tuple[int, CallContext]]  # (index of the profile, 
 Progress = Callable[[float, str], Awaitable[None] | None]  # (fraction of the whole job done, what is running)
 
 
+Profiles = Sequence[tuple[str, ContextKnobs | None]]  # (name, knobs); None: the recorded knobs
+
+
 def replay_profiles(
-    reader: EventReader,
-    project: Path | None,
-    profiles: Sequence[tuple[str, dict[str, int | None] | None]],
-    streams: Sequence[str] | None = None,
+    reader: EventReader, project: Path | None, profiles: Profiles, streams: Sequence[str] | None = None
 ) -> ProfileCalls:
-    knobs = [None if k is None else make_knobs(dict(k), f"profile {name}") for name, k in profiles]
-    return replay_many(reader, project=project, knobs=knobs, streams=streams)
+    return replay_many(reader, project=project, knobs=[k for _, k in profiles], streams=streams)
 
 
 async def compare_profiles(
     calls: ProfileCalls,
-    profiles: Sequence[tuple[str, dict[str, int | None] | None]],
+    profiles: Profiles,
     *,
-    recorded_knobs: dict[str, int | None],
+    recorded_knobs: ContextKnobs,
     prices: PriceTable | None = None,
     model: str | None = None,
     provider: str | None = None,
@@ -349,8 +348,8 @@ async def compare_profiles(
     runs: list[ProfileRun] = []
     soft_caps: list[int] = []
     for name, knobs in profiles:
-        effective = dict(recorded_knobs if knobs is None else knobs)
-        runs.append(ProfileRun(name, effective, recorded=effective == recorded_knobs))
+        effective = knob_dict(recorded_knobs if knobs is None else knobs)
+        runs.append(ProfileRun(name, effective, recorded=effective == knob_dict(recorded_knobs)))
         soft_caps.append(int(effective["soft_cap_chars"] or 0))
     done = 0
     label = ", ".join(name for name, _ in profiles) if len(profiles) <= 4 else f"{len(profiles)} profiles"

@@ -11,12 +11,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from zymi_tui.context.knobs import config_dir
+from zymi_tui.errors import UserError
 
 PRICES_FILE = "prices.yml"
 
 
-class PriceError(ValueError):
+class PriceError(UserError):
     """A price table that cannot be used; the message is one line naming the file and the problem."""
+
+    title = "Prices"
 
 
 class ModelPrice(BaseModel):

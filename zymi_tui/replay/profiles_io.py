@@ -13,17 +13,21 @@ from pathlib import Path
 import yaml
 
 from zymi_tui.context.knobs import KNOB_NAMES, config_dir
+from zymi_tui.errors import UserError
 
 KnobValues = Mapping[str, int | None]
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
-class ProfileFileError(ValueError):
+class ProfileFileError(UserError):
     """A profile or project file that cannot be read or written; one line naming file and problem."""
+
+    title = "Profiles"
 
 
 def profiles_file() -> Path:
     """The user's profiles: `name: {knob: value, ...}` per profile (read by the context engine too)."""
+
     return config_dir() / "profiles.yml"
 
 

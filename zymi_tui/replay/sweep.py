@@ -9,20 +9,25 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from zymi_tui.context.knobs import ContextKnobs, make_knobs
+from zymi_tui.errors import UserError
 from zymi_tui.events.store import EventReader
-from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, replay_profiles
+from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, knob_dict, replay_profiles
 from zymi_tui.replay.costs import PriceTable
 
 DEFAULT_WINDOWS = (2, 4, 6, 8, 10, 15, 20)
 DEFAULT_SOFT_CAPS = (20_000, 40_000, 60_000, 100_000, 400_000)
 
 
-class SweepError(ValueError):
+class SweepError(UserError):
     """A grid the user asked for that cannot be swept; one line."""
+
+    title = "Sweep"
 
 
 def parse_values(text: str, what: str) -> list[int]:
     """`2,4,6` or `2-10:2` (start-stop:step, stop included) or a mix; `40k` = 40000."""
+
     out: list[int] = []
 
     def number(s: str) -> int:
@@ -91,25 +96,25 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
 
 
 def grid_profiles(
-    base: dict[str, int | None], windows: Sequence[int], soft_caps: Sequence[int]
-) -> list[tuple[str, dict[str, int | None]]]:
+    base: ContextKnobs, windows: Sequence[int], soft_caps: Sequence[int]
+) -> list[tuple[str, ContextKnobs | None]]:
     """One profile per (window, soft cap); the hard cap is raised to the soft cap where it is lower."""
-    hard = int(base["hard_cap_chars"] or 0)
     return [
-        (f"w{w}/s{s}", {**base, "observation_window": w, "soft_cap_chars": s, "hard_cap_chars": max(hard, s)})
+        (f"w{w}/s{s}", make_knobs({**knob_dict(base), "observation_window": w, "soft_cap_chars": s,
+                                   "hard_cap_chars": max(base.hard_cap_chars, s)}, f"sweep point w{w}/s{s}"))
         for w in windows
         for s in soft_caps
-    ]
+    ]  # fmt: skip
 
 
 async def sweep(
     reader: EventReader,
     project: Path | None,
-    base: dict[str, int | None],
+    base: ContextKnobs,
     windows: Sequence[int],
     soft_caps: Sequence[int],
     *,
-    recorded_knobs: dict[str, int | None],
+    recorded_knobs: ContextKnobs,
     streams: Sequence[str] | None = None,
     last_global_id: int = 0,
     progress: Progress | None = None,

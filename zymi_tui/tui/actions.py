@@ -26,6 +26,7 @@ or that a terminal cannot tell from another (ctrl+m is Enter, ctrl+i is Tab) is 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,8 +39,12 @@ from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Markdown
+from textual.worker import Worker, WorkerState
+
+from zymi_tui.tui.failures import failure_line, show_in_panel
 
 APP_KEYS = frozenset({"ctrl+p", "ctrl+q", "ctrl+c"})
 """The app's own keys: the command palette, quit, and copy / quit."""
@@ -148,6 +153,8 @@ class _Declares:
     """True when a text input usually has the focus (the actions must work while it has): keys it would
     swallow are refused. Letters are typed into it, so such a screen binds function and ctrl keys."""
     WITH_HELP: ClassVar[bool] = True
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {}
+    """Worker group -> the id of the widget it fills: a failed worker's line is shown there (tui/failures.py)."""
 
     @classmethod
     def registry(cls) -> tuple[Act, ...]:
@@ -162,6 +169,31 @@ class _Declares:
                 raise KeyClash(f"{cls.__name__}: no method action_{act.method} for {act.keys} ({act.name})")
         cls.BINDINGS = [act.binding() for act in registry]  # type: ignore[attr-defined]
         cls.COMMANDS = {ScreenActions}  # type: ignore[attr-defined]
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker of this screen failed: say why where it was working, and in a notification."""
+        worker = event.worker
+        if event.state != WorkerState.ERROR or worker.error is None or id(worker) in self._failed_workers:
+            return
+        self._failed_workers.add(id(worker))
+        screen: Any = self
+        title, line = failure_line(worker.error, f"{type(self).__name__} ({worker.group or worker.name})")
+        panel = self.FAILURE_PANELS.get(worker.group)
+        if panel is not None:
+            with contextlib.suppress(NoMatches):
+                show_in_panel(screen.query_one(panel), line)
+        self.worker_failed(worker.group, line)
+        screen.notify(line, title=title, severity="error", timeout=15)
+
+    def worker_failed(self, group: str, line: str) -> None:
+        """A screen's own clean-up after a failed worker (a loading flag, a banner); nothing by default."""
+
+    @property
+    def _failed_workers(self) -> set[int]:
+        seen: set[int] | None = self.__dict__.get("_failed")
+        if seen is None:
+            seen = self.__dict__["_failed"] = set()
+        return seen
 
     def action_show_help(self) -> None:
         screen: Any = self

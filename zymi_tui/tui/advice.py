@@ -4,10 +4,9 @@ applied at the call that shows it, `f` forks that run with it (resume)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from rich.text import Text
 from textual import on, work
@@ -17,16 +16,25 @@ from textual.message import Message
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from zymi_tui.context.knobs import ContextKnobs, KnobError, make_knobs
+from zymi_tui.context.knobs import ContextKnobs, make_knobs
 from zymi_tui.engine.tools import definition_bytes
-from zymi_tui.events.store import StoreError, open_reader, run_of, step_of
+from zymi_tui.errors import UserError
+from zymi_tui.events.store import EventReader, run_of, step_of
 from zymi_tui.replay.advice import Advice, Finding, advise, effect_line, profile_name, to_json, to_markdown
-from zymi_tui.replay.calls import ReplayError, recorded_knobs
+from zymi_tui.replay.calls import recorded_knobs
 from zymi_tui.replay.costs import PriceError, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
+from zymi_tui.tui.store_job import with_reader
+from zymi_tui.tui.target import Target
 
-if TYPE_CHECKING:
-    from zymi_tui.tui.app import MainScreen
+
+class Dashboard(Protocol):
+    """What the advice screen needs of the dashboard's main screen."""
+
+    target: Target
+    reader: EventReader | None
+
+    def focused_stream(self) -> str | None: ...
 
 
 class AdviceLoaded(Message):
@@ -59,7 +67,7 @@ class AdviceScreen(ActionScreen):
             "export save report markdown json"),
     )  # fmt: skip
 
-    def __init__(self, main: MainScreen) -> None:
+    def __init__(self, main: Dashboard) -> None:
         super().__init__()
         self.main = main
         self.advice: Advice | None = None
@@ -80,21 +88,17 @@ class AdviceScreen(ActionScreen):
     def load(self) -> None:
         target = self.main.target
 
-        async def job() -> Advice:
+        async def job(reader: EventReader) -> Advice:
             try:
                 prices = load_prices()
             except PriceError:
                 prices = None
-            reader = await open_reader(target.store)
-            try:
-                return await advise(reader, target.project, prices=prices, tool_bytes=definition_bytes)
-            finally:
-                await reader.close()
+            return await advise(reader, target.project, prices=prices, tool_bytes=definition_bytes)
 
         try:
-            self.post_message(AdviceLoaded(asyncio.run(job()), None))
-        except (StoreError, ReplayError, KnobError) as e:
-            self.post_message(AdviceLoaded(None, str(e)))
+            self.post_message(AdviceLoaded(with_reader(target.store, job), None))
+        except UserError as e:
+            self.post_message(AdviceLoaded(None, e.one_line()))
 
     def on_advice_loaded(self, msg: AdviceLoaded) -> None:
         head = self.query_one("#advice-head", Static)

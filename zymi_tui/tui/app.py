@@ -2,35 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import RUN_TAGS, list_runs
-from zymi_tui.events.store import (
-    EventReader,
-    StoreError,
-    is_postgres_url,
-    open_reader,
-    redact_url,
-    run_of,
-    step_of,
-)
+from zymi_tui.events.store import EventReader, StoreError, run_of, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 from zymi_tui.tui.actions import Act, ActionScreen
+from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.help import DASHBOARD_NAV, DASHBOARD_PANELS
 from zymi_tui.tui.messages import (
@@ -46,10 +40,13 @@ from zymi_tui.tui.messages import (
 )
 from zymi_tui.tui.model import RunKey, RunsModel, format_size
 from zymi_tui.tui.model_events import RUN_GROUP, EventsModel
-from zymi_tui.tui.model_graph import PipelineError, build_graph, load_pipeline_steps
+from zymi_tui.tui.model_graph import build_graph, load_pipeline_steps
 from zymi_tui.tui.model_plot import collect_calls
 from zymi_tui.tui.plot import ContextPlot
+from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.source import knobs_of, peaks_of, read_peaks, read_run
+from zymi_tui.tui.store_job import with_reader
+from zymi_tui.tui.target import Target
 from zymi_tui.tui.widgets import CursorList, EventsList, RunsList
 
 TAIL_POLL_S = 0.1
@@ -66,14 +63,7 @@ KIND_PRESETS: list[tuple[str, set[str] | None]] = [
 ]  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Target:
-    """What to open: a resolved store, the project folder that describes it, and a banner."""
-
-    store: str
-    project: Path | None = None
-    run: str | None = None
-    banner: str | None = None
+JUMP_RETRIES = 20  # a run just created may take a few list reloads to appear
 
 
 class MainScreen(ActionScreen):
@@ -82,6 +72,7 @@ class MainScreen(ActionScreen):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-normal"), (110, "-wide")]  # noqa: RUF012
     VERTICAL_BREAKPOINTS = [(0, "-short"), (24, "-tall")]  # noqa: RUF012
     HELP_TITLE = "zymi-tui observe"
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"runs": "#runs", "run": "#events", "pipeline": "#graph"}
     HELP_INTRO = DASHBOARD_PANELS
     NAV = DASHBOARD_NAV
     ACTIONS: ClassVar[tuple[Act, ...]] = (
@@ -154,6 +145,7 @@ class MainScreen(ActionScreen):
         self.masking_checked = False
         self.masking_stale = False
         self.select_timer: Timer | None = None
+        self.chain_problem: str | None = None
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -174,7 +166,6 @@ class MainScreen(ActionScreen):
         self.query_one("#runs").border_title = "Runs"
         self.query_one("#graph").border_title = "Pipeline"
         self.query_one("#events").border_title = "Events"
-        self.query_one("#plot").border_title = "Context size (approx_context_chars per LLM call)"
         plot = self.query_one(ContextPlot)
         plot.soft_cap, plot.hard_cap = self.soft_cap, self.hard_cap
         self.query_one(RunsList).focus()
@@ -204,17 +195,8 @@ class MainScreen(ActionScreen):
     def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
         """Run `job` with a reader of its own in this worker thread (decoding never blocks the UI)."""
 
-        async def run() -> None:
-            reader = await open_reader(self.target.store)
-            try:
-                await job(reader)
-            finally:
-                if reader.problems:
-                    self.post_message(RowsSkipped(list(reader.problems)))
-                await reader.close()
-
         try:
-            asyncio.run(run())
+            with_reader(self.target.store, job, skipped=lambda rows: self.post_message(RowsSkipped(rows)))
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
 
@@ -248,7 +230,9 @@ class MainScreen(ActionScreen):
     @work(exclusive=True, group="tail", exit_on_error=False)
     async def tail_store(self) -> None:
         assert self.reader is not None
-        path = None if is_postgres_url(self.target.store) else Path(self.target.store)  # a URL is never "deleted"
+        path = (
+            self.target.store.path if isinstance(self.target.store, SqliteStore) else None
+        )  # a URL is never "deleted"
         try:
             async for batch in tail(self.reader, self.last_gid, poll_s=TAIL_POLL_S):
                 self.post_message(TailBatch(batch))
@@ -296,17 +280,31 @@ class MainScreen(ActionScreen):
         try:
             steps = load_pipeline_steps(self.target.project, pipeline)
             self.post_message(PipelineLoaded(key, steps, None))
-        except PipelineError as e:
-            self.post_message(PipelineLoaded(key, None, str(e)))
+        except UserError as e:
+            self.post_message(PipelineLoaded(key, None, e.one_line()))
 
     def _check_store_file(self) -> None:
         """One stat a second: a store deleted while open is said so (the tail sees no new rows)."""
-        if is_postgres_url(self.target.store) or Path(self.target.store).exists():
+        if not isinstance(self.target.store, SqliteStore) or self.target.store.path.exists():
             return
         text = f"{self.target.store} was deleted: showing what was already loaded"
         if self.trouble != text:
             self.post_message(StoreTrouble(text))
             self.workers.cancel_group(self, "tail")
+
+    def worker_failed(self, group: str, line: str) -> None:
+        if group == "run":
+            self.loading = False
+            self.update_events_title()
+        elif group == "verify":
+            self.chain_problem = line
+        elif group == "masking":  # the estimate from W stays on the plot; its legend says why it is not rebuilt
+            plot = self.query_one(ContextPlot)
+            plot.masking_problem = line
+            plot.replot()
+        if group in ("open", "verify", "tail", "runs"):
+            self.trouble = line
+        self.update_banner()
 
     # -- messages from workers ----------------------------------------------------------------
     def on_runs_loaded(self, msg: RunsLoaded) -> None:
@@ -367,6 +365,7 @@ class MainScreen(ActionScreen):
         if msg.key != self.selected:
             return
         view = self.query_one(EventsList)
+        view.problem = None
         if msg.first:
             self.events.cursor_gid = None
             self.events.expanded.clear()
@@ -467,6 +466,22 @@ class MainScreen(ActionScreen):
         runs_list = self.query_one(RunsList)
         i = runs_list.selected
         return self.runs.rows[i].key if i is not None and i < len(self.runs.rows) else None
+
+    def jump_to_run(self, stream_id: str, tries: int = JUMP_RETRIES) -> None:
+        """Select a run in the list; a run just created may need the list to reload first."""
+        index = self.runs.find_stream(stream_id)
+        if index is None:
+            if tries == JUMP_RETRIES:
+                self.reload_runs()
+            if tries > 0:
+                self.set_timer(0.2, lambda: self.jump_to_run(stream_id, tries - 1))
+            else:
+                self.notify(f"{stream_id} is not in the runs list (a filter may hide it)", severity="warning")
+            return
+        runs_list = self.query_one(RunsList)
+        runs_list.cursor = index
+        runs_list.cursor_changed()
+        runs_list.reveal_cursor()
 
     def select_current(self) -> None:
         key = self.current_key()
@@ -573,7 +588,7 @@ class MainScreen(ActionScreen):
         row = self.runs.rows[self.query_one(RunsList).cursor]
         s = row.summary
         t = Text()
-        t.append(s.stream_id, style="bold")
+        t.append(clean(s.stream_id), style="bold")
         if row.is_turn:
             t.append(f"  turn {s.turn}/{row.turns}")
         t.append(f"  {s.status}")
@@ -581,11 +596,11 @@ class MainScreen(ActionScreen):
             t.append(f"  peak {format_size(row.peak_chars)}")
         chain = self.broken.get(key.stream_id)
         if chain:
-            t.append(f"\n⚠ hash chain does not verify: {chain}", style="bold red")
+            t.append("\n" + clean(f"⚠ hash chain does not verify: {chain}", one_line=True), style="bold red")
         elif self.verified is not None:
             t.append("  chain ✓", style="green")
         if s.error:
-            t.append(f"\nerror: {s.error.splitlines()[0][:200]}", style="red")
+            t.append("\n" + clean(f"error: {s.error}", one_line=True, max_cells=200), style="red")
         from zymi_tui.tui.resume.hook import lineage_text
 
         t.append_text(lineage_text(self, s))
@@ -603,7 +618,7 @@ class MainScreen(ActionScreen):
             parts.append(f"search “{m.search}”")
         if self.loading:
             parts.append("loading…")
-        self.query_one("#events").border_title = "Events · " + " · ".join(parts)
+        self.query_one("#events").border_title = safe_text("Events · " + " · ".join(parts), one_line=True)
         self.query_one("#events-title", Static).display = False
 
     def update_banner(self) -> None:
@@ -611,13 +626,15 @@ class MainScreen(ActionScreen):
         if self.target.banner:
             parts.append((self.target.banner, "bold"))
         else:
-            parts.append((f"store {redact_url(self.target.store)}", ""))
+            parts.append((f"store {self.target.store}", ""))
         parts.append((" · FROZEN" + (f" ({len(self.held)} new held)" if self.held else "") if self.frozen else
                       " · live", "bold yellow" if self.frozen else "green"))  # fmt: skip
         if self.runs.follow_newest:
             parts.append((" · following newest run", "cyan"))
         if self.broken:
             parts.append((f" · {len(self.broken)} run(s) fail the hash-chain check", "bold red"))
+        elif self.chain_problem is not None:
+            parts.append((" · hash chains not checked (see the notification)", "yellow"))
         elif self.verified is None:
             parts.append((" · checking hash chains…", "dim"))
         else:
@@ -632,7 +649,9 @@ class MainScreen(ActionScreen):
                              "them) · ", "yellow"))  # fmt: skip
         if self.trouble:
             parts.insert(0, (f"⚠ {self.trouble} · ", "bold red"))
-        self.query_one("#banner", Static).update(Text.assemble(*parts))
+        self.query_one("#banner", Static).update(
+            Text.assemble(*((clean(text, one_line=True), style) for text, style in parts))
+        )
 
     def on_resize(self) -> None:
         self.update_banner()
@@ -867,7 +886,7 @@ class MainScreen(ActionScreen):
         self.query_one(ContextPlot).action_toggle_x()
 
 
-class DashboardApp(App[None]):
+class DashboardApp(SafeApp):
     """The dashboard. `theme` fixes the colours (tests); `live=False` skips the tail worker."""
 
     TITLE = "zymi-tui observe"

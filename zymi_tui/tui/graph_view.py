@@ -8,6 +8,7 @@ from textual.widgets import Static
 
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.model_graph import GLYPH, Graph
+from zymi_tui.tui.safe_text import clean, safe_text
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "running": "yellow", "skipped": "bright_black", "pending": "dim"}
 
@@ -15,15 +16,15 @@ STATUS_STYLE = {"ok": "green", "failed": "red", "running": "yellow", "skipped": 
 def render_graph(graph: Graph) -> Text:
     t = Text()
     if graph.banner:
-        t.append(graph.banner + "\n", style="yellow")
+        t.append(clean(graph.banner) + "\n", style="yellow")
     ranks = graph.ranks()
     for r, nodes in enumerate(ranks):
         par = " (parallel)" if len(nodes) > 1 else ""
         t.append(f"Level {r + 1}{par}\n", style="bold")
         for n in nodes:
             t.append(f"  {GLYPH[n.status]} ", style=STATUS_STYLE[n.status])
-            t.append(n.id, style="bold")
-            t.append(f"  {n.what}", style="dim")
+            t.append(clean(n.id, one_line=True), style="bold")
+            t.append("  " + clean(n.what, one_line=True), style="dim")
             if n.status == "skipped":
                 t.append("  skipped", style="dim")
             if n.llm_calls:
@@ -43,11 +44,14 @@ class GraphView(VerticalScroll, can_focus=False):
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="graph-text")
 
+    def show_problem(self, line: str) -> None:
+        self.query_one("#graph-text", Static).update(safe_text(f"⚠ {line}", "bold red"))
+
     def show(self, graph: Graph | None, note: str = "") -> None:
         body = self.query_one("#graph-text", Static)
         if graph is None:
-            body.update(Text(note or "no run selected", style="dim"))
+            body.update(safe_text(note or "no run selected", "dim"))
             self.border_title = "Pipeline"
             return
-        self.border_title = f"Pipeline: {graph.pipeline}"
+        self.border_title = safe_text(f"Pipeline: {graph.pipeline}", one_line=True)
         body.update(render_graph(graph))

@@ -20,10 +20,12 @@ step's LLM call count and last context size.
 expands the full payload (whole tool result and response). On a compaction, `g` marks the
 events it replaced.
 
-**Context size**: `approx_context_chars` per LLM call (UTF-8 bytes of the message texts, as zymi
-counts them), one series per step; dots are the recorded `usage.input_tokens` (right axis).
-Horizontal lines: soft cap (orange), hard cap (red). Vertical: compactions (yellow, red when the
-summary grew), where masking starts (blue, estimated from the window W), the picked call (grey).
+**Context**: `approx_context_chars` per LLM call (UTF-8 bytes of the message texts, as zymi
+counts them), one colour per series: each step's chars (left axis) and its recorded
+`usage.input_tokens` (`•`, right axis). The legend is under the plot; the picked call's figures are in
+its title. Labelled horizontal lines: the soft and hard caps. Markers: `▼` a compaction with what it
+saved, `▲ ⚠ grew` a compaction whose summary came back larger than what it replaced (lower
+`soft_cap_chars`), `◆` where masking starts; the grey vertical line is the picked call.
 
 The dashboard never writes to the store."""
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -13,18 +13,21 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Static
 
-from zymi_tui.context.knobs import KnobError
 from zymi_tui.engine.bodies import RequestBodies
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.messages import AssistantMessage, message_text
-from zymi_tui.events.store import StoreError, open_reader, step_of
-from zymi_tui.replay.calls import CallContext, ReplayError, context_with_previous
+from zymi_tui.events.store import EventReader, step_of
+from zymi_tui.replay.calls import CallContext, context_with_previous
 from zymi_tui.replay.export import context_markdown
 from zymi_tui.replay.life import call_diff
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.model_inspector import bar_cells, figures, preview, role_of, window_segments
+from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.source import knobs_of
+from zymi_tui.tui.store_job import with_reader
 
 
 class CallRebuilt(Message):
@@ -37,6 +40,7 @@ class CallRebuilt(Message):
 
 class InspectorScreen(ActionScreen):
     CSS_PATH = str(Path(__file__).with_name("inspector.tcss"))
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"rebuild": "#summary"}
     HELP_TITLE = "Call inspector"
     HELP_INTRO = (
         "The context one LLM call saw, rebuilt by the context engine: layer A (system prompt and task), "
@@ -50,7 +54,7 @@ class InspectorScreen(ActionScreen):
             "(Markdown: layers, reasons, sizes) to files in the current folder.", "export save json markdown body"),
     )  # fmt: skip
 
-    def __init__(self, call: StoredEvent, store: str, project: Path | None) -> None:
+    def __init__(self, call: StoredEvent, store: StoreLocation, project: Path | None) -> None:
         super().__init__()
         self.call = call
         self.store = store
@@ -70,7 +74,9 @@ class InspectorScreen(ActionScreen):
 
     def on_mount(self) -> None:
         ev = self.call.event
-        self.query_one("#summary", Static).update(Text(f"rebuilding the context of {ev.stream_id} seq {ev.sequence}…"))
+        self.query_one("#summary", Static).update(
+            safe_text(f"rebuilding the context of {ev.stream_id} seq {ev.sequence}…")
+        )
         table = self.query_one(DataTable)
         for name, width in (("#", 3), ("layer", 5), ("role", 20), ("bytes", 7), ("tokens", 6), ("reason", 40),
                             ("text", None)):  # fmt: skip
@@ -78,34 +84,30 @@ class InspectorScreen(ActionScreen):
         self.query_one("#messages").border_title = "Messages sent (layer A prefix, B memory, C history)"
         self.rebuild()
 
-    @work(thread=True, exclusive=True, exit_on_error=False)
+    @work(thread=True, exclusive=True, group="rebuild", exit_on_error=False)
     def rebuild(self) -> None:
-        async def job() -> tuple[CallContext, CallContext | None]:
-            reader = await open_reader(self.store)
-            try:
-                ev = self.call.event
-                return await context_with_previous(reader, ev.stream_id, ev.sequence, project=self.project)
-            finally:
-                await reader.close()
+        async def job(reader: EventReader) -> tuple[CallContext, CallContext | None]:
+            ev = self.call.event
+            return await context_with_previous(reader, ev.stream_id, ev.sequence, project=self.project)
 
         try:
-            call, previous = asyncio.run(job())
+            call, previous = with_reader(self.store, job)
             self.post_message(CallRebuilt(call, None, previous))
-        except (StoreError, ReplayError, KnobError) as e:
-            self.post_message(CallRebuilt(None, str(e)))
+        except UserError as e:
+            self.post_message(CallRebuilt(None, e.one_line()))
 
     def on_call_rebuilt(self, msg: CallRebuilt) -> None:
         summary = self.query_one("#summary", Static)
         ev = self.call.event
         if msg.call is None:
-            summary.update(Text(f"{ev.stream_id} seq {ev.sequence}: cannot rebuild: {msg.error}", style="red"))
+            summary.update(safe_text(f"{ev.stream_id} seq {ev.sequence}: cannot rebuild: {msg.error}", "red"))
             return
         call = self.rebuilt = msg.call
         self.previous = msg.previous
         t = Text()
         kind = "compaction call" if call.is_compaction else f"iteration {call.iteration}"
-        t.append(f"{ev.stream_id}", style="bold")
-        t.append(f"  seq {call.sequence} · {kind} · knobs: {self.knobs.describe()} ({self.knob_source})\n")
+        t.append(clean(ev.stream_id), style="bold")
+        t.append(clean(f"  seq {call.sequence} · {kind} · knobs: {self.knobs.describe()} ({self.knob_source})") + "\n")
         t.append(f"{'':22}{'recorded':>12}{'rebuilt':>12}\n", style="dim")
         for f in figures(call):
             t.append(f"{f.name:22}{f.recorded:>12}{f.ours:>12}")
@@ -122,7 +124,7 @@ class InspectorScreen(ActionScreen):
         elif call.prefix_inferred:
             t.append("layer A inferred from the recorded size (project prompt not available)\n", style="yellow")
         if call.note:
-            t.append(call.note + "\n", style="dim")
+            t.append(clean(call.note) + "\n", style="dim")
         t.append_text(cache_text(call))
         t.append_text(diff_text(call, self.previous))
         summary.update(t)
@@ -164,10 +166,11 @@ class InspectorScreen(ActionScreen):
         entries = call.rendered.entries
         for i, e in enumerate(entries, 1):
             style = "dim" if e.reason.startswith(("masked", "cut")) else ""
-            table.add_row(str(i), e.layer, role_of(e), str(e.bytes), str(e.tokens), Text(e.reason, style=style),
-                          preview(e), key=str(i))  # fmt: skip
+            table.add_row(Text(str(i)), Text(e.layer), safe_text(role_of(e)), Text(str(e.bytes)), Text(str(e.tokens)),
+                          safe_text(e.reason, style, one_line=True), Text(preview(e)), key=str(i))  # fmt: skip
         for e in call.rendered.dropped:
-            table.add_row("–", e.layer, role_of(e), "0", "0", Text(e.reason, style="yellow"), preview(e))
+            table.add_row(Text("–"), Text(e.layer), safe_text(role_of(e)), Text("0"), Text("0"),
+                          safe_text(e.reason, "yellow", one_line=True), Text(preview(e)))  # fmt: skip
         if entries:
             self.show_message(0)
 
@@ -184,14 +187,16 @@ class InspectorScreen(ActionScreen):
             return
         e = rows[index]
         t = Text()
-        t.append(f"message {index + 1}: {role_of(e)}, layer {e.layer}, {e.bytes} bytes — {e.reason}", style="bold")
+        t.append(
+            clean(f"message {index + 1}: {role_of(e)}, layer {e.layer}, {e.bytes} bytes — {e.reason}"), style="bold"
+        )
         if e.source_seq is not None:
             t.append(f" (from step-stream seq {e.source_seq})", style="dim")
         t.append("\n")
-        t.append(message_text(e.message) or "(no text)")
+        t.append(clean(message_text(e.message)) or "(no text)")
         if isinstance(e.message, AssistantMessage):
             for c in e.message.tool_calls:
-                t.append(f"\n→ tool call {c.id}: {c.name}({c.arguments})", style="cyan")
+                t.append(clean(f"\n→ tool call {c.id}: {c.name}({c.arguments})"), style="cyan")
         self.query_one("#message-text", Static).update(t)
 
     def action_export(self) -> None:
@@ -256,5 +261,5 @@ def diff_text(call: CallContext, previous: CallContext | None) -> Text:
             t.append(f"{change} {len(mine)} ({sum(d.bytes for d in mine):+,} B)  ")
     t.append("\n")
     for d in sorted(lines, key=lambda d: -abs(d.bytes))[:4]:
-        t.append(f"  {d.change:9} {d.what} {d.bytes:+,} B\n", style="dim")
+        t.append(clean(f"  {d.change:9} {d.what} {d.bytes:+,} B", one_line=True) + "\n", style="dim")
     return t

@@ -6,7 +6,6 @@ rows by rent (bytes x calls carried), `/` finds a text, `p` re-renders under ano
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Hashable
 from pathlib import Path
 from typing import ClassVar
@@ -18,11 +17,14 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Footer, Input, Static
 
-from zymi_tui.context.knobs import PROFILES, ContextKnobs, KnobError
-from zymi_tui.events.store import StoreError, open_reader
-from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, make_replayer, replay_events
+from zymi_tui.context.knobs import PROFILES, ContextKnobs
+from zymi_tui.errors import UserError
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.store import EventReader
+from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, make_replayers, replay_events
 from zymi_tui.replay.life import COMPACTED, FORGOTTEN, FRESH, FULL, MASKED, NOT_YET, STATE_NAMES, MessageLife
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
+from zymi_tui.tui.store_job import with_reader
 
 CELLS = {FULL: ("█", "green"), MASKED: ("▒", "yellow"), FORGOTTEN: ("░", "magenta"), COMPACTED: ("×", "red"),
          FRESH: ("~", "blue"), NOT_YET: ("·", "grey50")}  # fmt: skip
@@ -37,21 +39,17 @@ class LifeLoaded(Message):
 
 
 async def load_life(
-    store: str, project: Path | None, stream: str, knobs: ContextKnobs | None
+    reader: EventReader, project: Path | None, stream: str, knobs: ContextKnobs | None
 ) -> tuple[MessageLife, MessageLife | None]:
     """The stream replayed under the recorded knobs and, given `knobs`, under those (one pass)."""
-    reader = await open_reader(store)
-    try:
-        replayers = [make_replayer(project)] + ([make_replayer(project, knobs)] if knobs is not None else [])
-        rows: list[list[CallContext]] = [[] for _ in replayers]
-        async for se in replay_events(reader, [stream]):
-            for i, rp in enumerate(replayers):
-                rp.feed(se)
-                rows[i] += rp.ready()
+    replayers = make_replayers(project, [None] if knobs is None else [None, knobs])
+    rows: list[list[CallContext]] = [[] for _ in replayers]
+    async for se in replay_events(reader, [stream]):
         for i, rp in enumerate(replayers):
-            rows[i] += rp.flush()
-    finally:
-        await reader.close()
+            rp.feed(se)
+            rows[i] += rp.ready()
+    for i, rp in enumerate(replayers):
+        rows[i] += rp.flush()
     lives = [MessageLife.build(stream, r) for r in rows]
     return lives[0], lives[1] if len(lives) > 1 else None
 
@@ -89,7 +87,7 @@ class LifeScreen(ActionScreen):
     LifeScreen #life-find { dock: bottom; display: none; }
     """
 
-    def __init__(self, store: str, project: Path | None, stream: str) -> None:
+    def __init__(self, store: StoreLocation, project: Path | None, stream: str) -> None:
         super().__init__()
         self.store, self.project, self.stream = store, project, stream
         self.life: MessageLife | None = None
@@ -120,10 +118,10 @@ class LifeScreen(ActionScreen):
     def load(self) -> None:
         knobs = None if self.profile == "recorded" else PROFILES[self.profile]
         try:
-            life, whatif = asyncio.run(load_life(self.store, self.project, self.stream, knobs))
+            life, whatif = with_reader(self.store, lambda r: load_life(r, self.project, self.stream, knobs))
             self.post_message(LifeLoaded(life, whatif, None))
-        except (StoreError, ReplayError, KnobError) as e:
-            self.post_message(LifeLoaded(None, None, str(e)))
+        except UserError as e:
+            self.post_message(LifeLoaded(None, None, e.one_line()))
 
     def on_life_loaded(self, msg: LifeLoaded) -> None:
         self.error = msg.error

@@ -16,6 +16,7 @@ from zymi_tui.events import kinds as k
 from zymi_tui.events.describe import Line, describe, full_detail
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.store import step_of
+from zymi_tui.tui.safe_text import clean, wrap_cells
 
 RUN_GROUP = ""  # the group key of the run stream itself
 
@@ -255,15 +256,12 @@ def detail_rows(se: StoredEvent, context: list[StoredEvent]) -> list[tuple[str, 
 
 
 def wrap_detail(rows: list[tuple[str, str]], width: int) -> list[str]:
-    """`key: value` lines, values wrapped at `width` cells (one character = one cell here)."""
+    """`key: value` lines, display-safe, values wrapped at `width` terminal cells (never mid-grapheme)."""
     out: list[str] = []
     for key, value in rows:
         first = True
         for para in value.split("\n") or [""]:
-            text = f"{key}: {para}" if first else f"  {para}"
+            text = clean(f"{key}: {para}" if first else f"  {para}").expandtabs(4)
             first = False
-            while len(text) > width:
-                out.append(text[:width])
-                text = "  " + text[width:]
-            out.append(text)
+            out += wrap_cells(text, width, "  ")
     return out

@@ -1,7 +1,7 @@
 """The pipeline graph of a run: steps by rank (zymi's layout), status from the run's events.
 
-Pure apart from `load_pipeline_steps` (one small YAML read, done in a worker). Topology comes
-from `pipelines/<name>.yml` (or `.yaml`) as it is now; when that file is missing, unreadable or
+Pure apart from `load_pipeline_steps` (the project read, done in a worker). Topology comes
+from the project's pipeline `<name>` as it is now; when that file is missing, unreadable or
 no longer matches the run, zymi's fallback is used: one node per started step, in order, with a
 banner saying why.
 """
@@ -12,11 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from zymi_tui.events import kinds as k
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.store import step_of
+from zymi_tui.project.errors import ProjectError
+from zymi_tui.project.levels import step_levels
+from zymi_tui.project.reader import read_project
 
 GLYPH = {"pending": "·", "running": "◷", "ok": "✓", "failed": "✗", "skipped": "⊘"}
 
@@ -53,60 +54,17 @@ class Graph:
         return out
 
 
-class PipelineError(Exception):
-    pass
-
-
 def load_pipeline_steps(project: Path | None, name: str) -> list[StepDef]:
-    """Steps of `pipelines/<name>.yml` (or .yaml); PipelineError with a one-line reason otherwise."""
+    """Steps of the project's pipeline `name`; ProjectError with a one-line reason otherwise."""
     if project is None:
-        raise PipelineError("no project folder (pass -d DIR to show the pipeline's graph)")
-    for ext in ("yml", "yaml"):
-        path = project / "pipelines" / f"{name}.{ext}"
-        if path.is_file():
-            break
-    else:
-        raise PipelineError(f"pipelines/{name}.yml not found in {project}")
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
-        raise PipelineError(f"{path.name} is not valid YAML: {str(e).splitlines()[0]}") from None
-    steps = doc.get("steps") if isinstance(doc, dict) else None
-    if not isinstance(steps, list) or not steps:
-        raise PipelineError(f"{path.name} has no `steps:` list")
-    out: list[StepDef] = []
-    for s in steps:
-        if not isinstance(s, dict) or not isinstance(s.get("id"), str):
-            raise PipelineError(f"{path.name}: a step without an `id`")
-        deps = s.get("depends_on") or []
-        if isinstance(deps, str):
-            deps = [deps]
-        what = "—"
-        if "agent" in s:
-            what = f"agent: {s['agent']}"
-        elif "tool" in s:
-            what = f"tool: {s['tool']}"
-        elif "ask" in s:
-            ask = s["ask"]
-            what = f"ask: {ask.get('channel', 'caller') if isinstance(ask, dict) else ask}"
-        out.append(StepDef(s["id"], tuple(str(d) for d in deps), what))
-    return out
+        raise ProjectError("no project folder (pass -d DIR to show the pipeline's graph)")
+    spec = read_project(project).pipeline(name)
+    return [StepDef(s.id, s.depends_on, s.what) for s in spec.steps.values()]
 
 
 def ranks_of(steps: list[StepDef]) -> dict[str, int]:
     """rank = max(rank of dependencies) + 1, roots 0 (zymi's graph.rs); unknown deps are ignored."""
-    by_id = {s.id: s for s in steps}
-    memo: dict[str, int] = {}
-
-    def rank(sid: str, seen: frozenset[str]) -> int:
-        if sid in memo:
-            return memo[sid]
-        deps = [d for d in by_id[sid].depends_on if d in by_id and d not in seen]
-        r = max((rank(d, seen | {sid}) + 1 for d in deps), default=0)
-        memo[sid] = r
-        return r
-
-    return {s.id: rank(s.id, frozenset()) for s in steps}
+    return step_levels({s.id: s.depends_on for s in steps}).of()
 
 
 def build_graph(pipeline: str, steps: list[StepDef] | None, problem: str | None,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from zymi_tui.context.builder import ContextEntry
 from zymi_tui.events.messages import AssistantMessage, ToolResultMessage, message_text
 from zymi_tui.replay.calls import CallContext
+from zymi_tui.tui.safe_text import clean
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +99,8 @@ def role_of(entry: ContextEntry) -> str:
 
 
 def preview(entry: ContextEntry, n: int = 80) -> str:
-    text = message_text(entry.message).replace("\n", " ")
+    """The message on one line, display-safe, at most `n` cells."""
+    text = message_text(entry.message)
     if not text and isinstance(entry.message, AssistantMessage):
         text = " ".join(f"{c.name}({c.arguments})" for c in entry.message.tool_calls)
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return clean(text, one_line=True, max_cells=n)

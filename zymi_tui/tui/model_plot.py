@@ -6,6 +6,7 @@ the run started; compaction calls (iteration 0) are drawn as markers, not as poi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -104,3 +105,51 @@ def x_values(calls: Sequence[CallPoint], by_time: bool, t0_ns: int) -> list[floa
 
 def peak(calls: Iterable[CallPoint]) -> int | None:
     return max((c.chars for c in calls), default=None)
+
+
+def human(n: float) -> str:
+    """An axis figure a person reads at a glance: 950, 12.5k, 1.2M (no trailing .0)."""
+    a = abs(n)
+    if a < 1000:
+        text = f"{n:.0f}"
+    elif a < 1_000_000:
+        text = f"{n / 1000:.1f}".removesuffix(".0") + "k"
+    else:
+        text = f"{n / 1_000_000:.1f}".removesuffix(".0") + "M"
+    return text
+
+
+def nice_step(span: float, max_ticks: int) -> float:
+    """The smallest 1-2-5 x 10^k step that puts at most `max_ticks` intervals in `span`."""
+    if span <= 0:
+        return 1.0
+    step = 10.0 ** math.floor(math.log10(span / max(max_ticks, 1)))
+    for m in (1.0, 2.0, 5.0, 10.0):
+        if span / (step * m) <= max_ticks:
+            return float(step * m)
+    return float(step * 10)
+
+
+def y_ticks(top: float, max_ticks: int) -> list[float]:
+    """0, step, 2 step, ... up to `top` (never above it)."""
+    step = nice_step(top, max_ticks)
+    return [i * step for i in range(int(top // step) + 1)]
+
+
+def x_ticks(lo: float, hi: float, max_ticks: int, *, integer: bool) -> list[float]:
+    """Ticks between lo and hi: whole numbers for call indexes (first and last call always among them)."""
+    step = nice_step(hi - lo, max_ticks)
+    if integer:
+        step = max(1.0, round(step))
+    first = math.ceil(lo / step) * step
+    ticks = [first + i * step for i in range(int((hi - first) // step) + 1)]
+    if integer:
+        ticks = sorted({*(float(round(t)) for t in ticks), float(round(lo)), float(round(hi))})
+        min_gap = step / 2
+        ticks = [t for i, t in enumerate(ticks) if i in (0, len(ticks) - 1) or (t - ticks[0] >= min_gap and
+                                                                               ticks[-1] - t >= min_gap)]  # fmt: skip
+    return ticks
+
+
+def seconds_label(s: float) -> str:
+    return f"{s:.0f}s" if s < 120 else f"{int(s // 60)}m{int(s % 60):02d}"

@@ -4,17 +4,29 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import RenderResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual_plotext import PlotextPlot
 
-from zymi_tui.tui.model import format_size
 from zymi_tui.tui.model_events import RUN_GROUP
-from zymi_tui.tui.model_plot import CallPoint, StepCalls, downsample, x_values
+from zymi_tui.tui.model_plot import (
+    CallPoint,
+    StepCalls,
+    downsample,
+    human,
+    seconds_label,
+    x_ticks,
+    x_values,
+    y_ticks,
+)
+from zymi_tui.tui.safe_text import clean, safe_text
 
-SERIES_COLOURS = ["cyan", "magenta", "green", "blue", "yellow", "red"]
-ORANGE, RED, YELLOW, BLUE, GREY = (255, 150, 0), (230, 40, 40), (230, 200, 0), (60, 120, 255), (150, 150, 150)
+RGB = tuple[int, int, int]
+SERIES_COLOURS: list[RGB] = [(0, 200, 230), (80, 220, 100), (230, 110, 230), (220, 220, 220)]  # chars, per step
+TOKEN_COLOURS: list[RGB] = [(200, 120, 255), (255, 140, 120), (120, 160, 255), (170, 170, 120)]  # input tokens
+ORANGE, RED, YELLOW, BLUE, GREY = (255, 150, 0), (240, 50, 50), (240, 210, 0), (80, 140, 255), (150, 150, 150)
 
 
 class ContextPlot(PlotextPlot, can_focus=True):
@@ -40,7 +52,9 @@ class ContextPlot(PlotextPlot, can_focus=True):
         self.hard_cap: int | None = None
         self.t0_ns = 0
         self.picked: CallPoint | None = None
-        self.note = ""
+        self.problem: str | None = None
+        self.masking_problem: str | None = None  # the rebuild that places the masking marker failed: why
+        self.legend_items: list[tuple[str, RGB | None]] = []
         self._version = 0
         self._cache: tuple[object, RenderResult] | None = None
 
@@ -86,76 +100,135 @@ class ContextPlot(PlotextPlot, can_focus=True):
         self.picked = call
         self.replot()
 
+    def show_problem(self, line: str) -> None:
+        """Why the plot cannot be drawn (tui/failures.py), in place of the figure."""
+        self.problem = line
+        self.replot()
+
     def replot(self) -> None:
         self._version += 1
         plt = self.plt
         plt.clear_figure()
-        width = max(self.size.width, 20)
         shown = self.shown()
         total = sum(len(sc.calls) for sc in shown)
         what = "all steps" if self.step is None else ("run stream" if self.step == RUN_GROUP else f"step {self.step}")
-        title = f"{what}: {total} calls"
-        if self.picked is not None:
-            p = self.picked
-            title += f" · picked #{p.index} {format_size(p.chars)}"
-        plt.title(title)
-        plt.xlabel("seconds since run start" if self.by_time else "call index")
-        if not total:
-            plt.text("no LLM calls in this run", x=0.5, y=0.5, alignment="center")
+        self.border_title = safe_text(self.title_line(what, total), one_line=True)
+        if self.problem is not None or not total:
+            plt.text(clean(self.problem or "no LLM calls in this run", one_line=True), x=0.5, y=0.5,
+                     alignment="center", color="red" if self.problem else "default")  # fmt: skip
             plt.xlim(0, 1)
             plt.ylim(0, 1)
+            plt.xticks([])
+            plt.yticks([])
+            self.border_subtitle = ""
             self.refresh()
             return
-        top = 0
+        width, height = max(self.size.width, 20), max(self.size.height, 6)
+        top = 0.0
+        top_tokens = 0.0
         xs_all: list[float] = []
+        legend: list[tuple[str, RGB | None]] = []
+        markers: list[tuple[float, float, str, RGB, str]] = []  # x, y, glyph, colour, label
         for i, sc in enumerate(shown):
             if not sc.calls:
                 continue
             xs = x_values(sc.calls, self.by_time, self.t0_ns)
             ys = [float(c.chars) for c in sc.calls]
             dx, dy = downsample(xs, ys, 2 * width)
-            colour = SERIES_COLOURS[i % len(SERIES_COLOURS)]
-            label = "run" if sc.step == RUN_GROUP else sc.step
-            if len(dx) > 1:
-                plt.plot(dx, dy, label=f"{label} chars", color=colour, marker="braille")
-            else:
-                plt.scatter(dx, dy, label=f"{label} chars", color=colour, marker="●")
-            top = max(top, int(max(ys)))
-            xs_all.extend(xs)
+            colour, token_colour = SERIES_COLOURS[i % len(SERIES_COLOURS)], TOKEN_COLOURS[i % len(TOKEN_COLOURS)]
+            label = "run" if sc.step == RUN_GROUP else clean(sc.step, one_line=True, max_cells=16)
             tokens = [(x, float(c.input_tokens)) for x, c in zip(xs, sc.calls, strict=True) if c.input_tokens]
-            if tokens:
+            if tokens:  # drawn first: the chars curve stays on top where they cross
                 tx, ty = downsample([t[0] for t in tokens], [t[1] for t in tokens], 2 * width)
-                plt.plot(tx, ty, label=f"{label} input tokens (recorded)", color=colour, marker="dot", yside="right")
+                plt.plot(tx, ty, color=token_colour, marker="dot", yside="right")
+                top_tokens = max(top_tokens, max(ty))
+                legend.append((f"· {label} tokens →" if len(shown) > 1 else "· input tokens →", token_colour))
+            if len(dx) > 1:
+                plt.plot(dx, dy, color=colour, marker="braille")
+            else:
+                plt.scatter(dx, dy, color=colour, marker="●")
+            legend.insert(len(legend) - bool(tokens), (f"━ {label} chars" if len(shown) > 1 else "━ chars", colour))
+            top = max(top, max(ys))
+            xs_all.extend(xs)
             for x, _gid, saved in sc.compactions:
                 cx = self._compaction_x(sc, x)
-                plt.vline(cx, YELLOW if saved >= 0 else RED)
+                before = sc.calls[max(0, min(len(sc.calls) - 1, int(x) - 1))].chars
+                if saved >= 0:
+                    markers.append((cx, float(before), "▼", YELLOW, f"saved {human(saved)}"))
+                else:
+                    markers.append((cx, float(before), "▲", RED, f"⚠ grew {human(-saved)}"))
             if sc.masking_from is not None:
                 mx = xs[sc.masking_from - 1]
-                plt.vline(mx, BLUE)
+                markers.append((mx, ys[sc.masking_from - 1], "◆", BLUE, "masking from here"))
+        caps: list[tuple[int, str, RGB]] = []
         off_scale = []
-        if self.soft_cap is not None and self.soft_cap <= top * 2.5:
-            plt.hline(self.soft_cap, ORANGE)
-            top = max(top, self.soft_cap)
-        elif self.soft_cap is not None:
-            off_scale.append(f"soft cap {format_size(self.soft_cap)}")
-        if self.hard_cap is not None and self.hard_cap <= top * 1.6:
-            plt.hline(self.hard_cap, RED)
-            top = max(top, self.hard_cap)
-        elif self.hard_cap is not None:
-            off_scale.append(f"hard cap {format_size(self.hard_cap)}")
-        masked = [sc for sc in shown if sc.masking_from is not None]
-        if masked:
-            how = "rebuilt" if all(sc.masking_exact for sc in masked) else "est. from W"
-            title += f" · masking from #{masked[0].masking_from} ({how})"
-        if off_scale:
-            title += f" · off scale: {', '.join(off_scale)}"
-        plt.title(title)
-        plt.ylim(0, top * 1.05 if top else 1)
+        for cap, name, colour, reach in (
+            (self.soft_cap, "soft cap", ORANGE, 2.5),
+            (self.hard_cap, "hard cap", RED, 1.6),
+        ):
+            if cap is None:
+                continue
+            if cap <= top * reach:
+                caps.append((cap, name, colour))
+            else:
+                off_scale.append(f"{name} {human(cap)}")
+        y_top = max([top, *(float(c) for c, _, _ in caps)]) * 1.08 or 1.0
+        lo, hi = min(xs_all), max(xs_all)
+        if hi == lo:
+            lo, hi = lo - 1, hi + 1
+        for cap, name, colour in caps:
+            plt.hline(cap, colour)
+            plt.text(f"{name} {human(cap)}", x=lo, y=cap, color=colour, alignment="left", background="default")
+        glyphs = {g for _, _, g, _, _ in markers}
+        if "▼" in glyphs:
+            legend.append(("▼ compaction", YELLOW))
+        if "▲" in glyphs:
+            legend.append(("▲ summary grew", RED))
+        if "◆" in glyphs:
+            how = "" if all(sc.masking_exact for sc in shown if sc.masking_from) else " (est.)"
+            legend.append((f"◆ masking{how}", BLUE))
+        labelled = 0
+        for mx, my, glyph, colour, text in sorted(markers, key=lambda m: m[2] != "▲"):
+            plt.scatter([mx], [my], marker=glyph, color=colour)
+            if labelled < max(1, width // 40) or glyph == "▲":  # words where they fit; the events list has them all
+                plt.text(f" {text}", x=mx, y=min(my + y_top * 0.06, y_top * 0.97), color=colour, alignment="left",
+                         background="default")  # fmt: skip
+                labelled += 1
         if self.picked is not None:
             px = self._x_of(self.picked)
             if px is not None:
                 plt.vline(px, GREY)
+        if self.masking_problem:
+            legend.insert(0, (f"⚠ masking not rebuilt: {clean(self.masking_problem, one_line=True)}", RED))
+        if off_scale:
+            legend.append((f"off scale: {', '.join(off_scale)}", None))
+        plt.ylim(0, y_top)
+        ys_ticks = y_ticks(y_top, max(2, (height - 4) // 2))
+        plt.yticks(ys_ticks, [human(t) for t in ys_ticks])
+        if top_tokens:
+            rt = y_ticks(top_tokens * 1.08, max(2, (height - 4) // 2))
+            plt.ylim(0, top_tokens * 1.08, yside="right")  # type: ignore[arg-type]
+            plt.yticks(rt, [human(t) for t in rt], yside="right")  # type: ignore[arg-type]
+        xt = x_ticks(lo, hi, max(2, width // 9), integer=not self.by_time)
+        plt.xlim(lo - 0.3, hi + 0.3)
+        plt.xticks(xt, [seconds_label(t) if self.by_time else f"{t:.0f}" for t in xt])
+        plt.xlabel("seconds since the run started" if self.by_time else "LLM call (x: switch to time)")
+        self.legend_items = legend
+        self.border_subtitle = legend_text(legend, max(width - 4, 10))
         self.refresh()
+
+    def title_line(self, what: str, total: int) -> str:
+        """The picked call's figures first (the newest call's when none is picked): visible at any width."""
+        head = "Context"
+        p = self.picked
+        calls = self.all_calls() if p is None else []
+        if p is None and calls:
+            p = calls[-1]
+        if p is not None:
+            tokens = "" if p.input_tokens is None else f", {p.input_tokens:,} tok"
+            which = "#" if self.picked is not None else "last #"
+            head += f" · {which}{p.index}: {p.chars:,} ch{tokens}, {p.message_count} msgs"
+        return f"{head} · {what}: {total} calls"
 
     def _x_of(self, call: CallPoint) -> float | None:
         return (call.ns - self.t0_ns) / 1e9 if self.by_time else float(call.index)
@@ -169,11 +242,15 @@ class ContextPlot(PlotextPlot, can_focus=True):
             return ((calls[i - 1].ns + calls[i].ns) / 2 - self.t0_ns) / 1e9
         return (calls[-1].ns - self.t0_ns) / 1e9 if calls else 0.0
 
-    def legend(self) -> str:
-        parts = ["braille: approx_context_chars", "dots: recorded input tokens (right axis)"]
-        if self.soft_cap is not None:
-            parts.append(f"orange: soft cap {format_size(self.soft_cap)}")
-        if self.hard_cap is not None:
-            parts.append(f"red: hard cap {format_size(self.hard_cap)}")
-        parts.append("yellow/red |: compaction (saved/grew)  blue |: masking starts  grey |: picked call")
-        return "  ".join(parts)
+
+def legend_text(items: list[tuple[str, RGB | None]], width: int) -> Text:
+    """The legend, outside the plot area (the widget's bottom border), cut to the width."""
+    t = Text()
+    for name, colour in items:
+        if t.cell_len + len(name) + 2 > width:
+            t.append("…")
+            break
+        if t:
+            t.append("  ")
+        t.append(name, style="" if colour is None else "rgb({},{},{})".format(*colour))
+    return t

@@ -6,8 +6,9 @@ import time
 from collections.abc import Callable
 
 from zymi_tui.tui.advice import AdviceScreen
-from zymi_tui.tui.app import DashboardApp, MainScreen, Target
+from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.life import LifeScreen
+from zymi_tui.tui.target import Target
 
 SCREENS = ("dashboard", "advice", "life")
 READY_S = 120.0

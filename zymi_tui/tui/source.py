@@ -10,12 +10,14 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from zymi_tui.context.knobs import ContextKnobs, KnobError, load_project_knobs
+from zymi_tui.context.knobs import ContextKnobs, project_knobs
+from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.kinds import LlmCallStarted, StepSkipped, WorkflowNodeStarted
 from zymi_tui.events.lean import LLM_CALL_STARTED, LeanError, envelope, payload
 from zymi_tui.events.runs import turn_ranges
 from zymi_tui.events.store import EventReader, run_of, step_prefix
+from zymi_tui.project.reader import is_project, read_project
 from zymi_tui.tui.model import RunKey
 
 PAGE = 2000
@@ -92,26 +94,16 @@ def _peak(out: dict[RunKey, int], stream_id: str, cid: str | None, chars: int, t
             out[key] = chars
 
 
-def infer_project(store_arg: str | None, resolved: str) -> Path | None:
-    """The project folder whose pipelines/ and project.yml describe a store, when it can be told."""
-    if store_arg and Path(store_arg).is_dir():
-        return Path(store_arg)
-    db = Path(resolved)
-    if db.parent.name == ".zymi":
-        return db.parent.parent
-    for cand in (db.parent / "project", db.parent):
-        if (cand / "project.yml").is_file():
-            return cand
-    return None
-
-
 def knobs_of(project: Path | None) -> tuple[ContextKnobs, str]:
     """The project's recorded knobs (`runtime.context`), or the engine defaults and why."""
     if project is None:
-        return ContextKnobs(), "engine defaults (no project folder)"
-    if not (project / "project.yml").is_file():
-        return ContextKnobs(), "engine defaults (no project.yml)"
+        return ContextKnobs(), "unknown: no project found (engine defaults assumed)"
+    if not is_project(project):
+        return ContextKnobs(), "unknown: no project.yml (engine defaults assumed)"
     try:
-        return load_project_knobs(project), "project.yml"
-    except KnobError as e:
-        return ContextKnobs(), f"engine defaults ({e})"
+        read = read_project(project)
+        if read.context_section is None:
+            return ContextKnobs(), "engine defaults: project.yml sets no runtime.context"
+        return project_knobs(read), "project.yml"
+    except UserError as e:
+        return ContextKnobs(), f"unknown: {e.message} (engine defaults assumed)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.color import Color as RichColor
 from rich.segment import Segment
 from rich.style import Style
@@ -18,6 +19,7 @@ from textual.strip import Strip
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.tui.model import RunsModel, format_duration, format_size, local_time
 from zymi_tui.tui.model_events import EventsModel, Header, clock
+from zymi_tui.tui.safe_text import clean
 
 KIND_COLOURS = {"success": "success", "failure": "error", "warning": "warning", "info": "primary",
                 "highlight": "accent", "dim": "foreground-muted", "default": "foreground"}  # fmt: skip
@@ -152,11 +154,20 @@ class CursorList(ScrollView, can_focus=True):
         if self.has_focus and self.screen.region.area == 0:
             event.prevent_default()
 
+    problem: str | None = None
+
     def empty_text(self) -> str:
         return ""
 
+    def show_problem(self, line: str) -> None:
+        """What failed to load here, in place of the list (tui/failures.py)."""
+        self.problem = clean(f"⚠ {line}", one_line=True)
+        self.refresh()
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
+        if self.problem is not None and y == 0:
+            return Strip([Segment(" " + self.problem, self.styles_.kind["failure"])]).crop_extend(0, width, None)
         if self.total_lines() == 0:
             text = self.empty_text() if y == 0 else ""
             return Strip([Segment(" " + text, self.styles_.muted)]).crop_extend(0, width, None)
@@ -211,13 +222,14 @@ class RunsList(CursorList):
         if row.broken_chain:
             out.append(Segment("⚠ ", st.kind["failure"]))
         if not row.is_turn and row.turns > 1:
-            out.append(Segment(f"{s.stream_id} · {row.turns} turns · {s.pipeline} ", st.header))
+            out.append(Segment(clean(f"{s.stream_id} · {row.turns} turns · {s.pipeline}") + " ", st.header))
         elif not row.is_turn:
-            out.append(Segment(f"{s.pipeline[:14]:<14} ", st.bold))
+            name = clean(s.pipeline, one_line=True, max_cells=14)
+            out.append(Segment(name + " " * (15 - cell_len(name)), st.bold))
         out.append(Segment(f"{local_time(s.started_ns)} {format_duration(s.duration_ms):>8} ", st.muted))
         out.append(Segment(f"{format_size(row.peak_chars):>7} ", st.kind["info"]))
         if row.is_turn or row.turns == 1:
-            out.append(Segment(s.prompt.replace("\n", " "), st.muted))
+            out.append(Segment(clean(s.prompt, one_line=True, max_cells=max(width, 1)), st.muted))
         return out
 
     @property
@@ -268,10 +280,10 @@ class EventsList(CursorList):
         item = m.items[i]
         st = self.styles_
         if isinstance(item, Header):
-            return [Segment(item.title + " " + "─" * max(width, 0), st.header)]
+            return [Segment(clean(item.title, one_line=True) + " " + "─" * max(width, 0), st.header)]
         if k > 0:
             lines = m.detail_lines(item)
-            return [Segment("      "), Segment(lines[k - 1] if k - 1 < len(lines) else "", st.muted)]
+            return [Segment("      "), Segment(lines[k - 1] if k - 1 < len(lines) else "", st.muted)]  # clean
         return self.event_line(item, selected)
 
     def event_line(self, se: StoredEvent, selected: bool) -> list[Segment]:
@@ -289,7 +301,7 @@ class EventsList(CursorList):
 
             step = step_of(se.event.stream_id)
             if step:
-                out.append(Segment(f"[{step}] ", st.muted))
-        out.append(Segment(line.label, style + st.bold))
-        out.append(Segment(" " + line.detail, st.muted))
+                out.append(Segment(clean(f"[{step}]", one_line=True) + " ", st.muted))
+        out.append(Segment(clean(line.label, one_line=True), style + st.bold))
+        out.append(Segment(" " + clean(line.detail, one_line=True, max_cells=500), st.muted))
         return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from zymi_tui.engine.config import LlmConfig
 from zymi_tui.engine.providers.base import Provider, ProviderError
+from zymi_tui.errors import UserError
 
 OPENAI_COMPATIBLE = {
     "openai": "https://api.openai.com/v1",
@@ -13,8 +14,10 @@ OPENAI_COMPATIBLE = {
 }
 
 
-class ProviderConfigError(Exception):
-    pass
+class ProviderConfigError(UserError):
+    """A provider configuration that cannot be used (unknown provider, missing key); one line."""
+
+    title = "Provider"
 
 
 def build_provider(config: LlmConfig) -> Provider:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zymi_tui.engine.scaffold import ensure_gitignore
+from zymi_tui.engine.gitignore import ensure_gitignore
 
 PROJECT = """name: {name}
 version: "0.1"

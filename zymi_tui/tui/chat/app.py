@@ -8,15 +8,17 @@ from __future__ import annotations
 import contextlib
 from typing import ClassVar
 
-from textual.app import App
 from textual.binding import Binding, BindingType
 
+from zymi_tui.errors import UserError
+from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.chat.approval import ModalApproval
+from zymi_tui.tui.chat.dashboard import ChatDashboard
 from zymi_tui.tui.chat.screen import ChatScreen
-from zymi_tui.tui.chat.session import ChatOptions, ChatSession, ChatSetupError
+from zymi_tui.tui.chat.session import ChatOptions, ChatSession
 
 
-class ChatApp(App[None]):
+class ChatApp(SafeApp):
     TITLE = "zymi-tui chat"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c,ctrl+q", "quit_chat", "Quit", priority=True, show=False),  # help: "Ctrl+Q quits"
@@ -35,11 +37,11 @@ class ChatApp(App[None]):
     async def on_mount(self) -> None:
         try:
             self.session = await ChatSession.open(self.options, self.approvals)
-        except ChatSetupError as e:
-            self.setup_error = str(e)
+        except UserError as e:
+            self.setup_error = e.one_line()
             self.exit(return_code=2)
             return
-        await self.push_screen(ChatScreen(self.session, hint=self.hint))
+        await self.push_screen(ChatScreen(self.session, hint=self.hint, dashboard=ChatDashboard))
 
     @property
     def chat(self) -> ChatScreen:

@@ -7,6 +7,8 @@ the screen says so.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -21,6 +23,7 @@ from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.chat.session import ChatSession
 from zymi_tui.tui.chat.widgets import context_bar
 from zymi_tui.tui.model import format_size
+from zymi_tui.tui.safe_text import clean, safe_text
 
 ROLE = {"SystemMessage": "system", "UserMessage": "user", "AssistantMessage": "assistant", "ToolResultMessage": "tool"}
 
@@ -38,17 +41,18 @@ def entries_table(cc: CallContext) -> Table:
         table.add_column(name, **kw)  # fmt: skip
     assert cc.rendered is not None
     for e in cc.rendered.entries:
-        text = " ".join(message_text(e.message).split())
+        text = clean(message_text(e.message), one_line=True, max_cells=160)
         style = "yellow" if e.reason.startswith(("masked", "cut")) else "cyan" if "summary" in e.reason else ""
         seq = "" if e.source_seq is None else str(e.source_seq)
         role = ROLE.get(type(e.message).__name__, "?")
-        table.add_row(e.layer, seq, role, str(e.bytes), Text(e.reason, style=style), Text(text[:160]))
+        table.add_row(e.layer, seq, role, str(e.bytes), safe_text(e.reason, style, one_line=True), Text(text))
     return table
 
 
 class ContextScreen(ActionScreen):
     """←/→ (or 1-9) pick the profile; Esc goes back."""
 
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"profile": "#ctx-bar"}
     HELP_TITLE = "The last call's context"
     HELP_INTRO = (
         "The chat's last LLM call, message by message, as recorded or rebuilt under another profile "
@@ -95,7 +99,7 @@ class ContextScreen(ActionScreen):
         self.notify(f"the next turn uses profile {self.names[self.index]}")
         self.render_profile()
 
-    @work(exclusive=True)
+    @work(exclusive=True, group="profile", exit_on_error=False)
     async def render_profile(self) -> None:
         s, name = self.session, self.names[self.index]
         head = self.query_one("#ctx-head", Static)
@@ -117,7 +121,7 @@ class ContextScreen(ActionScreen):
             return
         d = call.event.kind
         recorded = getattr(d, "approx_context_chars", None)
-        title = f"call at {call.event.stream_id} seq {call.event.sequence}: recorded {format_size(recorded)}"
+        title = clean(f"call at {call.event.stream_id} seq {call.event.sequence}: recorded {format_size(recorded)}")
         title += f", rebuilt under {name} {format_size(cc.rendered.chars)}"
         bar = context_bar(cc.rendered, self.size.width - 4, title)
         if whatif:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from zymi_tui.tui.actions import Act
-from zymi_tui.tui.app import MainScreen, Target
+from zymi_tui.tui.app import MainScreen
 from zymi_tui.tui.chat.session import ChatSession
+from zymi_tui.tui.target import Target
 
 
 class ChatDashboard(MainScreen):
@@ -14,7 +15,7 @@ class ChatDashboard(MainScreen):
     )
 
     def __init__(self, session: ChatSession) -> None:
-        super().__init__(Target(session.ws.store_location, session.ws.root, session.stream))
+        super().__init__(Target(session.ws.store, session.ws.root, session.stream))
 
     def action_back(self) -> None:
         self.dismiss()

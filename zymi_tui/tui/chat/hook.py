@@ -13,12 +13,13 @@ from typing import Any
 
 from textual.app import App
 
+from zymi_tui.project.reader import is_project
 from zymi_tui.tui.chat.launch import push_chat
 
 
 def writable_project(project: Path | None) -> Path | None:
     """`project` if the chat may write to it: a project folder that is not inside the installed package."""
-    if project is None or not (project / "project.yml").is_file():
+    if project is None or not is_project(project):
         return None
     package = Path(str(resources.files("zymi_tui"))).resolve()
     return None if project.resolve().is_relative_to(package) else project

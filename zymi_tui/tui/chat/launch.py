@@ -7,9 +7,10 @@ from typing import Any
 
 from textual.app import App
 
+from zymi_tui.errors import UserError
 from zymi_tui.tui.chat.approval import ModalApproval
 from zymi_tui.tui.chat.screen import ChatScreen
-from zymi_tui.tui.chat.session import ChatOptions, ChatSession, ChatSetupError
+from zymi_tui.tui.chat.session import ChatOptions, ChatSession
 
 
 async def push_chat(app: App[Any], project: Path, stream: str = "term", profile: str | None = None) -> str | None:
@@ -21,7 +22,7 @@ async def push_chat(app: App[Any], project: Path, stream: str = "term", profile:
     options = ChatOptions(project_dir=project, stream=stream, profile=profile)
     try:
         session = await ChatSession.open(options, ModalApproval(app))
-    except ChatSetupError as e:
-        return str(e)
+    except UserError as e:
+        return e.one_line()
     await app.push_screen(ChatScreen(session, hosted=True))
     return None

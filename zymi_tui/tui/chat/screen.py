@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
@@ -31,6 +34,7 @@ from zymi_tui.tui.chat.widgets import PromptInput, TurnView, context_bar
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.model_plot import collect_calls
 from zymi_tui.tui.plot import ContextPlot
+from zymi_tui.tui.safe_text import clean, safe_text
 
 REDRAW_S = 0.2  # turn views: at most this often
 REPLOT_S = 1.0  # the plot while a turn runs (a plot render costs ~0.1 s); at once when it ends
@@ -44,6 +48,7 @@ class ChatScreen(ActionScreen):
     CSS_PATH = str(Path(__file__).with_name("chat.tcss"))
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (90, "-wide")]  # noqa: RUF012
     HAS_INPUT = True
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"side": "#chat-bar"}
     HELP_TITLE = "Chat"
     HELP_INTRO = (
         "Each message runs one turn of the project's chat pipeline; every event is written to the store "
@@ -84,11 +89,20 @@ class ChatScreen(ActionScreen):
         Act("ctrl+l", "focus_prompt", "Prompt", "Put the cursor back in the message box.", "prompt focus type"),
     )
 
-    def __init__(self, session: ChatSession, *, hint: str | None = None, hosted: bool = False) -> None:
-        """`hosted`: pushed over another screen (the dashboard), which F4 goes back to, closing the session."""
+    def __init__(
+        self,
+        session: ChatSession,
+        *,
+        hint: str | None = None,
+        hosted: bool = False,
+        dashboard: Callable[[ChatSession], Screen[None]] | None = None,
+    ) -> None:
+        """`hosted`: pushed over another screen (the dashboard), which F4 goes back to, closing the session.
+        `dashboard`: what F4 opens when not hosted (the dashboard on the chat's store)."""
         super().__init__()
         self.session = session
         self.hosted = hosted
+        self.dashboard = dashboard
         self.transcript = Transcript(session.stream)
         self.events: list[StoredEvent] = []
         self.views: dict[int, TurnView] = {}
@@ -175,17 +189,17 @@ class ChatScreen(ActionScreen):
         s = self.session
         t = Text()
         t.append("chat ", style="bold")
-        t.append(f"stream {s.stream} · ")
-        t.append(s.model_label, style="bold cyan")
+        t.append(clean(f"stream {s.stream} · "))
+        t.append(clean(s.model_label), style="bold cyan")
         if s.is_demo:
             t.append(" (offline demo model: no API key, nothing from a real LLM)", style="dim")
         t.append(f"\nprofile {s.profile}: {s.knobs.describe()}", style="dim")
         self.query_one("#chat-header", Static).update(t)
 
     def _say(self, text: str, style: str = "dim") -> None:
-        self.query_one("#chat-hint", Static).update(Text(text, style=style))
+        self.query_one("#chat-hint", Static).update(safe_text(text, style))
 
-    @work(exclusive=True, group="side")
+    @work(exclusive=True, group="side", exit_on_error=False)
     async def refresh_side(self) -> None:
         """The bar: the last call's context rebuilt under the current profile's knobs."""
         bar = self.query_one("#chat-bar", Static)
@@ -307,7 +321,7 @@ class ChatScreen(ActionScreen):
     def action_context(self) -> None:
         self.app.push_screen(ContextScreen(self.session))
 
-    @work(exclusive=True, group="tune")
+    @work(exclusive=True, group="tune", exit_on_error=False)
     async def action_tune(self) -> None:
         """The tuning issue's knob editor on this chat's last call (what it would have been under other knobs)."""
         from zymi_tui.tui.tuning.editor import TuningScreen
@@ -327,9 +341,8 @@ class ChatScreen(ActionScreen):
             await self.session.close()
             self.dismiss()
             return
-        from zymi_tui.tui.chat.dashboard import ChatDashboard
-
-        self.app.push_screen(ChatDashboard(self.session))
+        if self.dashboard is not None:
+            self.app.push_screen(self.dashboard(self.session))
 
     def action_focus_prompt(self) -> None:
         self.query_one("#prompt", PromptInput).focus()

@@ -22,13 +22,15 @@ from zymi_tui.context.knobs import ContextKnobs, KnobError
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.chat import PROJECT_PROFILE, chat_pipeline, profile_knobs, send
 from zymi_tui.engine.config import PipelineConfig
-from zymi_tui.engine.loader import ProjectError, Workspace, load_workspace
+from zymi_tui.engine.loader import Workspace, load_workspace
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, Provider, ProviderError
 from zymi_tui.engine.runner import Runtime
 from zymi_tui.engine.runtime import close_runtime, make_provider, open_runtime
+from zymi_tui.errors import UserError
 from zymi_tui.events import kinds as k
 from zymi_tui.events.envelope import Event, StoredEvent
 from zymi_tui.events.store import STEP_MARK, EventWriter
+from zymi_tui.project.errors import ProjectError
 from zymi_tui.replay.calls import CallContext, ReplayError, context_at
 from zymi_tui.tui.chat.transcript import CANCELLED
 
@@ -39,8 +41,10 @@ _UNSET_ENV = re.compile(r"unresolved template variable `\$\{env\.([A-Za-z_][A-Za
 Listener = Callable[[StoredEvent], None]
 
 
-class ChatSetupError(Exception):
+class ChatSetupError(UserError):
     """The chat cannot start (no project, no chat pipeline, a provider without its key); one line."""
+
+    title = "Chat"
 
 
 @dataclass(frozen=True)
@@ -92,12 +96,12 @@ def load_chat_workspace(root: Path, demo_model: bool) -> Workspace:
         try:
             return load_workspace(root, environ)
         except ProjectError as e:
-            unset = _UNSET_ENV.search(str(e))
+            unset = _UNSET_ENV.search(e.message)
             if unset is None:
-                raise ChatSetupError(f"failed to load project: {e}") from None
+                raise ChatSetupError(f"failed to load project: {e.message}", e.hint) from None
             if not demo_model:
                 raise ChatSetupError(
-                    f"{e} — set {unset.group(1)} to use the configured provider, {DEMO_OFFER}"
+                    f"{e.message} — set {unset.group(1)} to use the configured provider, {DEMO_OFFER}"
                 ) from None
             environ = {**(os.environ if environ is None else environ), unset.group(1): ""}
     raise ChatSetupError(f"failed to load project in {root}: too many unset environment variables")
@@ -129,10 +133,7 @@ class ChatSession:
     @classmethod
     async def open(cls, options: ChatOptions, approvals: ApprovalHandler | None) -> ChatSession:
         ws = load_chat_workspace(options.project_dir, options.demo_model)
-        try:
-            pipeline, input_name = chat_pipeline(ws, options.pipeline)
-        except ProjectError as e:
-            raise ChatSetupError(str(e)) from None
+        pipeline, input_name = chat_pipeline(ws, options.pipeline)
         provider: Provider | None
         if options.demo_model:
             from zymi_tui.engine.providers.demo import DemoProvider
@@ -141,21 +142,18 @@ class ChatSession:
         else:
             try:
                 provider = make_provider(ws, True)
-            except ProjectError as e:
-                raise ChatSetupError(f"{e} — {DEMO_OFFER}") from None
+            except UserError as e:
+                raise ChatSetupError(f"{e.message} — {DEMO_OFFER}") from None
         assert provider is not None
-        try:
-            rt = await open_runtime(ws, [pipeline.name], approvals, provider=TimedProvider(provider, options.timeout_s))
-        except ProjectError as e:
-            raise ChatSetupError(str(e)) from None
+        rt = await open_runtime(ws, [pipeline.name], approvals, provider=TimedProvider(provider, options.timeout_s))
         rt.recorder.writer = ShieldedWriter(rt.recorder.writer)
         session = cls(ws, rt, pipeline, input_name, options.stream)
         if options.profile is not None:
             try:
                 session.set_profile(options.profile)
-            except KnobError as e:
+            except KnobError:
                 await session.close()
-                raise ChatSetupError(str(e)) from None
+                raise
         return session
 
     async def close(self) -> None:
@@ -180,10 +178,6 @@ class ChatSession:
     @property
     def is_demo(self) -> bool:
         return self.rt.provider is not None and self.rt.provider.name == "demo"
-
-    @property
-    def store_path(self) -> Path:
-        return self.ws.store_path
 
     @property
     def knobs(self) -> ContextKnobs:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from zymi_tui.events import kinds as k
+from zymi_tui.events.describe import saved_words
 from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.messages import message_text
 from zymi_tui.events.store import STEP_MARK, run_of
@@ -32,7 +33,8 @@ class Turn:
     correlation_id: str
     user: str
     tools: list[ToolLine] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # approvals, compactions, failed calls
+    notes: list[str] = field(default_factory=list)  # approvals, failed calls (folded with the tool calls)
+    compactions: list[tuple[str, bool]] = field(default_factory=list)  # (what happened, the summary grew): shown
     answer: str | None = None
     status: str = "running"  # running | done | failed | cancelled
     error: str | None = None
@@ -112,7 +114,10 @@ class Transcript:
             done.result_preview, done.is_error, done.duration_ms = d.result_preview, d.is_error, d.duration_ms
         elif isinstance(d, k.ContextCompacted):
             lo, hi = d.replaces_seq_range
-            turn.notes.append(f"context compacted: seq {lo}..{hi} replaced by a summary, {d.bytes_saved:,} bytes saved")
+            turn.compactions.append(
+                (f"context compacted: seq {lo}..{hi} replaced by a summary · {saved_words(d.bytes_saved)}",
+                 d.bytes_saved < 0)
+            )  # fmt: skip
         elif isinstance(d, k.ApprovalRequested):
             turn.notes.append(f"approval requested: {d.description}")
         elif isinstance(d, k.ApprovalGranted):

@@ -13,12 +13,9 @@ from textual.widgets import Collapsible, Input, Markdown, Static
 from zymi_tui.context.builder import RenderedContext
 from zymi_tui.tui.chat.transcript import Turn, shown_text
 from zymi_tui.tui.model import format_size
+from zymi_tui.tui.safe_text import clean, safe_text
 
 STATUS_STYLE = {"running": "yellow", "done": "green", "failed": "red", "cancelled": "magenta"}
-
-
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def tool_lines(turn: Turn) -> Text:
@@ -26,16 +23,15 @@ def tool_lines(turn: Turn) -> Text:
     for n, call in enumerate(turn.tools, 1):
         if n > 1:
             t.append("\n")
-        t.append(f"{n}. {call.name}", style="bold")
-        t.append(f" {clip(call.arguments, 160)}", style="dim")
+        t.append(f"{n}. " + clean(call.name, one_line=True), style="bold")
+        t.append(" " + clean(call.arguments, one_line=True, max_cells=160), style="dim")
         if call.result_preview is None:
             t.append("\n   … running", style="yellow")
         else:
             style = "red" if call.is_error else ""
-            preview = " ".join(call.result_preview.split())
-            t.append(f"\n   → {clip(preview, 160)}", style=style)
+            t.append("\n   → " + clean(call.result_preview, one_line=True, max_cells=160), style=style)
     for note in turn.notes:
-        t.append(f"\n• {note}", style="cyan")
+        t.append("\n• " + clean(note), style="cyan")
     return t
 
 
@@ -45,7 +41,7 @@ def status_line(turn: Turn) -> Text:
     t.append(f" · {turn.llm_calls} LLM call{'s' if turn.llm_calls != 1 else ''}", style="dim")
     t.append(f" · {len(turn.tools)} tool call{'s' if len(turn.tools) != 1 else ''}", style="dim")
     if turn.model:
-        t.append(f" · {turn.model}", style="dim")
+        t.append(" · " + clean(turn.model, one_line=True), style="dim")
     return t
 
 
@@ -60,6 +56,8 @@ class TurnView(Vertical):
     TurnView .answer { margin: 0; padding: 0 1; }
     TurnView .error { color: $error; padding: 0 1; }
     TurnView .status { padding: 0 1; }
+    TurnView .compaction { padding: 0 1; color: $warning; text-style: bold; }
+    TurnView .compaction.-grew { color: $error; }
     """
 
     def __init__(self, turn: Turn) -> None:
@@ -68,9 +66,10 @@ class TurnView(Vertical):
         self._answer_shown: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("you › ", style="bold") + Text(shown_text(self.turn.user)), classes="user")
+        yield Static(Text("you › ", style="bold") + safe_text(shown_text(self.turn.user)), classes="user")
         with Collapsible(title=self._tools_title(), collapsed=True, classes="tools"):
             yield Static(tool_lines(self.turn), classes="tool-lines")
+        yield Static("", classes="compaction")
         yield Markdown("", classes="answer")
         yield Static("", classes="error")
         yield Static(status_line(self.turn), classes="status")
@@ -94,10 +93,14 @@ class TurnView(Vertical):
             self._answer_shown = answer
             md = self.query_one(Markdown)
             md.display = bool(answer)
-            md.update(shown_text(answer, 20_000))
+            md.update(clean(shown_text(answer, 20_000)))
         err = self.query_one(".error", Static)
         err.display = turn.error is not None
-        err.update(Text(f"error: {turn.error}" if turn.error else ""))
+        err.update(safe_text(f"error: {turn.error}" if turn.error else ""))
+        comp = self.query_one(".compaction", Static)
+        comp.display = bool(turn.compactions)
+        comp.set_class(any(grew for _, grew in turn.compactions), "-grew")
+        comp.update(safe_text("\n".join(f"⟲ {what}" for what, _ in turn.compactions)))
         self.query_one(".status", Static).update(status_line(turn))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -15,6 +17,7 @@ from zymi_tui.events.store import EventReader, StoreError
 from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.resume.figures import RunFigures, answer_diff, figure_rows, run_figures
+from zymi_tui.tui.safe_text import clean, safe_text
 
 DIFF_STYLE = {"same": "", "del": "red strike", "ins": "bold green"}
 
@@ -56,7 +59,7 @@ def figures_table(
     t.add_column("fork", justify="right")
     t.add_column("change", justify="right")
     for name, a, b, change in figure_rows(parent, fork, prices, model):
-        t.add_row(name, a, b, Text(change, style="dim" if change == "=" else "bold"))
+        t.add_row(safe_text(name), safe_text(a), safe_text(b), safe_text(change, "dim" if change == "=" else "bold"))
     return t
 
 
@@ -65,7 +68,7 @@ def diff_text(parent: RunFigures, fork: RunFigures) -> Text:
     if parent.answer is None and fork.answer is None:
         return Text("neither run has a final answer", style="dim")
     for piece in answer_diff(parent.answer, fork.answer):
-        t.append(piece.text, style=DIFF_STYLE[piece.op])
+        t.append(clean(piece.text), style=DIFF_STYLE[piece.op])
     return t
 
 
@@ -80,6 +83,7 @@ class ForkCompareScreen(ActionScreen):
     ForkCompareScreen .answer { width: 1fr; height: auto; border: round $foreground-muted 50%; padding: 0 1; }
     ForkCompareScreen #cmp-diff { height: auto; border: round $accent; padding: 0 1; }
     """
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"compare": "#cmp-head"}
     HELP_TITLE = "Parent and fork"
     HELP_INTRO = "A fork beside its parent: the figures, the context curves overlaid, the answers and their diff."
     ACTIONS = (
@@ -126,7 +130,7 @@ class ForkCompareScreen(ActionScreen):
             a = await self.reader.read_stream(self.parent_stream, include_steps=True)
             b = await self.reader.read_stream(self.fork_stream, include_steps=True)
         except StoreError as e:
-            self.query_one("#cmp-head", Static).update(Text(str(e), style="bold red"))
+            self.query_one("#cmp-head", Static).update(safe_text(e, "bold red"))
             return
         try:
             self.prices = load_prices()
@@ -138,13 +142,13 @@ class ForkCompareScreen(ActionScreen):
         self.figures = (parent, fork)
         head = Text()
         head.append("parent ", style="dim")
-        head.append(parent.stream_id + "\n", style="bold")
+        head.append(clean(parent.stream_id) + "\n", style="bold")
         head.append("fork   ", style="dim")
-        head.append(fork.stream_id, style="bold cyan")
+        head.append(clean(fork.stream_id), style="bold cyan")
         if fork.fork_at_step:
-            head.append(f"  (forked at '{fork.fork_at_step}')")
+            head.append(clean(f"  (forked at '{fork.fork_at_step}')"))
         if fork.knobs:
-            head.append(f"\nfork's knobs for the re-run steps: {describe_knobs(fork.knobs)}", style="dim")
+            head.append("\n" + clean(f"fork's knobs for the re-run steps: {describe_knobs(fork.knobs)}"), style="dim")
         self.query_one("#cmp-head", Static).update(head)
         self.query_one("#cmp-table", Static).update(figures_table(parent, fork, self.prices, self.model))
         caps: list[tuple[int, str]] = []
@@ -155,6 +159,6 @@ class ForkCompareScreen(ActionScreen):
         if isinstance(hard, int):
             caps.append((hard, "red"))
         self.query_one(CurvesPlot).set_series([("parent", parent.curve, "gray"), ("fork", fork.curve, "cyan")], caps)
-        self.query_one("#cmp-parent-answer", Static).update(Text(parent.answer or "(no final answer)"))
-        self.query_one("#cmp-fork-answer", Static).update(Text(fork.answer or "(no final answer)"))
+        self.query_one("#cmp-parent-answer", Static).update(safe_text(parent.answer or "(no final answer)"))
+        self.query_one("#cmp-fork-answer", Static).update(safe_text(fork.answer or "(no final answer)"))
         self.query_one("#cmp-diff", Static).update(diff_text(parent, fork))

@@ -6,78 +6,80 @@ The tuning panel calls `fork_for_real` with its edited knobs ("run this for real
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rich.text import Text
 from textual.app import App
+from textual.notifications import SeverityLevel
 
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs
 from zymi_tui.engine.resume import KnobChoice
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.runs import RunSummary
 from zymi_tui.events.store import EventReader
+from zymi_tui.tui.model import RunKey, RunsModel
 from zymi_tui.tui.resume.compare import ForkCompareScreen
 from zymi_tui.tui.resume.modal import ForkModal
-
-if TYPE_CHECKING:
-    from zymi_tui.tui.app import MainScreen
-
-JUMP_RETRIES = 20
+from zymi_tui.tui.safe_text import clean
+from zymi_tui.tui.target import Target
 
 
-def _selected(main: MainScreen) -> RunSummary | None:
+class Dashboard(Protocol):
+    """What the fork hooks need of the dashboard's main screen."""
+
+    target: Target
+    runs: RunsModel
+    reader: EventReader | None
+    soft_cap: int
+    hard_cap: int
+
+    @property
+    def app(self) -> App[None]: ...
+
+    def notify(self, message: str, *, severity: SeverityLevel = "information") -> None: ...
+
+    def current_key(self) -> RunKey | None: ...
+
+    def jump_to_run(self, stream_id: str) -> None: ...
+
+
+def _selected(main: Dashboard) -> RunSummary | None:
     key = main.current_key()
     return next((s for s in main.runs.summaries if key is not None and s.stream_id == key.stream_id), None)
 
 
-def forks_of(main: MainScreen, stream_id: str) -> list[RunSummary]:
+def forks_of(main: Dashboard, stream_id: str) -> list[RunSummary]:
     """Runs forked from `stream_id`, newest first (the summaries are newest first)."""
     return [s for s in main.runs.summaries if s.fork is not None and s.fork.parent_stream_id == stream_id]
 
 
-def lineage_text(main: MainScreen, summary: RunSummary) -> Text:
+def lineage_text(main: Dashboard, summary: RunSummary) -> Text:
     """The run-info line: where a fork comes from, or how many forks a run has (`P` jumps)."""
     t = Text()
     if summary.fork is not None:
-        t.append(f"\n↩ fork of {summary.fork.parent_stream_id} at '{summary.fork.fork_at_step}'", style="magenta")
+        t.append(
+            "\n" + clean(f"↩ fork of {summary.fork.parent_stream_id} at '{summary.fork.fork_at_step}'"), style="magenta"
+        )
         t.append("  (P parent · C compare)", style="dim")
     elif (forks := forks_of(main, summary.stream_id)) and summary.turn == 1:
-        t.append(f"\n↪ {len(forks)} fork(s), newest {forks[0].stream_id}", style="magenta")
+        t.append("\n" + clean(f"↪ {len(forks)} fork(s), newest {forks[0].stream_id}"), style="magenta")
         t.append("  (P newest fork · C compare)", style="dim")
     return t
 
 
-def jump_to(main: MainScreen, stream_id: str, tries: int = JUMP_RETRIES) -> None:
-    """Select a run in the list; a run just created may need the list to reload first."""
-    from zymi_tui.tui.widgets import RunsList
-
-    index = main.runs.find_stream(stream_id)
-    if index is None:
-        if tries == JUMP_RETRIES:
-            main.reload_runs()
-        if tries > 0:
-            main.set_timer(0.2, lambda: jump_to(main, stream_id, tries - 1))
-        else:
-            main.notify(f"{stream_id} is not in the runs list (a filter may hide it)", severity="warning")
-        return
-    runs_list = main.query_one(RunsList)
-    runs_list.cursor = index
-    runs_list.cursor_changed()
-    runs_list.reveal_cursor()
-
-
-def jump_lineage(main: MainScreen) -> None:
+def jump_lineage(main: Dashboard) -> None:
     s = _selected(main)
     if s is None:
         return
     if s.fork is not None:
-        jump_to(main, s.fork.parent_stream_id)
+        main.jump_to_run(s.fork.parent_stream_id)
     elif forks := forks_of(main, s.stream_id):
-        jump_to(main, forks[0].stream_id)
+        main.jump_to_run(forks[0].stream_id)
     else:
         main.notify("this run is neither a fork nor forked (R forks it)")
 
 
-def open_compare(main: MainScreen, parent: str | None = None, fork: str | None = None) -> None:
+def open_compare(main: Dashboard, parent: str | None = None, fork: str | None = None) -> None:
     if main.reader is None:
         return
     if parent is None or fork is None:
@@ -94,7 +96,7 @@ def open_compare(main: MainScreen, parent: str | None = None, fork: str | None =
     main.app.push_screen(ForkCompareScreen(main.reader, parent, fork, soft_cap=main.soft_cap, hard_cap=main.hard_cap))
 
 
-def open_fork(main: MainScreen, step: str | None = None, knobs: KnobChoice | None = None) -> None:
+def open_fork(main: Dashboard, step: str | None = None, knobs: KnobChoice | None = None) -> None:
     s = _selected(main)
     if s is None or main.reader is None:
         main.notify("select a run to fork")
@@ -107,7 +109,7 @@ def open_fork(main: MainScreen, step: str | None = None, knobs: KnobChoice | Non
             s.stream_id,
             step,
             knobs=knobs,
-            on_jump=lambda stream: jump_to(main, stream),
+            on_jump=main.jump_to_run,
             on_compare=lambda parent, fork: open_compare(main, parent, fork),
         )
     )
@@ -124,7 +126,7 @@ def knob_choice_from_editor(base: ContextKnobs, edited: ContextKnobs) -> KnobCho
 
 
 def fork_for_real(
-    app: App[object], reader: EventReader, project: Path | None, store: str, parent: str, step: str | None,
+    app: App[object], reader: EventReader, project: Path | None, store: StoreLocation, parent: str, step: str | None,
     base: ContextKnobs, edited: ContextKnobs,
 ) -> None:  # fmt: skip
     """ "Run this for real": the fork modal for (parent, step) with the tuning panel's knobs."""

@@ -12,12 +12,14 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zymi_tui.engine.loader import ProjectError, Workspace, load_workspace
+from zymi_tui.engine.loader import Workspace, load_workspace
 from zymi_tui.engine.resume import ForkOutcome, KnobChoice, ResumeError, ResumePlan, fork, plan_resume
 from zymi_tui.engine.runtime import close_runtime, open_runtime
+from zymi_tui.errors import UserError
 from zymi_tui.events.describe import describe
 from zymi_tui.events.envelope import StoredEvent, format_timestamp
-from zymi_tui.events.store import EventReader, StoreError, is_postgres_url, step_of
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.store import EventReader, step_of
 
 LOG_LINES = 400
 
@@ -52,33 +54,30 @@ class ForkJob:
         return f"fork {self.stream_id or ''} failed: {self.error or 'pipeline had failing steps'}"
 
 
-def load_project(project: Path | None, store: str) -> Workspace:
+def load_project(project: Path | None, store: StoreLocation) -> Workspace:
     """The project the store belongs to; a fork writes into that project's store only."""
     if project is None:
         raise ResumeError("forking needs the project folder (open the dashboard on a project, or pass -d DIR)")
-    try:
-        ws = load_workspace(project)
-    except ProjectError as e:
-        raise ResumeError(f"cannot load the project {project}: {e}") from None
-    mine = ws.store_location
-    same = mine == store if is_postgres_url(mine) else Path(mine).resolve() == Path(store).resolve()
-    if not same:
-        raise ResumeError(f"the project {project} writes to {mine}, not to the store shown ({store})")
+    ws = load_workspace(project)
+    if not ws.store.same_as(store):
+        raise ResumeError(f"the project {project} writes to {ws.store}, not to the store shown ({store})")
     return ws
 
 
-async def preview(reader: EventReader, project: Path | None, store: str, parent: str, step: str) -> ResumePlan:
+async def preview(
+    reader: EventReader, project: Path | None, store: StoreLocation, parent: str, step: str
+) -> ResumePlan:
     ws = await asyncio.to_thread(load_project, project, store)
     return await plan_resume(reader, ws, parent, step)
 
 
-async def run_job(job: ForkJob, project: Path | None, store: str) -> None:
+async def run_job(job: ForkJob, project: Path | None, store: StoreLocation) -> None:
     """Run the fork to its end, recording progress on `job`; never raises (failures land on the job)."""
     try:
         ws = await asyncio.to_thread(load_project, project, store)
         rt = await open_runtime(ws, [job.pipeline], None)
-    except (ResumeError, ProjectError, StoreError) as e:
-        job.state, job.error = "failed", str(e)
+    except UserError as e:
+        job.state, job.error = "failed", e.one_line()
         return
     rt.recorder.listeners.append(job.hear)
     try:
@@ -90,7 +89,7 @@ async def run_job(job: ForkJob, project: Path | None, store: str) -> None:
         job.outcome = await fork(rt, plan, job.knobs, on_stream=started)
         job.error = job.outcome.error
         job.state = "done" if job.outcome.success else "failed"
-    except (ResumeError, StoreError) as e:
-        job.state, job.error = "failed", str(e)
+    except UserError as e:
+        job.state, job.error = "failed", e.one_line()
     finally:
         await close_runtime(rt)

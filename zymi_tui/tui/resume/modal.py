@@ -17,15 +17,17 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from zymi_tui.context.knobs import KnobError, all_profiles, resolve_knobs
+from zymi_tui.context.knobs import all_profiles, resolve_knobs
 from zymi_tui.engine.dag import plan_levels
-from zymi_tui.engine.loader import ProjectError
-from zymi_tui.engine.resume import KnobChoice, ResumeError, ResumePlan, plan_lines
-from zymi_tui.engine.runtime import project_knobs
+from zymi_tui.engine.resume import KnobChoice, ResumePlan, plan_lines
+from zymi_tui.engine.runtime import workspace_knobs
+from zymi_tui.errors import UserError
 from zymi_tui.events.kinds import PipelineRequested, WorkflowNodeCompleted
-from zymi_tui.events.store import EventReader, StoreError
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.store import EventReader
 from zymi_tui.tui.actions import Act, ActionModal
 from zymi_tui.tui.resume.job import ForkJob, load_project, preview, run_job
+from zymi_tui.tui.safe_text import clean
 
 SHOWN_LOG = 14
 STATE_STYLE = {"confirm": "cyan", "running": "yellow", "done": "green", "failed": "red"}
@@ -61,7 +63,7 @@ class ForkModal(ActionModal):
         self,
         reader: EventReader,
         project: Path | None,
-        store: str,
+        store: StoreLocation,
         parent: str,
         step: str | None,
         *,
@@ -106,8 +108,8 @@ class ForkModal(ActionModal):
         try:
             ws = await asyncio.to_thread(load_project, self.project, self.store)
             top = await self.reader.read_stream(self.parent_stream)
-        except (ResumeError, StoreError) as e:
-            self.problem = str(e)
+        except UserError as e:
+            self.problem = e.one_line()
             return
         request = next((se.event.kind for se in top if isinstance(se.event.kind, PipelineRequested)), None)
         if request is None or request.pipeline not in ws.pipelines:
@@ -119,7 +121,7 @@ class ForkModal(ActionModal):
         self.pipeline = request.pipeline
         self.steps = [s for level in plan_levels(ws.pipelines[request.pipeline]) for s in level]
         if self.fixed_knobs is None:
-            self.knobs = KnobChoice(project_knobs(ws))
+            self.knobs = KnobChoice(workspace_knobs(ws))
         ok = {k.node_id for se in top if isinstance(k := se.event.kind, WorkflowNodeCompleted) and k.success}
         if self.step is None and self.steps:
             self.step = next((s for s in self.steps if s not in ok), self.steps[-1])
@@ -131,8 +133,11 @@ class ForkModal(ActionModal):
         try:
             self.plan = await preview(self.reader, self.project, self.store, self.parent_stream, self.step or "")
             self.pipeline = self.plan.pipeline
-        except (ResumeError, StoreError, ProjectError) as e:
-            self.plan, self.problem = None, str(e)
+        except UserError as e:
+            self.plan, self.problem = None, e.one_line()
+
+    def worker_failed(self, group: str, line: str) -> None:
+        self.problem = line  # the confirm view shows it (redrawn ten times a second)
 
     def action_step(self, delta: int) -> None:
         if self.job is not None or not self.steps:
@@ -148,9 +153,9 @@ class ForkModal(ActionModal):
             ws = load_project(self.project, self.store)
             self.profile_i = (self.profile_i + 1) % len(self.profiles)
             profile = self.profiles[self.profile_i]
-            self.knobs = KnobChoice(resolve_knobs(project_knobs(ws), profile, []), profile)
-        except (ResumeError, KnobError, ProjectError) as e:
-            self.problem = str(e)
+            self.knobs = KnobChoice(resolve_knobs(workspace_knobs(ws), profile, []), profile)
+        except UserError as e:
+            self.problem = e.one_line()
 
     def action_go(self) -> None:
         if self.job is None:
@@ -190,34 +195,36 @@ class ForkModal(ActionModal):
         self.query_one("#fork-keys", Static).update(keys)
 
     def _draw_confirm(self, body: Text, keys: Text) -> None:
-        body.append(f"parent: {self.parent_stream}\n", style="dim")
+        body.append(clean(f"parent: {self.parent_stream}") + "\n", style="dim")
         if self.plan is not None:
             for line in plan_lines(self.plan, dry_run=False):
-                body.append(line + "\n")
+                body.append(clean(line) + "\n")
         elif self.problem is None:
             body.append("planning…\n", style="dim")
         if self.knobs is not None:
             body.append("knobs for the re-run steps: ", style="bold")
-            body.append(self.knobs.describe() + "\n")
+            body.append(clean(self.knobs.describe()) + "\n")
         if self.problem:
-            body.append(self.problem + "\n", style="bold red")
+            body.append(clean(self.problem) + "\n", style="bold red")
         body.append("No approval handler here: a step that needs approval is denied.", style="dim")
         keys.append("Enter fork · ↑/↓ step" + ("" if self.fixed_knobs else " · p profile") + " · Esc close")
 
     def _draw_job(self, job: ForkJob, body: Text, keys: Text) -> None:
-        body.append(f"parent: {job.parent}  at '{job.step}'   knobs: {job.knobs.describe()}\n", style="dim")
+        body.append(clean(f"parent: {job.parent}  at '{job.step}'   knobs: {job.knobs.describe()}") + "\n", style="dim")
         if job.stream_id:
-            body.append(f"fork:   {job.stream_id}\n", style="bold")
+            body.append(clean(f"fork:   {job.stream_id}") + "\n", style="bold")
         if not job.log:
             body.append("(waiting for the fork's first events…)\n", style="dim")
         for line in job.log[-SHOWN_LOG:]:
-            body.append(line[:160] + "\n")
+            body.append(clean(line, one_line=True, max_cells=160) + "\n")
         if job.state == "done":
             answer = job.outcome.final_output if job.outcome else None
-            body.append("\n✓ completed" + (f": {answer[:200]}" if answer else ""), style="green")
+            body.append(
+                "\n✓ completed" + (": " + clean(answer, one_line=True, max_cells=200) if answer else ""), style="green"
+            )
             keys.append("Enter go to the fork's run · c compare with the parent · Esc close")
         elif job.state == "failed":
-            body.append(f"\n✗ {job.error or 'pipeline had failing steps'}", style="bold red")
+            body.append("\n✗ " + clean(job.error or "pipeline had failing steps"), style="bold red")
             keys.append(("c compare with the parent · " if job.stream_id else "") + "Esc close")
         else:
             keys.append("Esc close (the fork goes on in the background)")

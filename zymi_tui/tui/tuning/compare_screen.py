@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -14,20 +16,21 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
-from zymi_tui.context.knobs import KnobError, resolve_knobs
+from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.calls import recorded_knobs
 from zymi_tui.replay.compare import (
     CAVEAT,
     COLUMNS,
     Comparison,
-    knob_dict,
     price_note,
     to_csv,
     to_json_text,
     to_markdown,
 )
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
-from zymi_tui.tui.tuning.jobs import Cancelled, KnobDict, run_comparison
+from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.tuning.jobs import Cancelled, run_comparison
 from zymi_tui.tui.tuning.plots import OverlayPlot
 
 RECORDED = "recorded"
@@ -45,13 +48,15 @@ class JobDone(Message):
         self.result, self.error, self.seconds = result, error, seconds
 
 
-def fill_table(table: DataTable[str], header: list[str], rows: list[list[str]], keys: list[str] | None = None) -> None:
+def fill_table(table: DataTable[Text], header: list[str], rows: list[list[str]], keys: list[str] | None = None) -> None:
     """Columns sized to their content up front, so the layout never depends on when rows arrive."""
     table.clear(columns=True)
+    header = [clean(h, one_line=True) for h in header]
+    cells = [[clean(c, one_line=True) for c in row] for row in rows]
     for i, label in enumerate(header):
-        table.add_column(label, width=max([len(label), *(len(r[i]) for r in rows)]))
-    for n, row in enumerate(rows):
-        table.add_row(*row, key=None if keys is None else keys[n])
+        table.add_column(Text(label), width=max([cell_len(label), *(cell_len(r[i]) for r in cells)]))
+    for n, row in enumerate(cells):
+        table.add_row(*(Text(c) for c in row), key=None if keys is None else keys[n])
 
 
 def total_rows(cmp: Comparison) -> list[list[str]]:
@@ -74,6 +79,7 @@ class CompareScreen(ActionScreen):
 
     CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
     HAS_INPUT = True
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"compare": "#compare-status"}
     HELP_TITLE = "Profiles side by side"
     HELP_INTRO = (
         "The whole store replayed under two or more profiles (type them comma-separated, Enter runs): "
@@ -93,8 +99,8 @@ class CompareScreen(ActionScreen):
     )
 
     def __init__(
-        self, store: str, *, project: Path | None, profiles: str = "recorded,chat,eval", model: str | None = None,
-        export_dir: Path | None = None,
+        self, store: StoreLocation, *, project: Path | None, profiles: str = "recorded,chat,eval",
+        model: str | None = None, export_dir: Path | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
         self.store, self.project, self.initial, self.model = store, project, profiles, model
@@ -119,30 +125,30 @@ class CompareScreen(ActionScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = self.store
+        self.sub_title = str(self.store)
         self.action_run()
 
     # -- running ----------------------------------------------------------------------------------
-    def parse_profiles(self) -> list[tuple[str, KnobDict | None]] | None:
+    def parse_profiles(self) -> list[tuple[str, ContextKnobs | None]] | None:
         names = [n.strip() for n in self.query_one("#profiles", Input).value.split(",") if n.strip()]
         if len(names) < 2:
             self.status("give two or more profiles, e.g. recorded,chat,eval", error=True)
             return None
         base = recorded_knobs(self.project)
-        out: list[tuple[str, KnobDict | None]] = []
+        out: list[tuple[str, ContextKnobs | None]] = []
         for name in names:
             if name in (RECORDED, "project"):
                 out.append((name, None))
                 continue
             try:
-                out.append((name, knob_dict(resolve_knobs(base, name, []))))
+                out.append((name, resolve_knobs(base, name, [])))
             except KnobError as e:
                 self.status(str(e).replace("--profile ", "profile "), error=True)
                 return None
         return out
 
     def status(self, text: str, *, error: bool = False) -> None:
-        self.query_one("#compare-status", Static).update(Text(text, style="bold red" if error else ""))
+        self.query_one("#compare-status", Static).update(safe_text(text, "bold red" if error else ""))
 
     @on(Input.Submitted, "#profiles")
     def submitted(self) -> None:
@@ -157,8 +163,8 @@ class CompareScreen(ActionScreen):
         self.status("replaying… (escape cancels)")
         self.job(profiles)
 
-    @work(thread=True, exclusive=True, group="compare")
-    def job(self, profiles: list[tuple[str, KnobDict | None]]) -> None:
+    @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
+    def job(self, profiles: list[tuple[str, ContextKnobs | None]]) -> None:
         worker = get_current_worker()
         t0 = time.perf_counter()
         try:
@@ -221,7 +227,7 @@ class CompareScreen(ActionScreen):
     def plot(self, run: str) -> None:
         if self.comparison is not None:
             self.query_one(OverlayPlot).show(
-                f"{run[-24:]}: bytes per call (what-if estimated)", self.comparison.series(run)
+                clean(f"{run[-24:]}: bytes per call (what-if estimated)", one_line=True), self.comparison.series(run)
             )
 
     # -- actions ----------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ import asyncio
 import difflib
 import time
 from pathlib import Path
+from typing import ClassVar
 
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -21,6 +21,7 @@ from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError, user_profiles
 from zymi_tui.events.store import EventReader
+from zymi_tui.project.reader import PROJECT_FILE
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, recorded_knobs
 from zymi_tui.replay.compare import knob_dict
 from zymi_tui.replay.profiles_io import (
@@ -32,6 +33,7 @@ from zymi_tui.replay.profiles_io import (
     save_profile,
 )
 from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
+from zymi_tui.tui.safe_text import safe_text
 from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
 from zymi_tui.tui.tuning.plots import CurvePlot
 from zymi_tui.tui.tuning.whatif import KeptCall, MemoryReader, keep_call, load_run, replay_stream, replay_stream_sync
@@ -68,9 +70,11 @@ class ConfirmApply(ActionModal):
             self.edit.old_text.splitlines(), self.edit.new_text.splitlines(), str(self.edit.path), "edited", lineterm=""
         )
         with Vertical(id="confirm"):
-            yield Label(f"Apply these knobs to {self.edit.path}? A backup is written first.  [y] write  [n] cancel")
+            yield Label(
+                safe_text(f"Apply these knobs to {self.edit.path}? A backup is written first.  [y] write  [n] cancel")
+            )
             with VerticalScroll():
-                yield Static(Text("\n".join(diff) or "(no change)"), id="confirm-diff")
+                yield Static(safe_text("\n".join(diff) or "(no change)"), id="confirm-diff")
             with Horizontal():
                 yield Button("Write (y)", id="yes", variant="warning")
                 yield Button("Cancel (n)", id="no")
@@ -88,6 +92,7 @@ class TuningScreen(ActionScreen):
 
     CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
     HAS_INPUT = True
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"load": "#summary", "kept": "#summary", "whatif": "#summary"}
     HELP_TITLE = "Knob editor"
     HELP_INTRO = (
         "Edit the five knobs (or pick a profile) and see, for the picked call, the context the model "
@@ -188,7 +193,7 @@ class TuningScreen(ActionScreen):
             self.notify(self.profile_error, severity="warning")
         self.load()
 
-    @work(exclusive=True, group="load")
+    @work(exclusive=True, group="load", exit_on_error=False)
     async def load(self) -> None:
         self.memory = await load_run(self.reader, self.stream_id)
         self.recorded_calls = await replay_stream(self.memory, self.project, self.stream_id, None)
@@ -203,7 +208,7 @@ class TuningScreen(ActionScreen):
             self.sync_inputs()
             self.recompute()
 
-    @work(thread=True, exclusive=True, group="kept")
+    @work(thread=True, exclusive=True, group="kept", exit_on_error=False)
     def keep_picked(self) -> None:
         call = self.picked_call(self.recorded_calls)
         if self.memory is not None and call is not None:
@@ -296,7 +301,7 @@ class TuningScreen(ActionScreen):
         self.query_one("#diff", Static).update(self.diff_table())
         self.quick_ms = (time.perf_counter() - self.started) * 1000
 
-    @work(thread=True, exclusive=True, group="whatif")
+    @work(thread=True, exclusive=True, group="whatif", exit_on_error=False)
     def run_whatif(self, knobs: ContextKnobs) -> None:
         assert self.memory is not None
         t0 = time.perf_counter()
@@ -380,7 +385,7 @@ class TuningScreen(ActionScreen):
                       title_justify="left", box=None)  # fmt: skip
             for e in call.rendered.entries[-MAX_ROWS:]:
                 seq = "" if e.source_seq is None else str(e.source_seq)
-                t.add_row(e.layer, seq, e.message.role, f"{e.bytes:,}", escape(e.reason))
+                t.add_row(e.layer, seq, safe_text(e.message.role), f"{e.bytes:,}", safe_text(e.reason, one_line=True))
             return t
         t = Table("change", "layer", "seq", "role", "bytes", "Δ", "why", title="what-if vs recorded (changes first)",
                   title_justify="left", box=None)  # fmt: skip
@@ -389,8 +394,8 @@ class TuningScreen(ActionScreen):
         for c in changed[:MAX_ROWS]:
             t.add_row(
                 Text(c.status, style=STATUS_STYLE.get(c.status, "")), c.layer,
-                "" if c.source_seq is None else str(c.source_seq), c.role,
-                f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", escape(c.reason),
+                "" if c.source_seq is None else str(c.source_seq), safe_text(c.role),
+                f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", safe_text(c.reason, one_line=True),
             )  # fmt: skip
         hidden = max(0, len(changed) - MAX_ROWS)
         t.caption = f"{hidden} more changed and " * bool(hidden) + f"{same} unchanged message(s) not listed"
@@ -440,7 +445,7 @@ class TuningScreen(ActionScreen):
         if self.form.knobs is None:
             return
         block = runtime_context_block(knob_dict(self.form.knobs))
-        self.query_one("#export", Static).update(Text(block))
+        self.query_one("#export", Static).update(safe_text(block))
         self.app.copy_to_clipboard(block)
         self.notify("runtime.context block shown and copied")
 
@@ -451,7 +456,7 @@ class TuningScreen(ActionScreen):
             )
             return
         try:
-            edit = plan_apply(self.project / "project.yml", knob_dict(self.form.knobs))
+            edit = plan_apply(self.project / PROJECT_FILE, knob_dict(self.form.knobs))
         except ProfileFileError as e:
             self.notify(str(e), severity="error")
             return

@@ -8,6 +8,7 @@ from typing import Protocol
 from textual.app import App
 
 from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.tui.tuning.compare_screen import CompareScreen
 from zymi_tui.tui.tuning.editor import TuningScreen
@@ -41,9 +42,9 @@ def open_editor(
     screen.app.push_screen(TuningScreen(reader, stream, project=project, sequence=seq))
 
 
-def open_compare(screen: Dashboard, store: str, project: Path | None) -> None:
+def open_compare(screen: Dashboard, store: StoreLocation, project: Path | None) -> None:
     screen.app.push_screen(CompareScreen(store, project=project))
 
 
-def open_sweep(screen: Dashboard, store: str, project: Path | None) -> None:
+def open_sweep(screen: Dashboard, store: StoreLocation, project: Path | None) -> None:
     screen.app.push_screen(SweepScreen(store, project=project))

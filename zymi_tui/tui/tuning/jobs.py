@@ -4,15 +4,16 @@ progress tick."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from zymi_tui.events.store import open_reader
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.store import EventReader
 from zymi_tui.replay.calls import recorded_knobs
-from zymi_tui.replay.compare import Comparison, compare_profiles, knob_dict, recorded_output, replay_profiles
+from zymi_tui.replay.compare import Comparison, Profiles, compare_profiles, recorded_output, replay_profiles
 from zymi_tui.replay.costs import load_prices
 from zymi_tui.replay.sweep import Sweep, sweep
+from zymi_tui.tui.store_job import with_reader
 
 KnobDict = dict[str, int | None]
 Tick = Callable[[float, str], object]
@@ -32,30 +33,26 @@ def _ticker(tick: Tick, cancelled: Callable[[], bool]) -> Callable[[float, str],
 
 
 def run_comparison(
-    store: str,
+    store: StoreLocation,
     project: Path | None,
-    profiles: Sequence[tuple[str, KnobDict | None]],
+    profiles: Profiles,
     *,
     model: str | None,
     tick: Tick,
     cancelled: Callable[[], bool],
 ) -> Comparison:
-    async def go() -> Comparison:
-        reader = await open_reader(store)
-        try:
-            return await compare_profiles(
-                replay_profiles(reader, project, profiles), profiles, recorded_knobs=knob_dict(recorded_knobs(project)),
-                prices=load_prices(), model=model, output=await recorded_output(reader),
-                last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled),
-            )  # fmt: skip
-        finally:
-            await reader.close()
+    async def go(reader: EventReader) -> Comparison:
+        return await compare_profiles(
+            replay_profiles(reader, project, profiles), profiles, recorded_knobs=recorded_knobs(project),
+            prices=load_prices(), model=model, output=await recorded_output(reader),
+            last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled),
+        )  # fmt: skip
 
-    return asyncio.run(go())
+    return with_reader(store, go)
 
 
 def run_sweep(
-    store: str,
+    store: StoreLocation,
     project: Path | None,
     windows: Sequence[int],
     soft_caps: Sequence[int],
@@ -63,15 +60,11 @@ def run_sweep(
     tick: Tick,
     cancelled: Callable[[], bool],
 ) -> Sweep:
-    async def go() -> Sweep:
-        reader = await open_reader(store)
-        try:
-            base = knob_dict(recorded_knobs(project))
-            return await sweep(
-                reader, project, base, windows, soft_caps, recorded_knobs=base,
-                last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled),
-            )  # fmt: skip
-        finally:
-            await reader.close()
+    async def go(reader: EventReader) -> Sweep:
+        base = recorded_knobs(project)
+        return await sweep(
+            reader, project, base, windows, soft_caps, recorded_knobs=base,
+            last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled),
+        )  # fmt: skip
 
-    return asyncio.run(go())
+    return with_reader(store, go)

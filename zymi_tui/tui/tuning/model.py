@@ -178,6 +178,7 @@ class Curve:
     compactions_recorded: list[float]  # x positions (between calls) of compaction calls
     compactions_what_if: list[float]
     simulated: int = 0
+    inferred_prefix: int | None = None  # no project: the largest Layer A inferred for these calls (bytes)
 
 
 def curve(recorded: Iterable[CallContext], what_if: Iterable[CallContext] | None) -> Curve:
@@ -186,8 +187,9 @@ def curve(recorded: Iterable[CallContext], what_if: Iterable[CallContext] | None
     seqs = [c.sequence for c in rec]
     rec_y = [c.recorded_chars for c in rec]
     rec_marks = _marks(rec_all, seqs)
+    inferred = max((c.rendered.layer_bytes.get("A", 0) for c in rec if c.prefix_inferred and c.rendered), default=None)
     if what_if is None:
-        return Curve(seqs, rec_y, list[int | None](rec_y), rec_marks, rec_marks)
+        return Curve(seqs, rec_y, list[int | None](rec_y), rec_marks, rec_marks, inferred_prefix=inferred)
     wi = list(what_if)
     by_seq = {c.sequence: c for c in wi if not c.is_compaction and not c.hard_cap_failure}
     ys: list[int | None] = []
@@ -195,7 +197,7 @@ def curve(recorded: Iterable[CallContext], what_if: Iterable[CallContext] | None
         c = by_seq.get(s)
         r = c.rendered if c is not None else None
         ys.append(None if r is None or r.hard_cap_exceeded else r.chars)
-    return Curve(seqs, rec_y, ys, rec_marks, _marks(wi, seqs), sum(c.simulated for c in wi))
+    return Curve(seqs, rec_y, ys, rec_marks, _marks(wi, seqs), sum(c.simulated for c in wi), inferred)
 
 
 def _marks(calls: Iterable[CallContext], seqs: list[int]) -> list[float]:

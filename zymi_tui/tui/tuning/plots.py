@@ -3,31 +3,12 @@ profile comparison, and the sweep's scatter with its Pareto front."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from textual_plotext import PlotextPlot
 
+from zymi_tui.tui.model_plot import downsample
 from zymi_tui.tui.tuning.model import Curve
 
 COLOURS = ["cyan", "magenta", "green", "yellow", "blue", "red"]
-
-
-def bucket(xs: Sequence[float], ys: Sequence[float], max_points: int) -> tuple[list[float], list[float]]:
-    """At most ~max_points points: min and max of each bucket, in x order (spikes survive)."""
-    n = len(xs)
-    if n <= max_points or max_points < 4:
-        return list(xs), list(ys)
-    size = -(-n // (max_points // 2))
-    ox: list[float] = []
-    oy: list[float] = []
-    for i in range(0, n, size):
-        part = range(i, min(n, i + size))
-        lo = min(part, key=lambda j: ys[j])
-        hi = max(part, key=lambda j: ys[j])
-        for j in sorted({lo, hi}):
-            ox.append(xs[j])
-            oy.append(ys[j])
-    return ox, oy
 
 
 class CurvePlot(PlotextPlot):
@@ -56,12 +37,12 @@ class CurvePlot(PlotextPlot):
         width = max(self.size.width, 20)
         xs = [float(i + 1) for i in range(len(c.sequences))]
         top = max(c.recorded)
-        rx, ry = bucket(xs, [float(y) for y in c.recorded], 2 * width)
+        rx, ry = downsample(xs, [float(y) for y in c.recorded], 2 * width)
         plt.plot(rx, ry, label="recorded", color="cyan", marker="braille")
         if self.edited:
             pts = [(x, float(y)) for x, y in zip(xs, c.what_if, strict=True) if y is not None]
             if pts:
-                wx, wy = bucket([p[0] for p in pts], [p[1] for p in pts], 2 * width)
+                wx, wy = downsample([p[0] for p in pts], [p[1] for p in pts], 2 * width)
                 plt.plot(wx, wy, label="what-if (estimated)", color="magenta", marker="braille")
                 top = max(top, int(max(wy)))
             failed = [x for x, y in zip(xs, c.what_if, strict=True) if y is None]
@@ -79,7 +60,10 @@ class CurvePlot(PlotextPlot):
             plt.vline(xs[self.picked], "white")
         plt.ylim(0, top * 1.05 if top else 1)
         plt.xlabel("agent call")
-        plt.title("context bytes per call" + (" · what-if: same trajectory assumed" if self.edited else ""))
+        title = "context bytes per call" + (" · what-if: same trajectory assumed" if self.edited else "")
+        if c.inferred_prefix is not None:
+            title += f" · Layer A inferred ≤{c.inferred_prefix:,} B (no project): estimates"
+        plt.title(title)
         self.refresh()
 
 
@@ -93,7 +77,7 @@ class OverlayPlot(PlotextPlot):
         for i, (name, pts) in enumerate(series.items()):
             if not pts:
                 continue
-            xs, ys = bucket([float(n + 1) for n in range(len(pts))], [float(y) for _, y in pts], 2 * width)
+            xs, ys = downsample([float(n + 1) for n in range(len(pts))], [float(y) for _, y in pts], 2 * width)
             plt.plot(xs, ys, label=name, color=COLOURS[i % len(COLOURS)], marker="braille")
         plt.title(title)
         plt.xlabel("agent call")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -13,9 +14,11 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.compare import CAVEAT
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, Sweep, SweepError, parse_values
 from zymi_tui.tui.actions import Act, ActionScreen
+from zymi_tui.tui.safe_text import safe_text
 from zymi_tui.tui.tuning.compare_screen import JobDone, JobProgress, fill_table
 from zymi_tui.tui.tuning.jobs import Cancelled, run_sweep
 from zymi_tui.tui.tuning.plots import ScatterPlot
@@ -33,6 +36,7 @@ def sweep_rows(result: Sweep) -> list[list[str]]:
 class SweepScreen(ActionScreen):
     CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
     HAS_INPUT = True
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"sweep": "#sweep-status"}
     HELP_TITLE = "Knob sweep"
     HELP_INTRO = (
         "A grid of observation_window x soft_cap_chars replayed over the store: a table and a scatter of "
@@ -50,7 +54,7 @@ class SweepScreen(ActionScreen):
     )
 
     def __init__(
-        self, store: str, *, project: Path | None, windows: str | None = None, soft_caps: str | None = None
+        self, store: StoreLocation, *, project: Path | None, windows: str | None = None, soft_caps: str | None = None
     ) -> None:
         super().__init__()
         self.store, self.project = store, project
@@ -75,11 +79,11 @@ class SweepScreen(ActionScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = self.store
+        self.sub_title = str(self.store)
         self.action_run()
 
     def status(self, text: str, *, error: bool = False) -> None:
-        self.query_one("#sweep-status", Static).update(Text(text, style="bold red" if error else ""))
+        self.query_one("#sweep-status", Static).update(safe_text(text, "bold red" if error else ""))
 
     @on(Input.Submitted)
     def submitted(self) -> None:
@@ -97,7 +101,7 @@ class SweepScreen(ActionScreen):
         self.status(f"replaying {len(windows) * len(caps)} grid points… (escape cancels)")
         self.job(windows, caps)
 
-    @work(thread=True, exclusive=True, group="sweep")
+    @work(thread=True, exclusive=True, group="sweep", exit_on_error=False)
     def job(self, windows: list[int], caps: list[int]) -> None:
         worker = get_current_worker()
         t0 = time.perf_counter()

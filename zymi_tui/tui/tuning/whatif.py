@@ -23,8 +23,7 @@ from zymi_tui.events.store import (
     rows_from_events,
     run_of,
 )
-from zymi_tui.replay import calls as calls_mod
-from zymi_tui.replay.calls import CallContext, replay_store
+from zymi_tui.replay.calls import CallContext, make_replayer, replay_store
 
 
 @dataclass
@@ -130,20 +129,14 @@ class KeptCall:
 
 
 def keep_call(memory: MemoryReader, project: Path | None, stream_id: str, sequence: int) -> KeptCall | None:
-    """Feed the run's events to the engine's replayer (recorded knobs) up to the call at `sequence`.
-
-    Hook: drives `zymi_tui.replay.calls.Replayer` as `replay_store` does and stops before the call,
-    using its `_step`, `_memory` and `_infer_prefix`; a public `builder_at(stream, seq)` in calls.py
-    would replace this."""
-    replayer = calls_mod.make_replayer(project)
+    """Feed the run's events to the replayer (recorded knobs) up to the call at `sequence`, and keep
+    the state it would build that call from."""
+    replayer = make_replayer(project)
     for se in sorted(memory.events, key=lambda se: se.global_id):
         kind = se.event.kind
         if se.event.stream_id == stream_id and se.event.sequence == sequence and isinstance(kind, LlmCallStarted):
-            st = replayer._step(stream_id)
-            mem = replayer._memory(st)
-            if st.infer:
-                replayer._infer_prefix(st, kind, mem)
-            return KeptCall(sequence, st.builder, mem, st.builder.last_was_compaction)
+            state = replayer.state_before(se)
+            return KeptCall(sequence, state.builder, state.memory, state.post_compaction)
         replayer.feed(se)
         replayer.ready()
     return None

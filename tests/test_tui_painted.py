@@ -1,0 +1,138 @@
+"""What a real terminal shows: the dashboard run in a pseudo-terminal, its output fed to a terminal
+emulator (pyte), on a store whose tool results and answers carry terminal escape sequences."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pyte
+
+from tests.hostile_stores import make_store
+
+COLS, ROWS = 120, 40
+
+
+class Terminal:
+    """A child process on a pty whose output a pyte screen interprets, as a terminal would."""
+
+    def __init__(self, args: list[str], cwd: Path, env_extra: dict[str, str] | None = None) -> None:
+        self.screen = pyte.Screen(COLS, ROWS)
+        self.stream = pyte.ByteStream(self.screen)
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+        env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor", "TZ": "UTC", **(env_extra or {})}
+        env.pop("TEXTUAL", None)
+        self.raw = bytearray()
+        self.proc = subprocess.Popen(
+            [sys.executable, *args], stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+        os.close(slave)
+        self.fd = master
+
+    def pump(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            ready, _, _ = select.select([self.fd], [], [], 0.05)
+            if ready:
+                try:
+                    data = os.read(self.fd, 65536)
+                except OSError:
+                    return
+                self.raw += data
+                self.stream.feed(data)
+
+    def wait_for(self, text: str, timeout: float = 30) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.pump(0.2)
+            if text in "\n".join(self.screen.display):
+                return True
+        return False
+
+    def press(self, keys: bytes) -> None:
+        os.write(self.fd, keys)
+        self.pump(0.5)
+
+    def close(self) -> int:
+        try:
+            os.write(self.fd, b"\x11")  # ctrl+q
+            end = time.monotonic() + 10
+            while self.proc.poll() is None and time.monotonic() < end:
+                self.pump(0.1)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            os.close(self.fd)
+        return self.proc.wait()
+
+
+async def test_an_escape_in_a_tool_result_is_shown_not_obeyed(tmp_path: Path) -> None:
+    db, _project = await make_store("escapes", tmp_path / "escapes")
+    term = Terminal(["-m", "zymi_tui", "observe", str(db)], tmp_path)
+    try:
+        assert term.wait_for("Events"), "\n".join(term.screen.display)
+        assert term.wait_for("\\x1b[2J"), "the escape is not shown as text:\n" + "\n".join(term.screen.display)
+        term.press(b"\t")  # the events list
+        term.press(b"\r")  # expand the selected event's whole payload
+        term.pump(1.0)
+        shown = "\n".join(term.screen.display)
+        # the frame survived: every panel is still there, nothing was cleared or scrolled away
+        for panel in ("Runs", "Events", "Pipeline", "Context"):
+            assert panel in shown, f"{panel} missing:\n{shown}"
+        assert "\\x1b[41;97mRED" in shown
+        # nothing was recoloured: the word after the would-be "red background" escape has no red background
+        for y in range(ROWS):
+            row = term.screen.buffer[y]
+            line = "".join(row[x].data for x in range(COLS))
+            at = line.find("RED\\x1b")
+            if at >= 0:
+                assert row[at].bg != "red" and row[at].bg != "800000", (y, row[at])
+        assert term.screen.title != "pwned"  # the OSC 0 window-title escape was not obeyed
+    finally:
+        code = term.close()
+    assert code == 0
+
+
+CRASH = """
+import sys
+from zymi_tui.cli import main
+from zymi_tui.tui.app import MainScreen
+
+def broken(self):
+    raise RuntimeError("boom [/x] in freeze")
+
+MainScreen.action_freeze = broken  # a bug in a key's action, as a person would hit it
+sys.exit(main(["observe", sys.argv[1]]))
+"""
+
+
+async def test_when_the_app_dies_it_says_so_in_one_line_and_keeps_the_traceback(tmp_path: Path) -> None:
+    db, _project = await make_store("markup", tmp_path / "store")
+    logs = tmp_path / "logs"
+    term = Terminal(["-c", CRASH, str(db)], tmp_path, {"ZYMI_TUI_LOG_DIR": str(logs)})
+    try:
+        assert term.wait_for("Events"), "\n".join(term.screen.display)
+        term.press(b"f")
+        end = time.monotonic() + 20
+        while term.proc.poll() is None and time.monotonic() < end:
+            term.pump(0.2)
+        term.pump(0.5)
+    finally:
+        code = term.close()
+    assert code == 1
+    (log,) = logs.iterdir()
+    assert "Traceback" in log.read_text() and "boom [/x] in freeze" in log.read_text()
+    tail = bytes(term.raw[term.raw.rfind(b"\x1b[?1049l") :]).decode(errors="replace")
+    assert "\x1b[?25h" in tail, "the cursor was not given back"  # the terminal is restored...
+    lines = [line for line in tail.splitlines() if "zymi-tui:" in line]
+    assert len(lines) == 1 and f"RuntimeError: boom [/x] in freeze (traceback in {log})" in lines[0], tail
+    assert "Traceback" not in tail  # ...and holds one line, not a screenful of traceback
