@@ -86,6 +86,10 @@ async def inspect(pilot: Pilot[None], main: MainScreen) -> None:
         await pilot.pause(0.1)
 
 
+async def pick_peak(pilot: Pilot[None], main: MainScreen) -> None:
+    await pilot.press("tab", "tab", "left")  # the plot's last call: its figures in the plot's title
+
+
 async def help_screen(pilot: Pilot[None], main: MainScreen) -> None:
     await pilot.press("question_mark")
 
@@ -138,6 +142,12 @@ async def main() -> int:
                 shots.append((f"{name}-help-120x40", t, (120, 40), help_screen))
             if name == "memory":
                 shots.append((f"{name}-search-120x40", t, (120, 40), search))
+    if (oracle / "coding_compaction" / "events.db").exists():  # a compaction whose summary grew (hostile store)
+        from tests.hostile_stores import make_store
+
+        db, project = await make_store("grew", work / "grew")
+        t = Target(SqliteStore(db), project, None, "screenshot store: a compaction whose summary grew by 1,204 B")
+        shots += [(f"grew-plot-{w}x{h}", t, (w, h), pick_peak) for w, h in ((80, 24), (120, 40), (200, 60))]
     pngs = 0
     try:
         for name, target, size, step in shots:

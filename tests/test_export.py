@@ -110,3 +110,15 @@ def test_context_json_is_the_exact_request_body_and_md_names_layers() -> None:
     md = _run("context", *args, "--format", "md")
     assert "| # | layer | role | seq | bytes | ~tokens | reason |" in md
     assert "kept: system prompt" in md
+
+
+@pytest.mark.parametrize(("screen", "text"), [("advice", "hard_cap_exceeded"), ("life", "messages")])
+def test_svg_of_a_screen(tmp_path: Path, screen: str, text: str) -> None:
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / f"{screen}.svg"
+    _run("export", str(ORACLE / "hard_cap" / "events.db"), "--project", str(ORACLE / "hard_cap" / "project"),
+         "--format", "svg", "--screen", screen, "--size", "100x30", "-o", str(out))  # fmt: skip
+    svg = out.read_text(encoding="utf-8")
+    assert ET.fromstring(svg).tag.endswith("svg")
+    assert text in svg.replace("&#160;", " ")

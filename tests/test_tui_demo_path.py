@@ -112,3 +112,10 @@ async def test_a_compaction_is_a_visible_event_in_the_demo_conversation(tmp_path
         assert shown and all("context compacted" in s for s in shown), shown
         assert sum(s.count("⟲") for s in shown) == len(compacted)
         assert "saved" in shown[0] or "grew" in shown[0]
+        # forgetting and masking are visible on the chat's curve, and named in its legend
+        from zymi_tui.tui.plot import ContextPlot
+
+        legend = [name for name, _ in chat.query_one(ContextPlot).legend_items]
+        assert any(n.startswith("◆ masking") for n in legend), legend
+        assert any(n.startswith("◇ forgetting") for n in legend), legend
+        assert any(n.startswith("▼ compaction") or n.startswith("▲") for n in legend), legend

@@ -13,7 +13,7 @@ from zymi_tui.events.store import step_of
 from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
 from zymi_tui.replay.export import ExportMeta, lhar_lines, otlp_traces
 
-from .common import EXIT_OK, add_store_arg, located, run_async, warn
+from .common import EXIT_OK, CommandError, add_store_arg, located, run_async, warn
 from .flags import add_runs_filter, run_step_streams
 from .tuning_cmds import write_or_print
 
@@ -38,10 +38,17 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
     p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, tools)")
     p.add_argument(
         "--format",
-        choices=["lhar", "otel"],
+        choices=["lhar", "otel", "svg"],
         required=True,
-        help="lhar: context-lens's JSON Lines; otel: OTLP/JSON spans (GenAI conventions)",
+        help="lhar: context-lens's JSON Lines; otel: OTLP/JSON spans (GenAI conventions); svg: a screen",
     )
+    p.add_argument(
+        "--screen",
+        choices=["dashboard", "advice", "life"],
+        default="dashboard",
+        help="with --format svg: the dashboard, its advice panel (A) or the message-life grid (L)",
+    )
+    p.add_argument("--size", default="120x40", metavar="WxH", help="with --format svg: the terminal size")
     add_runs_filter(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write there instead of stdout")
     p.set_defaults(func=cmd_export)
@@ -58,7 +65,24 @@ async def _rows(args: argparse.Namespace) -> tuple[list[CallContext], RequestBod
     return rows, project_bodies(project), recorded_knobs(project).hard_cap_chars
 
 
+def _svg(args: argparse.Namespace) -> str:
+    from zymi_tui.tui.snapshot import SnapshotError, screen_svg
+    from zymi_tui.tui.target import Target
+
+    width, _, height = args.size.partition("x")
+    if not (width.isdigit() and height.isdigit()) or int(width) < 40 or int(height) < 12:
+        raise CommandError(f"--size {args.size!r}: give WIDTHxHEIGHT, at least 40x12, e.g. 120x40")
+    location, project = located(args)
+    try:
+        return run_async(screen_svg(Target(location, project), args.screen, (int(width), int(height))))
+    except SnapshotError as e:
+        raise CommandError(f"--screen {args.screen}: {e}") from None
+
+
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.format == "svg":
+        write_or_print(_svg(args), args.output)
+        return EXIT_OK
     rows, bodies, hard_cap = run_async(_rows(args))
     meta = ExportMeta(model=bodies.model, provider=bodies.provider, window_tokens=hard_cap // 4)
     if args.format == "lhar":

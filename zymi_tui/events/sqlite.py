@@ -71,9 +71,10 @@ CHAIN_PAGE = 5000
 MAX_UNION = 400  # streams merged in one statement by `newest` (SQLite allows 500 SELECTs in a compound)
 # the distinct stream ids in [lo, hi), one index seek each (a loose index scan)
 _STREAMS_IN_RANGE = """WITH RECURSIVE s(id) AS (
-    SELECT (SELECT min(stream_id) FROM events WHERE stream_id >= ?1 AND stream_id < ?2)
+    SELECT (SELECT min(stream_id) FROM events WHERE stream_id >= CAST(?1 AS TEXT) AND stream_id < CAST(?2 AS TEXT))
     UNION ALL
-    SELECT (SELECT min(stream_id) FROM events WHERE stream_id > s.id AND stream_id < ?3) FROM s WHERE s.id IS NOT NULL
+    SELECT (SELECT min(stream_id) FROM events WHERE stream_id > s.id AND stream_id < CAST(?3 AS TEXT))
+    FROM s WHERE s.id IS NOT NULL
 ) SELECT id FROM s WHERE id IS NOT NULL"""
 
 # Once a store shows TEXT that is not valid UTF-8, its reader decodes TEXT with `surrogateescape`:
@@ -97,8 +98,9 @@ def _chain_row(gid: int, event_id: Any, seq: Any, data: Any, prev: Any, digest: 
 
 
 def _bind(text: str) -> str | bytes:
-    """A stream id as a query parameter: text that came from undecodable bytes goes back as those
-    bytes (compared as `CAST(? AS TEXT)`, so it still matches the column and uses its index)."""
+    """A text query parameter (`_fetch` passes each through here): text that came from undecodable
+    bytes goes back as those bytes. SQLite compares a BLOB with TEXT as never equal, so SQL that may
+    receive such a stream id writes `CAST(? AS TEXT)` (the index is still used)."""
     return text.encode("utf-8", "surrogateescape") if has_undecodable_bytes(text) else text
 
 
@@ -274,6 +276,7 @@ class SqliteReader(RowDecoder):
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """One short read; retries while a writer holds a lock (up to LOCK_WAIT_S), then explains."""
         deadline = time.monotonic() + LOCK_WAIT_S
+        params = [_bind(p) if type(p) is str else p for p in params]
         while True:
             try:
                 return list(await self._conn.execute_fetchall(sql, params))
@@ -343,7 +346,7 @@ class SqliteReader(RowDecoder):
             where = "+id > ?" + ("" if tag is None else " AND +kind_tag = ?")
             cond = (after_global_id,) if tag is None else (after_global_id, tag)
             lo, hi = _range_for_steps(stream_id)
-            params = (_bind(stream_id), *cond, _bind(lo), _bind(hi), *cond, limit)
+            params = (stream_id, *cond, lo, hi, *cond, limit)
             rows = await self._fetch(_run_and_steps(where) + " ORDER BY id LIMIT ?", params)
         elif tag is not None:
             sql = f"{_ROW} WHERE kind_tag = ? AND id > ? ORDER BY id LIMIT ?"
@@ -360,7 +363,7 @@ class SqliteReader(RowDecoder):
             return self._decode((await self.read_rows(after_global_id, lim, stream_id=stream_id)).rows)
         else:
             sql = f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND id > ? ORDER BY sequence LIMIT ?"
-            rows = await self._fetch(sql, (_bind(stream_id), after_global_id, lim))
+            rows = await self._fetch(sql, (stream_id, after_global_id, lim))
         return self._decode(rows)
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
@@ -372,14 +375,16 @@ class SqliteReader(RowDecoder):
             lo, hi = _range_for_steps(stream_id)
             streams += [s for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi))]
         if len(streams) <= MAX_UNION:
-            newest = "SELECT * FROM (SELECT id FROM events WHERE stream_id = ? ORDER BY sequence DESC LIMIT ?)"
+            newest = (
+                "SELECT * FROM (SELECT id FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence DESC LIMIT ?)"
+            )
             ids = f"SELECT id FROM ({' UNION ALL '.join([newest] * len(streams))}) ORDER BY id DESC LIMIT ?"
             params: list[Any] = [v for s in streams for v in (s, n)] + [n]
         else:  # a run of very many steps: all its ids, sorted
             lo, hi = _range_for_steps(stream_id)
             ids = (
-                "SELECT id FROM events WHERE stream_id = ? UNION ALL "
-                "SELECT id FROM events WHERE stream_id >= ? AND stream_id < ? ORDER BY id DESC LIMIT ?"
+                "SELECT id FROM events WHERE stream_id = CAST(? AS TEXT) UNION ALL SELECT id FROM events "
+                "WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) ORDER BY id DESC LIMIT ?"
             )
             params = [stream_id, lo, hi, n]
         return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
@@ -399,7 +404,7 @@ class SqliteReader(RowDecoder):
         rows = await self._fetch(
             f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = CAST(? AS TEXT) "
             "ORDER BY sequence",
-            (_bind(stream_id),),
+            (stream_id,),
         )
         return [_chain_row(*r) for r in rows]
 

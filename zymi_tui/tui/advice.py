@@ -24,6 +24,7 @@ from zymi_tui.replay.advice import Advice, Finding, advise, effect_line, profile
 from zymi_tui.replay.calls import recorded_knobs
 from zymi_tui.replay.costs import PriceError, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
+from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
 
@@ -103,7 +104,7 @@ class AdviceScreen(ActionScreen):
     def on_advice_loaded(self, msg: AdviceLoaded) -> None:
         head = self.query_one("#advice-head", Static)
         if msg.advice is None:
-            head.update(Text(f"advice failed: {msg.error}", style="red"))
+            head.update(safe_text(f"advice failed: {msg.error}", "red"))
             return
         self.advice = a = msg.advice
         t = Text()
@@ -116,8 +117,8 @@ class AdviceScreen(ActionScreen):
         options = self.query_one(OptionList)
         options.clear_options()
         for i, f in enumerate(a.findings):
-            label = Text(f.signal, style="bold")
-            label.append("\n" + f.summary[:120], style="dim")
+            label = safe_text(f.signal, "bold", one_line=True)
+            label.append("\n" + clean(f.summary, one_line=True, max_cells=120), style="dim")
             options.add_option(Option(label, id=str(i)))
         if a.findings:
             options.highlighted = 0
@@ -140,15 +141,15 @@ class AdviceScreen(ActionScreen):
 
     def show(self, f: Finding) -> None:
         t = Text()
-        t.append(f.signal, style="bold")
-        t.append(f"\n{f.summary}\n")
+        t.append(clean(f.signal), style="bold")
+        t.append("\n" + clean(f.summary) + "\n")
         if f.stream_id is not None:
-            t.append(f"shown at {f.stream_id} seq {f.sequence}\n", style="dim")
+            t.append(clean(f"shown at {f.stream_id} seq {f.sequence}") + "\n", style="dim")
         for e in f.evidence:
-            t.append(f"  • {e}\n")
+            t.append("  • " + clean(e) + "\n")
         rec = f.recommendation
         if rec is not None:
-            t.append(f"\n→ {rec.text}\n", style="green")
+            t.append("\n→ " + clean(rec.text) + "\n", style="green")
             if rec.knobs is not None:
                 t.append(f"  knobs {profile_name(rec.knobs)}\n")
                 t.append("  e: open the knob editor with them · f: fork the run with them\n", style="cyan")

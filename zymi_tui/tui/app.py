@@ -134,7 +134,7 @@ class MainScreen(ActionScreen):
         self.last_gid = 0
         knobs, self.knob_source = knobs_of(target.project)
         self.soft_cap, self.hard_cap = knobs.soft_cap_chars, knobs.hard_cap_chars
-        self.window = knobs.observation_window
+        self.window, self.forget_after = knobs.observation_window, knobs.forget_after_turns
         self.searching: str | None = None  # which list the search box filters
         self.runs_seen = False
         self.peaks_loaded = False
@@ -552,7 +552,7 @@ class MainScreen(ActionScreen):
             return
         self.plot_dirty = False
         plot = self.query_one(ContextPlot)
-        steps = collect_calls(self.events.events, self.window)
+        steps = collect_calls(self.events.events, self.window, self.forget_after)
         if self.masking_checked:  # the context engine's answer replaces the estimate
             for name, sc in steps.items():
                 gid = self.masking.get(name)

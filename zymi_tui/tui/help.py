@@ -25,7 +25,8 @@ counts them), one colour per series: each step's chars (left axis) and its recor
 `usage.input_tokens` (`•`, right axis). The legend is under the plot; the picked call's figures are in
 its title. Labelled horizontal lines: the soft and hard caps. Markers: `▼` a compaction with what it
 saved, `▲ ⚠ grew` a compaction whose summary came back larger than what it replaced (lower
-`soft_cap_chars`), `◆` where masking starts; the grey vertical line is the picked call.
+`soft_cap_chars`), `◆` where masking starts, `◇` where forgetting starts (estimated from the knobs where
+not rebuilt); the grey vertical line is the picked call.
 
 The dashboard never writes to the store."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import ClassVar
 
@@ -207,7 +208,7 @@ class InspectorScreen(ActionScreen):
         bodies = RequestBodies(self.project)
         body = bodies.body(call.rendered.wire(), pipeline=call.pipeline, step=step_of(call.stream_id),
                            compaction=call.is_compaction)  # fmt: skip
-        stem = f"{call.stream_id.replace(':', '_')}-seq{call.sequence}"
+        stem = re.sub(r"[^\w.-]", "_", call.stream_id)[:120] + f"-seq{call.sequence}"  # a file name from store text
         md, js = Path(f"{stem}.md"), Path(f"{stem}.json")
         try:
             md.write_text(context_markdown(call, body), encoding="utf-8")

@@ -10,6 +10,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -24,6 +25,7 @@ from zymi_tui.events.store import EventReader
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, make_replayers, replay_events
 from zymi_tui.replay.life import COMPACTED, FORGOTTEN, FRESH, FULL, MASKED, NOT_YET, STATE_NAMES, MessageLife
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
+from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.store_job import with_reader
 
 CELLS = {FULL: ("█", "green"), MASKED: ("▒", "yellow"), FORGOTTEN: ("░", "magenta"), COMPACTED: ("×", "red"),
@@ -110,8 +112,8 @@ class LifeScreen(ActionScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#life-grid").border_title = f"Message life · {self.stream}"
-        self.query_one("#life-head", Static).update(Text(f"replaying {self.stream}…"))
+        self.query_one("#life-grid").border_title = safe_text(f"Message life · {self.stream}", one_line=True)
+        self.query_one("#life-head", Static).update(safe_text(f"replaying {self.stream}…"))
         self.load()
 
     @work(thread=True, exclusive=True, exit_on_error=False)
@@ -165,13 +167,13 @@ class LifeScreen(ActionScreen):
     def redraw(self) -> None:
         head, grid = self.query_one("#life-head", Static), self.query_one("#life-grid", Static)
         if self.error is not None:
-            head.update(Text(f"cannot replay {self.stream}: {self.error}", style="red"))
+            head.update(safe_text(f"cannot replay {self.stream}: {self.error}", "red"))
             return
         life = self.life
         if life is None:
             return
         if not life.rows or not life.calls:
-            head.update(Text(f"{self.stream}: no agent call with a rebuilt context (no project?)", style="yellow"))
+            head.update(safe_text(f"{self.stream}: no agent call with a rebuilt context (no project?)", "yellow"))
             return
         cols = self._columns()
         col = self.col if 0 <= self.col < len(cols) else len(cols) - 1
@@ -203,7 +205,8 @@ class LifeScreen(ActionScreen):
         for line, pos in enumerate(range(self.top, min(self.top + height, len(self.order)))):
             r = self.order[pos]
             row = life.rows[r]
-            label = f"{row.seq:>5} {(row.tool or row.role)[:14]:<14} {row.rent:>6}"
+            name = clean(row.tool or row.role, one_line=True, max_cells=14)
+            label = f"{row.seq:>5} {name}{' ' * (15 - cell_len(name))}{row.rent:>6}"
             g.append(label[:LABEL].ljust(LABEL), style="bold" if pos == self.row else "")
             for k, c in enumerate(cols):
                 state = life.state(r, c)
@@ -226,17 +229,17 @@ class LifeScreen(ActionScreen):
         row = life.rows[r]
         c = life.calls[call]
         t = Text()
-        t.append(f"seq {row.seq} {row.tool or row.role}", style="bold")
+        t.append(clean(f"seq {row.seq} {row.tool or row.role}", one_line=True), style="bold")
         t.append(f" · {row.bytes:,} bytes · rent {row.rent:,} ({row.calls_full} calls in full, "
                  f"{row.calls_masked} masked)")  # fmt: skip
-        t.append(f"\nat call {call + 1}/{len(life.calls)} (seq {c.sequence}): {life.why(r, call)}")
+        t.append("\n" + clean(f"at call {call + 1}/{len(life.calls)} (seq {c.sequence}): {life.why(r, call)}"))
         if self.whatif is not None:
             wr, wc = self.whatif.row_at(row.key), self.whatif.call_at(c.sequence)
             what = "no such call" if wc is None else "not in this list" if wr is None else self.whatif.why(wr, wc)
-            t.append(f"\nwhat-if ({self.profile}): {what}", style="cyan")
+            t.append("\n" + clean(f"what-if ({self.profile}): {what}"), style="cyan")
         text = life.text_at(r, call)
         if text:
-            t.append("\n" + text.replace("\n", "⏎ ")[:600], style="dim")
+            t.append("\n" + clean(text.replace("\n", "⏎ "), max_cells=600), style="dim")
         if self.matches:
             t.append(f"\n{len(self.matches)} message(s) match; n = next", style="green")
         self.query_one("#life-detail", Static).update(t)

@@ -36,13 +36,21 @@ class StepCalls:
     compactions: list[tuple[float, int, int]] = field(default_factory=list)  # (x index, global id, bytes_saved)
     masking_from: int | None = None  # first call index at which masking starts (None: never)
     masking_exact: bool = False  # True when it comes from the rebuilt context, False when estimated
+    forgetting_from: int | None = None  # first call index at which forget_after_turns drops turns (estimated)
 
 
-def collect_calls(events: Iterable[StoredEvent], window: int | None = None) -> dict[str, StepCalls]:
-    """Per step (RUN_GROUP for calls on the run stream), every agent LLM call and every compaction."""
+def collect_calls(
+    events: Iterable[StoredEvent], window: int | None = None, forget_after: int | None = None
+) -> dict[str, StepCalls]:
+    """Per step (RUN_GROUP for calls on the run stream), every agent LLM call and every compaction.
+
+    Where masking and forgetting start is estimated from the knobs: masking once more tool turns than
+    the window are in the history, forgetting once more assistant turns than `forget_after_turns`.
+    """
     out: dict[str, StepCalls] = {}
     pending: dict[str, CallPoint] = {}  # stream -> started call awaiting its completion
     tool_turns: dict[str, int] = {}
+    turns: dict[str, int] = {}
     for se in events:
         ev, d = se.event, se.event.kind
         step = step_of(ev.stream_id) or RUN_GROUP
@@ -57,12 +65,15 @@ def collect_calls(events: Iterable[StoredEvent], window: int | None = None) -> d
             pending[ev.stream_id] = p
             if window is not None and sc.masking_from is None and tool_turns.get(step, 0) > window:
                 sc.masking_from = p.index
+            if forget_after is not None and sc.forgetting_from is None and turns.get(step, 0) > forget_after:
+                sc.forgetting_from = p.index
         elif isinstance(d, k.LlmCallCompleted):
             started = pending.pop(ev.stream_id, None)
             if started is not None:
                 sc = out[step]
                 tokens = d.usage.input_tokens if d.usage else None
                 sc.calls[started.index - 1] = _with_tokens(started, tokens)
+                turns[step] = turns.get(step, 0) + 1
                 if d.has_tool_calls:
                     tool_turns[step] = tool_turns.get(step, 0) + 1
         elif isinstance(d, k.ContextCompacted):

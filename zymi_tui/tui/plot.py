@@ -27,6 +27,7 @@ RGB = tuple[int, int, int]
 SERIES_COLOURS: list[RGB] = [(0, 200, 230), (80, 220, 100), (230, 110, 230), (220, 220, 220)]  # chars, per step
 TOKEN_COLOURS: list[RGB] = [(200, 120, 255), (255, 140, 120), (120, 160, 255), (170, 170, 120)]  # input tokens
 ORANGE, RED, YELLOW, BLUE, GREY = (255, 150, 0), (240, 50, 50), (240, 210, 0), (80, 140, 255), (150, 150, 150)
+PINK: RGB = (255, 120, 200)
 
 
 class ContextPlot(PlotextPlot, can_focus=True):
@@ -160,6 +161,9 @@ class ContextPlot(PlotextPlot, can_focus=True):
             if sc.masking_from is not None:
                 mx = xs[sc.masking_from - 1]
                 markers.append((mx, ys[sc.masking_from - 1], "◆", BLUE, "masking from here"))
+            if sc.forgetting_from is not None:
+                fx = xs[sc.forgetting_from - 1]
+                markers.append((fx, ys[sc.forgetting_from - 1], "◇", PINK, "forgetting from here"))
         caps: list[tuple[int, str, RGB]] = []
         off_scale = []
         for cap, name, colour, reach in (
@@ -187,6 +191,8 @@ class ContextPlot(PlotextPlot, can_focus=True):
         if "◆" in glyphs:
             how = "" if all(sc.masking_exact for sc in shown if sc.masking_from) else " (est.)"
             legend.append((f"◆ masking{how}", BLUE))
+        if "◇" in glyphs:
+            legend.append(("◇ forgetting (est.)", PINK))
         labelled = 0
         for mx, my, glyph, colour, text in sorted(markers, key=lambda m: m[2] != "▲"):
             plt.scatter([mx], [my], marker=glyph, color=colour)

@@ -182,7 +182,7 @@ class ChatScreen(ActionScreen):
         knobs = self.session.knobs
         plot.soft_cap, plot.hard_cap = knobs.soft_cap_chars, knobs.hard_cap_chars
         t0 = self.events[0].event.timestamp_ns if self.events else 0
-        plot.set_data(collect_calls(self.events, knobs.observation_window), t0)
+        plot.set_data(collect_calls(self.events, knobs.observation_window, knobs.forget_after_turns), t0)
 
     # -- header, hint, side ------------------------------------------------------------------------
     def _header(self) -> None:
