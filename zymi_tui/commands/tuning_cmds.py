@@ -221,6 +221,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     prices=prices,
                     model=project_llm(project, "model"),
                     provider=project_llm(project, "provider"),
+                    location=location,
+                    workers=args.workers,
                 )
         finally:
             await reader.close()
@@ -401,7 +403,17 @@ def _sweep_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--soft-cap", dest="soft_cap", metavar="LIST", help="soft_cap_chars values, e.g. 20k,40k,60k,100k")
     p.add_argument("--json", action="store_true", help="the grid and its Pareto front as one JSON document")
     p.add_argument("-o", "--output", metavar="FILE", help="write the table (or the JSON) to FILE instead of stdout")
+    p.add_argument(
+        "--workers", type=_workers, metavar="N",
+        help="processes replaying the grid, each a share of the points in one pass (default: one per CPU)",
+    )  # fmt: skip
     p.set_defaults(func=cmd_sweep)
+
+
+def _workers(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (1 or more)")
+    return int(text)
 
 
 def _rent_parser(p: argparse.ArgumentParser) -> None:

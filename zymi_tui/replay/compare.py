@@ -345,14 +345,30 @@ async def compare_profiles(
     (see `replay_profiles`). `progress(fraction, label)` is called every 500 calls, the fraction
     measured by global id against `last_global_id`; it may raise to stop the replay, as may
     cancelling the awaiting task."""
+    runs = profile_runs(profiles, recorded_knobs)
+    await collect_calls(calls, runs, last_global_id=last_global_id, progress=progress, label=profiles_label(profiles))
+    return finish(runs, prices=prices, model=model, provider=provider, output=output)
+
+
+def profile_runs(profiles: Profiles, recorded_knobs: ContextKnobs) -> list[ProfileRun]:
+    """One empty `ProfileRun` per profile, with its effective knobs."""
     runs: list[ProfileRun] = []
-    soft_caps: list[int] = []
     for name, knobs in profiles:
         effective = knob_dict(recorded_knobs if knobs is None else knobs)
         runs.append(ProfileRun(name, effective, recorded=effective == knob_dict(recorded_knobs)))
-        soft_caps.append(int(effective["soft_cap_chars"] or 0))
+    return runs
+
+
+def profiles_label(profiles: Profiles) -> str:
+    return ", ".join(name for name, _ in profiles) if len(profiles) <= 4 else f"{len(profiles)} profiles"
+
+
+async def collect_calls(
+    calls: ProfileCalls, runs: list[ProfileRun], *, last_global_id: int, progress: Progress | None, label: str
+) -> None:
+    """Append each replayed call's figures to its profile's run; `progress` every 500 calls."""
+    soft_caps = [int(run.knobs["soft_cap_chars"] or 0) for run in runs]
     done = 0
-    label = ", ".join(name for name, _ in profiles) if len(profiles) <= 4 else f"{len(profiles)} profiles"
     async for index, call in calls:
         runs[index].calls += call_figures(call, soft_caps[index])
         done += 1
@@ -361,6 +377,17 @@ async def compare_profiles(
             maybe = progress(fraction, label)
             if maybe is not None:
                 await maybe
+
+
+def finish(
+    runs: list[ProfileRun],
+    *,
+    prices: PriceTable | None,
+    model: str | None,
+    provider: str | None,
+    output: RecordedOutput | None,
+) -> Comparison:
+    """Calibrate tokens on the recorded profile (else the first), then total and price every run."""
     basis = next((r for r in runs if r.recorded), runs[0] if runs else None)
     ratio, source = calibrate(basis.calls) if basis else (HEURISTIC_TOKENS_PER_BYTE, "heuristic")
     found = prices.price_for(model) if prices is not None else None

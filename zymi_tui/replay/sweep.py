@@ -11,12 +11,15 @@ from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
 from zymi_tui.errors import UserError
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
-from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, knob_dict, replay_profiles
+from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, finish, knob_dict, replay_profiles
 from zymi_tui.replay.costs import PriceTable
+from zymi_tui.replay.sweep_pool import default_workers, replay_on_pool
 
 DEFAULT_WINDOWS = (2, 4, 6, 8, 10, 15, 20)
 DEFAULT_SOFT_CAPS = (20_000, 40_000, 60_000, 100_000, 400_000)
+POOL_MIN_EVENTS = 20_000  # below this, starting the worker processes (~1-3 s) costs more than they save
 
 
 class SweepError(UserError):
@@ -121,13 +124,27 @@ async def sweep(
     prices: PriceTable | None = None,
     model: str | None = None,
     provider: str | None = None,
+    location: StoreLocation | None = None,
+    workers: int | None = None,
 ) -> Sweep:
-    """Every grid point replayed in one pass over the store (see `replay_many`)."""
+    """Every grid point replayed: with the store's `location` and more than one worker (default: one
+    per CPU on a store of POOL_MIN_EVENTS or more), on a process pool where each worker replays its share of the points in one pass over
+    the store (see `replay_on_pool`); otherwise all points in one pass in this process (see
+    `replay_many`). Both give the same figures."""
     profiles = grid_profiles(base, windows, soft_caps)
-    cmp = await compare_profiles(
-        replay_profiles(reader, project, profiles, streams), profiles, recorded_knobs=recorded_knobs,
-        last_global_id=last_global_id, progress=progress, prices=prices, model=model, provider=provider,
-    )  # fmt: skip
+    if workers is None:
+        workers = default_workers() if last_global_id >= POOL_MIN_EVENTS else 1
+    if location is not None and workers > 1 and len(profiles) > 1:
+        runs = await replay_on_pool(
+            location, project, profiles, recorded_knobs=recorded_knobs, streams=streams, workers=workers,
+            last_global_id=last_global_id, progress=progress,
+        )  # fmt: skip
+        cmp = finish(runs, prices=prices, model=model, provider=provider, output=None)
+    else:
+        cmp = await compare_profiles(
+            replay_profiles(reader, project, profiles, streams), profiles, recorded_knobs=recorded_knobs,
+            last_global_id=last_global_id, progress=progress, prices=prices, model=model, provider=provider,
+        )  # fmt: skip
     points = [
         SweepPoint(
             int(p.knobs["observation_window"] or 0),

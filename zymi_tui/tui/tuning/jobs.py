@@ -64,7 +64,7 @@ def run_sweep(
         base = recorded_knobs(project)
         return await sweep(
             reader, project, base, windows, soft_caps, recorded_knobs=base,
-            last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled),
+            last_global_id=await reader.max_global_id(), progress=_ticker(tick, cancelled), location=store,
         )  # fmt: skip
 
     return with_reader(store, go)

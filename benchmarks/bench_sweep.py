@@ -1,0 +1,64 @@
+"""The 7x5 sweep (observation_window x soft_cap_chars) against one replay of the same store, both as
+the user runs them (`zymi-tui sweep --json`, `zymi-tui replay --json`, whole processes, output to
+/dev/null), alternated in one run; median (min) of the repeats and the ratio sweep / one replay.
+
+    python3 /work/shared/tools/make_big_store.py /tmp/s2/coding_100k.db --events 100000 --from coding_default
+    .venv/bin/python benchmarks/bench_sweep.py --store /tmp/s2/coding_100k.db --repeat 3
+    .venv/bin/python benchmarks/bench_sweep.py --store ... --workers 1   # the one-process sweep, for "before"
+
+The project defaults to the recorded coding_default project (shared/oracle) the store was cloned from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bin() -> str:
+    beside = Path(sys.executable).parent / "zymi-tui"
+    return str(beside) if beside.exists() else "zymi-tui"
+
+
+def timed(argv: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def shown(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} s ({min(values):.1f})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--store", type=Path, required=True, help="a store made by shared/tools/make_big_store.py")
+    ap.add_argument("--project", type=Path, default=Path("/work/shared/oracle/coding_default/project"))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--workers", type=int, help="the sweep's --workers (default: its own, one per CPU)")
+    a = ap.parse_args()
+    common = [str(a.store), "--project", str(a.project), "--json"]
+    replay = [_bin(), "replay", *common]
+    sweep = [_bin(), "sweep", *common, *(["--workers", str(a.workers)] if a.workers else [])]
+    ones: list[float] = []
+    grids: list[float] = []
+    for _ in range(a.repeat):
+        ones.append(timed(replay))
+        grids.append(timed(sweep))
+    ratio = statistics.median(grids) / statistics.median(ones)
+    workers = a.workers or os.cpu_count()
+    print(f"store {a.store.name}; {a.repeat} repeats, alternated; CPUs {os.cpu_count()}, sweep workers {workers}")
+    print(f"one replay (replay --json):   {shown(ones)}")
+    print(f"7x5 sweep (sweep --json):     {shown(grids)}")
+    print(f"sweep / one replay: {ratio:.1f}x median, {min(grids) / min(ones):.1f}x min (aim <= 10x)")
+
+
+if __name__ == "__main__":
+    main()
