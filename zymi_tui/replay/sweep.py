@@ -128,9 +128,9 @@ async def sweep(
     workers: int | None = None,
 ) -> Sweep:
     """Every grid point replayed: with the store's `location` and more than one worker (default: one
-    per CPU on a store of POOL_MIN_EVENTS or more), on a process pool where each worker replays its share of the points in one pass over
-    the store (see `replay_on_pool`); otherwise all points in one pass in this process (see
-    `replay_many`). Both give the same figures."""
+    per CPU on a store of POOL_MIN_EVENTS or more), on a process pool where each worker replays its
+    share of the points in one pass over the store (see `replay_on_pool`); otherwise all points in
+    one pass in this process (see `replay_many`). Both give the same figures."""
     profiles = grid_profiles(base, windows, soft_caps)
     if workers is None:
         workers = default_workers() if last_global_id >= POOL_MIN_EVENTS else 1
