@@ -108,8 +108,9 @@ async def replay_on_pool(
     label = profiles_label(profiles)
     runs = profile_runs(profiles, recorded_knobs)
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init, initargs=(done, stop))
+    futures: list[asyncio.Future[list[list[CallFigure]]]] = []
     try:
-        futures = [
+        futures += [
             asyncio.wrap_future(
                 pool.submit(_replay_share, location, project, [profiles[i] for i in share], recorded_knobs,
                             streams, slot, last_global_id)
@@ -132,6 +133,8 @@ async def replay_on_pool(
         return runs
     except BaseException:
         stop.set()
+        for future in futures:
+            future.cancel()  # a worker's _Stopped is expected: not "an exception never retrieved"
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
