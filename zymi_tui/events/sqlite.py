@@ -541,26 +541,28 @@ class SqliteWriter:
             return out
 
     async def _insert(self, event: Event) -> StoredEvent:
-        cur = await self._conn.execute(
+        # every cursor is read to its end and closed here: a statement left open makes COMMIT fail
+        # with "SQL statements in progress"
+        async with self._conn.execute(
             "SELECT COALESCE(MAX(sequence), 0) + 1, COALESCE("
             "(SELECT hash FROM events WHERE stream_id = ?1 ORDER BY sequence DESC LIMIT 1), ''"
             ") FROM events WHERE stream_id = ?1",
             (event.stream_id,),
-        )
-        row = await cur.fetchone()
-        assert row is not None
+        ) as cur:
+            rows = list(await cur.fetchall())
+        row = rows[0]
         seq, prev = int(row[0]), str(row[1])
         data = event.to_json()
         digest = hash_v2(event.id, seq, data, prev)
-        cur = await self._conn.execute(
+        async with self._conn.execute(
             "INSERT INTO events (event_id, stream_id, sequence, timestamp, kind_tag, data, correlation_id, "
             "causation_id, source, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             (
                 event.id, event.stream_id, seq, event.column_timestamp(), event.tag, data,
                 event.correlation_id, event.causation_id, event.source, prev, digest,
             ),
-        )  # fmt: skip
-        gid = cur.lastrowid
+        ) as cur:  # fmt: skip
+            gid = cur.lastrowid
         await self._conn.execute(
             "INSERT INTO stream_heads (stream_id, last_sequence, last_hash) VALUES (?1, ?2, ?3) "
             "ON CONFLICT(stream_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
@@ -571,9 +573,16 @@ class SqliteWriter:
         return StoredEvent(gid, event.model_copy(update={"sequence": seq}), data)
 
     async def checkpoint(self) -> None:
-        """`PRAGMA wal_checkpoint(PASSIVE)`, as zymi runs after a run's terminal event (ADR-0030)."""
-        try:
-            await self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except sqlite3.Error as e:
-            if not _is_locked(e):
-                raise explain_sqlite_error(self.label, e) from None
+        """`PRAGMA wal_checkpoint(PASSIVE)`, as zymi runs after a run's terminal event (ADR-0030).
+        Taken in turn with the appends and finished even if the caller is cancelled: its cursor is read
+        and closed, so no statement is left open when the next append commits."""
+        await self._transactions.run(self._checkpoint_tx())
+
+    async def _checkpoint_tx(self) -> None:
+        async with self._lock:
+            try:
+                async with self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)") as cur:
+                    await cur.fetchall()
+            except sqlite3.Error as e:
+                if not _is_locked(e):
+                    raise explain_sqlite_error(self.label, e) from None
