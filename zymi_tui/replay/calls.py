@@ -117,6 +117,12 @@ class CallContext:
     def message_count(self) -> int | None:
         return None if self.rendered is None else self.rendered.message_count
 
+    @property
+    def guessed(self) -> list[str]:
+        """What this call's rebuild guesses because no project (nor the store) says it."""
+        return [what for what, yes in (("Layer A", self.prefix_inferred),
+                                       ("the recorded knobs", self.knobs_source == UNKNOWN_KNOBS)) if yes]  # fmt: skip
+
 
 @dataclass
 class _Run:
