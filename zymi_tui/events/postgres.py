@@ -38,19 +38,11 @@ import time
 import urllib.parse
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
 from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.envelope import (
-    BadRow,
-    Event,
-    RowDecoder,
-    StoredEvent,
-    format_timestamp,
-    parse_timestamp_ns,
-)
 from zymi_tui.events.hashchain import ChainRow, hash_v2
 from zymi_tui.events.location import redact_url
 from zymi_tui.events.store import (
@@ -62,6 +54,11 @@ from zymi_tui.events.store import (
     chain_by_stream,
     rows_from_events,
 )
+from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
+from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
+
+if TYPE_CHECKING:
+    from zymi_tui.events.envelope import Event
 
 # zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
 SCHEMA = """

@@ -8,11 +8,11 @@ from typing import Any
 
 import asyncpg
 
-from zymi_tui.events.envelope import parse_timestamp_ns
 from zymi_tui.events.location import redact_url
 from zymi_tui.events.postgres import PostgresReader, column_time, connect_pool, ensure_schema, explain_pg_error
 from zymi_tui.events.rows import COLUMNS, TS, Head, Row
 from zymi_tui.events.store import StoreError
+from zymi_tui.events.timestamps import parse_timestamp_ns
 
 
 class PostgresRows:
