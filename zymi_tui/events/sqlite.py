@@ -479,19 +479,27 @@ def _has_hash_columns(conn: sqlite3.Connection) -> bool:
     return bool(row and row[0])
 
 
+WRITE_BUSY_MS = 5000  # zymi's busy_timeout
+
+
+class _Busy(Exception):
+    """Another connection holds the write lock: the append waits for it on the writer's thread."""
+
+
 def _open_for_writing(path: Path) -> sqlite3.Connection:
-    """The writer's connection (made on, and only ever used by, the writer's thread): zymi's pragmas
-    and schema."""
+    """The writer's connection: zymi's pragmas and schema, then no busy wait (an append that finds the
+    store locked waits on the writer's thread, never in the event loop)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), isolation_level=None)
+        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as e:
         raise StoreError(f"cannot open {path} for writing: {e}") from None
     try:
         # the wait first: switching a new file to WAL takes a lock another new writer may hold
-        conn.execute("PRAGMA busy_timeout=5000")
+        conn.execute(f"PRAGMA busy_timeout={WRITE_BUSY_MS}")
         conn.execute("PRAGMA journal_mode=WAL").fetchall()
         _create_schema(conn)
+        conn.execute("PRAGMA busy_timeout=0")
     except BaseException as e:
         conn.close()
         if isinstance(e, sqlite3.Error):
@@ -518,9 +526,11 @@ _APPEND_STREAM_HEAD = (
 class SqliteWriter:
     """Appends events exactly as zymi's `SqliteEventStore::append` does.
 
-    The connection lives on one thread of its own and each append is one call into it (BEGIN
-    IMMEDIATE … COMMIT run there in one go): a statement per round trip between the event loop and
-    a connection thread cost more than the append itself."""
+    An append (BEGIN IMMEDIATE … COMMIT, one short transaction) runs in the event loop: handing it
+    to a thread and back cost more than the append itself. Only when another connection holds the
+    write lock does it go to the writer's own thread, to wait there (zymi's 5 s busy timeout); opening,
+    the WAL checkpoint and closing run there too. The asyncio lock lets one of them use the
+    connection at a time."""
 
     def __init__(self, path: Path, conn: sqlite3.Connection, thread: ThreadPoolExecutor) -> None:
         self.path = path
@@ -576,13 +586,24 @@ class SqliteWriter:
     async def _append_tx(self, events: Sequence[Event]) -> list[StoredEvent]:
         rows = [(e, e.to_json()) for e in events]
         async with self._lock:
-            return await self._call(self._append_sync, rows)
+            try:
+                return self._append_sync(rows, wait=False)
+            except _Busy:
+                return await self._call(self._append_sync, rows, True)
 
-    def _append_sync(self, rows: list[tuple[Event, str]]) -> list[StoredEvent]:
-        """On the writer's thread: BEGIN IMMEDIATE, each row as zymi appends it, COMMIT (or ROLLBACK)."""
+    def _append_sync(self, rows: list[tuple[Event, str]], wait: bool) -> list[StoredEvent]:
+        """BEGIN IMMEDIATE, each row as zymi appends it, COMMIT (or ROLLBACK). Without `wait`, a store
+        locked by another connection raises `_Busy` before anything is written."""
         conn = self._conn
+        if wait:
+            conn.execute(f"PRAGMA busy_timeout={WRITE_BUSY_MS}")
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                if not wait and _is_locked(e):
+                    raise _Busy from None
+                raise
             out = [self._insert(conn, event, data) for event, data in rows]
             conn.execute("COMMIT")
         except BaseException as e:
@@ -591,6 +612,9 @@ class SqliteWriter:
             if isinstance(e, sqlite3.Error):
                 raise explain_sqlite_error(self.label, e) from None
             raise
+        finally:
+            if wait:
+                conn.execute("PRAGMA busy_timeout=0")
         return out
 
     @staticmethod
