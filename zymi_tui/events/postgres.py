@@ -238,6 +238,21 @@ async def ensure_schema(conn: asyncpg.Connection) -> None:
         await conn.execute(SCHEMA)
 
 
+async def schema_pool(url: str, *, max_size: int) -> asyncpg.Pool:
+    """A read-write pool on a store whose schema `ensure_schema` has made sure of (closed on failure)."""
+    pool = await connect_pool(url, read_only=False, max_size=max_size)
+    try:
+        async with pool.acquire() as conn:
+            await ensure_schema(conn)
+    except asyncpg.PostgresError as e:
+        await pool.close()
+        raise explain_pg_error(url, e) from None
+    except BaseException:
+        await pool.close()
+        raise
+    return pool
+
+
 def _steps_bounds(stream_id: str) -> tuple[str, str]:
     """`lo <= s < hi` (byte order, COLLATE "C") holds exactly for `<stream_id>:step:*`."""
     lo = stream_id + STEP_MARK
@@ -490,17 +505,7 @@ class PostgresWriter:
 
     @classmethod
     async def open(cls, url: str) -> PostgresWriter:
-        pool = await connect_pool(url, read_only=False, max_size=WRITER_POOL)
-        try:
-            async with pool.acquire() as conn:
-                await ensure_schema(conn)
-        except asyncpg.PostgresError as e:
-            await pool.close()
-            raise explain_pg_error(url, e) from None
-        except BaseException:
-            await pool.close()
-            raise
-        return cls(url, pool)
+        return cls(url, await schema_pool(url, max_size=WRITER_POOL))
 
     async def close(self) -> None:
         await self._transactions.finish()
