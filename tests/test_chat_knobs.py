@@ -5,18 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tests.test_chat_support import SIZE, Capture, chat_app, chat_screen, cli, demo_project, send, store_events, timed
 from zymi_tui.context.knobs import PROFILES
 from zymi_tui.events import kinds as k
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.tui.chat.context_view import ContextScreen
-
-
-@pytest.fixture(autouse=True)
-def _no_user_profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ZYMI_TUI_CONFIG_DIR", str(tmp_path / "config"))
 
 
 async def test_a_profile_switched_between_turns_shapes_the_next_call(tmp_path: Path) -> None:
