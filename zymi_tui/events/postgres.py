@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 
 from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.hashchain import ChainRow, hash_v2
+from zymi_tui.events.hashchain import ChainRow, ScanRow, hash_v2
 from zymi_tui.events.location import redact_url
 from zymi_tui.events.store import (
     STEP_MARK,
@@ -478,7 +478,7 @@ class PostgresReader(RowDecoder):
     ) -> RowPage:
         return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
 
-    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+    def chain_scan(self) -> AsyncIterator[list[ScanRow]]:
         return chain_by_stream(self)  # rows commit out of id order here: each stream is read whole
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
