@@ -4,7 +4,6 @@ total, with one overlay plot per run; a progress bar, cancel, and Markdown / CSV
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -63,9 +62,6 @@ def total_rows(cmp: Comparison) -> list[list[str]]:
 class CompareScreen(JobScreen):
     """`profiles` is the comma list first shown; Enter in it (or ctrl+r) runs the replay."""
 
-    CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
-    HAS_INPUT = True
-    FAILURE_PANELS: ClassVar[dict[str, str]] = {"compare": "#compare-status"}
     JOB = "compare"
     PROGRESS = "replaying under "
     DONE_VERB = "replayed"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -34,12 +35,19 @@ class JobDone(Message):
 
 
 class JobScreen(ActionScreen):
-    """A subclass names its worker group (`JOB`, whose status line is `#<JOB>-status`), yields
-    `job_widgets()` in its layout, starts a job with `start_job` and shows its result in `show_result`."""
+    """A subclass names its worker group (`JOB`, whose status line is `#<JOB>-status`: a failed
+    worker is shown there), yields `job_widgets()` in its layout, starts a job with `start_job` and
+    shows its result in `show_result`."""
 
+    CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
+    HAS_INPUT = True
     JOB: ClassVar[str] = "job"
     PROGRESS: ClassVar[str] = ""  # before a tick's label: "replaying under " chat… 40%
     DONE_VERB: ClassVar[str] = "done"  # "replayed in 1.23 s"
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        cls.FAILURE_PANELS = {cls.JOB: f"#{cls.JOB}-status"}
+        super().__init_subclass__(**kw)
 
     def __init__(self) -> None:
         super().__init__()

@@ -4,7 +4,6 @@ table and a scatter of total input tokens against peak context, with the Pareto 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
 
 from rich.text import Text
 from textual import on
@@ -32,9 +31,6 @@ def sweep_rows(result: Sweep) -> list[list[str]]:
 
 
 class SweepScreen(JobScreen):
-    CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
-    HAS_INPUT = True
-    FAILURE_PANELS: ClassVar[dict[str, str]] = {"sweep": "#sweep-status"}
     JOB = "sweep"
     PROGRESS = "grid point "
     DONE_VERB = "swept"
