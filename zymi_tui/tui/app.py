@@ -27,6 +27,7 @@ from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.help import DASHBOARD_NAV, DASHBOARD_PANELS
+from zymi_tui.tui.lineage import lineage_text
 from zymi_tui.tui.messages import (
     ChainChecked,
     MaskingFound,
@@ -601,9 +602,7 @@ class MainScreen(ActionScreen):
             t.append("  chain ✓", style="green")
         if s.error:
             t.append("\n" + clean(f"error: {s.error}", one_line=True, max_cells=200), style="red")
-        from zymi_tui.tui.resume.hook import lineage_text
-
-        t.append_text(lineage_text(self, s))
+        t.append_text(lineage_text(self.runs, s))
         info.update(t)
 
     def update_events_title(self) -> None:
