@@ -8,7 +8,7 @@ from pathlib import Path
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.events.verify import verify_store
 
-from .conftest import copy_store, oracle_db
+from .conftest import copy_store, oracle_db, write_sql
 
 
 async def verdicts(db: Path) -> dict[str, tuple[bool, int | None, int]]:
@@ -27,11 +27,9 @@ async def test_rows_whose_ids_run_against_their_sequence_verify_in_sequence_orde
     db = copy_store(oracle_db("chat_profile"), tmp_path)
     stream, n = longest_stream(db)
     before = await verdicts(db)
-    con = sqlite3.connect(db)
-    top = con.execute("SELECT max(id) FROM events").fetchone()[0]
-    con.execute("UPDATE events SET id = id + ? WHERE stream_id = ? AND sequence <= 3", (top, stream))
-    con.commit()
-    con.close()
+    write_sql(
+        db, "UPDATE events SET id = id + (SELECT max(id) FROM events) WHERE stream_id = ? AND sequence <= 3", stream
+    )
     after = await verdicts(db)
     assert after == before and after[stream] == (True, None, n)
 
@@ -39,11 +37,8 @@ async def test_rows_whose_ids_run_against_their_sequence_verify_in_sequence_orde
 async def test_a_changed_row_is_named_in_a_store_of_many_streams(tmp_path: Path) -> None:
     db = copy_store(oracle_db("chat_profile"), tmp_path)
     stream, _ = longest_stream(db)
-    con = sqlite3.connect(db)
-    con.execute("UPDATE events SET data = replace(data, '\"source\":\"', '\"source\":\"x') WHERE stream_id = ? "
-                "AND sequence = 5", (stream,))  # fmt: skip
-    con.commit()
-    con.close()
+    write_sql(db, "UPDATE events SET data = replace(data, '\"source\":\"', '\"source\":\"x') WHERE stream_id = ? "
+                  "AND sequence = 5", stream)  # fmt: skip
     got = await verdicts(db)
     assert got[stream][:2] == (False, 5)
     assert all(ok for s, (ok, _, _) in got.items() if s != stream)

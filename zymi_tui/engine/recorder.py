@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from zymi_tui.events.envelope import Event, StoredEvent
+from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import EventData
 from zymi_tui.events.store import EventWriter
+from zymi_tui.events.stored import StoredEvent
 
 Listener = Callable[[StoredEvent], None]
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from zymi_tui.engine.connectors import ConnectorError, HttpInboundConnector, StdinConnector, StdoutOutput
 from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline, seal_interrupted
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested
+from zymi_tui.events.stored import StoredEvent
 
 OWN_IDS_KEPT = 8192
 

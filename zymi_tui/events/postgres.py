@@ -38,19 +38,11 @@ import time
 import urllib.parse
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
 from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.envelope import (
-    BadRow,
-    Event,
-    RowDecoder,
-    StoredEvent,
-    format_timestamp,
-    parse_timestamp_ns,
-)
 from zymi_tui.events.hashchain import ChainRow, hash_v2
 from zymi_tui.events.location import redact_url
 from zymi_tui.events.store import (
@@ -62,6 +54,11 @@ from zymi_tui.events.store import (
     chain_by_stream,
     rows_from_events,
 )
+from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
+from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
+
+if TYPE_CHECKING:
+    from zymi_tui.events.envelope import Event
 
 # zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
 SCHEMA = """
@@ -239,6 +236,21 @@ async def ensure_schema(conn: asyncpg.Connection) -> None:
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('zymi-tui schema', 0))")
         await conn.execute(SCHEMA)
+
+
+async def schema_pool(url: str, *, max_size: int) -> asyncpg.Pool:
+    """A read-write pool on a store whose schema `ensure_schema` has made sure of (closed on failure)."""
+    pool = await connect_pool(url, read_only=False, max_size=max_size)
+    try:
+        async with pool.acquire() as conn:
+            await ensure_schema(conn)
+    except asyncpg.PostgresError as e:
+        await pool.close()
+        raise explain_pg_error(url, e) from None
+    except BaseException:
+        await pool.close()
+        raise
+    return pool
 
 
 def _steps_bounds(stream_id: str) -> tuple[str, str]:
@@ -493,17 +505,7 @@ class PostgresWriter:
 
     @classmethod
     async def open(cls, url: str) -> PostgresWriter:
-        pool = await connect_pool(url, read_only=False, max_size=WRITER_POOL)
-        try:
-            async with pool.acquire() as conn:
-                await ensure_schema(conn)
-        except asyncpg.PostgresError as e:
-            await pool.close()
-            raise explain_pg_error(url, e) from None
-        except BaseException:
-            await pool.close()
-            raise
-        return cls(url, pool)
+        return cls(url, await schema_pool(url, max_size=WRITER_POOL))
 
     async def close(self) -> None:
         await self._transactions.finish()

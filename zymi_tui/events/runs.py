@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from zymi_tui.events.envelope import BadRow, StoredEvent, format_timestamp, parse_timestamp_ns
-from zymi_tui.events.kinds import UserMessageReceived
 from zymi_tui.events.lean import (
     RUN_FIELDS,
     LeanError,
@@ -27,6 +25,8 @@ from zymi_tui.events.lean import (
     run_envelope,
 )
 from zymi_tui.events.store import EventReader, RawRow
+from zymi_tui.events.stored import BadRow, StoredEvent
+from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
 
 RUN_TAGS = ["pipeline_requested", "pipeline_completed", "resume_forked"]
 PAGE = 5000
@@ -192,7 +192,7 @@ def turn_ranges(run: Sequence[StoredEvent], turn_cids: Collection[str]) -> dict[
     for se in run:
         cid = se.event.correlation_id
         if cid is not None and cid in turn_cids and cid not in starts:
-            opened_by_message = prev is not None and isinstance(prev.event.kind, UserMessageReceived)
+            opened_by_message = prev is not None and prev.event.tag == "user_message_received"
             starts[cid] = prev.global_id if opened_by_message and prev is not None else se.global_id
         prev = se
     ordered = sorted((g, c) for c, g in starts.items())

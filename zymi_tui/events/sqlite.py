@@ -15,12 +15,11 @@ import stat
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
 from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.envelope import BadRow, Event, RowDecoder, StoredEvent
 from zymi_tui.events.hashchain import ChainRow, hash_v2
 from zymi_tui.events.store import (
     STEP_MARK,
@@ -32,7 +31,11 @@ from zymi_tui.events.store import (
     StreamInfo,
     stat_store_path,
 )
+from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
 from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
+
+if TYPE_CHECKING:
+    from zymi_tui.events.envelope import Event
 
 # zymi's DDL, verbatim (events/store/sqlite.rs), so `sqlite_master` reads the same.
 SCHEMA = """CREATE TABLE IF NOT EXISTS events (

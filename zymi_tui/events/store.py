@@ -12,11 +12,14 @@ import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from zymi_tui.errors import UserError
-from zymi_tui.events.envelope import BadRow, Event, StoredEvent
 from zymi_tui.events.hashchain import ChainRow
+from zymi_tui.events.stored import BadRow, StoredEvent
+
+if TYPE_CHECKING:
+    from zymi_tui.events.envelope import Event
 
 
 class StoreError(UserError):

@@ -32,7 +32,6 @@ from zymi_tui.context.masking import message_bytes
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
 from zymi_tui.errors import UserError
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import (
     ContextCompacted,
     LlmCallCompleted,
@@ -49,6 +48,7 @@ from zymi_tui.events.kinds import (
 )
 from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.reader import read_project
 
 PAGE = 2000
@@ -116,6 +116,12 @@ class CallContext:
     @property
     def message_count(self) -> int | None:
         return None if self.rendered is None else self.rendered.message_count
+
+    @property
+    def guessed(self) -> list[str]:
+        """What this call's rebuild guesses because no project (nor the store) says it."""
+        return [what for what, yes in (("Layer A", self.prefix_inferred),
+                                       ("the recorded knobs", self.knobs_source == UNKNOWN_KNOBS)) if yes]  # fmt: skip
 
 
 @dataclass

@@ -16,11 +16,11 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
 from zymi_tui.errors import UserError
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import RUN_TAGS, list_runs
 from zymi_tui.events.store import EventReader, StoreError, run_of, step_of
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
 from zymi_tui.tui.actions import Act, ActionScreen

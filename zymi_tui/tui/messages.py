@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.runs import RunSummary
+from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.model_graph import StepDef
 

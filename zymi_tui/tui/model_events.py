@@ -14,8 +14,8 @@ from datetime import datetime
 
 from zymi_tui.events import kinds as k
 from zymi_tui.events.describe import Line, describe, full_detail
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.store import step_of
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.safe_text import clean, wrap_cells
 
 RUN_GROUP = ""  # the group key of the run stream itself

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zymi_tui.events import kinds as k
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.store import step_of
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.levels import step_levels
 from zymi_tui.project.reader import read_project

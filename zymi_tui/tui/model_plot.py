@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from zymi_tui.events import kinds as k
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.store import step_of
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.model_events import RUN_GROUP
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.errors import UserError
-from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.kinds import LlmCallStarted, StepSkipped, WorkflowNodeStarted
 from zymi_tui.events.lean import LLM_CALL_STARTED, LeanError, envelope, payload
 from zymi_tui.events.runs import turn_ranges
 from zymi_tui.events.store import EventReader, run_of, step_prefix
+from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.project.reader import is_project, read_project
 from zymi_tui.tui.model import RunKey
 

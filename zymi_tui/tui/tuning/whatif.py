@@ -10,7 +10,6 @@ from pathlib import Path
 
 from zymi_tui.context.builder import ContextBuilder, RenderedContext
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.hashchain import ChainRow
 from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.store import (
@@ -23,6 +22,7 @@ from zymi_tui.events.store import (
     rows_from_events,
     run_of,
 )
+from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.replay.calls import CallContext, make_replayer, replay_store
 
 
