@@ -67,12 +67,6 @@ def write_sql(db: Path, statement: str, *params: object) -> None:
         con.close()
 
 
-@pytest.fixture
-def oracle_copy(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
-    name = getattr(request, "param", "coding_default")
-    return copy_store(oracle_db(name), tmp_path / name)
-
-
 def zymi_bin() -> str | None:
     """The real zymi-core 0.9.3 CLI: beside this Python (the venv's bin), else on PATH."""
     beside = Path(sys.executable).parent / "zymi"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import aiosqlite
 
 from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.hashchain import ChainRow, hash_v2
+from zymi_tui.events.hashchain import ChainRow, ScanRow, column_text, hash_v2
 from zymi_tui.events.store import (
     STEP_MARK,
     Page,
@@ -88,16 +88,11 @@ _TEXT = functools.partial(str, encoding="utf-8", errors="surrogateescape")
 _NOT_UTF8 = "Could not decode to UTF-8"
 
 
-def _text(value: object) -> str:
-    """A TEXT value as read, or a BLOB (a tampered row) as the text its bytes hold."""
-    return _TEXT(value) if isinstance(value, bytes) else str(value)
-
-
 def _chain_row(gid: int, event_id: Any, seq: Any, data: Any, prev: Any, digest: Any) -> ChainRow:
     """A row to hash: a BLOB is hashed as the bytes it holds (undecodable text goes back to its bytes)."""
     if type(data) is str and type(event_id) is str and type(prev) is str and type(digest) is str:
         return ChainRow(gid, event_id, seq, data, prev, digest)
-    return ChainRow(gid, _text(event_id), seq, _text(data), _text(prev), _text(digest))
+    return ChainRow(gid, column_text(event_id), seq, column_text(data), column_text(prev), column_text(digest))
 
 
 def _bind(text: str) -> str | bytes:
@@ -299,11 +294,11 @@ class SqliteReader(RowDecoder):
         for gid, stream_id, seq, data in rows:
             if type(stream_id) is not str or has_undecodable_bytes(stream_id):
                 what = "is not valid UTF-8 text" if type(stream_id) is str else "is not text"
-                self._bad(gid, escape_controls(_text(stream_id)), seq, f"the stream_id column {what}")
+                self._bad(gid, escape_controls(column_text(stream_id)), seq, f"the stream_id column {what}")
             elif type(seq) is not int:
                 self._bad(gid, stream_id, seq, f"the sequence column is not an integer: {str(seq)[:40]!r}")
             else:
-                out.append((gid, stream_id, seq, data if type(data) is str else _text(data)))
+                out.append((gid, stream_id, seq, data if type(data) is str else column_text(data)))
         return out
 
     def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
@@ -319,7 +314,7 @@ class SqliteReader(RowDecoder):
         rows = await self._fetch(
             "SELECT stream_id, COUNT(*), MIN(id), MAX(id) FROM events GROUP BY stream_id ORDER BY stream_id"
         )
-        return [StreamInfo(_text(s), n, lo, hi) for s, n, lo, hi in rows]
+        return [StreamInfo(column_text(s), n, lo, hi) for s, n, lo, hi in rows]
 
     async def _rows_after(self, after_global_id: int, limit: int) -> list[RawRow]:
         """The next `limit` rows after a global id. After a full page the following one is fetched
@@ -411,7 +406,7 @@ class SqliteReader(RowDecoder):
         )
         return [_chain_row(*r) for r in rows]
 
-    async def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+    async def chain_scan(self) -> AsyncIterator[list[ScanRow]]:
         """One pass over the table in global order, a page at a time (a query per stream would cost
         a round trip per stream: 50,000 of them on a 1M-event store)."""
         cols = "prev_hash, hash" if self._has_hash else "'', ''"
@@ -426,7 +421,7 @@ class SqliteReader(RowDecoder):
                     if len(rows) < CHAIN_PAGE
                     else asyncio.ensure_future(self._fetch(sql, (rows[-1][0], CHAIN_PAGE)))
                 )
-                yield [(_text(r[2]), _chain_row(r[0], r[1], r[3], r[4], r[5], r[6])) for r in rows]
+                yield rows
         finally:
             _drop(None if ahead is None else ((), ahead))
 
@@ -434,7 +429,7 @@ class SqliteReader(RowDecoder):
         if not self._has_heads:
             return {}
         rows = await self._fetch("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
-        return {_text(s): (seq, _text(h)) for s, seq, h in rows}
+        return {column_text(s): (seq, column_text(h)) for s, seq, h in rows}
 
 
 _SCHEMA_OBJECTS = ("events", "stream_heads", "idx_events_stream_seq", "idx_events_correlation", "idx_events_kind")

@@ -587,21 +587,8 @@ async def replay_store(
 ) -> AsyncIterator[CallContext]:
     """Every LLM call (and failed build) in store order, of the store as it was when the replay began
     (later events are not read). knobs=None: the recorded knobs."""
-    replayer = make_replayer(project, knobs)
-    ends = await stream_ends(reader)
-    replayer.forget_finished(ends)
-    top = max(ends.values(), default=0)
-    wanted = set(streams) if streams else None
-    async for se in replay_events(reader, streams):
-        if se.global_id > top:
-            break
-        replayer.feed(se)
-        for row in replayer.ready():
-            if wanted is None or row.stream_id in wanted:
-                yield row
-    for row in replayer.flush():
-        if wanted is None or row.stream_id in wanted:
-            yield row
+    async for _, row in replay_many(reader, project=project, knobs=[knobs], streams=streams):
+        yield row
 
 
 async def replay_many(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from zymi_tui.context.builder import ContextBuilder, RenderedContext
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.events.hashchain import ChainRow
+from zymi_tui.events.hashchain import ChainRow, ScanRow
 from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.store import (
     STEP_MARK,
@@ -87,7 +87,7 @@ class MemoryReader:
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         return []
 
-    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+    def chain_scan(self) -> AsyncIterator[list[ScanRow]]:
         return chain_by_stream(self)
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
