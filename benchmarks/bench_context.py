@@ -31,7 +31,7 @@ from pathlib import Path
 
 from zymi_tui.context.builder import ContextBuilder, Prefix
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.events.envelope import Event, StoredEvent, format_timestamp
+from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import (
     ContextCompacted,
     LlmCallCompleted,
@@ -42,6 +42,8 @@ from zymi_tui.events.kinds import (
 from zymi_tui.events.messages import AssistantMessage, ToolCallInfo
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.events.store import STEP_MARK
+from zymi_tui.events.stored import StoredEvent
+from zymi_tui.events.timestamps import format_timestamp
 from zymi_tui.replay.calls import make_replayer, replay_events, replay_store
 
 ROOT = Path(__file__).resolve().parents[1]

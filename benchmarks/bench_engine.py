@@ -1,24 +1,41 @@
 #!/usr/bin/env python3
-"""Engine benchmarks (demo model, no network).
+"""Engine benchmarks.
 
-    .venv/bin/python benchmarks/bench_engine.py [--turns 10,100,1000] [--iterations 20]
+    .venv/bin/python benchmarks/bench_engine.py [--pairs 5] [--checkout DIR] [--inner]
 
-1. Overhead per agent iteration (all time outside the model call: context build, event appends,
-   tool dispatch) on a step stream that already holds N turns (a long chat). Ours feeds the stream
-   to the incremental ContextBuilder once per step; the baseline, measured in the same run, does what
-   zymi does before every call: re-read the whole step stream from the store and rebuild from it.
-2. Appends per second to the store under serve with 4 concurrent chats, against raw sequential
-   appends of the same writer (the ceiling) measured in the same run.
+1. Whole process, as a person times it: `zymi run` and `zymi-tui run` of a recorded oracle scenario
+   (`coding_default`: one `run`, 26 LLM calls, 25 shell/file tool calls), against the harness's fake
+   model (tests/oracle/harness/fake_llm.py, replaying the recorded answers on loopback). Each run gets
+   a fresh copy of one project; zymi and ours alternate (the order turns each pair); median (min) wall
+   and CPU (user + system, the process and its children) of each, and ours/zymi. Every run must exit
+   0 and make the scenario's 26 requests, and each store must pass the real `zymi verify` and hold
+   the same events by kind as zymi's. One untimed warm-up run of each comes first; Python's bytecode
+   cache is on (as for an installed package) unless `--keep-env`. `--checkout DIR` also times the
+   zymi_tui package of another checkout (`python -m zymi_tui` with DIR on PYTHONPATH: a "before"
+   figure in the same run).
+2. (`--inner`) Overhead per agent iteration (all time outside the model call: context build, event
+   appends, tool dispatch) on a step stream that already holds N turns (a long chat). Ours feeds the
+   stream to the incremental ContextBuilder once per step; the baseline, measured in the same run,
+   does what zymi does before every call: re-read the whole step stream from the store and rebuild.
+3. (`--inner`) Appends per second to the store under serve with 4 concurrent chats, against raw
+   sequential appends of the same writer (the ceiling) measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import importlib.util
+import os
+import shutil
+import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,15 +183,141 @@ async def appends(tmp: Path, messages: int) -> tuple[float, float]:
         await close_runtime(rt)
 
 
+HARNESS = ROOT / "tests" / "oracle" / "harness"
+BIN = Path(sys.executable).parent
+ZYMI = BIN / "zymi"
+OURS = BIN / "zymi-tui"
+SCENARIO = "coding_default"
+CALLS = 26  # the scenario's LLM calls (tests/oracle/coding_default/requests.jsonl)
+
+
+def load_harness() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("make_stores", HARNESS / "make_stores.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int, str]:
+    """Wall seconds, CPU seconds (user + system, with the children it waited for), exit status, stderr."""
+    err = cwd / "stderr.txt"
+    with err.open("wb") as f:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=f)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, proc.returncode, err.read_text(errors="replace")[-2000:]
+
+
+def kinds(db: Path) -> collections.Counter[str]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return collections.Counter(k for (k,) in con.execute("SELECT kind_tag FROM events"))
+    finally:
+        con.close()
+
+
+def processes(pairs: int, checkout: str | None, tmp: Path, keep_env: bool) -> int:
+    ms = load_harness()
+    ms.ZYMI, ms.WORK = str(ZYMI), str(tmp / "work")
+    sc = ms.SCENARIOS[SCENARIO]
+    log = tmp / "requests.jsonl"
+    port = ms.free_port()
+    template, zhome = ms.build_project(SCENARIO, sc, port, None)
+    env = ms.child_env(zhome)
+    if not keep_env:  # as installed: Python's bytecode cache written (a warm-up run each) and read
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    engines: dict[str, tuple[list[str], dict[str, str]]] = {
+        "zymi": ([str(ZYMI)], env),
+        "zymi-tui": ([str(OURS)], env),
+    }
+    if checkout:
+        engines["before"] = ([sys.executable, "-m", "zymi_tui"], {**env, "PYTHONPATH": str(Path(checkout).resolve())})
+    task = sc["runs"][0]
+    fake_out = (tmp / "fake_llm.out").open("w")
+    fake = subprocess.Popen(
+        [sys.executable, str(HARNESS / "fake_llm.py"), "--port", str(port), "--log", str(log)],
+        stdin=subprocess.DEVNULL, stdout=fake_out, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in engines}
+    reference: collections.Counter[str] | None = None
+    problems: list[str] = []
+    try:
+        if not ms.wait_port(port):
+            print("bench_engine: the fake model did not start", file=sys.stderr)
+            return 2
+        names = list(engines)
+        for name in names:  # warm-up, not timed: bytecode caches, page cache
+            cmd, run_env = engines[name]
+            folder = tmp / f"{name}-warm-up"
+            shutil.copytree(template, folder)
+            timed([*cmd, "--no-venv", "run", sc["pipeline"], "-i", f"task={task}"], folder, run_env)
+            shutil.rmtree(folder)
+        for i in range(pairs):
+            order = names[i % len(names) :] + names[: i % len(names)]  # each engine leads in turn
+            for name in order:
+                cmd, run_env = engines[name]
+                folder = tmp / f"{name}-{i}"
+                shutil.copytree(template, folder)
+                sent = log.read_text().count("\n") if log.exists() else 0
+                wall, cpu, code, err = timed(
+                    [*cmd, "--no-venv", "run", sc["pipeline"], "-i", f"task={task}"], folder, run_env
+                )
+                calls = log.read_text().count("\n") - sent
+                figures[name].append((wall, cpu))
+                if code != 0 or calls != CALLS:
+                    problems.append(f"{name} run {i}: exit {code}, {calls} requests (want 0, {CALLS}): {err}")
+                check = subprocess.run(
+                    [str(ZYMI), "--no-venv", "verify", "-d", str(folder)], capture_output=True, text=True
+                )
+                if check.returncode != 0:
+                    problems.append(f"{name} run {i}: zymi verify failed: {check.stdout[-500:]}{check.stderr[-500:]}")
+                got = kinds(folder / ".zymi" / "events.db")
+                if name == "zymi":
+                    reference = got
+                elif reference is not None and got != reference:
+                    problems.append(f"{name} run {i}: events by kind {dict(got)} != zymi's {dict(reference)}")
+                shutil.rmtree(folder)
+    finally:
+        ms.stop(fake, "fake_llm", [])
+        fake_out.close()
+    print(f"1. `run` of the {SCENARIO} scenario ({CALLS} LLM calls, fake model), whole process, {pairs} pairs")
+    print("   (PYTHONDONTWRITEBYTECODE kept as set)" if keep_env else "   (bytecode cache on, as an installed package)")
+    print(f"{'engine':10} {'wall s: median (min)':>22} {'CPU s: median (min)':>22} {'wall / zymi':>12}")
+    base = statistics.median(w for w, _ in figures["zymi"])
+    for name, runs in figures.items():
+        walls, cpus = [w for w, _ in runs], [c for _, c in runs]
+        print(
+            f"{name:10} {statistics.median(walls):>13.3f} ({min(walls):.3f}) "
+            f"{statistics.median(cpus):>13.3f} ({min(cpus):.3f}) {statistics.median(walls) / base:>11.2f}x"
+        )
+    print("aim: zymi-tui wall <= 1.2x zymi's")
+    print("stores: every run exited 0, made 26 requests, passed `zymi verify`, same events by kind as zymi's"
+          if not problems else "PROBLEMS:\n  " + "\n  ".join(problems))  # fmt: skip
+    return 1 if problems else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", type=int, default=5, help="runs of each engine in part 1 (default 5)")
+    ap.add_argument("--checkout", help="part 1 also times the zymi_tui package of this folder (a 'before')")
+    ap.add_argument("--keep-env", action="store_true", help="part 1: keep PYTHONDONTWRITEBYTECODE if set")
+    ap.add_argument("--inner", action="store_true", help="run parts 2 and 3 (in-process) instead of part 1")
     ap.add_argument("--turns", default="10,100,1000", help="history sizes in turns (default 10,100,1000)")
     ap.add_argument("--messages", type=int, default=5, help="messages per chat in the serve benchmark")
     ap.add_argument("--repeat", type=int, default=3, help="runs per history size (the median is shown)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.turns.split(",")]
+    if not args.inner:
+        if not ZYMI.exists():
+            print("bench_engine: zymi is not installed in this venv (pip install -e '.[test]')", file=sys.stderr)
+            return 2
+        with tempfile.TemporaryDirectory(prefix="bench_engine_") as tmp:
+            return processes(args.pairs, args.checkout, Path(tmp), args.keep_env)
     with tempfile.TemporaryDirectory() as tmp:
-        print("1. overhead per agent iteration outside the model call (demo model)")
+        print("2. overhead per agent iteration outside the model call (demo model)")
         print(
             f"{'turns':>7} {'ours ms/it':>11} {'of which request':>17} {'zymi-style ms/it':>17} {'ratio':>7} "
             f"{'history load ms (once)':>23}"
@@ -194,7 +337,7 @@ def main() -> int:
             )
             print("(ours grows only with the request itself: the messages to send are materialised each call;")
             print(" the context build is O(1); the zymi-style baseline re-reads and rebuilds the whole stream)")
-        print("\n2. store appends under serve, 4 concurrent chats (demo model)")
+        print("\n3. store appends under serve, 4 concurrent chats (demo model)")
         served, raw = asyncio.run(appends(Path(tmp), args.messages))
         print(f"  {served:8.0f} events/s while serving 4 chats; raw sequential appends {raw:8.0f}/s; "
               f"ratio {served / raw:.2f}")  # fmt: skip

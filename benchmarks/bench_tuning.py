@@ -32,13 +32,15 @@ from textual.widgets import Input
 
 from zymi_tui.context.builder import ContextBuilder, Prefix
 from zymi_tui.context.knobs import PROFILES, ContextKnobs
-from zymi_tui.events.envelope import Event, StoredEvent, format_timestamp
+from zymi_tui.events.envelope import Event
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, LlmCallStarted, ToolCallCompleted
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.messages import AssistantMessage, ToolCallInfo
 from zymi_tui.events.sqlite import SqliteWriter
 from zymi_tui.events.store import EventReader
+from zymi_tui.events.stored import StoredEvent
+from zymi_tui.events.timestamps import format_timestamp
 from zymi_tui.replay.calls import replay_store
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS
 from zymi_tui.tui.tuning.app import TuningApp

@@ -57,10 +57,14 @@ def copy_store(src: Path, dst_dir: Path) -> Path:
     return dst
 
 
-@pytest.fixture
-def oracle_copy(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
-    name = getattr(request, "param", "coding_default")
-    return copy_store(oracle_db(name), tmp_path / name)
+def write_sql(db: Path, statement: str, *params: object) -> None:
+    """One write to a copied store with plain sqlite3 (how a test tampers with it), committed."""
+    con = sqlite3.connect(db)
+    try:
+        con.execute(statement, params)
+        con.commit()
+    finally:
+        con.close()
 
 
 def zymi_bin() -> str | None:

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import ORACLE
-from zymi_tui.events.envelope import Event, StoredEvent
+from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import ContextCompacted, UnknownKind, parse_kind
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+from zymi_tui.events.stored import StoredEvent
 
 MARKUP = " [/x] [bold]b[/bold] [[a]] [link=https://example.com]l[/link] [compacted history] [[script:m5]] сообщение"
 ESCAPES = " \x1b[2J\x1b[H\x1b[41;97mRED\x1b[0m \x1b]0;pwned\x07 \x9b31m \x1b[?1049l"

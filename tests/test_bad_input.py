@@ -25,7 +25,7 @@ import pytest
 
 from tests.waiting import LIMIT
 
-from .conftest import copy_store, oracle_db, zymi_tui_bin
+from .conftest import copy_store, oracle_db, write_sql, zymi_tui_bin
 
 SCENARIO = "coding_default"
 STEP = ":step:work"
@@ -48,15 +48,7 @@ def _ids(db: Path) -> tuple[str, int, int]:
 
 
 def _set_data(db: Path, row: int, data: bytes, *, as_blob: bool = False) -> None:
-    con = sqlite3.connect(db)
-    sql = (
-        "UPDATE events SET data = ? WHERE id = ?"
-        if as_blob
-        else "UPDATE events SET data = CAST(? AS TEXT) WHERE id = ?"
-    )
-    con.execute(sql, (data, row))
-    con.commit()
-    con.close()
+    write_sql(db, f"UPDATE events SET data = {'?' if as_blob else 'CAST(? AS TEXT)'} WHERE id = ?", data, row)
 
 
 def _data(db: Path, row: int) -> bytes:
@@ -132,102 +124,96 @@ def _reading_case(db: Path, bad: list[int], run: str, *, verify: int = 0, runs_b
     return Case(str(db), [db], exits={"verify": verify}, skipped=skipped, context_stream=run + STEP)
 
 
-def blob_data(tmp: Path) -> Case:
-    """`data` stored as a BLOB holding the same UTF-8 bytes: read as the text it holds."""
+def _tamper(tmp: Path, edit: Callable[[Path, int], None], *, rechained: bool = False) -> tuple[Path, str, list[int]]:
+    """The oracle store copied, `edit` applied to its first ToolCallCompleted row and its
+    PipelineCompleted row, and (`rechained`) its chain recomputed: (store, run stream, those rows)."""
     db = _copy(tmp)
     run, tool, done = _ids(db)
     for row in (tool, done):
-        _set_data(db, row, _data(db, row), as_blob=True)
+        edit(db, row)
+    if rechained:
+        rechain(db)
+    return db, run, [tool, done]
+
+
+def _deepen(depth: int, *, kind: bytes | None = None) -> Callable[[Path, int], None]:
+    """An edit nesting `depth` arrays inside the row's payload (and renaming its kind to `kind`)."""
+
+    def edit(db: Path, row: int) -> None:
+        data = _with_extra(_data(db, row), _nested(depth))
+        if kind is not None:
+            data = data.replace(b'"type":"ToolCallCompleted"', kind).replace(b'"type":"PipelineCompleted"', kind)
+        _set_data(db, row, data)
+
+    return edit
+
+
+def _bad_utf8(db: Path, row: int) -> None:
+    """One byte of the row's tool result (`source`) replaced by 0xff."""
+    data = _data(db, row)
+    i = data.index(b'"source":"') + len(b'"source":"')
+    _set_data(db, row, data[:i] + b"\xff" + data[i + 1 :])
+
+
+def _sql(statement: str) -> Callable[[Path, int], None]:
+    """An edit running one UPDATE on the row (`?` is its id)."""
+    return lambda db, row: write_sql(db, statement, row)
+
+
+def blob_data(tmp: Path) -> Case:
+    """`data` stored as a BLOB holding the same UTF-8 bytes: read as the text it holds."""
+    db, run, _ = _tamper(tmp, lambda db, row: _set_data(db, row, _data(db, row), as_blob=True))
     return Case(str(db), [db], context_stream=run + STEP)
 
 
 def blob_binary(tmp: Path) -> Case:
     """`data` a BLOB of bytes that are not text: those rows skipped, and the chain broken there."""
-    db = _copy(tmp)
-    run, tool, done = _ids(db)
-    for row in (tool, done):
-        _set_data(db, row, b"\x00\xff\xfe binary \x80", as_blob=True)
-    return _reading_case(db, [tool, done], run, verify=1)
+    db, run, bad = _tamper(tmp, lambda db, row: _set_data(db, row, b"\x00\xff\xfe binary \x80", as_blob=True))
+    return _reading_case(db, bad, run, verify=1)
 
 
 def deep_json(tmp: Path) -> Case:
     """100,000 nested arrays inside a payload (the chain recomputed, so only reading is tested)."""
-    db = _copy(tmp)
-    run, tool, done = _ids(db)
-    for row in (tool, done):
-        _set_data(db, row, _with_extra(_data(db, row), _nested(100_000)))
-    rechain(db)
-    return _reading_case(db, [tool, done], run)
+    db, run, bad = _tamper(tmp, _deepen(100_000), rechained=True)
+    return _reading_case(db, bad, run)
 
 
 def deep_json_unknown_kind(tmp: Path) -> Case:
     """An unknown kind whose payload nests 100,000 deep: an unknown kind is kept, so it must not be walked."""
-    db = _copy(tmp)
-    run, tool, done = _ids(db)
-    for row in (tool, done):
-        data = _with_extra(_data(db, row), _nested(100_000))
-        data = data.replace(b'"type":"ToolCallCompleted"', b'"type":"FromTheFuture"')
-        data = data.replace(b'"type":"PipelineCompleted"', b'"type":"FromTheFuture"')
-        _set_data(db, row, data)
-    rechain(db)
-    return _reading_case(db, [tool, done], run)
+    db, run, bad = _tamper(tmp, _deepen(100_000, kind=b'"type":"FromTheFuture"'), rechained=True)
+    return _reading_case(db, bad, run)
 
 
 def medium_deep_json(tmp: Path) -> Case:
     """900 deep: past pydantic's JSON limit, within Python's json: read, never a RecursionError later."""
-    db = _copy(tmp)
-    run, tool, done = _ids(db)
-    for row in (tool, done):
-        _set_data(db, row, _with_extra(_data(db, row), _nested(900)))
-    rechain(db)
+    db, run, _ = _tamper(tmp, _deepen(900), rechained=True)
     return Case(str(db), [db], context_stream=run + STEP)
 
 
 def bad_utf8_data(tmp: Path) -> Case:
     """One byte of a tool result replaced by 0xff (chain recomputed over the raw bytes: it holds)."""
-    db = _copy(tmp)
-    run, tool, done = _ids(db)
-    for row in (tool, done):
-        data = _data(db, row)
-        i = data.index(b'"source":"') + len(b'"source":"')
-        _set_data(db, row, data[:i] + b"\xff" + data[i + 1 :])
-    rechain(db)
-    return _reading_case(db, [tool, done], run)
+    db, run, bad = _tamper(tmp, _bad_utf8, rechained=True)
+    return _reading_case(db, bad, run)
 
 
 def bad_utf8_data_tampered(tmp: Path) -> Case:
     """The same, without recomputing the chain: verify names the broken stream, exit 1."""
-    db = _copy(tmp)
-    run, tool, done = _ids(db)
-    for row in (tool, done):
-        data = _data(db, row)
-        i = data.index(b'"source":"') + len(b'"source":"')
-        _set_data(db, row, data[:i] + b"\xff" + data[i + 1 :])
-    return _reading_case(db, [tool, done], run, verify=1)
+    db, run, bad = _tamper(tmp, _bad_utf8)
+    return _reading_case(db, bad, run, verify=1)
 
 
 def bad_utf8_stream_id(tmp: Path) -> Case:
     """The `stream_id` column of two rows ends with 0xff: they are skipped; verify sees the gaps (exit 1)."""
-    db = _copy(tmp)
-    run, tool, done = _ids(db)
-    con = sqlite3.connect(db)
-    for row in (tool, done):
-        con.execute("UPDATE events SET stream_id = CAST(CAST(stream_id AS BLOB) || x'ff' AS TEXT) WHERE id = ?", (row,))
-    con.commit()
-    con.close()
-    return _reading_case(db, [tool, done], run, verify=1)
+    db, run, bad = _tamper(
+        tmp, _sql("UPDATE events SET stream_id = CAST(CAST(stream_id AS BLOB) || x'ff' AS TEXT) WHERE id = ?")
+    )
+    return _reading_case(db, bad, run, verify=1)
 
 
 def text_sequence(tmp: Path) -> Case:
     """A `sequence` column holding text: that row skipped."""
-    db = _copy(tmp)
-    run, tool, done = _ids(db)
-    con = sqlite3.connect(db)
-    for row in (tool, done):
-        con.execute("UPDATE events SET sequence = 'seven' WHERE id = ?", (row,))
-    con.commit()
-    con.close()
-    return _reading_case(db, [tool, done], run, verify=1)
+    db, run, bad = _tamper(tmp, _sql("UPDATE events SET sequence = 'seven' WHERE id = ?"))
+    return _reading_case(db, bad, run, verify=1)
 
 
 def fifo(tmp: Path) -> Case:

@@ -9,19 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from textual.pilot import Pilot
 
 from tests.test_chat_support import SIZE, chat_app, chat_screen, demo_project, send
 from zymi_tui.tui.chat.widgets import PromptInput
 
 MESSAGES = ["hello, what is in billing?", "audit all modules"]
-
-
-@pytest.fixture(autouse=True)
-def _no_user_profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only the built-in profiles, whatever the machine's profiles.yml holds."""
-    monkeypatch.setenv("ZYMI_TUI_CONFIG_DIR", str(tmp_path / "config"))
 
 
 async def _two_messages(pilot: Pilot[Any]) -> None:

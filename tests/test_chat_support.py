@@ -15,8 +15,8 @@ from textual.pilot import Pilot
 from tests.waiting import LIMIT
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, Provider
 from zymi_tui.engine.providers.demo_workspace import write_demo_project
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.chat.app import ChatApp
 from zymi_tui.tui.chat.screen import ChatScreen
 from zymi_tui.tui.chat.session import ChatOptions, TimedProvider
@@ -87,6 +87,13 @@ def timed(app: ChatApp) -> TimedProvider:
     provider = app.session.rt.provider
     assert isinstance(provider, TimedProvider)
     return provider
+
+
+def capture_requests(app: ChatApp) -> Capture:
+    """The app's provider wrapped in a `Capture`: every request sent from now on is kept."""
+    provider = timed(app)
+    capture = provider.inner = Capture(provider.inner)
+    return capture
 
 
 async def wait_for(pilot: Pilot[Any], condition: Any, timeout: float = LIMIT) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from zymi_tui import commands
 from zymi_tui.cli import build_parser
 from zymi_tui.commands import COMMANDS
 
+ORACLE = Path(__file__).resolve().parent / "oracle"
 HEAVY = ("pydantic", "textual", "rich", "asyncio", "aiosqlite", "asyncpg", "httpx", "yaml", "zymi_tui.events")
 
 
@@ -41,10 +43,48 @@ def test_version_and_help_import_nothing_heavy(argv: list[str]) -> None:
 
 
 def test_a_command_imports_its_own_module_only() -> None:
-    loaded = modules_after("runs", "--help")
+    loaded = modules_after("events", "--help")
     assert "zymi_tui.commands.store_cmds" in loaded
     assert not [m for m in loaded if m.endswith("_cmds") and m != "zymi_tui.commands.store_cmds"]
     assert not [m for m in loaded if m.startswith("textual")]
+
+
+def modules_after_running(*argv: str) -> set[str]:
+    """The modules a fresh interpreter holds after running `zymi-tui ARGV` to its end (exit 0)."""
+    code = (
+        "import sys\n"
+        "from zymi_tui.cli import main\n"
+        f"code = main({list(argv)!r})\n"
+        "print('\\n'.join(sys.modules), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=LIMIT)
+    assert done.returncode == 0, done.stderr
+    return set(done.stderr.split())
+
+
+LEAN_READERS = ("pydantic", "textual", "zymi_tui.events.envelope", "zymi_tui.events.kinds")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["runs"], ["runs", "--turns", "--raw"], ["verify"]],
+    ids=" ".join,
+)
+def test_lean_readers_never_load_the_event_model(argv: list[str]) -> None:
+    """Listing runs and checking the chain read a few fields (msgspec) or the raw columns:
+    the pydantic model of every kind (and Textual) is never imported, not even after the run."""
+    store = str(ORACLE / "chat_profile" / "events.db")
+    loaded = modules_after_running(argv[0], store, *argv[1:])
+    assert "zymi_tui.events.sqlite" in loaded  # the store was really read
+    assert not [m for m in loaded if m.startswith(LEAN_READERS)]
+
+
+def test_a_whole_event_loads_the_model() -> None:
+    """The check above can fail: showing events as text decodes them with the pydantic model."""
+    loaded = modules_after_running("events", str(ORACLE / "chat_profile" / "events.db"), "-l", "3")
+    assert "zymi_tui.events.envelope" in loaded
+    assert "pydantic" in loaded
 
 
 def test_every_command_module_is_in_the_table() -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from zymi_tui.context.builder import COMPACTED_HEADER, ContextBuilder, Prefix
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.masking import mask_assistant, mask_tool_result, memory_text, message_bytes
-from zymi_tui.events.envelope import Event, StoredEvent, format_timestamp
+from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import (
     AssistantMessage,
@@ -27,6 +27,8 @@ from zymi_tui.events.messages import (
     UserMessage,
     to_wire,
 )
+from zymi_tui.events.stored import StoredEvent
+from zymi_tui.events.timestamps import format_timestamp
 
 STREAM = "run-1:step:work"
 TOOLS = ["read_file", "execute_shell_command", "write_memory", "custom"]

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from textual.pilot import Pilot
 from textual.screen import Screen
@@ -16,7 +15,7 @@ from textual.widgets import Input, OptionList, Static
 
 from tests.conftest import zymi_tui_bin
 from tests.tui_support import make_app, scenario_copy
-from tests.waiting import LIMIT
+from tests.waiting import pilot_until
 from zymi_tui.tui.advice import AdviceScreen
 from zymi_tui.tui.app import MainScreen
 from zymi_tui.tui.life import LifeScreen
@@ -29,11 +28,16 @@ def cli_json(*args: str) -> Any:
     return json.loads(out)
 
 
-async def until(pilot: Pilot[None], ready: Callable[[], bool], timeout: float = LIMIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        assert time.monotonic() < deadline, "timed out"
-        await pilot.pause(0.05)
+S = TypeVar("S", bound=Screen[Any])
+
+
+async def open_by_key(pilot: Pilot[None], key: str, kind: type[S], loaded: Callable[[S], object]) -> S:
+    """Press `key` and wait until the screen it opens, a `kind`, has `loaded`."""
+    await pilot.press(key)
+    await pilot_until(pilot, lambda: isinstance(pilot.app.screen, kind) and loaded(pilot.app.screen))
+    screen = pilot.app.screen
+    assert isinstance(screen, kind)
+    return screen
 
 
 def text_of(screen: Screen[Any], selector: str) -> str:
@@ -46,7 +50,7 @@ async def dashboard_ready(pilot: Pilot[None]) -> MainScreen:
     def ready() -> bool:
         return isinstance(app.screen, MainScreen) and bool(app.screen.events.events) and not app.screen.loading
 
-    await until(pilot, ready)
+    await pilot_until(pilot, ready)
     assert isinstance(app.screen, MainScreen)
     return app.screen
 
@@ -64,10 +68,7 @@ async def test_message_life_grid_cursor_find_and_whatif(tmp_path: Path) -> None:
     app = make_app(db)
     async with app.run_test(size=(140, 40)) as pilot:
         await dashboard_ready(pilot)
-        await pilot.press("L")
-        await until(pilot, lambda: isinstance(app.screen, LifeScreen) and app.screen.life is not None)
-        screen = app.screen
-        assert isinstance(screen, LifeScreen)
+        screen = await open_by_key(pilot, "L", LifeScreen, lambda s: s.life is not None)
         head, detail = text_of(screen, "#life-head"), text_of(screen, "#life-detail")
         assert "rows by rent" in head and "█ in full" in head and "▒ masked" in head
         # the top row by rent, at the last call: what `zymi-tui context` says of that message there
@@ -85,7 +86,7 @@ async def test_message_life_grid_cursor_find_and_whatif(tmp_path: Path) -> None:
         assert "Listing the workspace" in detail and "1 message(s) match" in detail
         # what-if: the chat profile, cells that change marked, the message's state under it from the CLI
         await pilot.press("p")
-        await until(pilot, lambda: screen.whatif is not None)
+        await pilot_until(pilot, lambda: screen.whatif is not None)
         head, detail = text_of(screen, "#life-head"), text_of(screen, "#life-detail")
         assert "what-if (chat)" in head
         changed = int(head.split(" cell(s) change")[0].split()[-1])
@@ -105,26 +106,20 @@ async def test_advice_panel_edit_and_fork_keys(tmp_path: Path) -> None:
     app = make_app(db)
     async with app.run_test(size=(150, 45)) as pilot:
         await dashboard_ready(pilot)
-        await pilot.press("A")
-        await until(pilot, lambda: isinstance(app.screen, AdviceScreen) and app.screen.advice is not None)
-        screen = app.screen
-        assert isinstance(screen, AdviceScreen)
+        screen = await open_by_key(pilot, "A", AdviceScreen, lambda s: s.advice is not None)
         assert screen.query_one(OptionList).option_count == len(advice["findings"])
         detail = text_of(screen, "#advice-detail")
         assert detail.startswith("hard_cap_exceeded") and first["recommendation"]["effect"]["profile"] in detail
-        await pilot.press("e")
-        await until(pilot, lambda: isinstance(app.screen, TuningScreen) and app.screen.ready)
-        editor = app.screen
-        assert isinstance(editor, TuningScreen)
-        await until(pilot, lambda: editor.query_one("#knob-observation_window", Input).value == str(
+        editor = await open_by_key(pilot, "e", TuningScreen, lambda s: s.ready)
+        await pilot_until(pilot, lambda: editor.query_one("#knob-observation_window", Input).value == str(
             knobs["observation_window"]))  # fmt: skip
         for name, value in knobs.items():
             assert editor.query_one(f"#knob-{name}", Input).value == ("off" if value is None else str(value))
         assert editor.stream_id == first["call"]["stream_id"]
         await pilot.press("escape")
-        await until(pilot, lambda: isinstance(app.screen, AdviceScreen))
+        await pilot_until(pilot, lambda: isinstance(app.screen, AdviceScreen))
         await pilot.press("f")
-        await until(pilot, lambda: isinstance(app.screen, ForkModal))
+        await pilot_until(pilot, lambda: isinstance(app.screen, ForkModal))
         body = ""
 
         def planned() -> bool:
@@ -132,7 +127,7 @@ async def test_advice_panel_edit_and_fork_keys(tmp_path: Path) -> None:
             body = text_of(app.screen, "#fork-body")
             return f"observation_window={knobs['observation_window']}" in body
 
-        await until(pilot, planned)
+        await pilot_until(pilot, planned)
         assert f"min_tail_turns={knobs['min_tail_turns']}" in body
         await pilot.press("escape")
 
@@ -155,13 +150,12 @@ async def test_inspector_diff_and_export(tmp_path: Path, monkeypatch: Any) -> No
     async with app.run_test(size=(120, 40)) as pilot:
         main = await dashboard_ready(pilot)
         assert main.events.jump_to(int(gid))  # type: ignore[call-overload]
-        await pilot.press("i")
-        await until(pilot, lambda: isinstance(app.screen, InspectorScreen) and app.screen.rebuilt is not None)
+        await open_by_key(pilot, "i", InspectorScreen, lambda s: s.rebuilt is not None)
         summary = text_of(app.screen, "#summary")
         assert "vs the previous call" in summary and "added" in summary
         assert "masked by observation_window=10" in summary  # the 12th call masks: the prefix breaks there
         await pilot.press("ctrl+o")
-        await until(pilot, lambda: any(out.glob("*.json")))
+        await pilot_until(pilot, lambda: any(out.glob("*.json")))
     cli = cli_json("context", str(db), "--project", str(db.parent / "project"), "--stream", str(stream),
                    "--seq", str(seq), "--format", "json")  # fmt: skip
     (body_file,) = out.glob("*.json")

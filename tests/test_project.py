@@ -221,6 +221,31 @@ def test_strict_accepts_a_store_with_its_project(beside: Path) -> None:
     assert cli("replay", str(beside), "--strict").returncode == 0
 
 
+WHOLE_STORE = [["compare", "--profiles", "recorded,chat", "--format", "json"],
+               ["sweep", "--window", "2,4", "--soft-cap", "40k", "--json", "--workers", "1"],
+               ["replay", "--compare", "recorded,chat", "--json"]]  # fmt: skip
+WHOLE_STORE_IDS = ["compare", "sweep", "replay-compare"]
+
+
+@pytest.mark.parametrize("argv", WHOLE_STORE, ids=WHOLE_STORE_IDS)
+def test_compare_and_sweep_strict_refuse_to_guess_without_a_project(tmp_path: Path, argv: list[str]) -> None:
+    db = copy_store(ORACLE / "chat_profile" / "events.db", tmp_path / "lone")
+    assert cli(argv[0], str(db), *argv[1:]).returncode == 0  # without --strict: estimates, marked as such
+    refused = cli(argv[0], str(db), *argv[1:], "--strict")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert "--strict: Layer A and the recorded knobs of chat-42:step:reply would be guessed" in refused.stderr
+    assert "--project DIR" in refused.stderr
+
+
+@pytest.mark.parametrize("argv", WHOLE_STORE, ids=WHOLE_STORE_IDS)
+def test_compare_and_sweep_strict_change_nothing_with_the_project(beside: Path, argv: list[str]) -> None:
+    plain = cli(argv[0], str(beside), *argv[1:])
+    strict = cli(argv[0], str(beside), *argv[1:], "--strict")
+    assert plain.returncode == strict.returncode == 0 and plain.stdout.strip()
+    assert strict.stdout == plain.stdout
+
+
 def test_knobs_our_engine_recorded_are_read_from_the_store(tmp_path: Path) -> None:
     """The bundled sample (made by our engine) alone: its knobs come from its WorkflowNodeStarted events."""
     sample = Path(__file__).resolve().parents[1] / "zymi_tui" / "data" / "sample" / "chat_session" / "events.db"

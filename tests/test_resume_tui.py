@@ -184,7 +184,8 @@ def test_cost_prices_the_recorded_usage_per_model(compared: dict[str, Any]) -> N
 
 
 def _stored(project: Path, run: str) -> list[Any]:
-    from zymi_tui.events.envelope import StoredEvent, decode_event
+    from zymi_tui.events.envelope import decode_event
+    from zymi_tui.events.stored import StoredEvent
 
     return [
         StoredEvent(gid, decode_event(data, seq), data)

@@ -12,9 +12,9 @@ import pytest
 
 from tests.waiting import LIMIT
 from zymi_tui.events import sqlite as backend
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
 from zymi_tui.events.store import EventReader, StoreLocked
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.tail import tail
 
 from .conftest import copy_store, oracle_db

@@ -14,7 +14,7 @@ from zymi_tui.events.hashchain import StreamVerdict
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.events.verify import verify_store
 
-from .conftest import SCENARIOS, copy_store, oracle_db, requires_zymi, zymi_bin
+from .conftest import SCENARIOS, copy_store, oracle_db, requires_zymi, write_sql, zymi_bin
 
 
 async def verify(db: Path, stream: str | None = None) -> dict[str, StreamVerdict]:
@@ -164,10 +164,7 @@ async def test_the_real_engine_agrees(tmp_path: Path) -> None:
     make_mixed_store(mixed)
     bad = copy_store(oracle_db("coding_default"), tmp_path / "bad")
     gid, stream, _ = pick_row(bad)
-    con = sqlite3.connect(bad)
-    con.execute('UPDATE events SET data = replace(data, \'"source":"\', \'"source":"x\') WHERE id = ?', (gid,))
-    con.commit()
-    con.close()
+    write_sql(bad, 'UPDATE events SET data = replace(data, \'"source":"\', \'"source":"x\') WHERE id = ?', gid)
     for db, ok in ((good, True), (mixed, True), (bad, False)):
         run = zymi_verify(db)
         assert (run.returncode == 0) is ok, run.stdout + run.stderr

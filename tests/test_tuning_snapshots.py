@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from textual.widgets import Input, Static
 
 from tests.conftest import ORACLE
@@ -20,11 +19,6 @@ from zymi_tui.tui.tuning.editor import TuningScreen
 from zymi_tui.tui.tuning.sweep_screen import SweepScreen
 
 SIZE = (150, 45)
-
-
-@pytest.fixture(autouse=True)
-def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ZYMI_TUI_CONFIG_DIR", str(tmp_path))
 
 
 def store(name: str) -> tuple[SqliteStore, Path]:

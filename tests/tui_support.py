@@ -67,7 +67,7 @@ async def settle(app: DashboardApp, pilot: object, *, timeout: float = LIMIT) ->
         await asyncio.sleep(0)
 
 
-async def append_copy_of_run(db: Path, *, extra_llm_calls: int = 0) -> str:
+async def append_copy_of_run(db: Path) -> str:
     """Append, as another writer would, a fresh copy of the store's first run (new ids); returns its stream."""
     import uuid
 

@@ -42,8 +42,14 @@ from .common import (
     run_async,
     shown,
 )
-from .export_cmds import project_bodies, row_body
-from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
+from .flags import (
+    add_runs_filter,
+    add_step_args,
+    add_strict_arg,
+    refuse_guess,
+    resolve_step_stream,
+    run_step_streams,
+)
 
 PREFIX_BASIS = "per step run, the first recorded call minus the rest rebuilt"
 
@@ -59,10 +65,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="override one knob (repeatable), e.g. --set observation_window=4 --set forget_after_turns=off",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="one JSON object per line")
-    p.add_argument(
-        "--strict", action="store_true",
-        help="refuse to guess: fail when no project (nor the store) gives Layer A or the recorded knobs",
-    )  # fmt: skip
+    add_strict_arg(p)
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
@@ -99,19 +102,6 @@ def _setup(args: argparse.Namespace) -> tuple[StoreLocation, Path | None, Contex
     if knobs == base:
         knobs = None  # the recorded knobs: a plain replay, not a what-if
     return location, project, knobs
-
-
-def refuse_guess(row: CallContext, strict: bool) -> None:
-    """With --strict, a call whose Layer A or recorded knobs would be guessed stops the command."""
-    if not strict:
-        return
-    guessed = [what for what, yes in (("Layer A", row.prefix_inferred),
-                                      ("the recorded knobs", row.knobs_source == UNKNOWN_KNOBS)) if yes]  # fmt: skip
-    if guessed:
-        raise CommandError(
-            f"--strict: {' and '.join(guessed)} of {row.stream_id} would be guessed: no project describes this store",
-            hint="pass --project DIR, or leave out --strict to see an estimate marked as one",
-        )
 
 
 def knobs_line(sources: set[str], described: set[str], project: Path | None) -> tuple[str, str]:
@@ -348,6 +338,9 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
 
 
 async def _context(args: argparse.Namespace) -> int:
+    # the request body needs the engine's providers and tools: imported by `context` only, not by `replay`
+    from .export_cmds import project_bodies, row_body
+
     location, project, knobs = _setup(args)
     reader: EventReader = await open_reader(location)
     try:

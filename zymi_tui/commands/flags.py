@@ -4,7 +4,9 @@
   `zymi-tui runs` lists them;
 - `--step-stream STEP_STREAM`: a step stream (`<run>:step:<step id>`), where a step's LLM and tool
   calls are recorded;
-- STORE and `-d/--dir DIR` (`common.add_store_arg`): where the store is.
+- STORE and `-d/--dir DIR` (`common.add_store_arg`): where the store is;
+- `--strict`: refuse to guess (`refuse_guess`): one line and exit 2 where no project (nor the store)
+  gives a call's Layer A or the recorded knobs.
 
 The spellings the commands used before (`--stream` for either kind, `events -s` as in zymi) are still
 accepted, hidden from the help. Each of these flags remembers how it was typed, so that an error names
@@ -15,11 +17,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of, step_of, step_prefix
 
 from .common import CommandError
+
+if TYPE_CHECKING:
+    from zymi_tui.replay.calls import CallContext
 
 RUN_HELP = "a run stream, as `zymi-tui runs` lists them"
 STEP_STREAM_HELP = "a step stream, `<run>:step:<step id>` (`zymi-tui events -r RUN` shows them)"
@@ -105,6 +110,24 @@ def add_step_args(p: argparse.ArgumentParser, *, run: bool = True) -> None:
     if run:
         add_run_arg(p, RUN_HELP + "; with --step, instead of --step-stream")
     p.add_argument("--step", metavar="STEP", help="a step id of the run given with -r (default: its only step)")
+
+
+def add_strict_arg(p: argparse.ArgumentParser) -> None:
+    """`--strict`: see `refuse_guess`."""
+    p.add_argument(
+        "--strict", action="store_true",
+        help="refuse to guess: fail when no project (nor the store) gives Layer A or the recorded knobs",
+    )  # fmt: skip
+
+
+def refuse_guess(row: CallContext, strict: bool) -> None:
+    """With --strict, a call whose Layer A or recorded knobs would be guessed stops the command."""
+    guessed = row.guessed if strict else []
+    if guessed:
+        raise CommandError(
+            f"--strict: {' and '.join(guessed)} of {row.stream_id} would be guessed: no project describes this store",
+            hint="pass --project DIR, or leave out --strict to see an estimate marked as one",
+        )
 
 
 def _names(items: Sequence[str], most: int = 8) -> str:

@@ -1,4 +1,4 @@
-"""`zymi-tui events`, `runs` and `verify`: zymi's readers, read-only and never fatal on one bad row."""
+"""`zymi-tui events`: zymi's event reader, read-only and never fatal on one bad row."""
 
 from __future__ import annotations
 
@@ -8,21 +8,17 @@ import sys
 from datetime import datetime
 
 from zymi_tui.events.describe import describe
-from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
 from zymi_tui.events.lean import LeanError, checked_stream_id, with_sequence
-from zymi_tui.events.runs import list_runs
 from zymi_tui.events.store import EventReader, RawRow, step_of
+from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.tail import tail
-from zymi_tui.events.verify import verify_store
 
 from .common import (
-    EXIT_FAIL,
     EXIT_OK,
     CommandError,
     add_store_arg,
-    err,
     located,
     out,
     raw_line,
@@ -32,7 +28,6 @@ from .common import (
     warn,
 )
 from .flags import RUN_HELP, add_run_arg
-from .runs_view import print_runs
 
 STYLE = {
     "success": "green", "failure": "red", "warning": "yellow", "info": "cyan",
@@ -177,60 +172,8 @@ def _emit(se: StoredEvent, args: argparse.Namespace) -> None:
         _print_human(se, args.run)
 
 
-async def _runs(args: argparse.Namespace) -> int:
-    reader = await open_reader(located(args).store)
-    try:
-        runs = await list_runs(reader, turns=args.turns)
-        report_skipped(reader)
-    finally:
-        await reader.close()
-    if args.pipeline:
-        runs = [r for r in runs if r.pipeline == args.pipeline]
-    runs = runs[: args.limit] if args.limit else runs
-    if args.raw:
-        for r in runs:
-            obj = r.zymi_raw()
-            if args.turns:
-                obj |= {"turn": r.turn, "correlation_id": r.correlation_id}
-            sys.stdout.write(raw_line(json.dumps(obj, ensure_ascii=False, separators=(",", ":"))) + "\n")
-        return EXIT_OK
-    if not runs:
-        out.print("No runs recorded yet.")
-        return EXIT_OK
-    print_runs(out, runs, args.turns, f"{len(runs)} run(s){' (one row per chat turn)' if args.turns else ''}")
-    return EXIT_OK
-
-
-async def _verify(args: argparse.Namespace) -> int:
-    reader = await open_reader(located(args).store)
-    try:
-        verdicts = await verify_store(reader, args.stream)
-    finally:
-        await reader.close()
-    broken = [v for v in verdicts if not v.ok]
-    total = sum(v.verified for v in verdicts)
-    legacy = sum(v.legacy for v in verdicts)
-    for v in verdicts:
-        if v.ok:
-            if args.verbose:
-                extra = f" ({v.legacy} legacy, pre-hash — exempt)" if v.legacy else ""
-                out.print(f"  [green]✓[/] {shown(v.stream_id)}: {v.verified}/{v.rows} events OK{extra}")
-        else:
-            problem = shown(v.problem or "")
-            where = f"sequence {v.bad_sequence}" if v.bad_sequence is not None else f"row {v.bad_global_id}"
-            out.print(f"  [red]✗ {shown(v.stream_id)}[/]: BROKEN at {where} — {problem}")
-    if broken:
-        err.print(f"hash chain verification failed: {len(broken)} of {len(verdicts)} stream(s) broken")
-        return EXIT_FAIL
-    legacy_note = f" ({legacy} legacy event(s) pre-hash — exempt)" if legacy else ""
-    out.print(f"Verified {total} event(s) across {len(verdicts)} stream(s){legacy_note}.")
-    if total == 0:
-        out.print("Nothing was checked: this is a vacuous pass, not a completed verification.")
-    return EXIT_OK
-
-
 def configure(command: str, p: argparse.ArgumentParser) -> None:
-    {"events": _events_args, "runs": _runs_args, "verify": _verify_args}[command](p)
+    _events_args(p)
 
 
 def _events_args(p: argparse.ArgumentParser) -> None:
@@ -261,28 +204,3 @@ def _events_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll-ms", type=int, default=100, help="poll interval for --follow (default 100)")
     p.add_argument("--raw", action="store_true", help="one envelope JSON per line, with the real sequence")
     p.set_defaults(func=lambda a: run_async(_events(a)))
-
-
-def _runs_args(p: argparse.ArgumentParser) -> None:
-    p.description = (
-        "List runs as `zymi runs` pairs them (first PipelineRequested / PipelineCompleted of a "
-        "stream). With --turns, every request on a chat stream is its own row, paired by correlation id."
-    )
-    add_store_arg(p)
-    p.add_argument("-p", "--pipeline", help="only runs of this pipeline")
-    p.add_argument("-l", "--limit", type=int, default=0, help="show at most N runs (default: all)")
-    p.add_argument("--turns", action="store_true", help="one row per chat turn instead of one per stream")
-    p.add_argument("--raw", action="store_true", help="one JSON object per line (zymi's `runs --raw` fields)")
-    p.set_defaults(func=lambda a: run_async(_runs(a)))
-
-
-def _verify_args(p: argparse.ArgumentParser) -> None:
-    p.description = (
-        "Walk each stream by sequence, recompute v2/v1 hashes (legacy rows are exempt), check "
-        "prev_hash links and stream_heads (a deleted tail or stream is caught). Names the first bad sequence."
-    )
-    p.epilog = "exit status: 0 every chain holds, 1 a chain is broken, 2 the store cannot be read"
-    add_store_arg(p)
-    p.add_argument("-s", "--stream", metavar="STREAM", help="verify this one stream only (a run or a step stream)")
-    p.add_argument("-v", "--verbose", action="store_true", help="list every stream, not only broken ones")
-    p.set_defaults(func=lambda a: run_async(_verify(a)))

@@ -42,7 +42,14 @@ from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
 
 from .common import EXIT_OK, CommandError, add_store_arg, err, located, out, raw_line, run_async
-from .flags import add_runs_filter, add_step_args, resolve_step_stream, run_step_streams
+from .flags import (
+    add_runs_filter,
+    add_step_args,
+    add_strict_arg,
+    refuse_guess,
+    resolve_step_stream,
+    run_step_streams,
+)
 from .tables import print_table
 
 RECORDED = "recorded"
@@ -94,6 +101,13 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, knobs)")
 
 
+async def refuse_guesses(reader: EventReader, project: Path | None, streams: list[str] | None) -> None:
+    """`--strict` for a whole-store what-if: one replay under the recorded knobs first, which stops at the
+    first call whose Layer A or recorded knobs would be guessed (what is guessed does not depend on knobs)."""
+    async for row in replay_store(reader, project=project, streams=streams):
+        refuse_guess(row, True)
+
+
 def write_or_print(text: str, output: str | None) -> None:
     if output:
         try:
@@ -130,6 +144,8 @@ async def run_compare(req: CompareRequest) -> Comparison:
     reader = await open_reader(location)
     try:
         streams = await run_step_streams(reader, req.args)
+        if req.args.strict:
+            await refuse_guesses(reader, project, streams)
         output = await recorded_output(reader, streams)
         with progress_bar() as bar:
             task = bar.add_task(names[0], total=1.0)
@@ -202,6 +218,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         reader = await open_reader(location)
         try:
             streams = await run_step_streams(reader, args)
+            if args.strict:
+                await refuse_guesses(reader, project, streams)
             with progress_bar() as bar:
                 task = bar.add_task("grid", total=1.0)
 
@@ -393,6 +411,7 @@ def _compare_parser(p: argparse.ArgumentParser) -> None:
         help="table (default), json (one document), csv or md (a Markdown table)",
     )  # fmt: skip
     p.add_argument("-o", "--output", metavar="FILE", help="write the export there (table: as Markdown)")
+    add_strict_arg(p)
     p.set_defaults(func=cmd_compare)
 
 
@@ -407,6 +426,7 @@ def _sweep_parser(p: argparse.ArgumentParser) -> None:
         "--workers", type=_workers, metavar="N",
         help="processes replaying the grid, each a share of the points in one pass (default: one per CPU)",
     )  # fmt: skip
+    add_strict_arg(p)
     p.set_defaults(func=cmd_sweep)
 
 

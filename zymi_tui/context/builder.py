@@ -29,7 +29,6 @@ from zymi_tui.context.masking import (
     message_bytes,
     placeholder,
 )
-from zymi_tui.events.envelope import StoredEvent, parse_timestamp_ns
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import (
     AssistantMessage,
@@ -40,6 +39,8 @@ from zymi_tui.events.messages import (
     UserMessage,
     to_wire,
 )
+from zymi_tui.events.stored import StoredEvent
+from zymi_tui.events.timestamps import parse_timestamp_ns
 
 COMPACTION_PROMPT = (
     "You are compressing a sequence of masked observations from an autonomous agent's history. "

@@ -19,7 +19,6 @@ from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, Provider, Pr
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.templating import cut_bytes
 from zymi_tui.engine.tools import RunScope, ToolRunner
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import (
     ContextCompacted,
     EventData,
@@ -32,6 +31,7 @@ from zymi_tui.events.kinds import (
 )
 from zymi_tui.events.messages import AssistantMessage, message_text, to_wire
 from zymi_tui.events.store import EventReader
+from zymi_tui.events.stored import StoredEvent
 
 
 class StepError(Exception):

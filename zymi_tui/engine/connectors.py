@@ -20,9 +20,9 @@ from typing import Any
 from zymi_tui.engine.http_request import Head, Refusal, answer, body_length, read_body, read_head
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.errors import UserError
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import PipelineRequested, UserMessageReceived, snake_tag
 from zymi_tui.events.messages import UserMessage
+from zymi_tui.events.stored import StoredEvent
 
 
 class ConnectorError(UserError):

@@ -27,7 +27,7 @@ from zymi_tui.engine.dag import plan_levels
 from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.runner import ResumeHook, RunHalted, RunResult, Runtime, run_pipeline, seal_interrupted
 from zymi_tui.errors import UserError
-from zymi_tui.events.envelope import Event, StoredEvent
+from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import (
     LlmCallCompleted,
     PipelineCompleted,
@@ -40,6 +40,7 @@ from zymi_tui.events.kinds import (
 )
 from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.errors import ProjectError
 
 KNOBS_FIELD = "zymi_tui"  # the extra field of ResumeForked: {"knobs": {...}, "profile": ..., "sets": [...]}

@@ -23,7 +23,6 @@ from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.templating import cut_bytes, substitute
 from zymi_tui.engine.tools import RunScope, ToolRunner, tool_definitions
 from zymi_tui.engine.when_expr import WhenError, parse_when
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import (
     EventData,
     OutputResolved,
@@ -42,6 +41,7 @@ from zymi_tui.events.kinds import (
     WorkflowStarted,
 )
 from zymi_tui.events.store import EventReader
+from zymi_tui.events.stored import StoredEvent
 
 Printer = Callable[[str], None]
 

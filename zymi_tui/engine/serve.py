@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from zymi_tui.engine.connectors import ConnectorError, HttpInboundConnector, StdinConnector, StdoutOutput
 from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline, seal_interrupted
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested
+from zymi_tui.events.stored import StoredEvent
 
 OWN_IDS_KEPT = 8192
 
@@ -73,7 +73,9 @@ class Router:
                 page = await self.rt.reader.read_after(last, 256)
                 last = page.last_global_id
                 for stored in page.events:
-                    if stored.event.id not in self.own:
+                    # a row of ours may be read between its commit and its listener call
+                    mine = stored.event.id in self.own or stored.event.id in self.rt.recorder.in_flight
+                    if not mine:
                         self.consider(stored)
                 if page.rows_scanned < 256:
                     break

@@ -30,10 +30,6 @@ def cut(text: str, n: int) -> str:
     return raw[:n].decode(errors="ignore") + "…"
 
 
-def approx_k(chars: int) -> str:
-    return f"~{round(chars / 1000)}k" if chars >= 1000 else f"~{chars}"
-
-
 @dataclass(frozen=True, slots=True)
 class Line:
     icon: str

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -19,50 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from zymi_tui.events.kinds import EventKind, KindField, UnknownKind, parse_kind
 from zymi_tui.events.lean import TIMESTAMP_PATTERN, UUID_PATTERN
+from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
 from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
 # Checked by pydantic-core's regex engine, in Rust: the envelope is on the hot path of every read.
 UuidStr = Annotated[str, StringConstraints(pattern=UUID_PATTERN)]
 TimestampStr = Annotated[str, StringConstraints(pattern=TIMESTAMP_PATTERN)]
-
-
-def format_timestamp(ns: int, *, zulu: bool = True) -> str:
-    """RFC 3339 UTC like chrono's AutoSi: 0, 3, 6 or 9 fractional digits."""
-    secs, nanos = divmod(ns, 1_000_000_000)
-    base = datetime.fromtimestamp(secs, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    if nanos == 0:
-        frac = ""
-    elif nanos % 1_000_000 == 0:
-        frac = f".{nanos // 1_000_000:03d}"
-    elif nanos % 1_000 == 0:
-        frac = f".{nanos // 1_000:06d}"
-    else:
-        frac = f".{nanos:09d}"
-    return base + frac + ("Z" if zulu else "+00:00")
-
-
-def parse_timestamp_ns(text: str) -> int:
-    """Nanoseconds since the epoch of an RFC 3339 timestamp (`Z` or `±HH:MM`, 0-9 digits)."""
-    if text.endswith(("Z", "z")):
-        body, offset = text[:-1], 0
-    else:
-        body, sign, off = text[:-6], text[-6], text[-5:]
-        if sign not in "+-" or off[2] != ":":
-            raise ValueError(f"bad timestamp offset in {text!r}")
-        offset = (int(off[:2]) * 60 + int(off[3:])) * 60 * (1 if sign == "+" else -1)
-    if "." in body:
-        main, frac = body.split(".", 1)
-        nanos = int(frac.ljust(9, "0")[:9])
-    else:
-        main, nanos = body, 0
-    if len(main) != 19 or main[10] not in "Tt":
-        raise ValueError(f"bad timestamp {text!r}")
-    day = datetime.fromisoformat(main[:10] + "T" + main[11:])  # range-checks every field
-    secs = (day.toordinal() - _EPOCH_ORDINAL) * 86_400 + day.hour * 3600 + day.minute * 60 + day.second
-    return (secs - offset) * 1_000_000_000 + nanos
-
-
-_EPOCH_ORDINAL = datetime(1970, 1, 1).toordinal()
 
 
 class Event(BaseModel):
@@ -222,46 +182,3 @@ def _decode_slowly(data: str, sequence: int) -> Event:
         raise EventDecodeError(f"{where}{loc}: {msg}") from None
     except ValueError as e:
         raise EventDecodeError(f"timestamp: {e}") from None
-
-
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
-    """An event as read from a store, with its global id (the `id` column) and raw text."""
-
-    global_id: int
-    event: Event
-    data: str
-
-
-@dataclass(frozen=True, slots=True)
-class BadRow:
-    """A row that could not be read. Reported with its row id, never fatal."""
-
-    global_id: int
-    stream_id: str
-    sequence: int
-    error: str
-
-    def describe(self) -> str:
-        return f"row {self.global_id} (stream {self.stream_id} seq {self.sequence}): {self.error}"
-
-
-class RowDecoder:
-    """What both backends' readers share: decoding rows, each unreadable one reported once in `problems`."""
-
-    problems: list[BadRow]
-    _seen_bad: set[int]
-
-    def _bad(self, gid: int, stream_id: str, seq: Any, error: str) -> None:
-        if gid not in self._seen_bad:
-            self._seen_bad.add(gid)
-            self.problems.append(BadRow(gid, stream_id, seq, error))
-
-    def _decode_rows(self, rows: Iterable[tuple[int, str, int, str]]) -> list[StoredEvent]:
-        out: list[StoredEvent] = []
-        for gid, stream_id, seq, data in rows:
-            try:
-                out.append(StoredEvent(gid, decode_event(data, seq), data))
-            except EventDecodeError as e:
-                self._bad(gid, stream_id, seq, str(e))
-        return out

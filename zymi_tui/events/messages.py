@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasPath, BaseModel, ConfigDict, Field, PlainSerializer, TypeAdapter
+from pydantic import AliasPath, BaseModel, ConfigDict, Field, PlainSerializer
 
 
 class _Frozen(BaseModel):
@@ -74,11 +74,6 @@ class ToolResultMessage(_Tagged):
 MessageModel = SystemMessage | UserMessage | UserMultimodalMessage | AssistantMessage | ToolResultMessage
 
 
-def parse_message(value: Any) -> MessageModel:
-    """Read a `Message` from its externally tagged JSON value (a message object passes as it is)."""
-    return _MESSAGE.validate_python(value)
-
-
 def dump_message(message: MessageModel) -> dict[str, Any]:
     """The externally tagged JSON value of a message, key order as zymi writes it."""
     if isinstance(message, SystemMessage):
@@ -108,7 +103,6 @@ Message = Annotated[
     Field(union_mode="left_to_right"),
     PlainSerializer(dump_message),
 ]
-_MESSAGE: TypeAdapter[MessageModel] = TypeAdapter(Message)
 
 
 class TokenUsage(BaseModel):

@@ -32,26 +32,19 @@ Tail the primary: a hot standby's `pg_locks` does not show the primary's writers
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
 from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.envelope import (
-    BadRow,
-    Event,
-    RowDecoder,
-    StoredEvent,
-    format_timestamp,
-    parse_timestamp_ns,
-)
-from zymi_tui.events.hashchain import ChainRow, hash_v2
+from zymi_tui.events.hashchain import ChainRow, ScanRow, hash_v2
 from zymi_tui.events.location import redact_url
 from zymi_tui.events.store import (
     STEP_MARK,
@@ -62,6 +55,11 @@ from zymi_tui.events.store import (
     chain_by_stream,
     rows_from_events,
 )
+from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
+from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
+
+if TYPE_CHECKING:
+    from zymi_tui.events.envelope import Event
 
 # zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
 SCHEMA = """
@@ -241,6 +239,29 @@ async def ensure_schema(conn: asyncpg.Connection) -> None:
         await conn.execute(SCHEMA)
 
 
+@contextlib.asynccontextmanager
+async def _first_connection(pool: asyncpg.Pool, url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of a new `pool`, to check the store with; on any failure the pool is closed (and a
+    server error worded for a person)."""
+    try:
+        async with pool.acquire() as conn:
+            yield conn
+    except asyncpg.PostgresError as e:
+        await pool.close()
+        raise explain_pg_error(url, e) from None
+    except BaseException:
+        await pool.close()
+        raise
+
+
+async def schema_pool(url: str, *, max_size: int) -> asyncpg.Pool:
+    """A read-write pool on a store whose schema `ensure_schema` has made sure of (closed on failure)."""
+    pool = await connect_pool(url, read_only=False, max_size=max_size)
+    async with _first_connection(pool, url) as conn:
+        await ensure_schema(conn)
+    return pool
+
+
 def _steps_bounds(stream_id: str) -> tuple[str, str]:
     """`lo <= s < hi` (byte order, COLLATE "C") holds exactly for `<stream_id>:step:*`."""
     lo = stream_id + STEP_MARK
@@ -270,23 +291,16 @@ class PostgresReader(RowDecoder):
     async def open(cls, url: str) -> PostgresReader:
         pool = await connect_pool(url, read_only=True, max_size=READER_POOL)
         reader = cls(url, pool)
-        try:
-            async with pool.acquire() as conn:
-                present = await schema_present(conn)
-                if "events" not in present:
-                    raise StoreError(
-                        f"{reader.label} has no `events` table: not a zymi event store "
-                        "(nothing has been written there yet, or the URL names another database)"
-                    )
-                cols = {r[0] for r in await conn.fetch(
-                    "SELECT attname FROM pg_attribute WHERE attrelid = 'events'::regclass "
-                    "AND attnum > 0 AND NOT attisdropped")}  # fmt: skip
-        except asyncpg.PostgresError as e:
-            await pool.close()
-            raise explain_pg_error(url, e) from None
-        except BaseException:
-            await pool.close()
-            raise
+        async with _first_connection(pool, url) as conn:
+            present = await schema_present(conn)
+            if "events" not in present:
+                raise StoreError(
+                    f"{reader.label} has no `events` table: not a zymi event store "
+                    "(nothing has been written there yet, or the URL names another database)"
+                )
+            cols = {r[0] for r in await conn.fetch(
+                "SELECT attname FROM pg_attribute WHERE attrelid = 'events'::regclass "
+                "AND attnum > 0 AND NOT attisdropped")}  # fmt: skip
         missing = {"id", "event_id", "stream_id", "sequence", "data"} - cols
         if missing:
             await pool.close()
@@ -464,7 +478,7 @@ class PostgresReader(RowDecoder):
     ) -> RowPage:
         return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
 
-    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+    def chain_scan(self) -> AsyncIterator[list[ScanRow]]:
         return chain_by_stream(self)  # rows commit out of id order here: each stream is read whole
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
@@ -493,17 +507,7 @@ class PostgresWriter:
 
     @classmethod
     async def open(cls, url: str) -> PostgresWriter:
-        pool = await connect_pool(url, read_only=False, max_size=WRITER_POOL)
-        try:
-            async with pool.acquire() as conn:
-                await ensure_schema(conn)
-        except asyncpg.PostgresError as e:
-            await pool.close()
-            raise explain_pg_error(url, e) from None
-        except BaseException:
-            await pool.close()
-            raise
-        return cls(url, pool)
+        return cls(url, await schema_pool(url, max_size=WRITER_POOL))
 
     async def close(self) -> None:
         await self._transactions.finish()

@@ -8,11 +8,11 @@ from typing import Any
 
 import asyncpg
 
-from zymi_tui.events.envelope import parse_timestamp_ns
 from zymi_tui.events.location import redact_url
-from zymi_tui.events.postgres import PostgresReader, column_time, connect_pool, ensure_schema, explain_pg_error
+from zymi_tui.events.postgres import PostgresReader, column_time, connect_pool, explain_pg_error, schema_pool
 from zymi_tui.events.rows import COLUMNS, TS, Head, Row
 from zymi_tui.events.store import StoreError
+from zymi_tui.events.timestamps import parse_timestamp_ns
 
 
 class PostgresRows:
@@ -31,14 +31,7 @@ class PostgresRows:
 
     @classmethod
     async def target(cls, url: str) -> PostgresRows:
-        pool = await connect_pool(url, read_only=False, max_size=1)
-        try:
-            async with pool.acquire() as conn:
-                await ensure_schema(conn)
-        except asyncpg.PostgresError as e:
-            await pool.close()
-            raise explain_pg_error(url, e) from None
-        return cls(url, pool)
+        return cls(url, await schema_pool(url, max_size=1))
 
     async def _all(self, sql: str, *params: Any) -> list[Any]:
         try:

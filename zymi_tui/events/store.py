@@ -12,11 +12,14 @@ import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from zymi_tui.errors import UserError
-from zymi_tui.events.envelope import BadRow, Event, StoredEvent
-from zymi_tui.events.hashchain import ChainRow
+from zymi_tui.events.hashchain import ChainRow, ScanRow
+from zymi_tui.events.stored import BadRow, StoredEvent
+
+if TYPE_CHECKING:
+    from zymi_tui.events.envelope import Event
 
 
 class StoreError(UserError):
@@ -81,9 +84,10 @@ class EventReader(Protocol):
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
     ) -> list[StoredEvent]: ...
     async def chain_rows(self, stream_id: str) -> list[ChainRow]: ...
-    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
-        """Every stream's chain rows, in batches; each stream's rows in ascending global id (how a
-        backend orders streams among themselves is its own: one pass over the table, or by stream)."""
+    def chain_scan(self) -> AsyncIterator[list[ScanRow]]:
+        """Every stream's chain rows as their columns hold them, in batches; each stream's rows in
+        ascending global id (how a backend orders streams among themselves is its own: one pass over
+        the table, or by stream)."""
         ...
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]: ...
@@ -118,10 +122,12 @@ async def rows_from_events(
     return RowPage([(se.global_id, se.event.stream_id, se.event.sequence, se.data) for se in found], last, scanned)
 
 
-async def chain_by_stream(reader: EventReader) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+async def chain_by_stream(reader: EventReader) -> AsyncIterator[list[ScanRow]]:
     """`chain_scan` as one `chain_rows` read per stream."""
     for info in await reader.streams():
-        yield [(info.stream_id, row) for row in await reader.chain_rows(info.stream_id)]
+        s = info.stream_id
+        rows = await reader.chain_rows(s)
+        yield [(r.global_id, r.event_id, s, r.sequence, r.data, r.prev_hash, r.hash) for r in rows]
 
 
 STEP_MARK = ":step:"

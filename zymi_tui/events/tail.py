@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.store import EventReader, StoreLocked
+from zymi_tui.events.stored import StoredEvent
 
 DEFAULT_POLL_S = 0.1
 BATCH = 1000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from zymi_tui.events.hashchain import ChainWalker, StreamVerdict, check_head, walk_chain
+from zymi_tui.events.hashchain import ChainScan, StreamVerdict, check_head, walk_chain
 from zymi_tui.events.store import EventReader, StoreError
 
 
@@ -37,22 +37,15 @@ async def _walk_all(
     """Every stream's chain in one pass over the rows, a walker per stream. A stream whose rows do not
     come in ascending sequence (ids assigned out of order) is walked again alone, in sequence order."""
     total = await reader.count() if progress else 0
-    walkers: dict[str, ChainWalker] = {}
-    out_of_order: set[str] = set()
+    scan = ChainScan(heads)
     done = 0
     async for batch in reader.chain_scan():
-        for stream_id, row in batch:
-            walker = walkers.get(stream_id)
-            if walker is None:
-                walker = walkers[stream_id] = ChainWalker(stream_id, heads.get(stream_id))
-            if type(row.sequence) is int and row.sequence <= walker.last_sequence:
-                out_of_order.add(stream_id)
-            walker.feed(row)
+        scan.feed(batch)
         done += len(batch)
         if progress:
             progress(done, total)
-    verdicts = {s: w.verdict for s, w in walkers.items()}
-    for s in out_of_order:
+    verdicts = {s: w.verdict for s, w in scan.walkers.items()}
+    for s in scan.out_of_order:
         verdicts[s] = walk_chain(s, await reader.chain_rows(s), heads.get(s))
     for s in heads.keys() - verdicts.keys():
         verdicts[s] = walk_chain(s, [], heads[s])

@@ -33,21 +33,6 @@ from zymi_tui.replay.compare import (
 )
 from zymi_tui.replay.costs import Cost, PriceTable, cost_of
 
-SIGNALS = (
-    "knobs_not_biting",
-    "negative_bytes_saved",
-    "hard_cap_exceeded",
-    "hard_cap_near_miss",
-    "chat_under_coding_defaults",
-    "runtime_context_unset",
-    "dominant_tool",
-    "anthropic_no_cache",
-    "anthropic_system_overwritten",
-    "cache_breaks",
-    "fresh_mode_candidate",
-    "unused_tools",
-    "large_tool_result",
-)
 NEAR_MISS = 0.10  # a call within 10% of the hard cap
 LARGE_RESULT_SHARE = 0.25  # a tool result above this share of the soft cap
 DOMINANT_SHARE = 0.5  # one tool's results above this share of all input bytes

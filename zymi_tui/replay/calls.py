@@ -33,7 +33,6 @@ from zymi_tui.context.masking import message_bytes
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
 from zymi_tui.errors import UserError
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import (
     ContextCompacted,
     LlmCallCompleted,
@@ -50,6 +49,7 @@ from zymi_tui.events.kinds import (
 )
 from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.reader import read_project
 
 PAGE = 2000
@@ -117,6 +117,12 @@ class CallContext:
     @property
     def message_count(self) -> int | None:
         return None if self.rendered is None else self.rendered.message_count
+
+    @property
+    def guessed(self) -> list[str]:
+        """What this call's rebuild guesses because no project (nor the store) says it."""
+        return [what for what, yes in (("Layer A", self.prefix_inferred),
+                                       ("the recorded knobs", self.knobs_source == UNKNOWN_KNOBS)) if yes]  # fmt: skip
 
 
 @dataclass
@@ -595,21 +601,8 @@ async def replay_store(
 ) -> AsyncIterator[CallContext]:
     """Every LLM call (and failed build) in store order, of the store as it was when the replay began
     (later events are not read). knobs=None: the recorded knobs."""
-    replayer = make_replayer(project, knobs)
-    ends = await stream_ends(reader)
-    replayer.forget_finished(ends)
-    top = max(ends.values(), default=0)
-    wanted = set(streams) if streams else None
-    async for se in replay_events(reader, streams):
-        if se.global_id > top:
-            break
-        replayer.feed(se)
-        for row in replayer.ready():
-            if wanted is None or row.stream_id in wanted:
-                yield row
-    for row in replayer.flush():
-        if wanted is None or row.stream_id in wanted:
-            yield row
+    async for _, row in replay_many(reader, project=project, knobs=[knobs], streams=streams):
+        yield row
 
 
 async def replay_many(

@@ -23,7 +23,6 @@ from zymi_tui.events.store import STEP_MARK, run_of
 from zymi_tui.replay.calls import CallContext
 
 Bodies = Callable[[CallContext], dict[str, Any] | None]  # the exact request body of a call, if known
-LHAR_VERSION = "0.1.0"
 COLLECTOR = "zymi-tui"
 
 

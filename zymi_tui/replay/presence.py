@@ -8,9 +8,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from zymi_tui.context.builder import ContextEntry
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import AssistantMessage, MessageModel, message_text
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.replay.calls import CallContext
 
 FULL, MASKED, FORGOTTEN, COMPACTED, ABSENT, NOT_YET = "full", "masked", "forgotten", "compacted", "absent", "not yet"

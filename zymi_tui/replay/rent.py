@@ -40,10 +40,6 @@ class Rent:
     chars_total_what_if: int | None = None
     what_if_window: int | None = None
 
-    @property
-    def rent_total(self) -> int:
-        return sum(o.rent_bytes for o in self.observations)
-
     def ranked(self) -> list[Observation]:
         return sorted(self.observations, key=lambda o: (-o.rent_bytes, o.source_seq))
 

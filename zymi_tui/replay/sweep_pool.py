@@ -9,6 +9,7 @@ import multiprocessing
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from multiprocessing.sharedctypes import SynchronizedArray
 from multiprocessing.synchronize import Event
 from pathlib import Path
@@ -48,37 +49,34 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
-def _replay_share(
-    location: StoreLocation,
-    project: Path | None,
-    profiles: Profiles,
-    recorded_knobs: ContextKnobs,
-    streams: Sequence[str] | None,
-    slot: int,
-    last_global_id: int,
-) -> list[list[CallFigure]]:
-    return asyncio.run(_share(location, project, profiles, recorded_knobs, streams, slot, last_global_id))
+@dataclass(frozen=True)
+class Share:
+    """One worker's job: its `profiles` of the grid replayed over the store; progress in slot `slot`."""
+
+    location: StoreLocation
+    project: Path | None
+    profiles: Profiles
+    recorded_knobs: ContextKnobs
+    streams: Sequence[str] | None
+    slot: int
+    last_global_id: int
 
 
-async def _share(
-    location: StoreLocation,
-    project: Path | None,
-    profiles: Profiles,
-    recorded_knobs: ContextKnobs,
-    streams: Sequence[str] | None,
-    slot: int,
-    last_global_id: int,
-) -> list[list[CallFigure]]:
+def _replay_share(share: Share) -> list[list[CallFigure]]:
+    return asyncio.run(_share(share))
+
+
+async def _share(share: Share) -> list[list[CallFigure]]:
     def tick(fraction: float, _label: str) -> None:
         if _stop is not None and _stop.is_set():
             raise _Stopped
-        _done[slot] = fraction
+        _done[share.slot] = fraction
 
-    reader = await open_reader(location)
+    reader = await open_reader(share.location)
     try:
-        runs = profile_runs(profiles, recorded_knobs)
-        calls = replay_profiles(reader, project, profiles, streams)
-        await collect_calls(calls, runs, last_global_id=last_global_id, progress=tick, label="")
+        runs = profile_runs(share.profiles, share.recorded_knobs)
+        calls = replay_profiles(reader, share.project, share.profiles, share.streams)
+        await collect_calls(calls, runs, last_global_id=share.last_global_id, progress=tick, label="")
         return [run.calls for run in runs]
     finally:
         await reader.close()
@@ -112,8 +110,8 @@ async def replay_on_pool(
     try:
         futures += [
             asyncio.wrap_future(
-                pool.submit(_replay_share, location, project, [profiles[i] for i in share], recorded_knobs,
-                            streams, slot, last_global_id)
+                pool.submit(_replay_share, Share(location, project, [profiles[i] for i in share], recorded_knobs,
+                                                 streams, slot, last_global_id))
             )
             for slot, share in enumerate(shares)
         ]  # fmt: skip

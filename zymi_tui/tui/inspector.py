@@ -16,10 +16,10 @@ from textual.widgets import DataTable, Footer, Static
 
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.errors import UserError
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.messages import AssistantMessage, message_text
 from zymi_tui.events.store import EventReader, step_of
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.replay.calls import CallContext, context_with_previous
 from zymi_tui.replay.export import context_markdown
 from zymi_tui.replay.life import call_diff

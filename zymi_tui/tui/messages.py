@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from zymi_tui.events.envelope import BadRow, StoredEvent
 from zymi_tui.events.runs import RunSummary
+from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.model_graph import StepDef
 
 
 class RunsLoaded(Message):
-    def __init__(self, summaries: list[RunSummary]) -> None:
+    """Runs to list; `complete=False`: only the newest, the whole list follows."""
+
+    def __init__(self, summaries: list[RunSummary], *, complete: bool = True) -> None:
         super().__init__()
         self.summaries = summaries
+        self.complete = complete
 
 
 class PeaksLoaded(Message):

@@ -10,7 +10,6 @@ from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.life import LifeScreen
 from zymi_tui.tui.target import Target
 
-SCREENS = ("dashboard", "advice", "life")
 READY_S = 120.0
 EMPTY_GRACE_S = 3.0
 

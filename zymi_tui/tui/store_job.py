@@ -12,10 +12,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from zymi_tui.events.envelope import BadRow
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
+from zymi_tui.events.stored import BadRow
 
 T = TypeVar("T")
 

@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.model import RunsModel, format_duration, format_size, local_time
 from zymi_tui.tui.model_events import EventsModel, Header, clock
 from zymi_tui.tui.safe_text import clean

@@ -25,7 +25,7 @@ from textual.worker import Worker, WorkerState
 
 from zymi_tui.engine.chat import PROJECT_PROFILE, next_profile, profile_names
 from zymi_tui.engine.slash import help_text, parse_slash, unknown_command
-from zymi_tui.events.envelope import StoredEvent
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.chat.context_view import ContextScreen
 from zymi_tui.tui.chat.session import ChatSession

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from zymi_tui.events import kinds as k
 from zymi_tui.events.describe import saved_words
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.messages import message_text
 from zymi_tui.events.store import STEP_MARK, run_of
+from zymi_tui.events.stored import StoredEvent
 
 SHOWN_MESSAGE_BYTES = 2000  # a longer message is recorded whole and shown cut
 

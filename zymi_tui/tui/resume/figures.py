@@ -12,7 +12,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.kinds import (
     ContextCompacted,
     LlmCallCompleted,
@@ -22,6 +21,7 @@ from zymi_tui.events.kinds import (
     WorkflowNodeStarted,
 )
 from zymi_tui.events.store import step_of
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.replay.costs import PriceTable, cost_of
 
 

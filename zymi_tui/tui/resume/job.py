@@ -17,9 +17,10 @@ from zymi_tui.engine.resume import ForkOutcome, KnobChoice, ResumeError, ResumeP
 from zymi_tui.engine.runtime import close_runtime, open_runtime
 from zymi_tui.errors import UserError
 from zymi_tui.events.describe import describe
-from zymi_tui.events.envelope import StoredEvent, format_timestamp
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader, step_of
+from zymi_tui.events.stored import StoredEvent
+from zymi_tui.events.timestamps import format_timestamp
 
 LOG_LINES = 400
 

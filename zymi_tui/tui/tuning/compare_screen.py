@@ -3,18 +3,14 @@ total, with one overlay plot per run; a progress bar, cancel, and Markdown / CSV
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Label, ProgressBar, Static
-from textual.worker import get_current_worker
+from textual.widgets import DataTable, Footer, Input, Label, Static
 
 from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
 from zymi_tui.events.location import StoreLocation
@@ -28,24 +24,13 @@ from zymi_tui.replay.compare import (
     to_json_text,
     to_markdown,
 )
-from zymi_tui.tui.actions import Act, ActionScreen, Nav
-from zymi_tui.tui.safe_text import clean, safe_text
-from zymi_tui.tui.tuning.jobs import Cancelled, run_comparison
+from zymi_tui.tui.actions import Act, Nav
+from zymi_tui.tui.safe_text import clean
+from zymi_tui.tui.tuning.job_screen import JobScreen
+from zymi_tui.tui.tuning.jobs import run_comparison
 from zymi_tui.tui.tuning.plots import OverlayPlot
 
 RECORDED = "recorded"
-
-
-class JobProgress(Message):
-    def __init__(self, fraction: float, label: str) -> None:
-        super().__init__()
-        self.fraction, self.label = fraction, label
-
-
-class JobDone(Message):
-    def __init__(self, result: object, error: str | None, seconds: float) -> None:
-        super().__init__()
-        self.result, self.error, self.seconds = result, error, seconds
 
 
 def fill_table(table: DataTable[Text], header: list[str], rows: list[list[str]], keys: list[str] | None = None) -> None:
@@ -74,12 +59,12 @@ def total_rows(cmp: Comparison) -> list[list[str]]:
     return rows
 
 
-class CompareScreen(ActionScreen):
+class CompareScreen(JobScreen):
     """`profiles` is the comma list first shown; Enter in it (or ctrl+r) runs the replay."""
 
-    CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
-    HAS_INPUT = True
-    FAILURE_PANELS: ClassVar[dict[str, str]] = {"compare": "#compare-status"}
+    JOB = "compare"
+    PROGRESS = "replaying under "
+    DONE_VERB = "replayed"
     HELP_TITLE = "Profiles side by side"
     HELP_INTRO = (
         "The whole store replayed under two or more profiles (type them comma-separated, Enter runs): "
@@ -106,7 +91,6 @@ class CompareScreen(ActionScreen):
         self.store, self.project, self.initial, self.model = store, project, profiles, model
         self.export_dir = export_dir or Path.cwd()
         self.comparison: Comparison | None = None
-        self.running = False
         self.seconds = 0.0
 
     def compose(self) -> ComposeResult:
@@ -114,9 +98,7 @@ class CompareScreen(ActionScreen):
         with Horizontal(id="compare-top"):
             yield Label("profiles ")
             yield Input(self.initial, id="profiles")
-        yield ProgressBar(total=1.0, id="progress", show_eta=False)
-        yield Static("", id="compare-status")
-        yield Static("", id="elapsed")
+        yield from self.job_widgets()
         with Horizontal(id="compare-body"):
             with Vertical(id="compare-tables"):
                 yield DataTable(id="totals", zebra_stripes=True, cursor_type="row")
@@ -147,9 +129,6 @@ class CompareScreen(ActionScreen):
                 return None
         return out
 
-    def status(self, text: str, *, error: bool = False) -> None:
-        self.query_one("#compare-status", Static).update(safe_text(text, "bold red" if error else ""))
-
     @on(Input.Submitted, "#profiles")
     def submitted(self) -> None:
         self.action_run()
@@ -158,42 +137,17 @@ class CompareScreen(ActionScreen):
         profiles = self.parse_profiles()
         if profiles is None:
             return
-        self.running = True
-        self.query_one("#progress", ProgressBar).update(progress=0.0)
-        self.status("replaying… (escape cancels)")
-        self.job(profiles)
+        self.start_job(
+            lambda tick, cancelled: run_comparison(
+                self.store, self.project, profiles, model=self.model, tick=tick, cancelled=cancelled
+            ),
+            "replaying… (escape cancels)",
+        )
 
-    @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
-    def job(self, profiles: list[tuple[str, ContextKnobs | None]]) -> None:
-        worker = get_current_worker()
-        t0 = time.perf_counter()
-        try:
-            cmp = run_comparison(
-                self.store, self.project, profiles, model=self.model,
-                tick=lambda f, name: self.post_message(JobProgress(f, name)), cancelled=lambda: worker.is_cancelled,
-            )  # fmt: skip
-        except Cancelled:
-            self.post_message(JobDone(None, "cancelled", time.perf_counter() - t0))
-            return
-        except Exception as e:  # a store or price-table problem: shown, never a crash
-            self.post_message(JobDone(None, str(e).splitlines()[0] if str(e) else type(e).__name__, 0.0))
-            return
-        self.post_message(JobDone(cmp, None, time.perf_counter() - t0))
-
-    def on_job_progress(self, message: JobProgress) -> None:
-        self.query_one("#progress", ProgressBar).update(progress=message.fraction)
-        self.status(f"replaying under {message.label}… {message.fraction:.0%} (escape cancels)")
-
-    def on_job_done(self, message: JobDone) -> None:
-        self.running = False
-        if message.error is not None:
-            self.status(message.error, error=True)
-            return
-        assert isinstance(message.result, Comparison)
-        self.comparison, self.seconds = message.result, message.seconds
-        self.query_one("#progress", ProgressBar).update(progress=1.0)
+    def show_result(self, result: object, seconds: float) -> None:
+        assert isinstance(result, Comparison)
+        self.comparison, self.seconds = result, seconds
         cmp = self.comparison
-        self.query_one("#elapsed", Static).update(Text(f"replayed in {message.seconds:.2f} s", style="dim"))
         self.status(
             f"{len(cmp.runs())} run(s) · tokens: recorded where the context is unchanged, "
             f"else estimated ({cmp.tokens_ratio_source}) · cost: {price_note(cmp)}"
@@ -231,14 +185,6 @@ class CompareScreen(ActionScreen):
             )
 
     # -- actions ----------------------------------------------------------------------------------
-    def action_close(self) -> None:
-        if self.running:
-            self.workers.cancel_group(self, "compare")
-            self.running = False
-            self.status("cancelled", error=True)
-            return
-        self.dismiss(None)
-
     def action_export(self) -> None:
         cmp = self.comparison
         if cmp is None:

@@ -7,9 +7,9 @@ from typing import Protocol
 
 from textual.app import App
 
-from zymi_tui.events.envelope import StoredEvent
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import STEP_MARK, EventReader
+from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.tuning.compare_screen import CompareScreen
 from zymi_tui.tui.tuning.editor import TuningScreen
 from zymi_tui.tui.tuning.sweep_screen import SweepScreen

@@ -12,8 +12,7 @@ from pathlib import Path
 from zymi_tui.context.builder import ContextBuilder, Converted, RenderedContext
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.prefix import ProjectPrefixes
-from zymi_tui.events.envelope import BadRow, StoredEvent
-from zymi_tui.events.hashchain import ChainRow
+from zymi_tui.events.hashchain import ChainRow, ScanRow
 from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.store import (
     STEP_MARK,
@@ -25,6 +24,7 @@ from zymi_tui.events.store import (
     rows_from_events,
     run_of,
 )
+from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.calls import CallContext, Replayer, make_replayer, replay_store
 
@@ -90,7 +90,7 @@ class MemoryReader:
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         return []
 
-    def chain_scan(self) -> AsyncIterator[list[tuple[str, ChainRow]]]:
+    def chain_scan(self) -> AsyncIterator[list[ScanRow]]:
         return chain_by_stream(self)
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
