@@ -224,8 +224,7 @@ def processes(pairs: int, checkout: str | None, tmp: Path, keep_env: bool) -> in
     ms.ZYMI, ms.WORK = str(ZYMI), str(tmp / "work")
     sc = ms.SCENARIOS[SCENARIO]
     log = tmp / "requests.jsonl"
-    port = ms.free_port()
-    template, zhome = ms.build_project(SCENARIO, sc, port, None)
+    template, zhome = ms.build_project(SCENARIO, sc)
     env = ms.child_env(zhome)
     if not keep_env:  # as installed: Python's bytecode cache written (a warm-up run each) and read
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -237,17 +236,17 @@ def processes(pairs: int, checkout: str | None, tmp: Path, keep_env: bool) -> in
         engines["before"] = ([sys.executable, "-m", "zymi_tui"], {**env, "PYTHONPATH": str(Path(checkout).resolve())})
     task = sc["runs"][0]
     fake_out = (tmp / "fake_llm.out").open("w")
-    fake = subprocess.Popen(
-        [sys.executable, str(HARNESS / "fake_llm.py"), "--port", str(port), "--log", str(log)],
-        stdin=subprocess.DEVNULL, stdout=fake_out, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    try:
+        fake, port = ms.start_fake_llm(str(tmp), str(log), fake_out)
+    except RuntimeError:
+        fake_out.close()
+        print("bench_engine: the fake model did not start", file=sys.stderr)
+        return 2
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in engines}
     reference: collections.Counter[str] | None = None
     problems: list[str] = []
     try:
-        if not ms.wait_port(port):
-            print("bench_engine: the fake model did not start", file=sys.stderr)
-            return 2
+        ms.write_project_yml(template, SCENARIO, sc, port, None)
         names = list(engines)
         for name in names:  # warm-up, not timed: bytecode caches, page cache
             cmd, run_env = engines[name]
