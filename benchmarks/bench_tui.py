@@ -5,7 +5,9 @@
 
 Both programs run in a detached tmux pane of 120x40, alternated (ours, zymi, ours, zymi, ...) so both
 see the same machine load; each figure is the median (and min) of --repeat launches. Figures, for each:
-- first frame: from launch until the pane shows the runs list with at least one run;
+- first frame: from launch until the pane shows its first frame (ours: the banner's `· live`);
+- runs listed: until the runs list shows its first screenful of runs (ours: titled `Runs (newest N…)` while
+  the rest is read, then `Runs (N)`); runs all listed: until its title counts every run;
 - idle CPU: user+system time of the process over --idle seconds with no input, as % of one core;
 - key-to-redraw p50/p95: `j` sent to the runs list (and then to the events list), until the pane changes;
 - peak RSS (VmHWM).
@@ -97,8 +99,8 @@ def wait_regex(session: str, pattern: str, timeout: float) -> float:
 
 
 def measure(
-    name: str, command: str, ready: str, listed: str, settled: str | None, events_keys: list[str],
-    args: argparse.Namespace,
+    name: str, command: str, ready: str, listed: str, all_listed: str, settled: str | None,
+    events_keys: list[str], args: argparse.Namespace,
 ) -> dict[str, float]:  # fmt: skip
     session = f"tuibench-{name}-{os.getpid()}"
     for attempt in range(5):  # a tmux server that is just exiting (last session killed) refuses for a moment
@@ -113,6 +115,7 @@ def measure(
     try:
         first = wait_for(session, ready, 60) - t0
         runs_listed = wait_regex(session, listed, 60) - t0
+        runs_all = wait_regex(session, all_listed, 120) - t0
         pid = pane_pid(session)
         settle = (wait_for(session, settled, 120) - t0) if settled else first
         time.sleep(2)  # start-up work done (ours: runs, peaks, integrity check); now idle
@@ -129,6 +132,7 @@ def measure(
         return {
             "first_frame_s": first,
             "runs_listed_s": runs_listed,
+            "runs_all_listed_s": runs_all,
             "startup_done_s": settle,
             "idle_cpu_pct": idle,
             "runs_key_p95_ms": p95(runs) * 1000,
@@ -169,10 +173,12 @@ def main() -> int:
         ours = f"env TERM=xterm-256color {VENV / 'zymi-tui'} observe {work} --theme textual-dark"
         zymi = VENV / "zymi"
         for _ in range(args.repeat):
-            runs["zymi-tui"].append(measure("ours", ours, "· live", r"Runs \(\d+\)", "verified", ["tab"], args))
+            first_page, every_run = r"Runs \((newest )?\d+", r"Runs \(\d+\)"
+            runs["zymi-tui"].append(measure("ours", ours, "· live", first_page, every_run, "verified", ["tab"], args))
             if not args.no_zymi and zymi.exists():
                 cmd = f"env TERM=xterm-256color {zymi} observe -d {work} --no-venv"
-                runs["zymi observe"].append(measure("zymi", cmd, "Runs (", r"Runs \(\d+\)", None, ["tab", "tab"], args))
+                theirs = measure("zymi", cmd, "Runs (", every_run, every_run, None, ["tab", "tab"], args)
+                runs["zymi observe"].append(theirs)
         runs = {name: r for name, r in runs.items() if r}
         results = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
         print(f"{'median (min) of ' + str(args.repeat):24}" + "".join(f"{name:>22}" for name in results)

@@ -5,12 +5,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.test_chat_support import SIZE, Capture, chat_app, chat_screen, cli, demo_project, send, store_events, timed
+from tests.test_chat_support import (
+    SIZE,
+    capture_requests,
+    chat_app,
+    chat_screen,
+    cli,
+    demo_project,
+    send,
+    store_events,
+)
 from tests.waiting import workers_idle
 from zymi_tui.context.knobs import PROFILES
 from zymi_tui.events import kinds as k
 from zymi_tui.events.location import SqliteStore
+from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.chat.context_view import ContextScreen
+from zymi_tui.tui.target import Target
 
 
 async def test_a_profile_switched_between_turns_shapes_the_next_call(tmp_path: Path) -> None:
@@ -18,8 +29,7 @@ async def test_a_profile_switched_between_turns_shapes_the_next_call(tmp_path: P
     app = chat_app(project)
     async with app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
-        capture = Capture(timed(app).inner)
-        timed(app).inner = capture
+        capture = capture_requests(app)
         await send(pilot, "hello, what is in billing?")
         first_turn_calls = len(capture.agent_requests())
         await pilot.press("f3")  # project -> chat
@@ -89,15 +99,19 @@ async def test_f5_opens_the_knob_editor_on_the_last_call(tmp_path: Path) -> None
         await chat_screen(pilot)
 
 
-async def test_the_chat_opens_over_the_dashboard_and_comes_back(tmp_path: Path) -> None:
-    from zymi_tui.tui.app import DashboardApp, MainScreen
-    from zymi_tui.tui.chat.launch import push_chat
-    from zymi_tui.tui.chat.screen import ChatScreen
-    from zymi_tui.tui.target import Target
-
+def chatted_dashboard(tmp_path: Path) -> tuple[Path, DashboardApp]:
+    """A demo project whose store holds one chat turn, and the dashboard on that store."""
     project = demo_project(tmp_path)
     assert cli("chat", "-d", str(project), stdin="hello\n").returncode == 0  # a store to open
-    app = DashboardApp(Target(SqliteStore(project / ".zymi" / "events.db"), project), theme="textual-dark")
+    return project, DashboardApp(Target(SqliteStore(project / ".zymi" / "events.db"), project), theme="textual-dark")
+
+
+async def test_the_chat_opens_over_the_dashboard_and_comes_back(tmp_path: Path) -> None:
+    from zymi_tui.tui.app import MainScreen
+    from zymi_tui.tui.chat.launch import push_chat
+    from zymi_tui.tui.chat.screen import ChatScreen
+
+    project, app = chatted_dashboard(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert await push_chat(app, project) is None
@@ -133,13 +147,9 @@ async def test_the_dashboard_hook_never_chats_on_the_bundled_sample(tmp_path: Pa
 
 
 async def test_d_on_the_dashboard_opens_the_chat_on_its_project(tmp_path: Path) -> None:
-    from zymi_tui.tui.app import DashboardApp
     from zymi_tui.tui.chat.screen import ChatScreen
-    from zymi_tui.tui.target import Target
 
-    project = demo_project(tmp_path)
-    assert cli("chat", "-d", str(project), stdin="hello\n").returncode == 0  # a store to open
-    app = DashboardApp(Target(SqliteStore(project / ".zymi" / "events.db"), project), theme="textual-dark")
+    project, app = chatted_dashboard(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("d")

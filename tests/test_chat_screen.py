@@ -8,14 +8,13 @@ from pathlib import Path
 
 from tests.test_chat_support import (
     SIZE,
-    Capture,
+    capture_requests,
     chat_app,
     chat_screen,
     cli,
     demo_project,
     send,
     store_events,
-    timed,
     zymi_raw,
 )
 from tests.test_chat_support import zymi_verify as real_verify
@@ -39,8 +38,7 @@ async def test_five_messages_store_curve_and_replay(tmp_path: Path) -> None:
     app = chat_app(project)
     async with app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
-        capture = Capture(timed(app).inner)
-        timed(app).inner = capture
+        capture = capture_requests(app)
         for text in MESSAGES:
             await send(pilot, text)
         views = list(screen.query(TurnView))
@@ -102,8 +100,7 @@ async def test_resumed_chat_shows_history_and_remembers(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
         assert [v.turn.user for v in screen.query(TurnView)] == ["hello, what is in billing?"]
-        capture = Capture(timed(app).inner)
-        timed(app).inner = capture
+        capture = capture_requests(app)
         await send(pilot, "and the ledger?")
     first = capture.agent_requests()[0].messages
     # docs/engine.md#chat-history: the current message comes before the earlier turn's answers and tool results

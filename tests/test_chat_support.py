@@ -89,6 +89,13 @@ def timed(app: ChatApp) -> TimedProvider:
     return provider
 
 
+def capture_requests(app: ChatApp) -> Capture:
+    """The app's provider wrapped in a `Capture`: every request sent from now on is kept."""
+    provider = timed(app)
+    capture = provider.inner = Capture(provider.inner)
+    return capture
+
+
 async def wait_for(pilot: Pilot[Any], condition: Any, timeout: float = LIMIT) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout

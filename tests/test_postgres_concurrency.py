@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
@@ -128,7 +130,17 @@ async def _held_insert(writer: PostgresWriter, url: str, stream: str) -> tuple[a
     return conn, tx
 
 
-async def test_a_lower_id_committed_later_is_not_skipped(pg_url: str) -> None:
+@dataclass
+class Gap:
+    writer: PostgresWriter
+    reader: PostgresReader
+    conn: asyncpg.Connection
+    tx: asyncpg.Transaction  # of `conn`, holding id 2 uncommitted
+
+
+@pytest.fixture
+async def gap(pg_url: str) -> AsyncIterator[Gap]:
+    """Id 1 written and read; id 2 inserted in a transaction held open; id 3 committed after it."""
     writer = await PostgresWriter.open(pg_url)
     await writer.append(response("a", "first"))  # id 1
     reader = await PostgresReader.open(pg_url)
@@ -136,61 +148,45 @@ async def test_a_lower_id_committed_later_is_not_skipped(pg_url: str) -> None:
         assert [e.global_id for e in (await reader.read_after(0, 100)).events] == [1]
         conn, tx = await _held_insert(writer, pg_url, "b")  # id 2, open
         await writer.append(response("c", "after"))  # id 3, committed
-        assert await writer._pool.fetchval("SELECT array_agg(id) FROM events WHERE id > 1") == [3]  # naive tail: 3
-        page = await reader.read_after(1, 100)
-        assert page.events == [] and page.last_global_id == 1
-        assert await reader.max_global_id() == 1
-        await tx.commit()
-        await conn.close()
-        page = await reader.read_after(1, 100)
-        assert [e.global_id for e in page.events] == [2, 3] and page.last_global_id == 3
+        yield Gap(writer, reader, conn, tx)
     finally:
         await reader.close()
         await writer.close()
 
 
-async def test_a_rolled_back_id_is_passed_promptly(pg_url: str) -> None:
-    writer = await PostgresWriter.open(pg_url)
-    await writer.append(response("a", "first"))
-    reader = await PostgresReader.open(pg_url)
-    try:
-        await reader.read_after(0, 100)
-        conn, tx = await _held_insert(writer, pg_url, "b")
-        await writer.append(response("c", "after"))
-        await tx.rollback()
-        await conn.close()
-        started = time.monotonic()
-        page = await reader.read_after(1, 100)
-        assert [e.global_id for e in page.events] == [3]
-        assert time.monotonic() - started < 0.3
-    finally:
-        await reader.close()
-        await writer.close()
+async def test_a_lower_id_committed_later_is_not_skipped(gap: Gap) -> None:
+    assert await gap.writer._pool.fetchval("SELECT array_agg(id) FROM events WHERE id > 1") == [3]  # naive tail: 3
+    page = await gap.reader.read_after(1, 100)
+    assert page.events == [] and page.last_global_id == 1
+    assert await gap.reader.max_global_id() == 1
+    await gap.tx.commit()
+    await gap.conn.close()
+    page = await gap.reader.read_after(1, 100)
+    assert [e.global_id for e in page.events] == [2, 3] and page.last_global_id == 3
+
+
+async def test_a_rolled_back_id_is_passed_promptly(gap: Gap) -> None:
+    await gap.tx.rollback()
+    await gap.conn.close()
+    started = time.monotonic()
+    page = await gap.reader.read_after(1, 100)
+    assert [e.global_id for e in page.events] == [3]
+    assert time.monotonic() - started < 0.3
 
 
 async def test_a_gap_held_open_too_long_is_skipped_then_delivered_late(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    gap: Gap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(postgres, "GIVE_UP_S", 0.3)
-    writer = await PostgresWriter.open(pg_url)
-    await writer.append(response("a", "first"))
-    reader = await PostgresReader.open(pg_url)
-    try:
-        await reader.read_after(0, 100)
-        conn, tx = await _held_insert(writer, pg_url, "b")
-        await writer.append(response("c", "after"))
-        assert (await reader.read_after(1, 100)).events == []
-        await asyncio.sleep(0.35)
-        page = await reader.read_after(1, 100)
-        assert [e.global_id for e in page.events] == [3] and page.last_global_id == 3
-        await tx.commit()
-        await conn.close()
-        page = await reader.read_after(3, 100)
-        assert [e.global_id for e in page.events] == [2]  # late, but not lost
-        assert (await reader.read_after(3, 100)).events == []
-    finally:
-        await reader.close()
-        await writer.close()
+    assert (await gap.reader.read_after(1, 100)).events == []
+    await asyncio.sleep(0.35)
+    page = await gap.reader.read_after(1, 100)
+    assert [e.global_id for e in page.events] == [3] and page.last_global_id == 3
+    await gap.tx.commit()
+    await gap.conn.close()
+    page = await gap.reader.read_after(3, 100)
+    assert [e.global_id for e in page.events] == [2]  # late, but not lost
+    assert (await gap.reader.read_after(3, 100)).events == []
 
 
 async def test_a_reader_never_blocks_a_writer(pg_url: str) -> None:

@@ -222,10 +222,12 @@ def test_strict_accepts_a_store_with_its_project(beside: Path) -> None:
 
 
 WHOLE_STORE = [["compare", "--profiles", "recorded,chat", "--format", "json"],
-               ["sweep", "--window", "2,4", "--soft-cap", "40k", "--json", "--workers", "1"]]  # fmt: skip
+               ["sweep", "--window", "2,4", "--soft-cap", "40k", "--json", "--workers", "1"],
+               ["replay", "--compare", "recorded,chat", "--json"]]  # fmt: skip
+WHOLE_STORE_IDS = ["compare", "sweep", "replay-compare"]
 
 
-@pytest.mark.parametrize("argv", WHOLE_STORE, ids=["compare", "sweep"])
+@pytest.mark.parametrize("argv", WHOLE_STORE, ids=WHOLE_STORE_IDS)
 def test_compare_and_sweep_strict_refuse_to_guess_without_a_project(tmp_path: Path, argv: list[str]) -> None:
     db = copy_store(ORACLE / "chat_profile" / "events.db", tmp_path / "lone")
     assert cli(argv[0], str(db), *argv[1:]).returncode == 0  # without --strict: estimates, marked as such
@@ -236,7 +238,7 @@ def test_compare_and_sweep_strict_refuse_to_guess_without_a_project(tmp_path: Pa
     assert "--project DIR" in refused.stderr
 
 
-@pytest.mark.parametrize("argv", WHOLE_STORE, ids=["compare", "sweep"])
+@pytest.mark.parametrize("argv", WHOLE_STORE, ids=WHOLE_STORE_IDS)
 def test_compare_and_sweep_strict_change_nothing_with_the_project(beside: Path, argv: list[str]) -> None:
     plain = cli(argv[0], str(beside), *argv[1:])
     strict = cli(argv[0], str(beside), *argv[1:], "--strict")

@@ -42,7 +42,6 @@ from .common import (
     run_async,
     shown,
 )
-from .export_cmds import project_bodies, row_body
 from .flags import (
     add_runs_filter,
     add_step_args,
@@ -339,6 +338,9 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
 
 
 async def _context(args: argparse.Namespace) -> int:
+    # the request body needs the engine's providers and tools: imported by `context` only, not by `replay`
+    from .export_cmds import project_bodies, row_body
+
     location, project, knobs = _setup(args)
     reader: EventReader = await open_reader(location)
     try:

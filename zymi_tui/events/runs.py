@@ -118,13 +118,14 @@ def _summary(req: _Mark, done: _Mark | None, fork: Fork | None, turn: int, turns
     )  # fmt: skip
 
 
-async def _bookkeeping(reader: EventReader) -> list[RawRow]:
-    """The rows of the three bookkeeping kinds, in global order, as stored."""
+async def _bookkeeping(reader: EventReader, stream_id: str | None = None) -> list[RawRow]:
+    """The rows of the three bookkeeping kinds, in global order, as stored: of the whole store, or of
+    one run stream (and its step streams)."""
     rows: list[RawRow] = []
     for tag in RUN_TAGS:
         cursor = 0
         while True:
-            page = await reader.read_rows(cursor, PAGE, tag=tag)
+            page = await reader.read_rows(cursor, PAGE, tag=tag, stream_id=stream_id)
             rows += page.rows
             cursor = page.last_global_id
             if page.rows_scanned < PAGE:
@@ -152,8 +153,43 @@ def _marks(reader: EventReader, rows: list[RawRow]) -> dict[str, list[_Mark]]:
 
 async def list_runs(reader: EventReader, *, turns: bool = False) -> list[RunSummary]:
     """Runs, newest first. `turns=False` pairs as zymi does; `turns=True` gives one entry per request."""
+    return _summaries(_marks(reader, await _bookkeeping(reader)), turns)
+
+
+async def newest_runs(reader: EventReader, n: int, *, turns: bool = False) -> tuple[list[RunSummary], bool]:
+    """The runs of the streams holding the newest `n` requests (by global id), as `list_runs` gives them,
+    and whether that is every run of the store. Read from the end: the request rows of a growing tail of
+    the store (kind index), then each of those streams' bookkeeping rows (stream index), so the cost
+    follows `n`, not the store. Each stream's runs are exact; a stream whose requests are all older than
+    those may still sort among them (a clock set back), which only the whole list shows."""
+    top = await reader.max_global_id()
+    window = max(n, 1) * 64
+    while True:
+        after = max(top - window, 0)
+        requests: list[RawRow] = []
+        cursor = after
+        while True:
+            page = await reader.read_rows(cursor, PAGE, tag=RUN_TAGS[0])
+            requests += page.rows
+            cursor = page.last_global_id
+            if page.rows_scanned < PAGE:
+                break
+        if len(requests) >= n or after == 0:
+            break
+        window *= 4
+    newest = requests[-n:] if n > 0 else []
+    streams = dict.fromkeys(stream for _, stream, _, _ in reversed(newest))
+    rows: list[RawRow] = []
+    for stream in streams:
+        rows += await _bookkeeping(reader, stream)
+    rows = sorted(set(rows))  # a step stream's rows are read with its run's too
+    whole = after == 0 and len(requests) <= n
+    return _summaries(_marks(reader, rows), turns), whole
+
+
+def _summaries(by_stream: dict[str, list[_Mark]], turns: bool) -> list[RunSummary]:
     out: list[RunSummary] = []
-    for marks in _marks(reader, await _bookkeeping(reader)).values():
+    for marks in by_stream.values():
         requests = [m for m in marks if isinstance(m.fields, PipelineRequestedFields)]
         if not requests:
             continue

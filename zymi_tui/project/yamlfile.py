@@ -3,31 +3,42 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from zymi_tui.project.errors import ProjectError
 
+if TYPE_CHECKING:
+    import yaml
 
-class _Yaml12Loader(yaml.SafeLoader):
-    """YAML 1.2 booleans, as zymi's serde_yml reads them: only true/false (`on:`, `yes`, `no` stay strings)."""
 
+@cache
+def _yaml12_loader() -> type[yaml.SafeLoader]:
+    """YAML 1.2 booleans, as zymi's serde_yml reads them: only true/false (`on:`, `yes`, `no` stay strings).
 
-_Yaml12Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Yaml12Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
+    Made (and PyYAML imported) on the first parse: a command that finds no project.yml never pays for it."""
+    import yaml
+
+    class Yaml12Loader(yaml.SafeLoader):
+        pass
+
+    Yaml12Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Yaml12Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
+    return Yaml12Loader
 
 
 def parse_yaml(text: str, path: Path) -> Any:
     """The document in `text`; ProjectError naming the file, line and column when it is not YAML."""
+    import yaml  # on the first parse, as in `_yaml12_loader`
+
     try:
-        return yaml.load(text, Loader=_Yaml12Loader)
+        return yaml.load(text, Loader=_yaml12_loader())
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""

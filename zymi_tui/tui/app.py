@@ -18,7 +18,7 @@ from textual.worker import get_current_worker
 from zymi_tui.errors import UserError
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
-from zymi_tui.events.runs import RUN_TAGS, list_runs
+from zymi_tui.events.runs import RUN_TAGS, list_runs, newest_runs
 from zymi_tui.events.store import EventReader, StoreError, run_of, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.tail import tail
@@ -27,6 +27,7 @@ from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.help import DASHBOARD_NAV, DASHBOARD_PANELS
+from zymi_tui.tui.lineage import lineage_text
 from zymi_tui.tui.messages import (
     ChainChecked,
     MaskingFound,
@@ -53,6 +54,7 @@ TAIL_POLL_S = 0.1
 REDRAW_S = 0.25
 SELECT_DELAY_S = 0.12
 FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then all of them
+FIRST_RUNS = 60  # runs (requests) drawn before the whole list is read: more than a tall screenful
 STATUS_CYCLE = [None, "ok", "FAIL", "running"]
 KIND_PRESETS: list[tuple[str, set[str] | None]] = [
     ("all kinds", None),
@@ -189,7 +191,9 @@ class MainScreen(ActionScreen):
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
             return
-        self.reload_runs()  # the hash-chain check starts once the runs are drawn (on_runs_loaded)
+        # the newest runs are drawn first, unless a run named on the command line is to be selected;
+        # the hash-chain check starts once every run is drawn (on_runs_loaded)
+        self.reload_runs(newest_first=self.target.run is None)
         self.tail_store()
 
     def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
@@ -201,10 +205,22 @@ class MainScreen(ActionScreen):
             self.post_message(StoreTrouble(str(e)))
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
-    def reload_runs(self) -> None:
+    def reload_runs(self, *, newest_first: bool = False) -> None:
+        """All runs; with `newest_first`, the newest screenful is read and drawn before the rest."""
+
         async def job(reader: EventReader) -> None:
-            summaries = await list_runs(reader, turns=True)
-            self.post_message(RunsLoaded(summaries))
+            if newest_first:
+                page, whole = await newest_runs(reader, FIRST_RUNS, turns=True)
+                if get_current_worker().is_cancelled:
+                    return
+                self.post_message(RunsLoaded(page, complete=whole))
+            if not newest_first or not whole:
+                summaries = await list_runs(reader, turns=True)
+                if get_current_worker().is_cancelled:
+                    return
+                self.post_message(RunsLoaded(summaries))
+            else:
+                summaries = page
             turn_of = {s.correlation_id: s.stream_id for s in summaries if s.turns_on_stream > 1 and s.correlation_id}
             if not self.peaks_loaded:
                 self.peaks_loaded = True
@@ -327,10 +343,11 @@ class MainScreen(ActionScreen):
         runs_list.cursor = min(index, max(len(self.runs.rows) - 1, 0))
         runs_list.update_size()
         runs_list.reveal_cursor()
-        self.query_one("#runs").border_title = f"Runs ({len(self.runs.summaries)})"
+        count = len(self.runs.summaries)
+        self.query_one("#runs").border_title = f"Runs ({count})" if msg.complete else f"Runs (newest {count}…)"
         self.select_current()
         self.update_banner()
-        if not self.runs_seen:
+        if msg.complete and not self.runs_seen:
             self.runs_seen = True
             runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
             self.verify_chains()  # after the runs, so hashing the store does not delay drawing them
@@ -601,9 +618,7 @@ class MainScreen(ActionScreen):
             t.append("  chain ✓", style="green")
         if s.error:
             t.append("\n" + clean(f"error: {s.error}", one_line=True, max_cells=200), style="red")
-        from zymi_tui.tui.resume.hook import lineage_text
-
-        t.append_text(lineage_text(self, s))
+        t.append_text(lineage_text(self.runs, s))
         info.update(t)
 
     def update_events_title(self) -> None:

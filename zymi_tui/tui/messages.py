@@ -11,9 +11,12 @@ from zymi_tui.tui.model_graph import StepDef
 
 
 class RunsLoaded(Message):
-    def __init__(self, summaries: list[RunSummary]) -> None:
+    """Runs to list; `complete=False`: only the newest, the whole list follows."""
+
+    def __init__(self, summaries: list[RunSummary], *, complete: bool = True) -> None:
         super().__init__()
         self.summaries = summaries
+        self.complete = complete
 
 
 class PeaksLoaded(Message):

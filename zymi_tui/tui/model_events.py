@@ -11,12 +11,14 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from zymi_tui.events import kinds as k
-from zymi_tui.events.describe import Line, describe, full_detail
 from zymi_tui.events.store import step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.safe_text import clean, wrap_cells
+
+if TYPE_CHECKING:
+    from zymi_tui.events.describe import Line
 
 RUN_GROUP = ""  # the group key of the run stream itself
 
@@ -71,6 +73,9 @@ class EventsModel:
     def line_of(self, se: StoredEvent) -> Line:
         line = self._lines.get(se.global_id)
         if line is None:
+            # how events read (and the kinds, pydantic) load with the first event drawn, not the first frame
+            from zymi_tui.events.describe import describe
+
             line = self._lines[se.global_id] = describe(se.event)
         return line
 
@@ -224,6 +229,8 @@ class EventsModel:
     # -- compaction links ---------------------------------------------------------------------
     def replaced_by(self, se: StoredEvent) -> list[StoredEvent]:
         """The events of the same stream a ContextCompacted replaced (its `replaces_seq_range`)."""
+        from zymi_tui.events import kinds as k  # loaded by the event itself (see line_of)
+
         d = se.event.kind
         if not isinstance(d, k.ContextCompacted):
             return []
@@ -243,6 +250,9 @@ def clock(se: StoredEvent) -> str:
 
 def detail_rows(se: StoredEvent, context: list[StoredEvent]) -> list[tuple[str, str]]:
     """The full payload, plus for a compaction the list of events it replaced."""
+    from zymi_tui.events import kinds as k  # loaded by the event itself (see EventsModel.line_of)
+    from zymi_tui.events.describe import describe, full_detail
+
     rows = [("global id", str(se.global_id)), *full_detail(se.event)]
     d = se.event.kind
     if isinstance(d, k.ContextCompacted):

@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zymi_tui.events import kinds as k
 from zymi_tui.events.store import step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.errors import ProjectError
@@ -70,6 +69,9 @@ def ranks_of(steps: list[StepDef]) -> dict[str, int]:
 def build_graph(pipeline: str, steps: list[StepDef] | None, problem: str | None,
                 events: Iterable[StoredEvent]) -> Graph:  # fmt: skip
     """Nodes with status, LLM call count and last context size, from the run's events."""
+    # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
+    from zymi_tui.events import kinds as k
+
     events = list(events)
     started: list[str] = []
     status: dict[str, str] = {}

@@ -10,7 +10,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from zymi_tui.events import kinds as k
 from zymi_tui.events.store import step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.model_events import RUN_GROUP
@@ -47,6 +46,9 @@ def collect_calls(
     Where masking and forgetting start is estimated from the knobs: masking once more tool turns than
     the window are in the history, forgetting once more assistant turns than `forget_after_turns`.
     """
+    # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
+    from zymi_tui.events import kinds as k
+
     out: dict[str, StepCalls] = {}
     pending: dict[str, CallPoint] = {}  # stream -> started call awaiting its completion
     tool_turns: dict[str, int] = {}

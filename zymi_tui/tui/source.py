@@ -12,7 +12,6 @@ from pathlib import Path
 
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.errors import UserError
-from zymi_tui.events.kinds import LlmCallStarted, StepSkipped, WorkflowNodeStarted
 from zymi_tui.events.lean import LLM_CALL_STARTED, LeanError, envelope, payload
 from zymi_tui.events.runs import turn_ranges
 from zymi_tui.events.store import EventReader, run_of, step_prefix
@@ -29,6 +28,9 @@ async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:
     Each stream is read by its own indexed query: the step streams are named by the run stream's
     WorkflowNodeStarted / StepSkipped events (one `stream = ? OR stream LIKE ?` query scans the table).
     """
+    # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
+    from zymi_tui.events.kinds import StepSkipped, WorkflowNodeStarted
+
     run = await reader.read_stream(key.stream_id)
     steps = dict.fromkeys(
         d.node_id if isinstance(d, WorkflowNodeStarted) else d.step_id
@@ -75,6 +77,9 @@ async def read_peaks(reader: EventReader, turn_of: dict[str, str]) -> AsyncItera
 
 
 def peaks_of(events: list[StoredEvent], turn_of: dict[str, str]) -> dict[RunKey, int]:
+    # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
+    from zymi_tui.events.kinds import LlmCallStarted
+
     out: dict[RunKey, int] = {}
     for se in events:
         d = se.event.kind

@@ -1,4 +1,4 @@
-"""What the dashboard calls for fork-resume: `R` fork, `C` compare, `P` parent ⇄ fork, and the lineage line.
+"""What the dashboard calls for fork-resume: `R` fork, `C` compare, `P` parent ⇄ fork (the lineage line: `tui/lineage`).
 
 The tuning panel calls `fork_for_real` with its edited knobs ("run this for real").
 """
@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from rich.text import Text
 from textual.app import App
 from textual.notifications import SeverityLevel
 
@@ -17,10 +16,10 @@ from zymi_tui.engine.resume import KnobChoice
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.runs import RunSummary
 from zymi_tui.events.store import EventReader
+from zymi_tui.tui.lineage import forks_of
 from zymi_tui.tui.model import RunKey, RunsModel
 from zymi_tui.tui.resume.compare import ForkCompareScreen
 from zymi_tui.tui.resume.modal import ForkModal
-from zymi_tui.tui.safe_text import clean
 from zymi_tui.tui.target import Target
 
 
@@ -48,32 +47,13 @@ def _selected(main: Dashboard) -> RunSummary | None:
     return next((s for s in main.runs.summaries if key is not None and s.stream_id == key.stream_id), None)
 
 
-def forks_of(main: Dashboard, stream_id: str) -> list[RunSummary]:
-    """Runs forked from `stream_id`, newest first (the summaries are newest first)."""
-    return [s for s in main.runs.summaries if s.fork is not None and s.fork.parent_stream_id == stream_id]
-
-
-def lineage_text(main: Dashboard, summary: RunSummary) -> Text:
-    """The run-info line: where a fork comes from, or how many forks a run has (`P` jumps)."""
-    t = Text()
-    if summary.fork is not None:
-        t.append(
-            "\n" + clean(f"↩ fork of {summary.fork.parent_stream_id} at '{summary.fork.fork_at_step}'"), style="magenta"
-        )
-        t.append("  (P parent · C compare)", style="dim")
-    elif (forks := forks_of(main, summary.stream_id)) and summary.turn == 1:
-        t.append("\n" + clean(f"↪ {len(forks)} fork(s), newest {forks[0].stream_id}"), style="magenta")
-        t.append("  (P newest fork · C compare)", style="dim")
-    return t
-
-
 def jump_lineage(main: Dashboard) -> None:
     s = _selected(main)
     if s is None:
         return
     if s.fork is not None:
         main.jump_to_run(s.fork.parent_stream_id)
-    elif forks := forks_of(main, s.stream_id):
+    elif forks := forks_of(main.runs, s.stream_id):
         main.jump_to_run(forks[0].stream_id)
     else:
         main.notify("this run is neither a fork nor forked (R forks it)")
@@ -88,7 +68,7 @@ def open_compare(main: Dashboard, parent: str | None = None, fork: str | None = 
             return
         if s.fork is not None:
             parent, fork = s.fork.parent_stream_id, s.stream_id
-        elif forks := forks_of(main, s.stream_id):
+        elif forks := forks_of(main.runs, s.stream_id):
             parent, fork = s.stream_id, forks[0].stream_id
         else:
             main.notify("select a fork, or a run that has been forked, to compare")
