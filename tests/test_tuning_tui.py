@@ -117,16 +117,16 @@ async def test_switching_profiles_and_back_restores_recorded(profile: str) -> No
 async def test_a_profile_picked_with_keys_replays_the_stream_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Loading a profile fills five inputs; their change events are not five more edits (each one
     started the whole-stream what-if again, cancelling the previous one)."""
-    from zymi_tui.tui.tuning import editor
+    from zymi_tui.tui.tuning.whatif import StreamWhatIf
 
     replays: list[object] = []
-    real = editor.replay_stream_sync
+    real = StreamWhatIf.run
 
-    def counted(*args: Any) -> Any:
-        replays.append(args[-1])
-        return real(*args)
+    def counted(self: StreamWhatIf, knobs: Any, *args: Any, **kw: Any) -> Any:
+        replays.append(knobs)
+        return real(self, knobs, *args, **kw)
 
-    monkeypatch.setattr(editor, "replay_stream_sync", counted)
+    monkeypatch.setattr(StreamWhatIf, "run", counted)
     app = editor_app(NAME)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(pilot)
