@@ -19,11 +19,16 @@ class Recorder:
     def __init__(self, writer: EventWriter) -> None:
         self.writer = writer
         self.listeners: list[Listener] = []
+        # ids of the events being appended: committed (and so visible to a reader of the store)
+        # before the listeners hear of them
+        self.in_flight: set[str] = set()
 
     async def emit(self, stream_id: str, kind: EventData, source: str, correlation_id: str | None) -> StoredEvent:
         """Append one event and tell the listeners. An append under way when the caller is cancelled
         (Ctrl-C) still commits, so the listeners still hear it before the cancellation goes on."""
-        append = asyncio.ensure_future(self.writer.append(Event.new(stream_id, kind, source, correlation_id)))
+        event = Event.new(stream_id, kind, source, correlation_id)
+        self.in_flight.add(event.id)
+        append = asyncio.ensure_future(self.writer.append(event))
         try:
             stored = await asyncio.shield(append)
         except asyncio.CancelledError:
@@ -31,6 +36,8 @@ class Recorder:
             if not append.cancelled() and append.exception() is None:
                 self._tell(append.result())
             raise
+        finally:
+            self.in_flight.discard(event.id)
         self._tell(stored)
         return stored
 

@@ -73,7 +73,9 @@ class Router:
                 page = await self.rt.reader.read_after(last, 256)
                 last = page.last_global_id
                 for stored in page.events:
-                    if stored.event.id not in self.own:
+                    # a row of ours may be read between its commit and its listener call
+                    mine = stored.event.id in self.own or stored.event.id in self.rt.recorder.in_flight
+                    if not mine:
                         self.consider(stored)
                 if page.rows_scanned < 256:
                     break

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from zymi_tui.engine.bash_parser import load as load_bashlex
+
 Decision = tuple[str, str]  # ("allow" | "approve" | "deny", deny reason)
 RANK = {"allow": 0, "approve": 1, "deny": 2}
 
@@ -167,8 +169,7 @@ def stricter(command: str, rules: Rules) -> Decision:
     """The scan's verdict on `command` (to be combined with zymi's, never to relax it)."""
     if _FORK_BOMB.search(re.sub(r"\s+", "", command)):
         return "deny", "Blocked: Fork bomb"
-    import bashlex  # type: ignore[import-untyped]  # 90 ms: loaded at the first shell command, not at start-up
-    import bashlex.errors  # type: ignore[import-untyped]
+    bashlex = load_bashlex()  # at the first shell command, not at start-up
 
     try:
         trees = bashlex.parse(command)

@@ -13,9 +13,10 @@ import functools
 import sqlite3
 import stat
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
@@ -68,6 +69,8 @@ HASH_MIGRATION = """ALTER TABLE events ADD COLUMN prev_hash TEXT NOT NULL DEFAUL
 SQLITE_MAGIC = b"SQLite format 3\x00"
 READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LOCK_WAIT_S in all
 LOCK_WAIT_S = 5.0
+
+T = TypeVar("T")
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 CHAIN_PAGE = 5000
@@ -435,51 +438,100 @@ class SqliteReader(RowDecoder):
 _SCHEMA_OBJECTS = ("events", "stream_heads", "idx_events_stream_seq", "idx_events_correlation", "idx_events_kind")
 
 
-async def _schema_complete(conn: aiosqlite.Connection) -> bool:
+def _schema_complete(conn: sqlite3.Connection) -> bool:
     marks = ",".join("?" * len(_SCHEMA_OBJECTS))
-    cur = await conn.execute(
+    row = conn.execute(
         f"SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN ({marks})), "
         "(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name IN ('prev_hash', 'hash'))",
         _SCHEMA_OBJECTS,
-    )
-    row = await cur.fetchone()
-    return row == (len(_SCHEMA_OBJECTS), 2)
+    ).fetchone()
+    return bool(row == (len(_SCHEMA_OBJECTS), 2))
 
 
-async def _create_schema(conn: aiosqlite.Connection) -> None:
+def _create_schema(conn: sqlite3.Connection) -> None:
     """zymi's DDL and hash-column migration, safe when several processes create the same new store at
     once: the column check and the ALTERs run inside one `BEGIN IMMEDIATE` (zymi checks, then alters,
     unlocked: two of them can both add `prev_hash`, and the second fails with "duplicate column
     name"). A store that already has it all is not locked at all."""
-    if await _schema_complete(conn):
+    if _schema_complete(conn):
         return
-    await conn.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for another creator
+    conn.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for another creator
     try:
         for statement in (*SCHEMA.split(";"), *HASH_MIGRATION.split(";")):
             if not statement.strip():
                 continue
-            if statement.strip().startswith("ALTER") and await _has_hash_columns(conn):
+            if statement.strip().startswith("ALTER") and _has_hash_columns(conn):
                 continue
-            await conn.execute(statement)
-        await conn.execute("COMMIT")
+            conn.execute(statement)
+        conn.execute("COMMIT")
     except BaseException:
-        await conn.execute("ROLLBACK")
+        conn.execute("ROLLBACK")
         raise
 
 
-async def _has_hash_columns(conn: aiosqlite.Connection) -> bool:
-    cur = await conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'")
-    row = await cur.fetchone()
+def _has_hash_columns(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'").fetchone()
     return bool(row and row[0])
 
 
-class SqliteWriter:
-    """Appends events exactly as zymi's `SqliteEventStore::append` does."""
+WRITE_BUSY_MS = 5000  # zymi's busy_timeout
 
-    def __init__(self, path: Path, conn: aiosqlite.Connection) -> None:
+
+class _Busy(Exception):
+    """Another connection holds the write lock: the append waits for it on the writer's thread."""
+
+
+def _open_for_writing(path: Path) -> sqlite3.Connection:
+    """The writer's connection: zymi's pragmas and schema, then no busy wait (an append that finds the
+    store locked waits on the writer's thread, never in the event loop)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    except (OSError, sqlite3.Error) as e:
+        raise StoreError(f"cannot open {path} for writing: {e}") from None
+    try:
+        # the wait first: switching a new file to WAL takes a lock another new writer may hold
+        conn.execute(f"PRAGMA busy_timeout={WRITE_BUSY_MS}")
+        conn.execute("PRAGMA journal_mode=WAL").fetchall()
+        _create_schema(conn)
+        conn.execute("PRAGMA busy_timeout=0")
+    except BaseException as e:
+        conn.close()
+        if isinstance(e, sqlite3.Error):
+            raise explain_sqlite_error(str(path), e) from None
+        raise
+    return conn
+
+
+_APPEND_HEAD = (
+    "SELECT COALESCE(MAX(sequence), 0) + 1, COALESCE("
+    "(SELECT hash FROM events WHERE stream_id = ?1 ORDER BY sequence DESC LIMIT 1), ''"
+    ") FROM events WHERE stream_id = ?1"
+)
+_APPEND_ROW = (
+    "INSERT INTO events (event_id, stream_id, sequence, timestamp, kind_tag, data, correlation_id, "
+    "causation_id, source, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+)
+_APPEND_STREAM_HEAD = (
+    "INSERT INTO stream_heads (stream_id, last_sequence, last_hash) VALUES (?1, ?2, ?3) "
+    "ON CONFLICT(stream_id) DO UPDATE SET last_sequence = excluded.last_sequence, last_hash = excluded.last_hash"
+)
+
+
+class SqliteWriter:
+    """Appends events exactly as zymi's `SqliteEventStore::append` does.
+
+    An append (BEGIN IMMEDIATE … COMMIT, one short transaction) runs in the event loop: handing it
+    to a thread and back cost more than the append itself. Only when another connection holds the
+    write lock does it go to the writer's own thread, to wait there (zymi's 5 s busy timeout); opening,
+    the WAL checkpoint and closing run there too. The asyncio lock lets one of them use the
+    connection at a time."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, thread: ThreadPoolExecutor) -> None:
         self.path = path
         self.label = str(path)
         self._conn = conn
+        self._thread = thread
         self._lock = asyncio.Lock()
         self._transactions = Transactions()
 
@@ -489,26 +541,28 @@ class SqliteWriter:
         st = stat_store_path(p)
         if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > 0:
             _check_header(p)
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zymi-tui-writer")
+        opening = asyncio.get_running_loop().run_in_executor(thread, _open_for_writing, p)
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            conn = await connect(str(p), isolation_level=None)
-        except (OSError, sqlite3.Error) as e:
-            raise StoreError(f"cannot open {p} for writing: {e}") from None
-        try:
-            # the wait first: switching a new file to WAL takes a lock another new writer may hold
-            await conn.execute("PRAGMA busy_timeout=5000")
-            await conn.execute("PRAGMA journal_mode=WAL")
-            await _create_schema(conn)
-        except BaseException as e:
-            await conn.close()
-            if isinstance(e, sqlite3.Error):
-                raise explain_sqlite_error(str(p), e) from None
+            # if the caller is cancelled meanwhile (Ctrl-C), the connection is still waited for and closed
+            conn = await asyncio.shield(opening)
+        except BaseException:
+            await asyncio.wait({opening})
+            if not opening.cancelled() and opening.exception() is None:
+                thread.submit(opening.result().close).result()
+            thread.shutdown(wait=False)
             raise
-        return cls(p, conn)
+        return cls(p, conn, thread)
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
 
     async def close(self) -> None:
         await self._transactions.finish()
-        await self._conn.close()
+        try:
+            await self._call(self._conn.close)
+        finally:
+            self._thread.shutdown(wait=False)
 
     async def __aenter__(self) -> SqliteWriter:
         return self
@@ -525,62 +579,67 @@ class SqliteWriter:
         return await self._transactions.run(self._append_tx(events))
 
     async def _append_tx(self, events: Sequence[Event]) -> list[StoredEvent]:
+        rows = [(e, e.to_json()) for e in events]
         async with self._lock:
             try:
-                await self._conn.execute("BEGIN IMMEDIATE")
-                out = [await self._insert(e) for e in events]
-                await self._conn.execute("COMMIT")
-            except BaseException as e:
-                if self._conn.in_transaction:
-                    await self._conn.execute("ROLLBACK")
-                if isinstance(e, sqlite3.Error):
-                    raise explain_sqlite_error(self.label, e) from None
-                raise
-            return out
+                return self._append_sync(rows, wait=False)
+            except _Busy:
+                return await self._call(self._append_sync, rows, True)
 
-    async def _insert(self, event: Event) -> StoredEvent:
-        # every cursor is read to its end and closed here: a statement left open makes COMMIT fail
-        # with "SQL statements in progress"
-        async with self._conn.execute(
-            "SELECT COALESCE(MAX(sequence), 0) + 1, COALESCE("
-            "(SELECT hash FROM events WHERE stream_id = ?1 ORDER BY sequence DESC LIMIT 1), ''"
-            ") FROM events WHERE stream_id = ?1",
-            (event.stream_id,),
-        ) as cur:
-            rows = list(await cur.fetchall())
-        row = rows[0]
+    def _append_sync(self, rows: list[tuple[Event, str]], wait: bool) -> list[StoredEvent]:
+        """BEGIN IMMEDIATE, each row as zymi appends it, COMMIT (or ROLLBACK). Without `wait`, a store
+        locked by another connection raises `_Busy` before anything is written."""
+        conn = self._conn
+        if wait:
+            conn.execute(f"PRAGMA busy_timeout={WRITE_BUSY_MS}")
+        try:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                if not wait and _is_locked(e):
+                    raise _Busy from None
+                raise
+            out = [self._insert(conn, event, data) for event, data in rows]
+            conn.execute("COMMIT")
+        except BaseException as e:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(e, sqlite3.Error):
+                raise explain_sqlite_error(self.label, e) from None
+            raise
+        finally:
+            if wait:
+                conn.execute("PRAGMA busy_timeout=0")
+        return out
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, event: Event, data: str) -> StoredEvent:
+        row = conn.execute(_APPEND_HEAD, (event.stream_id,)).fetchall()[0]  # read to the end: no statement left open
         seq, prev = int(row[0]), str(row[1])
-        data = event.to_json()
         digest = hash_v2(event.id, seq, data, prev)
-        async with self._conn.execute(
-            "INSERT INTO events (event_id, stream_id, sequence, timestamp, kind_tag, data, correlation_id, "
-            "causation_id, source, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        gid = conn.execute(
+            _APPEND_ROW,
             (
                 event.id, event.stream_id, seq, event.column_timestamp(), event.tag, data,
                 event.correlation_id, event.causation_id, event.source, prev, digest,
             ),
-        ) as cur:  # fmt: skip
-            gid = cur.lastrowid
-        await self._conn.execute(
-            "INSERT INTO stream_heads (stream_id, last_sequence, last_hash) VALUES (?1, ?2, ?3) "
-            "ON CONFLICT(stream_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
-            "last_hash = excluded.last_hash",
-            (event.stream_id, seq, digest),
-        )
+        ).lastrowid  # fmt: skip
+        conn.execute(_APPEND_STREAM_HEAD, (event.stream_id, seq, digest))
         assert gid is not None
         return StoredEvent(gid, event.model_copy(update={"sequence": seq}), data)
 
     async def checkpoint(self) -> None:
         """`PRAGMA wal_checkpoint(PASSIVE)`, as zymi runs after a run's terminal event (ADR-0030).
-        Taken in turn with the appends and finished even if the caller is cancelled: its cursor is read
-        and closed, so no statement is left open when the next append commits."""
+        Taken in turn with the appends and finished even if the caller is cancelled."""
         await self._transactions.run(self._checkpoint_tx())
 
     async def _checkpoint_tx(self) -> None:
         async with self._lock:
-            try:
-                async with self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)") as cur:
-                    await cur.fetchall()
-            except sqlite3.Error as e:
-                if not _is_locked(e):
-                    raise explain_sqlite_error(self.label, e) from None
+            await self._call(self._checkpoint_sync)
+
+    def _checkpoint_sync(self) -> None:
+        try:
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as e:
+            if not _is_locked(e):
+                raise explain_sqlite_error(self.label, e) from None

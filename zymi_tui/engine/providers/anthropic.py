@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from zymi_tui.engine.providers.base import REQUEST_TIMEOUT, LlmRequest, LlmResponse, ProviderError, transport_error
+from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, ProviderError, http_client, transport_error
 from zymi_tui.events.messages import TokenUsage, ToolCallInfo
 
 STOP_REASONS = {"max_tokens": "length", "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls"}
@@ -81,7 +81,7 @@ class AnthropicProvider:
         self.model = model
         self.url = base_url.rstrip("/") + "/messages"
         self.api_key = api_key
-        self._client = httpx.AsyncClient(timeout=REQUEST_TIMEOUT)
+        self._client = http_client(self.url)
 
     async def complete(self, request: LlmRequest) -> LlmResponse:
         headers = {"x-api-key": self.api_key, "anthropic-version": "2023-06-01", "content-type": "application/json"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import ssl
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -10,6 +12,16 @@ import httpx
 from zymi_tui.events.messages import TokenUsage, ToolCallInfo
 
 REQUEST_TIMEOUT = httpx.Timeout(300.0, connect=15.0)
+PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy"}  # what httpx reads (with NO_PROXY), any case
+
+
+def http_client(url: str) -> httpx.AsyncClient:
+    """The one client a provider keeps (its connections kept alive between calls). For a plain-http
+    endpoint reached without a proxy (a local model), no CA bundle is loaded (50 ms at every start):
+    its TLS context trusts no certificate, so any TLS it were ever asked for would fail, not pass."""
+    if url.startswith("http://") and not any(k.lower() in PROXY_VARIABLES for k in os.environ):
+        return httpx.AsyncClient(timeout=REQUEST_TIMEOUT, verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+    return httpx.AsyncClient(timeout=REQUEST_TIMEOUT)
 
 
 class ProviderError(Exception):

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from zymi_tui.engine.providers.base import REQUEST_TIMEOUT, LlmRequest, LlmResponse, ProviderError, transport_error
+from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, ProviderError, http_client, transport_error
 from zymi_tui.events.messages import TokenUsage, ToolCallInfo
 
 REASONING_PREFIXES = ("o1", "o3", "gpt-5", "gpt-4.5")
@@ -112,7 +112,7 @@ class OpenAIProvider:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.api_key = api_key
         self.stream = stream
-        self._client = httpx.AsyncClient(timeout=REQUEST_TIMEOUT)
+        self._client = http_client(self.url)
 
     async def complete(self, request: LlmRequest) -> LlmResponse:
         headers = {"content-type": "application/json"}
