@@ -256,6 +256,8 @@ class TuningScreen(ActionScreen):
         if self._syncing or event.input.id is None:
             return
         name = event.input.id.removeprefix("knob-")
+        if event.value == self.form.texts.get(name):
+            return  # the echo of sync_inputs (it can arrive after _syncing is over): nothing changed
         knobs = self.form.set(name, event.value)
         self.show_errors()
         if knobs is not None:
