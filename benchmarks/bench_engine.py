@@ -11,8 +11,8 @@
    0 and make the scenario's 26 requests, and each store must pass the real `zymi verify` and hold
    the same events by kind as zymi's. One untimed warm-up run of each comes first, with Python's
    bytecode cache on (PYTHONDONTWRITEBYTECODE dropped: an installed package has its .pyc).
-   `--checkout DIR` also times the zymi_tui package of another checkout (`python -m zymi_tui` with DIR on PYTHONPATH: a "before"
-   figure in the same run).
+   `--checkout DIR` also times the zymi_tui package of another checkout (`python -m zymi_tui` with DIR
+   on PYTHONPATH: a "before" figure in the same run).
 2. (`--inner`) Overhead per agent iteration (all time outside the model call: context build, event
    appends, tool dispatch) on a step stream that already holds N turns (a long chat). Ours feeds the
    stream to the incremental ContextBuilder once per step; the baseline, measured in the same run,
