@@ -29,7 +29,6 @@ from zymi_tui.context.masking import (
     message_bytes,
     placeholder,
 )
-from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import (
     AssistantMessage,
     MessageModel,
@@ -39,7 +38,13 @@ from zymi_tui.events.messages import (
     UserMessage,
     to_wire,
 )
-from zymi_tui.events.stored import StoredEvent
+from zymi_tui.events.replay_kinds import (
+    ContextCompacted,
+    LlmCallCompleted,
+    ReplayEvent,
+    ToolCallCompleted,
+    UserMessageReceived,
+)
 from zymi_tui.events.timestamps import parse_timestamp_ns
 
 COMPACTION_PROMPT = (
@@ -343,9 +348,8 @@ class ContextBuilder:
             self._cutoff = fresh_cutoff_ns
             self._tail = self._compute_tail(self._cutoff)
 
-    def add(self, stored: StoredEvent) -> None:
+    def add(self, ev: ReplayEvent) -> None:
         """Any event of the step stream, in sequence order (kinds zymi skips are only timed)."""
-        ev = stored.event
         seq = ev.sequence
         ts = fast_ts_ns(ev.timestamp)
         self._seen_seqs.append(seq)

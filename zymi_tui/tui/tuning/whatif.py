@@ -12,6 +12,7 @@ from zymi_tui.context.builder import ContextBuilder, RenderedContext
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.hashchain import ChainRow, ScanRow
 from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.replay_kinds import replay_event
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
@@ -135,8 +136,8 @@ def keep_call(memory: MemoryReader, project: Path | None, stream_id: str, sequen
     for se in sorted(memory.events, key=lambda se: se.global_id):
         kind = se.event.kind
         if se.event.stream_id == stream_id and se.event.sequence == sequence and isinstance(kind, LlmCallStarted):
-            state = replayer.state_before(se)
+            state = replayer.state_before(replay_event(se))
             return KeptCall(sequence, state.builder, state.memory, state.post_compaction)
-        replayer.feed(se)
+        replayer.feed(replay_event(se))
         replayer.ready()
     return None
