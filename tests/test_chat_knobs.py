@@ -15,6 +15,7 @@ from tests.test_chat_support import (
     send,
     store_events,
 )
+from tests.waiting import workers_idle
 from zymi_tui.context.knobs import PROFILES
 from zymi_tui.events import kinds as k
 from zymi_tui.events.location import SqliteStore
@@ -35,7 +36,7 @@ async def test_a_profile_switched_between_turns_shapes_the_next_call(tmp_path: P
         assert screen.session.profile == "chat"
         assert "profile chat: window 2, soft 40000" in str(screen.query_one("#chat-header").render())
         await send(pilot, "and the ledger?")
-        await pilot.app.workers.wait_for_complete()
+        await workers_idle(pilot)
         bar = str(screen.query_one("#chat-bar").render())
         assert "under profile chat (same trajectory assumed)" in bar
     events = await store_events(project)
@@ -59,14 +60,14 @@ async def test_f2_shows_the_last_call_under_each_profile(tmp_path: Path) -> None
     async with chat_app(project).run_test(size=SIZE) as pilot:
         await send(pilot, "audit all modules")
         await pilot.press("f2")
-        await pilot.app.workers.wait_for_complete()
+        await workers_idle(pilot)
         await pilot.pause()
         screen = pilot.app.screen
         assert isinstance(screen, ContextScreen)
         recorded = str(screen.query_one("#ctx-bar").render())
         assert "rebuilt under project" in recorded and "what-if" not in recorded
         await pilot.press("right")
-        await pilot.app.workers.wait_for_complete()
+        await workers_idle(pilot)
         await pilot.pause()
         chat = str(screen.query_one("#ctx-bar").render())
         assert "rebuilt under chat" in chat and "what-if: assumes the same trajectory" in chat
@@ -83,12 +84,12 @@ async def test_f5_opens_the_knob_editor_on_the_last_call(tmp_path: Path) -> None
     async with chat_app(project).run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
         await pilot.press("f5")
-        await pilot.app.workers.wait_for_complete()
+        await workers_idle(pilot)
         assert "no LLM call yet" in str(screen.query_one("#chat-hint").render())
         await send(pilot, "hello")
         last = await screen.session.last_call()
         await pilot.press("f5")
-        await pilot.app.workers.wait_for_complete()
+        await workers_idle(pilot)
         await pilot.pause()
         editor = pilot.app.screen
         assert isinstance(editor, TuningScreen)

@@ -12,6 +12,7 @@ from typing import Any
 from textual.pilot import Pilot
 
 from tests.test_chat_support import SIZE, chat_app, chat_screen, demo_project, send
+from tests.waiting import workers_idle
 from zymi_tui.tui.chat.widgets import PromptInput
 
 MESSAGES = ["hello, what is in billing?", "audit all modules"]
@@ -34,7 +35,7 @@ def test_context_view_snapshot(tmp_path: Path, snap_compare: Any) -> None:
     async def open_context(pilot: Pilot[Any]) -> None:
         await _two_messages(pilot)
         await pilot.press("f2", "right")  # the last call under the built-in `chat` profile
-        await pilot.app.workers.wait_for_complete()
+        await workers_idle(pilot)
         await pilot.pause(0.3)
 
     app = chat_app(demo_project(tmp_path))

@@ -10,7 +10,7 @@ from typing import Any
 from textual.widgets import Input, Static
 
 from tests.conftest import ORACLE
-from tests.waiting import LIMIT
+from tests.waiting import LIMIT, workers_idle
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import EventReader
 from zymi_tui.tui.tuning.app import TuningApp
@@ -30,7 +30,7 @@ async def settle(pilot: Any) -> None:
     deadline = time.monotonic() + LIMIT
     while True:
         await pilot.pause(0.02)
-        await pilot.app.workers.wait_for_complete()
+        await workers_idle(pilot)
         screen = pilot.app.screen
         if not getattr(screen, "running", False) and getattr(screen, "memory", True) is not None:
             break

@@ -12,7 +12,8 @@ import pytest
 from textual.widgets import DataTable, Input, Select, Static
 
 from tests.conftest import ORACLE
-from tests.waiting import pilot_until
+from tests.waiting import pilot_until, workers_idle
+from zymi_tui.context.knobs import PROFILES
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.compare import COLUMNS
@@ -49,9 +50,7 @@ def editor_app(name: str) -> TuningApp:
 
 
 async def settle(pilot: Any) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    await workers_idle(pilot)
 
 
 async def test_edit_a_knob_matches_replay_set() -> None:
@@ -113,6 +112,34 @@ async def test_switching_profiles_and_back_restores_recorded(profile: str) -> No
         assert screen.what_if_calls is None and screen.diff is None
         assert screen.query_one("#knob-observation_window", Input).value == "10"
         assert str(screen.query_one("#summary", Static).render()) == recorded_summary
+
+
+async def test_a_profile_picked_with_keys_replays_the_stream_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading a profile fills five inputs; their change events are not five more edits (each one
+    started the whole-stream what-if again, cancelling the previous one)."""
+    from zymi_tui.tui.tuning.whatif import StreamWhatIf
+
+    replays: list[object] = []
+    real = StreamWhatIf.run
+
+    def counted(self: StreamWhatIf, knobs: Any, *args: Any, **kw: Any) -> Any:
+        replays.append(knobs)
+        return real(self, knobs, *args, **kw)
+
+    monkeypatch.setattr(StreamWhatIf, "run", counted)
+    app = editor_app(NAME)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TuningScreen)
+        screen.query_one("#profile", Select).focus()
+        downs = ["down"] * (list(PROFILES).index("chat") + 1)  # the options: "recorded (project)", then PROFILES
+        await pilot.press("enter", *downs, "enter")
+        await settle(pilot)
+        assert screen.query_one("#profile", Select).value == "chat"
+        assert screen.query_one("#knob-observation_window", Input).value == str(PROFILES["chat"].observation_window)
+        assert replays == [PROFILES["chat"]]
+        assert screen.what_if_calls is not None
 
 
 def test_help_lists_the_tuning_commands() -> None:

@@ -33,3 +33,25 @@ async def pilot_until(
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, f"waited {limit:.0f} s for {what}"
         await pilot.pause(0.05)
+
+
+async def workers_idle(pilot: Any, what: str = "the app's workers", *, limit: float = LIMIT) -> None:
+    """Until no worker is pending or running and what they posted has been handled.
+
+    Unlike `app.workers.wait_for_complete()` this does not raise `WorkerCancelled` when a screen
+    replaces a running exclusive worker by a newer one (as every edit does), and it catches a worker
+    started by a message a finished one posted. A worker that failed fails the test.
+    """
+    app = pilot.app
+
+    def idle() -> bool:
+        workers = list(app.workers)
+        failed = [w for w in workers if w.state.name == "ERROR"]
+        assert not failed, f"worker failed: {failed[0].name}: {failed[0].error!r}"
+        return all(w.is_finished for w in workers)
+
+    while True:
+        await pilot_until(pilot, idle, what, limit=limit)
+        await pilot.pause()  # the messages they posted are handled; a handler may start another worker
+        if idle():
+            return

@@ -13,10 +13,7 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable
-from typing import TypeVar
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING, TypeVar
 
 from zymi_tui.errors import UserError
 from zymi_tui.events.store import EventReader
@@ -28,8 +25,22 @@ T = TypeVar("T")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@functools.cache
+def _console(stderr: bool) -> Console:
+    from rich.console import Console  # 25 ms: not loaded by a command that prints no rich text (`run`)
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def __getattr__(name: str) -> Console:
+    """`out` and `err`, the rich consoles on stdout and stderr, made at their first use."""
+    if name in ("out", "err"):
+        return _console(name == "err")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class CommandError(UserError):
@@ -43,6 +54,8 @@ class CommandError(UserError):
 
 def shown(text: str) -> str:
     """Store text for a rich markup string: terminal controls escaped visibly, then markup escaped."""
+    from rich.markup import escape
+
     return escape(escape_controls(text))
 
 
@@ -58,11 +71,11 @@ def raw_line(text: str) -> str:
 
 
 def fail(message: str) -> None:
-    err.print(f"[bold red]zymi-tui: error:[/] {shown(message)}", markup=True, highlight=False)
+    _console(True).print(f"[bold red]zymi-tui: error:[/] {shown(message)}", markup=True, highlight=False)
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]zymi-tui: warning:[/] {shown(message)}", markup=True, highlight=False)
+    _console(True).print(f"[yellow]zymi-tui: warning:[/] {shown(message)}", markup=True, highlight=False)
 
 
 MAX_SKIPPED_LINES = 3  # more skipped rows than this are summarised on one line

@@ -8,6 +8,7 @@ JSON (the store assigns the real one in its column) and the hash covers the text
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from datetime import UTC, datetime
@@ -15,7 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo, field_validator
 
-from zymi_tui.events.kinds import EventKind, KindField, UnknownKind, parse_kind
+from zymi_tui.events.kinds import EventData, EventKind, KindField, UnknownKind, parse_kind
 from zymi_tui.events.lean import TIMESTAMP_PATTERN, UUID_PATTERN
 from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
 from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
@@ -23,12 +24,13 @@ from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 # Checked by pydantic-core's regex engine, in Rust: the envelope is on the hot path of every read.
 UuidStr = Annotated[str, StringConstraints(pattern=UUID_PATTERN)]
 TimestampStr = Annotated[str, StringConstraints(pattern=TIMESTAMP_PATTERN)]
+_UUID, _TIMESTAMP = re.compile(UUID_PATTERN), re.compile(TIMESTAMP_PATTERN)
 
 
 class Event(BaseModel):
     """One event. `sequence` is the store's per-stream number (0 before it is stored)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: UuidStr
     stream_id: str
@@ -55,16 +57,28 @@ class Event(BaseModel):
         *,
         timestamp_ns: int | None = None,
     ) -> Event:
-        """A fresh event as zymi's `Event::new(..).with_correlation(..)` makes it."""
+        """A fresh event as zymi's `Event::new(..).with_correlation(..)` makes it.
+
+        Its fields are made here or checked here (the kind object was validated when it was made), so
+        it is built without running the envelope's validator: that would build the schema of every
+        kind (the reader's tagged union) for a process that only writes a few of them."""
         ns = time.time_ns() if timestamp_ns is None else timestamp_ns
-        return cls(
-            id=str(uuid.uuid4()),
-            stream_id=stream_id,
-            timestamp=format_timestamp(ns),
-            kind=kind,
-            correlation_id=correlation_id,
-            source=source,
+        fields: dict[str, Any] = {
+            "id": str(uuid.uuid4()),
+            "stream_id": stream_id,
+            "timestamp": format_timestamp(ns),
+            "kind": kind,
+            "correlation_id": correlation_id,
+            "source": source,
+        }
+        checked = (
+            isinstance(kind, EventData | UnknownKind)
+            and type(stream_id) is str
+            and type(source) is str
+            and _TIMESTAMP.fullmatch(fields["timestamp"])
+            and (correlation_id is None or (type(correlation_id) is str and _UUID.fullmatch(correlation_id)))
         )
+        return cls.model_construct(**fields) if checked else cls(**fields)  # the latter raises what is wrong
 
     @property
     def tag(self) -> str:

@@ -33,7 +33,7 @@ def snake_tag(type_name: str) -> str:
 class EventData(BaseModel):
     """Base of every kind's payload."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     TYPE: ClassVar[str] = ""
     TAG: ClassVar[str] = ""
@@ -64,7 +64,7 @@ class EventData(BaseModel):
 class UnknownKind(BaseModel):
     """A kind this version does not know: shown, never fatal (zymi aborts on these)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     type_name: str
     data: Any = None
@@ -218,7 +218,7 @@ class StepSkipped(EventData):
 class OutputVia(BaseModel):
     """`{"form": "step"}` or `{"form": "any_of", "skipped": [...]}`."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     form: str
     skipped: list[str] | None = None
@@ -357,7 +357,8 @@ def _kind_object(value: Any) -> EventKind:
 
 def _tagged(name: str, cls: type[EventData]) -> Any:
     tag: Any = Literal[name]
-    return create_model(f"Tagged{name}", __config__=ConfigDict(frozen=True), type=(tag, ...), data=(cls, ...))
+    config = ConfigDict(frozen=True, defer_build=True)
+    return create_model(f"Tagged{name}", __config__=config, type=(tag, ...), data=(cls, ...))
 
 
 def _tagged_union() -> Any:

@@ -14,14 +14,14 @@ from pydantic import AliasPath, BaseModel, ConfigDict, Field, PlainSerializer, T
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class _Tagged(BaseModel):
     """A variant read from zymi's externally tagged JSON through validation aliases (`{"User": ..}`),
     so pydantic-core reads it straight from the JSON text; built in code by field name."""
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid", defer_build=True)
 
 
 class ToolCallInfo(_Frozen):
@@ -114,7 +114,7 @@ def parse_message_json(data: bytes) -> MessageModel:
 class TokenUsage(BaseModel):
     """Provider-reported usage. `input_tokens` already includes cached tokens."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int
     output_tokens: int

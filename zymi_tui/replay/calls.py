@@ -22,6 +22,7 @@ from zymi_tui.context.builder import (
     CompactionPlan,
     ContextBuilder,
     ContextEntry,
+    Converted,
     Prefix,
     RenderedContext,
     Shape,
@@ -228,8 +229,20 @@ def self_described(kind: WorkflowNodeStarted) -> StepDescription | None:
 class Replayer:
     """The replay's state machine: `feed()` every event in global order, collect rows from `ready()`."""
 
-    def __init__(self, project: ProjectPrefixes | None, recorded: ContextKnobs, knobs: ContextKnobs) -> None:
+    def __init__(
+        self,
+        project: ProjectPrefixes | None,
+        recorded: ContextKnobs,
+        knobs: ContextKnobs,
+        *,
+        converted: Converted | None = None,
+        track_reuse: bool = True,
+    ) -> None:
+        """`converted`: the events' messages converted once, shared with other replays of the same
+        events (the knob editor's re-runs); `track_reuse=False` skips the prefix-reuse figures."""
         self.project = project
+        self.converted = converted
+        self.track_reuse = track_reuse
         self.recorded_knobs = recorded
         self.knobs = knobs
         self.whatif = knobs != recorded
@@ -410,7 +423,7 @@ class Replayer:
                     st.run.outputs[step] = text or ""
         if isinstance(kind, ContextCompacted):
             self.estimate.learn(kind.summary, kind.bytes_saved)
-        st.builder.add(se)
+        st.builder.add(se, self.converted)
 
     def _on_call(self, se: ReplayEvent, st: _Step, kind: LlmCallStarted) -> None:
         ev = se
@@ -456,7 +469,8 @@ class Replayer:
         row.rendered = ctx
         row.prefix_inferred = b.prefix.inferred
         row.prefix_basis = b.prefix.basis
-        self._track_reuse(st, row)
+        if self.track_reuse:
+            self._track_reuse(st, row)
         self._await(row)
 
     @staticmethod

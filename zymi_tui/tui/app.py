@@ -12,7 +12,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from zymi_tui.errors import UserError
@@ -48,7 +48,7 @@ from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.source import knobs_of, peaks_of, read_peaks, read_run
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
-from zymi_tui.tui.widgets import CursorList, EventsList, RunsList
+from zymi_tui.tui.widgets import CursorList, EventsList, OnceFooter, RunsList
 
 TAIL_POLL_S = 0.1
 REDRAW_S = 0.25
@@ -162,7 +162,7 @@ class MainScreen(ActionScreen):
                 yield EventsList(self.events, id="events")
                 yield ContextPlot(id="plot")
         yield Input(placeholder="search (Enter to apply, Esc to clear)", id="search", disabled=True)
-        yield Footer()
+        yield OnceFooter()
 
     async def on_mount(self) -> None:
         self.query_one("#runs").border_title = "Runs"

@@ -13,8 +13,10 @@ from textual.binding import Binding, BindingType
 from textual.color import Color, ColorParseError
 from textual.geometry import Size
 from textual.message import Message
+from textual.screen import Screen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widgets import Footer
 
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.model import RunsModel, format_duration, format_size, local_time
@@ -43,6 +45,30 @@ class ThemedStyles:
         self.bold = Style(bold=True)
         self.header = Style(color=colour("accent"), bold=True)
         self.mark = Style(color=colour("warning"), bold=True)
+
+
+class OnceFooter(Footer):
+    """Textual's Footer, rebuilt once per burst of binding changes instead of once per change.
+
+    At start-up the screen is pushed, focused and the app focused: three signals, and Textual's Footer
+    rebuilds all its keys after each (every key restyled one by one: ~0.1 s of CPU a time for the
+    dashboard's 25 keys, on the UI thread while the first runs list waits). A rebuild always shows the
+    bindings as they are when it runs, so one pending rebuild serves every signal before it.
+    """
+
+    _rebuild_pending = False
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        self._bindings_ready = True
+        if not screen.app.app_focus or not self.is_attached or screen is not self.screen:
+            return
+        if not self._rebuild_pending:
+            self._rebuild_pending = True
+            self.call_after_refresh(self._rebuild)
+
+    async def _rebuild(self) -> None:
+        self._rebuild_pending = False
+        await self.recompose()
 
 
 class CursorList(ScrollView, can_focus=True):

@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.worker import get_current_worker
 
 from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError, user_profiles
 from zymi_tui.events.store import EventReader
@@ -36,7 +37,7 @@ from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
 from zymi_tui.tui.safe_text import safe_text
 from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
 from zymi_tui.tui.tuning.plots import CurvePlot
-from zymi_tui.tui.tuning.whatif import KeptCall, MemoryReader, keep_call, load_run, replay_stream, replay_stream_sync
+from zymi_tui.tui.tuning.whatif import KeptCall, MemoryReader, StreamWhatIf, keep_call, load_run, replay_stream
 
 RECORDED = "recorded"
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
@@ -50,6 +51,14 @@ class WhatIfReady(Message):
     def __init__(self, knobs: ContextKnobs, calls: list[CallContext], diff: CallDiff | None, ms: float) -> None:
         super().__init__()
         self.knobs, self.calls, self.diff, self.ms = knobs, calls, diff, ms
+
+
+class WhatIfPartial(Message):
+    """The calls of a what-if replay so far (posted from the worker thread as they come)."""
+
+    def __init__(self, knobs: ContextKnobs, calls: list[CallContext]) -> None:
+        super().__init__()
+        self.knobs, self.calls = knobs, calls
 
 
 class ConfirmApply(ActionModal):
@@ -144,6 +153,8 @@ class TuningScreen(ActionScreen):
         self.recorded = recorded_knobs(project)
         self.form = KnobForm(self.recorded)
         self.memory: MemoryReader | None = None
+        self.whatif: StreamWhatIf | None = None  # the exact what-if, re-run on every edit
+        self.partial: list[CallContext] | None = None  # the calls of the running what-if so far
         self.recorded_calls: list[CallContext] = []
         self.what_if_calls: list[CallContext] | None = None
         self.diff: CallDiff | None = None
@@ -196,6 +207,7 @@ class TuningScreen(ActionScreen):
     @work(exclusive=True, group="load", exit_on_error=False)
     async def load(self) -> None:
         self.memory = await load_run(self.reader, self.stream_id)
+        self.whatif = await asyncio.to_thread(StreamWhatIf, self.memory, self.project, self.stream_id)
         self.recorded_calls = await replay_stream(self.memory, self.project, self.stream_id, None)
         agents = self.agent_calls(self.recorded_calls)
         seqs = [c.sequence for c in agents]
@@ -230,7 +242,7 @@ class TuningScreen(ActionScreen):
 
     @property
     def ready(self) -> bool:
-        return self.memory is not None
+        return self.whatif is not None
 
     # -- editing --------------------------------------------------------------------------------
     @on(Input.Changed, ".knob")
@@ -238,6 +250,8 @@ class TuningScreen(ActionScreen):
         if self._syncing or event.input.id is None:
             return
         name = event.input.id.removeprefix("knob-")
+        if event.value == self.form.texts.get(name):
+            return  # the echo of sync_inputs (it can arrive after _syncing is over): nothing changed
         knobs = self.form.set(name, event.value)
         self.show_errors()
         if knobs is not None:
@@ -283,9 +297,12 @@ class TuningScreen(ActionScreen):
             return
         if knobs == self.recorded:
             self.what_if_calls, self.diff, self.last_ms, self.pending = None, None, None, False
+            self.partial = None
+            self.workers.cancel_group(self, "whatif")
             self.redraw()
             return
         self.started = time.perf_counter()
+        self.pending, self.partial = True, []
         self.quick(knobs)
         self.run_whatif(knobs)
 
@@ -303,40 +320,71 @@ class TuningScreen(ActionScreen):
 
     @work(thread=True, exclusive=True, group="whatif", exit_on_error=False)
     def run_whatif(self, knobs: ContextKnobs) -> None:
-        assert self.memory is not None
+        """The exact what-if of the whole stream; stops as soon as a newer edit arrives (the worker is
+        cancelled, or the form holds other knobs), posting its calls to the plot as they come."""
+        assert self.whatif is not None
+        worker = get_current_worker()
         t0 = time.perf_counter()
-        calls = replay_stream_sync(self.memory, self.project, self.stream_id, knobs)
+        calls = self.whatif.run(
+            knobs,
+            stop=lambda: worker.is_cancelled or self.form.knobs != knobs,
+            partial=lambda rows: self.post_message(WhatIfPartial(knobs, rows)),
+        )
+        if calls is None:
+            return
         before, after = self.picked_call(self.recorded_calls), self.picked_call(calls)
         diff = None
         if before and after and before.rendered is not None and after.rendered is not None:
             diff = diff_contexts(before.rendered, after.rendered)
         self.post_message(WhatIfReady(knobs, calls, diff, (time.perf_counter() - t0) * 1000))
 
+    def on_what_if_partial(self, message: WhatIfPartial) -> None:
+        if message.knobs != self.form.knobs or not self.pending:
+            return
+        self.partial = message.calls
+        self.draw_curve(self.form.knobs, message.calls, partial=True)
+        self.query_one("#elapsed", Static).update(Text(self.progress_text(), style="dim"))
+
     def on_what_if_ready(self, message: WhatIfReady) -> None:
         if message.knobs != self.form.knobs:
             return  # a newer edit is on its way
         self.what_if_calls, self.diff, self.last_ms, self.pending = message.calls, message.diff, message.ms, False
+        self.partial = None
         self.redraw()
         self.redraw_ms = (time.perf_counter() - self.started) * 1000  # edit -> redrawn (the benchmark reads it)
 
     # -- drawing --------------------------------------------------------------------------------
-    def redraw(self) -> None:
-        knobs = self.form.knobs or self.recorded
-        self.curve = curve(self.recorded_calls, self.what_if_calls)
+    def draw_curve(self, knobs: ContextKnobs, what_if: list[CallContext] | None, *, partial: bool = False) -> None:
+        self.curve = curve(self.recorded_calls, what_if, partial=partial)
         plot = self.query_one(CurvePlot)
         plot.picked = self.picked
-        edited = self.what_if_calls is not None
+        edited = what_if is not None
         rec_caps = (self.recorded.soft_cap_chars, self.recorded.hard_cap_chars)
         plot.show(self.curve, (knobs.soft_cap_chars, knobs.hard_cap_chars), rec_caps, edited=edited)
         self.query_one("#caveat", Static).display = edited
+
+    def redraw(self) -> None:
+        self.draw_curve(self.form.knobs or self.recorded, self.what_if_calls)
         self.query_one("#summary", Static).update(self.summary_text())
-        timing = (
-            ""
-            if self.what_if_calls is None or self.last_ms is None
-            else (f"re-rendered {len(self.what_if_calls)} calls in {self.last_ms:.0f} ms")
-        )
-        self.query_one("#elapsed", Static).update(Text(timing, style="dim"))
+        self.query_one("#elapsed", Static).update(Text(self.progress_text(), style="dim"))
         self.query_one("#diff", Static).update(self.diff_table())
+
+    def progress_text(self) -> str:
+        """The exact what-if's state: calls done so far, or the whole stream's peak and compactions."""
+        total = len(self.agent_calls(self.recorded_calls))
+        if self.pending:
+            done = len(self.agent_calls(self.partial or []))
+            return f"exact what-if of the stream: {done} of {total} calls…"
+        calls = self.what_if_calls
+        if calls is None or self.last_ms is None:
+            return ""
+        agents = self.agent_calls(calls)
+        peak = max((c.rendered.chars for c in agents if c.rendered and not c.rendered.hard_cap_exceeded), default=0)
+        compactions = sum(c.is_compaction for c in calls)
+        return (
+            f"exact what-if of all {len(agents)} calls: peak {peak:,} bytes, {compactions} compaction(s) "
+            f"· {self.last_ms:.0f} ms"
+        )
 
     def summary_text(self) -> Text:
         call = self.picked_call(self.recorded_calls)

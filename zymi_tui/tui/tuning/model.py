@@ -3,6 +3,7 @@ of a re-rendered call against the recorded one, and a stream's curve under the e
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -179,9 +180,11 @@ class Curve:
     compactions_what_if: list[float]
     simulated: int = 0
     inferred_prefix: int | None = None  # no project: the largest Layer A inferred for these calls (bytes)
+    known: int | None = None  # a what-if still running: its first `known` calls are computed (None: all)
 
 
-def curve(recorded: Iterable[CallContext], what_if: Iterable[CallContext] | None) -> Curve:
+def curve(recorded: Iterable[CallContext], what_if: Iterable[CallContext] | None, *, partial: bool = False) -> Curve:
+    """The curve; `partial`: `what_if` is the first calls of a what-if still running."""
     rec_all = list(recorded)
     rec = [c for c in rec_all if not c.is_compaction and not c.hard_cap_failure]
     seqs = [c.sequence for c in rec]
@@ -197,10 +200,12 @@ def curve(recorded: Iterable[CallContext], what_if: Iterable[CallContext] | None
         c = by_seq.get(s)
         r = c.rendered if c is not None else None
         ys.append(None if r is None or r.hard_cap_exceeded else r.chars)
-    return Curve(seqs, rec_y, ys, rec_marks, _marks(wi, seqs), sum(c.simulated for c in wi), inferred)
+    known = None
+    if partial:
+        last = max((c.sequence for c in wi), default=-1)
+        known = bisect.bisect_right(seqs, last)
+    return Curve(seqs, rec_y, ys, rec_marks, _marks(wi, seqs), sum(c.simulated for c in wi), inferred, known)
 
 
 def _marks(calls: Iterable[CallContext], seqs: list[int]) -> list[float]:
-    import bisect
-
     return [bisect.bisect_left(seqs, c.sequence) + 0.5 for c in calls if c.is_compaction]

@@ -40,12 +40,13 @@ class CurvePlot(PlotextPlot):
         rx, ry = downsample(xs, [float(y) for y in c.recorded], 2 * width)
         plt.plot(rx, ry, label="recorded", color="cyan", marker="braille")
         if self.edited:
-            pts = [(x, float(y)) for x, y in zip(xs, c.what_if, strict=True) if y is not None]
+            known = len(xs) if c.known is None else c.known  # a what-if still running: its calls so far
+            pts = [(x, float(y)) for x, y in zip(xs[:known], c.what_if[:known], strict=True) if y is not None]
             if pts:
                 wx, wy = downsample([p[0] for p in pts], [p[1] for p in pts], 2 * width)
                 plt.plot(wx, wy, label="what-if (estimated)", color="magenta", marker="braille")
                 top = max(top, int(max(wy)))
-            failed = [x for x, y in zip(xs, c.what_if, strict=True) if y is None]
+            failed = [x for x, y in zip(xs[:known], c.what_if[:known], strict=True) if y is None]
             if failed:
                 plt.scatter(failed, [0.0] * len(failed), label="would fail the hard cap", color="red", marker="x")
         for x in c.compactions_what_if if self.edited else c.compactions_recorded:

@@ -4,12 +4,14 @@ knob change replays them through the same `replay_store` (and ContextBuilder) as
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zymi_tui.context.builder import ContextBuilder, RenderedContext
-from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.context.builder import ContextBuilder, Converted, RenderedContext
+from zymi_tui.context.knobs import ContextKnobs, project_knobs
+from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.hashchain import ChainRow, ScanRow
 from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.replay_kinds import replay_event
@@ -24,7 +26,8 @@ from zymi_tui.events.store import (
     run_of,
 )
 from zymi_tui.events.stored import BadRow, StoredEvent
-from zymi_tui.replay.calls import CallContext, make_replayer, replay_store
+from zymi_tui.project.reader import read_project
+from zymi_tui.replay.calls import CallContext, Replayer, make_replayer, replay_store
 
 
 @dataclass
@@ -141,3 +144,58 @@ def keep_call(memory: MemoryReader, project: Path | None, stream_id: str, sequen
         replayer.feed(replay_event(se))
         replayer.ready()
     return None
+
+
+class StreamWhatIf:
+    """The exact what-if of one stream, re-run on every knob edit by the same Replayer as
+    `replay_store(memory, streams=[stream_id])`, from the run's events already in memory, sorted once,
+    with their messages converted once (`Converted`) and the project read once."""
+
+    def __init__(self, memory: MemoryReader, project: Path | None, stream_id: str) -> None:
+        self.stream_id = stream_id
+        # converted once: `Converted` knows an event by its identity across the re-runs
+        self.events = [replay_event(se) for se in sorted(memory.events, key=lambda se: se.global_id)]
+        ends: dict[str, int] = {}
+        for se in memory.events:  # as `stream_ends` reads them: each stream's last event
+            ends[se.event.stream_id] = se.global_id
+        self.ends = ends
+        self.top = max(ends.values(), default=0)
+        if project is None:
+            self.prefixes: ProjectPrefixes | None = None
+            self.recorded = ContextKnobs()
+        else:
+            read = read_project(project)
+            self.prefixes, self.recorded = ProjectPrefixes(read), project_knobs(read)
+        self.converted = Converted()
+
+    def run(
+        self,
+        knobs: ContextKnobs | None,
+        *,
+        stop: Callable[[], bool] = lambda: False,
+        partial: Callable[[list[CallContext]], object] | None = None,
+        every_s: float = 0.05,
+    ) -> list[CallContext] | None:
+        """The stream's calls under `knobs` (None: recorded); None if `stop()` said so first.
+        `partial` gets the calls so far every `every_s` seconds."""
+        replayer = Replayer(
+            self.prefixes, self.recorded, knobs or self.recorded, converted=self.converted, track_reuse=False
+        )
+        replayer.forget_finished(self.ends)
+        out: list[CallContext] = []
+        due = time.perf_counter() + every_s
+        for i, se in enumerate(self.events):
+            if se.global_id > self.top:
+                break
+            replayer.feed(se)
+            rows = replayer.ready()
+            if rows:
+                out.extend(r for r in rows if r.stream_id == self.stream_id)
+            if i & 127 == 0:
+                if stop():
+                    return None
+                if partial is not None and time.perf_counter() >= due:
+                    partial(list(out))
+                    due = time.perf_counter() + every_s
+        out.extend(r for r in replayer.flush() if r.stream_id == self.stream_id)
+        return out

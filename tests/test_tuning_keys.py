@@ -1,0 +1,85 @@
+"""The knob editor driven by keys: what it shows once the exact what-if is drawn equals what
+`zymi-tui replay --set ... --json` (a separate process, the full replay) says for the same knobs,
+also when a newer keystroke arrives while an older what-if is still running."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+
+from tests.conftest import ORACLE
+from tests.waiting import pilot_until
+from zymi_tui.events.location import SqliteStore
+from zymi_tui.events.store import EventReader
+from zymi_tui.tui.tuning.app import TuningApp
+from zymi_tui.tui.tuning.editor import TuningScreen
+from zymi_tui.tui.tuning.plots import CurvePlot
+
+NAME = "coding_compaction"
+LABELS = {"observation_window": "window", "soft_cap_chars": "soft", "min_tail_turns": "min_tail"}  # the state line
+
+
+def first_stream() -> str:
+    stream: str = json.loads((ORACLE / NAME / "expected.json").read_text())[0]["stream_id"]
+    return stream
+
+
+def cli_replay(*sets: str) -> list[dict[str, Any]]:
+    """The rows of the first stream from `zymi-tui replay --json --set ...`."""
+    args = [sys.executable, "-m", "zymi_tui", "replay", str(ORACLE / NAME / "events.db"), "--project",
+            str(ORACLE / NAME / "project"), "--json"]  # fmt: skip
+    for s in sets:
+        args += ["--set", s]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [r for r in rows if r.get("stream_id") == first_stream()]
+
+
+def shown(screen: TuningScreen, widget: str) -> str:
+    return str(screen.query_one(widget, Static).render())
+
+
+@pytest.mark.parametrize(
+    ("keys", "sets"),
+    [
+        # window 2, then the soft cap typed digit by digit (each digit a valid edit that starts a
+        # what-if the next digit cancels): 3, 30, 300, 3000
+        (["tab", "backspace", "backspace", "2", "tab", *["backspace"] * 6, "3", "0", "0", "0"],
+         ["observation_window=2", "soft_cap_chars=3000"]),
+        (["tab", "tab", "tab", "tab", "backspace", "1"], ["min_tail_turns=1"]),
+    ],
+)  # fmt: skip
+async def test_edits_by_keys_show_the_full_replays_figures(keys: list[str], sets: list[str]) -> None:
+    rows = cli_replay(*sets)
+    agents = [r for r in rows if r["kind"] == "agent"]
+    want_curve = {r["sequence"]: (None if r["hard_cap_exceeded"] else r["chars"]) for r in agents}
+    peak = max(c for c in want_curve.values() if c is not None)
+    compactions = sum(r["kind"] == "compaction" for r in rows)
+    last = agents[-1]
+
+    def make(reader: EventReader) -> TuningScreen:
+        return TuningScreen(reader, first_stream(), project=ORACLE / NAME / "project")
+
+    app = TuningApp(SqliteStore(ORACLE / NAME / "events.db"), make)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot_until(
+            pilot, lambda: isinstance(app.screen, TuningScreen) and app.screen.ready, "the editor to load"
+        )
+        screen = app.screen
+        assert isinstance(screen, TuningScreen)
+        await pilot.press(*keys)
+        done = f"exact what-if of all {len(agents)} calls: peak {peak:,} bytes, {compactions} compaction(s)"
+        await pilot_until(pilot, lambda: done in shown(screen, "#elapsed"), f"'{done}' on screen")
+        for s in sets:
+            name, value = s.split("=")
+            assert f"{LABELS[name]} {value}" in shown(screen, "#state")
+        summary = shown(screen, "#summary")
+        assert f"what-if (estimated): {last['chars']:,} bytes" in summary
+        curve = screen.query_one(CurvePlot).curve
+        assert curve is not None and curve.known is None
+        assert dict(zip(curve.sequences, curve.what_if, strict=True)) == want_curve
