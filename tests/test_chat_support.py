@@ -124,13 +124,13 @@ async def finish_turn(pilot: Pilot[Any]) -> None:
     screen = await chat_screen(pilot)
     worker = screen.turn_worker
     if worker is not None:
-        await wait_for(pilot, lambda: worker.is_finished, 60)
+        await wait_for(pilot, lambda: worker.is_finished)
     await settle(pilot, screen)
 
 
 async def settle(pilot: Pilot[Any], node: Any) -> None:
     """Wait for the workers of one screen (a host app, e.g. the dashboard, has workers that never end)."""
-    await wait_for(pilot, lambda: not any(w.node is node and not w.is_finished for w in pilot.app.workers), 60)
+    await wait_for(pilot, lambda: not any(w.node is node and not w.is_finished for w in pilot.app.workers))
     await pilot.pause()
 
 

@@ -46,10 +46,8 @@ async def test_opens_a_store_and_shows_the_run_with_its_step_streams(tmp_path: P
                       "AND data NOT LIKE '%\"iteration\":0,%'")[0][0]  # fmt: skip
         assert len(plot.all_calls()) == n_agent
         # where masking starts, from the context engine's rebuild: iteration 12 (oracle README)
-        deadline = time.monotonic() + LIMIT
-        while not main.masking_checked and time.monotonic() < deadline:
-            await pilot.pause(0.05)
-        await pilot.pause(0.4)  # the redraw timer applies it
+        # the redraw timer applies the context engine's answer to the plot
+        await pilot_until(pilot, lambda: "work" in plot.steps and plot.steps["work"].masking_exact, "masking applied")
         work = plot.steps["work"]
         assert work.masking_exact and work.masking_from is not None
         assert work.calls[work.masking_from - 1].iteration == 12

@@ -8,6 +8,7 @@ from typing import Any
 from textual.pilot import Pilot
 
 from tests.test_chat_support import chat_app, demo_project, finish_turn, wait_for
+from tests.waiting import pilot_until
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.chat.context_view import ContextScreen
@@ -19,7 +20,7 @@ from zymi_tui.tui.tuning.editor import TuningScreen
 
 
 async def on(pilot: Pilot[Any], cls: type) -> Any:
-    await wait_for(pilot, lambda: type(pilot.app.screen) is cls, 30)
+    await wait_for(pilot, lambda: type(pilot.app.screen) is cls)
     return pilot.app.screen
 
 
@@ -102,13 +103,17 @@ async def test_a_compaction_is_a_visible_event_in_the_demo_conversation(tmp_path
                 break
         compacted = [se for se in await store_events(project) if isinstance(se.event.kind, ContextCompacted)]
         assert compacted, "the demo never compacted"
-        await pilot.pause(0.5)
-        shown = [
-            str(line.render())
-            for view in chat.query(TurnView)
-            for line in view.query(".compaction").results(Static)
-            if line.display
-        ]
+
+        def lines() -> list[str]:
+            return [
+                str(line.render())
+                for view in chat.query(TurnView)
+                for line in view.query(".compaction").results(Static)
+                if line.display
+            ]
+
+        await pilot_until(pilot, lambda: sum(s.count("⟲") for s in lines()) >= len(compacted), "the compaction lines")
+        shown = lines()
         assert shown and all("context compacted" in s for s in shown), shown
         assert sum(s.count("⟲") for s in shown) == len(compacted)
         assert "saved" in shown[0] or "grew" in shown[0]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from tests.tui_support import make_app, scenario_copy, settle
+from tests.waiting import pilot_until
 from zymi_tui.tui.plot import ContextPlot
 
 
@@ -17,12 +17,9 @@ async def test_a_bad_project_yml_is_said_not_swallowed(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         main = await settle(app, pilot)
         plot = main.query_one(ContextPlot)
-        deadline = time.monotonic() + 20
-        while not app._notifications and time.monotonic() < deadline:
-            await pilot.pause(0.1)
+        await pilot_until(pilot, lambda: any(n.severity == "error" for n in app._notifications), "an error notice")
         errors = [n for n in app._notifications if n.severity == "error"]
-        assert errors, "no notification"
-        await pilot.pause(0.3)
+        await pilot_until(pilot, lambda: plot.legend_items, "the plot's legend")
         shown = " ".join(name for name, _ in plot.legend_items) + str(main.query_one("#banner").render())
         assert "project.yml" in " ".join(n.message for n in errors) or "project.yml" in shown, errors[0].message
         assert plot.legend_items[0][0].startswith("⚠ masking not rebuilt"), plot.legend_items
