@@ -9,10 +9,10 @@
    a fresh copy of one project; zymi and ours alternate (the order turns each pair); median (min) wall
    and CPU (user + system, the process and its children) of each, and ours/zymi. Every run must exit
    0 and make the scenario's 26 requests, and each store must pass the real `zymi verify` and hold
-   the same events by kind as zymi's. One untimed warm-up run of each comes first; Python's bytecode
-   cache is on (as for an installed package) unless `--keep-env`. `--checkout DIR` also times the
-   zymi_tui package of another checkout (`python -m zymi_tui` with DIR on PYTHONPATH: a "before"
-   figure in the same run).
+   the same events by kind as zymi's. One untimed warm-up run of each comes first, with Python's
+   bytecode cache on (PYTHONDONTWRITEBYTECODE dropped: an installed package has its .pyc).
+   `--checkout DIR` also times the zymi_tui package of another checkout (`python -m zymi_tui` with DIR
+   on PYTHONPATH: a "before" figure in the same run).
 2. (`--inner`) Overhead per agent iteration (all time outside the model call: context build, event
    appends, tool dispatch) on a step stream that already holds N turns (a long chat). Ours feeds the
    stream to the incremental ContextBuilder once per step; the baseline, measured in the same run,
@@ -219,15 +219,14 @@ def kinds(db: Path) -> collections.Counter[str]:
         con.close()
 
 
-def processes(pairs: int, checkout: str | None, tmp: Path, keep_env: bool) -> int:
+def processes(pairs: int, checkout: str | None, tmp: Path) -> int:
     ms = load_harness()
     ms.ZYMI, ms.WORK = str(ZYMI), str(tmp / "work")
     sc = ms.SCENARIOS[SCENARIO]
     log = tmp / "requests.jsonl"
     template, zhome = ms.build_project(SCENARIO, sc)
     env = ms.child_env(zhome)
-    if not keep_env:  # as installed: Python's bytecode cache written (a warm-up run each) and read
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: bytecode cached (by the warm-up runs)
     engines: dict[str, tuple[list[str], dict[str, str]]] = {
         "zymi": ([str(ZYMI)], env),
         "zymi-tui": ([str(OURS)], env),
@@ -283,7 +282,6 @@ def processes(pairs: int, checkout: str | None, tmp: Path, keep_env: bool) -> in
         ms.stop(fake, "fake_llm", [])
         fake_out.close()
     print(f"1. `run` of the {SCENARIO} scenario ({CALLS} LLM calls, fake model), whole process, {pairs} pairs")
-    print("   (PYTHONDONTWRITEBYTECODE kept as set)" if keep_env else "   (bytecode cache on, as an installed package)")
     print(f"{'engine':10} {'wall s: median (min)':>22} {'CPU s: median (min)':>22} {'wall / zymi':>12}")
     base = statistics.median(w for w, _ in figures["zymi"])
     for name, runs in figures.items():
@@ -302,7 +300,6 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=5, help="runs of each engine in part 1 (default 5)")
     ap.add_argument("--checkout", help="part 1 also times the zymi_tui package of this folder (a 'before')")
-    ap.add_argument("--keep-env", action="store_true", help="part 1: keep PYTHONDONTWRITEBYTECODE if set")
     ap.add_argument("--inner", action="store_true", help="run parts 2 and 3 (in-process) instead of part 1")
     ap.add_argument("--turns", default="10,100,1000", help="history sizes in turns (default 10,100,1000)")
     ap.add_argument("--messages", type=int, default=5, help="messages per chat in the serve benchmark")
@@ -314,7 +311,7 @@ def main() -> int:
             print("bench_engine: zymi is not installed in this venv (pip install -e '.[test]')", file=sys.stderr)
             return 2
         with tempfile.TemporaryDirectory(prefix="bench_engine_") as tmp:
-            return processes(args.pairs, args.checkout, Path(tmp), args.keep_env)
+            return processes(args.pairs, args.checkout, Path(tmp))
     with tempfile.TemporaryDirectory() as tmp:
         print("2. overhead per agent iteration outside the model call (demo model)")
         print(

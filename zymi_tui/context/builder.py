@@ -288,12 +288,17 @@ class Converted:
     The masked form of an item depends only on its turn's head, which the re-runs share, so the
     items can be shared too."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_all: bool = True) -> None:
+        """`keep_all=False`: only the last event's (builders fed one event after another, as the
+        replayers of one pass over a store under several knob sets are; memory stays flat)."""
         self._by_id: dict[int, tuple[StoredEvent, int, _Raw | None]] = {}
+        self._keep_all = keep_all
 
     def get(self, stored: StoredEvent) -> tuple[int, _Raw | None]:
         hit = self._by_id.get(id(stored))
         if hit is None or hit[0] is not stored:
+            if not self._keep_all:
+                self._by_id.clear()
             ev = stored.event
             message = to_message(ev.kind)
             ts = fast_ts_ns(ev.timestamp)

@@ -615,6 +615,10 @@ async def replay_many(
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
     and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row)."""
     replayers = make_replayers(project, knobs)
+    if len(replayers) > 1:  # each event's message converted once for every knob set
+        shared = Converted(keep_all=False)
+        for replayer in replayers:
+            replayer.converted = shared
     ends = await stream_ends(reader)
     for replayer in replayers:
         replayer.forget_finished(ends)

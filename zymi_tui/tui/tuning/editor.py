@@ -11,13 +11,12 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
 from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError, user_profiles
@@ -41,6 +40,9 @@ from zymi_tui.tui.tuning.whatif import KeptCall, MemoryReader, StreamWhatIf, kee
 
 RECORDED = "recorded"
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
+Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as text
+DIFF_COLUMNS = ("change", "layer", "seq", "role", "bytes", "delta", "why")
+DIFF_LABELS = ("change", "layer", "seq", "role", "bytes", "Δ", "why")
 STATUS_STYLE = {"added": "green", "dropped": "red", "compacted": "magenta", "masked": "yellow",
                 "unmasked": "cyan", "changed": "blue", "same": "bright_black"}  # fmt: skip
 
@@ -166,6 +168,7 @@ class TuningScreen(ActionScreen):
         self.kept: KeptCall | None = None
         self.pending = False  # a quick render is shown; the exact what-if is on its way
         self.curve: Curve | None = None
+        self.table_rows: list[Row] = []  # what the diff table shows
         self._syncing = False
         self.profiles: dict[str, ContextKnobs] = dict(PROFILES)
         try:
@@ -194,12 +197,15 @@ class TuningScreen(ActionScreen):
                 yield CurvePlot(id="curve")
                 yield Static("loading…", id="summary")
                 yield Static("", id="elapsed")
-                with VerticalScroll(id="diff-scroll"):
-                    yield Static("", id="diff")
+                yield Static("", id="diff-title")
+                yield DataTable(id="diff", show_cursor=False, cursor_type="none")
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = self.stream_id
+        table = self.query_one("#diff", DataTable)
+        for key, label in zip(DIFF_COLUMNS, DIFF_LABELS, strict=True):
+            table.add_column(label, key=key)
         if self.profile_error:
             self.notify(self.profile_error, severity="warning")
         self.load()
@@ -315,7 +321,7 @@ class TuningScreen(ActionScreen):
         self.diff = diff_contexts(call.rendered, kept.render(knobs))
         self.pending = True
         self.query_one("#summary", Static).update(self.summary_text())
-        self.query_one("#diff", Static).update(self.diff_table())
+        self.draw_diff()
         self.quick_ms = (time.perf_counter() - self.started) * 1000
 
     @work(thread=True, exclusive=True, group="whatif", exit_on_error=False)
@@ -367,7 +373,7 @@ class TuningScreen(ActionScreen):
         self.draw_curve(self.form.knobs or self.recorded, self.what_if_calls)
         self.query_one("#summary", Static).update(self.summary_text())
         self.query_one("#elapsed", Static).update(Text(self.progress_text(), style="dim"))
-        self.query_one("#diff", Static).update(self.diff_table())
+        self.draw_diff()
 
     def progress_text(self) -> str:
         """The exact what-if's state: calls done so far, or the whole stream's peak and compactions."""
@@ -424,30 +430,53 @@ class TuningScreen(ActionScreen):
                 )
         return text
 
-    def diff_table(self) -> Table | Text:
+    def diff_rows(self) -> tuple[str, list[Row]]:
+        """The table's title and rows: the recorded context's last messages, or the changes first."""
         if self.diff is None:
             call = self.picked_call(self.recorded_calls)
             if call is None or call.rendered is None:
-                return Text("")
-            t = Table("layer", "seq", "role", "bytes", "reason", title="recorded context (last messages)",
-                      title_justify="left", box=None)  # fmt: skip
-            for e in call.rendered.entries[-MAX_ROWS:]:
-                seq = "" if e.source_seq is None else str(e.source_seq)
-                t.add_row(e.layer, seq, safe_text(e.message.role), f"{e.bytes:,}", safe_text(e.reason, one_line=True))
-            return t
-        t = Table("change", "layer", "seq", "role", "bytes", "Δ", "why", title="what-if vs recorded (changes first)",
-                  title_justify="left", box=None)  # fmt: skip
+                return "", []
+            rows = [
+                ("", e.layer, "" if e.source_seq is None else str(e.source_seq), str(e.message.role),
+                 f"{e.bytes:,}", "", e.reason)
+                for e in call.rendered.entries[-MAX_ROWS:]
+            ]  # fmt: skip
+            return "recorded context (last messages)", rows
         changed = [c for c in self.diff.changes if c.status != SAME]
         same = len(self.diff.changes) - len(changed)
-        for c in changed[:MAX_ROWS]:
-            t.add_row(
-                Text(c.status, style=STATUS_STYLE.get(c.status, "")), c.layer,
-                "" if c.source_seq is None else str(c.source_seq), safe_text(c.role),
-                f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", safe_text(c.reason, one_line=True),
-            )  # fmt: skip
+        rows = [
+            (c.status, c.layer, "" if c.source_seq is None else str(c.source_seq), c.role,
+             f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", c.reason)
+            for c in changed[:MAX_ROWS]
+        ]  # fmt: skip
         hidden = max(0, len(changed) - MAX_ROWS)
-        t.caption = f"{hidden} more changed and " * bool(hidden) + f"{same} unchanged message(s) not listed"
-        return t
+        more = f"; {hidden} more changed not listed" if hidden else ""
+        return f"what-if vs recorded: {len(changed)} changed, {same} unchanged (changes first{more})", rows
+
+    def draw_diff(self) -> None:
+        """The diff table updated in place: only the cells that differ from what it shows are set."""
+        title, rows = self.diff_rows()
+        self.query_one("#diff-title", Static).update(Text(title, style="bold"))
+        table = self.query_one("#diff", DataTable)
+        shown = self.table_rows
+        for i, row in enumerate(rows):
+            if i >= len(shown):
+                table.add_row(*self.cells(row), key=str(i))
+                continue
+            for column, (old, new) in enumerate(zip(shown[i], row, strict=True)):
+                if old != new:
+                    table.update_cell(str(i), DIFF_COLUMNS[column], self.cells(row)[column], update_width=True)
+        for i in range(len(rows), len(shown)):
+            table.remove_row(str(i))
+        self.table_rows = rows
+
+    @staticmethod
+    def cells(row: Row) -> list[Text]:
+        status, layer, seq, role, size, delta, why = row
+        return [
+            Text(status, style=STATUS_STYLE.get(status, "")), Text(layer), Text(seq), safe_text(role),
+            Text(size), Text(delta), safe_text(why, one_line=True),
+        ]  # fmt: skip
 
     # -- actions --------------------------------------------------------------------------------
     def action_close(self) -> None:

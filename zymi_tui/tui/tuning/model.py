@@ -115,38 +115,72 @@ class CallDiff:
         return self.chars_after - self.chars_before
 
 
-def _key(e: ContextEntry, index: int) -> tuple[str, int, str]:
+Key = tuple[str, int, str]
+
+
+def _key(e: ContextEntry, index: int) -> Key:
     if e.source_seq is None:
         return e.layer, index, e.message.role
     return e.layer, e.source_seq, e.message.role
 
 
-def _keyed(entries: Sequence[ContextEntry]) -> dict[tuple[str, int, str], ContextEntry]:
+def _keyed(entries: Sequence[ContextEntry]) -> dict[Key, ContextEntry]:
     return {_key(e, i): e for i, e in enumerate(entries)}
 
 
+def _order(k: Key) -> tuple[int, int, str]:
+    return "ABC".index(k[0]), k[1], k[2]
+
+
+class _Recorded:
+    """The recorded side of the diffs, keyed and ordered once: every edit diffs against the same call."""
+
+    def __init__(self) -> None:
+        self.context: RenderedContext | None = None
+        self.keyed: dict[Key, ContextEntry] = {}
+        self.order: list[Key] = []
+
+    def get(self, context: RenderedContext) -> tuple[dict[Key, ContextEntry], list[Key]]:
+        if self.context is not context:
+            keyed = _keyed(context.entries)
+            order = sorted(keyed, key=_order)
+            self.context, self.keyed, self.order = context, keyed, order
+        return self.keyed, self.order
+
+
+_recorded = _Recorded()
+_tokens_by_message: dict[int, tuple[object, int]] = {}
+
+
+def _tokens(e: ContextEntry) -> int:
+    """`e.tokens`, estimated once per message object (the re-rendered calls share their messages)."""
+    if e.simulated or e.layer == "A":
+        return e.tokens
+    hit = _tokens_by_message.get(id(e.message))
+    if hit is None or hit[0] is not e.message:
+        if len(_tokens_by_message) > 100_000:
+            _tokens_by_message.clear()
+        hit = _tokens_by_message[id(e.message)] = (e.message, e.tokens)
+    return hit[1]
+
+
 def diff_contexts(before: RenderedContext, after: RenderedContext) -> CallDiff:
-    """Entries matched by (layer, source seq, role); Layer A/B by position."""
-    old, new = _keyed(before.entries), _keyed(after.entries)
-    dropped_by_forget = {e.source_seq for e in after.dropped}
+    """Entries matched by (layer, source seq, role); Layer A/B by position. The recorded side is keyed
+    once, a message object shared by both sides is the same message, and token estimates are
+    computed only for changed messages, once per message."""
+    old, old_order = _recorded.get(before)
+    new = _keyed(after.entries)
+    order = old_order if new.keys() <= old.keys() else sorted(old.keys() | new.keys(), key=_order)
+    dropped_by_forget: dict[int | None, str] = {}
+    for e in after.dropped:
+        dropped_by_forget.setdefault(e.source_seq, e.reason)
     changes: list[EntryChange] = []
     tokens_delta = 0
-    for key in sorted(set(old) | set(new), key=lambda k: ("ABC".index(k[0]), k[1], k[2])):
+    for key in order:
         a, b = old.get(key), new.get(key)
         layer, _, role = key
-        seq = (a or b).source_seq if (a or b) is not None else None  # type: ignore[union-attr]
-        if a is None and b is not None:
-            changes.append(EntryChange(ADDED, layer, role, seq, 0, b.bytes, b.reason))
-            tokens_delta += b.tokens
-        elif b is None and a is not None:
-            status = DROPPED if seq in dropped_by_forget else COMPACTED
-            reason = "dropped by forget_after_turns" if status == DROPPED else "inside a compacted range"
-            if status == DROPPED:
-                reason = next((e.reason for e in after.dropped if e.source_seq == seq), reason)
-            changes.append(EntryChange(status, layer, role, seq, a.bytes, 0, reason))
-            tokens_delta -= a.tokens
-        elif a is not None and b is not None:
-            if message_text(a.message) == message_text(b.message) and a.bytes == b.bytes:
+        if a is not None and b is not None:
+            if (a.message is b.message or message_text(a.message) == message_text(b.message)) and a.bytes == b.bytes:
                 status = SAME
             elif b.reason.startswith("masked") and not a.reason.startswith("masked"):
                 status = MASKED
@@ -154,9 +188,18 @@ def diff_contexts(before: RenderedContext, after: RenderedContext) -> CallDiff:
                 status = UNMASKED
             else:
                 status = CHANGED
-            changes.append(EntryChange(status, layer, role, seq, a.bytes, b.bytes, b.reason))
+            changes.append(EntryChange(status, layer, role, a.source_seq, a.bytes, b.bytes, b.reason))
             if status != SAME:
-                tokens_delta += b.tokens - a.tokens
+                tokens_delta += _tokens(b) - _tokens(a)
+        elif b is not None:
+            changes.append(EntryChange(ADDED, layer, role, b.source_seq, 0, b.bytes, b.reason))
+            tokens_delta += _tokens(b)
+        elif a is not None:
+            seq = a.source_seq
+            status = DROPPED if seq in dropped_by_forget else COMPACTED
+            reason = dropped_by_forget.get(seq, "inside a compacted range")
+            changes.append(EntryChange(status, layer, role, seq, a.bytes, 0, reason))
+            tokens_delta -= _tokens(a)
     return CallDiff(
         changes,
         before.chars,
