@@ -31,6 +31,7 @@ from pathlib import Path
 
 from zymi_tui.context.builder import ContextBuilder, Prefix
 from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.events import replay_kinds
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import (
     ContextCompacted,
@@ -40,6 +41,7 @@ from zymi_tui.events.kinds import (
     ToolCallRequested,
 )
 from zymi_tui.events.messages import AssistantMessage, ToolCallInfo
+from zymi_tui.events.replay_kinds import ReplayEvent, replay_event
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.events.stored import StoredEvent
@@ -79,7 +81,7 @@ async def replay(path: Path, project: Path) -> tuple[float, float, int]:
     return time.perf_counter() - t0, time.process_time() - c0, calls
 
 
-async def load(path: Path) -> tuple[list[StoredEvent], float]:
+async def load(path: Path) -> tuple[list[ReplayEvent], float]:
     """The events a replay reads (the kinds the context depends on), decoded; and the time it took."""
     t0 = time.perf_counter()
     reader = await SqliteReader.open(path)
@@ -90,17 +92,17 @@ async def load(path: Path) -> tuple[list[StoredEvent], float]:
     return events, time.perf_counter() - t0
 
 
-def builder_work(events: list[StoredEvent], naive: bool) -> float:
+def builder_work(events: list[ReplayEvent], naive: bool) -> float:
     """Every call's Layer C: kept incrementally, or rebuilt from the whole step stream (as zymi does)."""
-    seen: dict[str, list[StoredEvent]] = defaultdict(list)
+    seen: dict[str, list[ReplayEvent]] = defaultdict(list)
     builders: dict[str, ContextBuilder] = {}
     prefix, knobs = Prefix("s", "t"), ContextKnobs()
     t0 = time.perf_counter()
     for se in events:
-        stream = se.event.stream_id
+        stream = se.stream_id
         if STEP_MARK not in stream:
             continue
-        call = isinstance(se.event.kind, LlmCallStarted)
+        call = isinstance(se.kind, replay_kinds.LlmCallStarted)
         if naive:
             if call:
                 fresh = ContextBuilder(knobs, prefix)
@@ -139,7 +141,7 @@ def synthetic_stream(n_events: int, seed: int = 7) -> list[StoredEvent]:
         )
         se = StoredEvent(seq, ev, "")
         events.append(se)
-        builder.add(se)
+        builder.add(replay_event(se))
 
     it = 0
     while len(events) < n_events:
@@ -183,7 +185,7 @@ def p95(values: list[float]) -> float:
 
 
 def bench_rerender(n_events: int) -> None:
-    events = synthetic_stream(n_events)
+    events = [replay_event(se) for se in synthetic_stream(n_events)]
     builder = ContextBuilder(ContextKnobs(), Prefix("You are a careful coding agent.", "Read the modules one by one."))
     for se in events:
         builder.add(se)
@@ -204,7 +206,7 @@ def bench_rerender(n_events: int) -> None:
         ctx = builder.build(knobs=k)
         _ = ctx.entries, ctx.wire()
         one.append((time.perf_counter() - t0) * 1000)
-    calls = sum(isinstance(se.event.kind, LlmCallStarted) for se in events)
+    calls = sum(isinstance(se.kind, replay_kinds.LlmCallStarted) for se in events)
     print(
         f"2a. one call re-rendered under edited knobs, {n_events}-event stream ({calls} calls), kept state: "
         f"p50 {statistics.median(one):.2f} ms, p95 {p95(one):.2f} ms over {len(one)} knob sets (aim <= 20 ms)"

@@ -10,7 +10,9 @@ see the same machine load; each figure is the median (and min) of --repeat launc
   the rest is read, then `Runs (N)`); runs all listed: until its title counts every run;
 - idle CPU: user+system time of the process over --idle seconds with no input, as % of one core;
 - key-to-redraw p50/p95: `j` sent to the runs list (and then to the events list), until the pane changes;
-- peak RSS (VmHWM).
+- peak RSS (VmHWM);
+- runs listed CPU: the CPU seconds the process had used when its first runs were seen (a loaded
+  machine stretches wall time far more than CPU time; compare both).
 The store is made by /work/shared/tools/make_big_store.py (cloned oracle runs, valid hash chains).
 Ratios are zymi observe / zymi-tui (higher is better for us). tmux polling adds ~2-5 ms to each latency.
 """
@@ -113,10 +115,11 @@ def measure(
                 raise
             time.sleep(0.5)
     try:
+        pid = pane_pid(session)
         first = wait_for(session, ready, 60) - t0
         runs_listed = wait_regex(session, listed, 60) - t0
+        listed_cpu = cpu_seconds(pid)
         runs_all = wait_regex(session, all_listed, 120) - t0
-        pid = pane_pid(session)
         settle = (wait_for(session, settled, 120) - t0) if settled else first
         time.sleep(2)  # start-up work done (ours: runs, peaks, integrity check); now idle
         c0 = cpu_seconds(pid)
@@ -133,6 +136,7 @@ def measure(
             "first_frame_s": first,
             "runs_listed_s": runs_listed,
             "runs_all_listed_s": runs_all,
+            "runs_listed_cpu_s": listed_cpu,
             "startup_done_s": settle,
             "idle_cpu_pct": idle,
             "runs_key_p95_ms": p95(runs) * 1000,

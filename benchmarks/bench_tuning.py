@@ -37,6 +37,7 @@ from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, LlmCallStarted, ToolCallCompleted
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.messages import AssistantMessage, ToolCallInfo
+from zymi_tui.events.replay_kinds import replay_event
 from zymi_tui.events.sqlite import SqliteWriter
 from zymi_tui.events.store import EventReader
 from zymi_tui.events.stored import StoredEvent
@@ -83,7 +84,7 @@ async def write_long_stream(path: Path, n_events: int, seed: int = 7) -> int:
                    timestamp=format_timestamp(1_800_000_000_000_000_000 + written * 1_000_000),
                    correlation_id=corr, source=source)  # fmt: skip
         written += 1
-        builder.add(StoredEvent(written, ev.model_copy(update={"sequence": written}), ""))
+        builder.add(replay_event(StoredEvent(written, ev.model_copy(update={"sequence": written}), "")))
         batch.append(ev)
 
     it = 0

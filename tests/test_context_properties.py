@@ -27,6 +27,7 @@ from zymi_tui.events.messages import (
     UserMessage,
     to_wire,
 )
+from zymi_tui.events.replay_kinds import replay_event
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.timestamps import format_timestamp
 
@@ -207,7 +208,7 @@ def test_incremental_equals_from_scratch_reference(plan: list[Any], k: ContextKn
     fed = 0
     for upto in calls:
         while fed < upto:
-            builder.add(events[fed])
+            builder.add(replay_event(events[fed]))
             fed += 1
         ctx = builder.build(MEMORY)
         want, chars = ref_build(events[:upto], k, PREFIX, MEMORY)
@@ -215,13 +216,13 @@ def test_incremental_equals_from_scratch_reference(plan: list[Any], k: ContextKn
         assert (ctx.chars, ctx.message_count) == (chars, len(want))
         again = ContextBuilder(k, PREFIX)
         for e in events[:upto]:
-            again.add(e)
+            again.add(replay_event(e))
         assert again.build(MEMORY).wire() == ctx.wire()  # deterministic, and equal to a fresh builder
 
 
 def _feed(builder: ContextBuilder, events: list[StoredEvent]) -> ContextBuilder:
     for e in events:
-        builder.add(e)
+        builder.add(replay_event(e))
     return builder
 
 

@@ -29,7 +29,6 @@ from zymi_tui.context.masking import (
     message_bytes,
     placeholder,
 )
-from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import (
     AssistantMessage,
     MessageModel,
@@ -39,7 +38,13 @@ from zymi_tui.events.messages import (
     UserMessage,
     to_wire,
 )
-from zymi_tui.events.stored import StoredEvent
+from zymi_tui.events.replay_kinds import (
+    ContextCompacted,
+    LlmCallCompleted,
+    ReplayEvent,
+    ToolCallCompleted,
+    UserMessageReceived,
+)
 from zymi_tui.events.timestamps import parse_timestamp_ns
 
 COMPACTION_PROMPT = (
@@ -291,19 +296,18 @@ class Converted:
     def __init__(self, *, keep_all: bool = True) -> None:
         """`keep_all=False`: only the last event's (builders fed one event after another, as the
         replayers of one pass over a store under several knob sets are; memory stays flat)."""
-        self._by_id: dict[int, tuple[StoredEvent, int, _Raw | None]] = {}
+        self._by_id: dict[int, tuple[ReplayEvent, int, _Raw | None]] = {}
         self._keep_all = keep_all
 
-    def get(self, stored: StoredEvent) -> tuple[int, _Raw | None]:
-        hit = self._by_id.get(id(stored))
-        if hit is None or hit[0] is not stored:
+    def get(self, ev: ReplayEvent) -> tuple[int, _Raw | None]:
+        hit = self._by_id.get(id(ev))
+        if hit is None or hit[0] is not ev:
             if not self._keep_all:
                 self._by_id.clear()
-            ev = stored.event
             message = to_message(ev.kind)
             ts = fast_ts_ns(ev.timestamp)
             raw = None if message is None else _Raw(ev.sequence, ts, message, message_bytes(message), _kind_of(message))
-            hit = self._by_id[id(stored)] = (stored, ts, raw)
+            hit = self._by_id[id(ev)] = (ev, ts, raw)
         return hit[1], hit[2]
 
 
@@ -368,13 +372,12 @@ class ContextBuilder:
             self._cutoff = fresh_cutoff_ns
             self._tail = self._compute_tail(self._cutoff)
 
-    def add(self, stored: StoredEvent, converted: Converted | None = None) -> None:
+    def add(self, ev: ReplayEvent, converted: Converted | None = None) -> None:
         """Any event of the step stream, in sequence order (kinds zymi skips are only timed).
         `converted`: messages already converted for these events (shared by re-runs of one stream)."""
         if converted is not None:
-            self._add_converted(stored, converted)
+            self._add_converted(ev, converted)
             return
-        ev = stored.event
         seq = ev.sequence
         ts = fast_ts_ns(ev.timestamp)
         self._seen_seqs.append(seq)
@@ -402,17 +405,17 @@ class ContextBuilder:
             return
         self._append_raw(_Raw(seq, ts, message, message_bytes(message), _kind_of(message)))
 
-    def _add_converted(self, stored: StoredEvent, converted: Converted) -> None:
+    def _add_converted(self, ev: ReplayEvent, converted: Converted) -> None:
         """`add` with the event's timestamp and message taken from (or put into) `converted`."""
-        ts, raw = converted.get(stored)
-        seq = stored.event.sequence
+        ts, raw = converted.get(ev)
+        seq = ev.sequence
         self._seen_seqs.append(seq)
         self._seen_ts.append(ts)
         if ts < self._last_ts:
             self._monotone = False
         self._last_ts = ts
         self.last_seq = seq
-        kind = stored.event.kind
+        kind = ev.kind
         self.last_was_compaction = isinstance(kind, ContextCompacted)
         if isinstance(kind, ContextCompacted):
             lo, hi = kind.replaces_seq_range
@@ -424,7 +427,7 @@ class ContextBuilder:
             return
         if raw is None:
             return
-        if stored.event.source == "compaction" and not self._follow:
+        if ev.source == "compaction" and not self._follow:
             self._pending_reply = (raw.message, seq)
             return
         self._append_raw(raw)

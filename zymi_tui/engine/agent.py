@@ -30,6 +30,7 @@ from zymi_tui.events.kinds import (
     WorkflowNodeCompleted,
 )
 from zymi_tui.events.messages import AssistantMessage, message_text, to_wire
+from zymi_tui.events.replay_kinds import replay_event
 from zymi_tui.events.store import EventReader
 from zymi_tui.events.stored import StoredEvent
 
@@ -109,7 +110,7 @@ class AgentStep:
 
     async def _emit(self, kind: EventData, source: str = "engine", corr: str | None = None) -> StoredEvent:
         stored = await self.recorder.emit(self.stream, kind, source, corr or self.scope.correlation_id)
-        self.builder.add(stored)
+        self.builder.add(replay_event(stored))
         return stored
 
     def _label(self, kind: type[EventData], data: dict[str, Any]) -> EventData:
@@ -163,7 +164,7 @@ class AgentStep:
     async def run(self) -> StepResult:
         setup, step_id = self.setup, self.setup.step.id
         for stored in await self.reader.read_stream(self.stream):
-            self.builder.add(stored)
+            self.builder.add(replay_event(stored))
         iteration = 0
         while True:
             iteration += 1

@@ -65,11 +65,11 @@ _ENVELOPE = msgspec.json.Decoder(Envelope)
 _UUID_ENVELOPE = msgspec.json.Decoder(_UuidEnvelope)
 # ValueError includes a str holding undecodable bytes (surrogateescape); RecursionError, JSON nested
 # deeper than the decoder's stack
-_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError)
+DECODE_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError)
 
 
 def _lean_error(e: BaseException) -> LeanError:
-    """One of `_ERRORS` worded for a person."""
+    """One of `DECODE_ERRORS` worded for a person."""
     if isinstance(e, UnicodeError):
         return LeanError("data is not valid UTF-8")
     if isinstance(e, RecursionError):
@@ -84,7 +84,7 @@ def envelope(data: str | bytes) -> Envelope:
     try:
         env = _ENVELOPE.decode(data)
         datetime.fromisoformat(env.timestamp[:19])
-    except _ERRORS as e:
+    except DECODE_ERRORS as e:
         raise _lean_error(e) from None
     return env
 
@@ -96,7 +96,7 @@ def checked_stream_id(data: str | bytes) -> str:
     try:
         env = _UUID_ENVELOPE.decode(data)
         datetime.fromisoformat(env.timestamp[:19])
-    except _ERRORS:
+    except DECODE_ERRORS:
         return envelope(data).stream_id  # a braced or urn: UUID, or an error worded by the full check
     return env.stream_id
 
@@ -105,7 +105,7 @@ def payload(env: Envelope | RunEnvelope, decoder: msgspec.json.Decoder[T]) -> T:
     """The kind's payload, decoded with `decoder` (the fields a reader needs)."""
     try:
         return decoder.decode(env.kind.data)
-    except _ERRORS as e:
+    except DECODE_ERRORS as e:
         raise LeanError(f"kind.data: {_lean_error(e)}") from None
 
 
@@ -144,7 +144,7 @@ def run_envelope(data: str | bytes) -> RunEnvelope:
         raise LeanError("the data column is not text")
     try:
         return _RUN_ENVELOPE.decode(data)
-    except _ERRORS as e:
+    except DECODE_ERRORS as e:
         raise _lean_error(e) from None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasPath, BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import AliasPath, BaseModel, ConfigDict, Field, PlainSerializer, TypeAdapter
 
 
 class _Frozen(BaseModel):
@@ -103,6 +103,12 @@ Message = Annotated[
     Field(union_mode="left_to_right"),
     PlainSerializer(dump_message),
 ]
+_MESSAGE: TypeAdapter[MessageModel] = TypeAdapter(Message)
+
+
+def parse_message_json(data: bytes) -> MessageModel:
+    """A `Message` from its externally tagged JSON text, validated as an event's message field is."""
+    return _MESSAGE.validate_json(data)
 
 
 class TokenUsage(BaseModel):

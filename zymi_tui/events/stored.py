@@ -49,6 +49,9 @@ class RowDecoder:
             self.problems.append(BadRow(gid, stream_id, seq, error))
 
     def _decode_rows(self, rows: Iterable[tuple[int, str, int, str]]) -> list[StoredEvent]:
+        rows = list(rows)
+        if not rows:  # a tail's empty poll loads nothing (the dashboard polls before its first frame settles)
+            return []
         # imported here, not at the top: the whole-event model (pydantic, every kind) is loaded
         # only by a reader that decodes whole events (see the module docstring)
         from zymi_tui.events.envelope import EventDecodeError, decode_event

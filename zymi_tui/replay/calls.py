@@ -33,7 +33,10 @@ from zymi_tui.context.masking import message_bytes
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
 from zymi_tui.errors import UserError
-from zymi_tui.events.kinds import (
+from zymi_tui.events.envelope import EventDecodeError
+from zymi_tui.events.kinds import snake_tag
+from zymi_tui.events.messages import AssistantMessage
+from zymi_tui.events.replay_kinds import (
     ContextCompacted,
     LlmCallCompleted,
     LlmCallFailed,
@@ -42,25 +45,28 @@ from zymi_tui.events.kinds import (
     MemoryWritten,
     PipelineCompleted,
     PipelineRequested,
+    ReplayEvent,
     ToolCallCompleted,
     UserMessageReceived,
     WorkflowNodeCompleted,
     WorkflowNodeStarted,
+    decode_replay_row,
+    replay_event,
 )
-from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
-from zymi_tui.events.stored import StoredEvent
+from zymi_tui.events.stored import BadRow
 from zymi_tui.project.reader import read_project
 
 PAGE = 2000
 # the kinds a replay reads: Layer C, the prefix and memory, failures (docs/context.md#layers, #memory, #hard-cap)
-REPLAY_KINDS = tuple(
-    k.TAG
+TYPE_BY_TAG = {
+    snake_tag(k.__name__): k.__name__
     for k in (
         LlmCallStarted, LlmCallCompleted, LlmCallFailed, ToolCallCompleted, UserMessageReceived, ContextCompacted,
         PipelineRequested, MemoryWritten, MemoryDeleted, WorkflowNodeStarted, WorkflowNodeCompleted, PipelineCompleted,
     )
-)  # fmt: skip
+}  # fmt: skip
+REPLAY_KINDS = tuple(TYPE_BY_TAG)
 HARD_CAP_ERROR = re.compile(r"^\[(?P<step>[^\]]+)\] context build failed: context exceeds hard cap: (?P<n>\d+) chars")
 DEFAULT_SUMMARY_RATIO = 0.10  # used only when the store has no recorded compaction to learn from
 MAX_SUMMARY_BYTES = 4096  # a compaction reply is capped at max_tokens 1024 (~4 bytes/token)
@@ -205,7 +211,7 @@ class StepDescription:
 
 def self_described(kind: WorkflowNodeStarted) -> StepDescription | None:
     """The step's own description, when zymi-tui's engine wrote it (zymi's readers ignore the field)."""
-    extra = (kind.model_extra or {}).get("zymi_tui")
+    extra = kind.zymi_tui
     if not isinstance(extra, dict) or not isinstance(extra.get("system_prompt"), str):
         return None
     try:
@@ -288,17 +294,16 @@ class Replayer:
         return out
 
     # -- events -------------------------------------------------------------------------------
-    def feed(self, se: StoredEvent) -> None:
+    def feed(self, se: ReplayEvent) -> None:
         while self._expiry and self._expiry[0][0] < se.global_id:
             self.steps.pop(heapq.heappop(self._expiry)[1], None)
-        ev = se.event
-        if STEP_MARK in ev.stream_id:
+        if STEP_MARK in se.stream_id:
             self._on_step(se)
         else:
             self._on_run(se)
 
-    def _on_run(self, se: StoredEvent) -> None:
-        ev, kind = se.event, se.event.kind
+    def _on_run(self, se: ReplayEvent) -> None:
+        ev, kind = se, se.kind
         key = ev.correlation_id or ev.stream_id
         if isinstance(kind, PipelineRequested):
             run = self._run(key)
@@ -345,12 +350,12 @@ class Replayer:
         st.infer = prefix is None
         st.builder.set_prefix(prefix or Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
 
-    def state_before(self, call: StoredEvent) -> CallState:
+    def state_before(self, call: ReplayEvent) -> CallState:
         """The builder state just before the LlmCallStarted `call` (the replayer was fed every event before
         it): re-rendering that call under other knobs is one `build()`. Layer A is inferred here if needed."""
-        kind = call.event.kind
+        kind = call.kind
         assert isinstance(kind, LlmCallStarted)
-        st = self._step(call.event.stream_id)
+        st = self._step(call.stream_id)
         memory = self._memory(st)
         if st.infer:
             self._infer_prefix(st, kind, memory)
@@ -359,7 +364,7 @@ class Replayer:
     def _memory(self, st: _Step) -> list[tuple[str, str]]:
         return list(st.run.memory.items()) if st.run else []
 
-    def _failed_step(self, se: StoredEvent, stream: str) -> None:
+    def _failed_step(self, se: ReplayEvent, stream: str) -> None:
         st = self.steps.get(stream)
         if st is None or st.run is None:
             return
@@ -393,8 +398,8 @@ class Replayer:
         st.run.failure_rows.append(row)
         self.queue.append(row)
 
-    def _on_step(self, se: StoredEvent) -> None:
-        ev, kind = se.event, se.event.kind
+    def _on_step(self, se: ReplayEvent) -> None:
+        ev, kind = se, se.kind
         st = self._step(ev.stream_id)
         if isinstance(kind, LlmCallStarted):
             self._on_call(se, st, kind)
@@ -420,8 +425,8 @@ class Replayer:
             self.estimate.learn(kind.summary, kind.bytes_saved)
         st.builder.add(se, self.converted)
 
-    def _on_call(self, se: StoredEvent, st: _Step, kind: LlmCallStarted) -> None:
-        ev = se.event
+    def _on_call(self, se: ReplayEvent, st: _Step, kind: LlmCallStarted) -> None:
+        ev = se
         b = st.builder
         is_compaction = kind.iteration == 0 or ev.source == "compaction"
         row = CallContext(
@@ -540,21 +545,22 @@ def _exceeds(row: CallContext) -> bool:
     return row.rendered is not None and row.rendered.hard_cap_exceeded
 
 
-async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> AsyncIterator[StoredEvent]:
+async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> AsyncIterator[ReplayEvent]:
+    """The events a replay reads, in global order: every event of the runs of `streams`, else the
+    kinds the context depends on across the store (decoded as `replay_kinds` reads them)."""
     if streams:
         runs = sorted({run_of(s) for s in streams})
         batches = [await reader.read_stream(r, include_steps=True) for r in runs]
         merged = sorted((se for batch in batches for se in batch), key=lambda se: se.global_id)
         for se in merged:
-            yield se
+            yield replay_event(se)
         return
     # only the kinds the context depends on, page by page per kind, merged in global order
     # (decoding is most of a replay's cost; the other kinds are half of a typical store)
-    buffers: dict[str, deque[StoredEvent]] = {}
+    buffers: dict[str, deque[ReplayEvent]] = {}
     cursors: dict[str, int] = {}
     for tag in REPLAY_KINDS:
-        page = await reader.read_kind_page(tag, stream_id=None, after_global_id=0, limit=PAGE)
-        buffers[tag], cursors[tag] = deque(page), page[-1].global_id if page else 0
+        buffers[tag], cursors[tag] = await _kind_page(reader, tag, 0)
     heap = [(buf[0].global_id, tag) for tag, buf in buffers.items() if buf]
     heapq.heapify(heap)
     while heap:
@@ -562,11 +568,24 @@ async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> A
         buf = buffers[tag]
         yield buf.popleft()
         if not buf and cursors[tag]:
-            page = await reader.read_kind_page(tag, stream_id=None, after_global_id=cursors[tag], limit=PAGE)
-            buf.extend(page)
-            cursors[tag] = page[-1].global_id if page else 0
+            buf, cursors[tag] = await _kind_page(reader, tag, cursors[tag])
+            buffers[tag] = buf
         if buf:
             heapq.heappush(heap, (buf[0].global_id, tag))
+
+
+async def _kind_page(reader: EventReader, tag: str, after: int) -> tuple[deque[ReplayEvent], int]:
+    """The next page of one kind's rows, decoded (an unreadable row is reported in `reader.problems`
+    and skipped), and the cursor after it (0: the kind is read to its end)."""
+    page = await reader.read_rows(after, PAGE, tag=tag)
+    type_name = TYPE_BY_TAG[tag]
+    out: deque[ReplayEvent] = deque()
+    for gid, stream_id, seq, data in page.rows:
+        try:
+            out.append(decode_replay_row(type_name, gid, seq, data))
+        except EventDecodeError as e:
+            reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
+    return out, (page.last_global_id if page.rows_scanned else 0)
 
 
 def recorded_knobs(project: Path | None) -> ContextKnobs:

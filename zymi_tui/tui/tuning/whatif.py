@@ -14,6 +14,7 @@ from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.hashchain import ChainRow, ScanRow
 from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.replay_kinds import replay_event
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
@@ -138,9 +139,9 @@ def keep_call(memory: MemoryReader, project: Path | None, stream_id: str, sequen
     for se in sorted(memory.events, key=lambda se: se.global_id):
         kind = se.event.kind
         if se.event.stream_id == stream_id and se.event.sequence == sequence and isinstance(kind, LlmCallStarted):
-            state = replayer.state_before(se)
+            state = replayer.state_before(replay_event(se))
             return KeptCall(sequence, state.builder, state.memory, state.post_compaction)
-        replayer.feed(se)
+        replayer.feed(replay_event(se))
         replayer.ready()
     return None
 
@@ -152,7 +153,8 @@ class StreamWhatIf:
 
     def __init__(self, memory: MemoryReader, project: Path | None, stream_id: str) -> None:
         self.stream_id = stream_id
-        self.events = sorted(memory.events, key=lambda se: se.global_id)
+        # converted once: `Converted` knows an event by its identity across the re-runs
+        self.events = [replay_event(se) for se in sorted(memory.events, key=lambda se: se.global_id)]
         ends: dict[str, int] = {}
         for se in memory.events:  # as `stream_ends` reads them: each stream's last event
             ends[se.event.stream_id] = se.global_id
