@@ -1,0 +1,308 @@
+"""The knob editor as a person times it: keys typed into the real `zymi-tui tune` process on a
+pseudo-terminal, its output read by a terminal emulator (pyte), the clock stopped when the new
+figures are on the emulated screen.
+
+    .venv/bin/python benchmarks/bench_knobs.py                       # makes a 10k-event stream in /tmp
+    .venv/bin/python benchmarks/bench_knobs.py --store S.db --project P --stream RUN:step:STEP
+
+Per edit (a one-digit knob typed into a cleared field, ≥ 30 edits): the time from writing the key
+to the pty until
+  a) the selected call's new figures (its what-if bytes and delta) and the diff's counts are on
+     screen, and
+  b) the whole stream's exact what-if is drawn (the status line with its peak and compactions).
+The expected figures are computed before the timing by `replay_store` under the same knobs (the
+full replay), so a stale or wrong screen never stops the clock. Baseline, alternated with the
+edits in the same run: a bare sqlite3 + json.loads scan of the stream's rows. Prints p50/p95 and
+the ratio to the baseline's median. `--before` waits for what an older editor shows (no diff counts
+in the title, the exact what-if marked by the summary alone), to time a checkout from before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import json
+import os
+import re
+import select
+import signal
+import sqlite3
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyte
+
+from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import SqliteStore
+from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
+from zymi_tui.tui.tuning.model import SAME, diff_contexts
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = ROOT / "tests" / "oracle" / "coding_default" / "project"
+STREAM = "chat-long:step:work"
+KNOB_COLUMN = 40  # the editor's knob column, left of the view
+LIMIT_S = 120.0  # one edit that takes longer is reported as a failure, not waited for
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the screen must show once an edit is done (from a full replay under the same knobs)."""
+
+    knobs: ContextKnobs
+    chars: int
+    delta: int
+    changed: int
+    same: int
+    peak: int
+    compactions: int
+
+    def figures(self) -> str:
+        return f"{self.chars:,} bytes ({self.delta:+,})"
+
+    def diff_counts(self) -> str:
+        return f"{self.changed} changed, {self.same} unchanged"
+
+    def whole(self) -> str:
+        return f"peak {self.peak:,} bytes, {self.compactions} compaction"
+
+
+def agent(calls: list[CallContext]) -> list[CallContext]:
+    return [c for c in calls if not c.is_compaction and not c.hard_cap_failure]
+
+
+async def replay(store: Path, project: Path, stream: str, knobs: ContextKnobs | None) -> list[CallContext]:
+    reader = await open_reader(SqliteStore(store))
+    try:
+        return [c async for c in replay_store(reader, project=project, knobs=knobs, streams=[stream])]
+    finally:
+        await reader.close()
+
+
+def expect(store: Path, project: Path, stream: str, recorded: list[CallContext], knobs: ContextKnobs) -> Expected:
+    calls = asyncio.run(replay(store, project, stream, knobs))
+    before = agent(recorded)[-1]
+    after = next(c for c in agent(calls) if c.sequence == before.sequence)
+    assert before.rendered is not None and after.rendered is not None
+    diff = diff_contexts(before.rendered, after.rendered)
+    changed = sum(c.status != SAME for c in diff.changes)
+    ys = [c.rendered.chars for c in agent(calls) if c.rendered is not None and not c.rendered.hard_cap_exceeded]
+    return Expected(
+        knobs,
+        after.rendered.chars,
+        after.rendered.chars - before.rendered.chars,
+        changed,
+        len(diff.changes) - changed,
+        max(ys, default=0),
+        sum(c.is_compaction for c in calls),
+    )
+
+
+def bare_scan(store: Path, stream: str) -> float:
+    t0 = time.perf_counter()
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    for (data,) in con.execute("SELECT data FROM events WHERE stream_id = ? ORDER BY sequence", (stream,)):
+        json.loads(data)
+    con.close()
+    return time.perf_counter() - t0
+
+
+class Terminal:
+    """`zymi-tui` on a pty; its output interpreted by pyte as a terminal would show it."""
+
+    def __init__(self, args: list[str], cols: int, rows: int) -> None:
+        self.screen = pyte.Screen(cols, rows)
+        self.stream = pyte.ByteStream(self.screen)
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
+        self.proc = subprocess.Popen(
+            args, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+        )  # fmt: skip
+        os.close(slave)
+        self.fd = master
+
+    def text(self) -> str:
+        """The screen as one line of words, the knob column (40 cells wide) first and then the view, so
+        that a figure wrapped over two rows of one column still matches."""
+        lines = self.screen.display
+        columns = [line[: KNOB_COLUMN - 1] for line in lines] + [line[KNOB_COLUMN:] for line in lines]
+        return re.sub(r"\s+", " ", " ".join(columns))
+
+    def wait_for(self, *needles: str, limit: float = LIMIT_S) -> float | None:
+        """Read output until every needle is on screen; the time it took, or None after `limit`."""
+        t0 = time.perf_counter()
+        if all(n in self.text() for n in needles):
+            return 0.0
+        while time.perf_counter() - t0 < limit:
+            ready, _, _ = select.select([self.fd], [], [], 0.5)
+            if ready:
+                self.stream.feed(os.read(self.fd, 1 << 16))
+                while select.select([self.fd], [], [], 0)[0]:  # the rest of the frame
+                    self.stream.feed(os.read(self.fd, 1 << 16))
+                screen = self.text()
+                if all(n in screen for n in needles):
+                    return time.perf_counter() - t0
+        return None
+
+    def key(self, data: str) -> None:
+        os.write(self.fd, data.encode())
+
+    def keys(self, data: str) -> None:
+        """Keys one by one, reading the output between them (not timed)."""
+        for ch in data:
+            self.key(ch)
+            self.wait_for("\x00", limit=0.1)
+
+    def close(self) -> None:
+        try:
+            self.key("\x11")  # ctrl+q
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: the app and anything it started
+            self.proc.wait()
+        finally:
+            os.close(self.fd)
+
+
+def p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20)[-1] if len(values) >= 20 else max(values)
+
+
+def plan_edits(n: int) -> list[tuple[str, int]]:
+    """One-digit values for observation_window and min_tail_turns, never the same twice in a row."""
+    windows, tails = [3, 6, 2, 8, 4, 9, 5, 7], [2, 6, 3, 8, 1, 5, 7, 9]
+    edits: list[tuple[str, int]] = []
+    for i in range(n):
+        edits.append(("observation_window", windows[i % 8]) if i % 3 != 2 else ("min_tail_turns", tails[i % 8]))
+    return edits
+
+
+FIELDS = ["observation_window", "soft_cap_chars", "hard_cap_chars", "min_tail_turns", "forget_after_turns"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--store", type=Path, help="default: a 10k-event step stream made by make_long_run.py")
+    ap.add_argument("--project", type=Path, default=PROJECT)
+    ap.add_argument("--stream", default=STREAM)
+    ap.add_argument("--edits", type=int, default=30)
+    ap.add_argument("--soft-cap", type=int, default=150_000, help="typed first, so that compactions happen")
+    ap.add_argument("--size", default="120x40")
+    ap.add_argument("--before", action="store_true", help="wait for what an older editor shows")
+    ap.add_argument("--expected", type=Path, help="a JSON file keeping the expected figures between runs (same store)")
+    ap.add_argument("--zymi-tui", default=str(Path(sys.executable).with_name("zymi-tui")))
+    a = ap.parse_args()
+    cols, rows = (int(x) for x in a.size.split("x"))
+    with tempfile.TemporaryDirectory() as tmp:
+        store = a.store
+        if store is None:
+            store = Path(tmp) / "long.db"
+            make = [sys.executable, str(ROOT / "benchmarks" / "make_long_run.py"), str(store), "--events", "16200"]
+            subprocess.run(make, check=True, stdout=subprocess.DEVNULL)
+        con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        (n_events,) = con.execute("SELECT count(*) FROM events WHERE stream_id = ?", (a.stream,)).fetchone()
+        con.close()
+
+        recorded_k = recorded_knobs(a.project)
+        recorded = asyncio.run(replay(store, a.project, a.stream, None))
+        current = {f: getattr(recorded_k, f) for f in FIELDS}
+        current["soft_cap_chars"] = a.soft_cap
+        plan: list[tuple[str, int, Expected]] = []
+        t0 = time.perf_counter()
+        cached = json.loads(a.expected.read_text()) if a.expected and a.expected.exists() else {}
+        for name, value in plan_edits(a.edits):
+            current[name] = value
+            knobs = ContextKnobs(**current)
+            key = json.dumps(current, sort_keys=True)
+            if key in cached:
+                exp = Expected(knobs, *cached[key])
+            else:
+                exp = expect(store, a.project, a.stream, recorded, knobs)
+                cached[key] = [exp.chars, exp.delta, exp.changed, exp.same, exp.peak, exp.compactions]
+            plan.append((name, value, exp))
+        if a.expected:
+            a.expected.write_text(json.dumps(cached))
+        print(f"{a.edits} edits' expected figures from full replays in {time.perf_counter() - t0:.0f} s")
+
+        args = [a.zymi_tui, "tune", str(store), "--project", str(a.project), "--step-stream", a.stream]
+        term = Terminal(args, cols, rows)
+        quick: list[float] = []
+        whole: list[float] = []
+        scans: list[float] = []
+        failed = unseen = 0
+        try:
+            assert term.wait_for("call ", "agent call") is not None, "the editor did not open"
+            assert term.wait_for(f"{len(agent(recorded))}/{len(agent(recorded))}") is not None, "calls not loaded"
+            focused = "observation_window"
+            term.key("\t")  # the profile select -> the first knob
+            term.wait_for("\x00", limit=0.3)
+
+            def goto(name: str) -> None:
+                nonlocal focused
+                step = FIELDS.index(name) - FIELDS.index(focused)
+                for _ in range(abs(step)):
+                    term.key("\t" if step > 0 else "\x1b[Z")
+                    term.wait_for("\x00", limit=0.3)
+                focused = name
+
+            goto("soft_cap_chars")
+            term.keys("\x7f" * 12 + str(a.soft_cap))
+            assert term.wait_for(f"soft {a.soft_cap},") is not None, "the soft cap was not typed"
+            previous: Expected | None = None
+            for name, value, exp in plan:
+                same_a = previous is not None and (previous.figures(), previous.diff_counts()) == (
+                    exp.figures(),
+                    exp.diff_counts(),
+                )
+                same_b = previous is not None and previous.whole() == exp.whole()
+                previous = exp
+                goto(name)
+                term.keys("\x7f" * 2)  # cleared: invalid, nothing recomputed
+                assert term.wait_for(f"{name}='': not an integer;") is not None, f"{name} not cleared"
+                scans.append(bare_scan(store, a.stream))
+                term.key(str(value))
+                if a.before:
+                    t_quick = term.wait_for(exp.figures())
+                    t_whole = term.wait_for(f"what-if (estimated): {exp.figures()}")
+                else:
+                    t_quick = term.wait_for(exp.figures(), exp.diff_counts())
+                    t_whole = term.wait_for(exp.whole(), exp.figures())
+                if t_quick is None or t_whole is None:
+                    failed += 1
+                    print(f"edit {name}={value}: expected figures not shown within {LIMIT_S:.0f} s", file=sys.stderr)
+                    print(term.text()[-1500:], file=sys.stderr)
+                    continue
+                if same_a or same_b:  # the screen showed these figures already: the time cannot be seen
+                    unseen += 1
+                    continue
+                quick.append(t_quick * 1000)
+                whole.append((t_quick + t_whole) * 1000)
+        finally:
+            term.close()
+
+    if not quick:
+        sys.exit("no edit finished")
+    base = statistics.median(scans) * 1000
+    print(f"knob editor on a {n_events:,}-event stream ({len(agent(recorded))} agent calls), {cols}x{rows}, "
+          f"{len(quick)} edits timed ({failed} failed, {unseen} not timed: same figures as the edit before);\n"
+          f"baseline: bare sqlite3+json.loads scan of the stream, "
+          f"median {base:.0f} ms (min {min(scans) * 1000:.0f})")  # fmt: skip
+    for label, xs, aim in (
+        ("a) key -> selected call's figures + diff painted", quick, 50),
+        ("b) key -> whole-stream exact what-if painted   ", whole, 150),
+    ):
+        print(f"   {label}: p50 {statistics.median(xs):.0f} ms, p95 {p95(xs):.0f} ms, min {min(xs):.0f} ms "
+              f"(aim p95 < {aim} ms) = p95 {p95(xs) / base:.2f}x the scan")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
