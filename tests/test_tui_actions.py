@@ -202,8 +202,8 @@ async def test_knob_editor_keys_work_with_the_cursor_in_a_knob(tmp_path: Path) -
         await pilot.press("end", *["backspace"] * len(before), "3")
         assert knob.value == "3"
         await pilot.press("ctrl+z")  # one edit per keystroke: each ctrl+z takes one back
-        await pilot.pause(0.2)
-        assert knob.value != "3" and app.focused is knob
+        await pilot_until(pilot, lambda: knob.value != "3", "the edit undone")
+        assert app.focused is knob
         for _ in range(len(before) + 1):
             if knob.value == before:
                 break
@@ -212,8 +212,8 @@ async def test_knob_editor_keys_work_with_the_cursor_in_a_knob(tmp_path: Path) -
         assert knob.value == before
         await pilot.press("end", *["backspace"] * len(before), "3")
         await pilot.press("ctrl+o")
-        await pilot.pause(0.1)
-        assert "observation_window: 3" in str(editor.query_one("#export", Static).render())
+        export = editor.query_one("#export", Static)
+        await pilot_until(pilot, lambda: "observation_window: 3" in str(export.render()), "the exported block")
         await pilot.press("ctrl+t")
         await wait_screen(pilot, ConfirmApply)
         await pilot.press("n")
@@ -223,6 +223,6 @@ async def test_knob_editor_keys_work_with_the_cursor_in_a_knob(tmp_path: Path) -
         await wait_screen(pilot, ConfirmApply)
         await pilot.press("y")
         await wait_screen(pilot, TuningScreen)
-        await pilot.pause(0.1)
+        await pilot_until(pilot, lambda: (project / "project.yml").read_text() != original, "project.yml written")
         written = (project / "project.yml").read_text()
         assert written != original and "observation_window: 3" in written
