@@ -174,7 +174,7 @@ class StreamWhatIf:
         *,
         stop: Callable[[], bool] = lambda: False,
         partial: Callable[[list[CallContext]], object] | None = None,
-        every_s: float = 0.25,
+        every_s: float = 1.0,
     ) -> list[CallContext] | None:
         """The stream's calls under `knobs` (None: recorded); None if `stop()` said so first.
         `partial` gets the calls so far every `every_s` seconds."""
