@@ -5,7 +5,9 @@
 
 1. Knob change to redraw in the editor (headless Textual app, the real TuningScreen): p50/p95 over
    a series of edits on one 10,000-event step stream, edit typed -> worker replay -> diff -> plot and
-   tables redrawn; baseline: a bare scan of that stream (sqlite3 + json.loads of its rows).
+   tables updated; baseline: a bare scan of that stream (sqlite3 + json.loads of its rows). These
+   are the screen's own timers, stopped before a frame is painted: for the time a person sees, use
+   benchmarks/bench_knobs.py (the real process on a terminal, the clock stopped by the screen).
 2. Whole-store replay under 3 profiles (recorded, chat, eval) of a 100,000-event store (clones of
    the recorded coding_default run, made by shared/tools/make_big_store.py); baseline: a bare scan of
    the whole store; also one profile alone (`replay_store`) for the cost of the extra two.
