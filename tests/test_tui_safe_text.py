@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from rich.cells import cell_len
@@ -10,6 +9,7 @@ from textual.widgets import DataTable, Static
 
 from tests.hostile_stores import MARKUP, make_store
 from tests.tui_support import make_app, settle
+from tests.waiting import pilot_until
 from zymi_tui.tui.inspector import InspectorScreen
 from zymi_tui.tui.safe_text import clean, cut_cells, graphemes, safe_text
 
@@ -39,10 +39,9 @@ async def test_inspector_shows_bracketed_store_text_as_written(tmp_path: Path) -
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(app, pilot)
         await pilot.press("tab", "tab", "left", "i")  # the plot: its last call; inspect it
-        deadline = time.monotonic() + 30
-        while not (isinstance(app.screen, InspectorScreen) and app.screen.rebuilt is not None):
-            assert time.monotonic() < deadline, "the inspector did not rebuild the call"
-            await pilot.pause(0.1)
+        rebuilt = lambda: isinstance(app.screen, InspectorScreen) and app.screen.rebuilt is not None  # noqa: E731
+        await pilot_until(pilot, rebuilt, "the inspector's rebuild of the call")
+        await pilot.pause()
         screen = app.screen
         table = screen.query_one(DataTable)
         texts = [str(table.get_row_at(i)[-1]) for i in range(table.row_count)]
