@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,20 +45,24 @@ async def help_names(pilot: Pilot[Any]) -> set[str]:
     return {name for key, name, _ in rows if key != "key"}
 
 
-async def palette_hits(pilot: Pilot[Any], query: str = "") -> list[tuple[str, str | None]]:
-    """(text, help) of what the palette lists for `query`, read from its option list."""
+async def palette_hits(
+    pilot: Pilot[Any], query: str = "", *, until: Callable[[list[tuple[str, str | None]]], bool]
+) -> list[tuple[str, str | None]]:
+    """(text, help) of what the palette lists for `query`, read from its option list.
+
+    The palette gathers its hits in a worker and shows them in batches, so the list is read until
+    `until` holds or LIMIT passes; the caller asserts on what was read last."""
     await pilot.press("ctrl+p")
     palette = await wait_screen(pilot, CommandPalette)
     if query:
         await pilot.press(*query)
-    hits: list[tuple[str, str | None]] = []
-    for _ in range(40):  # the palette gathers hits in a worker
+    deadline = time.monotonic() + LIMIT
+    while True:
         await pilot.pause(0.05)
         options = palette.query_one(CommandList)
-        found = [(o.hit.text or "", o.hit.help) for o in options._options]  # type: ignore[attr-defined]
-        if found and found == hits:
+        hits = [(o.hit.text or "", o.hit.help) for o in options._options]  # type: ignore[attr-defined]
+        if until(hits) or time.monotonic() > deadline:
             break
-        hits = found
     await pilot.press("escape")
     await pilot.pause()
     return hits
@@ -68,9 +73,13 @@ async def check_screen(pilot: Pilot[Any], screen: Any) -> int:
     assert registry, f"{type(screen).__name__} declares no actions"
     names = {a.name for a in registry}
     sentences = {a.sentence for a in registry}
-    assert footer_names(screen) == names, type(screen).__name__
+    await pilot_until(pilot, lambda: footer_names(screen) == names, f"{type(screen).__name__}'s footer")
     assert await help_names(pilot) == names, type(screen).__name__
-    listed = {text for text, help_ in await palette_hits(pilot) if help_ in sentences}
+
+    def ours(hits: list[tuple[str, str | None]]) -> set[str]:
+        return {text for text, help_ in hits if help_ in sentences}
+
+    listed = ours(await palette_hits(pilot, until=lambda hits: ours(hits) == names))
     assert listed == names, type(screen).__name__
     return len(names)
 
@@ -117,8 +126,12 @@ async def test_palette_finds_actions_by_what_they_do(tmp_path: Path, query: str,
     async with app.run_test(size=(120, 40)) as pilot:
         main = await settle(app, pilot)
         ours = {a.sentence for a in all_actions(main)}
-        found = {text for text, help_ in await palette_hits(pilot, query) if help_ in ours}
-        assert expected <= found, found
+
+        def found(hits: list[tuple[str, str | None]]) -> set[str]:
+            return {text for text, help_ in hits if help_ in ours}
+
+        hits = await palette_hits(pilot, query, until=lambda hits: expected <= found(hits))
+        assert expected <= found(hits), found(hits)
 
 
 async def test_palette_entry_runs_the_action(tmp_path: Path) -> None:
@@ -130,7 +143,12 @@ async def test_palette_entry_runs_the_action(tmp_path: Path) -> None:
         await settle(app, pilot)
         await pilot.press("ctrl+p", *"sweep")
         palette = await wait_screen(pilot, CommandPalette)
-        await pilot_until(pilot, lambda: bool(palette.query_one(CommandList)._options), "the palette's hits")
+
+        def first_hit() -> str:
+            options = palette.query_one(CommandList)._options  # type: ignore[attr-defined]
+            return str(options[0].hit.text) if options else ""
+
+        await pilot_until(pilot, lambda: first_hit() == "Sweep", "Sweep at the top of the palette's hits")
         await pilot.press("enter")
         await wait_screen(pilot, SweepScreen)
         await pilot.press("escape")
