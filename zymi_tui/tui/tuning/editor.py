@@ -169,6 +169,7 @@ class TuningScreen(ActionScreen):
         self.pending = False  # a quick render is shown; the exact what-if is on its way
         self.curve: Curve | None = None
         self.table_rows: list[Row] = []  # what the diff table shows
+        self.table_widths: list[int] = []  # its columns' widths, fitted to what it shows
         self._syncing = False
         self.profiles: dict[str, ContextKnobs] = dict(PROFILES)
         try:
@@ -203,9 +204,7 @@ class TuningScreen(ActionScreen):
 
     def on_mount(self) -> None:
         self.sub_title = self.stream_id
-        table = self.query_one("#diff", DataTable)
-        for key, label in zip(DIFF_COLUMNS, DIFF_LABELS, strict=True):
-            table.add_column(label, key=key)
+        self.lay_out_diff([len(label) for label in DIFF_LABELS], [])
         if self.profile_error:
             self.notify(self.profile_error, severity="warning")
         self.load()
@@ -454,21 +453,39 @@ class TuningScreen(ActionScreen):
         return f"what-if vs recorded: {len(changed)} changed, {same} unchanged (changes first{more})", rows
 
     def draw_diff(self) -> None:
-        """The diff table updated in place: only the cells that differ from what it shows are set."""
+        """The diff table updated in place: only the cells that differ from what it shows are set.
+
+        Its columns are fitted to the rows now, at once: when a width changes the table is laid out
+        again, so no frame shows a figure cut by a column sized for earlier rows."""
         title, rows = self.diff_rows()
         self.query_one("#diff-title", Static).update(Text(title, style="bold"))
         table = self.query_one("#diff", DataTable)
+        cells = [self.cells(row) for row in rows]
+        widths = [max([len(label), *(line[n].cell_len for line in cells)]) for n, label in enumerate(DIFF_LABELS)]
+        if widths != self.table_widths:
+            self.lay_out_diff(widths, cells)
+            self.table_rows = rows
+            return
         shown = self.table_rows
-        for i, row in enumerate(rows):
+        for i, (row, line) in enumerate(zip(rows, cells, strict=True)):
             if i >= len(shown):
-                table.add_row(*self.cells(row), key=str(i))
+                table.add_row(*line, key=str(i))
                 continue
             for column, (old, new) in enumerate(zip(shown[i], row, strict=True)):
                 if old != new:
-                    table.update_cell(str(i), DIFF_COLUMNS[column], self.cells(row)[column], update_width=True)
+                    table.update_cell(str(i), DIFF_COLUMNS[column], line[column])
         for i in range(len(rows), len(shown)):
             table.remove_row(str(i))
         self.table_rows = rows
+
+    def lay_out_diff(self, widths: list[int], cells: list[list[Text]]) -> None:
+        table = self.query_one("#diff", DataTable)
+        table.clear(columns=True)
+        for key, label, width in zip(DIFF_COLUMNS, DIFF_LABELS, widths, strict=True):
+            table.add_column(label, key=key, width=width)
+        for i, line in enumerate(cells):
+            table.add_row(*line, key=str(i))
+        self.table_widths = widths
 
     @staticmethod
     def cells(row: Row) -> list[Text]:
