@@ -287,6 +287,13 @@ def fast_ts_ns(text: str) -> int:
     return parse_timestamp_ns(text)
 
 
+def convert(ev: ReplayEvent) -> tuple[int, _Raw | None]:
+    """An event's timestamp (ns) and its Layer C message (None: a kind zymi skips)."""
+    message = to_message(ev.kind)
+    ts = fast_ts_ns(ev.timestamp)
+    return ts, None if message is None else _Raw(ev.sequence, ts, message, message_bytes(message), _kind_of(message))
+
+
 class Converted:
     """The Layer C message of each event, converted once (timestamp, message, bytes, masked forms) and
     shared by every builder fed the same events: a what-if re-run of a stream starts from these.
@@ -304,10 +311,7 @@ class Converted:
         if hit is None or hit[0] is not ev:
             if not self._keep_all:
                 self._by_id.clear()
-            message = to_message(ev.kind)
-            ts = fast_ts_ns(ev.timestamp)
-            raw = None if message is None else _Raw(ev.sequence, ts, message, message_bytes(message), _kind_of(message))
-            hit = self._by_id[id(ev)] = (ev, ts, raw)
+            hit = self._by_id[id(ev)] = (ev, *convert(ev))
         return hit[1], hit[2]
 
 
@@ -375,39 +379,7 @@ class ContextBuilder:
     def add(self, ev: ReplayEvent, converted: Converted | None = None) -> None:
         """Any event of the step stream, in sequence order (kinds zymi skips are only timed).
         `converted`: messages already converted for these events (shared by re-runs of one stream)."""
-        if converted is not None:
-            self._add_converted(ev, converted)
-            return
-        seq = ev.sequence
-        ts = fast_ts_ns(ev.timestamp)
-        self._seen_seqs.append(seq)
-        self._seen_ts.append(ts)
-        if ts < self._last_ts:
-            self._monotone = False
-        self._last_ts = ts
-        self.last_seq = seq
-        kind = ev.kind
-        from_compaction = ev.source == "compaction"
-        self.last_was_compaction = isinstance(kind, ContextCompacted)
-        if isinstance(kind, ContextCompacted):
-            lo, hi = kind.replaces_seq_range
-            reply, reply_seq = self._pending_reply or (None, None)
-            self.recorded.append(RecordedCompaction(seq, lo, hi, kind.summary, kind.bytes_saved, reply, reply_seq))
-            self._pending_reply = None
-            if self._follow:
-                self._add_compaction(_Compaction(lo, hi, kind.summary))
-            return
-        message = to_message(kind)
-        if message is None:
-            return
-        if from_compaction and not self._follow:
-            self._pending_reply = (message, seq)  # what-if decides whether this reply exists
-            return
-        self._append_raw(_Raw(seq, ts, message, message_bytes(message), _kind_of(message)))
-
-    def _add_converted(self, ev: ReplayEvent, converted: Converted) -> None:
-        """`add` with the event's timestamp and message taken from (or put into) `converted`."""
-        ts, raw = converted.get(ev)
+        ts, raw = convert(ev) if converted is None else converted.get(ev)
         seq = ev.sequence
         self._seen_seqs.append(seq)
         self._seen_ts.append(ts)
@@ -428,7 +400,7 @@ class ContextBuilder:
         if raw is None:
             return
         if ev.source == "compaction" and not self._follow:
-            self._pending_reply = (raw.message, seq)
+            self._pending_reply = (raw.message, seq)  # what-if decides whether this reply exists
             return
         self._append_raw(raw)
 
