@@ -10,6 +10,8 @@ same range; elsewhere a simulated summary of estimated size is inserted.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import heapq
 import re
 from collections import deque
@@ -260,6 +262,31 @@ class Replayer:
         stream (`ends`: each stream's last global id, read before the replay): no later event can need
         it, so memory stays flat in the store's size. Events past `ends` must not be fed."""
         self.ends = ends
+
+    def fork(self, knobs: ContextKnobs) -> Replayer:
+        """A what-if replayer that goes on from this one's state under `knobs` (this one must be a
+        what-if too, so its builders have followed no recorded compaction). Rows made so far stay
+        here; rows still awaiting their LlmCallCompleted are shared (the fork fills in the same
+        recorded figures). This replayer is left as it was."""
+        assert self.whatif and knobs != self.recorded_knobs
+        other = copy.copy(self)
+        other.knobs = knobs
+        runs = {
+            id(run): _Run(run.pipeline, dict(run.inputs), dict(run.memory), dict(run.outputs))
+            for run in self.runs.values()
+        }
+        other.runs = {key: runs[id(run)] for key, run in self.runs.items()}
+        other.steps = {}
+        for stream, st in self.steps.items():
+            builder = st.builder.clone()
+            builder.knobs = knobs
+            run = None if st.run is None else runs.get(id(st.run))
+            other.steps[stream] = dataclasses.replace(st, builder=builder, run=run)
+        other.queue = deque()
+        other.pending = {stream: deque(rows) for stream, rows in self.pending.items()}
+        other.estimate = copy.copy(self.estimate)
+        other._expiry = list(self._expiry)
+        return other
 
     # -- helpers ------------------------------------------------------------------------------
     def _run(self, key: str) -> _Run:
