@@ -137,7 +137,7 @@ async def test_kind_and_step_filters() -> None:
     m.kinds = None
     m.step = RUN_GROUP
     m.relayout()
-    assert all(":step:" not in se.event.stream_id for se in m.items if not isinstance(se, Header))
+    assert all(":step:" not in row[1] for row in m.items if not isinstance(row, Header))
 
 
 async def test_compaction_links_to_the_events_it_replaced() -> None:
@@ -147,7 +147,7 @@ async def test_compaction_links_to_the_events_it_replaced() -> None:
     comp = next(se for se in events if se.event.tag == "context_compacted")
     lo, hi = comp.event.kind.replaces_seq_range  # type: ignore[union-attr]
     replaced = m.replaced_by(comp)
-    assert [se.event.sequence for se in replaced] == list(range(lo, hi + 1))
+    assert [seq for _, _, seq, _ in replaced] == list(range(lo, hi + 1))
 
 
 def test_graph_from_the_project_and_zymis_fallback(tmp_path: Path) -> None:
@@ -169,13 +169,13 @@ def test_graph_from_the_project_and_zymis_fallback(tmp_path: Path) -> None:
 async def test_graph_node_status_and_llm_calls() -> None:
     events = await _events("coding_default")
     steps = load_pipeline_steps(ORACLE / "coding_default" / "project", "main")
-    g = build_graph("main", steps, None, events)
+    g = build_graph("main", steps, None, events, collect_calls(events))
     (node,) = g.nodes
     expected = json.loads((ORACLE / "coding_default" / "expected.json").read_text())
     agent = [e for e in expected if e["iteration"] > 0]
     assert (node.id, node.status, node.llm_calls, node.last_chars) == (
         "work", "ok", len(agent), agent[-1]["approx_context_chars"])  # fmt: skip
-    fallback = build_graph("main", None, "pipelines/main.yml not found", events)
+    fallback = build_graph("main", None, "pipelines/main.yml not found", events, collect_calls(events))
     assert fallback.banner and "not loadable" in fallback.banner
     assert [n.id for n in fallback.nodes] == ["work"]
 

@@ -24,6 +24,7 @@ from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.hashchain import ChainRow, ScanRow, column_text, hash_v2
 from zymi_tui.events.store import (
     STEP_MARK,
+    IndexRow,
     Page,
     RawRow,
     RowPage,
@@ -74,6 +75,7 @@ T = TypeVar("T")
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 CHAIN_PAGE = 5000
+ID_BATCH = 500  # ids bound in one `IN (...)` (under SQLite's oldest limit of 999 variables)
 MAX_UNION = 400  # streams merged in one statement by `newest` (SQLite allows 500 SELECTs in a compound)
 # the distinct stream ids in [lo, hi), one index seek each (a loose index scan)
 _STREAMS_IN_RANGE = """WITH RECURSIVE s(id) AS (
@@ -389,6 +391,25 @@ class SqliteReader(RowDecoder):
             )
             params = [stream_id, lo, hi, n]
         return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
+
+    async def run_index(self, stream_id: str) -> list[IndexRow]:
+        lo, hi = _range_for_steps(stream_id)
+        cols = "SELECT id, stream_id, sequence, kind_tag FROM events"
+        rows = await self._fetch(
+            f"{cols} WHERE stream_id = CAST(? AS TEXT) UNION ALL "
+            f"{cols} WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) ORDER BY id",
+            (stream_id, lo, hi),
+        )
+        return [(gid, column_text(s), seq, column_text(tag)) for gid, s, seq, tag in rows]
+
+    async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
+        out: list[StoredEvent] = []
+        for i in range(0, len(ids), ID_BATCH):
+            batch = ids[i : i + ID_BATCH]
+            marks = ",".join("?" * len(batch))
+            out += self._decode(await self._fetch(f"{_ROW} WHERE id IN ({marks}) ORDER BY id", batch))
+        out.sort(key=lambda se: se.global_id)
+        return out
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         marks = ",".join("?" * len(tags))
