@@ -197,3 +197,38 @@ async def test_live_events_of_the_run_are_added_with_the_cursor_kept(db: Path, p
         await pilot_until(pilot, lambda: len(plot.all_calls()) == n, "the new call on the plot")
         assert main.events.cursor_gid == cursor
         assert plot.all_calls()[-1].global_id == agent_calls(db)[-1][0]
+
+
+@pytest.fixture(scope="module")
+def compacting_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("compacting") / "events.db"
+    script = ROOT / "benchmarks" / "make_long_run.py"
+    make = [sys.executable, str(script), str(db), "--events", "1500", "--from", "coding_compaction"]
+    subprocess.run(make, check=True, capture_output=True)
+    return db
+
+
+async def test_a_compaction_lists_and_marks_what_it_replaced(compacting_store: Path, tmp_path: Path, path: str) -> None:
+    db = copy_store(compacting_store, tmp_path / "c")
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        assert main.events.sparse == (path == "sparse")
+        # an early compaction: its replaced events are far from the rows read first
+        comp, data = sql(db, "SELECT id, data FROM events WHERE kind_tag = 'context_compacted' ORDER BY id")[1]
+        lo, hi = json.loads(str(data))["kind"]["data"]["replaces_seq_range"]
+        replaced = sql(db, "SELECT id FROM events WHERE stream_id = ? AND sequence BETWEEN ? AND ? ORDER BY id",
+                       STEP, lo, hi)  # fmt: skip
+        await pilot.press("tab")
+        assert main.events.jump_to(int(str(comp)))
+        await pilot.press("enter")
+        await pilot_until(pilot, lambda: int(str(comp)) in main.events.expanded, "the compaction expanded")
+        main.query_one(EventsList).keep_cursor_visible()
+        text = await drawn(pilot, app)
+        await pilot_until(pilot, lambda: "(reading…)" not in screen_text(app), "the replaced events read")
+        text = screen_text(app)
+        assert f"replaced: {len(replaced)} event(s), seq {lo}..={hi}" in text
+        assert f"#{lo}: " in text
+        await pilot.press("g")
+        assert main.events.cursor_gid == replaced[0][0]
+        assert "┃" in await drawn(pilot, app)

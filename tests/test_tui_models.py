@@ -195,3 +195,28 @@ def test_runs_model_keeps_peaks_by_key() -> None:
     assert m.set_peak(RunKey("s"), 10)
     assert not m.set_peak(RunKey("s"), 5)
     assert m.peaks[RunKey("s")] == 10
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+@pytest.mark.parametrize("sparse", [True, False])
+async def test_appending_lays_out_as_a_fresh_load(grouped: bool, sparse: bool) -> None:
+    """Live events added one batch at a time give the list a whole load gives (in place or laid out again)."""
+    events = await _events("coding_compaction")
+    for cut in (len(events) // 3, len(events) - 5):
+        m = EventsModel(group_by_step=grouped)
+        if sparse:
+            m.set_index(
+                [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in events[:cut]],
+                events[:cut],  # read (an expanded event's lines are counted once it is read)
+            )
+        else:
+            m.set_events(events[:cut])
+        m.end()
+        m.toggle_expand()  # an expanded event keeps its lines
+        for i in range(cut, len(events), 4):
+            m.append(events[i : i + 4])
+        whole = EventsModel(group_by_step=grouped, expanded=set(m.expanded))
+        whole.set_events(events)
+        assert m.items == whole.items
+        assert m.line_count == whole.line_count
+        assert [m.span_of(se.global_id) for se in events] == [whole.span_of(se.global_id) for se in events]

@@ -70,6 +70,7 @@ class EventsModel:
     _exp_starts: list[int] = field(default_factory=list)
     _exp_extra: list[int] = field(default_factory=list)
     _total: int = 0
+    _last_header: int = -1  # the item index of the last group's header (grouped order)
 
     # -- data ---------------------------------------------------------------------------------
     def set_events(self, events: Iterable[StoredEvent]) -> None:
@@ -136,8 +137,32 @@ class EventsModel:
         if self.sparse and needle and self.search_hits is not None:  # decoded already: searched here
             self.search_hits.update(se.global_id for se in added if matches(se, needle, self.line_of(se)))
         self._trim()
-        self.relayout()
+        self._extend([index_row(se) for se in added])
         return len(added)
+
+    def _extend(self, new: list[IndexRow]) -> None:
+        """Newer rows at the end of the list (flat order, or all of them in the last group) are added
+        without laying the whole run out again: a live long run costs its new rows, not its length."""
+        needle = self.search.lower().strip()
+        shown = [row for row in new if self._visible(row, needle)]
+        if not shown:
+            return
+        tail = self.items[-1] if self.items else None
+        if isinstance(tail, Header) or (tail is not None and tail[0] > shown[0][0]):
+            self.relayout()  # not newer than the list's last row (never, from a live tail)
+            return
+        if self.group_by_step:
+            header = self.items[self._last_header] if self._last_header >= 0 else None
+            if not isinstance(header, Header) or {step_of(row[1]) or RUN_GROUP for row in shown} != {header.group}:
+                self.relayout()  # a group before the last one grows: its rows move the ones below
+                return
+            self.items[self._last_header] = Header(header.group, header.count + len(shown))
+        for row in shown:
+            self._index[row[0]] = len(self.items)
+            self._pos[row[0]] = len(self._order)
+            self._order.append(row[0])
+            self.items.append(row)
+        self.reflow()
 
     def event(self, gid: int) -> StoredEvent | None:
         """A decoded event, or None (a sparse run's row not read yet: the view asks for it)."""
@@ -192,6 +217,7 @@ class EventsModel:
         plain = not needle and self.kinds is None and self.step is None
         shown = self.rows if plain else [row for row in self.rows if self._visible(row, needle)]
         items: list[Header | IndexRow] = []
+        self._last_header = -1
         if self.group_by_step:
             groups: dict[str, list[IndexRow]] = {}
             group_of: dict[str, list[IndexRow]] = {}  # per stream: one step_of a stream, not one a row
@@ -202,6 +228,7 @@ class EventsModel:
                 rows.append(row)
             order = sorted(groups, key=lambda g: (g != RUN_GROUP, groups[g][0][0]))
             for g in order:
+                self._last_header = len(items)
                 items.append(Header(g, len(groups[g])))
                 items.extend(groups[g])
         else:
