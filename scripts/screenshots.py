@@ -50,7 +50,7 @@ async def ready(pilot: Pilot[None]) -> MainScreen:
     while time.monotonic() < deadline:
         await pilot.pause(0.1)
         screen = app.screen
-        if isinstance(screen, MainScreen) and screen.runs.summaries and not screen.loading and screen.verified:
+        if isinstance(screen, MainScreen) and screen.runs.summaries and not screen.run_loading and screen.verified:
             break
     main = app.screen
     assert isinstance(main, MainScreen)

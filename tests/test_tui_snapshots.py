@@ -36,7 +36,7 @@ async def steady(pilot: Pilot[Any]) -> None:
             main.verified is not None
             and main.masking_checked
             and (key is None or str(key) in main.pipeline_steps)
-            and not main.loading
+            and not main.run_loading
             and not any(w.group in groups and not w.is_finished for w in main.workers)  # pending ones too
         )
 

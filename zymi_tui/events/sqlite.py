@@ -393,14 +393,16 @@ class SqliteReader(RowDecoder):
         return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
 
     async def run_index(self, stream_id: str) -> list[IndexRow]:
+        """Stream by stream on the (stream_id, sequence) index, merged by id: no stream column read per
+        row, and each stream's rows already in id order (the sort merges runs)."""
         lo, hi = _range_for_steps(stream_id)
-        cols = "SELECT id, stream_id, sequence, kind_tag FROM events"
-        rows = await self._fetch(
-            f"{cols} WHERE stream_id = CAST(? AS TEXT) UNION ALL "
-            f"{cols} WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) ORDER BY id",
-            (stream_id, lo, hi),
-        )
-        return [(gid, column_text(s), seq, column_text(tag)) for gid, s, seq, tag in rows]
+        streams = [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
+        out: list[IndexRow] = []
+        for stream in streams:
+            sql = "SELECT id, sequence, kind_tag FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence"
+            out += [(gid, stream, seq, column_text(tag)) for gid, seq, tag in await self._fetch(sql, (stream,))]
+        out.sort()  # runs already in order: linear
+        return out
 
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
         out: list[StoredEvent] = []

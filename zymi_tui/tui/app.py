@@ -153,7 +153,8 @@ class MainScreen(ActionScreen):
         self.verified: int | None = None
         self.pipeline_steps: dict[str, tuple[object, str | None]] = {}
         self.plot_dirty = False
-        self.loading = False
+        # the selected run is being read (not Textual's `loading`, which would cover the screen with dots)
+        self.run_loading = False
         self.last_gid = 0
         knobs, self.knob_source = knobs_of(target.project)
         self.soft_cap, self.hard_cap = knobs.soft_cap_chars, knobs.hard_cap_chars
@@ -401,7 +402,7 @@ class MainScreen(ActionScreen):
 
     def worker_failed(self, group: str, line: str) -> None:
         if group == "run":
-            self.loading = False
+            self.run_loading = False
             self.update_events_title()
         elif group == "rows":
             self.rows_busy = False
@@ -509,7 +510,7 @@ class MainScreen(ActionScreen):
         self.pending_live.clear()
         if late:
             self.events.append(late)
-        self.loading = False
+        self.run_loading = False
         self.masking = {}
         self.events.end()
 
@@ -622,7 +623,7 @@ class MainScreen(ActionScreen):
         if key is None:
             return
         mine = [se for se in batch if self._belongs(se, key)]
-        if mine and self.loading:
+        if mine and self.run_loading:
             self.pending_live.extend(mine)  # merged when the load lands (it may or may not include them)
         elif mine:
             if any(se.event.tag == "llm_call_started" for se in mine):
@@ -691,7 +692,7 @@ class MainScreen(ActionScreen):
         if key == self.selected:
             return
         self.selected = key
-        self.loading = key is not None
+        self.run_loading = key is not None
         self.pending_live.clear()
         self.masking, self.masking_checked = {}, False
         self.calls, self.calls_done, self.pending_calls = None, False, []
@@ -832,7 +833,7 @@ class MainScreen(ActionScreen):
             parts.append(kinds)
         if m.search:
             parts.append(f"search “{m.search}”" + (" (searching…)" if self.searching_run else ""))
-        if self.loading:
+        if self.run_loading:
             parts.append("loading…")
         self.query_one("#events").border_title = safe_text("Events · " + " · ".join(parts), one_line=True)
         self.query_one("#events-title", Static).display = False

@@ -62,15 +62,16 @@ class EventsModel:
     _detail: dict[tuple[int, int], list[str]] = field(default_factory=dict)
     items: list[Header | IndexRow] = field(default_factory=list)
     _index: dict[int, int] = field(default_factory=dict)  # gid -> item index
-    _order: list[int] = field(default_factory=list)  # visible event gids, top to bottom
-    _pos: dict[int, int] = field(default_factory=dict)  # gid -> position in _order
+    # the headers' item indexes, and where each group's events start among the visible events: an
+    # event's position (for the cursor's moves) is its item index less the headers above it
+    _headers: list[int] = field(default_factory=list)
+    _group_pos: list[int] = field(default_factory=list)
     # expanded items (item index, first line, extra lines), in item order: a line's item is found by
     # bisecting these, so expanding one event costs O(expanded), not O(events)
     _exp_items: list[int] = field(default_factory=list)
     _exp_starts: list[int] = field(default_factory=list)
     _exp_extra: list[int] = field(default_factory=list)
     _total: int = 0
-    _last_header: int = -1  # the item index of the last group's header (grouped order)
 
     # -- data ---------------------------------------------------------------------------------
     def set_events(self, events: Iterable[StoredEvent]) -> None:
@@ -152,15 +153,13 @@ class EventsModel:
             self.relayout()  # not newer than the list's last row (never, from a live tail)
             return
         if self.group_by_step:
-            header = self.items[self._last_header] if self._last_header >= 0 else None
+            header = self.items[self._headers[-1]] if self._headers else None
             if not isinstance(header, Header) or {step_of(row[1]) or RUN_GROUP for row in shown} != {header.group}:
                 self.relayout()  # a group before the last one grows: its rows move the ones below
                 return
-            self.items[self._last_header] = Header(header.group, header.count + len(shown))
+            self.items[self._headers[-1]] = Header(header.group, header.count + len(shown))
         for row in shown:
             self._index[row[0]] = len(self.items)
-            self._pos[row[0]] = len(self._order)
-            self._order.append(row[0])
             self.items.append(row)
         self.reflow()
 
@@ -217,7 +216,7 @@ class EventsModel:
         plain = not needle and self.kinds is None and self.step is None
         shown = self.rows if plain else [row for row in self.rows if self._visible(row, needle)]
         items: list[Header | IndexRow] = []
-        self._last_header = -1
+        headers: list[int] = []
         if self.group_by_step:
             groups: dict[str, list[IndexRow]] = {}
             group_of: dict[str, list[IndexRow]] = {}  # per stream: one step_of a stream, not one a row
@@ -228,15 +227,18 @@ class EventsModel:
                 rows.append(row)
             order = sorted(groups, key=lambda g: (g != RUN_GROUP, groups[g][0][0]))
             for g in order:
-                self._last_header = len(items)
+                headers.append(len(items))
                 items.append(Header(g, len(groups[g])))
                 items.extend(groups[g])
         else:
             items.extend(shown)
         self.items = items
-        self._index = {it[0]: i for i, it in enumerate(items) if not isinstance(it, Header)}
-        self._order = list(self._index)
-        self._pos = {g: i for i, g in enumerate(self._order)}
+        self._headers = headers
+        self._group_pos = [h - k for k, h in enumerate(headers)]
+        if headers:
+            self._index = {it[0]: i for i, it in enumerate(items) if not isinstance(it, Header)}
+        else:
+            self._index = {row[0]: i for i, row in enumerate(shown)}
         if self.cursor_gid is not None and self.cursor_gid not in self._index:
             self.cursor_gid = self._nearest_visible(self.cursor_gid)
         self.reflow()
@@ -254,7 +256,7 @@ class EventsModel:
         self._total = len(self.items) + extra
 
     def _nearest_visible(self, gid: int) -> int | None:
-        gids = sorted(self._order)
+        gids = sorted(self._index)
         if not gids:
             return None
         i = bisect.bisect_left(gids, gid)
@@ -322,29 +324,36 @@ class EventsModel:
 
     @property
     def visible_count(self) -> int:
-        return len(self._order)
+        return len(self.items) - len(self._headers)
+
+    def _gid_at(self, pos: int) -> int:
+        """The gid of the visible event at `pos` (0 = the top one), headers skipped."""
+        item = self.items[pos + bisect.bisect_right(self._group_pos, pos)]
+        assert not isinstance(item, Header)
+        return item[0]
 
     def move(self, delta: int) -> None:
         """Move the cursor by `delta` events (headers are skipped); clamps at both ends."""
-        order = self._order
-        if not order:
+        count = self.visible_count
+        if not count:
             self.cursor_gid = None
             return
-        pos = self._pos.get(self.cursor_gid) if self.cursor_gid is not None else None
-        if pos is None:
-            self.cursor_gid = order[-1] if delta >= 0 else order[0]
+        i = self._index.get(self.cursor_gid) if self.cursor_gid is not None else None
+        if i is None:
+            self.cursor_gid = self._gid_at(count - 1 if delta >= 0 else 0)
             return
-        self.cursor_gid = order[max(0, min(len(order) - 1, pos + delta))]
+        pos = i - bisect.bisect_left(self._headers, i)
+        self.cursor_gid = self._gid_at(max(0, min(count - 1, pos + delta)))
 
     def home(self) -> None:
-        self.cursor_gid = self._order[0] if self._order else None
+        self.cursor_gid = self._gid_at(0) if self.visible_count else None
 
     def end(self) -> None:
-        self.cursor_gid = self._order[-1] if self._order else None
+        self.cursor_gid = self._gid_at(self.visible_count - 1) if self.visible_count else None
 
     def jump_to(self, gid: int) -> bool:
         """Put the cursor on an event if it is shown; True when it moved."""
-        if gid in self._pos:
+        if gid in self._index:
             self.cursor_gid = gid
             return True
         return False
