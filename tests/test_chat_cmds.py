@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from tests.test_chat_support import cli, demo_project, zymi_raw, zymi_verify
-from tests.waiting import LIMIT
+from tests.waiting import LIMIT, announced_port
 
 
 def _one_line_error(run: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -60,22 +60,20 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     assert run.returncode == 2 and "accepted: seconds" in run.stderr
     run = cli("serve-web", "--port", "70000")
     assert run.returncode == 2 and "accepted: a TCP port" in run.stderr
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # listening: the port is busy while we hold it
+        port = taken.getsockname()[1]
+        _one_line_error(cli("serve-web", "--port", str(port)), f"cannot listen on 127.0.0.1:{port}")
 
 
 def test_serve_web_answers_on_loopback_then_stops(tmp_path: Path) -> None:
     project = demo_project(tmp_path)
-    port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "zymi_tui", "serve-web", "-d", str(project), "--port", str(port)],
+        [sys.executable, "-m", "zymi_tui", "serve-web", "-d", str(project), "--port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"},
     )  # fmt: skip
+    assert proc.stdout is not None
+    port, seen = announced_port(proc.stdout, "serving zymi-tui on")
+    assert port != 0
     try:
         deadline = time.monotonic() + LIMIT
         page = None
@@ -92,6 +90,7 @@ def test_serve_web_answers_on_loopback_then_stops(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=LIMIT)
+    out = seen + out
     assert proc.returncode == 0, err
-    assert f"serving zymi-tui on http://127.0.0.1:{port}" in out
+    assert f"serving zymi-tui on http://127.0.0.1:{port} " in out
     assert "chat -d" in out and str(project) in out

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +14,6 @@ import pytest
 from zymi_tui.engine.connectors import HttpInboundConnector, json_path
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.events.sqlite import SqliteWriter
-
-
-def _port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port: int = s.getsockname()[1]
-    s.close()
-    return port
 
 
 async def _serve(tmp_path: Path, cfg: dict[str, Any]) -> tuple[HttpInboundConnector, Recorder, list[Any]]:
@@ -40,8 +31,8 @@ BASE = {"type": "http_inbound", "name": "inbox", "path": "/msg", "pipeline": "ch
 
 
 async def test_a_post_publishes_the_message_and_the_request_on_the_extracted_stream(tmp_path: Path) -> None:
-    port = _port()
-    conn, recorder, seen = await _serve(tmp_path, {**BASE, "port": port})
+    conn, recorder, seen = await _serve(tmp_path, {**BASE, "port": 0})
+    port = conn.port  # the one the OS gave it
     try:
         async with httpx.AsyncClient(trust_env=False) as client:
             ok = await client.post(f"http://127.0.0.1:{port}/msg", json={"chat": {"id": 42}, "text": "hi"})
@@ -62,14 +53,14 @@ async def test_a_post_publishes_the_message_and_the_request_on_the_extracted_str
 
 @pytest.mark.parametrize("auth", ["bearer", "hmac"])
 async def test_auth_refuses_a_bad_request(tmp_path: Path, auth: str) -> None:
-    port = _port()
-    cfg = {**BASE, "port": port}
+    cfg: dict[str, Any] = {**BASE, "port": 0}
     cfg["auth"] = (
         {"type": "bearer", "token": "t0k"}
         if auth == "bearer"
         else {"type": "hmac", "header": "X-Sig", "secret": "s", "prefix": "sha256="}
     )
     conn, recorder, seen = await _serve(tmp_path, cfg)
+    port = conn.port
     body = json.dumps({"chat": {"id": "c"}, "text": "x"}).encode()
     good = (
         {"authorization": "Bearer t0k"}

@@ -149,12 +149,11 @@ def test_provider_500_is_llm_call_failed_and_seals_the_run(
 
 
 def test_connection_refused_is_one_line(tmp_path: Path, run: Callable[..., Result]) -> None:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    root = _project(tmp_path, port)
-    proc = run(root)
+    with socket.socket() as s:  # bound, never listening: a connection is refused, and no one else gets the port
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        root = _project(tmp_path, port)
+        proc = run(root)
     assert proc.returncode == 1
     assert proc.stderr.startswith(
         f"error: [l] LLM call failed: HTTP request failed: error sending request for url "

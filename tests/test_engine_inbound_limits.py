@@ -17,19 +17,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import zymi_tui_bin
-from tests.waiting import LIMIT
+from tests.waiting import LIMIT, announced_port
 from zymi_tui.engine.connectors import HttpInboundConnector
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.events.sqlite import SqliteWriter
 
 MB = 1024 * 1024
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _head(length: int | None, *, extra: str = "") -> bytes:
@@ -55,14 +48,13 @@ def _answer_after(sock: socket.socket, timeout: float) -> bytes:
 
 # -- the body limit, measured on a real `zymi-tui serve` -----------------------------------------
 @pytest.fixture
-def serve(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
-    port = _port()
+def serve(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
     root = tmp_path / "p"
     (root / "agents").mkdir(parents=True)
     (root / "pipelines").mkdir()
     (root / "project.yml").write_text(
         "name: t\nllm: {provider: demo, model: demo}\nconnectors:\n  - type: http_inbound\n    name: inbox\n"
-        f"    port: {port}\n    path: /msg\n    pipeline: chat\n"
+        "    port: 0\n    path: /msg\n    pipeline: chat\n"
         '    extract: {stream_id: "$.s", content: "$.t"}\n',
         encoding="utf-8",
     )
@@ -71,15 +63,11 @@ def serve(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]
         "name: chat\ninputs: [{name: message}]\nsteps:\n  - {id: r, agent: a, task: '${inputs.message}'}\n",
         encoding="utf-8",
     )
-    proc = subprocess.Popen([zymi_tui_bin(), "serve", "chat"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while True:  # until the inbox listens
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.01)
+    proc = subprocess.Popen(
+        [zymi_tui_bin(), "serve", "chat"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    port, _ = announced_port(proc.stdout, "http_inbound 'inbox': listening on")
     yield proc, port, root / ".zymi" / "events.db"
     proc.terminate()
     proc.wait(10)
@@ -116,7 +104,7 @@ def _post_body(port: int, head: bytes, body_size: int) -> bytes:
         return _answer_after(sock, LIMIT)
 
 
-def test_a_body_over_2_mb_is_refused_from_its_length_unread(serve: tuple[subprocess.Popen[bytes], int, Path]) -> None:
+def test_a_body_over_2_mb_is_refused_from_its_length_unread(serve: tuple[subprocess.Popen[str], int, Path]) -> None:
     proc, port, db = serve
     rows = _rows(db)
     before = _rss_kb(proc.pid)
@@ -149,7 +137,7 @@ async def _start(tmp_path: Path, **cfg: Any) -> tuple[HttpInboundConnector, Reco
     recorder = Recorder(await SqliteWriter.open(tmp_path / "events.db"))
     seen: list[Any] = []
     recorder.listeners.append(seen.append)
-    conn = HttpInboundConnector({**BASE, "port": _port(), **cfg}, recorder)
+    conn = HttpInboundConnector({**BASE, "port": 0, **cfg}, recorder)
     await conn.start()
     return conn, recorder, seen
 

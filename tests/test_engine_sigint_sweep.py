@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import threading
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import zymi_bin, zymi_tui_bin
-from tests.waiting import LIMIT
+from tests.waiting import LIMIT, announced_port
 from zymi_tui.cli import main
 
 TOOL_CALLS = 4  # per agent step: each call is 6 events, so a two-step run writes about 70
@@ -72,18 +71,11 @@ def llm_port() -> Iterator[int]:
     server.shutdown()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _project(root: Path, llm: int, inbox: int = 0) -> Path:
+def _project(root: Path, llm: int, *, inbox: bool = False) -> Path:
     (root / "agents").mkdir(parents=True)
     (root / "pipelines").mkdir()
     connector = (
-        f"connectors:\n  - type: http_inbound\n    name: inbox\n    host: 127.0.0.1\n    port: {inbox}\n"
+        "connectors:\n  - type: http_inbound\n    name: inbox\n    host: 127.0.0.1\n    port: 0\n"
         "    path: /msg\n    pipeline: p\n    pipeline_input: task\n"
         '    extract: {stream_id: "$.s", content: "$.t"}\n'
         if inbox
@@ -142,16 +134,8 @@ class Trial:
     root: Path
 
 
-def _post_when_listening(port: int, proc: subprocess.Popen[str]) -> None:
-    """POST one message to the inbox as soon as it accepts connections."""
-    deadline = time.monotonic() + LIMIT
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert proc.poll() is None and time.monotonic() < deadline, "the inbox never listened"
-            time.sleep(0.005)
+def _post(port: int) -> None:
+    """POST one message to the inbox (listening: serve said so)."""
     body = json.dumps({"s": "chat-1", "t": "go"}).encode()
     req = urllib.request.Request(f"http://127.0.0.1:{port}/msg", data=body, method="POST")
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=LIMIT) as resp:
@@ -166,12 +150,13 @@ def _interrupt(
     ready: str,
     rows: int,
     pause: float,
-    post: int = 0,
+    post: bool = False,
     count: Callable[[], int] | None = None,
 ) -> Trial:
     """Start `argv` in `root`; once stdout shows `ready` (its SIGINT handler is installed), optionally
-    POST a message to the inbox on port `post`, wait until the store holds `rows` rows (`count`: how
-    many it holds; default: the project's SQLite store), wait `pause` more seconds, then send SIGINT."""
+    POST a message to the inbox once serve says which port it listens on (`post`), wait until the store
+    holds `rows` rows (`count`: how many it holds; default: the project's SQLite store), wait `pause`
+    more seconds, then send SIGINT."""
     db = root / ".zymi" / "events.db"
     rows_now = count or (lambda: _count(db))
     proc = subprocess.Popen(
@@ -184,7 +169,9 @@ def _interrupt(
         assert line, f"{label}: exited before `{ready}`: {proc.communicate()}"
         seen += line
     if post:
-        _post_when_listening(post, proc)
+        port, more = announced_port(proc.stdout, "http_inbound 'inbox': listening on")
+        seen += more
+        _post(port)
     deadline = time.monotonic() + LIMIT
     while rows_now() < rows and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.001)
@@ -281,10 +268,9 @@ def test_sigint_anywhere_in_run_resume_and_serve_leaves_every_run_sealed(
         spec = {"ready": "Resume plan", "rows": total + k, "pause": pauses[n % 3]}
         jobs.append(("resume", (f"resume@{k}", root, argv, spec)))
     for n, k in enumerate(range(3, total - 4, 14)):
-        port = _free_port()
-        root = _project(tmp_path / f"serve{n}", llm_port, inbox=port)
+        root = _project(tmp_path / f"serve{n}", llm_port, inbox=True)
         argv = [zymi_tui_bin(), "serve", "p"]
-        spec = {"ready": "press Ctrl+C to stop", "rows": k, "pause": pauses[n % 3], "post": port}
+        spec = {"ready": "press Ctrl+C to stop", "rows": k, "pause": pauses[n % 3], "post": True}
         jobs.append(("serve", (f"serve@{k}", root, argv, spec)))
 
     def trial(job: tuple[str, Any]) -> tuple[str, bool]:

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from benchmarks.make_long_run import write_clones
 from tests.tui_support import make_app, settle
-from tests.waiting import pilot_until
+from tests.waiting import LIMIT, pilot_until
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import list_runs, newest_runs
 from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.tui import app as app_module
+from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.model import RunKey
+from zymi_tui.tui.source import first_runs
+from zymi_tui.tui.target import Target
 from zymi_tui.tui.widgets import RunsList
 
 from .conftest import oracle_db
 
+T = TypeVar("T")
 STORES = ["memory", "chat_profile", "coding_default", "coding_compaction"]
 
 
@@ -63,3 +73,43 @@ async def test_the_dashboard_lists_every_run_of_a_store_larger_than_its_first_pa
         await pilot_until(pilot, lambda: main.selected == RunKey("run-0"), "the oldest run selected")
         await pilot.press("home")
         await pilot_until(pilot, lambda: main.selected == RunKey("run-149"), "the newest run selected again")
+
+
+async def test_the_first_frame_lists_the_runs_read_before_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`observe` reads the newest runs before the dashboard starts: they are listed (and the newest selected)
+    while the dashboard's own reads of the runs are held back; once the whole list arrives the cursor keeps
+    its run."""
+    db = tmp_path / "many.db"
+    write_clones(db, 150 * 60, "memory", many=True)
+    async with await SqliteReader.open(db) as reader:
+        first = await first_runs(reader)
+    assert (len(first.summaries), first.whole) == (60, False)
+
+    release = threading.Event()
+
+    def held(real: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+        async def wait_then_read(*args: Any, **kwargs: Any) -> T:
+            await asyncio.to_thread(release.wait, LIMIT)
+            return await real(*args, **kwargs)
+
+        return wait_then_read
+
+    monkeypatch.setattr(app_module, "newest_runs", held(newest_runs))
+    monkeypatch.setattr(app_module, "list_runs", held(list_runs))
+    app = DashboardApp(Target(SqliteStore(db)), theme="textual-dark", first=first)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            runs_list = app.main.query_one(RunsList)
+            await pilot_until(pilot, lambda: app.main.selected == RunKey("run-149"), "the newest run selected")
+            assert runs_list.border_title == "Runs (newest 60…)"
+            await pilot.press("j")
+            await pilot_until(pilot, lambda: app.main.selected == RunKey("run-148"), "the next run selected")
+            release.set()
+            await pilot_until(pilot, lambda: runs_list.border_title == "Runs (150)", "every run listed")
+            assert app.main.selected == RunKey("run-148")
+            await pilot.press("end")
+            await pilot_until(pilot, lambda: app.main.selected == RunKey("run-0"), "the oldest run selected")
+    finally:
+        release.set()

@@ -8,7 +8,6 @@ import asyncio
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,31 +19,19 @@ import httpx
 import pytest
 
 from tests.test_chat_support import demo_project
-from tests.waiting import LIMIT
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+from tests.waiting import LIMIT, announced_port
 
 
 def _start(args: list[str], tmp: Path) -> tuple[subprocess.Popen[str], int]:
-    port = _free_port()
+    """`serve-web` on port 0: the port it says the OS gave it (it listens from then on)."""
     env = {**os.environ, "NO_COLOR": "1", "TMPDIR": str(tmp)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "zymi_tui", "serve-web", *args, "--port", str(port)],
+        [sys.executable, "-m", "zymi_tui", "serve-web", *args, "--port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
-    deadline = time.monotonic() + LIMIT
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, port
-        except OSError:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.05)
+    assert proc.stdout is not None
+    port, _ = announced_port(proc.stdout, "serving zymi-tui on")
+    return proc, port
 
 
 def _stop(proc: subprocess.Popen[str]) -> str:

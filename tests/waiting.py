@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 
 LIMIT = float(os.environ.get("ZYMI_TUI_TEST_WAIT_S", "300"))
 
@@ -55,3 +56,20 @@ async def workers_idle(pilot: Any, what: str = "the app's workers", *, limit: fl
         await pilot.pause()  # the messages they posted are handled; a handler may start another worker
         if idle():
             return
+
+
+def announced_port(stream: IO[str], marker: str) -> tuple[int, str]:
+    """Read a server's output line by line up to the first line holding `marker` and an `http://` URL
+    with a port (how `serve` and `serve-web` started on port 0 say which port the OS gave them): that
+    port, and the text read. A server that exits first fails the test with what it printed."""
+    seen = ""
+    while True:
+        line = stream.readline()
+        assert line, f"the server exited before printing `{marker}`:\n{seen}"
+        seen += line
+        found = _URL_PORT.search(line)
+        if marker in line and found:
+            return int(found.group(1)), seen
+
+
+_URL_PORT = re.compile(r"http://(?:\[[^\]]*\]|[^/:\s]+):(\d+)")

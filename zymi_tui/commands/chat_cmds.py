@@ -1,7 +1,7 @@
 """`chat`, `demo`, `serve-web`: talk to a project's agent in the terminal (or a browser) and watch its context.
 
 `chat` opens the chat screen; `--plain`, or stdin/stdout not being a terminal, gives the engine's
-line-based chat (zymi_tui.commands.engine_cmds.cmd_chat). `demo` writes the demo project (offline
+line-based chat (zymi_tui.commands.plain_chat.cmd_chat). `demo` writes the demo project (offline
 demo model) into a new or temporary folder and opens the chat on it. `serve-web` serves the same
 app to a browser on 127.0.0.1 (textual-serve).
 """
@@ -75,7 +75,7 @@ def open_chat(args: argparse.Namespace, root: Path, *, hint: str | None = None) 
 
 
 def plain_chat(args: argparse.Namespace) -> int:
-    from zymi_tui.commands.engine_cmds import cmd_chat
+    from zymi_tui.commands.plain_chat import cmd_chat
 
     code: int = cmd_chat(args)
     return code
@@ -147,15 +147,19 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
     from zymi_tui.tui.web_server import LoopbackServer
 
     command = web_command(args.dir)
-    out.print(f"serving zymi-tui on http://127.0.0.1:{args.port} (loopback only; Ctrl-C stops)")
+    try:
+        server = LoopbackServer(command, args.port, "zymi-tui")
+    except OSError as e:
+        raise CommandError(f"cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}") from None
+    out.print(f"serving zymi-tui on http://127.0.0.1:{server.port} (loopback only; Ctrl-C stops)")
     out.print(f"  each browser tab runs: {command}")
-    LoopbackServer(command, args.port, "zymi-tui").serve()
+    server.serve()
     return EXIT_OK
 
 
 def _port(value: str) -> int:
-    if not value.isdigit() or not 1 <= int(value) <= 65535:
-        raise argparse.ArgumentTypeError(f"{value!r}: accepted: a TCP port, 1..65535")
+    if not value.isdigit() or not 0 <= int(value) <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r}: accepted: a TCP port, 0..65535 (0: a free one, printed)")
     return int(value)
 
 
@@ -191,5 +195,11 @@ def _serve_web_parser(w: argparse.ArgumentParser) -> None:
     w.add_argument(
         "-d", "--dir", metavar="DIR", help="the project folder (zymi's -d; default: a new demo project per browser tab)"
     )
-    w.add_argument("--port", type=_port, default=8000, metavar="N", help="TCP port on 127.0.0.1 (default 8000)")
+    w.add_argument(
+        "--port",
+        type=_port,
+        default=8000,
+        metavar="N",
+        help="TCP port on 127.0.0.1 (default 8000; 0: a free one, printed)",
+    )
     w.set_defaults(func=cmd_serve_web)

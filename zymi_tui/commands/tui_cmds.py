@@ -6,9 +6,10 @@ import argparse
 import sys
 
 from zymi_tui.events.factory import open_reader
-from zymi_tui.events.location import StoreLocation
 from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.launch import choose_target
+from zymi_tui.tui.source import FirstRuns, first_runs
+from zymi_tui.tui.target import Target
 
 from .common import EXIT_OK, CommandError, add_store_arg, run_async, store_arg
 from .flags import RUN_HELP, add_run_arg
@@ -22,11 +23,15 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=observe, bare=False)  # cli.main sets bare for `zymi-tui` alone
 
 
-async def _check(store: StoreLocation) -> None:
-    """Open and count before the screen starts, so a missing or broken store is one clear line."""
-    reader = await open_reader(store)
+async def _open(target: Target) -> FirstRuns | None:
+    """Open the store before the screen starts, so a missing or broken store is one clear line, and read
+    the newest runs, listed in the first frame (not when a run is named: it may be older than those)."""
+    reader = await open_reader(target.store)
     try:
-        await reader.count()
+        if target.run is not None:
+            await reader.max_global_id()
+            return None
+        return await first_runs(reader)
     finally:
         await reader.close()
 
@@ -34,9 +39,9 @@ async def _check(store: StoreLocation) -> None:
 def observe(args: argparse.Namespace) -> int:
     """`bare`: `zymi-tui` alone, on the current folder's store or else the sample (with a banner)."""
     target = choose_target(store_arg(args), args.run, project=args.project, bare=args.bare)
-    run_async(_check(target.store))
+    first = run_async(_open(target))
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         raise CommandError("observe needs a terminal (stdin and stdout must be a TTY)")
-    app = DashboardApp(target, theme=args.theme)
+    app = DashboardApp(target, theme=args.theme, first=first)
     app.run()
     return app.return_code or EXIT_OK  # 1 when the app died (the one-line error names the log)

@@ -138,6 +138,7 @@ class HttpInboundConnector:
             self.server = await asyncio.start_server(self._handle, self.host, self.port)
         except OSError as e:
             raise ConnectorError(f"http_inbound '{self.name}': cannot listen on {self.host}:{self.port}: {e}") from None
+        self.port = int(self.server.sockets[0].getsockname()[1])  # the one bound (port 0: the OS picked it)
 
     async def stop(self) -> None:
         """Stop listening and drop the connections still open."""

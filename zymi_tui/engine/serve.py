@@ -101,8 +101,12 @@ async def serve(rt: Runtime, served: list[str], poll_ms: int, say: Callable[[str
             kind = cfg.get("type")
             if kind == "http_inbound":
                 conn = HttpInboundConnector(cfg, rt.recorder)
+                asked = conn.port
                 await conn.start()
                 http.append(conn)
+                if asked == 0:  # port 0: the OS picked one; the caller needs to know which
+                    host = f"[{conn.host}]" if ":" in conn.host else conn.host
+                    say(f"  http_inbound '{conn.name}': listening on http://{host}:{conn.port}{conn.path}")
             elif kind == "stdin":
                 background.append(asyncio.ensure_future(StdinConnector(cfg, rt.recorder).run()))
             else:

@@ -63,7 +63,13 @@ class Share:
 
 
 def _replay_share(share: Share) -> list[list[CallFigure]]:
-    return asyncio.run(_share(share))
+    out: list[list[list[CallFigure]]] = []
+
+    async def main() -> None:  # the figures kept out of the main task, which asyncio.run formats at its end
+        out.append(await _share(share))
+
+    asyncio.run(main())
+    return out[0]
 
 
 async def _share(share: Share) -> list[list[CallFigure]]:

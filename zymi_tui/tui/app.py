@@ -20,7 +20,7 @@ from textual.worker import get_current_worker
 from zymi_tui.errors import UserError
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
-from zymi_tui.events.runs import RUN_TAGS, list_runs, newest_runs
+from zymi_tui.events.runs import RUN_TAGS, RunSummary, list_runs, newest_runs
 from zymi_tui.events.store import EventReader, IndexRow, StoreError, run_of, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.tail import tail
@@ -52,7 +52,7 @@ from zymi_tui.tui.model_graph import build_graph, load_pipeline_steps
 from zymi_tui.tui.model_plot import PLOT_TAGS, WORKFLOW_TAGS, CallCollector, StepCalls
 from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.safe_text import clean, safe_text
-from zymi_tui.tui.source import knobs_of, peaks_of, read_peaks, read_run
+from zymi_tui.tui.source import FIRST_RUNS, FirstRuns, knobs_of, peaks_of, read_peaks, read_run
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
 from zymi_tui.tui.widgets import CursorList, EventsList, OnceFooter, RunsList
@@ -67,7 +67,6 @@ FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then a
 SPARSE_EVENTS = 5000
 WINDOW_MARGIN = 120  # events read above and below the screen, ahead of scrolling
 PAGE_IDS = 500  # rows a worker reads (and decodes) at a time
-FIRST_RUNS = 60  # runs (requests) drawn before the whole list is read: more than a tall screenful
 STATUS_CYCLE = [None, "ok", "FAIL", "running"]
 KIND_PRESETS: list[tuple[str, set[str] | None]] = [
     ("all kinds", None),
@@ -138,9 +137,11 @@ class MainScreen(ActionScreen):
             "knob editor or fork a run with them.", "advice advise findings recommend signals cache"),
     )  # fmt: skip
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, first: FirstRuns | None = None) -> None:
+        """`first`: the newest runs, read before the screen starts (drawn in its first frame)."""
         super().__init__()
         self.target = target
+        self.first = first
         self.runs = RunsModel()
         self.events = EventsModel()
         self.reader: EventReader | None = None
@@ -201,6 +202,9 @@ class MainScreen(ActionScreen):
         self.query_one(RunsList).focus()
         self.set_interval(REDRAW_S, self._redraw_plot)
         self.set_interval(1.0, self._check_store_file)
+        if self.first is not None:
+            self.bad_rows.update({b.global_id: b.describe() for b in self.first.skipped})
+            self.show_runs(self.first.summaries, complete=self.first.whole)
         self.update_banner()
         self.start()
 
@@ -213,15 +217,20 @@ class MainScreen(ActionScreen):
 
     @work(exclusive=True, group="open", exit_on_error=False)
     async def start(self) -> None:
+        first = self.first
         try:
             self.reader = await open_reader(self.target.store)
-            self.last_gid = await self.reader.max_global_id()
+            # the live tail starts after the newest runs already drawn, if they were read before the start
+            self.last_gid = first.last_global_id if first is not None else await self.reader.max_global_id()
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
             return
         # the newest runs are drawn first, unless a run named on the command line is to be selected;
-        # the hash-chain check starts once every run is drawn (on_runs_loaded)
-        self.reload_runs(newest_first=self.target.run is None)
+        # the hash-chain check starts once every run is drawn (show_runs)
+        if first is None:
+            self.reload_runs(newest_first=self.target.run is None)
+        else:
+            self.reload_runs(drawn=first)
         self.tail_store()
 
     def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
@@ -233,22 +242,24 @@ class MainScreen(ActionScreen):
             self.post_message(StoreTrouble(str(e)))
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
-    def reload_runs(self, *, newest_first: bool = False) -> None:
-        """All runs; with `newest_first`, the newest screenful is read and drawn before the rest."""
+    def reload_runs(self, *, newest_first: bool = False, drawn: FirstRuns | None = None) -> None:
+        """All runs; with `newest_first`, the newest screenful is read and drawn before the rest;
+        `drawn`: that screenful is already drawn (then the rest is read, if it was not every run)."""
 
         async def job(reader: EventReader) -> None:
-            if newest_first:
+            page, whole = (drawn.summaries, drawn.whole) if drawn is not None else ([], False)
+            if newest_first and drawn is None:
                 page, whole = await newest_runs(reader, FIRST_RUNS, turns=True)
                 if get_current_worker().is_cancelled:
                     return
                 self.post_message(RunsLoaded(page, complete=whole))
-            if not newest_first or not whole:
+            if whole:
+                summaries = page
+            else:
                 summaries = await list_runs(reader, turns=True)
                 if get_current_worker().is_cancelled:
                     return
                 self.post_message(RunsLoaded(summaries))
-            else:
-                summaries = page
             turn_of = {s.correlation_id: s.stream_id for s in summaries if s.turns_on_stream > 1 and s.correlation_id}
             if not self.peaks_loaded:
                 self.peaks_loaded = True
@@ -421,11 +432,15 @@ class MainScreen(ActionScreen):
 
     # -- messages from workers ----------------------------------------------------------------
     def on_runs_loaded(self, msg: RunsLoaded) -> None:
+        self.show_runs(msg.summaries, complete=msg.complete)
+
+    def show_runs(self, summaries: list[RunSummary], *, complete: bool) -> None:
+        """List `summaries` (`complete`: every run; else the newest, the rest to follow), the cursor kept."""
         runs_list = self.query_one(RunsList)
         keep = self.current_key()
-        self.turn_of = {s.correlation_id: s.stream_id for s in msg.summaries
+        self.turn_of = {s.correlation_id: s.stream_id for s in summaries
                         if s.turns_on_stream > 1 and s.correlation_id}  # fmt: skip
-        self.runs.set_runs(msg.summaries)
+        self.runs.set_runs(summaries)
         for stream in self.broken:
             self.runs.mark_broken(stream)
         if self.runs.follow_newest or keep is None:
@@ -441,10 +456,10 @@ class MainScreen(ActionScreen):
         runs_list.update_size()
         runs_list.reveal_cursor()
         count = len(self.runs.summaries)
-        self.query_one("#runs").border_title = f"Runs ({count})" if msg.complete else f"Runs (newest {count}…)"
+        self.query_one("#runs").border_title = f"Runs ({count})" if complete else f"Runs (newest {count}…)"
         self.select_current()
         self.update_banner()
-        if msg.complete and not self.runs_seen:
+        if complete and not self.runs_seen:
             self.runs_seen = True
             runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
             self.verify_chains()  # after the runs, so hashing the store does not delay drawing them
@@ -1122,14 +1137,16 @@ class DashboardApp(SafeApp):
 
     TITLE = "zymi-tui observe"
 
-    def __init__(self, target: Target, *, theme: str | None = None) -> None:
+    def __init__(self, target: Target, *, theme: str | None = None, first: FirstRuns | None = None) -> None:
+        """`first`: the newest runs, read before the app starts (`first_runs`), listed in its first frame."""
         super().__init__()
         self.target = target
+        self.first = first
         if theme:
             self.theme = theme
 
     def on_mount(self) -> None:
-        self.push_screen(MainScreen(self.target))
+        self.push_screen(MainScreen(self.target, self.first))
 
     @property
     def main(self) -> MainScreen:

@@ -8,18 +8,38 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.errors import UserError
 from zymi_tui.events.lean import LLM_CALL_STARTED, LeanError, envelope, payload
-from zymi_tui.events.runs import turn_ranges
+from zymi_tui.events.runs import RunSummary, newest_runs, turn_ranges
 from zymi_tui.events.store import EventReader, run_of, step_prefix
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.project.reader import is_project, read_project
 from zymi_tui.tui.model import RunKey
 
 PAGE = 2000
+FIRST_RUNS = 60  # runs (requests) drawn before the whole list is read: more than a tall screenful
+
+
+@dataclass(frozen=True)
+class FirstRuns:
+    """The newest runs, read before the dashboard starts so that its first frame lists them."""
+
+    summaries: list[RunSummary]
+    whole: bool  # they are every run of the store (the whole list is not read again)
+    last_global_id: int  # the store's last event when they were read: the live tail starts after it
+    skipped: list[BadRow]  # rows that could not be read
+
+
+async def first_runs(reader: EventReader, n: int = FIRST_RUNS) -> FirstRuns:
+    """The runs of the streams holding the newest `n` requests (`newest_runs`): a few indexed reads,
+    whatever the store's size."""
+    last = await reader.max_global_id()
+    summaries, whole = await newest_runs(reader, n, turns=True)
+    return FirstRuns(summaries, whole, last, list(reader.problems))
 
 
 async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:

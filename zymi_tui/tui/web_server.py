@@ -9,7 +9,10 @@ is textual-serve's own, with its font served locally rather than from a public C
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
+import socket
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
@@ -30,6 +33,10 @@ class LoopbackServer(Server):
     """textual-serve's server on 127.0.0.1:`port`, refusing foreign `Host` and `Origin` headers."""
 
     def __init__(self, command: str, port: int, title: str) -> None:
+        # bound here, so that with port 0 (the OS picks a free one) the page's URLs and the Host check
+        # name the real port, and the caller can be told it before the first request
+        self.socket = socket.create_server(("127.0.0.1", port))
+        port = int(self.socket.getsockname()[1])
         super().__init__(command, host="127.0.0.1", port=port, title=title, templates_path=_templates())
         names = ("127.0.0.1", "localhost")
         self.hosts = {f"{name}:{port}" for name in names} | (set(names) if port == 80 else set())
@@ -59,3 +66,12 @@ class LoopbackServer(Server):
         app = await super()._make_app()
         app.middlewares.append(self.guard)
         return app
+
+    def serve(self, debug: bool = False) -> None:
+        """textual-serve's `serve`, on the socket bound above."""
+        self.debug = debug
+        self.initialize_logging()
+        loop = asyncio.new_event_loop()
+        loop.add_signal_handler(signal.SIGINT, self.request_exit)
+        loop.add_signal_handler(signal.SIGTERM, self.request_exit)
+        web.run_app(self._make_app(), sock=self.socket, handle_signals=False, loop=loop, print=lambda *args: None)

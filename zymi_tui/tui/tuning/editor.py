@@ -224,6 +224,8 @@ class TuningScreen(ActionScreen):
             self.form.load(self.initial)
             self.sync_inputs()
             self.recompute()
+        if self.whatif.forkable:
+            await asyncio.to_thread(self.whatif.base)  # before the first edit needs it
 
     @work(thread=True, exclusive=True, group="kept", exit_on_error=False)
     def keep_picked(self) -> None:

@@ -4,17 +4,20 @@ knob change replays them through the same `replay_store` (and ContextBuilder) as
 from __future__ import annotations
 
 import asyncio
+import bisect
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zymi_tui.context.builder import ContextBuilder, Converted, RenderedContext
+from zymi_tui.context.builder import ContextBuilder, Converted, RenderedContext, rerender
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.hashchain import ChainRow, ScanRow
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.replay_kinds import replay_event
+from zymi_tui.events.replay_kinds import LlmCallStarted as ReplayCallStarted
+from zymi_tui.events.replay_kinds import WorkflowNodeCompleted, replay_event
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
@@ -155,10 +158,36 @@ def keep_call(memory: MemoryReader, project: Path | None, stream_id: str, sequen
     return None
 
 
+SNAPSHOT_EVERY = 32  # agent calls between two snapshots of the base replay (a fork starts at most this far back)
+NEVER = 1 << 62  # the base replay's caps: it never compacts
+
+
+@dataclass
+class _Base:
+    """One what-if replay that never compacts, kept: until its first compaction a what-if's builder
+    state does not depend on the knobs (what-if builders follow no recorded compaction, and the prefix,
+    memory and fresh cutoff come from events), so each call before it is its base context re-rendered
+    under the knobs (`rerender`, O(1)); from that call on a real replay runs, forked from the nearest
+    snapshot of the base replayer before it."""
+
+    calls: list[tuple[int, CallContext]]  # the stream's agent calls and the index of their LlmCallStarted
+    snapshots: list[tuple[int, Replayer]]  # the replayer's state before event index i
+
+
+def _with(call: CallContext, rendered: RenderedContext) -> CallContext:
+    """A copy of `call` with another context (its attributes copied as they are: thousands of calls
+    per edit; `dataclasses.replace` runs `__init__` again)."""
+    row = CallContext.__new__(CallContext)
+    row.__dict__.update(call.__dict__)
+    row.rendered = rendered
+    return row
+
+
 class StreamWhatIf:
     """The exact what-if of one stream, re-run on every knob edit by the same Replayer as
     `replay_store(memory, streams=[stream_id])`, from the run's events already in memory, sorted once,
-    with their messages converted once (`Converted`) and the project read once."""
+    with their messages converted once (`Converted`) and the project read once. Calls before the
+    first compaction under the new knobs come from one kept base replay (`_Base`)."""
 
     def __init__(self, memory: MemoryReader, project: Path | None, stream_id: str) -> None:
         self.stream_id = stream_id
@@ -176,6 +205,48 @@ class StreamWhatIf:
             read = read_project(project)
             self.prefixes, self.recorded = ProjectPrefixes(read), project_knobs(read)
         self.converted = Converted()
+        self._base: _Base | None = None
+        self._base_lock = threading.Lock()
+        self.base_knobs = self.recorded.model_copy(update={"soft_cap_chars": NEVER, "hard_cap_chars": NEVER})
+        step = stream_id.split(STEP_MARK, 1)[-1]
+        # a failed step makes rows whose fate depends on the hard cap: those streams are always replayed
+        self.forkable = self.base_knobs != self.recorded and not any(
+            isinstance(e.kind, WorkflowNodeCompleted) and not e.kind.success and e.kind.node_id == step
+            for e in self.events
+            if e.stream_id == run_of(stream_id)
+        )
+
+    def _replayer(self, knobs: ContextKnobs) -> Replayer:
+        replayer = Replayer(self.prefixes, self.recorded, knobs, converted=self.converted, track_reuse=False)
+        replayer.forget_finished(self.ends)
+        return replayer
+
+    def base(self) -> _Base:
+        """The base replay (made once, on first use; a second thread asking meanwhile waits for it)."""
+        with self._base_lock:
+            return self._make_base()
+
+    def _make_base(self) -> _Base:
+        if self._base is None:
+            replayer = self._replayer(self.base_knobs)
+            at: dict[int, int] = {}  # an agent call's global id -> its event index
+            calls: list[CallContext] = []
+            snapshots: list[tuple[int, Replayer]] = []
+            since = SNAPSHOT_EVERY
+            for i, se in enumerate(self.events):
+                if se.global_id > self.top:
+                    break
+                if se.stream_id == self.stream_id and isinstance(se.kind, ReplayCallStarted):
+                    at[se.global_id] = i
+                    if since >= SNAPSHOT_EVERY:
+                        snapshots.append((i, replayer.fork(self.base_knobs)))
+                        since = 0
+                    since += 1
+                replayer.feed(se)
+                calls.extend(r for r in replayer.ready() if r.stream_id == self.stream_id)
+            calls.extend(r for r in replayer.flush() if r.stream_id == self.stream_id)
+            self._base = _Base([(at[c.global_id], c) for c in calls], snapshots)
+        return self._base
 
     def run(
         self,
@@ -187,13 +258,33 @@ class StreamWhatIf:
     ) -> list[CallContext] | None:
         """The stream's calls under `knobs` (None: recorded); None if `stop()` said so first.
         `partial` gets the calls so far every `every_s` seconds."""
-        replayer = Replayer(
-            self.prefixes, self.recorded, knobs or self.recorded, converted=self.converted, track_reuse=False
-        )
-        replayer.forget_finished(self.ends)
+        k = knobs or self.recorded
+        if k == self.recorded or not self.forkable:
+            return self._replay(self._replayer(k), 0, [], stop, partial, every_s)
+        base = self.base()
         out: list[CallContext] = []
+        for i, call in base.calls:
+            ctx = rerender(call.rendered, k) if call.rendered is not None else None
+            if ctx is None or ctx.compaction is not None:  # this call compacts: a real replay from here
+                start, snapshot = base.snapshots[bisect.bisect_right(base.snapshots, i, key=lambda s: s[0]) - 1]
+                kept = sum(1 for j, _ in base.calls[: len(out)] if j < start)
+                return self._replay(snapshot.fork(k), start, out[:kept], stop, partial, every_s)
+            out.append(_with(call, ctx))
+        return out
+
+    def _replay(
+        self,
+        replayer: Replayer,
+        start: int,
+        out: list[CallContext],
+        stop: Callable[[], bool],
+        partial: Callable[[list[CallContext]], object] | None,
+        every_s: float,
+    ) -> list[CallContext] | None:
+        """Feed the events from index `start` on to `replayer`, after the calls `out` already known."""
         due = time.perf_counter() + every_s
-        for i, se in enumerate(self.events):
+        for i in range(start, len(self.events)):
+            se = self.events[i]
             if se.global_id > self.top:
                 break
             replayer.feed(se)
