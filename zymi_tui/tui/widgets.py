@@ -299,6 +299,15 @@ class EventsList(CursorList):
         self.model.set_width(self.scrollable_content_region.width)
         super().on_resize(event)
 
+    def watch_show_vertical_scrollbar(self, _shown: bool) -> None:
+        """The scrollbar takes (or gives back) columns without a Resize: payloads wrap at the new width."""
+        self.call_after_refresh(self._fit_width)
+
+    def _fit_width(self) -> None:
+        if self.model.width != self.scrollable_content_region.width:
+            self.model.set_width(self.scrollable_content_region.width)
+            self.update_size()
+
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)
         if self.model.missing and not self._asked:
