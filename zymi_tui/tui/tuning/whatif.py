@@ -22,6 +22,7 @@ from zymi_tui.events.replay_kinds import WorkflowNodeCompleted, replay_event
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
+    IndexRow,
     Page,
     RowPage,
     StreamInfo,
@@ -77,6 +78,14 @@ class MemoryReader:
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
         return (await self.read_stream(stream_id, include_steps=include_steps))[-n:]
+
+    async def run_index(self, stream_id: str) -> list[IndexRow]:
+        run = await self.read_stream(stream_id, include_steps=True)
+        return [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in run]
+
+    async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
+        wanted = set(ids)
+        return [se for se in self.events if se.global_id in wanted]
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         return [se for se in self.events if se.global_id > after_global_id and se.event.kind.tag in tags]
