@@ -5,23 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import gc
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zymi_tui.context.builder import ContextBuilder, Converted, RenderedContext, rerender
+from zymi_tui.context.builder import Converted, RenderedContext, rerender
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.hashchain import ChainRow, ScanRow
-from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.replay_kinds import LlmCallStarted as ReplayCallStarted
 from zymi_tui.events.replay_kinds import WorkflowNodeCompleted, replay_event
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
+    IndexRow,
     Page,
+    RawRow,
     RowPage,
     StreamInfo,
     chain_by_stream,
@@ -30,7 +33,7 @@ from zymi_tui.events.store import (
 )
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.calls import CallContext, Replayer, make_replayer, replay_store
+from zymi_tui.replay.calls import CallContext, Replayer, replay_store
 
 
 @dataclass
@@ -77,6 +80,17 @@ class MemoryReader:
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
         return (await self.read_stream(stream_id, include_steps=include_steps))[-n:]
 
+    async def run_index(self, stream_id: str) -> list[IndexRow]:
+        run = await self.read_stream(stream_id, include_steps=True)
+        return [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in run]
+
+    async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
+        wanted = set(ids)
+        return [se for se in self.events if se.global_id in wanted]
+
+    async def read_id_rows(self, ids: list[int]) -> list[RawRow]:
+        return [(se.global_id, se.event.stream_id, se.event.sequence, se.data) for se in await self.read_ids(ids)]
+
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         return [se for se in self.events if se.global_id > after_global_id and se.event.kind.tag in tags]
 
@@ -119,36 +133,6 @@ def replay_stream_sync(
     return asyncio.run(replay_stream(memory, project, stream_id, knobs))
 
 
-@dataclass
-class KeptCall:
-    """The engine's builder state just before one recorded call: re-rendering that call under other
-    knobs is one `build()` (milliseconds), with the recorded compactions as they were. The exact
-    what-if (compactions re-decided under the new knobs) is the worker's whole-stream replay."""
-
-    sequence: int
-    builder: ContextBuilder
-    memory: list[tuple[str, str]]
-    post_compaction: bool
-
-    def render(self, knobs: ContextKnobs) -> RenderedContext:
-        post = self.post_compaction
-        return self.builder.build(self.memory, allow_compaction=not post, apply_fresh=not post, knobs=knobs)
-
-
-def keep_call(memory: MemoryReader, project: Path | None, stream_id: str, sequence: int) -> KeptCall | None:
-    """Feed the run's events to the replayer (recorded knobs) up to the call at `sequence`, and keep
-    the state it would build that call from."""
-    replayer = make_replayer(project)
-    for se in sorted(memory.events, key=lambda se: se.global_id):
-        kind = se.event.kind
-        if se.event.stream_id == stream_id and se.event.sequence == sequence and isinstance(kind, LlmCallStarted):
-            state = replayer.state_before(replay_event(se))
-            return KeptCall(sequence, state.builder, state.memory, state.post_compaction)
-        replayer.feed(replay_event(se))
-        replayer.ready()
-    return None
-
-
 SNAPSHOT_EVERY = 32  # agent calls between two snapshots of the base replay (a fork starts at most this far back)
 NEVER = 1 << 62  # the base replay's caps: it never compacts
 
@@ -163,6 +147,49 @@ class _Base:
 
     calls: list[tuple[int, CallContext]]  # the stream's agent calls and the index of their LlmCallStarted
     snapshots: list[tuple[int, Replayer]]  # the replayer's state before event index i
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0  # what-ifs running with the cyclic garbage collector paused
+_gc_was_enabled = False
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a what-if runs (threads may overlap: it is on again
+    when the last one ends, if it was on before the first). A replay allocates thousands of rows
+    that live on, so full collections (each a walk over every object of the loaded run) come every
+    few edits and doubled or tripled an edit's time; reference counting still frees the rest."""
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
+
+
+@dataclass
+class _Watch:
+    """Calls `on_want` once, with the agent call at sequence `want`."""
+
+    want: int | None
+    on_want: Callable[[CallContext], object] | None
+
+    def check(self, rows: list[CallContext]) -> None:
+        if self.on_want is None:
+            return
+        for row in rows:
+            if row.sequence == self.want and not row.is_compaction and not row.hard_cap_failure:
+                self.on_want(row)
+                self.on_want = None
+                return
 
 
 def _with(call: CallContext, rendered: RenderedContext) -> CallContext:
@@ -246,12 +273,26 @@ class StreamWhatIf:
         stop: Callable[[], bool] = lambda: False,
         partial: Callable[[list[CallContext]], object] | None = None,
         every_s: float = 1.0,
+        want: int | None = None,
+        on_want: Callable[[CallContext], object] | None = None,
     ) -> list[CallContext] | None:
         """The stream's calls under `knobs` (None: recorded); None if `stop()` said so first.
-        `partial` gets the calls so far every `every_s` seconds."""
-        k = knobs or self.recorded
+        `partial` gets the calls so far every `every_s` seconds; `on_want` the agent call at sequence
+        `want` as soon as it is known (before the rest of the stream)."""
+        watch = _Watch(want, on_want)
+        with gc_paused():
+            return self._run(knobs or self.recorded, stop, partial, every_s, watch)
+
+    def _run(
+        self,
+        k: ContextKnobs,
+        stop: Callable[[], bool],
+        partial: Callable[[list[CallContext]], object] | None,
+        every_s: float,
+        watch: _Watch,
+    ) -> list[CallContext] | None:
         if k == self.recorded or not self.forkable:
-            return self._replay(self._replayer(k), 0, [], stop, partial, every_s)
+            return self._replay(self._replayer(k), 0, [], stop, partial, every_s, watch)
         base = self.base()
         out: list[CallContext] = []
         for i, call in base.calls:
@@ -259,8 +300,9 @@ class StreamWhatIf:
             if ctx is None or ctx.compaction is not None:  # this call compacts: a real replay from here
                 start, snapshot = base.snapshots[bisect.bisect_right(base.snapshots, i, key=lambda s: s[0]) - 1]
                 kept = sum(1 for j, _ in base.calls[: len(out)] if j < start)
-                return self._replay(snapshot.fork(k), start, out[:kept], stop, partial, every_s)
+                return self._replay(snapshot.fork(k), start, out[:kept], stop, partial, every_s, watch)
             out.append(_with(call, ctx))
+            watch.check(out[-1:])
         return out
 
     def _replay(
@@ -271,6 +313,7 @@ class StreamWhatIf:
         stop: Callable[[], bool],
         partial: Callable[[list[CallContext]], object] | None,
         every_s: float,
+        watch: _Watch,
     ) -> list[CallContext] | None:
         """Feed the events from index `start` on to `replayer`, after the calls `out` already known."""
         due = time.perf_counter() + every_s
@@ -281,12 +324,16 @@ class StreamWhatIf:
             replayer.feed(se)
             rows = replayer.ready()
             if rows:
-                out.extend(r for r in rows if r.stream_id == self.stream_id)
+                mine = [r for r in rows if r.stream_id == self.stream_id]
+                out.extend(mine)
+                watch.check(mine)
             if i & 127 == 0:
                 if stop():
                     return None
                 if partial is not None and time.perf_counter() >= due:
                     partial(list(out))
                     due = time.perf_counter() + every_s
-        out.extend(r for r in replayer.flush() if r.stream_id == self.stream_id)
+        mine = [r for r in replayer.flush() if r.stream_id == self.stream_id]
+        out.extend(mine)
+        watch.check(mine)
         return out
