@@ -298,6 +298,13 @@ class EventsList(CursorList):
         self.model.set_width(self.scrollable_content_region.width)
         super().on_resize(event)
 
+    def watch_show_vertical_scrollbar(self) -> None:
+        """The scrollbar takes a column (no Resize says so): expanded events wrap to the width left."""
+        width = self.scrollable_content_region.width
+        if width != self.model.width:
+            self.model.set_width(width)
+            self.update_size()
+
     def draw(self, y: int, width: int, selected: bool) -> list[Segment]:
         m = self.model
         if not m.items:
