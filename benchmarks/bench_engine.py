@@ -7,7 +7,8 @@
    (`coding_default`: one `run`, 26 LLM calls, 25 shell/file tool calls), against the harness's fake
    model (tests/oracle/harness/fake_llm.py, replaying the recorded answers on loopback). Each run gets
    a fresh copy of one project; zymi and ours alternate (the order turns each pair); median (min) wall
-   and CPU (user + system, the process and its children) of each, and ours/zymi. Every run must exit
+   and CPU (user + system, the process and its children) of each, ours/zymi, and the start-up: from
+   the process's start to its first event's timestamp (the rest is the run itself). Every run must exit
    0 and make the scenario's 26 requests, and each store must pass the real `zymi verify` and hold
    the same events by kind as zymi's. One untimed warm-up run of each comes first, with Python's
    bytecode cache on (PYTHONDONTWRITEBYTECODE dropped: an installed package has its .pyc).
@@ -27,6 +28,7 @@ import argparse
 import asyncio
 import collections
 import importlib.util
+import json
 import os
 import shutil
 import sqlite3
@@ -53,6 +55,7 @@ from zymi_tui.events.envelope import Event  # noqa: E402
 from zymi_tui.events.kinds import LlmCallCompleted, ToolCallCompleted, WorkflowCompleted  # noqa: E402
 from zymi_tui.events.messages import AssistantMessage, TokenUsage, ToolCallInfo  # noqa: E402
 from zymi_tui.events.store import EventWriter  # noqa: E402
+from zymi_tui.events.timestamps import parse_timestamp_ns  # noqa: E402
 
 KNOBS = "observation_window: 10\n    soft_cap_chars: 1000000000\n    hard_cap_chars: 2000000000\n"
 
@@ -200,15 +203,27 @@ def load_harness() -> types.ModuleType:
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int, str]:
-    """Wall seconds, CPU seconds (user + system, with the children it waited for), exit status, stderr."""
+    """Wall seconds, CPU seconds (user + system, with the children it waited for), exit status, stderr.
+    The start's wall-clock time is written to `cwd/started_ns` (for `first_event_s`)."""
     err = cwd / "stderr.txt"
     with err.open("wb") as f:
+        (cwd / "started_ns").write_text(str(time.time_ns()))
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=f)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     return wall, usage.ru_utime + usage.ru_stime, proc.returncode, err.read_text(errors="replace")[-2000:]
+
+
+def first_event_s(folder: Path) -> float:
+    """Seconds from the process's start to its first event's timestamp (the engine's start-up)."""
+    con = sqlite3.connect(f"file:{folder / '.zymi' / 'events.db'}?mode=ro", uri=True)
+    try:
+        (data,) = con.execute("SELECT data FROM events ORDER BY id LIMIT 1").fetchone()
+    finally:
+        con.close()
+    return (parse_timestamp_ns(json.loads(data)["timestamp"]) - int((folder / "started_ns").read_text())) / 1e9
 
 
 def kinds(db: Path) -> collections.Counter[str]:
@@ -241,7 +256,7 @@ def processes(pairs: int, checkout: str | None, tmp: Path) -> int:
         fake_out.close()
         print("bench_engine: the fake model did not start", file=sys.stderr)
         return 2
-    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in engines}
+    figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in engines}
     reference: collections.Counter[str] | None = None
     problems: list[str] = []
     try:
@@ -264,7 +279,7 @@ def processes(pairs: int, checkout: str | None, tmp: Path) -> int:
                     [*cmd, "--no-venv", "run", sc["pipeline"], "-i", f"task={task}"], folder, run_env
                 )
                 calls = log.read_text().count("\n") - sent
-                figures[name].append((wall, cpu))
+                figures[name].append((wall, cpu, first_event_s(folder)))
                 if code != 0 or calls != CALLS:
                     problems.append(f"{name} run {i}: exit {code}, {calls} requests (want 0, {CALLS}): {err}")
                 check = subprocess.run(
@@ -282,13 +297,17 @@ def processes(pairs: int, checkout: str | None, tmp: Path) -> int:
         ms.stop(fake, "fake_llm", [])
         fake_out.close()
     print(f"1. `run` of the {SCENARIO} scenario ({CALLS} LLM calls, fake model), whole process, {pairs} pairs")
-    print(f"{'engine':10} {'wall s: median (min)':>22} {'CPU s: median (min)':>22} {'wall / zymi':>12}")
-    base = statistics.median(w for w, _ in figures["zymi"])
+    print(
+        f"{'engine':10} {'wall s: median (min)':>22} {'CPU s: median (min)':>22} {'wall / zymi':>12} "
+        f"{'start to 1st event s':>21}"
+    )
+    base = statistics.median(w for w, _, _ in figures["zymi"])
     for name, runs in figures.items():
-        walls, cpus = [w for w, _ in runs], [c for _, c in runs]
+        walls, cpus, firsts = [w for w, _, _ in runs], [c for _, c, _ in runs], [s for _, _, s in runs]
         print(
             f"{name:10} {statistics.median(walls):>13.3f} ({min(walls):.3f}) "
-            f"{statistics.median(cpus):>13.3f} ({min(cpus):.3f}) {statistics.median(walls) / base:>11.2f}x"
+            f"{statistics.median(cpus):>13.3f} ({min(cpus):.3f}) {statistics.median(walls) / base:>11.2f}x "
+            f"{statistics.median(firsts):>12.3f} ({min(firsts):.3f})"
         )
     print("aim: zymi-tui wall <= 1.2x zymi's")
     print("stores: every run exited 0, made 26 requests, passed `zymi verify`, same events by kind as zymi's"

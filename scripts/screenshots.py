@@ -50,7 +50,7 @@ async def ready(pilot: Pilot[None]) -> MainScreen:
     while time.monotonic() < deadline:
         await pilot.pause(0.1)
         screen = app.screen
-        if isinstance(screen, MainScreen) and screen.runs.summaries and not screen.loading and screen.verified:
+        if isinstance(screen, MainScreen) and screen.runs.summaries and not screen.run_loading and screen.verified:
             break
     main = app.screen
     assert isinstance(main, MainScreen)
@@ -76,7 +76,7 @@ async def expand(pilot: Pilot[None], main: MainScreen) -> None:
 
 
 async def inspect(pilot: Pilot[None], main: MainScreen) -> None:
-    calls = [se for se in main.events.events if se.event.tag == "llm_call_started"]
+    calls = [se for se in main.events.loaded() if se.event.tag == "llm_call_started"]
     main.events.jump_to(calls[len(calls) * 2 // 3].global_id)
     await pilot.press("i")
     screen = pilot.app.screen

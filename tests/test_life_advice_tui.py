@@ -48,7 +48,7 @@ async def dashboard_ready(pilot: Pilot[None]) -> MainScreen:
     app = pilot.app
 
     def ready() -> bool:
-        return isinstance(app.screen, MainScreen) and bool(app.screen.events.events) and not app.screen.loading
+        return isinstance(app.screen, MainScreen) and bool(app.screen.events.rows) and not app.screen.run_loading
 
     await pilot_until(pilot, ready)
     assert isinstance(app.screen, MainScreen)

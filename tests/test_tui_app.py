@@ -38,7 +38,7 @@ async def test_opens_a_store_and_shows_the_run_with_its_step_streams(tmp_path: P
         main = await settle(app, pilot)
         (stream,) = [s for (s,) in sql(db, "SELECT DISTINCT stream_id FROM events") if ":step:" not in str(s)]
         assert main.selected is not None and main.selected.stream_id == stream
-        assert len(main.events.events) == sql(db, "SELECT COUNT(*) FROM events")[0][0]
+        assert len(main.events.rows) == sql(db, "SELECT COUNT(*) FROM events")[0][0]
         # grouped by step (run stream first), newest last: the cursor starts on the step's newest event
         assert main.events.cursor_gid == sql(db, "SELECT MAX(id) FROM events WHERE stream_id LIKE '%:step:%'")[0][0]
         plot = app.main.query_one(ContextPlot)
@@ -72,10 +72,11 @@ async def test_expand_an_event_then_search_and_filter(tmp_path: Path) -> None:
         hits = sql(db, "SELECT COUNT(*) FROM events WHERE data LIKE '%read_file%'")[0][0]
         assert main.events.visible_count == hits
         await pilot.press("slash", "escape")
-        assert main.events.visible_count == len(main.events.events)
+        assert main.events.visible_count == len(main.events.rows)
         # kind preset: LLM calls
         await pilot.press("t")
-        tags = {se.event.tag for se in main.events.items if hasattr(se, "event")}
+        tags = {row[3] for row in main.events.items if isinstance(row, tuple)}
+        assert tags
         assert tags <= {"llm_call_started", "llm_call_completed", "llm_call_failed", "context_compacted"}
         # step filter: run stream, then step work
         await pilot.press("t", "t", "t", "s")
@@ -129,11 +130,11 @@ async def test_chat_turns_are_entries_and_a_turn_shows_only_its_events(tmp_path:
         main = await settle(app, pilot)
         key = main.selected
         assert key is not None and key.correlation_id == rows[target].summary.correlation_id
-        cids = {se.event.correlation_id for se in main.events.events} - {None}
+        cids = {se.event.correlation_id for se in main.events.loaded()} - {None}
         assert cids == {key.correlation_id}
         # the events of this turn on the stream and its steps, counted by SQL on the correlation id
         n = sql(db, "SELECT COUNT(*) FROM events WHERE correlation_id = ?", key.correlation_id)[0][0]
-        assert len([se for se in main.events.events if se.event.correlation_id]) == n
+        assert len([se for se in main.events.loaded() if se.event.correlation_id]) == n
 
 
 async def test_freeze_holds_live_events_until_unfrozen(tmp_path: Path) -> None:

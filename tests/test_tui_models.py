@@ -137,7 +137,7 @@ async def test_kind_and_step_filters() -> None:
     m.kinds = None
     m.step = RUN_GROUP
     m.relayout()
-    assert all(":step:" not in se.event.stream_id for se in m.items if not isinstance(se, Header))
+    assert all(":step:" not in row[1] for row in m.items if not isinstance(row, Header))
 
 
 async def test_compaction_links_to_the_events_it_replaced() -> None:
@@ -147,7 +147,7 @@ async def test_compaction_links_to_the_events_it_replaced() -> None:
     comp = next(se for se in events if se.event.tag == "context_compacted")
     lo, hi = comp.event.kind.replaces_seq_range  # type: ignore[union-attr]
     replaced = m.replaced_by(comp)
-    assert [se.event.sequence for se in replaced] == list(range(lo, hi + 1))
+    assert [seq for _, _, seq, _ in replaced] == list(range(lo, hi + 1))
 
 
 def test_graph_from_the_project_and_zymis_fallback(tmp_path: Path) -> None:
@@ -169,13 +169,13 @@ def test_graph_from_the_project_and_zymis_fallback(tmp_path: Path) -> None:
 async def test_graph_node_status_and_llm_calls() -> None:
     events = await _events("coding_default")
     steps = load_pipeline_steps(ORACLE / "coding_default" / "project", "main")
-    g = build_graph("main", steps, None, events)
+    g = build_graph("main", steps, None, events, collect_calls(events))
     (node,) = g.nodes
     expected = json.loads((ORACLE / "coding_default" / "expected.json").read_text())
     agent = [e for e in expected if e["iteration"] > 0]
     assert (node.id, node.status, node.llm_calls, node.last_chars) == (
         "work", "ok", len(agent), agent[-1]["approx_context_chars"])  # fmt: skip
-    fallback = build_graph("main", None, "pipelines/main.yml not found", events)
+    fallback = build_graph("main", None, "pipelines/main.yml not found", events, collect_calls(events))
     assert fallback.banner and "not loadable" in fallback.banner
     assert [n.id for n in fallback.nodes] == ["work"]
 
@@ -195,3 +195,28 @@ def test_runs_model_keeps_peaks_by_key() -> None:
     assert m.set_peak(RunKey("s"), 10)
     assert not m.set_peak(RunKey("s"), 5)
     assert m.peaks[RunKey("s")] == 10
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+@pytest.mark.parametrize("sparse", [True, False])
+async def test_appending_lays_out_as_a_fresh_load(grouped: bool, sparse: bool) -> None:
+    """Live events added one batch at a time give the list a whole load gives (in place or laid out again)."""
+    events = await _events("coding_compaction")
+    for cut in (len(events) // 3, len(events) - 5):
+        m = EventsModel(group_by_step=grouped)
+        if sparse:
+            m.set_index(
+                [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in events[:cut]],
+                events[:cut],  # read (an expanded event's lines are counted once it is read)
+            )
+        else:
+            m.set_events(events[:cut])
+        m.end()
+        m.toggle_expand()  # an expanded event keeps its lines
+        for i in range(cut, len(events), 4):
+            m.append(events[i : i + 4])
+        whole = EventsModel(group_by_step=grouped, expanded=set(m.expanded))
+        whole.set_events(events)
+        assert m.items == whole.items
+        assert m.line_count == whole.line_count
+        assert [m.span_of(se.global_id) for se in events] == [whole.span_of(se.global_id) for se in events]

@@ -36,7 +36,7 @@ async def steady(pilot: Pilot[Any]) -> None:
             main.verified is not None
             and main.masking_checked
             and (key is None or str(key) in main.pipeline_steps)
-            and not main.loading
+            and not main.run_loading
             and not any(w.group in groups and not w.is_finished for w in main.workers)  # pending ones too
         )
 
@@ -107,7 +107,7 @@ def test_inspector_120x40(snap_compare: Any, tmp_path: Path) -> None:
     async def before(pilot: Pilot[Any]) -> None:
         await steady(pilot)
         main = pilot.app.screen
-        call = next(se for se in main.events.events if se.event.tag == "llm_call_started"  # type: ignore[attr-defined]
+        call = next(se for se in main.events.loaded() if se.event.tag == "llm_call_started"  # type: ignore[attr-defined]
                     and se.event.sequence > 50)  # fmt: skip
         main.events.jump_to(call.global_id)  # type: ignore[attr-defined]
         await pilot.press("i")

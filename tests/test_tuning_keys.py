@@ -83,3 +83,37 @@ async def test_edits_by_keys_show_the_full_replays_figures(keys: list[str], sets
         curve = screen.query_one(CurvePlot).curve
         assert curve is not None and curve.known is None
         assert dict(zip(curve.sequences, curve.what_if, strict=True)) == want_curve
+
+
+@pytest.mark.parametrize("wait_first", [True, False])
+async def test_picking_another_call_shows_its_what_if(wait_first: bool) -> None:
+    """PageUp after an edit (once the what-if is drawn, or while it runs): the summary shows the newly
+    picked call's figures from the full replay."""
+    sets = ["observation_window=2", "soft_cap_chars=3000"]
+    keys = ["tab", "backspace", "backspace", "2", "tab", *["backspace"] * 6, "3", "0", "0", "0"]
+    agents = [r for r in cli_replay(*sets) if r["kind"] == "agent"]
+    n = len(agents)
+
+    def make(reader: EventReader) -> TuningScreen:
+        return TuningScreen(reader, first_stream(), project=ORACLE / NAME / "project")
+
+    app = TuningApp(SqliteStore(ORACLE / NAME / "events.db"), make)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot_until(
+            pilot, lambda: isinstance(app.screen, TuningScreen) and app.screen.ready, "the editor to load"
+        )
+        screen = app.screen
+        assert isinstance(screen, TuningScreen)
+        await pilot.press(*keys)
+        done = f"exact what-if of all {n} calls"
+        if wait_first:
+            await pilot_until(pilot, lambda: done in shown(screen, "#elapsed"), f"'{done}' on screen")
+        await pilot.press("pageup", "pageup")
+        want = f"what-if (estimated): {agents[-3]['chars']:,} bytes"
+        await pilot_until(
+            pilot,
+            lambda: f"call {n - 2}/{n}" in shown(screen, "#summary") and want in shown(screen, "#summary"),
+            f"'{want}' for call {n - 2}",
+        )
+        await pilot_until(pilot, lambda: done in shown(screen, "#elapsed"), f"'{done}' on screen")
+        assert want in shown(screen, "#summary")

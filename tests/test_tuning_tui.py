@@ -197,7 +197,7 @@ async def test_dashboard_opens_the_tuning_screens() -> None:
     name = "coding_default"
     app = DashboardApp(Target(SqliteStore(ORACLE / name / "events.db"), ORACLE / name / "project"))
     async with app.run_test(size=(160, 45)) as pilot:
-        await pilot_until(pilot, lambda: isinstance(app.screen, MainScreen) and bool(app.screen.events.events))
+        await pilot_until(pilot, lambda: isinstance(app.screen, MainScreen) and bool(app.screen.events.rows))
         main = app.screen
         await pilot.press("K")
         editor = await wait_for(pilot, TuningScreen, "curve")

@@ -57,7 +57,7 @@ async def settle(app: DashboardApp, pilot: object, *, timeout: float = LIMIT) ->
             continue
         ready = (
             main.reader is not None
-            and (main.selected is None or not main.loading)
+            and (main.selected is None or not main.run_loading)
             and main.current_key() == main.selected
         )
         if ready and (main.runs_seen or main.trouble):

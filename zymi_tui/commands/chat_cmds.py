@@ -1,7 +1,7 @@
 """`chat`, `demo`, `serve-web`: talk to a project's agent in the terminal (or a browser) and watch its context.
 
 `chat` opens the chat screen; `--plain`, or stdin/stdout not being a terminal, gives the engine's
-line-based chat (zymi_tui.commands.engine_cmds.cmd_chat). `demo` writes the demo project (offline
+line-based chat (zymi_tui.commands.plain_chat.cmd_chat). `demo` writes the demo project (offline
 demo model) into a new or temporary folder and opens the chat on it. `serve-web` serves the same
 app to a browser on 127.0.0.1 (textual-serve).
 """
@@ -75,7 +75,7 @@ def open_chat(args: argparse.Namespace, root: Path, *, hint: str | None = None) 
 
 
 def plain_chat(args: argparse.Namespace) -> int:
-    from zymi_tui.commands.engine_cmds import cmd_chat
+    from zymi_tui.commands.plain_chat import cmd_chat
 
     code: int = cmd_chat(args)
     return code

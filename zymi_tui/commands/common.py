@@ -126,16 +126,22 @@ def run_async(coro: Awaitable[T]) -> T:
     `coro` while that runs (asyncio then raises KeyboardInterrupt), or arrives as KeyboardInterrupt
     once the loop is closed; never inside the loop's own setup or teardown, which prints tracebacks."""
 
-    async def main() -> T:
+    result: list[T] = []
+
+    async def main() -> None:
         _sigint(signal.SIG_UNBLOCK)
         try:
-            return await coro
+            result.append(await coro)
         finally:
             _sigint(signal.SIG_BLOCK)
 
     _sigint(signal.SIG_BLOCK)
     try:
-        return asyncio.run(main())
+        # the result is kept out of the loop's main task: Python 3.11's asyncio.run formats that task
+        # (result included, every object of it) in an error message it builds and drops when it puts
+        # back the Ctrl-C handler: seconds for a sweep's per-call figures
+        asyncio.run(main())
+        return result[0]
     finally:
         _sigint(signal.SIG_UNBLOCK)  # a Ctrl-C held back is raised here
 

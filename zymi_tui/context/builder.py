@@ -13,6 +13,8 @@ A ContextCompacted event (rare) re-derives Layer C from the stored items with bi
 from __future__ import annotations
 
 import bisect
+import copy
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -252,6 +254,12 @@ class _Tail:
         self.items.append(raw)
         self.cum_full.append(self.cum_full[-1] + raw.bytes)
         self.cum_masked.append(self.cum_masked[-1] + masked_bytes)
+
+    def clone(self) -> _Tail:
+        other = copy.copy(self)
+        other.items, other.turn_starts, other.turn_ends = list(self.items), list(self.turn_starts), list(self.turn_ends)
+        other.cum_full, other.cum_masked = list(self.cum_full), list(self.cum_masked)
+        return other
 
     def in_turn(self, index: int) -> bool:
         """Whether item `index` belongs to a turn (so has a masked form)."""
@@ -513,85 +521,37 @@ class ContextBuilder:
         (no second compaction; the stream is re-read without the fresh filter, docs/context.md#fresh-mode).
         `knobs` re-renders under other knobs without touching the builder's state.
         """
-        k = knobs or self.knobs
         tail = self._tail if apply_fresh or self._cutoff is None else self._compute_tail(None)
-        mem = list(memory)
-        a_bytes, a_count = self._layer_a()
-        b_text = memory_text(mem) if mem else ""
-        b_bytes = len(b_text.encode())
-        n_turns = len(tail.turn_starts)
-        first_turn, cut = 0, 0
-        if k.forget_after_turns is not None and n_turns > k.forget_after_turns:
-            first_turn = n_turns - k.forget_after_turns
-            cut = tail.turn_ends[first_turn - 1]
-        kept_turns = n_turns - first_turn
-        mask_count = max(0, kept_turns - k.observation_window)
-        mask_end = tail.turn_ends[first_turn + mask_count - 1] if mask_count else cut
         n = len(tail.items)
-        c_bytes = (tail.cum_masked[mask_end] - tail.cum_masked[cut]) + (tail.cum_full[n] - tail.cum_full[mask_end])
-        chars = a_bytes + b_bytes + c_bytes
-        plan = None
-        if allow_compaction and chars > k.soft_cap_chars:
-            plan = self._plan(tail, k, first_turn, cut, mask_end)
-        fresh_hidden = tail.hidden_by_fresh
-
-        prefix = self.prefix  # snapshot: the builder moves on, this context does not
-
-        def entries() -> list[ContextEntry]:
-            return self._entries(prefix, tail, n, k, mem, b_text, cut, mask_end)
-
-        def dropped() -> list[ContextEntry]:
-            return [
-                ContextEntry(r.message, "C", r.bytes, f"dropped by forget_after_turns={k.forget_after_turns}", r.seq)
-                for r in tail.items[:cut]
-            ]
-
-        return RenderedContext(
-            chars=chars,
-            message_count=a_count + (1 if mem else 0) + (n - cut),
-            compaction=plan,
-            hard_cap_exceeded=chars > k.hard_cap_chars,
-            knobs=k,
-            layer_bytes={"A": a_bytes, "B": b_bytes, "C": c_bytes},
-            forgotten=cut,
-            dropped_by_fresh=fresh_hidden,
-            compacted_away=len(self._raw) - (n - tail.summaries) - fresh_hidden,
-            prefix_inferred=self.prefix.inferred,
-            shape=Shape(prefix, tuple(mem), tail, cut, mask_end, n, tuple((c.lo, c.hi) for c in self._compactions), k),
-            _make_entries=entries,
-            _make_dropped=dropped,
+        frame = _Frame(
+            self.prefix,
+            *self._layer_a(),
+            tail,
+            n,
+            len(tail.turn_starts),
+            tail.turn_ends,
+            len(self._raw) - (n - tail.summaries) - tail.hidden_by_fresh,
+            tuple((c.lo, c.hi) for c in self._compactions),
         )
+        return _render(frame, list(memory), knobs or self.knobs, allow_compaction)
 
     def plan_compaction(self, knobs: ContextKnobs | None = None) -> CompactionPlan | None:
         """The compaction zymi would make now if the soft cap were exceeded (None: too few turns)."""
-        k = knobs or self.knobs
         tail = self._tail
         n_turns = len(tail.turn_starts)
-        first_turn, cut = 0, 0
-        if k.forget_after_turns is not None and n_turns > k.forget_after_turns:
-            first_turn = n_turns - k.forget_after_turns
-            cut = tail.turn_ends[first_turn - 1]
-        mask_count = max(0, n_turns - first_turn - k.observation_window)
-        mask_end = tail.turn_ends[first_turn + mask_count - 1] if mask_count else cut
-        return self._plan(tail, k, first_turn, cut, mask_end)
+        return _plan(tail, knobs or self.knobs, len(tail.items), n_turns, tail.turn_ends)
 
-    def _plan(self, tail: _Tail, k: ContextKnobs, first_turn: int, cut: int, mask_end: int) -> CompactionPlan | None:
-        compactable = len(tail.turn_starts) - first_turn - k.min_tail_turns
-        if compactable <= 0:
-            return None
-        span_end = tail.turn_ends[first_turn + compactable - 1]
-        end_idx = span_end - cut  # index into the forgotten body ...
-        if end_idx <= 0 or len(tail.items) < end_idx:
-            return None
-        # ... used on the unforgotten list, as zymi does (docs/context.md#compaction)
-        lo, hi = tail.items[0].seq, tail.items[end_idx - 1].seq
-        span = [self._shown(tail, i, mask_end) for i in range(cut, span_end)]
-        span_bytes = sum(message_bytes(m) for m in span)
-        request: list[MessageModel] = [
-            SystemMessage(content=COMPACTION_PROMPT),
-            UserMessage(content=compaction_input(span)),
-        ]
-        return CompactionPlan((lo, hi), request, span_bytes, compactable)
+    def clone(self) -> ContextBuilder:
+        """An independent copy of this builder's state (the items themselves are shared: they are only
+        appended, and their masked forms depend on their turn's head alone): a what-if can go on from
+        here under other knobs while this builder stays as it is."""
+        other = copy.copy(self)
+        other._raw, other._raw_seqs = list(self._raw), list(self._raw_seqs)
+        other._seen_seqs, other._seen_ts = list(self._seen_seqs), list(self._seen_ts)
+        other._compactions = list(self._compactions)
+        other._tail = self._tail.clone()
+        other.recorded = [dataclasses.replace(rc) for rc in self.recorded]
+        return other
 
     @staticmethod
     def _shown(tail: _Tail, i: int, mask_end: int) -> MessageModel:
@@ -678,3 +638,136 @@ class ContextBuilder:
                 rc.used = True
                 return rc
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """What a build renders: Layer A, and Layer C as the first `n` items of `tail` (its first `n_turns`
+    turns; `ends[t]` is where turn t ends, the last one as it was then: see `_Ends`)."""
+
+    prefix: Prefix
+    a_bytes: int
+    a_count: int
+    tail: _Tail
+    n: int
+    n_turns: int
+    ends: Sequence[int]
+    compacted_away: int
+    compactions: tuple[tuple[int, int], ...]
+
+
+class _Ends(Sequence[int]):
+    """A tail's turn ends as they were when it held `n` items: the turns are those started before
+    item n, and the last of them ended at min(its end now, n) (a turn only grows by the items
+    appended right after it, until a message that is not its tool result closes it for good)."""
+
+    def __init__(self, ends: list[int], n_turns: int, n: int) -> None:
+        self._ends, self._n_turns = ends, n_turns
+        self._last = min(ends[n_turns - 1], n) if n_turns else 0
+
+    def __len__(self) -> int:
+        return self._n_turns
+
+    def __getitem__(self, t: Any) -> Any:
+        if isinstance(t, slice):
+            return [self[i] for i in range(*t.indices(self._n_turns))]
+        if t < 0:
+            t += self._n_turns
+        if not 0 <= t < self._n_turns:
+            raise IndexError(t)
+        return self._last if t == self._n_turns - 1 else self._ends[t]
+
+
+def _bounds(k: ContextKnobs, n_turns: int, ends: Sequence[int]) -> tuple[int, int, int]:
+    """forget and masking: the first kept turn, the first kept item, the end of the masked items."""
+    first_turn, cut = 0, 0
+    if k.forget_after_turns is not None and n_turns > k.forget_after_turns:
+        first_turn = n_turns - k.forget_after_turns
+        cut = ends[first_turn - 1]
+    mask_count = max(0, n_turns - first_turn - k.observation_window)
+    mask_end = ends[first_turn + mask_count - 1] if mask_count else cut
+    return first_turn, cut, mask_end
+
+
+def _render(f: _Frame, mem: list[tuple[str, str]], k: ContextKnobs, allow_compaction: bool) -> RenderedContext:
+    tail, n = f.tail, f.n
+    b_text = memory_text(mem) if mem else ""
+    b_bytes = len(b_text.encode())
+    _, cut, mask_end = _bounds(k, f.n_turns, f.ends)
+    c_bytes = (tail.cum_masked[mask_end] - tail.cum_masked[cut]) + (tail.cum_full[n] - tail.cum_full[mask_end])
+    chars = f.a_bytes + b_bytes + c_bytes
+    plan = None
+    if allow_compaction and chars > k.soft_cap_chars:
+        plan = _plan(tail, k, n, f.n_turns, f.ends)
+    prefix = f.prefix  # snapshot: the builder moves on, this context does not
+
+    def entries() -> list[ContextEntry]:
+        return ContextBuilder._entries(prefix, tail, n, k, mem, b_text, cut, mask_end)
+
+    def dropped() -> list[ContextEntry]:
+        return [
+            ContextEntry(r.message, "C", r.bytes, f"dropped by forget_after_turns={k.forget_after_turns}", r.seq)
+            for r in tail.items[:cut]
+        ]
+
+    return RenderedContext(
+        chars=chars,
+        message_count=f.a_count + (1 if mem else 0) + (n - cut),
+        compaction=plan,
+        hard_cap_exceeded=chars > k.hard_cap_chars,
+        knobs=k,
+        layer_bytes={"A": f.a_bytes, "B": b_bytes, "C": c_bytes},
+        forgotten=cut,
+        dropped_by_fresh=tail.hidden_by_fresh,
+        compacted_away=f.compacted_away,
+        prefix_inferred=prefix.inferred,
+        shape=Shape(prefix, tuple(mem), tail, cut, mask_end, n, f.compactions, k),
+        _make_entries=entries,
+        _make_dropped=dropped,
+    )
+
+
+def _plan(tail: _Tail, k: ContextKnobs, n: int, n_turns: int, ends: Sequence[int]) -> CompactionPlan | None:
+    first_turn, cut, mask_end = _bounds(k, n_turns, ends)
+    compactable = n_turns - first_turn - k.min_tail_turns
+    if compactable <= 0:
+        return None
+    span_end = ends[first_turn + compactable - 1]
+    end_idx = span_end - cut  # index into the forgotten body ...
+    if end_idx <= 0 or n < end_idx:
+        return None
+    # ... used on the unforgotten list, as zymi does (docs/context.md#compaction)
+    lo, hi = tail.items[0].seq, tail.items[end_idx - 1].seq
+    span = [ContextBuilder._shown(tail, i, mask_end) for i in range(cut, span_end)]
+    span_bytes = sum(message_bytes(m) for m in span)
+    request: list[MessageModel] = [
+        SystemMessage(content=COMPACTION_PROMPT),
+        UserMessage(content=compaction_input(span)),
+    ]
+    return CompactionPlan((lo, hi), request, span_bytes, compactable)
+
+
+def rerender(ctx: RenderedContext, knobs: ContextKnobs) -> RenderedContext | None:
+    """`ctx`'s builder state rendered under `knobs`, as `build(memory, knobs=knobs)` would have at
+    that moment (a soft-cap plan included); None for a context with no builder state (a compaction
+    call's own request). O(1): the state is the tail as it was (`Shape`), which later calls only
+    append to."""
+    shape = ctx.shape
+    if shape is None:
+        return None
+    tail, n = shape.tail, shape.n
+    n_turns = bisect.bisect_left(tail.turn_starts, n)
+    mem = list(shape.memory)
+    a_count = ctx.message_count - (1 if mem else 0) - (n - ctx.forgotten)
+    frame = _Frame(
+        shape.prefix,
+        ctx.layer_bytes["A"],
+        a_count,
+        tail,
+        n,
+        n_turns,
+        _Ends(tail.turn_ends, n_turns, n),
+        ctx.compacted_away,
+        shape.compactions,
+    )
+    return _render(frame, mem, knobs, True)

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo, field_validator
 
 from zymi_tui.events.kinds import EventData, EventKind, KindField, UnknownKind, parse_kind
-from zymi_tui.events.lean import TIMESTAMP_PATTERN, UUID_PATTERN
+from zymi_tui.events.patterns import TIMESTAMP_PATTERN, UUID_PATTERN
 from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
 from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 

@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     PlainSerializer,
     PlainValidator,
     create_model,
@@ -23,6 +24,9 @@ from pydantic import (
 )
 
 from zymi_tui.events.messages import Message, TokenUsage
+
+if TYPE_CHECKING:
+    from pydantic_core import CoreSchema
 
 
 def snake_tag(type_name: str) -> str:
@@ -372,12 +376,21 @@ def _tagged_union() -> Any:
     return Annotated[Union[tagged], Field(discriminator="type"), AfterValidator(_unwrap)]  # noqa: UP007
 
 
+class _KindSchema:
+    """The envelope's `kind`: JSON or a `{"type", "data"}` dict goes through the tagged union; a kind
+    object passes as it is. The union's models are made when the envelope's schema is first built (a
+    reader's first decode), not at import: a process that only writes events never needs them."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        field: Any = Annotated[
+            Union[_tagged_union(), Annotated[Any, PlainValidator(_kind_object)]],  # noqa: UP007
+            Field(union_mode="left_to_right"),
+            PlainSerializer(dump_kind),
+        ]
+        return handler.generate_schema(field)
+
+
 if TYPE_CHECKING:
     KindField = EventKind
 else:
-    # JSON or a `{"type", "data"}` dict goes through the tagged union; a kind object passes as it is.
-    KindField = Annotated[
-        Union[_tagged_union(), Annotated[Any, PlainValidator(_kind_object)]],  # noqa: UP007
-        Field(union_mode="left_to_right"),
-        PlainSerializer(dump_kind),
-    ]
+    KindField = Annotated[Any, _KindSchema()]

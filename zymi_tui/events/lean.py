@@ -16,13 +16,9 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 
-T = TypeVar("T")
+from zymi_tui.events.patterns import TIMESTAMP_PATTERN, UUID_PATTERN
 
-_HYPHENATED = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-# The forms Rust's `Uuid::try_parse` accepts: hyphenated, urn:uuid:, {braced}, simple (32 hex).
-UUID_PATTERN = rf"^(?:(?:urn:uuid:)?{_HYPHENATED}|\{{{_HYPHENATED}\}}|[0-9a-fA-F]{{32}})$"
-# RFC 3339 as chrono reads it; the fields' ranges are checked after the pattern (month 13, hour 25 ...).
-TIMESTAMP_PATTERN = r"^\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[Zz]|[+-]\d\d:\d\d)$"
+T = TypeVar("T")
 
 Uuid = Annotated[str, msgspec.Meta(pattern=UUID_PATTERN)]
 Timestamp = Annotated[str, msgspec.Meta(pattern=TIMESTAMP_PATTERN)]

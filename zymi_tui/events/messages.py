@@ -103,7 +103,8 @@ Message = Annotated[
     Field(union_mode="left_to_right"),
     PlainSerializer(dump_message),
 ]
-_MESSAGE: TypeAdapter[MessageModel] = TypeAdapter(Message)
+# built at its first use (a reader decoding message JSON), not at import: a writer never needs it
+_MESSAGE: TypeAdapter[MessageModel] = TypeAdapter(Message, config=ConfigDict(defer_build=True))
 
 
 def parse_message_json(data: bytes) -> MessageModel:

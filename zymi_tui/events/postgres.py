@@ -48,6 +48,7 @@ from zymi_tui.events.hashchain import ChainRow, ScanRow, hash_v2
 from zymi_tui.events.location import redact_url
 from zymi_tui.events.store import (
     STEP_MARK,
+    IndexRow,
     Page,
     RowPage,
     StoreError,
@@ -454,6 +455,20 @@ class PostgresReader(RowDecoder):
             f"{_ROW} WHERE kind_tag = ANY($1::text[]) AND id > $2 AND id <= $3 ORDER BY id",
             tags, after_global_id, top,
         )  # fmt: skip
+        return self._decode(rows)
+
+    async def run_index(self, stream_id: str) -> list[IndexRow]:
+        top = await self.horizon()
+        lo, hi = _steps_bounds(stream_id)
+        rows = await self._fetch(
+            f"SELECT id, stream_id, sequence, kind_tag FROM events WHERE {_STEPS} AND id <= $4 ORDER BY id",
+            stream_id, lo, hi, top,
+        )  # fmt: skip
+        return [(int(gid), str(s), int(seq), str(tag)) for gid, s, seq, tag in rows]
+
+    async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
+        top = await self.horizon()
+        rows = await self._fetch(f"{_ROW} WHERE id = ANY($1::bigint[]) AND id <= $2 ORDER BY id", ids, top)
         return self._decode(rows)
 
     async def read_kind_page(

@@ -24,6 +24,7 @@ from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.hashchain import ChainRow, ScanRow, column_text, hash_v2
 from zymi_tui.events.store import (
     STEP_MARK,
+    IndexRow,
     Page,
     RawRow,
     RowPage,
@@ -74,6 +75,7 @@ T = TypeVar("T")
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 CHAIN_PAGE = 5000
+ID_BATCH = 500  # ids bound in one `IN (...)` (under SQLite's oldest limit of 999 variables)
 MAX_UNION = 400  # streams merged in one statement by `newest` (SQLite allows 500 SELECTs in a compound)
 # the distinct stream ids in [lo, hi), one index seek each (a loose index scan)
 _STREAMS_IN_RANGE = """WITH RECURSIVE s(id) AS (
@@ -389,6 +391,27 @@ class SqliteReader(RowDecoder):
             )
             params = [stream_id, lo, hi, n]
         return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
+
+    async def run_index(self, stream_id: str) -> list[IndexRow]:
+        """Stream by stream on the (stream_id, sequence) index, merged by id: no stream column read per
+        row, and each stream's rows already in id order (the sort merges runs)."""
+        lo, hi = _range_for_steps(stream_id)
+        streams = [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
+        out: list[IndexRow] = []
+        for stream in streams:
+            sql = "SELECT id, sequence, kind_tag FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence"
+            out += [(gid, stream, seq, column_text(tag)) for gid, seq, tag in await self._fetch(sql, (stream,))]
+        out.sort()  # runs already in order: linear
+        return out
+
+    async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
+        out: list[StoredEvent] = []
+        for i in range(0, len(ids), ID_BATCH):
+            batch = ids[i : i + ID_BATCH]
+            marks = ",".join("?" * len(batch))
+            out += self._decode(await self._fetch(f"{_ROW} WHERE id IN ({marks}) ORDER BY id", batch))
+        out.sort(key=lambda se: se.global_id)
+        return out
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         marks = ",".join("?" * len(tags))

@@ -50,6 +50,7 @@ class Page:
 
 
 RawRow = tuple[int, str, int, str]  # (global id, stream id, sequence, the stored `data` text)
+IndexRow = tuple[int, str, int, str]  # (global id, stream id, sequence, kind tag): a row without its data
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,14 @@ class EventReader(Protocol):
         self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
     ) -> list[StoredEvent]: ...
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]: ...
+    async def run_index(self, stream_id: str) -> list[IndexRow]:
+        """A run stream's and its step streams' rows without their data, in global order (ids first)."""
+        ...
+
+    async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
+        """The events of these global ids, in global order (ids not in the store are left out)."""
+        ...
+
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]: ...
     async def read_rows(
         self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None

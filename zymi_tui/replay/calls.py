@@ -10,10 +10,14 @@ same range; elsewhere a simulated summary of estimated size is inserted.
 
 from __future__ import annotations
 
+import asyncio
+import copy
+import dataclasses
 import heapq
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,7 +57,7 @@ from zymi_tui.events.replay_kinds import (
     decode_replay_row,
     replay_event,
 )
-from zymi_tui.events.store import STEP_MARK, EventReader, run_of
+from zymi_tui.events.store import STEP_MARK, EventReader, RowPage, run_of
 from zymi_tui.events.stored import BadRow
 from zymi_tui.project.reader import read_project
 
@@ -260,6 +264,31 @@ class Replayer:
         stream (`ends`: each stream's last global id, read before the replay): no later event can need
         it, so memory stays flat in the store's size. Events past `ends` must not be fed."""
         self.ends = ends
+
+    def fork(self, knobs: ContextKnobs) -> Replayer:
+        """A what-if replayer that goes on from this one's state under `knobs` (this one must be a
+        what-if too, so its builders have followed no recorded compaction). Rows made so far stay
+        here; rows still awaiting their LlmCallCompleted are shared (the fork fills in the same
+        recorded figures). This replayer is left as it was."""
+        assert self.whatif and knobs != self.recorded_knobs
+        other = copy.copy(self)
+        other.knobs = knobs
+        runs = {
+            id(run): _Run(run.pipeline, dict(run.inputs), dict(run.memory), dict(run.outputs))
+            for run in self.runs.values()
+        }
+        other.runs = {key: runs[id(run)] for key, run in self.runs.items()}
+        other.steps = {}
+        for stream, st in self.steps.items():
+            builder = st.builder.clone()
+            builder.knobs = knobs
+            run = None if st.run is None else runs.get(id(st.run))
+            other.steps[stream] = dataclasses.replace(st, builder=builder, run=run)
+        other.queue = deque()
+        other.pending = {stream: deque(rows) for stream, rows in self.pending.items()}
+        other.estimate = copy.copy(self.estimate)
+        other._expiry = list(self._expiry)
+        return other
 
     # -- helpers ------------------------------------------------------------------------------
     def _run(self, key: str) -> _Run:
@@ -545,7 +574,7 @@ def _exceeds(row: CallContext) -> bool:
     return row.rendered is not None and row.rendered.hard_cap_exceeded
 
 
-async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> AsyncIterator[ReplayEvent]:
+async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> AsyncGenerator[ReplayEvent, None]:
     """The events a replay reads, in global order: every event of the runs of `streams`, else the
     kinds the context depends on across the store (decoded as `replay_kinds` reads them)."""
     if streams:
@@ -556,28 +585,38 @@ async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> A
             yield replay_event(se)
         return
     # only the kinds the context depends on, page by page per kind, merged in global order
-    # (decoding is most of a replay's cost; the other kinds are half of a typical store)
+    # (decoding is most of a replay's cost; the other kinds are half of a typical store); each kind's
+    # next page is read (on the reader's thread or connection) while this one is decoded and replayed
     buffers: dict[str, deque[ReplayEvent]] = {}
-    cursors: dict[str, int] = {}
-    for tag in REPLAY_KINDS:
-        buffers[tag], cursors[tag] = await _kind_page(reader, tag, 0)
-    heap = [(buf[0].global_id, tag) for tag, buf in buffers.items() if buf]
-    heapq.heapify(heap)
-    while heap:
-        _, tag = heapq.heappop(heap)
-        buf = buffers[tag]
-        yield buf.popleft()
-        if not buf and cursors[tag]:
-            buf, cursors[tag] = await _kind_page(reader, tag, cursors[tag])
-            buffers[tag] = buf
-        if buf:
-            heapq.heappush(heap, (buf[0].global_id, tag))
+    ahead: dict[str, asyncio.Future[RowPage]] = {}
+
+    async def take(tag: str, page: RowPage) -> deque[ReplayEvent]:
+        if page.rows_scanned == PAGE:
+            ahead[tag] = asyncio.ensure_future(reader.read_rows(page.last_global_id, PAGE, tag=tag))
+            await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
+        return _decoded(reader, tag, page)
+
+    try:
+        for tag in REPLAY_KINDS:
+            buffers[tag] = await take(tag, await reader.read_rows(0, PAGE, tag=tag))
+        heap = [(buf[0].global_id, tag) for tag, buf in buffers.items() if buf]
+        heapq.heapify(heap)
+        while heap:
+            _, tag = heapq.heappop(heap)
+            buf = buffers[tag]
+            yield buf.popleft()
+            if not buf and tag in ahead:
+                buf = buffers[tag] = await take(tag, await ahead.pop(tag))
+            if buf:
+                heapq.heappush(heap, (buf[0].global_id, tag))
+    finally:
+        for future in ahead.values():
+            future.cancel()
 
 
-async def _kind_page(reader: EventReader, tag: str, after: int) -> tuple[deque[ReplayEvent], int]:
-    """The next page of one kind's rows, decoded (an unreadable row is reported in `reader.problems`
-    and skipped), and the cursor after it (0: the kind is read to its end)."""
-    page = await reader.read_rows(after, PAGE, tag=tag)
+def _decoded(reader: EventReader, tag: str, page: RowPage) -> deque[ReplayEvent]:
+    """One page of one kind's rows, decoded (an unreadable row is reported in `reader.problems` and
+    skipped)."""
     type_name = TYPE_BY_TAG[tag]
     out: deque[ReplayEvent] = deque()
     for gid, stream_id, seq, data in page.rows:
@@ -585,7 +624,7 @@ async def _kind_page(reader: EventReader, tag: str, after: int) -> tuple[deque[R
             out.append(decode_replay_row(type_name, gid, seq, data))
         except EventDecodeError as e:
             reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
-    return out, (page.last_global_id if page.rows_scanned else 0)
+    return out
 
 
 def recorded_knobs(project: Path | None) -> ContextKnobs:
@@ -643,14 +682,15 @@ async def replay_many(
         replayer.forget_finished(ends)
     top = max(ends.values(), default=0)
     wanted = set(streams) if streams else None
-    async for se in replay_events(reader, streams):
-        if se.global_id > top:
-            break
-        for i, replayer in enumerate(replayers):
-            replayer.feed(se)
-            for row in replayer.ready():
-                if wanted is None or row.stream_id in wanted:
-                    yield i, row
+    async with aclosing(replay_events(reader, streams)) as events:  # its read-ahead stopped on a break
+        async for se in events:
+            if se.global_id > top:
+                break
+            for i, replayer in enumerate(replayers):
+                replayer.feed(se)
+                for row in replayer.ready():
+                    if wanted is None or row.stream_id in wanted:
+                        yield i, row
     for i, replayer in enumerate(replayers):
         for row in replayer.flush():
             if wanted is None or row.stream_id in wanted:

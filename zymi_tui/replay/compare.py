@@ -242,12 +242,21 @@ def call_figures(call: CallContext, soft_cap: int) -> list[CallFigure]:
 
 def calibrate(calls: Iterable[CallFigure]) -> tuple[float, str]:
     """Tokens per byte over the recorded calls that reported usage, else the 0.28 heuristic."""
+    return ratio_of(*recorded_sums(calls))
+
+
+def recorded_sums(calls: Iterable[CallFigure]) -> tuple[int, int, int]:
+    """How many calls reported usage, and their recorded bytes and tokens (what `calibrate` uses)."""
     n = chars = tokens = 0
     for f in calls:
         if f.recorded_tokens is not None and f.recorded_chars > 0:
             n += 1
             chars += f.recorded_chars
             tokens += f.recorded_tokens
+    return n, chars, tokens
+
+
+def ratio_of(n: int, chars: int, tokens: int) -> tuple[float, str]:
     if n == 0 or chars == 0:
         return HEURISTIC_TOKENS_PER_BYTE, f"heuristic {HEURISTIC_TOKENS_PER_BYTE}"
     return tokens / chars, f"calibrated on {n} recorded call(s)"
@@ -388,18 +397,44 @@ def finish(
     output: RecordedOutput | None,
 ) -> Comparison:
     """Calibrate tokens on the recorded profile (else the first), then total and price every run."""
-    basis = next((r for r in runs if r.recorded), runs[0] if runs else None)
-    ratio, source = calibrate(basis.calls) if basis else (HEURISTIC_TOKENS_PER_BYTE, "heuristic")
-    found = prices.price_for(model) if prices is not None else None
-    fam = prices.cache_family(model, provider) if prices is not None else None
-    output = output or RecordedOutput()
+    basis = basis_index(runs)
+    ratio, source = calibrate(runs[basis].calls) if basis is not None else (HEURISTIC_TOKENS_PER_BYTE, "heuristic")
+    how = pricing(prices, model, provider)
     for run in runs:
-        price = None if found is None or prices is None else (prices, found[1])
-        summarize(run, ratio, price, output, fam[1] if fam else None)
-    return Comparison(
-        runs, ratio, source, model, found[0] if found else None, sum(output.agent_by_run.values()),
-        cache_family=fam[0] if fam else None,
-    )  # fmt: skip
+        how.summarize(run, ratio, output)
+    return how.comparison(runs, ratio, source, model, output)
+
+
+def basis_index(runs: Sequence[ProfileRun]) -> int | None:
+    """The run whose recorded calls calibrate tokens per byte: the recorded profile, else the first."""
+    return next((i for i, r in enumerate(runs) if r.recorded), 0 if runs else None)
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """The price table's entry for the model (if any) and the cache family of its provider (if any)."""
+
+    price: tuple[PriceTable, ModelPrice] | None
+    price_entry: str | None
+    family: tuple[str, CacheFamily] | None
+
+    def summarize(self, run: ProfileRun, ratio: float, output: RecordedOutput | None) -> None:
+        summarize(run, ratio, self.price, output or RecordedOutput(), self.family[1] if self.family else None)
+
+    def comparison(
+        self, runs: list[ProfileRun], ratio: float, source: str, model: str | None, output: RecordedOutput | None
+    ) -> Comparison:
+        """The comparison of `runs`, each already summarized."""
+        return Comparison(
+            runs, ratio, source, model, self.price_entry, sum((output or RecordedOutput()).agent_by_run.values()),
+            cache_family=self.family[0] if self.family else None,
+        )  # fmt: skip
+
+
+def pricing(prices: PriceTable | None, model: str | None, provider: str | None) -> Pricing:
+    found = prices.price_for(model) if prices is not None else None
+    family = prices.cache_family(model, provider) if prices is not None else None
+    return Pricing(None if found is None or prices is None else (prices, found[1]), found[0] if found else None, family)
 
 
 def price_note(cmp: Comparison) -> str:

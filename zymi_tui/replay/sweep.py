@@ -13,7 +13,7 @@ from zymi_tui.context.knobs import ContextKnobs, make_knobs
 from zymi_tui.errors import UserError
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
-from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, finish, knob_dict, replay_profiles
+from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, knob_dict, pricing, replay_profiles
 from zymi_tui.replay.costs import PriceTable
 from zymi_tui.replay.sweep_pool import default_workers, replay_on_pool
 
@@ -135,11 +135,10 @@ async def sweep(
     if workers is None:
         workers = default_workers() if last_global_id >= POOL_MIN_EVENTS else 1
     if location is not None and workers > 1 and len(profiles) > 1:
-        runs = await replay_on_pool(
+        cmp = await replay_on_pool(
             location, project, profiles, recorded_knobs=recorded_knobs, streams=streams, workers=workers,
-            last_global_id=last_global_id, progress=progress,
+            last_global_id=last_global_id, progress=progress, pricing=pricing(prices, model, provider), model=model,
         )  # fmt: skip
-        cmp = finish(runs, prices=prices, model=model, provider=provider, output=None)
     else:
         cmp = await compare_profiles(
             replay_profiles(reader, project, profiles, streams), profiles, recorded_knobs=recorded_knobs,

@@ -1,6 +1,8 @@
 """A sweep's grid points replayed on a process pool: each worker opens the store once and replays
-its share of the profiles in one pass over it (one decoding of the store per worker, not per point);
-the parent merges the per-call figures and totals them as the one-process sweep does."""
+its share of the profiles in one pass over it (one decoding of the store per worker, not per point),
+then totals and prices them as the one-process sweep does (`finish`), with the tokens-per-byte ratio
+of the recorded profile, which the worker holding that profile shares with the others; the parent
+gets each profile's totals, not its per-call figures."""
 
 from __future__ import annotations
 
@@ -19,13 +21,18 @@ from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.compare import (
-    CallFigure,
-    ProfileRun,
+    Comparison,
+    Pricing,
     Profiles,
     Progress,
+    RecordedOutput,
+    Totals,
+    basis_index,
     collect_calls,
     profile_runs,
     profiles_label,
+    ratio_of,
+    recorded_sums,
     replay_profiles,
 )
 
@@ -38,11 +45,13 @@ class _Stopped(Exception):
 
 _done: Any = None  # per worker slot: fraction of the store replayed (a shared array of doubles)
 _stop: Event | None = None
+_sums: Any = None  # the recorded profile's `recorded_sums` (a shared array of 3 integers) ...
+_summed: Event | None = None  # ... set once they are there
 
 
-def _init(done: Any, stop: Event) -> None:
-    global _done, _stop
-    _done, _stop = done, stop
+def _init(done: Any, stop: Event, sums: Any, summed: Event) -> None:
+    global _done, _stop, _sums, _summed
+    _done, _stop, _sums, _summed = done, stop, sums, summed
 
 
 def default_workers() -> int:
@@ -51,7 +60,8 @@ def default_workers() -> int:
 
 @dataclass(frozen=True)
 class Share:
-    """One worker's job: its `profiles` of the grid replayed over the store; progress in slot `slot`."""
+    """One worker's job: its `profiles` of the grid replayed over the store, then totalled and priced;
+    progress in slot `slot`; `basis`: the index among them of the profile tokens are calibrated on."""
 
     location: StoreLocation
     project: Path | None
@@ -60,13 +70,25 @@ class Share:
     streams: Sequence[str] | None
     slot: int
     last_global_id: int
+    basis: int | None
+    pricing: Pricing
+    output: RecordedOutput | None
 
 
-def _replay_share(share: Share) -> list[list[CallFigure]]:
-    return asyncio.run(_share(share))
+Totalled = list[tuple[dict[str, Totals], Totals]]  # per profile of a share: its totals per run and in all
 
 
-async def _share(share: Share) -> list[list[CallFigure]]:
+def _replay_share(share: Share) -> Totalled:
+    out: list[Totalled] = []
+
+    async def main() -> None:  # the result kept out of the main task, which asyncio.run formats at its end
+        out.append(await _share(share))
+
+    asyncio.run(main())
+    return out[0]
+
+
+async def _share(share: Share) -> Totalled:
     def tick(fraction: float, _label: str) -> None:
         if _stop is not None and _stop.is_set():
             raise _Stopped
@@ -77,9 +99,18 @@ async def _share(share: Share) -> list[list[CallFigure]]:
         runs = profile_runs(share.profiles, share.recorded_knobs)
         calls = replay_profiles(reader, share.project, share.profiles, share.streams)
         await collect_calls(calls, runs, last_global_id=share.last_global_id, progress=tick, label="")
-        return [run.calls for run in runs]
     finally:
         await reader.close()
+    if share.basis is not None:
+        _sums[:] = recorded_sums(runs[share.basis].calls)
+        assert _summed is not None
+        _summed.set()
+    while _summed is not None and not _summed.wait(TICK_S):
+        tick(1.0, "")
+    ratio, _ = ratio_of(*_sums[:])
+    for run in runs:
+        share.pricing.summarize(run, ratio, share.output)
+    return [(run.per_run, run.total) for run in runs]
 
 
 async def replay_on_pool(
@@ -92,30 +123,34 @@ async def replay_on_pool(
     workers: int,
     last_global_id: int,
     progress: Progress | None,
-) -> list[ProfileRun]:
-    """Every profile's run with its calls (in replay order), as `collect_calls` fills them in one
-    process. The profiles are dealt round-robin to `workers` processes (spawned, so that a parent
-    with threads, such as the dashboard, is never forked). `progress` is called every TICK_S with
-    the mean fraction of the workers; if it raises, or the awaiting task is cancelled, the workers
-    are told to stop and are waited for before the error propagates."""
+    pricing: Pricing,
+    model: str | None,
+    output: RecordedOutput | None = None,
+) -> Comparison:
+    """The comparison of the profiles, as `compare_profiles` makes it in one process, less each
+    profile's per-call figures (`calls` left empty). The profiles are dealt round-robin to `workers`
+    processes (spawned, so that a parent with threads, such as the dashboard, is never forked).
+    `progress` is called every TICK_S with the mean fraction of the workers; if it raises, or the
+    awaiting task is cancelled, the workers are told to stop and are waited for before the error
+    propagates."""
     workers = max(1, min(workers, len(profiles)))
     shares = [list(range(slot, len(profiles), workers)) for slot in range(workers)]
     context = multiprocessing.get_context("spawn")
     done: SynchronizedArray[float] = context.Array("d", workers)
     stop = context.Event()
+    sums: SynchronizedArray[int] = context.Array("q", 3)
+    summed = context.Event()
     label = profiles_label(profiles)
     runs = profile_runs(profiles, recorded_knobs)
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init, initargs=(done, stop))
-    futures: list[asyncio.Future[list[list[CallFigure]]]] = []
+    basis = basis_index(runs)
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init, initargs=(done, stop, sums, summed))
+    futures: list[asyncio.Future[Totalled]] = []
     try:
-        futures += [
-            asyncio.wrap_future(
-                pool.submit(_replay_share, Share(location, project, [profiles[i] for i in share], recorded_knobs,
-                                                 streams, slot, last_global_id))
-            )
-            for slot, share in enumerate(shares)
-        ]  # fmt: skip
-        pending: set[asyncio.Future[list[list[CallFigure]]]] = set(futures)
+        for slot, share in enumerate(shares):
+            job = Share(location, project, [profiles[i] for i in share], recorded_knobs, streams, slot, last_global_id,
+                        share.index(basis) if basis in share else None, pricing, output)  # fmt: skip
+            futures.append(asyncio.wrap_future(pool.submit(_replay_share, job)))
+        pending: set[asyncio.Future[Totalled]] = set(futures)
         while pending:
             _, pending = await asyncio.wait(pending, timeout=TICK_S, return_when=asyncio.FIRST_EXCEPTION)
             failed = [f.exception() for f in futures if f.done() and f.exception() is not None]
@@ -126,9 +161,10 @@ async def replay_on_pool(
                 if maybe is not None:
                     await maybe
         for share, future in zip(shares, futures, strict=True):
-            for index, calls in zip(share, future.result(), strict=True):
-                runs[index].calls = calls
-        return runs
+            for index, (per_run, total) in zip(share, future.result(), strict=True):
+                runs[index].per_run, runs[index].total = per_run, total
+        ratio, source = ratio_of(*sums[:])
+        return pricing.comparison(runs, ratio, source, model, output)
     except BaseException:
         stop.set()
         for future in futures:

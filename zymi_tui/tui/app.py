@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -20,7 +22,7 @@ from zymi_tui.errors import UserError
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import RUN_TAGS, RunSummary, list_runs, newest_runs
-from zymi_tui.events.store import EventReader, StoreError, run_of, step_of
+from zymi_tui.events.store import EventReader, IndexRow, StoreError, run_of, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.tail import tail
 from zymi_tui.events.verify import verify_store
@@ -30,20 +32,25 @@ from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.help import DASHBOARD_NAV, DASHBOARD_PANELS
 from zymi_tui.tui.lineage import lineage_text
 from zymi_tui.tui.messages import (
+    CallsCollected,
     ChainChecked,
+    EventRead,
     MaskingFound,
     PeaksLoaded,
     PipelineLoaded,
     RowsSkipped,
+    RunIndexed,
     RunPage,
+    RunRows,
     RunsLoaded,
+    SearchHits,
     StoreTrouble,
     TailBatch,
 )
 from zymi_tui.tui.model import RunKey, RunsModel, format_size
 from zymi_tui.tui.model_events import RUN_GROUP, EventsModel
 from zymi_tui.tui.model_graph import build_graph, load_pipeline_steps
-from zymi_tui.tui.model_plot import collect_calls
+from zymi_tui.tui.model_plot import PLOT_TAGS, WORKFLOW_TAGS, CallCollector, StepCalls
 from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.source import FIRST_RUNS, FirstRuns, knobs_of, peaks_of, read_peaks, read_run
@@ -58,6 +65,12 @@ TAIL_POLL_S = 0.1
 REDRAW_S = 0.25
 SELECT_DELAY_S = 0.12
 FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then all of them
+# A run of more events than this is shown from its index (ids first), its rows read as they are drawn;
+# its plot, graph and search are made by workers reading its pages. ZYMI_TUI_SPARSE_EVENTS sets it
+# (the tests lower it to take this path on a small store).
+SPARSE_EVENTS = 5000
+WINDOW_MARGIN = 120  # events read above and below the screen, ahead of scrolling
+PAGE_IDS = 500  # rows a worker reads (and decodes) at a time
 STATUS_CYCLE = [None, "ok", "FAIL", "running"]
 KIND_PRESETS: list[tuple[str, set[str] | None]] = [
     ("all kinds", None),
@@ -69,6 +82,14 @@ KIND_PRESETS: list[tuple[str, set[str] | None]] = [
 
 
 JUMP_RETRIES = 20  # a run just created may take a few list reloads to appear
+
+
+def sparse_threshold() -> int:
+    return int(os.environ.get("ZYMI_TUI_SPARSE_EVENTS", SPARSE_EVENTS))
+
+
+def _pages(gids: list[int]) -> Iterable[list[int]]:
+    return (gids[i : i + PAGE_IDS] for i in range(0, len(gids), PAGE_IDS))
 
 
 class MainScreen(ActionScreen):
@@ -137,7 +158,8 @@ class MainScreen(ActionScreen):
         self.verified: int | None = None
         self.pipeline_steps: dict[str, tuple[object, str | None]] = {}
         self.plot_dirty = False
-        self.loading = False
+        # the selected run is being read (not Textual's `loading`, which would cover the screen with dots)
+        self.run_loading = False
         self.last_gid = 0
         # the project's knobs are read by `start`, after the first frame (their model loads pydantic and yaml)
         self.knob_source: str | None = None
@@ -154,6 +176,12 @@ class MainScreen(ActionScreen):
         self.masking_stale = False
         self.select_timer: Timer | None = None
         self.chain_problem: str | None = None
+        self.calls: CallCollector | None = None  # a long run's plot and graph figures (from a worker)
+        self.calls_done = False
+        self.pending_calls: list[StoredEvent] = []  # live events of a long run that came while it was collected
+        self.searching_run = False  # a worker searches a long run's pages
+        self.rows_wanted: set[int] = set()  # a long run's rows to read next (one read at a time)
+        self.rows_busy = False
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -216,8 +244,10 @@ class MainScreen(ActionScreen):
         self.knob_source = source
         plot = self.query_one(ContextPlot)
         plot.soft_cap, plot.hard_cap = self.soft_cap, self.hard_cap
-        self._redraw_plot()  # a run loaded before the knobs were read is plotted now
+        self.plot_dirty = True
+        self._redraw_plot()  # with the caps
         self.update_banner()
+        self.load_selected()
 
     def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
         """Run `job` with a reader of its own in this worker thread (decoding never blocks the UI)."""
@@ -289,9 +319,73 @@ class MainScreen(ActionScreen):
                 head = await reader.newest(key.stream_id, FIRST_PAGE, include_steps=True)
                 if len(head) == FIRST_PAGE and not get_current_worker().is_cancelled:
                     self.post_message(RunPage(key, head, True, False))
+                rows = await reader.run_index(key.stream_id)
+                if len(rows) > sparse_threshold():  # ids first: the rows are read as they are drawn
+                    if not get_current_worker().is_cancelled:
+                        self.post_message(RunIndexed(key, rows, head))
+                    return
             events = await read_run(reader, key)
             if not get_current_worker().is_cancelled:
                 self.post_message(RunPage(key, events, True, True))
+
+        self.in_thread(job)
+
+    @work(thread=True, group="rows", exit_on_error=False)
+    def load_rows(self, key: RunKey, gids: list[int]) -> None:
+        """Rows of a long run the events list drew before they were read."""
+
+        async def job(reader: EventReader) -> None:
+            self.post_message(RunRows(key, await reader.read_ids(gids), gids))
+
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="collect", exit_on_error=False)
+    def collect_run(self, key: RunKey, rows: list[IndexRow]) -> None:
+        """A long run's plot and graph: its LLM-call, compaction and workflow rows read a page at a time
+        and fed to a collector that keeps the calls, not the events."""
+        wanted = [gid for gid, _, _, tag in rows if tag in PLOT_TAGS or tag in WORKFLOW_TAGS]
+
+        async def job(reader: EventReader) -> None:
+            collector = CallCollector(self.window, self.forget_after)
+            worker = get_current_worker()
+            first = await reader.read_ids([rows[0][0]]) if rows else []  # x = seconds since the run started
+            collector.t0 = first[0].event.timestamp_ns if first else None
+            for n, page in enumerate(_pages(wanted), 1):
+                collector.feed(await reader.read_ids(page))
+                if worker.is_cancelled:
+                    return
+                if n % 20 == 0:  # the curve grows as it is read
+                    self.post_message(CallsCollected(key, collector.snapshot(), False))
+            collector.last_gid = max(collector.last_gid, rows[-1][0] if rows else 0)
+            self.post_message(CallsCollected(key, collector, True))
+
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def search_run(self, key: RunKey, needle: str, gids: list[int]) -> None:
+        """A long run's events matching `needle`, found a page at a time (as the list's own search matches)."""
+        from zymi_tui.tui.model_events import matches
+
+        async def job(reader: EventReader) -> None:
+            worker = get_current_worker()
+            hits: set[int] = set()
+            for n, page in enumerate(_pages(gids), 1):
+                hits.update(se.global_id for se in await reader.read_ids(page) if matches(se, needle))
+                if worker.is_cancelled:
+                    return
+                if n % 10 == 0:
+                    self.post_message(SearchHits(key, needle, set(hits), False))
+            self.post_message(SearchHits(key, needle, hits, True))
+
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="event", exit_on_error=False)
+    def read_event(self, key: RunKey, gid: int) -> None:
+        """One event of a long run read whole (the inspector opens on it)."""
+
+        async def job(reader: EventReader) -> None:
+            found = await reader.read_ids([gid])
+            self.post_message(EventRead(key, found[0] if found else None))
 
         self.in_thread(job)
 
@@ -335,7 +429,12 @@ class MainScreen(ActionScreen):
 
     def worker_failed(self, group: str, line: str) -> None:
         if group == "run":
-            self.loading = False
+            self.run_loading = False
+            self.update_events_title()
+        elif group == "rows":
+            self.rows_busy = False
+        elif group == "search":
+            self.searching_run = False
             self.update_events_title()
         elif group == "verify":
             self.chain_problem = line
@@ -420,23 +519,107 @@ class MainScreen(ActionScreen):
         else:
             self.events.append(msg.events)
         if msg.last:
-            loaded = self.events.events[-1].global_id if self.events.events else 0
-            late = [se for se in self.pending_live if se.global_id > loaded]
-            self.pending_live.clear()
-            if late:
-                self.events.append(late)
-            self.loading = False
-            self.masking = {}
-            steps = sorted({se.event.stream_id for se in self.events.events if step_of(se.event.stream_id)})
-            if steps:
-                self.find_masking(msg.key, steps)
-            self.events.end()
+            self._loaded()
+            streams = self.step_streams()
+            if streams:
+                self.find_masking(msg.key, streams)
             view.update_size()
             view.reveal_cursor()
             self.refresh_derived(new_run=True)
         else:
             view.update_size()
         self.update_events_title()
+
+    def step_streams(self) -> list[str]:
+        return sorted({stream for _, stream, _, _ in self.events.rows if step_of(stream)})
+
+    def _loaded(self) -> None:
+        """The selected run is in the model (whole, or its index): live events held meanwhile are added."""
+        rows = self.events.rows
+        loaded = rows[-1][0] if rows else 0
+        late = [se for se in self.pending_live if se.global_id > loaded]
+        self.pending_live.clear()
+        if late:
+            self.events.append(late)
+        self.run_loading = False
+        self.masking = {}
+        self.events.end()
+
+    def on_run_indexed(self, msg: RunIndexed) -> None:
+        if msg.key != self.selected:
+            return
+        view = self.query_one(EventsList)
+        view.problem = None
+        self.events.cursor_gid = None
+        self.events.expanded.clear()
+        self.events.mark = None
+        self.events.set_index(msg.rows, msg.newest)
+        self.calls, self.calls_done = None, False
+        self.pending_calls = []
+        self.rows_wanted.clear()
+        self._loaded()
+        view.update_size()
+        view.reveal_cursor()
+        self.collect_run(msg.key, list(self.events.rows))
+        self.refresh_derived(new_run=True)
+        self.update_events_title()
+
+    @on(EventsList.NeedRows)
+    def need_rows(self, msg: EventsList.NeedRows) -> None:
+        if self.selected is None or not self.events.sparse:
+            return
+        view = self.query_one(EventsList)
+        self.rows_wanted.update(msg.gids, view.visible_gids(WINDOW_MARGIN))
+        self.rows_wanted.difference_update(self.events.decoded)
+        self.events.missing.clear()
+        self._read_rows()
+
+    def _read_rows(self) -> None:
+        if self.rows_busy or not self.rows_wanted or self.selected is None:
+            return
+        self.rows_busy = True
+        gids, self.rows_wanted = sorted(self.rows_wanted), set()
+        self.load_rows(self.selected, gids)
+
+    def on_run_rows(self, msg: RunRows) -> None:
+        self.rows_busy = False
+        if msg.key == self.selected and self.events.sparse:
+            view = self.query_one(EventsList)
+            before = self._cursor_screen_offset(view)
+            if self.events.add_decoded(msg.events, msg.asked):
+                view.update_size()
+                self._restore_cursor_offset(view, before)
+            view.refresh()
+            self._read_rows()
+        else:
+            self.rows_wanted.clear()
+
+    def on_calls_collected(self, msg: CallsCollected) -> None:
+        if msg.key != self.selected or not self.events.sparse:
+            return
+        self.calls, self.calls_done = msg.collector, msg.done
+        if msg.done:
+            late, self.pending_calls = [se for se in self.pending_calls if se.global_id > msg.collector.last_gid], []
+            msg.collector.feed(late)
+            streams = self.step_streams()
+            if streams:
+                self.find_masking(msg.key, streams)
+        self.refresh_derived(new_run=True)
+
+    def on_search_hits(self, msg: SearchHits) -> None:
+        if msg.key != self.selected or not self.events.sparse or msg.needle != self.events.search.lower().strip():
+            return
+        self.searching_run = not msg.done
+        self.events.search_hits = msg.hits
+        self._relayout_events()
+
+    def on_event_read(self, msg: EventRead) -> None:
+        if msg.key != self.selected:
+            return
+        if msg.event is None:
+            self.notify("that LLM call's row could not be read (see the banner)", severity="warning")
+            return
+        self._open_inspector(msg.event)
 
     def on_masking_found(self, msg: MaskingFound) -> None:
         if msg.key == self.selected:
@@ -471,7 +654,7 @@ class MainScreen(ActionScreen):
         if key is None:
             return
         mine = [se for se in batch if self._belongs(se, key)]
-        if mine and self.loading:
+        if mine and self.run_loading:
             self.pending_live.extend(mine)  # merged when the load lands (it may or may not include them)
         elif mine:
             if any(se.event.tag == "llm_call_started" for se in mine):
@@ -479,6 +662,11 @@ class MainScreen(ActionScreen):
             view = self.query_one(EventsList)
             before = self._cursor_screen_offset(view)
             self.events.append(mine)
+            if self.events.sparse:  # the collector takes them once it has read the run
+                if self.calls is not None and self.calls_done:
+                    self.calls.feed(mine)
+                else:
+                    self.pending_calls.extend(mine)
             view.update_size()
             self._restore_cursor_offset(view, before)
             self.update_events_title()
@@ -535,9 +723,11 @@ class MainScreen(ActionScreen):
         if key == self.selected:
             return
         self.selected = key
-        self.loading = key is not None
+        self.run_loading = key is not None
         self.pending_live.clear()
         self.masking, self.masking_checked = {}, False
+        self.calls, self.calls_done, self.pending_calls = None, False, []
+        self.searching_run = False
         self.query_one(ContextPlot).picked = None
         if key is None:
             self.events.set_events([])
@@ -546,11 +736,18 @@ class MainScreen(ActionScreen):
             self.update_events_title()
             return
         self.update_events_title()
-        row = self.runs.rows[self.query_one(RunsList).cursor]
-        # after the next frame: the first one (drawn before any worker competes with it), or this selection's
-        self.call_after_refresh(self.load_run, key)
-        if str(key) not in self.pipeline_steps:
-            self.call_after_refresh(self.load_pipeline, key, row.summary.pipeline)
+        self.load_selected()
+
+    def load_selected(self) -> None:
+        """Read the selected run and its pipeline, once the knobs are known (its plot and graph use them);
+        the first selection is read when `start` has read them, after the first frame."""
+        key = self.selected
+        if key is None or self.knob_source is None:
+            return
+        self.load_run(key)
+        index = self.runs.index_of(key)
+        if index is not None and str(key) not in self.pipeline_steps:
+            self.load_pipeline(key, self.runs.rows[index].summary.pipeline)
 
     @on(CursorList.Moved, "#runs")
     def runs_moved(self) -> None:
@@ -562,10 +759,10 @@ class MainScreen(ActionScreen):
 
     @on(CursorList.Moved, "#events")
     def events_moved(self) -> None:
-        se = self.events.cursor_event
+        row = self.events.cursor_row
         plot = self.query_one(ContextPlot)
-        if se is not None and se.event.tag == "llm_call_started":
-            call = next((c for c in plot.all_calls() if c.global_id == se.global_id), None)
+        if row is not None and row[3] == "llm_call_started":
+            call = next((c for c in plot.all_calls() if c.global_id == row[0]), None)
             if call is not None:
                 plot.pick(call)
 
@@ -593,21 +790,31 @@ class MainScreen(ActionScreen):
             and not any(w.group == "masking" and w.is_running for w in self.workers)
         ):
             self.masking_stale = False
-            streams = sorted({se.event.stream_id for se in self.events.events if step_of(se.event.stream_id)})
-            self.find_masking(self.selected, streams)
-        if not self.plot_dirty or self.knob_source is None:
+            self.find_masking(self.selected, self.step_streams())
+        if not self.plot_dirty:
             return
         self.plot_dirty = False
         plot = self.query_one(ContextPlot)
-        steps = collect_calls(self.events.events, self.window, self.forget_after)
-        if self.masking_checked:  # the context engine's answer replaces the estimate
-            for name, sc in steps.items():
+        collected = self.collected()
+        steps: dict[str, StepCalls] = {}
+        for name, sc in (collected.steps if collected is not None else {}).items():
+            steps[name] = sc = replace(sc)  # the collector keeps its estimate; the plot shows the best answer
+            if self.masking_checked:  # the context engine's answer replaces the estimate
                 gid = self.masking.get(name)
                 index = next((c.index for c in sc.calls if c.global_id == gid), None)
                 sc.masking_from, sc.masking_exact = index, True
-        t0 = self.events.events[0].event.timestamp_ns if self.events.events else 0
+        t0 = collected.t0 if collected is not None and collected.t0 is not None else 0
         plot.step = self.events.step
         plot.set_data(steps, t0)
+
+    def collected(self) -> CallCollector | None:
+        """The plot's and graph's figures: a long run's from its collector (None while the first pages are
+        read), a small run's from its events."""
+        if self.events.sparse:
+            return self.calls
+        collector = CallCollector(self.window, self.forget_after)
+        collector.feed(self.events.loaded())
+        return collector
 
     def refresh_graph(self) -> None:
         graph_view = self.query_one(GraphView)
@@ -623,7 +830,11 @@ class MainScreen(ActionScreen):
             graph_view.show(None, "loading pipeline…")
             return
         steps, problem = loaded
-        graph = build_graph(row.summary.pipeline, steps, problem, self.events.events)  # type: ignore[arg-type]
+        collected = self.collected()
+        if collected is None:
+            graph_view.show(None, "reading the run's calls…")
+            return
+        graph = build_graph(row.summary.pipeline, steps, problem, collected.workflow, collected.steps)  # type: ignore[arg-type]
         graph_view.show(graph)
 
     def update_run_info(self) -> None:
@@ -653,15 +864,15 @@ class MainScreen(ActionScreen):
 
     def update_events_title(self) -> None:
         m = self.events
-        parts = [f"{m.visible_count}/{len(m.events)} events"]
+        parts = [f"{m.visible_count}/{len(m.rows)} events"]
         if m.step is not None:
             parts.append("run stream" if m.step == RUN_GROUP else f"step {m.step}")
         kinds = next((name for name, tags in KIND_PRESETS if tags == m.kinds), "custom kinds")
         if m.kinds is not None:
             parts.append(kinds)
         if m.search:
-            parts.append(f"search “{m.search}”")
-        if self.loading:
+            parts.append(f"search “{m.search}”" + (" (searching…)" if self.searching_run else ""))
+        if self.run_loading:
             parts.append("loading…")
         self.query_one("#events").border_title = safe_text("Events · " + " · ".join(parts), one_line=True)
         self.query_one("#events-title", Static).display = False
@@ -756,6 +967,14 @@ class MainScreen(ActionScreen):
             self._rebuild_runs()
         else:
             self.events.search = text
+            needle = text.lower().strip()
+            if self.events.sparse and needle and self.selected is not None:  # a worker reads the pages
+                self.events.search_hits = set()
+                self.searching_run = True
+                self.search_run(self.selected, needle, [gid for gid, *_ in self.events.rows])
+            elif self.searching_run:
+                self.searching_run = False
+                self.workers.cancel_group(self, "search")
             self._relayout_events()
 
     def _rebuild_runs(self) -> None:
@@ -827,23 +1046,29 @@ class MainScreen(ActionScreen):
             return
         lo, hi = se.event.kind.replaces_seq_range  # type: ignore[union-attr]
         self.events.mark = (se.event.stream_id, lo, hi)
-        if self.events.jump_to(replaced[0].global_id):
+        if self.events.jump_to(replaced[0][0]):
             view = self.query_one(EventsList)
             view.reveal_cursor()
             view.refresh()
         self.notify(f"{len(replaced)} replaced event(s) marked ┃ (Esc clears)")
 
     def action_inspect(self) -> None:
-        se = self.events.cursor_event
         plot = self.query_one(ContextPlot)
         call = plot.picked
         gid = call.global_id if call is not None else None
-        if se is not None and se.event.tag == "llm_call_started":
-            gid = se.global_id
-        target = next((e for e in self.events.events if e.global_id == gid), None)
-        if target is None:
+        row = self.events.cursor_row
+        if row is not None and row[3] == "llm_call_started":
+            gid = row[0]
+        if gid is None or self.selected is None:
             self.notify("select an LLM call (in the events list or on the plot) to inspect its context")
             return
+        target = self.events.decoded.get(gid)
+        if target is None:  # a long run's call not read yet
+            self.read_event(self.selected, gid)
+            return
+        self._open_inspector(target)
+
+    def _open_inspector(self, target: StoredEvent) -> None:
         from zymi_tui.tui.inspector import InspectorScreen
 
         self.app.push_screen(InspectorScreen(target, self.target.store, self.target.project))
@@ -852,11 +1077,11 @@ class MainScreen(ActionScreen):
     def action_tune(self) -> None:
         from zymi_tui.tui.tuning.hooks import open_editor
 
-        se = self.events.cursor_event
+        row = self.events.cursor_row
         picked = self.query_one(ContextPlot).picked
-        gid = se.global_id if se is not None and se.event.tag == "llm_call_started" else None
+        gid = row[0] if row is not None and row[3] == "llm_call_started" else None
         gid = gid if gid is not None else (picked.global_id if picked is not None else None)
-        open_editor(self, self.reader, self.target.project, self.events.events, gid)
+        open_editor(self, self.reader, self.target.project, self.events.rows, gid)
 
     def action_compare_profiles(self) -> None:
         from zymi_tui.tui.tuning.hooks import open_compare
@@ -901,14 +1126,14 @@ class MainScreen(ActionScreen):
     def focused_stream(self) -> str | None:
         """The step stream the user looks at: the picked call's, the step filter's, else the run's first."""
         picked = self.query_one(ContextPlot).picked
-        se = self.events.cursor_event
+        row = self.events.cursor_row
         for stream in (
-            se.event.stream_id if se is not None and se.event.tag == "llm_call_started" else None,
-            next((e.event.stream_id for e in self.events.events if picked and e.global_id == picked.global_id), None),
+            row[1] if row is not None and row[3] == "llm_call_started" else None,
+            picked.stream_id if picked is not None else None,
         ):
             if stream and step_of(stream):
                 return stream
-        steps = [e.event.stream_id for e in self.events.events if e.event.tag == "llm_call_started"]
+        steps = [stream for _, stream, _, tag in self.events.rows if tag == "llm_call_started"]
         if self.events.step is not None:
             steps = [s for s in steps if step_of(s) == self.events.step] or steps
         return steps[0] if steps else None

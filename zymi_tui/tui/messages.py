@@ -5,9 +5,11 @@ from __future__ import annotations
 from textual.message import Message
 
 from zymi_tui.events.runs import RunSummary
+from zymi_tui.events.store import IndexRow
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.model_graph import StepDef
+from zymi_tui.tui.model_plot import CallCollector
 
 
 class RunsLoaded(Message):
@@ -82,3 +84,53 @@ class MaskingFound(Message):
         super().__init__()
         self.key = key
         self.first_masked = first_masked
+
+
+class RunIndexed(Message):
+    """A long run's index (every row without its data) and its newest events, decoded: the sparse list."""
+
+    def __init__(self, key: RunKey, rows: list[IndexRow], newest: list[StoredEvent]) -> None:
+        super().__init__()
+        self.key = key
+        self.rows = rows
+        self.newest = newest
+
+
+class RunRows(Message):
+    """Rows of a long run the events list asked for (`asked`; those not in `events` could not be read)."""
+
+    def __init__(self, key: RunKey, events: list[StoredEvent], asked: list[int]) -> None:
+        super().__init__()
+        self.key = key
+        self.events = events
+        self.asked = asked
+
+
+class CallsCollected(Message):
+    """A long run's plot and graph figures, collected from its pages in a worker (`done`: the whole run)."""
+
+    def __init__(self, key: RunKey, collector: CallCollector, done: bool) -> None:
+        super().__init__()
+        self.key = key
+        self.collector = collector
+        self.done = done
+
+
+class SearchHits(Message):
+    """The ids of a long run's events matching `needle`, found so far (`done`: every page searched)."""
+
+    def __init__(self, key: RunKey, needle: str, hits: set[int], done: bool) -> None:
+        super().__init__()
+        self.key = key
+        self.needle = needle
+        self.hits = hits
+        self.done = done
+
+
+class EventRead(Message):
+    """One event read for a screen that needs it whole (the inspector on a long run's call)."""
+
+    def __init__(self, key: RunKey, event: StoredEvent | None) -> None:
+        super().__init__()
+        self.key = key
+        self.event = event

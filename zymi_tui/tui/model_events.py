@@ -7,13 +7,12 @@ depend on which events are expanded and on the width (expanded payloads wrap).
 from __future__ import annotations
 
 import bisect
-import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from zymi_tui.events.store import step_of
+from zymi_tui.events.store import IndexRow, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.safe_text import clean, wrap_cells
 
@@ -36,39 +35,144 @@ class Header:
 
 @dataclass(slots=True)
 class EventsModel:
-    """Events of one run or turn, in global order, with the view state that survives live updates."""
+    """Events of one run or turn, in global order, with the view state that survives live updates.
 
-    events: list[StoredEvent] = field(default_factory=list)
+    `rows` is the run's index (global id, stream, sequence, kind tag: no payload); grouping, the kind
+    and step filters, the cursor and the layout work on it alone. A run's decoded events are in
+    `decoded`: every one of a small run; of a long (`sparse`) run only the windows drawn, read by the
+    dashboard as the view asks for them (`missing`), at most `cache` of them kept.
+    """
+
+    rows: list[IndexRow] = field(default_factory=list)
+    decoded: dict[int, StoredEvent] = field(default_factory=dict)
+    sparse: bool = False
+    cache: int = 5000
     group_by_step: bool = True
     kinds: set[str] | None = None  # kind tags to show; None = all
     step: str | None = None  # RUN_GROUP, a step id, or None = all
     search: str = ""
+    search_hits: set[int] | None = None  # sparse: the ids found so far matching `search` (a worker's answer)
     expanded: set[int] = field(default_factory=set)  # global ids
     width: int = 80
     cursor_gid: int | None = None  # the selected event (stable across updates)
     mark: tuple[str, int, int] | None = None  # (stream, lo, hi) highlighted: what a compaction replaced
+    missing: set[int] = field(default_factory=set)  # sparse: ids drawn before they were decoded
+    unreadable: set[int] = field(default_factory=set)  # sparse: ids the store could not decode (skipped)
     _lines: dict[int, Line] = field(default_factory=dict)
     _detail: dict[tuple[int, int], list[str]] = field(default_factory=dict)
-    items: list[Header | StoredEvent] = field(default_factory=list)
-    _starts: list[int] = field(default_factory=list)
-    _total: int = 0
+    items: list[Header | IndexRow] = field(default_factory=list)
     _index: dict[int, int] = field(default_factory=dict)  # gid -> item index
-    _order: list[int] = field(default_factory=list)  # visible event gids, top to bottom
-    _pos: dict[int, int] = field(default_factory=dict)  # gid -> position in _order
+    # the headers' item indexes, and where each group's events start among the visible events: an
+    # event's position (for the cursor's moves) is its item index less the headers above it
+    _headers: list[int] = field(default_factory=list)
+    _group_pos: list[int] = field(default_factory=list)
+    # expanded items (item index, first line, extra lines), in item order: a line's item is found by
+    # bisecting these, so expanding one event costs O(expanded), not O(events)
+    _exp_items: list[int] = field(default_factory=list)
+    _exp_starts: list[int] = field(default_factory=list)
+    _exp_extra: list[int] = field(default_factory=list)
+    _total: int = 0
 
     # -- data ---------------------------------------------------------------------------------
     def set_events(self, events: Iterable[StoredEvent]) -> None:
-        self.events = list(events)
+        """Every event of the run, decoded (a small run)."""
+        events = list(events)
+        self.sparse = False
+        self.rows = [index_row(se) for se in events]
+        self.decoded = {se.global_id: se for se in events}
+        self._reset_caches()
         self.relayout()
+
+    def set_index(self, rows: list[IndexRow], decoded: Iterable[StoredEvent]) -> None:
+        """A long run: its index, and the events already decoded (its newest page)."""
+        self.sparse = True
+        self.rows = rows
+        self.decoded = {}
+        self._reset_caches()
+        self.add_decoded(decoded)
+        self.relayout()
+
+    def _reset_caches(self) -> None:
+        self._lines.clear()
+        self._detail.clear()
+        self.missing.clear()
+        self.unreadable.clear()
+        self.search_hits = None
+
+    def add_decoded(self, events: Iterable[StoredEvent], asked: Iterable[int] = ()) -> bool:
+        """Decoded events of a sparse run (a window the view asked for: `asked`, of which the rows the
+        store could not decode are left out); True when an expanded one arrived (the layout changed)."""
+        reflow = False
+        self.missing.difference_update(asked)
+        self.unreadable.update(asked)
+        for se in events:
+            self.decoded[se.global_id] = se
+            self.unreadable.discard(se.global_id)
+            reflow = reflow or se.global_id in self.expanded
+        self._trim()
+        if reflow:
+            self._detail.clear()
+            self.reflow()
+        return reflow
+
+    def _trim(self) -> None:
+        """A sparse run keeps at most `cache` decoded events: the oldest read go (the cursor's and the
+        expanded stay)."""
+        if not self.sparse or len(self.decoded) <= self.cache:
+            return
+        keep = {self.cursor_gid, *self.expanded}
+        for gid in list(self.decoded)[: len(self.decoded) - self.cache // 2]:
+            if gid not in keep:
+                del self.decoded[gid]
+                self._lines.pop(gid, None)
 
     def append(self, events: Iterable[StoredEvent]) -> int:
         """Add newer events; returns how many were added (the layout is rebuilt, the cursor kept)."""
         added = list(events)
         if not added:
             return 0
-        self.events.extend(added)
-        self.relayout()
+        self.rows.extend(index_row(se) for se in added)
+        for se in added:
+            self.decoded[se.global_id] = se
+        needle = self.search.lower().strip()
+        if self.sparse and needle and self.search_hits is not None:  # decoded already: searched here
+            self.search_hits.update(se.global_id for se in added if matches(se, needle, self.line_of(se)))
+        self._trim()
+        self._extend([index_row(se) for se in added])
         return len(added)
+
+    def _extend(self, new: list[IndexRow]) -> None:
+        """Newer rows at the end of the list (flat order, or all of them in the last group) are added
+        without laying the whole run out again: a live long run costs its new rows, not its length."""
+        needle = self.search.lower().strip()
+        shown = [row for row in new if self._visible(row, needle)]
+        if not shown:
+            return
+        tail = self.items[-1] if self.items else None
+        if isinstance(tail, Header) or (tail is not None and tail[0] > shown[0][0]):
+            self.relayout()  # not newer than the list's last row (never, from a live tail)
+            return
+        if self.group_by_step:
+            header = self.items[self._headers[-1]] if self._headers else None
+            if not isinstance(header, Header) or {step_of(row[1]) or RUN_GROUP for row in shown} != {header.group}:
+                self.relayout()  # a group before the last one grows: its rows move the ones below
+                return
+            self.items[self._headers[-1]] = Header(header.group, header.count + len(shown))
+        for row in shown:
+            self._index[row[0]] = len(self.items)
+            self.items.append(row)
+        self.reflow()
+
+    def event(self, gid: int) -> StoredEvent | None:
+        """A decoded event, or None (a sparse run's row not read yet: the view asks for it)."""
+        se = self.decoded.get(gid)
+        if se is None and self.sparse and gid not in self.unreadable:
+            self.missing.add(gid)
+        return se
+
+    def loaded(self) -> list[StoredEvent]:
+        """The decoded events in global order: every event of a small run, the read windows of a long one."""
+        return [se for gid, *_ in self.rows if (se := self.decoded.get(gid)) is not None]
 
     def line_of(self, se: StoredEvent) -> Line:
         line = self._lines.get(se.global_id)
@@ -82,121 +186,174 @@ class EventsModel:
     @property
     def steps(self) -> list[str]:
         seen: dict[str, None] = {}
-        for se in self.events:
-            seen.setdefault(step_of(se.event.stream_id) or RUN_GROUP, None)
+        streams: set[str] = set()
+        for _, stream, _, _ in self.rows:
+            if stream not in streams:
+                streams.add(stream)
+                seen.setdefault(step_of(stream) or RUN_GROUP, None)
         return list(seen)
 
     @property
     def kind_tags(self) -> list[str]:
-        return sorted({se.event.tag for se in self.events})
+        return sorted({tag for _, _, _, tag in self.rows})
 
     # -- filtering and layout -----------------------------------------------------------------
-    def _visible(self, se: StoredEvent, needle: str) -> bool:
-        if self.kinds is not None and se.event.tag not in self.kinds:
+    def _visible(self, row: IndexRow, needle: str) -> bool:
+        gid, stream, _, tag = row
+        if self.kinds is not None and tag not in self.kinds:
             return False
-        if self.step is not None and (step_of(se.event.stream_id) or RUN_GROUP) != self.step:
+        if self.step is not None and (step_of(stream) or RUN_GROUP) != self.step:
             return False
         if needle:
-            line = self.line_of(se)
-            hay = f"{line.label} {line.detail} {se.event.type_name}".lower()
-            if needle not in hay and needle not in se.data.lower():
-                return False
+            if self.sparse:
+                return self.search_hits is not None and gid in self.search_hits
+            se = self.decoded[gid]
+            return matches(se, needle, self.line_of(se))
         return True
 
     def relayout(self) -> None:
         needle = self.search.lower().strip()
-        shown = [se for se in self.events if self._visible(se, needle)]
-        items: list[Header | StoredEvent] = []
+        plain = not needle and self.kinds is None and self.step is None
+        shown = self.rows if plain else [row for row in self.rows if self._visible(row, needle)]
+        items: list[Header | IndexRow] = []
+        headers: list[int] = []
         if self.group_by_step:
-            groups: dict[str, list[StoredEvent]] = {}
-            for se in shown:
-                groups.setdefault(step_of(se.event.stream_id) or RUN_GROUP, []).append(se)
-            order = sorted(groups, key=lambda g: (g != RUN_GROUP, groups[g][0].global_id))
+            groups: dict[str, list[IndexRow]] = {}
+            group_of: dict[str, list[IndexRow]] = {}  # per stream: one step_of a stream, not one a row
+            for row in shown:
+                rows = group_of.get(row[1])
+                if rows is None:
+                    rows = group_of[row[1]] = groups.setdefault(step_of(row[1]) or RUN_GROUP, [])
+                rows.append(row)
+            order = sorted(groups, key=lambda g: (g != RUN_GROUP, groups[g][0][0]))
             for g in order:
+                headers.append(len(items))
                 items.append(Header(g, len(groups[g])))
                 items.extend(groups[g])
         else:
             items.extend(shown)
         self.items = items
-        self._index = {it.global_id: i for i, it in enumerate(items) if isinstance(it, StoredEvent)}
-        self._order = list(self._index)
-        self._pos = {g: i for i, g in enumerate(self._order)}
-        heights = (self.height(it) for it in items)
-        self._starts = [0, *itertools.accumulate(heights)]
-        self._total = self._starts[-1]
-        self._starts.pop()
+        self._headers = headers
+        self._group_pos = [h - k for k, h in enumerate(headers)]
+        if headers:
+            self._index = {it[0]: i for i, it in enumerate(items) if not isinstance(it, Header)}
+        else:
+            self._index = {row[0]: i for i, row in enumerate(shown)}
         if self.cursor_gid is not None and self.cursor_gid not in self._index:
             self.cursor_gid = self._nearest_visible(self.cursor_gid)
+        self.reflow()
+
+    def reflow(self) -> None:
+        """Where each expanded event starts and how many lines it adds (heights change, not the items)."""
+        exp = sorted(i for gid in self.expanded if (i := self._index.get(gid)) is not None)
+        self._exp_items, self._exp_starts, self._exp_extra = exp, [], []
+        extra = 0
+        for i in exp:
+            self._exp_starts.append(i + extra)
+            n = self.height(self.items[i]) - 1
+            self._exp_extra.append(n)
+            extra += n
+        self._total = len(self.items) + extra
 
     def _nearest_visible(self, gid: int) -> int | None:
-        gids = sorted(self._order)
+        gids = sorted(self._index)
         if not gids:
             return None
         i = bisect.bisect_left(gids, gid)
         return gids[min(i, len(gids) - 1)]
 
-    def height(self, item: Header | StoredEvent) -> int:
-        if isinstance(item, Header) or item.global_id not in self.expanded:
+    def height(self, item: Header | IndexRow) -> int:
+        if isinstance(item, Header) or item[0] not in self.expanded:
             return 1
-        return 1 + len(self.detail_lines(item))
+        se = self.event(item[0])
+        return 1 if se is None else 1 + len(self.detail_lines(se))
 
     def detail_lines(self, se: StoredEvent) -> list[str]:
         key = (se.global_id, self.width)
         cached = self._detail.get(key)
         if cached is None:
-            cached = self._detail[key] = wrap_detail(detail_rows(se, self.events), max(self.width - 6, 10))
+            replaced = [(row, self.event(row[0])) for row in self.replaced_by(se)]
+            lines = wrap_detail(detail_rows(se, replaced), max(self.width - 6, 10))
+            if all(e is not None for _, e in replaced):  # else drawn again once they are read
+                self._detail[key] = lines
+            return lines
         return cached
 
     @property
     def line_count(self) -> int:
         return self._total
 
+    def _start(self, i: int) -> int:
+        k = bisect.bisect_left(self._exp_items, i)
+        return i if k == 0 else i + self._exp_starts[k - 1] - self._exp_items[k - 1] + self._exp_extra[k - 1]
+
     def locate(self, y: int) -> tuple[int, int]:
         """(item index, line within the item) of view line y."""
-        i = bisect.bisect_right(self._starts, y) - 1
-        return i, y - self._starts[i]
+        k = bisect.bisect_right(self._exp_starts, y)
+        if k == 0:
+            return y, 0
+        start, item, extra = self._exp_starts[k - 1], self._exp_items[k - 1], self._exp_extra[k - 1]
+        if y <= start + extra:
+            return item, y - start
+        return item + (y - start - extra), 0
 
     def span_of(self, gid: int) -> tuple[int, int] | None:
         """(first line, height) of an event, or None when it is filtered out."""
         i = self._index.get(gid)
         if i is None:
             return None
-        return self._starts[i], self.height(self.items[i])
+        k = bisect.bisect_left(self._exp_items, i)
+        if k < len(self._exp_items) and self._exp_items[k] == i:
+            return self._exp_starts[k], 1 + self._exp_extra[k]
+        return self._start(i), 1
 
     # -- cursor -------------------------------------------------------------------------------
     @property
-    def cursor_event(self) -> StoredEvent | None:
+    def cursor_row(self) -> IndexRow | None:
         if self.cursor_gid is None:
             return None
         i = self._index.get(self.cursor_gid)
         item = self.items[i] if i is not None else None
-        return item if isinstance(item, StoredEvent) else None
+        return None if item is None or isinstance(item, Header) else item
+
+    @property
+    def cursor_event(self) -> StoredEvent | None:
+        """The selected event, decoded (None while a sparse run's row is being read)."""
+        row = self.cursor_row
+        return None if row is None else self.event(row[0])
 
     @property
     def visible_count(self) -> int:
-        return len(self._order)
+        return len(self.items) - len(self._headers)
+
+    def _gid_at(self, pos: int) -> int:
+        """The gid of the visible event at `pos` (0 = the top one), headers skipped."""
+        item = self.items[pos + bisect.bisect_right(self._group_pos, pos)]
+        assert not isinstance(item, Header)
+        return item[0]
 
     def move(self, delta: int) -> None:
         """Move the cursor by `delta` events (headers are skipped); clamps at both ends."""
-        order = self._order
-        if not order:
+        count = self.visible_count
+        if not count:
             self.cursor_gid = None
             return
-        pos = self._pos.get(self.cursor_gid) if self.cursor_gid is not None else None
-        if pos is None:
-            self.cursor_gid = order[-1] if delta >= 0 else order[0]
+        i = self._index.get(self.cursor_gid) if self.cursor_gid is not None else None
+        if i is None:
+            self.cursor_gid = self._gid_at(count - 1 if delta >= 0 else 0)
             return
-        self.cursor_gid = order[max(0, min(len(order) - 1, pos + delta))]
+        pos = i - bisect.bisect_left(self._headers, i)
+        self.cursor_gid = self._gid_at(max(0, min(count - 1, pos + delta)))
 
     def home(self) -> None:
-        self.cursor_gid = self._order[0] if self._order else None
+        self.cursor_gid = self._gid_at(0) if self.visible_count else None
 
     def end(self) -> None:
-        self.cursor_gid = self._order[-1] if self._order else None
+        self.cursor_gid = self._gid_at(self.visible_count - 1) if self.visible_count else None
 
     def jump_to(self, gid: int) -> bool:
         """Put the cursor on an event if it is shown; True when it moved."""
-        if gid in self._pos:
+        if gid in self._index:
             self.cursor_gid = gid
             return True
         return False
@@ -206,50 +363,66 @@ class EventsModel:
             return
         i, _ = self.locate(y)
         item = self.items[i]
-        if isinstance(item, StoredEvent):
-            self.cursor_gid = item.global_id
+        if not isinstance(item, Header):
+            self.cursor_gid = item[0]
         elif i + 1 < len(self.items):
             nxt = self.items[i + 1]
-            if isinstance(nxt, StoredEvent):
-                self.cursor_gid = nxt.global_id
+            if not isinstance(nxt, Header):
+                self.cursor_gid = nxt[0]
 
     def toggle_expand(self) -> None:
         gid = self.cursor_gid
         if gid is None:
             return
         self.expanded.symmetric_difference_update({gid})
-        self.relayout()
+        self.reflow()
 
     def set_width(self, width: int) -> None:
         if width != self.width:
             self.width = width
             self._detail.clear()
-            self.relayout()
+            self.reflow()
 
     # -- compaction links ---------------------------------------------------------------------
-    def replaced_by(self, se: StoredEvent) -> list[StoredEvent]:
-        """The events of the same stream a ContextCompacted replaced (its `replaces_seq_range`)."""
+    def replaced_by(self, se: StoredEvent) -> list[IndexRow]:
+        """The rows of the same stream a ContextCompacted replaced (its `replaces_seq_range`)."""
         from zymi_tui.events import kinds as k  # loaded by the event itself (see line_of)
 
         d = se.event.kind
         if not isinstance(d, k.ContextCompacted):
             return []
         lo, hi = d.replaces_seq_range
-        return [e for e in self.events if e.event.stream_id == se.event.stream_id and lo <= e.event.sequence <= hi]
+        stream = se.event.stream_id
+        return [row for row in self.rows if row[1] == stream and lo <= row[2] <= hi]
 
-    def is_marked(self, se: StoredEvent) -> bool:
+    def is_marked(self, row: IndexRow) -> bool:
         if self.mark is None:
             return False
         stream, lo, hi = self.mark
-        return se.event.stream_id == stream and lo <= se.event.sequence <= hi
+        return row[1] == stream and lo <= row[2] <= hi
+
+
+def matches(se: StoredEvent, needle: str, line: Line | None = None) -> bool:
+    """What the events search finds: `needle` (lower case) in the line shown, the kind's name or the raw JSON."""
+    if needle in se.data.lower():
+        return True
+    if line is None:
+        from zymi_tui.events.describe import describe  # loaded with the first event decoded (see line_of)
+
+        line = describe(se.event)
+    return needle in f"{line.label} {line.detail} {se.event.type_name}".lower()
+
+
+def index_row(se: StoredEvent) -> IndexRow:
+    return (se.global_id, se.event.stream_id, se.event.sequence, se.event.tag)
 
 
 def clock(se: StoredEvent) -> str:
     return datetime.fromtimestamp(se.event.timestamp_ns / 1e9).strftime("%H:%M:%S")
 
 
-def detail_rows(se: StoredEvent, context: list[StoredEvent]) -> list[tuple[str, str]]:
-    """The full payload, plus for a compaction the list of events it replaced."""
+def detail_rows(se: StoredEvent, replaced: list[tuple[IndexRow, StoredEvent | None]]) -> list[tuple[str, str]]:
+    """The full payload, plus for a compaction the list of events it replaced (those not read yet by kind)."""
     from zymi_tui.events import kinds as k  # loaded by the event itself (see EventsModel.line_of)
     from zymi_tui.events.describe import describe, full_detail
 
@@ -257,11 +430,13 @@ def detail_rows(se: StoredEvent, context: list[StoredEvent]) -> list[tuple[str, 
     d = se.event.kind
     if isinstance(d, k.ContextCompacted):
         lo, hi = d.replaces_seq_range
-        replaced = [e for e in context if e.event.stream_id == se.event.stream_id and lo <= e.event.sequence <= hi]
         rows.append(("replaced", f"{len(replaced)} event(s), seq {lo}..={hi} (press g to jump to them)"))
-        for e in replaced:
-            line = describe(e.event)
-            rows.append((f"  #{e.event.sequence}", f"{line.label}: {line.detail}"))
+        for (_, _, seq, tag), e in replaced:
+            if e is None:
+                rows.append((f"  #{seq}", f"{tag} (reading…)"))
+            else:
+                line = describe(e.event)
+                rows.append((f"  #{seq}", f"{line.label}: {line.detail}"))
     return rows
 
 

@@ -12,11 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zymi_tui.events.store import step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.levels import step_levels
 from zymi_tui.project.reader import read_project
+from zymi_tui.tui.model_events import RUN_GROUP
+from zymi_tui.tui.model_plot import StepCalls
 
 GLYPH = {"pending": "·", "running": "◷", "ok": "✓", "failed": "✗", "skipped": "⊘"}
 
@@ -67,16 +68,14 @@ def ranks_of(steps: list[StepDef]) -> dict[str, int]:
 
 
 def build_graph(pipeline: str, steps: list[StepDef] | None, problem: str | None,
-                events: Iterable[StoredEvent]) -> Graph:  # fmt: skip
-    """Nodes with status, LLM call count and last context size, from the run's events."""
+                events: Iterable[StoredEvent], calls: dict[str, StepCalls]) -> Graph:  # fmt: skip
+    """Nodes with status (from the run's workflow events; others are ignored), LLM call count and last
+    context size (from the plot's calls per step)."""
     # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
     from zymi_tui.events import kinds as k
 
-    events = list(events)
     started: list[str] = []
     status: dict[str, str] = {}
-    calls: dict[str, int] = {}
-    last: dict[str, int] = {}
     for se in events:
         d = se.event.kind
         if isinstance(d, k.WorkflowNodeStarted):
@@ -87,9 +86,8 @@ def build_graph(pipeline: str, steps: list[StepDef] | None, problem: str | None,
             status[d.node_id] = "ok" if d.success else "failed"
         elif isinstance(d, k.StepSkipped):
             status[d.step_id] = "skipped"
-        elif isinstance(d, k.LlmCallStarted) and d.iteration > 0 and (step := step_of(se.event.stream_id)):
-            calls[step] = calls.get(step, 0) + 1
-            last[step] = d.approx_context_chars
+    counts = {step: len(sc.calls) for step, sc in calls.items() if step != RUN_GROUP}
+    last = {step: sc.calls[-1].chars for step, sc in calls.items() if step != RUN_GROUP and sc.calls}
     graph = Graph(pipeline)
     if steps is None:
         graph.banner = f"pipeline config not loadable: {problem}; showing the steps that started, in order"
@@ -103,6 +101,6 @@ def build_graph(pipeline: str, steps: list[StepDef] | None, problem: str | None,
             defs += [StepDef(s, (), "— (not in the file)") for s in unknown]
         ranks = ranks_of(defs)
     for sd in defs:
-        graph.nodes.append(Node(sd.id, sd.what, ranks[sd.id], status.get(sd.id, "pending"), calls.get(sd.id, 0),
+        graph.nodes.append(Node(sd.id, sd.what, ranks[sd.id], status.get(sd.id, "pending"), counts.get(sd.id, 0),
                                 last.get(sd.id)))  # fmt: skip
     return graph

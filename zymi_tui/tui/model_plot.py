@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from zymi_tui.events.store import step_of
 from zymi_tui.events.stored import StoredEvent
@@ -38,50 +38,85 @@ class StepCalls:
     forgetting_from: int | None = None  # first call index at which forget_after_turns drops turns (estimated)
 
 
-def collect_calls(
-    events: Iterable[StoredEvent], window: int | None = None, forget_after: int | None = None
-) -> dict[str, StepCalls]:
-    """Per step (RUN_GROUP for calls on the run stream), every agent LLM call and every compaction.
+WORKFLOW_TAGS = frozenset({"workflow_node_started", "workflow_node_completed", "step_skipped"})  # what the graph reads
+PLOT_TAGS = frozenset({"llm_call_started", "llm_call_completed", "context_compacted"})  # what the plot reads
+
+
+class CallCollector:
+    """Fed a run's events in global order (a page at a time, or live), keeps only what the plot and the
+    graph draw: per step every agent LLM call and every compaction, and the steps' workflow events.
+    O(calls), not O(events): a long run's pages are fed in a worker and dropped.
 
     Where masking and forgetting start is estimated from the knobs: masking once more tool turns than
     the window are in the history, forgetting once more assistant turns than `forget_after_turns`.
     """
-    # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
-    from zymi_tui.events import kinds as k
 
-    out: dict[str, StepCalls] = {}
-    pending: dict[str, CallPoint] = {}  # stream -> started call awaiting its completion
-    tool_turns: dict[str, int] = {}
-    turns: dict[str, int] = {}
-    for se in events:
-        ev, d = se.event, se.event.kind
-        step = step_of(ev.stream_id) or RUN_GROUP
-        if isinstance(d, k.LlmCallStarted):
-            sc = out.setdefault(step, StepCalls(step))
-            if d.iteration == 0:
-                pending.pop(ev.stream_id, None)
-                continue
-            p = CallPoint(len(sc.calls) + 1, ev.timestamp_ns, d.approx_context_chars, d.message_count, d.iteration,
-                          se.global_id, ev.stream_id, ev.sequence, None)  # fmt: skip
-            sc.calls.append(p)
-            pending[ev.stream_id] = p
-            if window is not None and sc.masking_from is None and tool_turns.get(step, 0) > window:
-                sc.masking_from = p.index
-            if forget_after is not None and sc.forgetting_from is None and turns.get(step, 0) > forget_after:
-                sc.forgetting_from = p.index
-        elif isinstance(d, k.LlmCallCompleted):
-            started = pending.pop(ev.stream_id, None)
-            if started is not None:
-                sc = out[step]
-                tokens = d.usage.input_tokens if d.usage else None
-                sc.calls[started.index - 1] = _with_tokens(started, tokens)
-                turns[step] = turns.get(step, 0) + 1
-                if d.has_tool_calls:
-                    tool_turns[step] = tool_turns.get(step, 0) + 1
-        elif isinstance(d, k.ContextCompacted):
-            sc = out.setdefault(step, StepCalls(step))
-            sc.compactions.append((len(sc.calls) + 0.5, se.global_id, d.bytes_saved))
-    return out
+    def __init__(self, window: int | None = None, forget_after: int | None = None) -> None:
+        self.window, self.forget_after = window, forget_after
+        self.steps: dict[str, StepCalls] = {}
+        self.workflow: list[StoredEvent] = []
+        self.t0: int | None = None  # the first event's timestamp (x = seconds since the run started)
+        self.last_gid = 0
+        self._pending: dict[str, CallPoint] = {}  # stream -> started call awaiting its completion
+        self._tool_turns: dict[str, int] = {}
+        self._turns: dict[str, int] = {}
+
+    def snapshot(self) -> CallCollector:
+        """A copy to hand to another thread while this one is still fed (the calls are shared, immutable)."""
+        copy = CallCollector(self.window, self.forget_after)
+        copy.steps = {name: replace(sc, calls=list(sc.calls), compactions=list(sc.compactions))
+                      for name, sc in self.steps.items()}  # fmt: skip
+        copy.workflow, copy.t0, copy.last_gid = list(self.workflow), self.t0, self.last_gid
+        return copy
+
+    def feed(self, events: Iterable[StoredEvent]) -> None:
+        # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
+        from zymi_tui.events import kinds as k
+
+        out, pending, tool_turns, turns = self.steps, self._pending, self._tool_turns, self._turns
+        window, forget_after = self.window, self.forget_after
+        for se in events:
+            ev, d = se.event, se.event.kind
+            if self.t0 is None:
+                self.t0 = ev.timestamp_ns
+            self.last_gid = max(self.last_gid, se.global_id)
+            step = step_of(ev.stream_id) or RUN_GROUP
+            if isinstance(d, k.LlmCallStarted):
+                sc = out.setdefault(step, StepCalls(step))
+                if d.iteration == 0:
+                    pending.pop(ev.stream_id, None)
+                    continue
+                p = CallPoint(len(sc.calls) + 1, ev.timestamp_ns, d.approx_context_chars, d.message_count,
+                              d.iteration, se.global_id, ev.stream_id, ev.sequence, None)  # fmt: skip
+                sc.calls.append(p)
+                pending[ev.stream_id] = p
+                if window is not None and sc.masking_from is None and tool_turns.get(step, 0) > window:
+                    sc.masking_from = p.index
+                if forget_after is not None and sc.forgetting_from is None and turns.get(step, 0) > forget_after:
+                    sc.forgetting_from = p.index
+            elif isinstance(d, k.LlmCallCompleted):
+                started = pending.pop(ev.stream_id, None)
+                if started is not None:
+                    sc = out[step]
+                    tokens = d.usage.input_tokens if d.usage else None
+                    sc.calls[started.index - 1] = _with_tokens(started, tokens)
+                    turns[step] = turns.get(step, 0) + 1
+                    if d.has_tool_calls:
+                        tool_turns[step] = tool_turns.get(step, 0) + 1
+            elif isinstance(d, k.ContextCompacted):
+                sc = out.setdefault(step, StepCalls(step))
+                sc.compactions.append((len(sc.calls) + 0.5, se.global_id, d.bytes_saved))
+            elif ev.tag in WORKFLOW_TAGS:
+                self.workflow.append(se)
+
+
+def collect_calls(
+    events: Iterable[StoredEvent], window: int | None = None, forget_after: int | None = None
+) -> dict[str, StepCalls]:
+    """Per step (RUN_GROUP for calls on the run stream), every agent LLM call and every compaction."""
+    collector = CallCollector(window, forget_after)
+    collector.feed(events)
+    return collector.steps
 
 
 def _with_tokens(p: CallPoint, tokens: int | None) -> CallPoint:

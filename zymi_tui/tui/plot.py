@@ -106,6 +106,10 @@ class ContextPlot(PlotextPlot, can_focus=True):
         self.problem = line
         self.replot()
 
+    def on_resize(self) -> None:
+        """The legend and the ticks are fitted to the width when plotted: plotted again at the new size."""
+        self.replot()
+
     def replot(self) -> None:
         self._version += 1
         plt = self.plt

@@ -41,7 +41,8 @@ async def screen_svg(target: Target, screen: str, size: tuple[int, int]) -> str:
                 return False
             if not s.runs.summaries:
                 return screen == "dashboard" and time.monotonic() - started > EMPTY_GRACE_S
-            return s.selected is not None and not s.loading and s.current_key() == s.selected and bool(s.events.events)
+            loaded = not s.run_loading and bool(s.events.rows)
+            return s.selected is not None and loaded and s.current_key() == s.selected
 
         await until(dashboard_ready, "the dashboard")
         if screen == "advice":

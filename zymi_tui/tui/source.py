@@ -50,6 +50,8 @@ async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:
 
     Each stream is read by its own indexed query: the step streams are named by the run stream's
     WorkflowNodeStarted / StepSkipped events (one `stream = ? OR stream LIKE ?` query scans the table).
+    A turn's events are found on the run's index (ids first) and only they are read: a turn of a long
+    chat stream costs its own rows, not the whole stream's.
     """
     # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
     from zymi_tui.events.kinds import StepSkipped, WorkflowNodeStarted
@@ -60,15 +62,19 @@ async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:
         for se in run
         if isinstance(d := se.event.kind, WorkflowNodeStarted | StepSkipped)
     )
+    streams = {key.stream_id, *(step_prefix(key.stream_id) + step for step in steps)}
+    if key.correlation_id is not None:
+        cids = list(dict.fromkeys(se.event.correlation_id for se in run if se.event.correlation_id))
+        keep = turn_ranges(run, cids).get(key.correlation_id)
+        if keep is None:
+            return []
+        ids = [gid for gid, stream, _, _ in await reader.run_index(key.stream_id) if gid in keep and stream in streams]
+        return await reader.read_ids(ids)
     events = list(run)
     for step in steps:
         events.extend(await reader.read_stream(step_prefix(key.stream_id) + step))
     events.sort(key=lambda se: se.global_id)
-    if key.correlation_id is None:
-        return events
-    cids = list(dict.fromkeys(se.event.correlation_id for se in run if se.event.correlation_id))
-    keep = turn_ranges(run, cids).get(key.correlation_id)
-    return [se for se in events if keep is not None and se.global_id in keep]
+    return events
 
 
 async def read_peaks(reader: EventReader, turn_of: dict[str, str]) -> AsyncIterator[dict[RunKey, int]]:

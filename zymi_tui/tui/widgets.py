@@ -18,6 +18,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Footer
 
+from zymi_tui.events.store import IndexRow
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.model import RunsModel, format_duration, format_size, local_time
 from zymi_tui.tui.model_events import EventsModel, Header, clock
@@ -274,7 +275,7 @@ class EventsList(CursorList):
         return self.model.line_count
 
     def empty_text(self) -> str:
-        if self.model.events:
+        if self.model.rows:
             return "no event matches the filters (s: step, t: kinds, /: search; Esc clears the search)"
         return "no events for this selection"
 
@@ -298,12 +299,47 @@ class EventsList(CursorList):
         self.model.set_width(self.scrollable_content_region.width)
         super().on_resize(event)
 
-    def watch_show_vertical_scrollbar(self) -> None:
-        """The scrollbar takes a column (no Resize says so): expanded events wrap to the width left."""
-        width = self.scrollable_content_region.width
-        if width != self.model.width:
-            self.model.set_width(width)
+    def watch_show_vertical_scrollbar(self, _shown: bool) -> None:
+        """The scrollbar takes (or gives back) columns without a Resize: payloads wrap at the new width."""
+        self.call_after_refresh(self._fit_width)
+
+    def _fit_width(self) -> None:
+        if self.model.width != self.scrollable_content_region.width:
+            self.model.set_width(self.scrollable_content_region.width)
             self.update_size()
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        if self.model.missing and not self._asked:
+            self._asked = True  # once per frame: the rows this frame drew undecoded are read together
+            self.call_after_refresh(self._ask_rows)
+        return strip
+
+    _asked = False
+
+    def _ask_rows(self) -> None:
+        self._asked = False
+        if self.model.missing:
+            self.post_message(self.NeedRows(self, sorted(self.model.missing)))
+
+    class NeedRows(Message):
+        """Rows of a long run were drawn before they were read: read them (and the rows around them)."""
+
+        def __init__(self, sender: EventsList, gids: list[int]) -> None:
+            super().__init__()
+            self.sender = sender
+            self.gids = gids
+
+    def visible_gids(self, margin: int) -> list[int]:
+        """The ids of the events on screen, and `margin` events above and below (read ahead of scrolling)."""
+        m = self.model
+        if not m.items:
+            return []
+        top = round(self.scroll_y)
+        first, _ = m.locate(min(top, max(m.line_count - 1, 0)))
+        last, _ = m.locate(min(top + self.scrollable_content_region.height, max(m.line_count - 1, 0)))
+        lo, hi = max(first - margin, 0), min(last + margin + 1, len(m.items))
+        return [it[0] for it in m.items[lo:hi] if not isinstance(it, Header)]
 
     def draw(self, y: int, width: int, selected: bool) -> list[Segment]:
         m = self.model
@@ -314,19 +350,26 @@ class EventsList(CursorList):
         st = self.styles_
         if isinstance(item, Header):
             return [Segment(clean(item.title, one_line=True) + " " + "─" * max(width, 0), st.header)]
+        se = m.event(item[0])
+        if se is None:  # a long run's row not read yet: its kind now, the whole line once read
+            marker = "»" if selected else " "
+            if item[0] in m.unreadable:
+                text = f"{marker}  ⚠ #{item[2]} {item[3]}: unreadable row {item[0]} (skipped)"
+                return [Segment(text, st.kind["failure"])]
+            return [Segment(f"{marker}  … #{item[2]} {item[3]}", st.muted)]
         if k > 0:
-            lines = m.detail_lines(item)
+            lines = m.detail_lines(se)
             return [Segment("      "), Segment(lines[k - 1] if k - 1 < len(lines) else "", st.muted)]  # clean
-        return self.event_line(item, selected)
+        return self.event_line(item, se, selected)
 
-    def event_line(self, se: StoredEvent, selected: bool) -> list[Segment]:
+    def event_line(self, row: IndexRow, se: StoredEvent, selected: bool) -> list[Segment]:
         m = self.model
         st = self.styles_
         line = m.line_of(se)
         style = st.kind.get(line.style, st.kind["default"])
         marker = "▾" if se.global_id in m.expanded else ("»" if selected else " ")
         out = [Segment(marker), Segment("  " * line.indent + line.icon + " ", style)]
-        if m.is_marked(se):
+        if m.is_marked(row):
             out.append(Segment("┃", st.mark))
         out.append(Segment(clock(se) + " ", st.muted))
         if not m.group_by_step:

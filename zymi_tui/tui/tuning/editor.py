@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import gc
 import time
 from pathlib import Path
 from typing import ClassVar
@@ -36,7 +37,7 @@ from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
 from zymi_tui.tui.safe_text import safe_text
 from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
 from zymi_tui.tui.tuning.plots import CurvePlot
-from zymi_tui.tui.tuning.whatif import KeptCall, MemoryReader, StreamWhatIf, keep_call, load_run, replay_stream
+from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
 
 RECORDED = "recorded"
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
@@ -53,6 +54,15 @@ class WhatIfReady(Message):
     def __init__(self, knobs: ContextKnobs, calls: list[CallContext], diff: CallDiff | None, ms: float) -> None:
         super().__init__()
         self.knobs, self.calls, self.diff, self.ms = knobs, calls, diff, ms
+
+
+class WhatIfPicked(Message):
+    """The picked call's exact what-if and its diff, known before the rest of the stream (posted from
+    the worker thread as soon as the replay has passed that call)."""
+
+    def __init__(self, knobs: ContextKnobs, diff: CallDiff) -> None:
+        super().__init__()
+        self.knobs, self.diff = knobs, diff
 
 
 class WhatIfPartial(Message):
@@ -103,7 +113,7 @@ class TuningScreen(ActionScreen):
 
     CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
     HAS_INPUT = True
-    FAILURE_PANELS: ClassVar[dict[str, str]] = {"load": "#summary", "kept": "#summary", "whatif": "#summary"}
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"load": "#summary", "whatif": "#summary"}
     HELP_TITLE = "Knob editor"
     HELP_INTRO = (
         "Edit the five knobs (or pick a profile) and see, for the picked call, the context the model "
@@ -164,9 +174,10 @@ class TuningScreen(ActionScreen):
         self.last_ms: float | None = None
         self.started = 0.0
         self.redraw_ms: float | None = None  # edit -> exact what-if drawn (curve included)
-        self.quick_ms: float | None = None  # edit -> selected call re-rendered from kept state and drawn
-        self.kept: KeptCall | None = None
-        self.pending = False  # a quick render is shown; the exact what-if is on its way
+        self.summary_lines = 1  # the summary's height (see show_summary)
+        self.picked_ms: float | None = None  # edit -> the picked call's exact what-if drawn
+        self.diff_knobs: ContextKnobs | None = None  # the knobs `diff` was made under
+        self.pending = False  # the exact what-if of the stream is on its way
         self.curve: Curve | None = None
         self.table_rows: list[Row] = []  # what the diff table shows
         self.table_widths: list[int] = []  # its columns' widths, fitted to what it shows
@@ -202,6 +213,9 @@ class TuningScreen(ActionScreen):
                 yield DataTable(id="diff", show_cursor=False, cursor_type="none")
         yield Footer()
 
+    def on_unmount(self) -> None:
+        gc.unfreeze()  # what the editor kept is the collector's again once it is closed
+
     def on_mount(self) -> None:
         self.sub_title = self.stream_id
         self.lay_out_diff([len(label) for label in DIFF_LABELS], [])
@@ -218,18 +232,15 @@ class TuningScreen(ActionScreen):
         seqs = [c.sequence for c in agents]
         self.picked = seqs.index(self.want_seq) if self.want_seq in seqs else max(0, len(seqs) - 1)
         self.redraw()
-        if seqs:
-            self.kept = await asyncio.to_thread(keep_call, self.memory, self.project, self.stream_id, seqs[self.picked])
         if self.initial is not None and self.initial != self.recorded:
             self.form.load(self.initial)
             self.sync_inputs()
             self.recompute()
-
-    @work(thread=True, exclusive=True, group="kept", exit_on_error=False)
-    def keep_picked(self) -> None:
-        call = self.picked_call(self.recorded_calls)
-        if self.memory is not None and call is not None:
-            self.kept = keep_call(self.memory, self.project, self.stream_id, call.sequence)
+        if self.whatif.forkable:
+            await asyncio.to_thread(self.whatif.base)  # before the first edit needs it
+        # the loaded run and the base replay live as long as the editor: kept out of the collector's
+        # full walks while it is open (on the UI thread they cost ~140 ms of CPU per edit on a 10k stream)
+        gc.freeze()
 
     # -- state ----------------------------------------------------------------------------------
     @staticmethod
@@ -301,27 +312,15 @@ class TuningScreen(ActionScreen):
         if knobs is None or not self.ready:
             return
         if knobs == self.recorded:
-            self.what_if_calls, self.diff, self.last_ms, self.pending = None, None, None, False
+            self.what_if_calls, self.diff, self.diff_knobs, self.last_ms, self.pending = None, None, None, None, False
             self.partial = None
             self.workers.cancel_group(self, "whatif")
             self.redraw()
             return
         self.started = time.perf_counter()
         self.pending, self.partial = True, []
-        self.quick(knobs)
+        self.show_summary()
         self.run_whatif(knobs)
-
-    def quick(self, knobs: ContextKnobs) -> None:
-        """The selected call under `knobs` from the kept builder state, drawn at once."""
-        call = self.picked_call(self.recorded_calls)
-        kept = self.kept
-        if call is None or call.rendered is None or kept is None or kept.sequence != call.sequence:
-            return
-        self.diff = diff_contexts(call.rendered, kept.render(knobs))
-        self.pending = True
-        self.query_one("#summary", Static).update(self.summary_text())
-        self.draw_diff()
-        self.quick_ms = (time.perf_counter() - self.started) * 1000
 
     @work(thread=True, exclusive=True, group="whatif", exit_on_error=False)
     def run_whatif(self, knobs: ContextKnobs) -> None:
@@ -330,18 +329,33 @@ class TuningScreen(ActionScreen):
         assert self.whatif is not None
         worker = get_current_worker()
         t0 = time.perf_counter()
+        before = self.picked_call(self.recorded_calls)
+        diff: CallDiff | None = None
+
+        def picked(after: CallContext) -> None:  # the picked call is known: drawn before the rest
+            nonlocal diff
+            if before is not None and before.rendered is not None and after.rendered is not None:
+                diff = diff_contexts(before.rendered, after.rendered)
+                self.post_message(WhatIfPicked(knobs, diff))
+
         calls = self.whatif.run(
             knobs,
             stop=lambda: worker.is_cancelled or self.form.knobs != knobs,
             partial=lambda rows: self.post_message(WhatIfPartial(knobs, rows)),
+            want=None if before is None else before.sequence,
+            on_want=picked,
         )
         if calls is None:
             return
-        before, after = self.picked_call(self.recorded_calls), self.picked_call(calls)
-        diff = None
-        if before and after and before.rendered is not None and after.rendered is not None:
-            diff = diff_contexts(before.rendered, after.rendered)
         self.post_message(WhatIfReady(knobs, calls, diff, (time.perf_counter() - t0) * 1000))
+
+    def on_what_if_picked(self, message: WhatIfPicked) -> None:
+        if message.knobs != self.form.knobs or not self.pending:
+            return
+        self.diff, self.diff_knobs = message.diff, message.knobs
+        self.show_summary()
+        self.draw_diff()
+        self.picked_ms = (time.perf_counter() - self.started) * 1000  # edit -> picked call drawn
 
     def on_what_if_partial(self, message: WhatIfPartial) -> None:
         if message.knobs != self.form.knobs or not self.pending:
@@ -354,6 +368,7 @@ class TuningScreen(ActionScreen):
         if message.knobs != self.form.knobs:
             return  # a newer edit is on its way
         self.what_if_calls, self.diff, self.last_ms, self.pending = message.calls, message.diff, message.ms, False
+        self.diff_knobs = message.knobs
         self.partial = None
         self.redraw()
         self.redraw_ms = (time.perf_counter() - self.started) * 1000  # edit -> redrawn (the benchmark reads it)
@@ -370,7 +385,7 @@ class TuningScreen(ActionScreen):
 
     def redraw(self) -> None:
         self.draw_curve(self.form.knobs or self.recorded, self.what_if_calls)
-        self.query_one("#summary", Static).update(self.summary_text())
+        self.show_summary()
         self.query_one("#elapsed", Static).update(Text(self.progress_text(), style="dim"))
         self.draw_diff()
 
@@ -391,6 +406,18 @@ class TuningScreen(ActionScreen):
             f"· {self.last_ms:.0f} ms"
         )
 
+    def show_summary(self) -> None:
+        """The summary, its height kept while the knobs stay edited (it only grows): a what-if's
+        states (running, picked call known, done) differ by a line or two, and each change of height
+        laid the curve and the table out again and redrew them (the plot twice per edit)."""
+        widget = self.query_one("#summary", Static)
+        text = self.summary_text()
+        width = widget.content_size.width
+        lines = len(text.wrap(self.app.console, width)) if width > 0 else 1
+        self.summary_lines = max(self.summary_lines, lines) if self.form.edited else lines
+        widget.styles.height = self.summary_lines
+        widget.update(text)
+
     def summary_text(self) -> Text:
         call = self.picked_call(self.recorded_calls)
         if call is None:
@@ -401,33 +428,36 @@ class TuningScreen(ActionScreen):
                 f"{call.recorded_message_count} messages, {tokens}")  # fmt: skip
         text = Text(head)
         d = self.diff
-        if self.pending and d is not None:
-            text.append(
-                f"\nwhat-if (estimated, recorded compactions kept; exact replay of the stream running…): "
-                f"{d.chars_after:,} bytes ({d.chars_delta:+,}), tokens {d.tokens_delta:+,} (o200k est.), "
-                f"{d.messages_after} messages",
-                style="magenta",
-            )
+        if self.pending:
+            if d is not None and self.diff_knobs == self.form.knobs:  # the picked call is known already
+                self.append_call(text, d)
+            else:
+                text.append("\nwhat-if: replaying the stream under these knobs…", style="dim")
         elif self.what_if_calls is not None:
             after = self.picked_call(self.what_if_calls)
             if after is None or after.rendered is None:
                 text.append("\nwhat-if: no context for this call", style="red")
             elif d is not None:
-                text.append(
-                    f"\nwhat-if (estimated): {d.chars_after:,} bytes ({d.chars_delta:+,}), "
-                    f"tokens {d.tokens_delta:+,} (o200k est. over the changed messages), {d.messages_after} messages · "
-                    f"added {d.count('added')}, dropped {d.count('dropped')}, masked {d.count('masked')}, "
-                    f"unmasked {d.count('unmasked')}, compacted {d.count('compacted')}",
-                    style="magenta",
-                )
-                if d.hard_cap_exceeded:
-                    text.append("\nthis call would FAIL the hard cap (step error; nothing sent)", style="bold red")
+                self.append_call(text, d)
             sims = self.curve.simulated if self.curve else 0
             if sims:
                 text.append(
                     f"\n{sims} simulated compaction(s) on this stream (summary sizes estimated)", style="yellow"
                 )
         return text
+
+    @staticmethod
+    def append_call(text: Text, d: CallDiff) -> None:
+        """The picked call's what-if figures and changes."""
+        text.append(
+            f"\nwhat-if (estimated): {d.chars_after:,} bytes ({d.chars_delta:+,}), "
+            f"tokens {d.tokens_delta:+,} (o200k est. over the changed messages), {d.messages_after} messages · "
+            f"added {d.count('added')}, dropped {d.count('dropped')}, masked {d.count('masked')}, "
+            f"unmasked {d.count('unmasked')}, compacted {d.count('compacted')}",
+            style="magenta",
+        )
+        if d.hard_cap_exceeded:
+            text.append("\nthis call would FAIL the hard cap (step error; nothing sent)", style="bold red")
 
     def diff_rows(self) -> tuple[str, list[Row]]:
         """The table's title and rows: the recorded context's last messages, or the changes first."""
@@ -504,10 +534,13 @@ class TuningScreen(ActionScreen):
         if not n:
             return
         self.picked = max(0, min(n - 1, self.picked + delta))
-        self.kept = None
-        self.keep_picked()
-        if self.what_if_calls is not None and self.form.knobs is not None:
-            self.run_whatif(self.form.knobs)
+        if self.pending and self.form.knobs is not None:
+            self.run_whatif(self.form.knobs)  # started again, for this call first
+        elif self.what_if_calls is not None:
+            before, after = self.picked_call(self.recorded_calls), self.picked_call(self.what_if_calls)
+            self.diff = None
+            if before and after and before.rendered is not None and after.rendered is not None:
+                self.diff = diff_contexts(before.rendered, after.rendered)
         self.redraw()
 
     def action_undo(self) -> None:

@@ -8,8 +8,7 @@ from typing import Protocol
 from textual.app import App
 
 from zymi_tui.events.location import StoreLocation
-from zymi_tui.events.store import STEP_MARK, EventReader
-from zymi_tui.events.stored import StoredEvent
+from zymi_tui.events.store import STEP_MARK, EventReader, IndexRow
 from zymi_tui.tui.tuning.compare_screen import CompareScreen
 from zymi_tui.tui.tuning.editor import TuningScreen
 from zymi_tui.tui.tuning.sweep_screen import SweepScreen
@@ -24,17 +23,18 @@ class Dashboard(Protocol):
     def notify(self, message: str) -> None: ...
 
 
-def pick_call(events: list[StoredEvent], picked_gid: int | None) -> tuple[str, int] | None:
-    """The (step stream, sequence) to tune: the picked LlmCallStarted, else the run's last one."""
-    calls = [se for se in events if se.event.kind.tag == "llm_call_started" and STEP_MARK in se.event.stream_id]
-    chosen = next((se for se in calls if se.global_id == picked_gid), None) or (calls[-1] if calls else None)
-    return None if chosen is None else (chosen.event.stream_id, chosen.event.sequence)
+def pick_call(rows: list[IndexRow], picked_gid: int | None) -> tuple[str, int] | None:
+    """The (step stream, sequence) to tune: the picked LlmCallStarted, else the run's last one (from the
+    run's index: (global id, stream, sequence, kind tag) rows)."""
+    calls = [row for row in rows if row[3] == "llm_call_started" and STEP_MARK in row[1]]
+    chosen = next((row for row in calls if row[0] == picked_gid), None) or (calls[-1] if calls else None)
+    return None if chosen is None else (chosen[1], chosen[2])
 
 
 def open_editor(
-    screen: Dashboard, reader: EventReader | None, project: Path | None, events: list[StoredEvent], gid: int | None
+    screen: Dashboard, reader: EventReader | None, project: Path | None, rows: list[IndexRow], gid: int | None
 ) -> None:
-    target = pick_call(events, gid)
+    target = pick_call(rows, gid)
     if reader is None or target is None:
         screen.notify("select a run with LLM calls to tune its knobs")
         return

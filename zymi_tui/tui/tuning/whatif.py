@@ -4,20 +4,25 @@ knob change replays them through the same `replay_store` (and ContextBuilder) as
 from __future__ import annotations
 
 import asyncio
+import bisect
+import gc
+import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zymi_tui.context.builder import ContextBuilder, Converted, RenderedContext
+from zymi_tui.context.builder import Converted, RenderedContext, rerender
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.hashchain import ChainRow, ScanRow
-from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.replay_kinds import replay_event
+from zymi_tui.events.replay_kinds import LlmCallStarted as ReplayCallStarted
+from zymi_tui.events.replay_kinds import WorkflowNodeCompleted, replay_event
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
+    IndexRow,
     Page,
     RowPage,
     StreamInfo,
@@ -27,7 +32,7 @@ from zymi_tui.events.store import (
 )
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.calls import CallContext, Replayer, make_replayer, replay_store
+from zymi_tui.replay.calls import CallContext, Replayer, replay_store
 
 
 @dataclass
@@ -74,6 +79,14 @@ class MemoryReader:
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
         return (await self.read_stream(stream_id, include_steps=include_steps))[-n:]
 
+    async def run_index(self, stream_id: str) -> list[IndexRow]:
+        run = await self.read_stream(stream_id, include_steps=True)
+        return [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in run]
+
+    async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
+        wanted = set(ids)
+        return [se for se in self.events if se.global_id in wanted]
+
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         return [se for se in self.events if se.global_id > after_global_id and se.event.kind.tag in tags]
 
@@ -116,40 +129,79 @@ def replay_stream_sync(
     return asyncio.run(replay_stream(memory, project, stream_id, knobs))
 
 
+SNAPSHOT_EVERY = 32  # agent calls between two snapshots of the base replay (a fork starts at most this far back)
+NEVER = 1 << 62  # the base replay's caps: it never compacts
+
+
 @dataclass
-class KeptCall:
-    """The engine's builder state just before one recorded call: re-rendering that call under other
-    knobs is one `build()` (milliseconds), with the recorded compactions as they were. The exact
-    what-if (compactions re-decided under the new knobs) is the worker's whole-stream replay."""
+class _Base:
+    """One what-if replay that never compacts, kept: until its first compaction a what-if's builder
+    state does not depend on the knobs (what-if builders follow no recorded compaction, and the prefix,
+    memory and fresh cutoff come from events), so each call before it is its base context re-rendered
+    under the knobs (`rerender`, O(1)); from that call on a real replay runs, forked from the nearest
+    snapshot of the base replayer before it."""
 
-    sequence: int
-    builder: ContextBuilder
-    memory: list[tuple[str, str]]
-    post_compaction: bool
-
-    def render(self, knobs: ContextKnobs) -> RenderedContext:
-        post = self.post_compaction
-        return self.builder.build(self.memory, allow_compaction=not post, apply_fresh=not post, knobs=knobs)
+    calls: list[tuple[int, CallContext]]  # the stream's agent calls and the index of their LlmCallStarted
+    snapshots: list[tuple[int, Replayer]]  # the replayer's state before event index i
 
 
-def keep_call(memory: MemoryReader, project: Path | None, stream_id: str, sequence: int) -> KeptCall | None:
-    """Feed the run's events to the replayer (recorded knobs) up to the call at `sequence`, and keep
-    the state it would build that call from."""
-    replayer = make_replayer(project)
-    for se in sorted(memory.events, key=lambda se: se.global_id):
-        kind = se.event.kind
-        if se.event.stream_id == stream_id and se.event.sequence == sequence and isinstance(kind, LlmCallStarted):
-            state = replayer.state_before(replay_event(se))
-            return KeptCall(sequence, state.builder, state.memory, state.post_compaction)
-        replayer.feed(replay_event(se))
-        replayer.ready()
-    return None
+_gc_lock = threading.Lock()
+_gc_pauses = 0  # what-ifs running with the cyclic garbage collector paused
+_gc_was_enabled = False
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a what-if runs (threads may overlap: it is on again
+    when the last one ends, if it was on before the first). A replay allocates thousands of rows
+    that live on, so full collections (each a walk over every object of the loaded run) come every
+    few edits and doubled or tripled an edit's time; reference counting still frees the rest."""
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
+
+
+@dataclass
+class _Watch:
+    """Calls `on_want` once, with the agent call at sequence `want`."""
+
+    want: int | None
+    on_want: Callable[[CallContext], object] | None
+
+    def check(self, rows: list[CallContext]) -> None:
+        if self.on_want is None:
+            return
+        for row in rows:
+            if row.sequence == self.want and not row.is_compaction and not row.hard_cap_failure:
+                self.on_want(row)
+                self.on_want = None
+                return
+
+
+def _with(call: CallContext, rendered: RenderedContext) -> CallContext:
+    """A copy of `call` with another context (its attributes copied as they are: thousands of calls
+    per edit; `dataclasses.replace` runs `__init__` again)."""
+    row = CallContext.__new__(CallContext)
+    row.__dict__.update(call.__dict__)
+    row.rendered = rendered
+    return row
 
 
 class StreamWhatIf:
     """The exact what-if of one stream, re-run on every knob edit by the same Replayer as
     `replay_store(memory, streams=[stream_id])`, from the run's events already in memory, sorted once,
-    with their messages converted once (`Converted`) and the project read once."""
+    with their messages converted once (`Converted`) and the project read once. Calls before the
+    first compaction under the new knobs come from one kept base replay (`_Base`)."""
 
     def __init__(self, memory: MemoryReader, project: Path | None, stream_id: str) -> None:
         self.stream_id = stream_id
@@ -167,6 +219,48 @@ class StreamWhatIf:
             read = read_project(project)
             self.prefixes, self.recorded = ProjectPrefixes(read), project_knobs(read)
         self.converted = Converted()
+        self._base: _Base | None = None
+        self._base_lock = threading.Lock()
+        self.base_knobs = self.recorded.model_copy(update={"soft_cap_chars": NEVER, "hard_cap_chars": NEVER})
+        step = stream_id.split(STEP_MARK, 1)[-1]
+        # a failed step makes rows whose fate depends on the hard cap: those streams are always replayed
+        self.forkable = self.base_knobs != self.recorded and not any(
+            isinstance(e.kind, WorkflowNodeCompleted) and not e.kind.success and e.kind.node_id == step
+            for e in self.events
+            if e.stream_id == run_of(stream_id)
+        )
+
+    def _replayer(self, knobs: ContextKnobs) -> Replayer:
+        replayer = Replayer(self.prefixes, self.recorded, knobs, converted=self.converted, track_reuse=False)
+        replayer.forget_finished(self.ends)
+        return replayer
+
+    def base(self) -> _Base:
+        """The base replay (made once, on first use; a second thread asking meanwhile waits for it)."""
+        with self._base_lock:
+            return self._make_base()
+
+    def _make_base(self) -> _Base:
+        if self._base is None:
+            replayer = self._replayer(self.base_knobs)
+            at: dict[int, int] = {}  # an agent call's global id -> its event index
+            calls: list[CallContext] = []
+            snapshots: list[tuple[int, Replayer]] = []
+            since = SNAPSHOT_EVERY
+            for i, se in enumerate(self.events):
+                if se.global_id > self.top:
+                    break
+                if se.stream_id == self.stream_id and isinstance(se.kind, ReplayCallStarted):
+                    at[se.global_id] = i
+                    if since >= SNAPSHOT_EVERY:
+                        snapshots.append((i, replayer.fork(self.base_knobs)))
+                        since = 0
+                    since += 1
+                replayer.feed(se)
+                calls.extend(r for r in replayer.ready() if r.stream_id == self.stream_id)
+            calls.extend(r for r in replayer.flush() if r.stream_id == self.stream_id)
+            self._base = _Base([(at[c.global_id], c) for c in calls], snapshots)
+        return self._base
 
     def run(
         self,
@@ -175,27 +269,67 @@ class StreamWhatIf:
         stop: Callable[[], bool] = lambda: False,
         partial: Callable[[list[CallContext]], object] | None = None,
         every_s: float = 1.0,
+        want: int | None = None,
+        on_want: Callable[[CallContext], object] | None = None,
     ) -> list[CallContext] | None:
         """The stream's calls under `knobs` (None: recorded); None if `stop()` said so first.
-        `partial` gets the calls so far every `every_s` seconds."""
-        replayer = Replayer(
-            self.prefixes, self.recorded, knobs or self.recorded, converted=self.converted, track_reuse=False
-        )
-        replayer.forget_finished(self.ends)
+        `partial` gets the calls so far every `every_s` seconds; `on_want` the agent call at sequence
+        `want` as soon as it is known (before the rest of the stream)."""
+        watch = _Watch(want, on_want)
+        with gc_paused():
+            return self._run(knobs or self.recorded, stop, partial, every_s, watch)
+
+    def _run(
+        self,
+        k: ContextKnobs,
+        stop: Callable[[], bool],
+        partial: Callable[[list[CallContext]], object] | None,
+        every_s: float,
+        watch: _Watch,
+    ) -> list[CallContext] | None:
+        if k == self.recorded or not self.forkable:
+            return self._replay(self._replayer(k), 0, [], stop, partial, every_s, watch)
+        base = self.base()
         out: list[CallContext] = []
+        for i, call in base.calls:
+            ctx = rerender(call.rendered, k) if call.rendered is not None else None
+            if ctx is None or ctx.compaction is not None:  # this call compacts: a real replay from here
+                start, snapshot = base.snapshots[bisect.bisect_right(base.snapshots, i, key=lambda s: s[0]) - 1]
+                kept = sum(1 for j, _ in base.calls[: len(out)] if j < start)
+                return self._replay(snapshot.fork(k), start, out[:kept], stop, partial, every_s, watch)
+            out.append(_with(call, ctx))
+            watch.check(out[-1:])
+        return out
+
+    def _replay(
+        self,
+        replayer: Replayer,
+        start: int,
+        out: list[CallContext],
+        stop: Callable[[], bool],
+        partial: Callable[[list[CallContext]], object] | None,
+        every_s: float,
+        watch: _Watch,
+    ) -> list[CallContext] | None:
+        """Feed the events from index `start` on to `replayer`, after the calls `out` already known."""
         due = time.perf_counter() + every_s
-        for i, se in enumerate(self.events):
+        for i in range(start, len(self.events)):
+            se = self.events[i]
             if se.global_id > self.top:
                 break
             replayer.feed(se)
             rows = replayer.ready()
             if rows:
-                out.extend(r for r in rows if r.stream_id == self.stream_id)
+                mine = [r for r in rows if r.stream_id == self.stream_id]
+                out.extend(mine)
+                watch.check(mine)
             if i & 127 == 0:
                 if stop():
                     return None
                 if partial is not None and time.perf_counter() >= due:
                     partial(list(out))
                     due = time.perf_counter() + every_s
-        out.extend(r for r in replayer.flush() if r.stream_id == self.stream_id)
+        mine = [r for r in replayer.flush() if r.stream_id == self.stream_id]
+        out.extend(mine)
+        watch.check(mine)
         return out

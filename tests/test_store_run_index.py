@@ -1,0 +1,65 @@
+"""A run's index (ids first: id, stream, sequence, kind without the data) and its rows read by id, on
+every backend: the same rows, in the same order, as reading the whole run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from zymi_tui.events import sqlite as backend
+from zymi_tui.events.envelope import Event
+from zymi_tui.events.factory import open_reader, open_writer
+from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.location import location_of
+from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.store import EventReader
+from zymi_tui.tui.tuning.whatif import load_run
+
+from .conftest import copy_store, oracle_db
+from .test_postgres_helpers import pg_url
+
+__all__ = ["pg_url"]
+
+
+async def check(reader: EventReader, run: str) -> None:
+    whole = await reader.read_stream(run, include_steps=True)
+    index = await reader.run_index(run)
+    assert index == [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in whole]
+    assert {stream for _, stream, _, _ in index} == {run, f"{run}:step:reply"}
+    some = [gid for gid, *_ in index][::3]
+    got = await reader.read_ids([*reversed(some), 10**9])  # any order asked, unknown ids left out
+    assert [se.global_id for se in got] == some
+    assert [se.data for se in got] == [se.data for se in whole[::3]]
+    many = [gid for gid, *_ in index]
+    assert [se.global_id for se in await reader.read_ids(many)] == many
+
+
+async def test_sqlite_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    monkeypatch.setattr(backend, "ID_BATCH", 50)  # the run's 331 events: several statements
+    async with await SqliteReader.open(db) as reader:
+        await check(reader, "chat-42")
+        assert len(await reader.run_index("chat-42")) > 300
+        await check(await load_run(reader, "chat-42"), "chat-42")
+        assert await reader.run_index("no-such-run") == []
+
+
+async def test_postgres(tmp_path: Path, pg_url: str) -> None:
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    async with await SqliteReader.open(db) as src:
+        events = [se.event for se in await src.read_stream("chat-42", include_steps=True)]
+    writer = await open_writer(location_of(pg_url))
+    try:
+        await writer.append(
+            Event.new("other", LlmCallStarted(iteration=1, message_count=1, approx_context_chars=1), "t")
+        )
+        for ev in events:
+            await writer.append(ev)
+    finally:
+        await writer.close()
+    reader = await open_reader(location_of(pg_url))
+    try:
+        await check(reader, "chat-42")
+    finally:
+        await reader.close()

@@ -1,0 +1,234 @@
+"""A long run in the dashboard, driven by keys, on both paths: read whole (a small run) and sparse
+(shown from its index, rows read as drawn, plot and search from workers). `ZYMI_TUI_SPARSE_EVENTS`
+(README) is lowered so a generated run of a few thousand events takes the sparse path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from tests.conftest import copy_store
+from tests.tui_support import make_app, settle, sql
+from tests.waiting import pilot_until
+from zymi_tui.tui.app import DashboardApp, MainScreen
+from zymi_tui.tui.graph_view import GraphView
+from zymi_tui.tui.inspector import InspectorScreen
+from zymi_tui.tui.model import format_size
+from zymi_tui.tui.model_events import Header
+from zymi_tui.tui.plot import ContextPlot
+from zymi_tui.tui.tuning.editor import TuningScreen
+from zymi_tui.tui.widgets import EventsList
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = "chat-long"
+EVENTS = 3000
+STEP = f"{RUN}:step:work"
+
+
+@pytest.fixture(scope="module")
+def long_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("long") / "events.db"
+    script = ROOT / "benchmarks" / "make_long_run.py"
+    subprocess.run([sys.executable, str(script), str(db), "--events", str(EVENTS)], check=True, capture_output=True)
+    return db
+
+
+@pytest.fixture(params=["sparse", "whole"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000" if request.param == "sparse" else "1000000")
+    yield str(request.param)
+
+
+@pytest.fixture
+def db(long_store: Path, tmp_path: Path) -> Path:
+    return copy_store(long_store, tmp_path / "long")
+
+
+def agent_calls(db: Path) -> list[tuple[int, int]]:
+    """(global id, approx_context_chars) of every agent LLM call (iteration > 0), by SQL."""
+    rows = sql(db, "SELECT id, data FROM events WHERE kind_tag = 'llm_call_started' ORDER BY id")
+    out = []
+    for gid, data in rows:
+        d = json.loads(str(data))["kind"]["data"]
+        if d["iteration"] > 0:
+            out.append((int(str(gid)), int(d["approx_context_chars"])))
+    return out
+
+
+def screen_text(app: DashboardApp) -> str:
+    view = app.main.query_one(EventsList)
+    return "\n".join(view.render_line(y).text for y in range(view.scrollable_content_region.height))
+
+
+async def opened(app: DashboardApp, pilot: Pilot[None], db: Path, path: str) -> MainScreen:
+    main = await settle(app, pilot)
+    assert main.events.sparse == (path == "sparse")
+    plot = main.query_one(ContextPlot)
+    n = len(agent_calls(db))
+    await pilot_until(pilot, lambda: len(plot.all_calls()) == n, "every call on the plot")
+    return main
+
+
+async def drawn(pilot: Pilot[None], app: DashboardApp) -> str:
+    """The events list once every row on screen is read and drawn."""
+    await pilot_until(pilot, lambda: "… #" not in screen_text(app), "the rows on screen read")
+    return screen_text(app)
+
+
+async def test_the_run_opens_with_its_rows_plot_and_graph(db: Path, path: str) -> None:
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await opened(app, pilot, db, path)
+        assert len(main.events.rows) == EVENTS == sql(db, "SELECT COUNT(*) FROM events")[0][0]
+        # grouped: the run stream, then the step; the cursor on the step's newest event
+        assert main.events.cursor_gid == sql(db, "SELECT MAX(id) FROM events WHERE stream_id = ?", STEP)[0][0]
+        text = await drawn(pilot, app)
+        newest = json.loads(str(sql(db, "SELECT data FROM events WHERE id = ?", main.events.cursor_gid)[0][0]))
+        assert newest["timestamp"][11:19] in text
+        assert f"{EVENTS}/{EVENTS} events" in str(main.query_one("#events").border_title)
+        if path == "sparse":
+            assert len(main.events.decoded) < EVENTS // 2  # only what was drawn (and the newest page) is read
+        calls = agent_calls(db)
+        plot = main.query_one(ContextPlot)
+        assert [(c.global_id, c.chars) for c in plot.all_calls()] == calls
+        node = f"work  —  {len(calls)} LLM call(s), last {format_size(calls[-1][1])}"
+
+        def graph_text() -> str:
+            return str(main.query_one(GraphView).query_one("#graph-text", Static).render())
+
+        await pilot_until(pilot, lambda: node in graph_text(), "the graph's node with its calls")
+
+
+async def test_scroll_flat_order_and_expand(db: Path, path: str) -> None:
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await opened(app, pilot, db, path)
+        await pilot.press("tab", "home")
+        first = sql(db, "SELECT MIN(id) FROM events WHERE stream_id = ?", RUN)[0][0]
+        assert main.events.cursor_gid == first
+        text = await drawn(pilot, app)
+        first_ts = json.loads(str(sql(db, "SELECT data FROM events WHERE id = ?", first)[0][0]))["timestamp"]
+        assert text.splitlines()[0].startswith("»") and first_ts[11:19] in text.splitlines()[0]
+        await pilot.press("o")  # flat, in store order: the store's first event on top
+        assert not any(isinstance(it, Header) for it in main.events.items)
+        assert [it[0] for it in main.events.items] == sorted(it[0] for it in main.events.items)
+        await pilot.press("home", *["pagedown"] * 3)
+        gid = main.events.cursor_gid
+        await drawn(pilot, app)
+        lines = main.events.line_count
+        await pilot.press("enter")
+        await pilot_until(pilot, lambda: main.events.line_count > lines, "the payload expanded")
+        assert main.events.cursor_gid == gid and gid in main.events.expanded
+        assert f"global id: {gid}" in await drawn(pilot, app)
+        await pilot.press("enter")
+        assert main.events.line_count == lines
+
+
+async def test_search_kinds_and_steps(db: Path, path: str) -> None:
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await opened(app, pilot, db, path)
+        await pilot.press("tab", "slash", *"read_file", "enter")
+        hits = sql(db, "SELECT COUNT(*) FROM events WHERE data LIKE '%read_file%'")[0][0]
+        await pilot_until(pilot, lambda: main.events.visible_count == hits and not main.searching_run, "the hits")
+        assert "read_file" in (await drawn(pilot, app)).lower()
+        await pilot.press("slash", "escape")
+        assert main.events.visible_count == EVENTS
+        await pilot.press("t")  # LLM calls
+        llm = {"llm_call_started", "llm_call_completed", "llm_call_failed", "context_compacted"}
+        n = sql(db, f"SELECT COUNT(*) FROM events WHERE kind_tag IN ({','.join('?' * len(llm))})", *llm)[0][0]
+        assert main.events.visible_count == n
+        assert {row[3] for row in main.events.items if isinstance(row, tuple)} <= llm
+        await pilot.press("t", "t", "t", "s")  # all kinds, then the run stream only
+        assert main.events.visible_count == sql(db, "SELECT COUNT(*) FROM events WHERE stream_id = ?", RUN)[0][0]
+        await pilot.press("s")
+        assert main.events.visible_count == sql(db, "SELECT COUNT(*) FROM events WHERE stream_id = ?", STEP)[0][0]
+
+
+async def test_inspector_and_knob_editor_on_a_call_picked_on_the_plot(db: Path, path: str) -> None:
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await opened(app, pilot, db, path)
+        first_call = agent_calls(db)[0][0]
+        main.query_one(ContextPlot).focus()
+        await pilot.press("right", "enter")  # the first call: not among a long run's rows read so far
+        await pilot_until(pilot, lambda: isinstance(app.screen, InspectorScreen), "the inspector")
+        screen = app.screen
+        assert isinstance(screen, InspectorScreen)
+        assert screen.call.global_id == first_call
+        await pilot_until(pilot, lambda: screen.rebuilt is not None, "the rebuilt context")
+        await pilot.press("escape")
+        await pilot_until(pilot, lambda: isinstance(app.screen, MainScreen), "the dashboard")
+        await pilot.press("K")
+        await pilot_until(pilot, lambda: isinstance(app.screen, TuningScreen), "the knob editor")
+        editor = app.screen
+        assert isinstance(editor, TuningScreen)
+        seq = sql(db, "SELECT sequence FROM events WHERE id = ?", first_call)[0][0]
+        assert (editor.stream_id, editor.want_seq) == (STEP, seq)  # the picked call
+
+
+async def test_live_events_of_the_run_are_added_with_the_cursor_kept(db: Path, path: str) -> None:
+    from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await opened(app, pilot, db, path)
+        await pilot.press("tab", "up", "up")
+        cursor = main.events.cursor_gid
+        async with await SqliteReader.open(db) as r:
+            step = await r.read_stream(STEP)
+        started = max(i for i, se in enumerate(step) if se.event.tag == "llm_call_started")
+        last_two = step[started : started + 2]  # an LLM call started and its completion, copied
+        assert [se.event.tag for se in last_two] == ["llm_call_started", "llm_call_completed"]
+        async with await SqliteWriter.open(db) as w:
+            for se in last_two:
+                await w.append(se.event.model_copy(update={"id": str(uuid.uuid4())}))
+        plot = main.query_one(ContextPlot)
+        n = len(agent_calls(db))
+        await pilot_until(pilot, lambda: len(main.events.rows) == EVENTS + 2, "the new events listed")
+        await pilot_until(pilot, lambda: len(plot.all_calls()) == n, "the new call on the plot")
+        assert main.events.cursor_gid == cursor
+        assert plot.all_calls()[-1].global_id == agent_calls(db)[-1][0]
+
+
+@pytest.fixture(scope="module")
+def compacting_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("compacting") / "events.db"
+    script = ROOT / "benchmarks" / "make_long_run.py"
+    make = [sys.executable, str(script), str(db), "--events", "1500", "--from", "coding_compaction"]
+    subprocess.run(make, check=True, capture_output=True)
+    return db
+
+
+async def test_a_compaction_lists_and_marks_what_it_replaced(compacting_store: Path, tmp_path: Path, path: str) -> None:
+    db = copy_store(compacting_store, tmp_path / "c")
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        assert main.events.sparse == (path == "sparse")
+        # an early compaction: its replaced events are far from the rows read first
+        comp, data = sql(db, "SELECT id, data FROM events WHERE kind_tag = 'context_compacted' ORDER BY id")[1]
+        lo, hi = json.loads(str(data))["kind"]["data"]["replaces_seq_range"]
+        replaced = sql(db, "SELECT id FROM events WHERE stream_id = ? AND sequence BETWEEN ? AND ? ORDER BY id",
+                       STEP, lo, hi)  # fmt: skip
+        await pilot.press("tab")
+        assert main.events.jump_to(int(str(comp)))
+        await pilot.press("enter")
+        await pilot_until(pilot, lambda: int(str(comp)) in main.events.expanded, "the compaction expanded")
+        main.query_one(EventsList).keep_cursor_visible()
+        text = await drawn(pilot, app)
+        await pilot_until(pilot, lambda: "(reading…)" not in screen_text(app), "the replaced events read")
+        text = screen_text(app)
+        assert f"replaced: {len(replaced)} event(s), seq {lo}..={hi}" in text
+        assert f"#{lo}: " in text
+        await pilot.press("g")
+        assert main.events.cursor_gid == replaced[0][0]
+        assert "┃" in await drawn(pilot, app)
