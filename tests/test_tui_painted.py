@@ -83,7 +83,7 @@ async def test_an_escape_in_a_tool_result_is_shown_not_obeyed(tmp_path: Path) ->
         assert term.wait_for("\\x1b[2J"), "the escape is not shown as text:\n" + "\n".join(term.screen.display)
         term.press(b"\t")  # the events list
         term.press(b"\r")  # expand the selected event's whole payload
-        term.pump(1.0)
+        assert term.wait_for("\\x1b[41;97mRED"), "the payload is not expanded:\n" + "\n".join(term.screen.display)
         shown = "\n".join(term.screen.display)
         # the frame survived: every panel is still there, nothing was cleared or scrolled away
         for panel in ("Runs", "Events", "Pipeline", "Context"):
