@@ -31,6 +31,8 @@ async def check(reader: EventReader, run: str) -> None:
     got = await reader.read_ids([*reversed(some), 10**9])  # any order asked, unknown ids left out
     assert [se.global_id for se in got] == some
     assert [se.data for se in got] == [se.data for se in whole[::3]]
+    rows = await reader.read_id_rows([*reversed(some), 10**9])  # the same rows, not decoded
+    assert rows == [(se.global_id, se.event.stream_id, se.event.sequence, se.data) for se in whole[::3]]
     many = [gid for gid, *_ in index]
     assert [se.global_id for se in await reader.read_ids(many)] == many
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -232,3 +233,25 @@ async def test_a_compaction_lists_and_marks_what_it_replaced(compacting_store: P
         await pilot.press("g")
         assert main.events.cursor_gid == replaced[0][0]
         assert "┃" in await drawn(pilot, app)
+
+
+async def test_an_unreadable_row_is_shown_as_such_and_counted(db: Path, path: str) -> None:
+    calls = agent_calls(db)
+    bad = calls[len(calls) // 2][0]  # an LLM call in the middle of the run
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE events SET data = '{not json' WHERE id = ?", (bad,))
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        plot = main.query_one(ContextPlot)
+        await pilot_until(pilot, lambda: len(plot.all_calls()) == len(calls) - 1, "the other calls on the plot")
+        assert bad not in {c.global_id for c in plot.all_calls()}
+        await pilot_until(pilot, lambda: "unreadable row" in str(main.query_one("#banner").render()), "the banner")
+        await pilot.press("tab", "o", "home")  # flat, then page down until the bad row is on screen
+        while main.events.cursor_gid is not None and main.events.cursor_gid < bad:
+            await pilot.press("pagedown")
+        text = await drawn(pilot, app)
+        if path == "sparse":  # listed from the index, read as drawn: shown as unreadable
+            assert f"unreadable row {bad} (skipped)" in text
+        else:  # read whole: left out of the list, as every reader does
+            assert bad not in main.events.decoded

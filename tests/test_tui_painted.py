@@ -16,6 +16,7 @@ from pathlib import Path
 import pyte
 
 from tests.hostile_stores import make_store
+from tests.waiting import LIMIT
 
 COLS, ROWS = 120, 40
 
@@ -79,16 +80,17 @@ async def test_an_escape_in_a_tool_result_is_shown_not_obeyed(tmp_path: Path) ->
     db, _project = await make_store("escapes", tmp_path / "escapes")
     term = Terminal(["-m", "zymi_tui", "observe", str(db)], tmp_path)
     try:
-        assert term.wait_for("Events"), "\n".join(term.screen.display)
-        assert term.wait_for("\\x1b[2J"), "the escape is not shown as text:\n" + "\n".join(term.screen.display)
+        assert term.wait_for("Events", timeout=LIMIT), "\n".join(term.screen.display)
+        shown_as_text = term.wait_for("\\x1b[2J", timeout=LIMIT)
+        assert shown_as_text, "the escape is not shown as text:\n" + "\n".join(term.screen.display)
         term.press(b"\t")  # the events list
         term.press(b"\r")  # expand the selected event's whole payload
-        assert term.wait_for("\\x1b[41;97mRED"), "the payload is not expanded:\n" + "\n".join(term.screen.display)
-        shown = "\n".join(term.screen.display)
+        # until the payload is painted (a fixed pause was too short on a loaded machine: half a frame)
+        assert term.wait_for("\\x1b[41;97mRED", timeout=LIMIT), "\n".join(term.screen.display)
         # the frame survived: every panel is still there, nothing was cleared or scrolled away
         for panel in ("Runs", "Events", "Pipeline", "Context"):
-            assert panel in shown, f"{panel} missing:\n{shown}"
-        assert "\\x1b[41;97mRED" in shown
+            assert term.wait_for(panel, timeout=LIMIT), f"{panel} missing:\n" + "\n".join(term.screen.display)
+        assert "\\x1b[41;97mRED" in "\n".join(term.screen.display)
         # nothing was recoloured: the word after the would-be "red background" escape has no red background
         for y in range(ROWS):
             row = term.screen.buffer[y]

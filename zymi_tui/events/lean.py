@@ -169,6 +169,24 @@ class LlmCallStartedFields(msgspec.Struct, frozen=True):
 
 LLM_CALL_STARTED = msgspec.json.Decoder(LlmCallStartedFields)
 
+
+class UsageFields(msgspec.Struct, frozen=True):
+    input_tokens: int
+
+
+class LlmCallCompletedFields(msgspec.Struct, frozen=True):
+    has_tool_calls: bool
+    usage: UsageFields | None = None
+
+
+class ContextCompactedFields(msgspec.Struct, frozen=True):
+    bytes_saved: int
+
+
+# what a context plot reads of a call's completion and of a compaction
+LLM_CALL_COMPLETED = msgspec.json.Decoder(LlmCallCompletedFields)
+CONTEXT_COMPACTED = msgspec.json.Decoder(ContextCompactedFields)
+
 RunFields = PipelineRequestedFields | PipelineCompletedFields | ResumeForkedFields
 # by the kind's type name
 RUN_FIELDS: dict[str, msgspec.json.Decoder[Any]] = {

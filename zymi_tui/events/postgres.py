@@ -50,6 +50,7 @@ from zymi_tui.events.store import (
     STEP_MARK,
     IndexRow,
     Page,
+    RawRow,
     RowPage,
     StoreError,
     StreamInfo,
@@ -467,9 +468,12 @@ class PostgresReader(RowDecoder):
         return [(int(gid), str(s), int(seq), str(tag)) for gid, s, seq, tag in rows]
 
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
+        return self._decode(await self.read_id_rows(ids))
+
+    async def read_id_rows(self, ids: list[int]) -> list[RawRow]:
         top = await self.horizon()
         rows = await self._fetch(f"{_ROW} WHERE id = ANY($1::bigint[]) AND id <= $2 ORDER BY id", ids, top)
-        return self._decode(rows)
+        return [(int(gid), str(s), int(seq), str(data)) for gid, s, seq, data in rows]
 
     async def read_kind_page(
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int

@@ -405,12 +405,15 @@ class SqliteReader(RowDecoder):
         return out
 
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
-        out: list[StoredEvent] = []
+        return self._decode_rows(await self.read_id_rows(ids))
+
+    async def read_id_rows(self, ids: list[int]) -> list[RawRow]:
+        out: list[RawRow] = []
         for i in range(0, len(ids), ID_BATCH):
             batch = ids[i : i + ID_BATCH]
             marks = ",".join("?" * len(batch))
-            out += self._decode(await self._fetch(f"{_ROW} WHERE id IN ({marks}) ORDER BY id", batch))
-        out.sort(key=lambda se: se.global_id)
+            out += self._sane(await self._fetch(f"{_ROW} WHERE id IN ({marks})", batch))
+        out.sort()
         return out
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:

@@ -85,6 +85,10 @@ class EventReader(Protocol):
         """The events of these global ids, in global order (ids not in the store are left out)."""
         ...
 
+    async def read_id_rows(self, ids: list[int]) -> list[RawRow]:
+        """`read_ids`'s rows as stored, not decoded (a reader that needs a few fields decodes them)."""
+        ...
+
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]: ...
     async def read_rows(
         self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None

@@ -342,7 +342,8 @@ class MainScreen(ActionScreen):
     @work(thread=True, exclusive=True, group="collect", exit_on_error=False)
     def collect_run(self, key: RunKey, rows: list[IndexRow]) -> None:
         """A long run's plot and graph: its LLM-call, compaction and workflow rows read a page at a time
-        and fed to a collector that keeps the calls, not the events."""
+        (of a call only the fields drawn are decoded) and fed to a collector that keeps the calls, not the
+        events."""
         wanted = [gid for gid, _, _, tag in rows if tag in PLOT_TAGS or tag in WORKFLOW_TAGS]
 
         async def job(reader: EventReader) -> None:
@@ -351,7 +352,7 @@ class MainScreen(ActionScreen):
             first = await reader.read_ids([rows[0][0]]) if rows else []  # x = seconds since the run started
             collector.t0 = first[0].event.timestamp_ns if first else None
             for n, page in enumerate(_pages(wanted), 1):
-                collector.feed(await reader.read_ids(page))
+                reader.problems += collector.feed_rows(await reader.read_id_rows(page))
                 if worker.is_cancelled:
                     return
                 if n % 20 == 0:  # the curve grows as it is read
@@ -395,6 +396,8 @@ class MainScreen(ActionScreen):
         from zymi_tui.replay.calls import replay_store
         from zymi_tui.tui.model_inspector import is_masked
 
+        steps = {step_of(stream) or RUN_GROUP for stream in streams}
+
         async def job(reader: EventReader) -> None:
             first: dict[str, int] = {}
             async for row in replay_store(reader, project=self.target.project, streams=streams):
@@ -405,6 +408,8 @@ class MainScreen(ActionScreen):
                 step = step_of(row.stream_id) or RUN_GROUP
                 if step not in first and any(e.layer == "C" and is_masked(e) for e in row.rendered.entries):
                     first[step] = row.global_id
+                    if len(first) == len(steps):  # every step's answer found: a long run is not replayed to its end
+                        break
             self.post_message(MaskingFound(key, first))
 
         if self.target.project is not None:

@@ -10,8 +10,17 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from zymi_tui.events.store import step_of
-from zymi_tui.events.stored import StoredEvent
+from zymi_tui.events.lean import (
+    CONTEXT_COMPACTED,
+    LLM_CALL_COMPLETED,
+    LLM_CALL_STARTED,
+    LeanError,
+    payload,
+    run_envelope,
+)
+from zymi_tui.events.store import RawRow, step_of
+from zymi_tui.events.stored import BadRow, StoredEvent
+from zymi_tui.events.timestamps import parse_timestamp_ns
 from zymi_tui.tui.model_events import RUN_GROUP
 
 
@@ -39,6 +48,7 @@ class StepCalls:
 
 
 WORKFLOW_TAGS = frozenset({"workflow_node_started", "workflow_node_completed", "step_skipped"})  # what the graph reads
+_WORKFLOW_TYPES = frozenset({"WorkflowNodeStarted", "WorkflowNodeCompleted", "StepSkipped"})  # the same, by type
 PLOT_TAGS = frozenset({"llm_call_started", "llm_call_completed", "context_compacted"})  # what the plot reads
 
 
@@ -70,44 +80,85 @@ class CallCollector:
         return copy
 
     def feed(self, events: Iterable[StoredEvent]) -> None:
+        """Decoded events (a small run's, or live ones)."""
         # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
         from zymi_tui.events import kinds as k
 
-        out, pending, tool_turns, turns = self.steps, self._pending, self._tool_turns, self._turns
-        window, forget_after = self.window, self.forget_after
         for se in events:
             ev, d = se.event, se.event.kind
-            if self.t0 is None:
-                self.t0 = ev.timestamp_ns
-            self.last_gid = max(self.last_gid, se.global_id)
-            step = step_of(ev.stream_id) or RUN_GROUP
+            self._seen(se.global_id, ev.timestamp_ns)
             if isinstance(d, k.LlmCallStarted):
-                sc = out.setdefault(step, StepCalls(step))
-                if d.iteration == 0:
-                    pending.pop(ev.stream_id, None)
-                    continue
-                p = CallPoint(len(sc.calls) + 1, ev.timestamp_ns, d.approx_context_chars, d.message_count,
-                              d.iteration, se.global_id, ev.stream_id, ev.sequence, None)  # fmt: skip
-                sc.calls.append(p)
-                pending[ev.stream_id] = p
-                if window is not None and sc.masking_from is None and tool_turns.get(step, 0) > window:
-                    sc.masking_from = p.index
-                if forget_after is not None and sc.forgetting_from is None and turns.get(step, 0) > forget_after:
-                    sc.forgetting_from = p.index
+                self._started(se.global_id, ev.stream_id, ev.sequence, ev.timestamp_ns, d.iteration, d.message_count,
+                              d.approx_context_chars)  # fmt: skip
             elif isinstance(d, k.LlmCallCompleted):
-                started = pending.pop(ev.stream_id, None)
-                if started is not None:
-                    sc = out[step]
-                    tokens = d.usage.input_tokens if d.usage else None
-                    sc.calls[started.index - 1] = _with_tokens(started, tokens)
-                    turns[step] = turns.get(step, 0) + 1
-                    if d.has_tool_calls:
-                        tool_turns[step] = tool_turns.get(step, 0) + 1
+                self._completed(ev.stream_id, d.usage.input_tokens if d.usage else None, d.has_tool_calls)
             elif isinstance(d, k.ContextCompacted):
-                sc = out.setdefault(step, StepCalls(step))
-                sc.compactions.append((len(sc.calls) + 0.5, se.global_id, d.bytes_saved))
+                self._compacted(se.global_id, ev.stream_id, d.bytes_saved)
             elif ev.tag in WORKFLOW_TAGS:
                 self.workflow.append(se)
+
+    def feed_rows(self, rows: Iterable[RawRow]) -> list[BadRow]:
+        """Rows as stored (a long run's pages): of a call or a compaction only the fields drawn are decoded
+        (`lean`), a workflow event whole. Returns the rows that could not be read (left out)."""
+        from zymi_tui.events.envelope import EventDecodeError, decode_event
+
+        bad: list[BadRow] = []
+        for gid, stream_id, seq, data in rows:
+            try:
+                env = run_envelope(data)
+                kind, ns = env.kind.type, parse_timestamp_ns(env.timestamp)
+                if kind in _WORKFLOW_TYPES:
+                    se = StoredEvent(gid, decode_event(data, seq), data)
+                self._seen(gid, ns)
+                if kind == "LlmCallStarted":
+                    d = payload(env, LLM_CALL_STARTED)
+                    self._started(gid, env.stream_id, seq, ns, d.iteration, d.message_count, d.approx_context_chars)
+                elif kind == "LlmCallCompleted":
+                    c = payload(env, LLM_CALL_COMPLETED)
+                    self._completed(env.stream_id, c.usage.input_tokens if c.usage else None, c.has_tool_calls)
+                elif kind == "ContextCompacted":
+                    self._compacted(gid, env.stream_id, payload(env, CONTEXT_COMPACTED).bytes_saved)
+                elif kind in _WORKFLOW_TYPES:
+                    self.workflow.append(se)
+            except (LeanError, EventDecodeError, ValueError) as e:
+                bad.append(BadRow(gid, stream_id, seq, str(e)))
+        return bad
+
+    def _seen(self, gid: int, ns: int) -> None:
+        if self.t0 is None:
+            self.t0 = ns
+        self.last_gid = max(self.last_gid, gid)
+
+    def _started(self, gid: int, stream: str, seq: int, ns: int, iteration: int, messages: int, chars: int) -> None:
+        step = step_of(stream) or RUN_GROUP
+        sc = self.steps.setdefault(step, StepCalls(step))
+        if iteration == 0:  # a compaction's own call: a marker, not a point
+            self._pending.pop(stream, None)
+            return
+        p = CallPoint(len(sc.calls) + 1, ns, chars, messages, iteration, gid, stream, seq, None)
+        sc.calls.append(p)
+        self._pending[stream] = p
+        if self.window is not None and sc.masking_from is None and self._tool_turns.get(step, 0) > self.window:
+            sc.masking_from = p.index
+        if (self.forget_after is not None and sc.forgetting_from is None
+                and self._turns.get(step, 0) > self.forget_after):  # fmt: skip
+            sc.forgetting_from = p.index
+
+    def _completed(self, stream: str, tokens: int | None, tool_calls: bool) -> None:
+        started = self._pending.pop(stream, None)
+        if started is None:
+            return
+        step = step_of(stream) or RUN_GROUP
+        sc = self.steps[step]
+        sc.calls[started.index - 1] = _with_tokens(started, tokens)
+        self._turns[step] = self._turns.get(step, 0) + 1
+        if tool_calls:
+            self._tool_turns[step] = self._tool_turns.get(step, 0) + 1
+
+    def _compacted(self, gid: int, stream: str, saved: int) -> None:
+        step = step_of(stream) or RUN_GROUP
+        sc = self.steps.setdefault(step, StepCalls(step))
+        sc.compactions.append((len(sc.calls) + 0.5, gid, saved))
 
 
 def collect_calls(

@@ -24,6 +24,7 @@ from zymi_tui.events.store import (
     EventReader,
     IndexRow,
     Page,
+    RawRow,
     RowPage,
     StreamInfo,
     chain_by_stream,
@@ -86,6 +87,9 @@ class MemoryReader:
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
         wanted = set(ids)
         return [se for se in self.events if se.global_id in wanted]
+
+    async def read_id_rows(self, ids: list[int]) -> list[RawRow]:
+        return [(se.global_id, se.event.stream_id, se.event.sequence, se.data) for se in await self.read_ids(ids)]
 
     async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
         return [se for se in self.events if se.global_id > after_global_id and se.event.kind.tag in tags]
