@@ -144,12 +144,12 @@ def run_envelope(data: str | bytes) -> RunEnvelope:
         raise _lean_error(e) from None
 
 
-class PipelineRequestedFields(msgspec.Struct, frozen=True):
+class PipelineRequested(msgspec.Struct, frozen=True):
     pipeline: str
     inputs: dict[str, str] = {}
 
 
-class PipelineCompletedFields(msgspec.Struct, frozen=True):
+class PipelineCompleted(msgspec.Struct, frozen=True):
     pipeline: str
     success: bool
     final_output: str | None = None
@@ -161,13 +161,13 @@ class ResumeForkedFields(msgspec.Struct, frozen=True):
     fork_at_step: str
 
 
-class LlmCallStartedFields(msgspec.Struct, frozen=True):
+class LlmCallStarted(msgspec.Struct, frozen=True):
     iteration: int
     message_count: int
     approx_context_chars: int
 
 
-LLM_CALL_STARTED = msgspec.json.Decoder(LlmCallStartedFields)
+LLM_CALL_STARTED = msgspec.json.Decoder(LlmCallStarted)
 
 
 class UsageFields(msgspec.Struct, frozen=True):
@@ -187,10 +187,10 @@ class ContextCompactedFields(msgspec.Struct, frozen=True):
 LLM_CALL_COMPLETED = msgspec.json.Decoder(LlmCallCompletedFields)
 CONTEXT_COMPACTED = msgspec.json.Decoder(ContextCompactedFields)
 
-RunFields = PipelineRequestedFields | PipelineCompletedFields | ResumeForkedFields
+RunFields = PipelineRequested | PipelineCompleted | ResumeForkedFields
 # by the kind's type name
 RUN_FIELDS: dict[str, msgspec.json.Decoder[Any]] = {
-    "PipelineRequested": msgspec.json.Decoder(PipelineRequestedFields),
-    "PipelineCompleted": msgspec.json.Decoder(PipelineCompletedFields),
+    "PipelineRequested": msgspec.json.Decoder(PipelineRequested),
+    "PipelineCompleted": msgspec.json.Decoder(PipelineCompleted),
     "ResumeForked": msgspec.json.Decoder(ResumeForkedFields),
 }

@@ -19,6 +19,9 @@ import msgspec
 
 from zymi_tui.events.envelope import decode_event
 from zymi_tui.events.lean import DECODE_ERRORS, Envelope
+from zymi_tui.events.lean import LlmCallStarted as LlmCallStarted  # the run-list readers' structs, re-exported
+from zymi_tui.events.lean import PipelineCompleted as PipelineCompleted
+from zymi_tui.events.lean import PipelineRequested as PipelineRequested
 from zymi_tui.events.messages import MessageModel, parse_message_json
 from zymi_tui.events.stored import StoredEvent
 
@@ -30,18 +33,6 @@ class Usage(msgspec.Struct, frozen=True):
     output_tokens: int
     cached_input_tokens: int = 0
     cache_creation_tokens: int = 0
-
-
-class PipelineRequested(msgspec.Struct, frozen=True):
-    pipeline: str
-    inputs: dict[str, str] = {}
-
-
-class PipelineCompleted(msgspec.Struct, frozen=True):
-    pipeline: str
-    success: bool
-    final_output: str | None = None
-    error: str | None = None
 
 
 class MemoryWritten(msgspec.Struct, frozen=True):
@@ -64,12 +55,6 @@ class WorkflowNodeStarted(msgspec.Struct, frozen=True):
 class WorkflowNodeCompleted(msgspec.Struct, frozen=True):
     node_id: str
     success: bool
-
-
-class LlmCallStarted(msgspec.Struct, frozen=True):
-    iteration: int
-    message_count: int
-    approx_context_chars: int
 
 
 class LlmCallFailed(msgspec.Struct, frozen=True):

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from zymi_tui.events.lean import (
     RUN_FIELDS,
     LeanError,
-    PipelineCompletedFields,
-    PipelineRequestedFields,
+    PipelineCompleted,
+    PipelineRequested,
     ResumeForkedFields,
     RunEnvelope,
     RunFields,
@@ -101,12 +101,12 @@ class _Mark:
 
 def _summary(req: _Mark, done: _Mark | None, fork: Fork | None, turn: int, turns: int) -> RunSummary:
     r = req.fields
-    assert isinstance(r, PipelineRequestedFields)
+    assert isinstance(r, PipelineRequested)
     status, duration, error, final = "running", None, None, None
     started = req.ns
     if done is not None:
         d = done.fields
-        assert isinstance(d, PipelineCompletedFields)
+        assert isinstance(d, PipelineCompleted)
         status = "ok" if d.success else "FAIL"
         duration = (done.ns - started) // 1_000_000
         error, final = d.error, d.final_output
@@ -190,14 +190,14 @@ async def newest_runs(reader: EventReader, n: int, *, turns: bool = False) -> tu
 def _summaries(by_stream: dict[str, list[_Mark]], turns: bool) -> list[RunSummary]:
     out: list[RunSummary] = []
     for marks in by_stream.values():
-        requests = [m for m in marks if isinstance(m.fields, PipelineRequestedFields)]
+        requests = [m for m in marks if isinstance(m.fields, PipelineRequested)]
         if not requests:
             continue
         fork = next(
             (Fork(k.parent_stream_id, k.fork_at_step) for m in marks if isinstance(k := m.fields, ResumeForkedFields)),
             None,
         )
-        completions = [m for m in marks if isinstance(m.fields, PipelineCompletedFields)]
+        completions = [m for m in marks if isinstance(m.fields, PipelineCompleted)]
         if not turns:
             first = requests[0]
             name = first.fields.pipeline  # type: ignore[union-attr]
