@@ -40,6 +40,20 @@ def cli_replay(*sets: str) -> list[dict[str, Any]]:
     return [r for r in rows if r.get("stream_id") == first_stream()]
 
 
+def editor_app() -> TuningApp:
+    def make(reader: EventReader) -> TuningScreen:
+        return TuningScreen(reader, first_stream(), project=ORACLE / NAME / "project")
+
+    return TuningApp(SqliteStore(ORACLE / NAME / "events.db"), make)
+
+
+async def loaded(app: TuningApp, pilot: Any) -> TuningScreen:
+    await pilot_until(pilot, lambda: isinstance(app.screen, TuningScreen) and app.screen.ready, "the editor to load")
+    screen = app.screen
+    assert isinstance(screen, TuningScreen)
+    return screen
+
+
 def shown(screen: TuningScreen, widget: str) -> str:
     return str(screen.query_one(widget, Static).render())
 
@@ -62,16 +76,9 @@ async def test_edits_by_keys_show_the_full_replays_figures(keys: list[str], sets
     compactions = sum(r["kind"] == "compaction" for r in rows)
     last = agents[-1]
 
-    def make(reader: EventReader) -> TuningScreen:
-        return TuningScreen(reader, first_stream(), project=ORACLE / NAME / "project")
-
-    app = TuningApp(SqliteStore(ORACLE / NAME / "events.db"), make)
+    app = editor_app()
     async with app.run_test(size=(160, 50)) as pilot:
-        await pilot_until(
-            pilot, lambda: isinstance(app.screen, TuningScreen) and app.screen.ready, "the editor to load"
-        )
-        screen = app.screen
-        assert isinstance(screen, TuningScreen)
+        screen = await loaded(app, pilot)
         await pilot.press(*keys)
         done = f"exact what-if of all {len(agents)} calls: peak {peak:,} bytes, {compactions} compaction(s)"
         await pilot_until(pilot, lambda: done in shown(screen, "#elapsed"), f"'{done}' on screen")
@@ -94,16 +101,9 @@ async def test_picking_another_call_shows_its_what_if(wait_first: bool) -> None:
     agents = [r for r in cli_replay(*sets) if r["kind"] == "agent"]
     n = len(agents)
 
-    def make(reader: EventReader) -> TuningScreen:
-        return TuningScreen(reader, first_stream(), project=ORACLE / NAME / "project")
-
-    app = TuningApp(SqliteStore(ORACLE / NAME / "events.db"), make)
+    app = editor_app()
     async with app.run_test(size=(160, 50)) as pilot:
-        await pilot_until(
-            pilot, lambda: isinstance(app.screen, TuningScreen) and app.screen.ready, "the editor to load"
-        )
-        screen = app.screen
-        assert isinstance(screen, TuningScreen)
+        screen = await loaded(app, pilot)
         await pilot.press(*keys)
         done = f"exact what-if of all {n} calls"
         if wait_first:
