@@ -47,6 +47,7 @@ async def test_fork_modal_esc_while_running_and_the_fork_completes(tmp_path: Pat
     parent = run_parent(project, "review", "topic=billing")
     app = _app(project)
     async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))  # pushed after the app's start-up
         main = app.main
         await until(pilot, lambda: main.runs.find_stream(parent) is not None and main.selected is not None)
         await pilot.press("R")
@@ -126,6 +127,7 @@ async def test_compare_view_shows_both_runs(compared: dict[str, Any]) -> None:
     project, parent, fork = compared["project"], compared["parent"], compared["fork"]
     app = _app(project)
     async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))  # pushed after the app's start-up
         main = app.main
         await until(pilot, lambda: main.runs.find_stream(fork) is not None and main.selected is not None)
         assert main.selected is not None and main.selected.stream_id == fork  # the newest run

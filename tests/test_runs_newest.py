@@ -18,7 +18,7 @@ from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import list_runs, newest_runs
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.tui import app as app_module
-from zymi_tui.tui.app import DashboardApp
+from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.source import first_runs
 from zymi_tui.tui.target import Target
@@ -101,6 +101,7 @@ async def test_the_first_frame_lists_the_runs_read_before_the_start(
     app = DashboardApp(Target(SqliteStore(db)), theme="textual-dark", first=first)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
+            await pilot_until(pilot, lambda: isinstance(app.screen, MainScreen), "the dashboard")
             runs_list = app.main.query_one(RunsList)
             await pilot_until(pilot, lambda: app.main.selected == RunKey("run-149"), "the newest run selected")
             assert runs_list.border_title == "Runs (newest 60…)"

@@ -269,13 +269,15 @@ class _Totals:
     prefix_inferred: bool = False
     knobs_sources: set[str] = field(default_factory=set)
     knobs_seen: set[str] = field(default_factory=set)  # the recorded knobs the rows were rebuilt under
+    _last_knobs: ContextKnobs | None = field(default=None, repr=False)  # described already
 
     def add(self, row: CallContext, tokens: bool) -> None:
         r = row.rendered
         self.rows += 1
         self.knobs_sources.add(row.knobs_source)
-        if r is not None and not row.whatif and not row.is_compaction:
+        if r is not None and not row.whatif and not row.is_compaction and r.knobs is not self._last_knobs:
             self.knobs_seen.add(r.knobs.describe())
+            self._last_knobs = r.knobs
         self.calls += not row.hard_cap_failure
         self.compactions += row.is_compaction
         self.simulated += row.simulated

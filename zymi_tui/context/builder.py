@@ -286,8 +286,10 @@ def _utc_seconds(date_time: str) -> int:
     return int(datetime.fromisoformat(date_time + "+00:00").timestamp())
 
 
+@lru_cache(maxsize=1024)
 def fast_ts_ns(text: str) -> int:
-    """`parse_timestamp_ns` with a fast path for zymi's `YYYY-MM-DDTHH:MM:SS[.f]Z`."""
+    """`parse_timestamp_ns` with a fast path for zymi's `YYYY-MM-DDTHH:MM:SS[.f]Z`; remembered, as an
+    event's timestamp is asked for by every replayer it is fed to, and more than once by each."""
     if len(text) >= 20 and text[-1] == "Z" and text[10] == "T" and (len(text) == 20 or text[19] == "."):
         secs = _utc_seconds(text[:19])
         frac = text[20:-1]

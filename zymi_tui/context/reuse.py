@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from functools import lru_cache
 
-from zymi_tui.context.builder import Shape, _Raw, _Tail
+from zymi_tui.context.builder import Prefix, Shape, _Raw, _Tail
 from zymi_tui.context.masking import memory_text
 
 
@@ -36,14 +37,21 @@ class PrefixReuse:
     broken: PrefixBreak | None  # None: the previous call's whole list is reused
 
 
-def _a_keys(shape: Shape) -> list[tuple[Hashable, int]]:
-    p = shape.prefix
+def _a_keys(shape: Shape) -> tuple[tuple[Hashable, int], ...]:
+    return _prefix_keys(shape.prefix)
+
+
+@lru_cache(maxsize=256)
+def _prefix_keys(p: Prefix) -> tuple[tuple[Hashable, int], ...]:
+    """Layer A's messages as keys and bytes (the same for every call of a step run: remembered)."""
     if p.inferred_bytes is not None:
-        return [(("inferred", p.inferred_bytes, i), p.inferred_bytes if i == 0 else 0) for i in range(p.inferred_count)]
+        return tuple(
+            (("inferred", p.inferred_bytes, i), p.inferred_bytes if i == 0 else 0) for i in range(p.inferred_count)
+        )
     keys: list[tuple[Hashable, int]] = [(("system", p.system_prompt), len(p.system_prompt.encode()))]
     if p.task:
         keys.append((("task", p.task), len(p.task.encode())))
-    return keys
+    return tuple(keys)
 
 
 def _b_key(shape: Shape) -> tuple[Hashable, int] | None:
@@ -75,10 +83,10 @@ def _c_bytes(shape: Shape, j: int) -> int:
     return (t.cum_masked[mid] - t.cum_masked[cut]) + (t.cum_full[j] - t.cum_full[mid])
 
 
-def _head(shape: Shape) -> list[tuple[Hashable, int]]:
+def _head(shape: Shape) -> tuple[tuple[Hashable, int], ...]:
     keys = _a_keys(shape)
     b = _b_key(shape)
-    return [*keys, b] if b is not None else keys
+    return (*keys, b) if b is not None else keys
 
 
 def prefix_reuse(prev: Shape, cur: Shape) -> PrefixReuse:

@@ -390,6 +390,22 @@ class Replayer:
             self._infer_prefix(st, kind, memory)
         return CallState(st.builder, memory, st.builder.last_was_compaction)
 
+    def next_build_chars(self, se: ReplayEvent) -> int | None:
+        """The size of the context a what-if build that feeding `se` makes (soft-cap plan allowed: an
+        agent call's, or a failed step's), None if it makes none. The state is left as feeding `se`
+        would leave it before that build (a step is created, Layer A inferred)."""
+        kind = se.kind
+        if STEP_MARK in se.stream_id:
+            if not isinstance(kind, LlmCallStarted) or kind.iteration == 0 or se.source == "compaction":
+                return None
+            state = self.state_before(se)
+            return state.builder.build(state.memory).chars
+        if isinstance(kind, WorkflowNodeCompleted) and not kind.success:
+            st = self.steps.get(f"{se.stream_id}{STEP_MARK}{kind.node_id}")
+            if st is not None and st.run is not None:
+                return st.builder.build(self._memory(st)).chars
+        return None
+
     def _memory(self, st: _Step) -> list[tuple[str, str]]:
         return list(st.run.memory.items()) if st.run else []
 
@@ -669,9 +685,16 @@ async def replay_many(
     project: Path | None,
     knobs: Sequence[ContextKnobs | None],
     streams: Sequence[str] | None = None,
+    figures_only: bool = False,
 ) -> AsyncIterator[tuple[int, CallContext]]:
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
-    and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row)."""
+    and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row).
+
+    `figures_only`: the caller reads only a row's figures (`compare.call_figures`, with its own soft
+    cap), not its knobs or messages: what-if knob sets that differ only in soft_cap_chars are then
+    replayed by one replayer for as long as every build falls on the same side of all their soft caps
+    (they make the same decisions), and share its rows; a set is forked off (`Replayer.fork`) just
+    before the first build that would decide otherwise for it."""
     replayers = make_replayers(project, knobs)
     if len(replayers) > 1:  # each event's message converted once for every knob set
         shared = Converted(keep_all=False)
@@ -680,21 +703,63 @@ async def replay_many(
     ends = await stream_ends(reader)
     for replayer in replayers:
         replayer.forget_finished(ends)
+    groups = _groups(replayers) if figures_only else [_Group(r, [i]) for i, r in enumerate(replayers)]
     top = max(ends.values(), default=0)
     wanted = set(streams) if streams else None
     async with aclosing(replay_events(reader, streams)) as events:  # its read-ahead stopped on a break
         async for se in events:
             if se.global_id > top:
                 break
-            for i, replayer in enumerate(replayers):
-                replayer.feed(se)
-                for row in replayer.ready():
+            for group in groups:  # a group split off here is appended, so fed this event too
+                if len(group.members) > 1:
+                    groups += group.split_before(se, replayers)
+                group.replayer.feed(se)
+                for row in group.replayer.ready():
                     if wanted is None or row.stream_id in wanted:
-                        yield i, row
-    for i, replayer in enumerate(replayers):
-        for row in replayer.flush():
+                        for i in group.members:
+                            yield i, row
+    for group in groups:
+        for row in group.replayer.flush():
             if wanted is None or row.stream_id in wanted:
-                yield i, row
+                for i in group.members:
+                    yield i, row
+
+
+@dataclass
+class _Group:
+    """Knob sets (`members`, indices) replayed by one replayer, which runs under the first one's knobs."""
+
+    replayer: Replayer
+    members: list[int]
+
+    def split_before(self, se: ReplayEvent, replayers: list[Replayer]) -> list[_Group]:
+        """Fork off the members whose soft cap puts the build `se` is about to make on the other side
+        of it than the replayer's own: the new group starts from the state before `se` and also
+        delivers the rows made so far that are not yet out (they are the same for all members)."""
+        chars = self.replayer.next_build_chars(se)
+        if chars is None:
+            return []
+        over = chars > self.replayer.knobs.soft_cap_chars
+        other = [i for i in self.members if (chars > replayers[i].knobs.soft_cap_chars) != over]
+        if not other:
+            return []
+        self.members = [i for i in self.members if i not in other]
+        fork = self.replayer.fork(replayers[other[0]].knobs)
+        fork.queue = deque(self.replayer.queue)
+        return [_Group(fork, other)]
+
+
+def _groups(replayers: list[Replayer]) -> list[_Group]:
+    """What-if replayers whose knobs differ only in soft_cap_chars start as one group; others alone."""
+    groups: dict[object, _Group] = {}
+    for i, r in enumerate(replayers):
+        k = r.knobs
+        key = (k.observation_window, k.forget_after_turns, k.min_tail_turns, k.hard_cap_chars) if r.whatif else i
+        if key in groups:
+            groups[key].members.append(i)
+        else:
+            groups[key] = _Group(r, [i])
+    return list(groups.values())
 
 
 async def context_at(

@@ -335,7 +335,8 @@ Profiles = Sequence[tuple[str, ContextKnobs | None]]  # (name, knobs); None: the
 def replay_profiles(
     reader: EventReader, project: Path | None, profiles: Profiles, streams: Sequence[str] | None = None
 ) -> ProfileCalls:
-    return replay_many(reader, project=project, knobs=[k for _, k in profiles], streams=streams)
+    """The profiles' calls, for `collect_calls` (which reads their figures only)."""
+    return replay_many(reader, project=project, knobs=[k for _, k in profiles], streams=streams, figures_only=True)
 
 
 async def compare_profiles(

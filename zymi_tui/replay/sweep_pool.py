@@ -54,6 +54,20 @@ def _init(done: Any, stop: Event, sums: Any, summed: Event) -> None:
     _done, _stop, _sums, _summed = done, stop, sums, summed
 
 
+def _deal(profiles: Profiles, recorded: ContextKnobs, workers: int) -> list[list[int]]:
+    """The profiles' indices per worker: the sets that differ only in their soft cap together (one
+    replayer may run them as one), the biggest such family first to the worker holding the fewest."""
+    families: dict[object, list[int]] = {}
+    for i, (_, knobs) in enumerate(profiles):
+        k = knobs or recorded
+        key = (k.observation_window, k.forget_after_turns, k.min_tail_turns, k.hard_cap_chars) if k != recorded else i
+        families.setdefault(key, []).append(i)
+    shares: list[list[int]] = [[] for _ in range(workers)]
+    for family in sorted(families.values(), key=len, reverse=True):
+        min(shares, key=len).extend(family)
+    return [sorted(share) for share in shares]
+
+
 def default_workers() -> int:
     return os.cpu_count() or 1
 
@@ -134,7 +148,7 @@ async def replay_on_pool(
     awaiting task is cancelled, the workers are told to stop and are waited for before the error
     propagates."""
     workers = max(1, min(workers, len(profiles)))
-    shares = [list(range(slot, len(profiles), workers)) for slot in range(workers)]
+    shares = _deal(profiles, recorded_knobs, workers)
     context = multiprocessing.get_context("spawn")
     done: SynchronizedArray[float] = context.Array("d", workers)
     stop = context.Event()

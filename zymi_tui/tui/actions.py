@@ -41,7 +41,6 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Markdown
 from textual.worker import Worker, WorkerState
 
 from zymi_tui.tui.failures import failure_line, show_in_panel
@@ -280,6 +279,9 @@ class HelpScreen(ActionModal):
         self.owner = owner
 
     def compose(self) -> ComposeResult:
+        # the Markdown widget (markdown-it, pygments) loads when a help opens, not before the first frame
+        from textual.widgets import Markdown
+
         with VerticalScroll(id="help"):
             yield Markdown(help_markdown(self.owner))
 

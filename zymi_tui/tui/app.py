@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -56,6 +57,9 @@ from zymi_tui.tui.source import FIRST_RUNS, FirstRuns, knobs_of, peaks_of, read_
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
 from zymi_tui.tui.widgets import CursorList, EventsList, OnceFooter, RunsList
+
+if TYPE_CHECKING:
+    from zymi_tui.context.knobs import ContextKnobs
 
 TAIL_POLL_S = 0.1
 REDRAW_S = 0.25
@@ -157,9 +161,10 @@ class MainScreen(ActionScreen):
         # the selected run is being read (not Textual's `loading`, which would cover the screen with dots)
         self.run_loading = False
         self.last_gid = 0
-        knobs, self.knob_source = knobs_of(target.project)
-        self.soft_cap, self.hard_cap = knobs.soft_cap_chars, knobs.hard_cap_chars
-        self.window, self.forget_after = knobs.observation_window, knobs.forget_after_turns
+        # the project's knobs are read by `start`, after the first frame (their model loads pydantic and yaml)
+        self.knob_source: str | None = None
+        self.soft_cap = self.hard_cap = self.window = 0
+        self.forget_after: int | None = None
         self.searching: str | None = None  # which list the search box filters
         self.runs_seen = False
         self.peaks_loaded = False
@@ -197,8 +202,6 @@ class MainScreen(ActionScreen):
         self.query_one("#runs").border_title = "Runs"
         self.query_one("#graph").border_title = "Pipeline"
         self.query_one("#events").border_title = "Events"
-        plot = self.query_one(ContextPlot)
-        plot.soft_cap, plot.hard_cap = self.soft_cap, self.hard_cap
         self.query_one(RunsList).focus()
         self.set_interval(REDRAW_S, self._redraw_plot)
         self.set_interval(1.0, self._check_store_file)
@@ -206,7 +209,7 @@ class MainScreen(ActionScreen):
             self.bad_rows.update({b.global_id: b.describe() for b in self.first.skipped})
             self.show_runs(self.first.summaries, complete=self.first.whole)
         self.update_banner()
-        self.start()
+        self.call_after_refresh(self.start)  # the first frame is drawn before any worker competes with it
 
     async def on_unmount(self) -> None:
         """Stop the workers, then close the reader (its connection thread would keep the process alive)."""
@@ -217,6 +220,8 @@ class MainScreen(ActionScreen):
 
     @work(exclusive=True, group="open", exit_on_error=False)
     async def start(self) -> None:
+        knobs, source = await asyncio.to_thread(knobs_of, self.target.project)
+        self.apply_knobs(knobs, source)
         first = self.first
         try:
             self.reader = await open_reader(self.target.store)
@@ -232,6 +237,17 @@ class MainScreen(ActionScreen):
         else:
             self.reload_runs(drawn=first)
         self.tail_store()
+
+    def apply_knobs(self, knobs: ContextKnobs, source: str) -> None:
+        self.soft_cap, self.hard_cap = knobs.soft_cap_chars, knobs.hard_cap_chars
+        self.window, self.forget_after = knobs.observation_window, knobs.forget_after_turns
+        self.knob_source = source
+        plot = self.query_one(ContextPlot)
+        plot.soft_cap, plot.hard_cap = self.soft_cap, self.hard_cap
+        self.plot_dirty = True
+        self._redraw_plot()  # with the caps
+        self.update_banner()
+        self.load_selected()
 
     def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
         """Run `job` with a reader of its own in this worker thread (decoding never blocks the UI)."""
@@ -725,10 +741,18 @@ class MainScreen(ActionScreen):
             self.update_events_title()
             return
         self.update_events_title()
+        self.load_selected()
+
+    def load_selected(self) -> None:
+        """Read the selected run and its pipeline, once the knobs are known (its plot and graph use them);
+        the first selection is read when `start` has read them, after the first frame."""
+        key = self.selected
+        if key is None or self.knob_source is None:
+            return
         self.load_run(key)
-        row = self.runs.rows[self.query_one(RunsList).cursor]
-        if str(key) not in self.pipeline_steps:
-            self.load_pipeline(key, row.summary.pipeline)
+        index = self.runs.index_of(key)
+        if index is not None and str(key) not in self.pipeline_steps:
+            self.load_pipeline(key, self.runs.rows[index].summary.pipeline)
 
     @on(CursorList.Moved, "#runs")
     def runs_moved(self) -> None:
@@ -880,7 +904,7 @@ class MainScreen(ActionScreen):
             self.bad_rows.update({b.global_id: b.describe() for b in self.reader.problems})
         if self.bad_rows:
             parts.append((f" · {len(self.bad_rows)} unreadable row(s) skipped", "yellow"))
-        parts.append((f" · caps: {self.knob_source}", "dim"))
+        parts.append((f" · caps: {self.knob_source or 'reading the project…'}", "dim"))
         if self.size.width < 80 or self.size.height < 24:
             parts.insert(0, (f"terminal {self.size.width}x{self.size.height}: graph and plot hidden (80x24 shows "
                              "them) · ", "yellow"))  # fmt: skip
@@ -1151,7 +1175,9 @@ class DashboardApp(SafeApp):
             self.theme = theme
 
     def on_mount(self) -> None:
-        self.push_screen(MainScreen(self.target, self.first))
+        # pushed once the app's start-up batch is over: a frame laid out within it is never written, and the
+        # screen would then wait for its next change (the footer's build, a worker's result) to be painted
+        self.call_later(self.push_screen, MainScreen(self.target, self.first))
 
     @property
     def main(self) -> MainScreen:

@@ -10,8 +10,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.errors import UserError
 from zymi_tui.events.lean import LLM_CALL_STARTED, LeanError, envelope, payload
 from zymi_tui.events.runs import RunSummary, newest_runs, turn_ranges
@@ -19,6 +19,9 @@ from zymi_tui.events.store import EventReader, run_of, step_prefix
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.project.reader import is_project, read_project
 from zymi_tui.tui.model import RunKey
+
+if TYPE_CHECKING:
+    from zymi_tui.context.knobs import ContextKnobs
 
 PAGE = 2000
 FIRST_RUNS = 60  # runs (requests) drawn before the whole list is read: more than a tall screenful
@@ -127,6 +130,9 @@ def _peak(out: dict[RunKey, int], stream_id: str, cid: str | None, chars: int, t
 
 def knobs_of(project: Path | None) -> tuple[ContextKnobs, str]:
     """The project's recorded knobs (`runtime.context`), or the engine defaults and why."""
+    # the knobs model (pydantic) and yaml load here, in the dashboard's start, not before its first frame
+    from zymi_tui.context.knobs import ContextKnobs, project_knobs
+
     if project is None:
         return ContextKnobs(), "unknown: no project found (engine defaults assumed)"
     if not is_project(project):
