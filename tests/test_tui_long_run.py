@@ -18,7 +18,8 @@ from textual.widgets import Static
 
 from tests.conftest import copy_store
 from tests.tui_support import make_app, settle, sql
-from tests.waiting import pilot_until
+from tests.waiting import LIMIT, pilot_until
+from zymi_tui.events.stored import BadRow
 from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.inspector import InspectorScreen
@@ -120,7 +121,8 @@ async def test_scroll_flat_order_and_expand(db: Path, path: str) -> None:
         assert text.splitlines()[0].startswith("»") and first_ts[11:19] in text.splitlines()[0]
         await pilot.press("o")  # flat, in store order: the store's first event on top
         assert not any(isinstance(it, Header) for it in main.events.items)
-        assert [it[0] for it in main.events.items] == sorted(it[0] for it in main.events.items)
+        gids = [it[0] for it in main.events.items if not isinstance(it, Header)]
+        assert len(gids) == EVENTS and gids == sorted(gids)
         await pilot.press("home", *["pagedown"] * 3)
         gid = main.events.cursor_gid
         await drawn(pilot, app)
@@ -255,3 +257,82 @@ async def test_an_unreadable_row_is_shown_as_such_and_counted(db: Path, path: st
             assert f"unreadable row {bad} (skipped)" in text
         else:  # read whole: left out of the list, as every reader does
             assert bad not in main.events.decoded
+
+
+async def test_events_written_while_the_run_is_read_reach_the_list_and_the_plot(
+    long_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sparse path: the run's index is held back once read (as a slow read would be) while the run
+    grows; the new events come by the live tail, are added when the index lands and, being in the list
+    the collector reads, are on the plot."""
+    import threading
+
+    from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+
+    monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
+    db = copy_store(long_store, tmp_path / "grow")
+    gate = threading.Event()
+    read_index = SqliteReader.run_index
+
+    async def held(self: SqliteReader, stream_id: str) -> list[tuple[int, str, int, str]]:
+        rows = await read_index(self, stream_id)
+        gate.wait(LIMIT)
+        return rows
+
+    monkeypatch.setattr(SqliteReader, "run_index", held)
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot_until(pilot, lambda: app.main.run_loading and len(app.main.events.rows) > 0, "the newest page")
+        main = app.main
+        async with await SqliteReader.open(db) as r:
+            step = await r.read_stream(STEP)
+        started = max(i for i, se in enumerate(step) if se.event.tag == "llm_call_started")
+        async with await SqliteWriter.open(db) as w:
+            for se in step[started : started + 2]:
+                await w.append(se.event.model_copy(update={"id": str(uuid.uuid4())}))
+        await pilot_until(pilot, lambda: len(main.pending_live) == 2, "the new events seen by the live tail")
+        gate.set()
+        plot = main.query_one(ContextPlot)
+        n = len(agent_calls(db))
+        await pilot_until(pilot, lambda: main.events.sparse and len(main.events.rows) == EVENTS + 2, "listed")
+        await pilot_until(pilot, lambda: len(plot.all_calls()) == n, "the new call on the plot")
+        assert plot.all_calls()[-1].global_id == agent_calls(db)[-1][0]
+
+
+async def test_events_written_while_the_plot_is_collected_reach_it(
+    long_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sparse path: the worker collecting the plot is held back while the run grows; the new events
+    are listed at once and given to the collector once it has read the run."""
+    import threading
+
+    from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+    from zymi_tui.tui.model_plot import CallCollector
+
+    monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
+    db = copy_store(long_store, tmp_path / "grow")
+    gate = threading.Event()
+    feed_rows = CallCollector.feed_rows
+
+    def held(self: CallCollector, rows: list[tuple[int, str, int, str]]) -> list[BadRow]:
+        gate.wait(LIMIT)
+        return feed_rows(self, rows)
+
+    monkeypatch.setattr(CallCollector, "feed_rows", held)
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        assert main.events.sparse
+        async with await SqliteReader.open(db) as r:
+            step = await r.read_stream(STEP)
+        started = max(i for i, se in enumerate(step) if se.event.tag == "llm_call_started")
+        async with await SqliteWriter.open(db) as w:
+            for se in step[started : started + 2]:
+                await w.append(se.event.model_copy(update={"id": str(uuid.uuid4())}))
+        await pilot_until(pilot, lambda: len(main.events.rows) == EVENTS + 2, "the new events listed")
+        assert not main.calls_done
+        gate.set()
+        plot = main.query_one(ContextPlot)
+        n = len(agent_calls(db))
+        await pilot_until(pilot, lambda: len(plot.all_calls()) == n, "the new call on the plot")
+        assert plot.all_calls()[-1].global_id == agent_calls(db)[-1][0]
