@@ -19,6 +19,7 @@ from textual.widgets import Static
 from tests.conftest import copy_store
 from tests.tui_support import make_app, settle, sql
 from tests.waiting import LIMIT, pilot_until
+from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
 from zymi_tui.events.stored import BadRow
 from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.graph_view import GraphView
@@ -83,6 +84,19 @@ async def drawn(pilot: Pilot[None], app: DashboardApp) -> str:
     """The events list once every row on screen is read and drawn."""
     await pilot_until(pilot, lambda: "… #" not in screen_text(app), "the rows on screen read")
     return screen_text(app)
+
+
+async def append_the_last_call_again(db: Path) -> None:
+    """Append copies of the step's last LLM call started and its completion (new ids): the run grows by
+    two events and one agent call."""
+    async with await SqliteReader.open(db) as r:
+        step = await r.read_stream(STEP)
+    started = max(i for i, se in enumerate(step) if se.event.tag == "llm_call_started")
+    last_two = step[started : started + 2]
+    assert [se.event.tag for se in last_two] == ["llm_call_started", "llm_call_completed"]
+    async with await SqliteWriter.open(db) as w:
+        for se in last_two:
+            await w.append(se.event.model_copy(update={"id": str(uuid.uuid4())}))
 
 
 async def test_the_run_opens_with_its_rows_plot_and_graph(db: Path, path: str) -> None:
@@ -179,21 +193,12 @@ async def test_inspector_and_knob_editor_on_a_call_picked_on_the_plot(db: Path, 
 
 
 async def test_live_events_of_the_run_are_added_with_the_cursor_kept(db: Path, path: str) -> None:
-    from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
-
     app = make_app(db)
     async with app.run_test(size=(120, 40)) as pilot:
         main = await opened(app, pilot, db, path)
         await pilot.press("tab", "up", "up")
         cursor = main.events.cursor_gid
-        async with await SqliteReader.open(db) as r:
-            step = await r.read_stream(STEP)
-        started = max(i for i, se in enumerate(step) if se.event.tag == "llm_call_started")
-        last_two = step[started : started + 2]  # an LLM call started and its completion, copied
-        assert [se.event.tag for se in last_two] == ["llm_call_started", "llm_call_completed"]
-        async with await SqliteWriter.open(db) as w:
-            for se in last_two:
-                await w.append(se.event.model_copy(update={"id": str(uuid.uuid4())}))
+        await append_the_last_call_again(db)
         plot = main.query_one(ContextPlot)
         n = len(agent_calls(db))
         await pilot_until(pilot, lambda: len(main.events.rows) == EVENTS + 2, "the new events listed")
@@ -267,8 +272,6 @@ async def test_events_written_while_the_run_is_read_reach_the_list_and_the_plot(
     the collector reads, are on the plot."""
     import threading
 
-    from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
-
     monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
     db = copy_store(long_store, tmp_path / "grow")
     gate = threading.Event()
@@ -284,12 +287,7 @@ async def test_events_written_while_the_run_is_read_reach_the_list_and_the_plot(
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot_until(pilot, lambda: app.main.run_loading and len(app.main.events.rows) > 0, "the newest page")
         main = app.main
-        async with await SqliteReader.open(db) as r:
-            step = await r.read_stream(STEP)
-        started = max(i for i, se in enumerate(step) if se.event.tag == "llm_call_started")
-        async with await SqliteWriter.open(db) as w:
-            for se in step[started : started + 2]:
-                await w.append(se.event.model_copy(update={"id": str(uuid.uuid4())}))
+        await append_the_last_call_again(db)
         await pilot_until(pilot, lambda: len(main.pending_live) == 2, "the new events seen by the live tail")
         gate.set()
         plot = main.query_one(ContextPlot)
@@ -306,7 +304,6 @@ async def test_events_written_while_the_plot_is_collected_reach_it(
     are listed at once and given to the collector once it has read the run."""
     import threading
 
-    from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
     from zymi_tui.tui.model_plot import CallCollector
 
     monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
@@ -323,12 +320,7 @@ async def test_events_written_while_the_plot_is_collected_reach_it(
     async with app.run_test(size=(120, 40)) as pilot:
         main = await settle(app, pilot)
         assert main.events.sparse
-        async with await SqliteReader.open(db) as r:
-            step = await r.read_stream(STEP)
-        started = max(i for i, se in enumerate(step) if se.event.tag == "llm_call_started")
-        async with await SqliteWriter.open(db) as w:
-            for se in step[started : started + 2]:
-                await w.append(se.event.model_copy(update={"id": str(uuid.uuid4())}))
+        await append_the_last_call_again(db)
         await pilot_until(pilot, lambda: len(main.events.rows) == EVENTS + 2, "the new events listed")
         assert not main.calls_done
         gate.set()
