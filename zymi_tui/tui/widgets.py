@@ -353,10 +353,11 @@ class EventsList(CursorList):
         se = m.event(item[0])
         if se is None:  # a long run's row not read yet: its kind now, the whole line once read
             marker = "»" if selected else " "
+            seq_kind = clean(f"#{item[2]} {item[3]}", one_line=True)  # store columns: terminal-safe
             if item[0] in m.unreadable:
-                text = f"{marker}  ⚠ #{item[2]} {item[3]}: unreadable row {item[0]} (skipped)"
+                text = f"{marker}  ⚠ {seq_kind}: unreadable row {item[0]} (skipped)"
                 return [Segment(text, st.kind["failure"])]
-            return [Segment(f"{marker}  … #{item[2]} {item[3]}", st.muted)]
+            return [Segment(f"{marker}  … {seq_kind}", st.muted)]
         if k > 0:
             lines = m.detail_lines(se)
             return [Segment("      "), Segment(lines[k - 1] if k - 1 < len(lines) else "", st.muted)]  # clean
