@@ -1169,6 +1169,9 @@ class DashboardApp(SafeApp):
     """The dashboard. `theme` fixes the colours (tests); `live=False` skips the tail worker."""
 
     TITLE = "zymi-tui observe"
+    # read with the app's own styles at start: a screen bringing a stylesheet the app has not read makes
+    # Textual parse every source again (Stylesheet.reparse), on the way to the first frame
+    CSS_PATH = MainScreen.CSS_PATH
 
     def __init__(self, target: Target, *, theme: str | None = None, first: FirstRuns | None = None) -> None:
         """`first`: the newest runs, read before the app starts (`first_runs`), listed in its first frame."""
