@@ -9,9 +9,10 @@ import gc
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 from zymi_tui import __version__
-from zymi_tui.commands import COMMAND_BY_NAME, COMMANDS
+from zymi_tui.commands import COMMAND_BY_NAME, COMMANDS, modules_loading
 from zymi_tui.errors import UserError
 
 
@@ -54,17 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:  # the process's own command line: the process ends after it
         # what is left is freed by the exit itself, not traced by the interpreter's last GC pass (~70 ms)
         atexit.register(gc.freeze)
-        # the command's modules (classes, functions, schemas) live as long as the process: no GC pass
-        # traces them while they load, and none after (frozen: out of every later collection's way)
-        gc.disable()
     args_list = list(sys.argv[1:] if argv is None else argv)
     # zymi accepts --no-venv anywhere on the line
     args_list = [a for a in args_list if a != "--no-venv"]
     command = chosen_command(args_list)
-    args = build_parser(command).parse_args(args_list)
-    if argv is None:
-        gc.freeze()
-        gc.enable()
+    with modules_loading() if argv is None else nullcontext():
+        args = build_parser(command).parse_args(args_list)
     try:
         if command is None:
             args = build_parser("observe").parse_args(["observe"])

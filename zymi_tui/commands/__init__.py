@@ -8,6 +8,9 @@ Add a command here, in the order it should appear in `zymi-tui --help`.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -49,3 +52,15 @@ COMMANDS: tuple[CommandSpec, ...] = (
 )
 
 COMMAND_BY_NAME: dict[str, CommandSpec] = {c.name: c for c in COMMANDS}
+
+
+@contextmanager
+def modules_loading() -> Iterator[None]:
+    """While a command's modules load: their classes, functions and schemas live as long as the process, so
+    no GC pass traces them as they load, and they are frozen after (out of every later collection's way)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
