@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_tui.py [--events 99000] [--from memory] [--idle 10] [--keys 30] [--repeat 3]
     .venv/bin/python benchmarks/bench_tui.py --project /tmp/big  # a folder holding .zymi/events.db (reused)
+    .venv/bin/python benchmarks/bench_tui.py --project /tmp/big --checkout /tmp/old  # + another checkout's package
 
 Both programs run in a detached tmux pane of 120x40, alternated (ours, zymi, ours, zymi, ...) so both
 see the same machine load; each figure is the median (and min) of --repeat launches. Figures, for each:
@@ -14,6 +15,12 @@ see the same machine load; each figure is the median (and min) of --repeat launc
 - runs listed CPU: the CPU seconds the process had used when its first runs were seen (a loaded
   machine stretches wall time far more than CPU time; compare both).
 The store is made by /work/shared/tools/make_big_store.py (cloned oracle runs, valid hash chains).
+`--checkout DIR` also launches the zymi_tui package of DIR (`python -m zymi_tui` with DIR on PYTHONPATH), alternated
+with the others: a "before" figure measured in the same run.
+`--floor` also launches an empty Textual app (one Static, this venv's Textual) until its text is on screen:
+the start-up any Textual app pays (interpreter, `import textual.app`, driver, first frame), in the same run.
+Each package measured is byte-compiled first (`compileall`, as `pip install` does): a launch reads its
+modules' bytecode, as a person's second launch does, even where PYTHONDONTWRITEBYTECODE is set.
 Ratios are zymi observe / zymi-tui (higher is better for us). tmux polling adds ~2-5 ms to each latency.
 """
 
@@ -149,6 +156,29 @@ def measure(
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
+FLOOR_APP = (
+    "from textual.app import App\nfrom textual.widgets import Static\n"
+    "class Floor(App[None]):\n    def compose(self):\n        yield Static('FLOOR-PAINTED')\nFloor().run()\n"
+)
+
+
+def floor_launch() -> dict[str, float]:
+    """An empty Textual app: launch until its one line is on screen, and the CPU seconds used by then."""
+    session = f"tuibench-floor-{os.getpid()}"
+    script = Path(tempfile.mkdtemp(prefix="bench_tui_floor_")) / "floor.py"
+    script.write_text(FLOOR_APP)
+    try:
+        t0 = time.perf_counter()
+        cmd = f"exec env TERM=xterm-256color {sys.executable} {script}"
+        tmux("new-session", "-d", "-s", session, "-x", str(SIZE[0]), "-y", str(SIZE[1]), cmd)
+        pid = pane_pid(session)
+        painted = wait_for(session, "FLOOR-PAINTED", 60) - t0
+        return {"first_frame_s": painted, "runs_listed_s": painted, "runs_listed_cpu_s": cpu_seconds(pid)}
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        shutil.rmtree(script.parent, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=99_000)
@@ -158,6 +188,8 @@ def main() -> int:
     ap.add_argument("--no-zymi", action="store_true", help="skip measuring zymi observe")
     ap.add_argument("--project", help="reuse a folder holding .zymi/events.db instead of generating a store")
     ap.add_argument("--repeat", type=int, default=3, help="launches of each program, alternated")
+    ap.add_argument("--floor", action="store_true", help="also launch an empty Textual app (the start-up floor)")
+    ap.add_argument("--checkout", help="also launch the zymi_tui package of this folder (a 'before' figure)")
     args = ap.parse_args()
     if not shutil.which("tmux"):
         print("bench_tui: tmux is needed", file=sys.stderr)
@@ -173,28 +205,51 @@ def main() -> int:
             print(f"store: {args.events} events cloned from {args.src} in {time.perf_counter() - t:.1f}s")
         else:
             print(f"store: {db}")
-        runs: dict[str, list[dict[str, float]]] = {"zymi-tui": [], "zymi observe": []}
+        runs: dict[str, list[dict[str, float]]] = {
+            "zymi-tui": [],
+            "checkout": [],
+            "empty Textual": [],
+            "zymi observe": [],
+        }
         ours = f"env TERM=xterm-256color {VENV / 'zymi-tui'} observe {work} --theme textual-dark"
+        packages = [ROOT / "zymi_tui"]
+        if args.checkout:
+            before = Path(args.checkout).resolve()
+            packages.append(before / "zymi_tui")
+            old = f"env TERM=xterm-256color PYTHONPATH={before} {sys.executable} -m zymi_tui observe {work}"
+            old += " --theme textual-dark"
+        for package in packages:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True, capture_output=True)
         zymi = VENV / "zymi"
         for _ in range(args.repeat):
             first_page, every_run = r"Runs \((newest )?\d+", r"Runs \(\d+\)"
             runs["zymi-tui"].append(measure("ours", ours, "· live", first_page, every_run, "verified", ["tab"], args))
+            if args.checkout:
+                runs["checkout"].append(measure("old", old, "· live", first_page, every_run, "verified", ["tab"], args))
+            if args.floor:
+                runs["empty Textual"].append(floor_launch())
             if not args.no_zymi and zymi.exists():
                 cmd = f"env TERM=xterm-256color {zymi} observe -d {work} --no-venv"
                 theirs = measure("zymi", cmd, "Runs (", every_run, every_run, None, ["tab", "tab"], args)
                 runs["zymi observe"].append(theirs)
         runs = {name: r for name, r in runs.items() if r}
         results = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
+        # the ratios to zymi observe, per program, of the first screenful of runs (the floor: its first frame)
+        ratios = {name: results[name]["runs_listed_s"] / results["zymi observe"]["runs_listed_s"]
+                  for name in results if name != "zymi observe" and "zymi observe" in results}  # fmt: skip
         print(f"{'median (min) of ' + str(args.repeat):24}" + "".join(f"{name:>22}" for name in results)
-              + ("   zymi/ours" if len(results) > 1 else ""))  # fmt: skip
+              + ("   zymi/ours" if "zymi observe" in results else ""))  # fmt: skip
         for k in results["zymi-tui"]:
             row = f"{k:24}" + "".join(
-                f"{results[name][k]:13.2f} ({min(r[k] for r in rs):6.2f})" for name, rs in runs.items()
+                f"{results[name][k]:13.2f} ({min(r[k] for r in rs):6.2f})" if k in rs[0] else f"{'-':>22}"
+                for name, rs in runs.items()
             )
-            if len(results) > 1:
+            if "zymi observe" in results:
                 ours_v, theirs = results["zymi-tui"][k], results["zymi observe"][k]
                 row += f"{theirs / ours_v:11.2f}x" if ours_v else "          -"
             print(row)
+        for name, ratio in ratios.items():
+            print(f"runs listed, {name} / zymi observe: {ratio:.2f}x zymi's time (aim for zymi-tui: <= 0.5x)")
         aims = {"first_frame_s": 0.5, "idle_cpu_pct": 3.0, "key_p95_ms": 50.0, "peak_rss_mb": 300.0}
         misses = [f"{k} {results['zymi-tui'][k]:.2f} > {v}" for k, v in aims.items() if results["zymi-tui"][k] > v]
         print("aims met" if not misses else "aims missed: " + "; ".join(misses))

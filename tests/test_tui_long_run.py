@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN = "chat-long"
 EVENTS = 3000
 STEP = f"{RUN}:step:work"
+HOSTILE_KIND = "llm_call_started\x1b[2J[/x]\u202e"  # an escape, Rich markup, a bidi override
 
 
 @pytest.fixture(scope="module")
@@ -242,26 +244,81 @@ async def test_a_compaction_lists_and_marks_what_it_replaced(compacting_store: P
         assert "┃" in await drawn(pilot, app)
 
 
-async def test_an_unreadable_row_is_shown_as_such_and_counted(db: Path, path: str) -> None:
+async def test_an_unreadable_row_with_a_hostile_kind_is_shown_cleaned_and_counted(db: Path, path: str) -> None:
+    """The row's data does not decode and its kind column holds an escape, Rich markup and a bidi override:
+    it is counted in the banner before anyone scrolls to it (a long run reads it with the plot's rows, as
+    its kind column names no known kind), shown with its kind made visible, and the list moves past it."""
     calls = agent_calls(db)
     bad = calls[len(calls) // 2][0]  # an LLM call in the middle of the run
     with sqlite3.connect(db) as c:
-        c.execute("UPDATE events SET data = '{not json' WHERE id = ?", (bad,))
+        c.execute("UPDATE events SET data = '{not json', kind_tag = ? WHERE id = ?", (HOSTILE_KIND, bad))
     app = make_app(db)
     async with app.run_test(size=(120, 40)) as pilot:
         main = await settle(app, pilot)
         plot = main.query_one(ContextPlot)
         await pilot_until(pilot, lambda: len(plot.all_calls()) == len(calls) - 1, "the other calls on the plot")
         assert bad not in {c.global_id for c in plot.all_calls()}
-        await pilot_until(pilot, lambda: "unreadable row" in str(main.query_one("#banner").render()), "the banner")
+        banner = main.query_one("#banner")
+        await pilot_until(pilot, lambda: "1 unreadable row(s) skipped" in str(banner.render()), "the banner")
         await pilot.press("tab", "o", "home")  # flat, then page down until the bad row is on screen
         while main.events.cursor_gid is not None and main.events.cursor_gid < bad:
             await pilot.press("pagedown")
+        while main.events.cursor_gid is not None and main.events.cursor_gid > bad + 1:
+            await pilot.press("up")
         text = await drawn(pilot, app)
-        if path == "sparse":  # listed from the index, read as drawn: shown as unreadable
-            assert f"unreadable row {bad} (skipped)" in text
+        assert not {"\x1b", "\u202e"} & set(text)
+        if path == "sparse":  # listed from the index, read as drawn: shown as unreadable, its kind visible
+            line = next(line for line in text.splitlines() if f"unreadable row {bad}" in line)
+            assert "llm_call_started\\x1b[2J[/x]\\u202e" in line
         else:  # read whole: left out of the list, as every reader does
-            assert bad not in main.events.decoded
+            assert bad not in main.events.decoded and bad not in {row[0] for row in main.events.rows}
+        await pilot.press("up", "enter", "enter", "up")  # onto the row (whole: the one before), expanded and not
+        assert main.events.cursor_gid is not None and main.events.cursor_gid < bad
+        await pilot.press("down", "down", "down")
+        assert main.events.cursor_gid is not None and main.events.cursor_gid > bad
+        assert "\x1b" not in await drawn(pilot, app)
+
+
+async def test_a_call_whose_kind_column_is_hostile_is_plotted_as_its_data_says(db: Path, path: str) -> None:
+    """Only the kind column is hostile: the row's data is a whole LLM call, on the plot on both paths
+    (a long run picks the plot's rows by that column: one naming no known kind is read to see what it is)."""
+    calls = agent_calls(db)
+    odd = calls[len(calls) // 2][0]
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE events SET kind_tag = ? WHERE id = ?", (HOSTILE_KIND, odd))
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        plot = main.query_one(ContextPlot)
+        await pilot_until(pilot, lambda: len(plot.all_calls()) == len(calls), "every call on the plot")
+        assert [(c.global_id, c.chars) for c in plot.all_calls()] == calls
+        assert "unreadable" not in str(main.query_one("#banner").render())
+
+
+async def test_a_hostile_kind_in_the_command_palette_is_shown_cleaned(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long run's kind tags (its index's kind column) are offered as filters in the command palette:
+    a hostile one is offered with its controls made visible and its markup shown as text."""
+    monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
+    bad = agent_calls(db)[0][0]
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE events SET data = '{not json', kind_tag = ? WHERE id = ?", (HOSTILE_KIND, bad))
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        assert main.events.sparse
+        await pilot.press("tab", "ctrl+p", *"kind", "space", *"started")
+
+        def palette() -> str:
+            if not isinstance(app.screen, CommandPalette):
+                return ""
+            hits = app.screen.query_one(CommandList)
+            return "\n".join(hits.render_line(y).text for y in range(hits.scrollable_content_region.height))
+
+        await pilot_until(pilot, lambda: palette().count("kind llm_call_started") >= 2, "both kinds offered")
+        assert not {"\x1b", "\u202e"} & set(palette() + app.export_screenshot())
+        assert "kind llm_call_started\\x1b[2J" in palette()
 
 
 async def test_events_written_while_the_run_is_read_reach_the_list_and_the_plot(

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from zymi_tui import __version__
-from zymi_tui.commands import COMMAND_BY_NAME, COMMANDS
+from zymi_tui.commands import COMMAND_BY_NAME, COMMANDS, modules_loading
 from zymi_tui.errors import UserError
 
 
@@ -54,21 +54,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:  # the process's own command line: the process ends after it
         # what is left is freed by the exit itself, not traced by the interpreter's last GC pass (~70 ms)
         atexit.register(gc.freeze)
-        # the command's modules (classes, functions, schemas) live as long as the process: no GC pass
-        # traces them while they load, and none after (frozen: out of every later collection's way)
-        gc.disable()
     args_list = list(sys.argv[1:] if argv is None else argv)
     # zymi accepts --no-venv anywhere on the line
     args_list = [a for a in args_list if a != "--no-venv"]
     command = chosen_command(args_list)
-    args = build_parser(command).parse_args(args_list)
-    if argv is None:
-        gc.freeze()
-        gc.enable()
+    with modules_loading(own_process=argv is None):
+        args = build_parser(command).parse_args(args_list)
     try:
         if command is None:
             args = build_parser("observe").parse_args(["observe"])
             args.bare = True  # bare `zymi-tui` opens the dashboard on the current folder or the sample
+        args.own_process = argv is None  # a command loading more modules as it runs (modules_loading)
         code: int = args.func(args)
         return code
     except UserError as e:  # the one place a user-facing error becomes a line on stderr and an exit code

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from zymi_tui.events.factory import open_reader
-from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.launch import choose_target
 from zymi_tui.tui.source import FirstRuns, first_runs
 from zymi_tui.tui.target import Target
 
-from .common import EXIT_OK, CommandError, add_store_arg, run_async, store_arg
+from . import modules_loading
+from .common import EXIT_OK, CommandError, add_store_arg, store_arg
 from .flags import RUN_HELP, add_run_arg
 
 
@@ -39,7 +41,14 @@ async def _open(target: Target) -> FirstRuns | None:
 def observe(args: argparse.Namespace) -> int:
     """`bare`: `zymi-tui` alone, on the current folder's store or else the sample (with a banner)."""
     target = choose_target(store_arg(args), args.run, project=args.project, bare=args.bare)
-    first = run_async(_open(target))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # the newest runs are read while the screen's modules load (Textual, the widgets, plotext: ~2/3 of
+        # the time to the first frame); SQLite's own work runs beside the import, outside the GIL
+        reading = pool.submit(asyncio.run, _open(target))
+        with modules_loading(args.own_process):
+            from zymi_tui.tui.app import DashboardApp
+
+        first = reading.result()  # a missing or broken store: its one line (StoreError)
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         raise CommandError("observe needs a terminal (stdin and stdout must be a TTY)")
     app = DashboardApp(target, theme=args.theme, first=first)

@@ -618,10 +618,17 @@ class SqliteWriter:
     async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
         """Append in one transaction (zymi appends one event per transaction; so does `append`).
         The transaction commits or rolls back even if the caller is cancelled meanwhile."""
-        return await self._transactions.run(self._append_tx(events))
-
-    async def _append_tx(self, events: Sequence[Event]) -> list[StoredEvent]:
         rows = [(e, e.to_json()) for e in events]
+        if not self._lock.locked() and self._transactions.idle():
+            # nothing else of this writer under way: the transaction runs here and now, with no await in
+            # it (so no cancellation can land inside), and no task and loop turns around it
+            try:
+                return self._append_sync(rows, wait=False)
+            except _Busy:
+                pass  # another connection holds the write lock: waited for on the writer's thread, in turn
+        return await self._transactions.run(self._append_tx(rows))
+
+    async def _append_tx(self, rows: list[tuple[Event, str]]) -> list[StoredEvent]:
         async with self._lock:
             try:
                 return self._append_sync(rows, wait=False)

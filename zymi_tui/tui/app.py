@@ -13,6 +13,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
+from textual.markup import escape
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input, Static
@@ -343,8 +344,11 @@ class MainScreen(ActionScreen):
     def collect_run(self, key: RunKey, rows: list[IndexRow]) -> None:
         """A long run's plot and graph: its LLM-call, compaction and workflow rows read a page at a time
         (of a call only the fields drawn are decoded) and fed to a collector that keeps the calls, not the
-        events."""
-        wanted = [gid for gid, _, _, tag in rows if tag in PLOT_TAGS or tag in WORKFLOW_TAGS]
+        events). A row whose kind column names no known kind (an unknown or a hostile one) is read too: its
+        data says what it is, as when a small run is read whole (and an unreadable one is counted)."""
+        from zymi_tui.events.kinds import KIND_BY_TAG  # the kinds load with the first event decoded, not at start
+
+        wanted = [gid for gid, _, _, tag in rows if tag in PLOT_TAGS or tag in WORKFLOW_TAGS or tag not in KIND_BY_TAG]
 
         async def job(reader: EventReader) -> None:
             collector = CallCollector(self.window, self.forget_after)
@@ -1165,6 +1169,9 @@ class DashboardApp(SafeApp):
     """The dashboard. `theme` fixes the colours (tests); `live=False` skips the tail worker."""
 
     TITLE = "zymi-tui observe"
+    # read with the app's own styles at start: a screen bringing a stylesheet the app has not read makes
+    # Textual parse every source again (Stylesheet.reparse), on the way to the first frame
+    CSS_PATH = MainScreen.CSS_PATH
 
     def __init__(self, target: Target, *, theme: str | None = None, first: FirstRuns | None = None) -> None:
         """`first`: the newest runs, read before the app starts (`first_runs`), listed in its first frame."""
@@ -1192,8 +1199,10 @@ class DashboardApp(SafeApp):
             main = self.main
         except LookupError:
             return
+        # a store's kind tags and stream ids are shown cleaned, and never as markup (the palette reads its titles so)
         for tag in main.events.kind_tags:
-            yield SystemCommand(f"Show only events of kind {tag}", "events filter", lambda t=tag: main.set_kinds({t}))
+            title = f"Show only events of kind {escape(clean(tag, one_line=True))}"
+            yield SystemCommand(title, "events filter", lambda t=tag: main.set_kinds({t}))
         for step in main.events.steps:
-            name = "the run stream" if step == RUN_GROUP else f"step {step}"
+            name = "the run stream" if step == RUN_GROUP else f"step {escape(clean(step, one_line=True))}"
             yield SystemCommand(f"Show only {name}", "events and plot filter", lambda s=step: main.set_step(s))
