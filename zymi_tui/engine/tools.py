@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import httpx
-
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.config import HttpImpl, ShellImpl, ShellRuntime, ToolConfig
 from zymi_tui.engine.policy import APPROVED, Contracts, Verdict
@@ -440,6 +438,8 @@ class ToolRunner:
         url = splice_args(impl.url, arguments, mode="url")
         headers = {k: splice_args(v, arguments) for k, v in impl.headers.items()}
         body = splice_args(impl.body_template, arguments, mode="json") if impl.body_template else None
+        import httpx  # on an http tool's first call: `run` of a project without one never loads it
+
         try:
             async with httpx.AsyncClient(timeout=30) as client:
                 resp = await client.request(impl.method, url, headers=headers, content=body)

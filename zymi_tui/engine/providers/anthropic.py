@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
-
-from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, ProviderError, http_client, transport_error
+from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, ProviderError, transport_error
+from zymi_tui.engine.providers.http import TransportFailure, http_client
 from zymi_tui.events.messages import TokenUsage, ToolCallInfo
 
 STOP_REASONS = {"max_tokens": "length", "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls"}
+
+
+def json_body(body: dict[str, Any]) -> bytes:
+    """The bytes sent: compact JSON, non-ASCII as UTF-8 (what httpx's `json=` made of it)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 def request_body(model: str, request: LlmRequest) -> dict[str, Any]:
@@ -86,8 +90,8 @@ class AnthropicProvider:
     async def complete(self, request: LlmRequest) -> LlmResponse:
         headers = {"x-api-key": self.api_key, "anthropic-version": "2023-06-01", "content-type": "application/json"}
         try:
-            resp = await self._client.post(self.url, json=request_body(self.model, request), headers=headers)
-        except httpx.HTTPError as e:
+            resp = await self._client.post(json_body(request_body(self.model, request)), headers)
+        except TransportFailure as e:
             raise transport_error(self.url, e) from None
         if not resp.is_success:
             raise ProviderError(f"API error (status {resp.status_code}): {resp.text}")

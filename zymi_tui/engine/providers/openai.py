@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
-
-from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, ProviderError, http_client, transport_error
+from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, ProviderError, transport_error
+from zymi_tui.engine.providers.http import TransportFailure, http_client
 from zymi_tui.events.messages import TokenUsage, ToolCallInfo
 
 REASONING_PREFIXES = ("o1", "o3", "gpt-5", "gpt-4.5")
@@ -120,8 +119,8 @@ class OpenAIProvider:
             headers["authorization"] = f"Bearer {self.api_key}"
         body = json.dumps(request_body(self.model, request, self.stream), ensure_ascii=False).encode()
         try:
-            resp = await self._client.post(self.url, content=body, headers=headers)
-        except httpx.HTTPError as e:
+            resp = await self._client.post(body, headers)
+        except TransportFailure as e:
             raise transport_error(self.url, e) from None
         if not resp.is_success:
             raise ProviderError(f"API error (status {resp.status_code}): {resp.text}")

@@ -48,6 +48,26 @@ STATUS_STYLE = {"added": "green", "dropped": "red", "compacted": "magenta", "mas
                 "unmasked": "cyan", "changed": "blue", "same": "bright_black"}  # fmt: skip
 
 
+class Quiet(Static):
+    """A Static that lays the screen out again only when its height changes (`Static.update` always
+    does, and each layout re-renders every widget of the screen: 5 layouts per knob edit cost more UI
+    time than the what-if itself); an update to the same text does nothing."""
+
+    def __init__(self, content: str = "", **kw: str) -> None:
+        super().__init__(content, **kw)  # type: ignore[arg-type]
+        self.shown: Text | str = content
+        self.fit = (-1, -1)  # (width, height) of the text shown (-1: not known yet)
+
+    def show(self, text: Text | str) -> None:
+        width = self.content_size.width
+        if text == self.shown and self.fit[0] == width:
+            return
+        body = text if isinstance(text, Text) else Text(text)
+        lines = (len(body.wrap(self.app.console, width)) if body.plain else 0) if width > 0 else -1
+        self.update(text, layout=lines < 0 or (width, lines) != self.fit)
+        self.shown, self.fit = text, (width, lines)
+
+
 class WhatIfReady(Message):
     """A finished what-if replay (posted from the worker thread)."""
 
@@ -200,16 +220,16 @@ class TuningScreen(ActionScreen):
                 for name in KNOB_NAMES:
                     yield Label(name)
                     yield Input(self.form.texts[name], id=f"knob-{name}", classes="knob")
-                    yield Static("", id=f"err-{name}", classes="knob-error")
-                yield Static("", id="state")
+                    yield Quiet("", id=f"err-{name}", classes="knob-error")
+                yield Quiet("", id="state")
                 yield Input(placeholder="save as profile… (type a name, then ctrl+s)", id="profile-name")
                 yield Static("", id="export")
             with Vertical(id="view"):
                 yield Static(Text(f"⚠ {SAME_TRAJECTORY}", style="bold yellow"), id="caveat")
                 yield CurvePlot(id="curve")
-                yield Static("loading…", id="summary")
-                yield Static("", id="elapsed")
-                yield Static("", id="diff-title")
+                yield Quiet("loading…", id="summary")
+                yield Quiet("", id="elapsed")
+                yield Quiet("", id="diff-title")
                 yield DataTable(id="diff", show_cursor=False, cursor_type="none")
         yield Footer()
 
@@ -297,7 +317,7 @@ class TuningScreen(ActionScreen):
     def show_errors(self) -> None:
         for name in KNOB_NAMES:
             err = self.form.errors.get(name, "")
-            self.query_one(f"#err-{name}", Static).update(Text(err, style="bold red"))
+            self.query_one(f"#err-{name}", Quiet).show(Text(err, style="bold red"))
             self.query_one(f"#knob-{name}", Input).set_class(bool(err), "-invalid")
         knobs = self.form.knobs
         state = (
@@ -305,7 +325,7 @@ class TuningScreen(ActionScreen):
         )
         if knobs is not None:
             state += f"\n{knobs.describe()}"
-        self.query_one("#state", Static).update(state)
+        self.query_one("#state", Quiet).show(state)
 
     def recompute(self) -> None:
         knobs = self.form.knobs
@@ -362,7 +382,7 @@ class TuningScreen(ActionScreen):
             return
         self.partial = message.calls
         self.draw_curve(self.form.knobs, message.calls, partial=True)
-        self.query_one("#elapsed", Static).update(Text(self.progress_text(), style="dim"))
+        self.query_one("#elapsed", Quiet).show(Text(self.progress_text(), style="dim"))
 
     def on_what_if_ready(self, message: WhatIfReady) -> None:
         if message.knobs != self.form.knobs:
@@ -386,7 +406,7 @@ class TuningScreen(ActionScreen):
     def redraw(self) -> None:
         self.draw_curve(self.form.knobs or self.recorded, self.what_if_calls)
         self.show_summary()
-        self.query_one("#elapsed", Static).update(Text(self.progress_text(), style="dim"))
+        self.query_one("#elapsed", Quiet).show(Text(self.progress_text(), style="dim"))
         self.draw_diff()
 
     def progress_text(self) -> str:
@@ -410,13 +430,15 @@ class TuningScreen(ActionScreen):
         """The summary, its height kept while the knobs stay edited (it only grows): a what-if's
         states (running, picked call known, done) differ by a line or two, and each change of height
         laid the curve and the table out again and redrew them (the plot twice per edit)."""
-        widget = self.query_one("#summary", Static)
+        widget = self.query_one("#summary", Quiet)
         text = self.summary_text()
         width = widget.content_size.width
         lines = len(text.wrap(self.app.console, width)) if width > 0 else 1
         self.summary_lines = max(self.summary_lines, lines) if self.form.edited else lines
-        widget.styles.height = self.summary_lines
-        widget.update(text)
+        widget.styles.height = self.summary_lines  # a new height lays the screen out; the text alone does not
+        if text != widget.shown:
+            widget.update(text, layout=False)
+            widget.shown = text
 
     def summary_text(self) -> Text:
         call = self.picked_call(self.recorded_calls)
@@ -488,7 +510,7 @@ class TuningScreen(ActionScreen):
         Its columns are fitted to the rows now, at once: when a width changes the table is laid out
         again, so no frame shows a figure cut by a column sized for earlier rows."""
         title, rows = self.diff_rows()
-        self.query_one("#diff-title", Static).update(Text(title, style="bold"))
+        self.query_one("#diff-title", Quiet).show(Text(title, style="bold"))
         table = self.query_one("#diff", DataTable)
         cells = [self.cells(row) for row in rows]
         widths = [max([len(label), *(line[n].cell_len for line in cells)]) for n, label in enumerate(DIFF_LABELS)]
