@@ -541,6 +541,10 @@ class PostgresWriter:
     async def append(self, event: Event) -> StoredEvent:
         return (await self.append_many([event]))[0]
 
+    def append_now(self, event: Event) -> StoredEvent | None:
+        """Never: every append waits on the server."""
+        return None
+
     async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
         """Append in one transaction (zymi appends one event per transaction; so does `append`).
         The transaction commits or rolls back even if the caller is cancelled meanwhile."""

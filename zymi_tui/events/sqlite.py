@@ -615,13 +615,32 @@ class SqliteWriter:
     async def append(self, event: Event) -> StoredEvent:
         return (await self.append_many([event]))[0]
 
+    def append_now(self, event: Event) -> StoredEvent | None:
+        """With nothing else of this writer under way and the store not locked by another connection,
+        the transaction runs here and now: no await in it (no cancellation can land inside), no task
+        and no loop turns around it. None (nothing written) otherwise."""
+        return out[0] if (out := self._now([(event, event.to_json())])) else None
+
+    def _now(self, rows: list[tuple[Event, str]]) -> list[StoredEvent] | None:
+        if self._lock.locked() or not self._transactions.idle():
+            return None
+        try:
+            return self._append_sync(rows, wait=False)
+        except _Busy:
+            return None
+
     async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
         """Append in one transaction (zymi appends one event per transaction; so does `append`).
         The transaction commits or rolls back even if the caller is cancelled meanwhile."""
-        return await self._transactions.run(self._append_tx(events))
-
-    async def _append_tx(self, events: Sequence[Event]) -> list[StoredEvent]:
         rows = [(e, e.to_json()) for e in events]
+        done = self._now(rows)
+        if done is not None:
+            return done
+        # another of this writer's transactions is under way, or another connection holds the write
+        # lock: in turn, waiting on the writer's thread
+        return await self._transactions.run(self._append_tx(rows))
+
+    async def _append_tx(self, rows: list[tuple[Event, str]]) -> list[StoredEvent]:
         async with self._lock:
             try:
                 return self._append_sync(rows, wait=False)
