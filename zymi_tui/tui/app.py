@@ -187,6 +187,11 @@ class MainScreen(ActionScreen):
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        # the size classes of the terminal as the screen opens: Textual sets them on the screen's first Resize,
+        # which it handles after writing the first frame (then laid out for a large terminal, at any size)
+        width, height = self.app.size
+        for dimension, breakpoints in ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS)):
+            self.add_class(max((at, name) for at, name in breakpoints if dimension >= at)[1])
         yield Static(id="banner")
         with Horizontal(id="body"):
             with Vertical(id="left"):
