@@ -13,8 +13,11 @@ to the pty until
 The expected figures are computed before the timing by `replay_store` under the same knobs (the
 full replay), so a stale or wrong screen never stops the clock. Baseline, alternated with the
 edits in the same run: a bare sqlite3 + json.loads scan of the stream's rows. Prints p50/p95 and
-the ratio to the baseline's median. `--before` waits for what an older editor shows (no diff counts
-in the title, the exact what-if marked by the summary alone), to time a checkout from before.
+the ratio to the baseline's median. `--against ZYMI_TUI` opens a second editor (an older checkout)
+beside ours and types every edit into both in turn (who goes first alternates), so before and after
+share one run's load: each gets p50 (min) and p95, and the ratio ours / against. `--before` waits
+for what an older editor shows (no diff counts in the title, the exact what-if marked by the
+summary alone), to time a checkout from before.
 """
 
 from __future__ import annotations
@@ -200,6 +203,7 @@ def main() -> None:
     ap.add_argument("--before", action="store_true", help="wait for what an older editor shows")
     ap.add_argument("--expected", type=Path, help="a JSON file keeping the expected figures between runs (same store)")
     ap.add_argument("--zymi-tui", default=str(Path(sys.executable).with_name("zymi-tui")))
+    ap.add_argument("--against", help="another zymi-tui (an older checkout) edited in turn with ours, in the same run")
     a = ap.parse_args()
     cols, rows = (int(x) for x in a.size.split("x"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -233,75 +237,106 @@ def main() -> None:
             a.expected.write_text(json.dumps(cached))
         print(f"{a.edits} edits' expected figures from full replays in {time.perf_counter() - t0:.0f} s")
 
-        args = [a.zymi_tui, "tune", str(store), "--project", str(a.project), "--step-stream", a.stream]
-        term = Terminal(args, cols, rows)
-        quick: list[float] = []
-        whole: list[float] = []
+        tune = ["tune", str(store), "--project", str(a.project), "--step-stream", a.stream]
+        sessions = [Session("ours", [a.zymi_tui, *tune], cols, rows)]
+        if a.against:
+            sessions.append(Session("against", [a.against, *tune], cols, rows))
         scans: list[float] = []
         failed = unseen = 0
         try:
-            assert term.wait_for("call ", "agent call") is not None, "the editor did not open"
-            assert term.wait_for(f"{len(agent(recorded))}/{len(agent(recorded))}") is not None, "calls not loaded"
-            focused = "observation_window"
-            term.key("\t")  # the profile select -> the first knob
-            term.wait_for("\x00", limit=0.3)
-
-            def goto(name: str) -> None:
-                nonlocal focused
-                step = FIELDS.index(name) - FIELDS.index(focused)
-                for _ in range(abs(step)):
-                    term.key("\t" if step > 0 else "\x1b[Z")
-                    term.wait_for("\x00", limit=0.3)
-                focused = name
-
-            goto("soft_cap_chars")
-            term.keys("\x7f" * 12 + str(a.soft_cap))
-            assert term.wait_for(f"soft {a.soft_cap},") is not None, "the soft cap was not typed"
+            for session in sessions:
+                session.open(len(agent(recorded)), a.soft_cap)
             previous: Expected | None = None
-            for name, value, exp in plan:
+            for n, (name, value, exp) in enumerate(plan):
                 same_a = previous is not None and (previous.figures(), previous.diff_counts()) == (
                     exp.figures(),
                     exp.diff_counts(),
                 )
                 same_b = previous is not None and previous.whole() == exp.whole()
                 previous = exp
-                goto(name)
-                term.keys("\x7f" * 2)  # cleared: invalid, nothing recomputed
-                assert term.wait_for(f"{name}='': not an integer;") is not None, f"{name} not cleared"
                 scans.append(bare_scan(store, a.stream))
-                term.key(str(value))
-                if a.before:
-                    t_quick = term.wait_for(exp.figures())
-                    t_whole = term.wait_for(f"what-if (estimated): {exp.figures()}")
-                else:
-                    t_quick = term.wait_for(exp.figures(), exp.diff_counts())
-                    t_whole = term.wait_for(exp.whole(), exp.figures())
-                if t_quick is None or t_whole is None:
-                    failed += 1
-                    print(f"edit {name}={value}: expected figures not shown within {LIMIT_S:.0f} s", file=sys.stderr)
-                    print(term.text()[-1500:], file=sys.stderr)
-                    continue
-                if same_a or same_b:  # the screen showed these figures already: the time cannot be seen
-                    unseen += 1
-                    continue
-                quick.append(t_quick * 1000)
-                whole.append((t_quick + t_whole) * 1000)
+                unseen += same_a or same_b  # the screen shows these figures already: not seen
+                for session in sessions[n % 2 :] + sessions[: n % 2]:  # who goes first alternates
+                    times = session.edit(name, value, exp, before=a.before)
+                    if times is None:
+                        failed += 1
+                    elif not (same_a or same_b):
+                        session.quick.append(times[0] * 1000)
+                        session.whole.append((times[0] + times[1]) * 1000)
         finally:
-            term.close()
+            for session in sessions:
+                session.close()
 
-    if not quick:
+    if not sessions[0].quick:
         sys.exit("no edit finished")
     base = statistics.median(scans) * 1000
     print(f"knob editor on a {n_events:,}-event stream ({len(agent(recorded))} agent calls), {cols}x{rows}, "
-          f"{len(quick)} edits timed ({failed} failed, {unseen} not timed: same figures as the edit before);\n"
-          f"baseline: bare sqlite3+json.loads scan of the stream, "
+          f"{len(sessions[0].quick)} edits timed per editor ({failed} failed, {unseen} not timed: same figures "
+          f"as the edit before);\nbaseline: bare sqlite3+json.loads scan of the stream, "
           f"median {base:.0f} ms (min {min(scans) * 1000:.0f})")  # fmt: skip
-    for label, xs, aim in (
-        ("a) key -> selected call's figures + diff painted", quick, 50),
-        ("b) key -> whole-stream exact what-if painted   ", whole, 150),
+    for label, attr, aim in (
+        ("a) key -> selected call's figures + diff painted", "quick", 50),
+        ("b) key -> whole-stream exact what-if painted   ", "whole", 150),
     ):
-        print(f"   {label}: p50 {statistics.median(xs):.0f} ms, p95 {p95(xs):.0f} ms, min {min(xs):.0f} ms "
-              f"(aim p95 < {aim} ms) = p95 {p95(xs) / base:.2f}x the scan")  # fmt: skip
+        for session in sessions:
+            xs: list[float] = getattr(session, attr)
+            print(f"   {label} [{session.label:7}]: p50 {statistics.median(xs):.0f} ms (min {min(xs):.0f}), "
+                  f"p95 {p95(xs):.0f} ms (aim p95 < {aim} ms) = p95 {p95(xs) / base:.2f}x the scan")  # fmt: skip
+        if len(sessions) == 2:
+            ours, theirs = (getattr(x, attr) for x in sessions)
+            print(f"      ours / against, same run: p50 {statistics.median(ours) / statistics.median(theirs):.2f}x, "
+                  f"p95 {p95(ours) / p95(theirs):.2f}x")  # fmt: skip
+
+
+class Session:
+    """One editor on its own pty, driven edit by edit; its timings."""
+
+    def __init__(self, label: str, args: list[str], cols: int, rows: int) -> None:
+        self.label, self.term = label, Terminal(args, cols, rows)
+        self.focused = "observation_window"
+        self.quick: list[float] = []
+        self.whole: list[float] = []
+
+    def open(self, calls: int, soft_cap: int) -> None:
+        term = self.term
+        assert term.wait_for("call ", "agent call") is not None, f"{self.label}: the editor did not open"
+        assert term.wait_for(f"{calls}/{calls}") is not None, f"{self.label}: calls not loaded"
+        term.key("\t")  # the profile select -> the first knob
+        term.wait_for("\x00", limit=0.3)
+        self.goto("soft_cap_chars")
+        term.keys("\x7f" * 12 + str(soft_cap))
+        assert term.wait_for(f"soft {soft_cap},") is not None, f"{self.label}: the soft cap was not typed"
+
+    def goto(self, name: str) -> None:
+        step = FIELDS.index(name) - FIELDS.index(self.focused)
+        for _ in range(abs(step)):
+            self.term.key("\t" if step > 0 else "\x1b[Z")
+            self.term.wait_for("\x00", limit=0.3)
+        self.focused = name
+
+    def edit(self, name: str, value: int, exp: Expected, *, before: bool) -> tuple[float, float] | None:
+        """Clear the field (invalid: nothing recomputed), type the digit; the times until a) and b)."""
+        term = self.term
+        self.goto(name)
+        term.keys("\x7f" * 2)
+        assert term.wait_for(f"{name}='': not an integer;") is not None, f"{self.label}: {name} not cleared"
+        term.key(str(value))
+        if before:
+            t_quick = term.wait_for(exp.figures())
+            t_whole = term.wait_for(f"what-if (estimated): {exp.figures()}")
+        else:
+            t_quick = term.wait_for(exp.figures(), exp.diff_counts())
+            t_whole = term.wait_for(exp.whole(), exp.figures())
+        if t_quick is None or t_whole is None:
+            print(
+                f"{self.label}: edit {name}={value}: expected figures not shown within {LIMIT_S:.0f} s", file=sys.stderr
+            )
+            print(term.text()[-1500:], file=sys.stderr)
+            return None
+        return t_quick, t_whole
+
+    def close(self) -> None:
+        self.term.close()
 
 
 if __name__ == "__main__":

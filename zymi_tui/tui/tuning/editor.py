@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -34,14 +35,14 @@ from zymi_tui.replay.profiles_io import (
     save_profile,
 )
 from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
-from zymi_tui.tui.safe_text import safe_text
+from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
 from zymi_tui.tui.tuning.plots import CurvePlot
 from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
 
 RECORDED = "recorded"
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
-Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as text
+Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as display text (`clean`)
 DIFF_COLUMNS = ("change", "layer", "seq", "role", "bytes", "delta", "why")
 DIFF_LABELS = ("change", "layer", "seq", "role", "bytes", "Δ", "why")
 STATUS_STYLE = {"added": "green", "dropped": "red", "compacted": "magenta", "masked": "yellow",
@@ -202,6 +203,8 @@ class TuningScreen(ActionScreen):
         self.table_rows: list[Row] = []  # what the diff table shows
         self.table_widths: list[int] = []  # its columns' widths, fitted to what it shows
         self._syncing = False
+        self._agents: dict[int, tuple[list[CallContext], int, list[CallContext]]] = {}  # see agent_calls
+        self.drawn: tuple[CallDiff | None, int] | None = None  # the diff the table shows, for the call picked
         self.profiles: dict[str, ContextKnobs] = dict(PROFILES)
         try:
             self.profiles.update(user_profiles())
@@ -263,9 +266,16 @@ class TuningScreen(ActionScreen):
         gc.freeze()
 
     # -- state ----------------------------------------------------------------------------------
-    @staticmethod
-    def agent_calls(calls: list[CallContext]) -> list[CallContext]:
-        return [c for c in calls if not c.is_compaction and not c.hard_cap_failure]
+    def agent_calls(self, calls: list[CallContext]) -> list[CallContext]:
+        """The agent calls among `calls` (remembered for the last two lists asked: the recorded calls
+        and the what-if's, asked for on every draw; thousands of rows on a long stream)."""
+        hit = self._agents.get(id(calls))
+        if hit is None or hit[0] is not calls or hit[1] != len(calls):
+            if len(self._agents) > 2:
+                self._agents.pop(next(iter(self._agents)))
+            agents = [c for c in calls if not c.is_compaction and not c.hard_cap_failure]
+            hit = self._agents[id(calls)] = (calls, len(calls), agents)
+        return hit[2]
 
     def picked_call(self, calls: list[CallContext] | None) -> CallContext | None:
         if calls is None:
@@ -274,7 +284,7 @@ class TuningScreen(ActionScreen):
         if not agents:
             return None
         seq = agents[min(self.picked, len(agents) - 1)].sequence
-        return next((c for c in self.agent_calls(calls) if c.sequence == seq), None)
+        return next((c for c in reversed(self.agent_calls(calls)) if c.sequence == seq), None)
 
     @property
     def ready(self) -> bool:
@@ -488,16 +498,16 @@ class TuningScreen(ActionScreen):
             if call is None or call.rendered is None:
                 return "", []
             rows = [
-                ("", e.layer, "" if e.source_seq is None else str(e.source_seq), str(e.message.role),
-                 f"{e.bytes:,}", "", e.reason)
+                ("", e.layer, "" if e.source_seq is None else str(e.source_seq), clean(e.message.role),
+                 f"{e.bytes:,}", "", clean(e.reason, one_line=True))
                 for e in call.rendered.entries[-MAX_ROWS:]
             ]  # fmt: skip
             return "recorded context (last messages)", rows
         changed = [c for c in self.diff.changes if c.status != SAME]
         same = len(self.diff.changes) - len(changed)
         rows = [
-            (c.status, c.layer, "" if c.source_seq is None else str(c.source_seq), c.role,
-             f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", c.reason)
+            (c.status, c.layer, "" if c.source_seq is None else str(c.source_seq), clean(c.role),
+             f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", clean(c.reason, one_line=True))
             for c in changed[:MAX_ROWS]
         ]  # fmt: skip
         hidden = max(0, len(changed) - MAX_ROWS)
@@ -509,23 +519,26 @@ class TuningScreen(ActionScreen):
 
         Its columns are fitted to the rows now, at once: when a width changes the table is laid out
         again, so no frame shows a figure cut by a column sized for earlier rows."""
+        if self.drawn is not None and self.drawn[0] is self.diff and self.drawn[1] == self.picked:
+            return  # the table shows this diff already (drawn for the picked call, then at the stream's end)
+        self.drawn = (self.diff, self.picked)
         title, rows = self.diff_rows()
         self.query_one("#diff-title", Quiet).show(Text(title, style="bold"))
         table = self.query_one("#diff", DataTable)
-        cells = [self.cells(row) for row in rows]
-        widths = [max([len(label), *(line[n].cell_len for line in cells)]) for n, label in enumerate(DIFF_LABELS)]
+        widths = [max([len(label), *(cell_len(row[n]) for row in rows)]) for n, label in enumerate(DIFF_LABELS)]
         if widths != self.table_widths:
-            self.lay_out_diff(widths, cells)
+            self.lay_out_diff(widths, [self.cells(row) for row in rows])
             self.table_rows = rows
             return
         shown = self.table_rows
-        for i, (row, line) in enumerate(zip(rows, cells, strict=True)):
+        for i, row in enumerate(rows):
             if i >= len(shown):
-                table.add_row(*line, key=str(i))
-                continue
-            for column, (old, new) in enumerate(zip(shown[i], row, strict=True)):
-                if old != new:
-                    table.update_cell(str(i), DIFF_COLUMNS[column], line[column])
+                table.add_row(*self.cells(row), key=str(i))
+            elif row != shown[i]:
+                line = self.cells(row)
+                for column, (old, new) in enumerate(zip(shown[i], row, strict=True)):
+                    if old != new:
+                        table.update_cell(str(i), DIFF_COLUMNS[column], line[column])
         for i in range(len(rows), len(shown)):
             table.remove_row(str(i))
         self.table_rows = rows
@@ -541,11 +554,9 @@ class TuningScreen(ActionScreen):
 
     @staticmethod
     def cells(row: Row) -> list[Text]:
-        status, layer, seq, role, size, delta, why = row
-        return [
-            Text(status, style=STATUS_STYLE.get(status, "")), Text(layer), Text(seq), safe_text(role),
-            Text(size), Text(delta), safe_text(why, one_line=True),
-        ]  # fmt: skip
+        """A row's cells (its text is display text already: `clean` in `diff_rows`)."""
+        status, *rest = row
+        return [Text(status, style=STATUS_STYLE.get(status, "")), *map(Text, rest)]
 
     # -- actions --------------------------------------------------------------------------------
     def action_close(self) -> None:
