@@ -12,13 +12,12 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Footer, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
 from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError, user_profiles
@@ -36,6 +35,7 @@ from zymi_tui.replay.profiles_io import (
 )
 from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
 from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.tuning.diff_table import DiffTable
 from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
 from zymi_tui.tui.tuning.plots import CurvePlot
 from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
@@ -43,7 +43,6 @@ from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, rep
 RECORDED = "recorded"
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
 Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as display text (`clean`)
-DIFF_COLUMNS = ("change", "layer", "seq", "role", "bytes", "delta", "why")
 DIFF_LABELS = ("change", "layer", "seq", "role", "bytes", "Δ", "why")
 STATUS_STYLE = {"added": "green", "dropped": "red", "compacted": "magenta", "masked": "yellow",
                 "unmasked": "cyan", "changed": "blue", "same": "bright_black"}  # fmt: skip
@@ -200,8 +199,6 @@ class TuningScreen(ActionScreen):
         self.diff_knobs: ContextKnobs | None = None  # the knobs `diff` was made under
         self.pending = False  # the exact what-if of the stream is on its way
         self.curve: Curve | None = None
-        self.table_rows: list[Row] = []  # what the diff table shows
-        self.table_widths: list[int] = []  # its columns' widths, fitted to what it shows
         self._syncing = False
         self._agents: dict[int, tuple[list[CallContext], int, list[CallContext]]] = {}  # see agent_calls
         self.drawn: tuple[CallDiff | None, int] | None = None  # the diff the table shows, for the call picked
@@ -233,7 +230,7 @@ class TuningScreen(ActionScreen):
                 yield Quiet("loading…", id="summary")
                 yield Quiet("", id="elapsed")
                 yield Quiet("", id="diff-title")
-                yield DataTable(id="diff", show_cursor=False, cursor_type="none")
+                yield DiffTable(DIFF_LABELS, STATUS_STYLE, id="diff")
         yield Footer()
 
     def on_unmount(self) -> None:
@@ -241,7 +238,6 @@ class TuningScreen(ActionScreen):
 
     def on_mount(self) -> None:
         self.sub_title = self.stream_id
-        self.lay_out_diff([len(label) for label in DIFF_LABELS], [])
         if self.profile_error:
             self.notify(self.profile_error, severity="warning")
         self.load()
@@ -515,48 +511,14 @@ class TuningScreen(ActionScreen):
         return f"what-if vs recorded: {len(changed)} changed, {same} unchanged (changes first{more})", rows
 
     def draw_diff(self) -> None:
-        """The diff table updated in place: only the cells that differ from what it shows are set.
-
-        Its columns are fitted to the rows now, at once: when a width changes the table is laid out
-        again, so no frame shows a figure cut by a column sized for earlier rows."""
+        """The diff table: only the rows that changed are drawn again (`DiffTable`), and nothing when
+        the diff is the one it shows (drawn for the picked call, then again when the stream ends)."""
         if self.drawn is not None and self.drawn[0] is self.diff and self.drawn[1] == self.picked:
-            return  # the table shows this diff already (drawn for the picked call, then at the stream's end)
+            return
         self.drawn = (self.diff, self.picked)
         title, rows = self.diff_rows()
         self.query_one("#diff-title", Quiet).show(Text(title, style="bold"))
-        table = self.query_one("#diff", DataTable)
-        widths = [max([len(label), *(cell_len(row[n]) for row in rows)]) for n, label in enumerate(DIFF_LABELS)]
-        if widths != self.table_widths:
-            self.lay_out_diff(widths, [self.cells(row) for row in rows])
-            self.table_rows = rows
-            return
-        shown = self.table_rows
-        for i, row in enumerate(rows):
-            if i >= len(shown):
-                table.add_row(*self.cells(row), key=str(i))
-            elif row != shown[i]:
-                line = self.cells(row)
-                for column, (old, new) in enumerate(zip(shown[i], row, strict=True)):
-                    if old != new:
-                        table.update_cell(str(i), DIFF_COLUMNS[column], line[column])
-        for i in range(len(rows), len(shown)):
-            table.remove_row(str(i))
-        self.table_rows = rows
-
-    def lay_out_diff(self, widths: list[int], cells: list[list[Text]]) -> None:
-        table = self.query_one("#diff", DataTable)
-        table.clear(columns=True)
-        for key, label, width in zip(DIFF_COLUMNS, DIFF_LABELS, widths, strict=True):
-            table.add_column(label, key=key, width=width)
-        for i, line in enumerate(cells):
-            table.add_row(*line, key=str(i))
-        self.table_widths = widths
-
-    @staticmethod
-    def cells(row: Row) -> list[Text]:
-        """A row's cells (its text is display text already: `clean` in `diff_rows`)."""
-        status, *rest = row
-        return [Text(status, style=STATUS_STYLE.get(status, "")), *map(Text, rest)]
+        self.query_one(DiffTable).show(list(rows))
 
     # -- actions --------------------------------------------------------------------------------
     def action_close(self) -> None:
