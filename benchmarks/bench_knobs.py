@@ -29,6 +29,8 @@ import json
 import os
 import re
 import select
+import shlex
+import shutil
 import signal
 import sqlite3
 import statistics
@@ -176,6 +178,90 @@ class Terminal:
             os.close(self.fd)
 
 
+class TmuxTerminal(Terminal):
+    """`zymi-tui` in a tmux pane: tmux (native code) interprets its output, as a terminal would; a
+    control-mode client says when the pane got output, and the pane's text is then read back
+    (`capture-pane`). pyte, in this process, spent more CPU parsing each edit's frames than the app
+    spent making them, on the same two cores."""
+
+    def __init__(self, args: list[str], cols: int, rows: int) -> None:
+        self.cols = cols
+        self.tmux = ["tmux", "-L", f"bench-knobs-{os.getpid()}-{id(self)}", "-f", "/dev/null"]
+        env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
+        command = " ".join(shlex.quote(a) for a in args)
+        subprocess.run([*self.tmux, "new-session", "-d", "-s", "b", "-x", str(cols), "-y", str(rows), command],
+                       check=True, env=env)  # fmt: skip
+        subprocess.run([*self.tmux, "set-option", "-g", "window-size", "manual"], check=True)
+        self.control = subprocess.Popen(
+            [*self.tmux, "-C", "attach-session", "-t", "b"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert self.control.stdin is not None and self.control.stdout is not None
+        self.fd = self.control.stdout.fileno()
+        self.pending = b""
+        self.lines: list[str] = [""] * rows
+        self.answer: list[str] | None = None
+
+    def _command(self, line: str) -> None:
+        assert self.control.stdin is not None
+        self.control.stdin.write(line.encode() + b"\n")
+        self.control.stdin.flush()
+
+    def _read(self, timeout: float) -> tuple[bool, list[str] | None]:
+        """Read what the control client has: (the pane got output, a capture's lines if one came)."""
+        if not select.select([self.fd], [], [], timeout)[0]:
+            return False, None
+        self.pending += os.read(self.fd, 1 << 16)
+        *lines, self.pending = self.pending.split(b"\n")
+        output, captured = False, None
+        for raw in lines:
+            line = raw.decode(errors="replace")
+            if self.answer is not None:
+                if line.startswith(("%end", "%error")):
+                    captured, self.answer = self.answer, None
+                else:
+                    self.answer.append(line)
+            elif line.startswith("%begin"):
+                self.answer = []
+            elif line.startswith("%output"):
+                output = True
+        return output, captured
+
+    def _capture(self) -> None:
+        self._command("capture-pane -p -t b")
+        while True:
+            _, captured = self._read(5.0)
+            if captured is not None:
+                self.lines = captured
+                return
+
+    def text(self) -> str:
+        columns = [line[: KNOB_COLUMN - 1] for line in self.lines] + [line[KNOB_COLUMN:] for line in self.lines]
+        return re.sub(r"\s+", " ", " ".join(columns))
+
+    def wait_for(self, *needles: str, limit: float = LIMIT_S) -> float | None:
+        t0 = time.perf_counter()
+        if all(n in self.text() for n in needles):
+            return 0.0
+        while time.perf_counter() - t0 < limit:
+            output, _ = self._read(0.5)
+            if output:
+                while self._read(0)[0]:  # the rest of the frame
+                    pass
+                self._capture()
+                if all(n in self.text() for n in needles):
+                    return time.perf_counter() - t0
+        return None
+
+    def key(self, data: str) -> None:
+        self._command("send-keys -t b -H " + " ".join(f"{b:02x}" for b in data.encode()))
+
+    def close(self) -> None:
+        self.key("\x11")  # ctrl+q
+        time.sleep(0.5)
+        subprocess.run([*self.tmux, "kill-server"], check=False, stderr=subprocess.DEVNULL)
+        self.control.wait(timeout=10)
+
+
 def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1] if len(values) >= 20 else max(values)
 
@@ -203,6 +289,12 @@ def main() -> None:
     ap.add_argument("--before", action="store_true", help="wait for what an older editor shows")
     ap.add_argument("--expected", type=Path, help="a JSON file keeping the expected figures between runs (same store)")
     ap.add_argument("--zymi-tui", default=str(Path(sys.executable).with_name("zymi-tui")))
+    ap.add_argument(
+        "--terminal",
+        choices=["tmux", "pyte"],
+        default="tmux" if shutil.which("tmux") else "pyte",
+        help="what interprets the editor's output: tmux (native; default when installed) or pyte (in this process)",
+    )
     ap.add_argument("--against", help="another zymi-tui (an older checkout) edited in turn with ours, in the same run")
     a = ap.parse_args()
     cols, rows = (int(x) for x in a.size.split("x"))
@@ -238,9 +330,10 @@ def main() -> None:
         print(f"{a.edits} edits' expected figures from full replays in {time.perf_counter() - t0:.0f} s")
 
         tune = ["tune", str(store), "--project", str(a.project), "--step-stream", a.stream]
-        sessions = [Session("ours", [a.zymi_tui, *tune], cols, rows)]
+        tmux = a.terminal == "tmux"
+        sessions = [Session("ours", [a.zymi_tui, *tune], cols, rows, tmux=tmux)]
         if a.against:
-            sessions.append(Session("against", [a.against, *tune], cols, rows))
+            sessions.append(Session("against", [a.against, *tune], cols, rows, tmux=tmux))
         scans: list[float] = []
         failed = unseen = 0
         try:
@@ -291,8 +384,9 @@ def main() -> None:
 class Session:
     """One editor on its own pty, driven edit by edit; its timings."""
 
-    def __init__(self, label: str, args: list[str], cols: int, rows: int) -> None:
-        self.label, self.term = label, Terminal(args, cols, rows)
+    def __init__(self, label: str, args: list[str], cols: int, rows: int, *, tmux: bool) -> None:
+        self.label = label
+        self.term = TmuxTerminal(args, cols, rows) if tmux else Terminal(args, cols, rows)
         self.focused = "observation_window"
         self.quick: list[float] = []
         self.whole: list[float] = []

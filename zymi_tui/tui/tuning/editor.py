@@ -58,12 +58,17 @@ class Quiet(Static):
         self.shown: Text | str = content
         self.fit = (-1, -1)  # (width, height) of the text shown (-1: not known yet)
 
-    def show(self, text: Text | str) -> None:
+    def show(self, text: Text | str, *, grow_only: bool = False) -> None:
+        """`grow_only`: the height never shrinks (a knob's error line: it stays, blank, once the
+        error is fixed, so that the digit that fixes it does not move the column under it)."""
         width = self.content_size.width
         if text == self.shown and self.fit[0] == width:
             return
         body = text if isinstance(text, Text) else Text(text)
         lines = (len(body.wrap(self.app.console, width)) if body.plain else 0) if width > 0 else -1
+        if grow_only and lines >= 0 and self.fit[0] == width:
+            lines = max(lines, self.fit[1])
+            self.styles.height = lines
         self.update(text, layout=lines < 0 or (width, lines) != self.fit)
         self.shown, self.fit = text, (width, lines)
 
@@ -323,7 +328,7 @@ class TuningScreen(ActionScreen):
     def show_errors(self) -> None:
         for name in KNOB_NAMES:
             err = self.form.errors.get(name, "")
-            self.query_one(f"#err-{name}", Quiet).show(Text(err, style="bold red"))
+            self.query_one(f"#err-{name}", Quiet).show(Text(err, style="bold red"), grow_only=True)
             self.query_one(f"#knob-{name}", Input).set_class(bool(err), "-invalid")
         knobs = self.form.knobs
         state = (
