@@ -35,9 +35,9 @@ from zymi_tui.replay.profiles_io import (
 )
 from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
 from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.diff_table import DiffTable
 from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
-from zymi_tui.tui.tuning.plots import CurvePlot
 from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
 
 RECORDED = "recorded"
@@ -231,7 +231,7 @@ class TuningScreen(ActionScreen):
                 yield Static("", id="export")
             with Vertical(id="view"):
                 yield Static(Text(f"⚠ {SAME_TRAJECTORY}", style="bold yellow"), id="caveat")
-                yield CurvePlot(id="curve")
+                yield CurveView(id="curve")
                 yield Quiet("loading…", id="summary")
                 yield Quiet("", id="elapsed")
                 yield Quiet("", id="diff-title")
@@ -407,7 +407,7 @@ class TuningScreen(ActionScreen):
     # -- drawing --------------------------------------------------------------------------------
     def draw_curve(self, knobs: ContextKnobs, what_if: list[CallContext] | None, *, partial: bool = False) -> None:
         self.curve = curve(self.recorded_calls, what_if, partial=partial)
-        plot = self.query_one(CurvePlot)
+        plot = self.query_one(CurveView)
         plot.picked = self.picked
         edited = what_if is not None
         rec_caps = (self.recorded.soft_cap_chars, self.recorded.hard_cap_chars)
