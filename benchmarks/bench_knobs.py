@@ -135,10 +135,22 @@ class Terminal:
         os.close(slave)
         self.fd = master
 
+    def lines(self) -> list[str]:
+        return list(self.screen.display)
+
+    def poll(self, timeout: float) -> bool:
+        """Wait up to `timeout` for output and take all of it in; whether the screen may have changed."""
+        if not select.select([self.fd], [], [], timeout)[0]:
+            return False
+        self.stream.feed(os.read(self.fd, 1 << 16))
+        while select.select([self.fd], [], [], 0)[0]:  # the rest of the frame
+            self.stream.feed(os.read(self.fd, 1 << 16))
+        return True
+
     def text(self) -> str:
         """The screen as one line of words, the knob column (40 cells wide) first and then the view, so
         that a figure wrapped over two rows of one column still matches."""
-        lines = self.screen.display
+        lines = self.lines()
         columns = [line[: KNOB_COLUMN - 1] for line in lines] + [line[KNOB_COLUMN:] for line in lines]
         return re.sub(r"\s+", " ", " ".join(columns))
 
@@ -148,14 +160,8 @@ class Terminal:
         if all(n in self.text() for n in needles):
             return 0.0
         while time.perf_counter() - t0 < limit:
-            ready, _, _ = select.select([self.fd], [], [], 0.5)
-            if ready:
-                self.stream.feed(os.read(self.fd, 1 << 16))
-                while select.select([self.fd], [], [], 0)[0]:  # the rest of the frame
-                    self.stream.feed(os.read(self.fd, 1 << 16))
-                screen = self.text()
-                if all(n in screen for n in needles):
-                    return time.perf_counter() - t0
+            if self.poll(0.5) and all(n in self.text() for n in needles):
+                return time.perf_counter() - t0
         return None
 
     def key(self, data: str) -> None:
@@ -198,7 +204,7 @@ class TmuxTerminal(Terminal):
         assert self.control.stdin is not None and self.control.stdout is not None
         self.fd = self.control.stdout.fileno()
         self.pending = b""
-        self.lines: list[str] = [""] * rows
+        self.captured: list[str] = [""] * rows
         self.answer: list[str] | None = None
 
     def _command(self, line: str) -> None:
@@ -231,26 +237,20 @@ class TmuxTerminal(Terminal):
         while True:
             _, captured = self._read(5.0)
             if captured is not None:
-                self.lines = captured
+                self.captured = captured
                 return
 
-    def text(self) -> str:
-        columns = [line[: KNOB_COLUMN - 1] for line in self.lines] + [line[KNOB_COLUMN:] for line in self.lines]
-        return re.sub(r"\s+", " ", " ".join(columns))
+    def lines(self) -> list[str]:
+        return self.captured
 
-    def wait_for(self, *needles: str, limit: float = LIMIT_S) -> float | None:
-        t0 = time.perf_counter()
-        if all(n in self.text() for n in needles):
-            return 0.0
-        while time.perf_counter() - t0 < limit:
-            output, _ = self._read(0.5)
-            if output:
-                while self._read(0)[0]:  # the rest of the frame
-                    pass
-                self._capture()
-                if all(n in self.text() for n in needles):
-                    return time.perf_counter() - t0
-        return None
+    def poll(self, timeout: float) -> bool:
+        output, _ = self._read(timeout)
+        if not output:
+            return False
+        while self._read(0)[0]:  # the rest of the frame
+            pass
+        self._capture()
+        return True
 
     def key(self, data: str) -> None:
         self._command("send-keys -t b -H " + " ".join(f"{b:02x}" for b in data.encode()))
