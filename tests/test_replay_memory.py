@@ -2,40 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import sqlite3
-import uuid
 from pathlib import Path
 
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.replay.calls import make_replayer, replay_events, replay_store, stream_ends
 
-from .conftest import oracle_db
-
-
-def cloned_runs(tmp: Path, clones: int) -> Path:
-    """`clones` copies of the coding_default run, one after another, each under its own stream ids."""
-    src = sqlite3.connect(f"file:{oracle_db('coding_default')}?mode=ro", uri=True)
-    ddl = [r[0] for r in src.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'")]
-    rows = src.execute(
-        "SELECT stream_id, sequence, timestamp, kind_tag, data, source FROM events ORDER BY id"
-    ).fetchall()
-    src.close()
-    db = tmp / "runs.db"
-    out = sqlite3.connect(db)
-    out.execute(ddl[0])
-    for k in range(clones):
-        for stream, seq, ts, tag, data, source in rows:
-            new_stream = stream.replace("pipeline-main-", f"pipeline-main-{k}-", 1)
-            env = json.loads(data) | {"id": str(uuid.uuid4()), "stream_id": new_stream}
-            out.execute(
-                "INSERT INTO events (event_id, stream_id, sequence, timestamp, kind_tag, data, source)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (env["id"], new_stream, seq, ts, tag, json.dumps(env, separators=(",", ":")), source),
-            )
-    out.commit()
-    out.close()
-    return db
+from .conftest import cloned_runs
 
 
 async def test_finished_runs_leave_no_builder_and_change_no_figure(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ async def check(reader: EventReader, run: str) -> None:
     index = await reader.run_index(run)
     assert index == [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in whole]
     assert {stream for _, stream, _, _ in index} == {run, f"{run}:step:reply"}
+    assert await reader.run_ids(run) == [(gid, stream, seq) for gid, stream, seq, _ in index]
     some = [gid for gid, *_ in index][::3]
     got = await reader.read_ids([*reversed(some), 10**9])  # any order asked, unknown ids left out
     assert [se.global_id for se in got] == some
@@ -44,7 +45,7 @@ async def test_sqlite_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         await check(reader, "chat-42")
         assert len(await reader.run_index("chat-42")) > 300
         await check(await load_run(reader, "chat-42"), "chat-42")
-        assert await reader.run_index("no-such-run") == []
+        assert await reader.run_index("no-such-run") == [] == await reader.run_ids("no-such-run")
 
 
 async def test_postgres(tmp_path: Path, pg_url: str) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ORACLE, zymi_tui_bin
+from tests.conftest import ORACLE, cloned_runs, zymi_tui_bin
 
 WINDOWS = (2, 6)
 CAPS = (2_000, 100_000)  # 2k: several calls over the soft cap, so the caps change the figures
@@ -22,16 +23,16 @@ def _run(*argv: str) -> str:
     return done.stdout
 
 
-def _sweep(store: str, workers: int) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(_run("sweep", store, "--json", "--workers", str(workers), *GRID))
+def _sweep(store: str, workers: int, *more: str) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(_run("sweep", store, "--json", "--workers", str(workers), *GRID, *more))
     return out
 
 
-def _replayed(store: str, window: int, cap: int, hard_cap: int) -> dict[str, int]:
+def _replayed(store: str, window: int, cap: int, hard_cap: int, *more: str) -> dict[str, int]:
     """The figures of one grid point, counted from the per-call lines of `replay --set`."""
     lines = _run(
         "replay", store, "--json", "--set", f"observation_window={window}", "--set", f"soft_cap_chars={cap}",
-        "--set", f"hard_cap_chars={hard_cap}",
+        "--set", f"hard_cap_chars={hard_cap}", *more,
     ).splitlines()  # fmt: skip
     calls = [c for c in map(json.loads, lines) if "kind" in c]  # the last line is the run's summary
     sent = [c for c in calls if not c["hard_cap_exceeded"]]
@@ -55,3 +56,35 @@ def test_pool_sweep_equals_the_sequential_sweep_and_replay_per_point(scenario: s
         figures = _replayed(store, point["observation_window"], point["soft_cap_chars"], point["hard_cap_chars"])
         assert {k: point[k] for k in figures} == figures, point
     assert len({json.dumps(p, sort_keys=True) for p in points}) > 1  # the grid is not degenerate
+
+
+def test_a_sweep_over_runs_one_after_another_sums_each_runs_figures(tmp_path: Path) -> None:
+    """Four copies of a run, one after another: within each, the 2k soft cap compacts where 100k does
+    not, so those points part and (between runs) meet again; every point is still its own replay,
+    and exactly four times the sweep of the run alone."""
+    project = ("--project", str(ORACLE / "coding_default" / "project"))
+    store = str(cloned_runs(tmp_path, 4))
+    pooled, alone = _sweep(store, 2, *project), _sweep(store, 1, *project)
+    assert pooled == alone
+    once = _sweep(str(ORACLE / "coding_default"), 1, *project)["points"]
+    summed = ("tokens_sum", "over_soft_cap", "compactions_simulated", "hard_cap_failures", "cache_breaks",
+              "cached_tokens_modelled")  # fmt: skip
+    for point, single in zip(pooled["points"], once, strict=True):
+        assert {k: point[k] for k in summed} == {k: 4 * single[k] for k in summed}, point
+        assert (point["tokens_peak"], point["chars_peak"]) == (single["tokens_peak"], single["chars_peak"])
+        figures = _replayed(store, point["observation_window"], point["soft_cap_chars"], point["hard_cap_chars"],
+                            *project)  # fmt: skip
+        assert {k: point[k] for k in figures} == figures, point
+    assert any(p["compactions_simulated"] for p in once) and not all(p["compactions_simulated"] for p in once)
+
+
+def test_a_chat_swept_where_its_steps_outlive_each_turn_equals_replay_per_point() -> None:
+    """One chat step stream goes on across 16 runs (turns): the soft caps part its points within the
+    step, and they must not meet again at a turn's run events while the step lives on."""
+    store = str(ORACLE / "chat_profile")
+    grid = ("--window", "2,6", "--soft-cap", "1000,3000,100000")
+    points = json.loads(_run("sweep", store, "--json", "--workers", "1", *grid))["points"]
+    for point in points:
+        figures = _replayed(store, point["observation_window"], point["soft_cap_chars"], point["hard_cap_chars"])
+        assert {k: point[k] for k in figures} == figures, point
+    assert len({p["compactions_simulated"] for p in points}) > 2  # the caps part the points

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyte
 
+from benchmarks.make_long_run import write_clones
 from tests.hostile_stores import make_store
 from tests.waiting import LIMIT
 
@@ -24,11 +25,14 @@ COLS, ROWS = 120, 40
 class Terminal:
     """A child process on a pty whose output a pyte screen interprets, as a terminal would."""
 
-    def __init__(self, args: list[str], cwd: Path, env_extra: dict[str, str] | None = None) -> None:
-        self.screen = pyte.Screen(COLS, ROWS)
+    def __init__(
+        self, args: list[str], cwd: Path, env_extra: dict[str, str] | None = None, size: tuple[int, int] = (COLS, ROWS)
+    ) -> None:
+        self.size = size
+        self.screen = pyte.Screen(*size)
         self.stream = pyte.ByteStream(self.screen)
         master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor", "TZ": "UTC", **(env_extra or {})}
         env.pop("TEXTUAL", None)
         self.raw = bytearray()
@@ -138,3 +142,88 @@ async def test_when_the_app_dies_it_says_so_in_one_line_and_keeps_the_traceback(
     lines = [line for line in tail.splitlines() if "zymi-tui:" in line]
     assert len(lines) == 1 and f"RuntimeError: boom [/x] in freeze (traceback in {log})" in lines[0], tail
     assert "Traceback" not in tail  # ...and holds one line, not a screenful of traceback
+
+
+HELD = """
+import asyncio
+import os
+import sys
+from zymi_tui.cli import main
+from zymi_tui.tui import app
+
+def held(real):  # the dashboard's own reads of the runs wait until the file sys.argv[2] exists
+    async def wait_then_read(*args, **kwargs):
+        while not os.path.exists(sys.argv[2]):
+            await asyncio.sleep(0.05)
+        return await real(*args, **kwargs)
+    return wait_then_read
+
+app.newest_runs, app.list_runs = held(app.newest_runs), held(app.list_runs)
+sys.exit(main(["observe", sys.argv[1]]))
+"""
+
+
+def cursor_rows(term: Terminal) -> list[int]:
+    """The runs list's rows (counted from its first) that show the cursor marker."""
+    lines = term.screen.display
+    top = next(y for y, line in enumerate(lines) if "Runs (" in line)
+    return [y - top - 1 for y in range(top + 1, ROWS) if lines[y][:3] == "│»✓"]
+
+
+def test_the_first_frame_lists_the_newest_runs_read_beside_the_imports(tmp_path: Path) -> None:
+    """The `observe` process reads the newest runs while its screen's modules load; its first frame lists them
+    with the newest selected while the dashboard's own reads of the runs are held back; `j` selects the next,
+    and once the rest is read every run is listed with the cursor kept."""
+    db = tmp_path / "many.db"
+    write_clones(db, 150 * 60, "memory", many=True)  # 150 runs: the first page holds the newest 60
+    release = tmp_path / "release"
+    term = Terminal(["-c", HELD, str(db), str(release)], tmp_path)
+    try:
+        assert term.wait_for("Runs (newest 60…)", timeout=LIMIT), "\n".join(term.screen.display)
+        end = time.monotonic() + LIMIT
+        while cursor_rows(term) != [0] and time.monotonic() < end:
+            term.pump(0.1)
+        assert cursor_rows(term) == [0], "\n".join(term.screen.display)  # the newest run, on top, is selected
+        term.press(b"j")
+        while cursor_rows(term) != [1] and time.monotonic() < end:
+            term.pump(0.1)
+        assert cursor_rows(term) == [1], "\n".join(term.screen.display)
+        assert "Runs (newest 60…)" in "\n".join(term.screen.display)  # only the page read before the start
+        release.touch()
+        assert term.wait_for("Runs (150)", timeout=LIMIT), "\n".join(term.screen.display)
+        assert cursor_rows(term) == [1], "\n".join(term.screen.display)
+    finally:
+        release.touch()
+        code = term.close()
+    assert code == 0
+
+
+def first_row_showing(raw: bytes, size: tuple[int, int], text: str) -> int:
+    """Replays a terminal's output from its start: the row where `text` is first painted."""
+    screen = pyte.Screen(*size)
+    stream = pyte.ByteStream(screen)
+    for piece in raw.split(b"\x1b["):  # one escape sequence at a time: a frame is painted row by row
+        stream.feed(b"\x1b[" + piece)
+        for y, line in enumerate(screen.display):
+            if text in line:
+                return y
+    raise AssertionError(f"{text!r} was never painted")
+
+
+def test_the_first_frame_at_80x24_is_laid_out_for_80x24(tmp_path: Path) -> None:
+    """Textual sets a screen's size classes when it handles the screen's first Resize, after writing its first
+    frame: that frame was laid out for a large terminal, then redrawn. The first frame painted is the one that
+    stays: the pipeline panel is where it is once everything is drawn, and the runs are listed in it."""
+    db = tmp_path / "many.db"
+    write_clones(db, 150 * 60, "memory", many=True)
+    term = Terminal(["-m", "zymi_tui", "observe", str(db)], tmp_path, size=(80, 24))
+    try:
+        assert term.wait_for("Runs (150)", timeout=LIMIT), "\n".join(term.screen.display)
+        assert term.wait_for("─ Pipeline: main", timeout=LIMIT), "\n".join(term.screen.display)  # the run is read
+        settled = next(y for y, line in enumerate(term.screen.display) if "─ Pipeline" in line)
+    finally:
+        code = term.close()
+    assert code == 0
+    raw = bytes(term.raw)
+    assert first_row_showing(raw, term.size, "─ Pipeline") == settled
+    assert first_row_showing(raw, term.size, "─ Runs (") == 1

@@ -9,7 +9,6 @@ import gc
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 
 from zymi_tui import __version__
 from zymi_tui.commands import COMMAND_BY_NAME, COMMANDS, modules_loading
@@ -59,12 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # zymi accepts --no-venv anywhere on the line
     args_list = [a for a in args_list if a != "--no-venv"]
     command = chosen_command(args_list)
-    with modules_loading() if argv is None else nullcontext():
+    with modules_loading(own_process=argv is None):
         args = build_parser(command).parse_args(args_list)
     try:
         if command is None:
             args = build_parser("observe").parse_args(["observe"])
             args.bare = True  # bare `zymi-tui` opens the dashboard on the current folder or the sample
+        args.own_process = argv is None  # a command loading more modules as it runs (modules_loading)
         code: int = args.func(args)
         return code
     except UserError as e:  # the one place a user-facing error becomes a line on stderr and an exit code

@@ -55,9 +55,13 @@ COMMAND_BY_NAME: dict[str, CommandSpec] = {c.name: c for c in COMMANDS}
 
 
 @contextmanager
-def modules_loading() -> Iterator[None]:
-    """While a command's modules load: their classes, functions and schemas live as long as the process, so
-    no GC pass traces them as they load, and they are frozen after (out of every later collection's way)."""
+def modules_loading(own_process: bool) -> Iterator[None]:
+    """While a command's modules load, in a process that runs one command line (`own_process`; not a test
+    calling `cli.main`): their classes, functions and schemas live as long as the process, so no GC pass
+    traces them as they load, and they are frozen after (out of every later collection's way)."""
+    if not own_process:
+        yield
+        return
     gc.disable()
     try:
         yield

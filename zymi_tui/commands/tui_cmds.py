@@ -42,10 +42,10 @@ def observe(args: argparse.Namespace) -> int:
     """`bare`: `zymi-tui` alone, on the current folder's store or else the sample (with a banner)."""
     target = choose_target(store_arg(args), args.run, project=args.project, bare=args.bare)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        # the store is read (SQLite works outside the GIL) while the screen's modules load: Textual, the
-        # widgets, plotext are ~2/3 of the time to the first frame
+        # the newest runs are read while the screen's modules load (Textual, the widgets, plotext: ~2/3 of
+        # the time to the first frame); SQLite's own work runs beside the import, outside the GIL
         reading = pool.submit(asyncio.run, _open(target))
-        with modules_loading():
+        with modules_loading(args.own_process):
             from zymi_tui.tui.app import DashboardApp
 
         first = reading.result()  # a missing or broken store: its one line (StoreError)

@@ -12,6 +12,7 @@ from pathlib import Path
 from zymi_tui.engine.config import ShellRuntime
 
 MAX_OUTPUT = 1024 * 1024
+READ_CHUNK = 1 << 16
 
 
 class ShellError(Exception):
@@ -59,6 +60,7 @@ class ShellSession:
         self.proc = proc
         self.shell_path = shell_path
         self.lock = asyncio.Lock()
+        self._rest: dict[asyncio.StreamReader, bytes] = {}
 
     @property
     def pid(self) -> int:
@@ -95,15 +97,29 @@ class ShellSession:
         return cls(proc, config.shell_path)
 
     async def _read_until(self, stream: asyncio.StreamReader, marker: str) -> tuple[str, str]:
-        chunks: list[str] = []
+        """What the stream carries before the marker's line (right-stripped), and the rest of that line.
+        Read in chunks, not line by line (`seq 1 2000` was 2,000 reads); what follows the marker's line
+        (a background job's late output) is kept for the next command, as reading by lines left it."""
+        tag = marker.encode()
+        buf = bytearray(self._rest.pop(stream, b""))
+        searched = 0
         while True:
-            line = await stream.readline()
-            if not line:
+            at = buf.find(tag, searched)
+            end = buf.find(b"\n", at) if at >= 0 else -1
+            if end >= 0:
+                if end + 1 < len(buf):
+                    self._rest[stream] = bytes(buf[end + 1 :])
+                text = buf[:at].decode("utf-8", errors="replace").rstrip()
+                return text, buf[at + len(tag) : end].decode("utf-8", errors="replace").strip()
+            chunk = await stream.read(READ_CHUNK)
+            if not chunk:
+                if at >= 0:  # the marker's line, cut short by the end of the stream
+                    text = buf[:at].decode("utf-8", errors="replace").rstrip()
+                    return text, buf[at + len(tag) :].decode("utf-8", errors="replace").strip()
                 raise ShellError("shell session died unexpectedly")
-            text = line.decode("utf-8", errors="replace")
-            if text.strip().startswith(marker):
-                return "".join(chunks).rstrip(), text.strip()[len(marker) :]
-            chunks.append(text)
+            if at < 0:
+                searched = max(0, len(buf) - len(tag) + 1)
+            buf += chunk
 
     async def run(self, command: str, timeout: float) -> ShellResult:
         async with self.lock:

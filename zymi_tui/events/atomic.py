@@ -35,6 +35,10 @@ class Transactions:
         task.add_done_callback(_consume)
         return await asyncio.shield(task)
 
+    def idle(self) -> bool:
+        """No transaction is running or waiting to run."""
+        return not self._running
+
     async def finish(self) -> None:
         """Wait until every transaction begun so far has committed or rolled back."""
         while self._running:

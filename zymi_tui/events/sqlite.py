@@ -24,6 +24,7 @@ from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.hashchain import ChainRow, ScanRow, column_text, hash_v2
 from zymi_tui.events.store import (
     STEP_MARK,
+    IdRow,
     IndexRow,
     Page,
     RawRow,
@@ -392,17 +393,28 @@ class SqliteReader(RowDecoder):
             params = [stream_id, lo, hi, n]
         return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
 
+    async def run_ids(self, stream_id: str) -> list[IdRow]:
+        """As `run_index`, from the (stream_id, sequence) index alone (it covers id): the table is not read."""
+        out: list[IdRow] = []
+        for stream in await self._run_streams(stream_id):
+            sql = "SELECT id, sequence FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence"
+            out += [(gid, stream, seq) for gid, seq in await self._fetch(sql, (stream,))]
+        out.sort()
+        return out
+
     async def run_index(self, stream_id: str) -> list[IndexRow]:
         """Stream by stream on the (stream_id, sequence) index, merged by id: no stream column read per
         row, and each stream's rows already in id order (the sort merges runs)."""
-        lo, hi = _range_for_steps(stream_id)
-        streams = [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
         out: list[IndexRow] = []
-        for stream in streams:
+        for stream in await self._run_streams(stream_id):
             sql = "SELECT id, sequence, kind_tag FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence"
             out += [(gid, stream, seq, column_text(tag)) for gid, seq, tag in await self._fetch(sql, (stream,))]
         out.sort()  # runs already in order: linear
         return out
+
+    async def _run_streams(self, stream_id: str) -> list[str]:
+        lo, hi = _range_for_steps(stream_id)
+        return [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
 
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
         return self._decode_rows(await self.read_id_rows(ids))
@@ -615,13 +627,32 @@ class SqliteWriter:
     async def append(self, event: Event) -> StoredEvent:
         return (await self.append_many([event]))[0]
 
+    def append_now(self, event: Event) -> StoredEvent | None:
+        """With nothing else of this writer under way and the store not locked by another connection,
+        the transaction runs here and now: no await in it (no cancellation can land inside), no task
+        and no loop turns around it. None (nothing written) otherwise."""
+        return out[0] if (out := self._now([(event, event.to_json())])) else None
+
+    def _now(self, rows: list[tuple[Event, str]]) -> list[StoredEvent] | None:
+        if self._lock.locked() or not self._transactions.idle():
+            return None
+        try:
+            return self._append_sync(rows, wait=False)
+        except _Busy:
+            return None
+
     async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
         """Append in one transaction (zymi appends one event per transaction; so does `append`).
         The transaction commits or rolls back even if the caller is cancelled meanwhile."""
-        return await self._transactions.run(self._append_tx(events))
-
-    async def _append_tx(self, events: Sequence[Event]) -> list[StoredEvent]:
         rows = [(e, e.to_json()) for e in events]
+        done = self._now(rows)
+        if done is not None:
+            return done
+        # another of this writer's transactions is under way, or another connection holds the write
+        # lock: in turn, waiting on the writer's thread
+        return await self._transactions.run(self._append_tx(rows))
+
+    async def _append_tx(self, rows: list[tuple[Event, str]]) -> list[StoredEvent]:
         async with self._lock:
             try:
                 return self._append_sync(rows, wait=False)

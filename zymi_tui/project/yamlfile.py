@@ -14,31 +14,45 @@ if TYPE_CHECKING:
 
 
 @cache
-def _yaml12_loader() -> type[yaml.SafeLoader]:
+def _yaml12_loaders() -> tuple[type[yaml.SafeLoader] | type[yaml.CSafeLoader], type[yaml.SafeLoader]]:
     """YAML 1.2 booleans, as zymi's serde_yml reads them: only true/false (`on:`, `yes`, `no` stay strings).
 
-    Made (and PyYAML imported) on the first parse: a command that finds no project.yml never pays for it."""
+    Two loaders with the same resolvers: libyaml's parser (the C one PyYAML ships; zymi's YAML reader is
+    libyaml's port), and PyYAML's own, which reads a file libyaml refused so that the error names the
+    problem in the words it always did. Made (and PyYAML imported) on the first parse: a command that
+    finds no project.yml never pays for it."""
     import yaml
 
-    class Yaml12Loader(yaml.SafeLoader):
+    class Fast(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
         pass
 
-    Yaml12Loader.yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    Yaml12Loader.add_implicit_resolver(
-        "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-    )
-    return Yaml12Loader
+    class Exact(yaml.SafeLoader):
+        pass
+
+    for loader in (Fast, Exact):
+        loader.yaml_implicit_resolvers = {
+            first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+            for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+        }
+        loader.add_implicit_resolver(
+            "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+        )
+    fast: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = Fast
+    exact: type[yaml.SafeLoader] = Exact
+    return fast, exact
 
 
 def parse_yaml(text: str, path: Path) -> Any:
     """The document in `text`; ProjectError naming the file, line and column when it is not YAML."""
-    import yaml  # on the first parse, as in `_yaml12_loader`
+    import yaml  # on the first parse, as in `_yaml12_loaders`
 
+    fast, exact = _yaml12_loaders()
     try:
-        return yaml.load(text, Loader=_yaml12_loader())
+        return yaml.load(text, Loader=fast)
+    except yaml.YAMLError:
+        pass  # read again by PyYAML's parser below: the error is told in its words
+    try:
+        return yaml.load(text, Loader=exact)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""

@@ -258,6 +258,7 @@ class Replayer:
         # with `forget_finished`: each stream's last global id, and when each step's builder can go
         self.ends: dict[str, int] = {}
         self._expiry: list[tuple[int, str]] = []
+        self._peeked: tuple[ReplayEvent, RenderedContext] | None = None  # `next_build_chars`' build, for `feed`
 
     def forget_finished(self, ends: dict[str, int]) -> None:
         """Drop a step's builder once the replay has passed the last event of its stream and of its run
@@ -265,30 +266,45 @@ class Replayer:
         it, so memory stays flat in the store's size. Events past `ends` must not be fed."""
         self.ends = ends
 
-    def fork(self, knobs: ContextKnobs) -> Replayer:
+    def fork(self, knobs: ContextKnobs, *, lockstep: bool = False) -> Replayer:
         """A what-if replayer that goes on from this one's state under `knobs` (this one must be a
         what-if too, so its builders have followed no recorded compaction). Rows made so far stay
         here; rows still awaiting their LlmCallCompleted are shared (the fork fills in the same
-        recorded figures). This replayer is left as it was."""
+        recorded figures). This replayer is left as it was.
+
+        `lockstep`: both will be fed the same events from here on, so they share the runs' inputs,
+        memory and outputs (the same values written by both; a failed step's row is marked by both,
+        the same way) instead of copying every run seen so far."""
         assert self.whatif and knobs != self.recorded_knobs
         other = copy.copy(self)
         other.knobs = knobs
-        runs = {
-            id(run): _Run(run.pipeline, dict(run.inputs), dict(run.memory), dict(run.outputs))
-            for run in self.runs.values()
-        }
-        other.runs = {key: runs[id(run)] for key, run in self.runs.items()}
+        other._peeked = None
+        runs: dict[int, _Run] | None = None  # lockstep: the same runs
+        if not lockstep:
+            runs = {
+                id(run): _Run(run.pipeline, dict(run.inputs), dict(run.memory), dict(run.outputs))
+                for run in self.runs.values()
+            }
+            other.runs = {key: runs[id(run)] for key, run in self.runs.items()}
         other.steps = {}
         for stream, st in self.steps.items():
             builder = st.builder.clone()
             builder.knobs = knobs
-            run = None if st.run is None else runs.get(id(st.run))
+            run = st.run if runs is None or st.run is None else runs.get(id(st.run))
             other.steps[stream] = dataclasses.replace(st, builder=builder, run=run)
         other.queue = deque()
         other.pending = {stream: deque(rows) for stream, rows in self.pending.items()}
         other.estimate = copy.copy(self.estimate)
         other._expiry = list(self._expiry)
         return other
+
+    def idle_before(self, se: ReplayEvent) -> bool:
+        """Whether this replayer, about to be fed `se`, holds nothing that depends on its knobs: every
+        step passed and dropped (see `forget_finished`) and every row out. Two what-if replayers fed
+        the same events (one forked from the other in lockstep) and idle here would then make the
+        same decisions from here on under the same knobs."""
+        self._expire(se.global_id)
+        return not self.steps and not self.queue
 
     # -- helpers ------------------------------------------------------------------------------
     def _run(self, key: str) -> _Run:
@@ -323,9 +339,12 @@ class Replayer:
         return out
 
     # -- events -------------------------------------------------------------------------------
-    def feed(self, se: ReplayEvent) -> None:
-        while self._expiry and self._expiry[0][0] < se.global_id:
+    def _expire(self, global_id: int) -> None:
+        while self._expiry and self._expiry[0][0] < global_id:
             self.steps.pop(heapq.heappop(self._expiry)[1], None)
+
+    def feed(self, se: ReplayEvent) -> None:
+        self._expire(se.global_id)
         if STEP_MARK in se.stream_id:
             self._on_step(se)
         else:
@@ -399,7 +418,9 @@ class Replayer:
             if not isinstance(kind, LlmCallStarted) or kind.iteration == 0 or se.source == "compaction":
                 return None
             state = self.state_before(se)
-            return state.builder.build(state.memory).chars
+            ctx = state.builder.build(state.memory)
+            self._peeked = (se, ctx)
+            return ctx.chars
         if isinstance(kind, WorkflowNodeCompleted) and not kind.success:
             st = self.steps.get(f"{se.stream_id}{STEP_MARK}{kind.node_id}")
             if st is not None and st.run is not None:
@@ -452,6 +473,8 @@ class Replayer:
             waiting = self.pending.get(ev.stream_id)
             if waiting:
                 row = waiting.popleft()
+                if not waiting:  # (a fork copies the streams still waiting, not every stream seen)
+                    del self.pending[ev.stream_id]
                 if isinstance(kind, LlmCallCompleted) and kind.usage is not None:
                     u = kind.usage
                     row.recorded_input_tokens, row.recorded_output_tokens = u.input_tokens, u.output_tokens
@@ -503,7 +526,8 @@ class Replayer:
         if st.infer:
             self._infer_prefix(st, kind, memory)
         if self.whatif:
-            ctx = b.build(memory)
+            peeked, self._peeked = self._peeked, None
+            ctx = peeked[1] if peeked is not None and peeked[0] is se else b.build(memory)
             if ctx.compaction is not None:
                 self._whatif_compaction(ev.stream_id, ev.sequence, se.global_id, st, ctx.compaction)
                 ctx = b.build(memory, allow_compaction=False, apply_fresh=False)
@@ -694,7 +718,8 @@ async def replay_many(
     cap), not its knobs or messages: what-if knob sets that differ only in soft_cap_chars are then
     replayed by one replayer for as long as every build falls on the same side of all their soft caps
     (they make the same decisions), and share its rows; a set is forked off (`Replayer.fork`) just
-    before the first build that would decide otherwise for it."""
+    before the first build that would decide otherwise for it, and joins its family's replayer again
+    once both are idle (`Replayer.idle_before`: between runs, when every step has been dropped)."""
     replayers = make_replayers(project, knobs)
     if len(replayers) > 1:  # each event's message converted once for every knob set
         shared = Converted(keep_all=False)
@@ -703,13 +728,16 @@ async def replay_many(
     ends = await stream_ends(reader)
     for replayer in replayers:
         replayer.forget_finished(ends)
-    groups = _groups(replayers) if figures_only else [_Group(r, [i]) for i, r in enumerate(replayers)]
+    groups = _groups(replayers) if figures_only else [_Group(r, [i], i) for i, r in enumerate(replayers)]
+    families = len(groups)
     top = max(ends.values(), default=0)
     wanted = set(streams) if streams else None
     async with aclosing(replay_events(reader, streams)) as events:  # its read-ahead stopped on a break
         async for se in events:
             if se.global_id > top:
                 break
+            if len(groups) > families and STEP_MARK not in se.stream_id:
+                groups = _rejoined(groups, se)
             for group in groups:  # a group split off here is appended, so fed this event too
                 if len(group.members) > 1:
                     groups += group.split_before(se, replayers)
@@ -727,10 +755,11 @@ async def replay_many(
 
 @dataclass
 class _Group:
-    """Knob sets (`members`, indices) replayed by one replayer, which runs under the first one's knobs."""
+    """Knob sets (`members`, indices) replayed by one replayer, which runs under the knobs of one of them."""
 
     replayer: Replayer
     members: list[int]
+    family: object  # the groups of one family differ only in their members' soft caps
 
     def split_before(self, se: ReplayEvent, replayers: list[Replayer]) -> list[_Group]:
         """Fork off the members whose soft cap puts the build `se` is about to make on the other side
@@ -744,9 +773,9 @@ class _Group:
         if not other:
             return []
         self.members = [i for i in self.members if i not in other]
-        fork = self.replayer.fork(replayers[other[0]].knobs)
+        fork = self.replayer.fork(replayers[other[0]].knobs, lockstep=True)
         fork.queue = deque(self.replayer.queue)
-        return [_Group(fork, other)]
+        return [_Group(fork, other, self.family)]
 
 
 def _groups(replayers: list[Replayer]) -> list[_Group]:
@@ -758,8 +787,23 @@ def _groups(replayers: list[Replayer]) -> list[_Group]:
         if key in groups:
             groups[key].members.append(i)
         else:
-            groups[key] = _Group(r, [i])
+            groups[key] = _Group(r, [i], key)
     return list(groups.values())
+
+
+def _rejoined(groups: list[_Group], se: ReplayEvent) -> list[_Group]:
+    """`groups` with the groups of one family that are idle before `se` joined into the first of them."""
+    first: dict[object, _Group] = {}
+    out = []
+    for group in groups:
+        joined = first.get(group.family)
+        if joined is not None and group.replayer.idle_before(se):
+            joined.members = sorted(joined.members + group.members)
+            continue
+        if joined is None and group.replayer.idle_before(se):
+            first[group.family] = group
+        out.append(group)
+    return out
 
 
 async def context_at(

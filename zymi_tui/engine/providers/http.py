@@ -97,7 +97,8 @@ def _os_error(e: OSError) -> str:
 
 async def _timed(step: Awaitable[T], seconds: float) -> T:
     try:
-        return await asyncio.wait_for(step, seconds)
+        async with asyncio.timeout(seconds):  # a timer, not a task around each read
+            return await step
     except TimeoutError:
         raise TransportFailure("operation timed out") from None
 

@@ -22,6 +22,7 @@ from zymi_tui.events.replay_kinds import WorkflowNodeCompleted, replay_event
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
+    IdRow,
     IndexRow,
     Page,
     RawRow,
@@ -79,6 +80,9 @@ class MemoryReader:
 
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
         return (await self.read_stream(stream_id, include_steps=include_steps))[-n:]
+
+    async def run_ids(self, stream_id: str) -> list[IdRow]:
+        return [(gid, stream, seq) for gid, stream, seq, _ in await self.run_index(stream_id)]
 
     async def run_index(self, stream_id: str) -> list[IndexRow]:
         run = await self.read_stream(stream_id, include_steps=True)
