@@ -17,8 +17,8 @@ from tests.waiting import pilot_until
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import EventReader
 from zymi_tui.tui.tuning.app import TuningApp
+from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.editor import TuningScreen
-from zymi_tui.tui.tuning.plots import CurvePlot
 
 NAME = "coding_compaction"
 LABELS = {"observation_window": "window", "soft_cap_chars": "soft", "min_tail_turns": "min_tail"}  # the state line
@@ -87,7 +87,7 @@ async def test_edits_by_keys_show_the_full_replays_figures(keys: list[str], sets
             assert f"{LABELS[name]} {value}" in shown(screen, "#state")
         summary = shown(screen, "#summary")
         assert f"what-if (estimated): {last['chars']:,} bytes" in summary
-        curve = screen.query_one(CurvePlot).curve
+        curve = screen.query_one(CurveView).curve
         assert curve is not None and curve.known is None
         assert dict(zip(curve.sequences, curve.what_if, strict=True)) == want_curve
 

@@ -27,6 +27,10 @@ class Recorder:
         """Append one event and tell the listeners. An append under way when the caller is cancelled
         (Ctrl-C) still commits, so the listeners still hear it before the cancellation goes on."""
         event = Event.new(stream_id, kind, source, correlation_id)
+        stored = self.writer.append_now(event)
+        if stored is not None:  # committed and told with nothing in between: not in flight
+            self._tell(stored)
+            return stored
         self.in_flight.add(event.id)
         append = asyncio.ensure_future(self.writer.append(event))
         try:
