@@ -73,6 +73,12 @@ def screen_text(app: DashboardApp) -> str:
     return "\n".join(view.render_line(y).text for y in range(view.scrollable_content_region.height))
 
 
+def make_hostile(db: Path, gid: int, *, data: str | None = None) -> None:
+    """Give a row the hostile kind column (and, with `data`, that data: `{not json` makes it unreadable)."""
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE events SET kind_tag = ?, data = COALESCE(?, data) WHERE id = ?", (HOSTILE_KIND, data, gid))
+
+
 def events_title(main: MainScreen) -> str:
     return str(main.query_one("#events").border_title)
 
@@ -254,8 +260,7 @@ async def test_an_unreadable_row_with_a_hostile_kind_is_shown_cleaned_and_counte
     its kind column names no known kind), shown with its kind made visible, and the list moves past it."""
     calls = agent_calls(db)
     bad = calls[len(calls) // 2][0]  # an LLM call in the middle of the run
-    with sqlite3.connect(db) as c:
-        c.execute("UPDATE events SET data = '{not json', kind_tag = ? WHERE id = ?", (HOSTILE_KIND, bad))
+    make_hostile(db, bad, data="{not json")
     app = make_app(db)
     async with app.run_test(size=(120, 40)) as pilot:
         main = await settle(app, pilot)
@@ -288,8 +293,7 @@ async def test_a_call_whose_kind_column_is_hostile_is_plotted_as_its_data_says(d
     (a long run picks the plot's rows by that column: one naming no known kind is read to see what it is)."""
     calls = agent_calls(db)
     odd = calls[len(calls) // 2][0]
-    with sqlite3.connect(db) as c:
-        c.execute("UPDATE events SET kind_tag = ? WHERE id = ?", (HOSTILE_KIND, odd))
+    make_hostile(db, odd)
     app = make_app(db)
     async with app.run_test(size=(120, 40)) as pilot:
         main = await settle(app, pilot)
@@ -306,8 +310,7 @@ async def test_a_hostile_kind_in_the_command_palette_is_shown_cleaned(
     a hostile one is offered with its controls made visible and its markup shown as text."""
     monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
     bad = agent_calls(db)[0][0]
-    with sqlite3.connect(db) as c:
-        c.execute("UPDATE events SET data = '{not json', kind_tag = ? WHERE id = ?", (HOSTILE_KIND, bad))
+    make_hostile(db, bad, data="{not json")
     app = make_app(db)
     async with app.run_test(size=(120, 40)) as pilot:
         main = await settle(app, pilot)
