@@ -271,3 +271,12 @@ def test_a_run_loads_httpx_only_for_a_proxy(tmp_path: Path, model: Callable[...,
     )
     assert "httpx" in proxied
     assert len(proxy.seen) == 2
+
+
+def test_a_base_url_with_spaces_and_non_ascii_is_percent_encoded(
+    tmp_path: Path, model: Callable[..., tuple[Model, int]]
+) -> None:
+    server, port = model(framed("length"))
+    proc = run(project(tmp_path, f"http://127.0.0.1:{port}/v1/ünï code"))
+    assert proc.returncode == 0, proc.stderr
+    assert [s.target for s in server.seen] == ["/v1/%C3%BCn%C3%AF%20code/chat/completions"] * 2
