@@ -371,13 +371,13 @@ async def test_the_run_is_listed_before_its_kinds_are_read(
     monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
     db = copy_store(long_store, tmp_path / "kinds")
     gate = threading.Event()
-    read_index = SqliteReader.run_index
+    kinds_of = SqliteReader.kinds_of
 
-    async def held(self: SqliteReader, stream_id: str) -> list[tuple[int, str, int, str]]:
+    async def held(self: SqliteReader, ids: list[int]) -> dict[int, str]:
         gate.wait(LIMIT)
-        return await read_index(self, stream_id)
+        return await kinds_of(self, ids)
 
-    monkeypatch.setattr(SqliteReader, "run_index", held)
+    monkeypatch.setattr(SqliteReader, "kinds_of", held)
     app = make_app(db)
     async with app.run_test(size=(120, 40)) as pilot:
         main = await settle(app, pilot)

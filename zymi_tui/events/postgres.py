@@ -480,6 +480,11 @@ class PostgresReader(RowDecoder):
         )  # fmt: skip
         return [(int(gid), str(s), int(seq), str(tag)) for gid, s, seq, tag in rows]
 
+    async def kinds_of(self, ids: list[int]) -> dict[int, str]:
+        top = await self.horizon()
+        rows = await self._fetch("SELECT id, kind_tag FROM events WHERE id = ANY($1::bigint[]) AND id <= $2", ids, top)
+        return {int(gid): str(tag) for gid, tag in rows}
+
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
         return self._decode(await self.read_id_rows(ids))
 

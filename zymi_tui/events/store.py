@@ -86,6 +86,10 @@ class EventReader(Protocol):
         """A run stream's and its step streams' rows without their data, in global order (ids first)."""
         ...
 
+    async def kinds_of(self, ids: list[int]) -> dict[int, str]:
+        """The kind tag of each of these global ids, by id (ids not in the store are left out)."""
+        ...
+
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
         """The events of these global ids, in global order (ids not in the store are left out)."""
         ...

@@ -339,12 +339,11 @@ class MainScreen(ActionScreen):
         self.in_thread(job)
 
     @work(thread=True, exclusive=True, group="kinds", exit_on_error=False)
-    def read_kinds(self, key: RunKey) -> None:
+    def read_kinds(self, key: RunKey, rows: list[IndexRow]) -> None:
         """The kind of every row of a long run listed from its ids (the filters, pickers and plot need them)."""
 
         async def job(reader: EventReader) -> None:
-            tags: dict[str, str] = {}  # one string per kind, not one per row
-            kinds = {gid: tags.setdefault(tag, tag) for gid, _, _, tag in await reader.run_index(key.stream_id)}
+            kinds = await reader.kinds_of([gid for gid, *_ in rows])
             if not get_current_worker().is_cancelled:
                 self.post_message(RunKinds(key, kinds))
 
@@ -592,7 +591,7 @@ class MainScreen(ActionScreen):
         view.reveal_cursor()
         self.refresh_derived(new_run=True)
         self.update_events_title()
-        self.call_after_refresh(self.read_kinds, msg.key)  # once the list is on screen
+        self.call_after_refresh(self.read_kinds, msg.key, list(msg.rows))  # once the list is on screen
 
     def on_run_kinds(self, msg: RunKinds) -> None:
         if msg.key != self.selected or not self.events.sparse:

@@ -92,6 +92,9 @@ class MemoryReader:
         wanted = set(ids)
         return [se for se in self.events if se.global_id in wanted]
 
+    async def kinds_of(self, ids: list[int]) -> dict[int, str]:
+        return {se.global_id: se.event.tag for se in await self.read_ids(ids)}
+
     async def read_id_rows(self, ids: list[int]) -> list[RawRow]:
         return [(se.global_id, se.event.stream_id, se.event.sequence, se.data) for se in await self.read_ids(ids)]
 
