@@ -396,6 +396,10 @@ async def test_the_run_is_listed_before_its_kinds_are_read(
         await pilot_until(pilot, lambda: len(main.events.rows) == EVENTS + 2, "the new events listed")
         assert main.events.visible_count == 2  # the new call started and completed: their kinds came with them
         assert "reading kinds…" in events_title(main)
+        await pilot.press("t", "t", "t", "K")  # all kinds again; the knob editor picks among the run's calls: waits
+        await pilot_until(pilot, lambda: any("event kinds" in str(n.message) for n in app._notifications), "told so")
+        assert app.screen is main and main.events.visible_count == EVENTS + 2
+        await pilot.press("t")
         gate.set()
         await pilot_until(pilot, lambda: "reading kinds" not in events_title(main), "the kinds read")
         llm = ("llm_call_started", "llm_call_completed", "llm_call_failed", "context_compacted")
