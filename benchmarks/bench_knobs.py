@@ -13,8 +13,11 @@ to the pty until
 The expected figures are computed before the timing by `replay_store` under the same knobs (the
 full replay), so a stale or wrong screen never stops the clock. Baseline, alternated with the
 edits in the same run: a bare sqlite3 + json.loads scan of the stream's rows. Prints p50/p95 and
-the ratio to the baseline's median. `--before` waits for what an older editor shows (no diff counts
-in the title, the exact what-if marked by the summary alone), to time a checkout from before.
+the ratio to the baseline's median. `--against ZYMI_TUI` opens a second editor (an older checkout)
+beside ours and types every edit into both in turn (who goes first alternates), so before and after
+share one run's load: each gets p50 (min) and p95, and the ratio ours / against. `--before` waits
+for what an older editor shows (no diff counts in the title, the exact what-if marked by the
+summary alone), to time a checkout from before.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import json
 import os
 import re
 import select
+import shlex
+import shutil
 import signal
 import sqlite3
 import statistics
@@ -130,10 +135,22 @@ class Terminal:
         os.close(slave)
         self.fd = master
 
+    def lines(self) -> list[str]:
+        return list(self.screen.display)
+
+    def poll(self, timeout: float) -> bool:
+        """Wait up to `timeout` for output and take all of it in; whether the screen may have changed."""
+        if not select.select([self.fd], [], [], timeout)[0]:
+            return False
+        self.stream.feed(os.read(self.fd, 1 << 16))
+        while select.select([self.fd], [], [], 0)[0]:  # the rest of the frame
+            self.stream.feed(os.read(self.fd, 1 << 16))
+        return True
+
     def text(self) -> str:
         """The screen as one line of words, the knob column (40 cells wide) first and then the view, so
         that a figure wrapped over two rows of one column still matches."""
-        lines = self.screen.display
+        lines = self.lines()
         columns = [line[: KNOB_COLUMN - 1] for line in lines] + [line[KNOB_COLUMN:] for line in lines]
         return re.sub(r"\s+", " ", " ".join(columns))
 
@@ -143,14 +160,8 @@ class Terminal:
         if all(n in self.text() for n in needles):
             return 0.0
         while time.perf_counter() - t0 < limit:
-            ready, _, _ = select.select([self.fd], [], [], 0.5)
-            if ready:
-                self.stream.feed(os.read(self.fd, 1 << 16))
-                while select.select([self.fd], [], [], 0)[0]:  # the rest of the frame
-                    self.stream.feed(os.read(self.fd, 1 << 16))
-                screen = self.text()
-                if all(n in screen for n in needles):
-                    return time.perf_counter() - t0
+            if self.poll(0.5) and all(n in self.text() for n in needles):
+                return time.perf_counter() - t0
         return None
 
     def key(self, data: str) -> None:
@@ -171,6 +182,84 @@ class Terminal:
             self.proc.wait()
         finally:
             os.close(self.fd)
+
+
+class TmuxTerminal(Terminal):
+    """`zymi-tui` in a tmux pane: tmux (native code) interprets its output, as a terminal would; a
+    control-mode client says when the pane got output, and the pane's text is then read back
+    (`capture-pane`). pyte, in this process, spent more CPU parsing each edit's frames than the app
+    spent making them, on the same two cores."""
+
+    def __init__(self, args: list[str], cols: int, rows: int) -> None:
+        self.cols = cols
+        self.tmux = ["tmux", "-L", f"bench-knobs-{os.getpid()}-{id(self)}", "-f", "/dev/null"]
+        env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
+        command = " ".join(shlex.quote(a) for a in args)
+        subprocess.run([*self.tmux, "new-session", "-d", "-s", "b", "-x", str(cols), "-y", str(rows), command],
+                       check=True, env=env)  # fmt: skip
+        subprocess.run([*self.tmux, "set-option", "-g", "window-size", "manual"], check=True)
+        self.control = subprocess.Popen(
+            [*self.tmux, "-C", "attach-session", "-t", "b"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert self.control.stdin is not None and self.control.stdout is not None
+        self.fd = self.control.stdout.fileno()
+        self.pending = b""
+        self.captured: list[str] = [""] * rows
+        self.answer: list[str] | None = None
+
+    def _command(self, line: str) -> None:
+        assert self.control.stdin is not None
+        self.control.stdin.write(line.encode() + b"\n")
+        self.control.stdin.flush()
+
+    def _read(self, timeout: float) -> tuple[bool, list[str] | None]:
+        """Read what the control client has: (the pane got output, a capture's lines if one came)."""
+        if not select.select([self.fd], [], [], timeout)[0]:
+            return False, None
+        self.pending += os.read(self.fd, 1 << 16)
+        *lines, self.pending = self.pending.split(b"\n")
+        output, captured = False, None
+        for raw in lines:
+            line = raw.decode(errors="replace")
+            if self.answer is not None:
+                if line.startswith(("%end", "%error")):
+                    captured, self.answer = self.answer, None
+                else:
+                    self.answer.append(line)
+            elif line.startswith("%begin"):
+                self.answer = []
+            elif line.startswith("%output"):
+                output = True
+        return output, captured
+
+    def _capture(self) -> None:
+        self._command("capture-pane -p -t b")
+        while True:
+            _, captured = self._read(5.0)
+            if captured is not None:
+                self.captured = captured
+                return
+
+    def lines(self) -> list[str]:
+        return self.captured
+
+    def poll(self, timeout: float) -> bool:
+        output, _ = self._read(timeout)
+        if not output:
+            return False
+        while self._read(0)[0]:  # the rest of the frame
+            pass
+        self._capture()
+        return True
+
+    def key(self, data: str) -> None:
+        self._command("send-keys -t b -H " + " ".join(f"{b:02x}" for b in data.encode()))
+
+    def close(self) -> None:
+        self.key("\x11")  # ctrl+q
+        time.sleep(0.5)
+        subprocess.run([*self.tmux, "kill-server"], check=False, stderr=subprocess.DEVNULL)
+        self.control.wait(timeout=10)
 
 
 def p95(values: list[float]) -> float:
@@ -200,6 +289,13 @@ def main() -> None:
     ap.add_argument("--before", action="store_true", help="wait for what an older editor shows")
     ap.add_argument("--expected", type=Path, help="a JSON file keeping the expected figures between runs (same store)")
     ap.add_argument("--zymi-tui", default=str(Path(sys.executable).with_name("zymi-tui")))
+    ap.add_argument(
+        "--terminal",
+        choices=["tmux", "pyte"],
+        default="tmux" if shutil.which("tmux") else "pyte",
+        help="what interprets the editor's output: tmux (native; default when installed) or pyte (in this process)",
+    )
+    ap.add_argument("--against", help="another zymi-tui (an older checkout) edited in turn with ours, in the same run")
     a = ap.parse_args()
     cols, rows = (int(x) for x in a.size.split("x"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -233,75 +329,108 @@ def main() -> None:
             a.expected.write_text(json.dumps(cached))
         print(f"{a.edits} edits' expected figures from full replays in {time.perf_counter() - t0:.0f} s")
 
-        args = [a.zymi_tui, "tune", str(store), "--project", str(a.project), "--step-stream", a.stream]
-        term = Terminal(args, cols, rows)
-        quick: list[float] = []
-        whole: list[float] = []
+        tune = ["tune", str(store), "--project", str(a.project), "--step-stream", a.stream]
+        tmux = a.terminal == "tmux"
+        sessions = [Session("ours", [a.zymi_tui, *tune], cols, rows, tmux=tmux)]
+        if a.against:
+            sessions.append(Session("against", [a.against, *tune], cols, rows, tmux=tmux))
         scans: list[float] = []
         failed = unseen = 0
         try:
-            assert term.wait_for("call ", "agent call") is not None, "the editor did not open"
-            assert term.wait_for(f"{len(agent(recorded))}/{len(agent(recorded))}") is not None, "calls not loaded"
-            focused = "observation_window"
-            term.key("\t")  # the profile select -> the first knob
-            term.wait_for("\x00", limit=0.3)
-
-            def goto(name: str) -> None:
-                nonlocal focused
-                step = FIELDS.index(name) - FIELDS.index(focused)
-                for _ in range(abs(step)):
-                    term.key("\t" if step > 0 else "\x1b[Z")
-                    term.wait_for("\x00", limit=0.3)
-                focused = name
-
-            goto("soft_cap_chars")
-            term.keys("\x7f" * 12 + str(a.soft_cap))
-            assert term.wait_for(f"soft {a.soft_cap},") is not None, "the soft cap was not typed"
+            for session in sessions:
+                session.open(len(agent(recorded)), a.soft_cap)
             previous: Expected | None = None
-            for name, value, exp in plan:
+            for n, (name, value, exp) in enumerate(plan):
                 same_a = previous is not None and (previous.figures(), previous.diff_counts()) == (
                     exp.figures(),
                     exp.diff_counts(),
                 )
                 same_b = previous is not None and previous.whole() == exp.whole()
                 previous = exp
-                goto(name)
-                term.keys("\x7f" * 2)  # cleared: invalid, nothing recomputed
-                assert term.wait_for(f"{name}='': not an integer;") is not None, f"{name} not cleared"
                 scans.append(bare_scan(store, a.stream))
-                term.key(str(value))
-                if a.before:
-                    t_quick = term.wait_for(exp.figures())
-                    t_whole = term.wait_for(f"what-if (estimated): {exp.figures()}")
-                else:
-                    t_quick = term.wait_for(exp.figures(), exp.diff_counts())
-                    t_whole = term.wait_for(exp.whole(), exp.figures())
-                if t_quick is None or t_whole is None:
-                    failed += 1
-                    print(f"edit {name}={value}: expected figures not shown within {LIMIT_S:.0f} s", file=sys.stderr)
-                    print(term.text()[-1500:], file=sys.stderr)
-                    continue
-                if same_a or same_b:  # the screen showed these figures already: the time cannot be seen
-                    unseen += 1
-                    continue
-                quick.append(t_quick * 1000)
-                whole.append((t_quick + t_whole) * 1000)
+                unseen += same_a or same_b  # the screen shows these figures already: not seen
+                for session in sessions[n % 2 :] + sessions[: n % 2]:  # who goes first alternates
+                    times = session.edit(name, value, exp, before=a.before)
+                    if times is None:
+                        failed += 1
+                    elif not (same_a or same_b):
+                        session.quick.append(times[0] * 1000)
+                        session.whole.append((times[0] + times[1]) * 1000)
         finally:
-            term.close()
+            for session in sessions:
+                session.close()
 
-    if not quick:
+    if not sessions[0].quick:
         sys.exit("no edit finished")
     base = statistics.median(scans) * 1000
     print(f"knob editor on a {n_events:,}-event stream ({len(agent(recorded))} agent calls), {cols}x{rows}, "
-          f"{len(quick)} edits timed ({failed} failed, {unseen} not timed: same figures as the edit before);\n"
-          f"baseline: bare sqlite3+json.loads scan of the stream, "
+          f"{len(sessions[0].quick)} edits timed per editor ({failed} failed, {unseen} not timed: same figures "
+          f"as the edit before);\nbaseline: bare sqlite3+json.loads scan of the stream, "
           f"median {base:.0f} ms (min {min(scans) * 1000:.0f})")  # fmt: skip
-    for label, xs, aim in (
-        ("a) key -> selected call's figures + diff painted", quick, 50),
-        ("b) key -> whole-stream exact what-if painted   ", whole, 150),
+    for label, attr, aim in (
+        ("a) key -> selected call's figures + diff painted", "quick", 50),
+        ("b) key -> whole-stream exact what-if painted   ", "whole", 150),
     ):
-        print(f"   {label}: p50 {statistics.median(xs):.0f} ms, p95 {p95(xs):.0f} ms, min {min(xs):.0f} ms "
-              f"(aim p95 < {aim} ms) = p95 {p95(xs) / base:.2f}x the scan")  # fmt: skip
+        for session in sessions:
+            xs: list[float] = getattr(session, attr)
+            print(f"   {label} [{session.label:7}]: p50 {statistics.median(xs):.0f} ms (min {min(xs):.0f}), "
+                  f"p95 {p95(xs):.0f} ms (aim p95 < {aim} ms) = p95 {p95(xs) / base:.2f}x the scan")  # fmt: skip
+        if len(sessions) == 2:
+            ours, theirs = (getattr(x, attr) for x in sessions)
+            print(f"      ours / against, same run: p50 {statistics.median(ours) / statistics.median(theirs):.2f}x, "
+                  f"p95 {p95(ours) / p95(theirs):.2f}x")  # fmt: skip
+
+
+class Session:
+    """One editor on its own pty, driven edit by edit; its timings."""
+
+    def __init__(self, label: str, args: list[str], cols: int, rows: int, *, tmux: bool) -> None:
+        self.label = label
+        self.term = TmuxTerminal(args, cols, rows) if tmux else Terminal(args, cols, rows)
+        self.focused = "observation_window"
+        self.quick: list[float] = []
+        self.whole: list[float] = []
+
+    def open(self, calls: int, soft_cap: int) -> None:
+        term = self.term
+        assert term.wait_for("call ", "agent call") is not None, f"{self.label}: the editor did not open"
+        assert term.wait_for(f"{calls}/{calls}") is not None, f"{self.label}: calls not loaded"
+        term.key("\t")  # the profile select -> the first knob
+        term.wait_for("\x00", limit=0.3)
+        self.goto("soft_cap_chars")
+        term.keys("\x7f" * 12 + str(soft_cap))
+        assert term.wait_for(f"soft {soft_cap},") is not None, f"{self.label}: the soft cap was not typed"
+
+    def goto(self, name: str) -> None:
+        step = FIELDS.index(name) - FIELDS.index(self.focused)
+        for _ in range(abs(step)):
+            self.term.key("\t" if step > 0 else "\x1b[Z")
+            self.term.wait_for("\x00", limit=0.3)
+        self.focused = name
+
+    def edit(self, name: str, value: int, exp: Expected, *, before: bool) -> tuple[float, float] | None:
+        """Clear the field (invalid: nothing recomputed), type the digit; the times until a) and b)."""
+        term = self.term
+        self.goto(name)
+        term.keys("\x7f" * 2)
+        assert term.wait_for(f"{name}='': not an integer;") is not None, f"{self.label}: {name} not cleared"
+        term.key(str(value))
+        if before:
+            t_quick = term.wait_for(exp.figures())
+            t_whole = term.wait_for(f"what-if (estimated): {exp.figures()}")
+        else:
+            t_quick = term.wait_for(exp.figures(), exp.diff_counts())
+            t_whole = term.wait_for(exp.whole(), exp.figures())
+        if t_quick is None or t_whole is None:
+            print(
+                f"{self.label}: edit {name}={value}: expected figures not shown within {LIMIT_S:.0f} s", file=sys.stderr
+            )
+            print(term.text()[-1500:], file=sys.stderr)
+            return None
+        return t_quick, t_whole
+
+    def close(self) -> None:
+        self.term.close()
 
 
 if __name__ == "__main__":

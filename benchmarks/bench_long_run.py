@@ -13,7 +13,8 @@ alternated (ours, zymi, ours, ...) so both see the same machine load; each figur
   of the run, not `loading…`; zymi: `Events (N)`); first events: until any of its events are drawn;
 - plot drawn (ours): until the context plot's title names the run's last LLM call;
 - key -> events drawn (ours): then `j` selects the run's first turn and, once it is drawn, `k` the whole
-  run again: from `k` until the whole run is drawn (first events: until its newest page is);
+  run again: from `k` until the whole run is drawn (first events: until its newest page is; kinds read:
+  until the title no longer says `reading kinds…`, when the kind filters and pickers have their answer);
   zymi observe lists one entry for the run (no turns): its figure to compare is its launch -> events drawn;
 - peak RSS (VmHWM) at the end (zymi: once its events are drawn, plus the same settle time).
 `--checkout DIR` runs the zymi_tui package of DIR (`python -m zymi_tui` from DIR) as "ours": a before figure.
@@ -66,6 +67,7 @@ def measure_ours(command: str, cwd: Path | None, events: int, calls: int, timeou
     session = f"longrun-ours-{time.monotonic_ns()}"
     t0 = launch(session, command, cwd)
     whole_run = rf"Events · {events}/{events} events(?! · loading)"
+    with_kinds = rf"Events · {events}/{events} events(?! · loading| · reading kinds)"
     try:
         pid = pane_pid(session)
         runs = wait_regex(session, r"Runs \(", timeout) - t0
@@ -80,10 +82,11 @@ def measure_ours(command: str, cwd: Path | None, events: int, calls: int, timeou
         tmux("send-keys", "-t", session, "k")
         key_first = wait_regex(session, rf"Events · \d+/\d+ events · loading|{whole_run}", timeout) - t_key
         key_whole = wait_regex(session, whole_run, timeout) - t_key
+        key_kinds = wait_regex(session, with_kinds, timeout) - t_key
         time.sleep(SETTLE_S)
         return {"runs_listed_s": runs, "first_events_s": first, "events_drawn_s": whole, "plot_drawn_s": plot,
                 "key_to_first_events_s": key_first, "key_to_events_drawn_s": key_whole,
-                "peak_rss_mb": peak_rss_mb(pid)}  # fmt: skip
+                "key_to_kinds_read_s": key_kinds, "peak_rss_mb": peak_rss_mb(pid)}  # fmt: skip
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 

@@ -3,6 +3,7 @@ every backend: the same rows, in the same order, as reading the whole run."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,10 @@ async def check(reader: EventReader, run: str) -> None:
     index = await reader.run_index(run)
     assert index == [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in whole]
     assert {stream for _, stream, _, _ in index} == {run, f"{run}:step:reply"}
+    assert await reader.run_ids(run) == [(gid, stream, seq) for gid, stream, seq, _ in index]
+    assert await reader.kinds_of([gid for gid, *_ in index]) == {gid: tag for gid, _, _, tag in index}
+    thin = index[::3]  # ids spread over three times their number: read by id
+    assert await reader.kinds_of([gid for gid, *_ in thin] + [10**9]) == {gid: tag for gid, _, _, tag in thin}
     some = [gid for gid, *_ in index][::3]
     got = await reader.read_ids([*reversed(some), 10**9])  # any order asked, unknown ids left out
     assert [se.global_id for se in got] == some
@@ -41,10 +46,19 @@ async def test_sqlite_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     db = copy_store(oracle_db("chat_profile"), tmp_path)
     monkeypatch.setattr(backend, "ID_BATCH", 50)  # the run's 331 events: several statements
     async with await SqliteReader.open(db) as reader:
-        await check(reader, "chat-42")
-        assert len(await reader.run_index("chat-42")) > 300
+        for dense in (0, 10**6):  # kinds read by id only; by each known kind's index over the ids' span
+            monkeypatch.setattr(backend, "DENSE_SPAN", dense)
+            await check(reader, "chat-42")
+        ids = [gid for gid, *_ in await reader.run_index("chat-42")]
+        assert len(ids) > 300
+        with sqlite3.connect(db) as c:  # a kind column naming no known kind
+            c.execute("UPDATE events SET kind_tag = 'odd\x1b' WHERE id = ?", (ids[5],))
+        for dense in (0, 10**6):
+            monkeypatch.setattr(backend, "DENSE_SPAN", dense)
+            kinds = await reader.kinds_of(ids)
+            assert len(kinds) == len(ids) and kinds[ids[5]] == "odd\x1b"
         await check(await load_run(reader, "chat-42"), "chat-42")
-        assert await reader.run_index("no-such-run") == []
+        assert await reader.run_index("no-such-run") == [] == await reader.run_ids("no-such-run")
 
 
 async def test_postgres(tmp_path: Path, pg_url: str) -> None:

@@ -73,6 +73,10 @@ def screen_text(app: DashboardApp) -> str:
     return "\n".join(view.render_line(y).text for y in range(view.scrollable_content_region.height))
 
 
+def events_title(main: MainScreen) -> str:
+    return str(main.query_one("#events").border_title)
+
+
 async def opened(app: DashboardApp, pilot: Pilot[None], db: Path, path: str) -> MainScreen:
     main = await settle(app, pilot)
     assert main.events.sparse == (path == "sparse")
@@ -308,6 +312,7 @@ async def test_a_hostile_kind_in_the_command_palette_is_shown_cleaned(
     async with app.run_test(size=(120, 40)) as pilot:
         main = await settle(app, pilot)
         assert main.events.sparse
+        await pilot_until(pilot, lambda: "reading kinds" not in events_title(main), "the kinds read")
         await pilot.press("tab", "ctrl+p", *"kind", "space", *"started")
 
         def palette() -> str:
@@ -324,22 +329,22 @@ async def test_a_hostile_kind_in_the_command_palette_is_shown_cleaned(
 async def test_events_written_while_the_run_is_read_reach_the_list_and_the_plot(
     long_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The sparse path: the run's index is held back once read (as a slow read would be) while the run
-    grows; the new events come by the live tail, are added when the index lands and, being in the list
+    """The sparse path: the run's ids are held back once read (as a slow read would be) while the run
+    grows; the new events come by the live tail, are added when the ids land and, being in the list
     the collector reads, are on the plot."""
     import threading
 
     monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
     db = copy_store(long_store, tmp_path / "grow")
     gate = threading.Event()
-    read_index = SqliteReader.run_index
+    read_ids = SqliteReader.run_ids
 
-    async def held(self: SqliteReader, stream_id: str) -> list[tuple[int, str, int, str]]:
-        rows = await read_index(self, stream_id)
+    async def held(self: SqliteReader, stream_id: str) -> list[tuple[int, str, int]]:
+        rows = await read_ids(self, stream_id)
         gate.wait(LIMIT)
         return rows
 
-    monkeypatch.setattr(SqliteReader, "run_index", held)
+    monkeypatch.setattr(SqliteReader, "run_ids", held)
     app = make_app(db)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot_until(pilot, lambda: app.main.run_loading and len(app.main.events.rows) > 0, "the newest page")
@@ -352,6 +357,58 @@ async def test_events_written_while_the_run_is_read_reach_the_list_and_the_plot(
         await pilot_until(pilot, lambda: main.events.sparse and len(main.events.rows) == EVENTS + 2, "listed")
         await pilot_until(pilot, lambda: len(plot.all_calls()) == n, "the new call on the plot")
         assert plot.all_calls()[-1].global_id == agent_calls(db)[-1][0]
+
+
+async def test_the_run_is_listed_before_its_kinds_are_read(
+    long_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sparse path lists a long run from its ids; the rows' kinds come in a second read, held back
+    here. Meanwhile the list is counted, drawn and navigable; a kind filter chosen then shows nothing and
+    says it waits (never a wrong answer); events written meanwhile are listed at once. Once the kinds
+    land the filter shows exactly the run's rows of those kinds, and the plot has every call."""
+    import threading
+
+    monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
+    db = copy_store(long_store, tmp_path / "kinds")
+    gate = threading.Event()
+    kinds_of = SqliteReader.kinds_of
+
+    async def held(self: SqliteReader, ids: list[int]) -> dict[int, str]:
+        gate.wait(LIMIT)
+        return await kinds_of(self, ids)
+
+    monkeypatch.setattr(SqliteReader, "kinds_of", held)
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        assert main.events.sparse
+        assert f"{EVENTS}/{EVENTS} events · reading kinds…" in events_title(main)
+        plot = main.query_one(ContextPlot)
+        assert "reading the run's calls…" in str(plot.render())  # not "no LLM calls"
+        await pilot.press("tab", "home")
+        assert main.events.cursor_gid == sql(db, "SELECT MIN(id) FROM events WHERE stream_id = ?", RUN)[0][0]
+        first_ts = json.loads(str(sql(db, "SELECT data FROM events WHERE id = ?", main.events.cursor_gid)[0][0]))
+        assert first_ts["timestamp"][11:19] in (await drawn(pilot, app)).splitlines()[0]
+        await pilot.press("end", "t")  # LLM calls, before the kinds are known
+        assert main.events.visible_count == 0
+        assert f"0/{EVENTS} events · LLM calls · reading kinds…" in events_title(main)
+        await append_the_last_call_again(db)
+        await pilot_until(pilot, lambda: len(main.events.rows) == EVENTS + 2, "the new events listed")
+        assert main.events.visible_count == 2  # the new call started and completed: their kinds came with them
+        assert "reading kinds…" in events_title(main)
+        await pilot.press("t", "t", "t", "K")  # all kinds again; the knob editor picks among the run's calls: waits
+        await pilot_until(pilot, lambda: any("event kinds" in str(n.message) for n in app._notifications), "told so")
+        assert app.screen is main and main.events.visible_count == EVENTS + 2
+        await pilot.press("t")
+        gate.set()
+        await pilot_until(pilot, lambda: "reading kinds" not in events_title(main), "the kinds read")
+        llm = ("llm_call_started", "llm_call_completed", "llm_call_failed", "context_compacted")
+        n = sql(db, f"SELECT COUNT(*) FROM events WHERE kind_tag IN ({','.join('?' * len(llm))})", *llm)[0][0]
+        assert main.events.visible_count == n
+        assert f"{n}/{EVENTS + 2} events · LLM calls" in events_title(main)
+        assert {row[3] for row in main.events.items if isinstance(row, tuple)} <= set(llm)
+        assert "LLM" in (await drawn(pilot, app))
+        await pilot_until(pilot, lambda: len(plot.all_calls()) == len(agent_calls(db)), "every call on the plot")
 
 
 async def test_events_written_while_the_plot_is_collected_reach_it(

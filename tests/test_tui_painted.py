@@ -25,11 +25,14 @@ COLS, ROWS = 120, 40
 class Terminal:
     """A child process on a pty whose output a pyte screen interprets, as a terminal would."""
 
-    def __init__(self, args: list[str], cwd: Path, env_extra: dict[str, str] | None = None) -> None:
-        self.screen = pyte.Screen(COLS, ROWS)
+    def __init__(
+        self, args: list[str], cwd: Path, env_extra: dict[str, str] | None = None, size: tuple[int, int] = (COLS, ROWS)
+    ) -> None:
+        self.size = size
+        self.screen = pyte.Screen(*size)
         self.stream = pyte.ByteStream(self.screen)
         master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor", "TZ": "UTC", **(env_extra or {})}
         env.pop("TEXTUAL", None)
         self.raw = bytearray()
@@ -193,3 +196,34 @@ def test_the_first_frame_lists_the_newest_runs_read_beside_the_imports(tmp_path:
         release.touch()
         code = term.close()
     assert code == 0
+
+
+def first_row_showing(raw: bytes, size: tuple[int, int], text: str) -> int:
+    """Replays a terminal's output from its start: the row where `text` is first painted."""
+    screen = pyte.Screen(*size)
+    stream = pyte.ByteStream(screen)
+    for piece in raw.split(b"\x1b["):  # one escape sequence at a time: a frame is painted row by row
+        stream.feed(b"\x1b[" + piece)
+        for y, line in enumerate(screen.display):
+            if text in line:
+                return y
+    raise AssertionError(f"{text!r} was never painted")
+
+
+def test_the_first_frame_at_80x24_is_laid_out_for_80x24(tmp_path: Path) -> None:
+    """Textual sets a screen's size classes when it handles the screen's first Resize, after writing its first
+    frame: that frame was laid out for a large terminal, then redrawn. The first frame painted is the one that
+    stays: the pipeline panel is where it is once everything is drawn, and the runs are listed in it."""
+    db = tmp_path / "many.db"
+    write_clones(db, 150 * 60, "memory", many=True)
+    term = Terminal(["-m", "zymi_tui", "observe", str(db)], tmp_path, size=(80, 24))
+    try:
+        assert term.wait_for("Runs (150)", timeout=LIMIT), "\n".join(term.screen.display)
+        assert term.wait_for("─ Pipeline: main", timeout=LIMIT), "\n".join(term.screen.display)  # the run is read
+        settled = next(y for y, line in enumerate(term.screen.display) if "─ Pipeline" in line)
+    finally:
+        code = term.close()
+    assert code == 0
+    raw = bytes(term.raw)
+    assert first_row_showing(raw, term.size, "─ Pipeline") == settled
+    assert first_row_showing(raw, term.size, "─ Runs (") == 1

@@ -19,8 +19,8 @@ from zymi_tui.events.store import EventReader
 from zymi_tui.replay.compare import COLUMNS
 from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.compare_screen import CompareScreen
+from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.editor import TuningScreen
-from zymi_tui.tui.tuning.plots import CurvePlot
 
 NAME = "coding_default"
 
@@ -60,12 +60,12 @@ async def test_edit_a_knob_matches_replay_set() -> None:
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, TuningScreen)
-        recorded_curve = list(screen.query_one(CurvePlot).curve.recorded)  # type: ignore[union-attr]
+        recorded_curve = list(screen.query_one(CurveView).curve.recorded)  # type: ignore[union-attr]
         field = screen.query_one("#knob-observation_window", Input)
         field.value = "2"
         await settle(pilot)
         assert screen.what_if_calls is not None
-        curve = screen.query_one(CurvePlot).curve
+        curve = screen.query_one(CurveView).curve
         assert curve is not None
         assert dict(zip(curve.sequences, curve.what_if, strict=True)) == {s: r["chars"] for s, r in want.items()}
         assert curve.recorded == recorded_curve

@@ -10,6 +10,7 @@ from zymi_tui.replay.calls import CallContext
 from zymi_tui.replay.compare import ProfileRun, RecordedOutput, calibrate, call_figures, summarize
 from zymi_tui.replay.costs import parse_prices
 from zymi_tui.replay.sweep import SweepError, grid_profiles, pareto_front, parse_values
+from zymi_tui.tui.tuning.curve_view import plot_dots
 
 KNOBS: dict[str, int | None] = {
     "observation_window": 10,
@@ -80,3 +81,15 @@ def test_figures_tokens_and_cost_by_hand() -> None:
     assert t.cost is not None and t.cost.total == pytest.approx(0.7 + 316 * 0.002)
     assert t.cost_estimated
     assert run.per_run["run-2"].hard_cap_failures == 1 and run.per_run["run-2"].calls == 0
+
+
+def test_the_curve_in_braille_dots() -> None:
+    """One row of two cells is 4 x 4 dots: a value per dot column, 0 at the bottom and `top` at the
+    top; each column joins its value and the one before (a line); a failed call (None) leaves a gap."""
+    up = plot_dots([0, 1, 2, 3], 4, 3.0, 2, 1)
+    # dot columns 0..3 join (0), (0..1), (1..2), (2..3): dot rows 3, 2-3, 1-2, 0-1 (row 0 is the top);
+    # a cell's left column is bits 0x01 0x02 0x04 0x40 from the top, its right one 0x08 0x10 0x20 0x80
+    assert up == [[0x40 | 0x20 | 0x80, 0x02 | 0x04 | 0x08 | 0x10]]
+    assert "".join(chr(0x2800 | bits) for bits in up[0]) == "⣠⠞"  # a rising line
+    assert plot_dots([3, None, 3, 3], 4, 3.0, 2, 1) == [[0x01, 0x01 | 0x08]]
+    assert plot_dots([3, 3, 3, 3], 2, 3.0, 2, 1) == [[0x01 | 0x08, 0]]  # only the calls known so far

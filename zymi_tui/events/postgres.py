@@ -48,6 +48,7 @@ from zymi_tui.events.hashchain import ChainRow, ScanRow, hash_v2
 from zymi_tui.events.location import redact_url
 from zymi_tui.events.store import (
     STEP_MARK,
+    IdRow,
     IndexRow,
     Page,
     RawRow,
@@ -458,6 +459,18 @@ class PostgresReader(RowDecoder):
         )  # fmt: skip
         return self._decode(rows)
 
+    async def run_ids(self, stream_id: str) -> list[IdRow]:
+        top = await self.horizon()
+        lo, hi = _steps_bounds(stream_id)
+        rows = await self._fetch(
+            f"SELECT id, stream_id, sequence FROM events WHERE {_STEPS} AND id <= $4 ORDER BY id",
+            stream_id,
+            lo,
+            hi,
+            top,
+        )
+        return [(int(gid), str(s), int(seq)) for gid, s, seq in rows]
+
     async def run_index(self, stream_id: str) -> list[IndexRow]:
         top = await self.horizon()
         lo, hi = _steps_bounds(stream_id)
@@ -466,6 +479,11 @@ class PostgresReader(RowDecoder):
             stream_id, lo, hi, top,
         )  # fmt: skip
         return [(int(gid), str(s), int(seq), str(tag)) for gid, s, seq, tag in rows]
+
+    async def kinds_of(self, ids: list[int]) -> dict[int, str]:
+        top = await self.horizon()
+        rows = await self._fetch("SELECT id, kind_tag FROM events WHERE id = ANY($1::bigint[]) AND id <= $2", ids, top)
+        return {int(gid): str(tag) for gid, tag in rows}
 
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
         return self._decode(await self.read_id_rows(ids))

@@ -24,6 +24,7 @@ from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.hashchain import ChainRow, ScanRow, column_text, hash_v2
 from zymi_tui.events.store import (
     STEP_MARK,
+    IdRow,
     IndexRow,
     Page,
     RawRow,
@@ -76,6 +77,7 @@ T = TypeVar("T")
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 CHAIN_PAGE = 5000
 ID_BATCH = 500  # ids bound in one `IN (...)` (under SQLite's oldest limit of 999 variables)
+DENSE_SPAN = 2  # `kinds_of` reads the kind index over ids spanning less than this many times their number
 MAX_UNION = 400  # streams merged in one statement by `newest` (SQLite allows 500 SELECTs in a compound)
 # the distinct stream ids in [lo, hi), one index seek each (a loose index scan)
 _STREAMS_IN_RANGE = """WITH RECURSIVE s(id) AS (
@@ -392,16 +394,46 @@ class SqliteReader(RowDecoder):
             params = [stream_id, lo, hi, n]
         return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
 
+    async def run_ids(self, stream_id: str) -> list[IdRow]:
+        """As `run_index`, from the (stream_id, sequence) index alone (it covers id): the table is not read."""
+        out: list[IdRow] = []
+        for stream in await self._run_streams(stream_id):
+            sql = "SELECT id, sequence FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence"
+            out += [(gid, stream, seq) for gid, seq in await self._fetch(sql, (stream,))]
+        out.sort()
+        return out
+
     async def run_index(self, stream_id: str) -> list[IndexRow]:
         """Stream by stream on the (stream_id, sequence) index, merged by id: no stream column read per
         row, and each stream's rows already in id order (the sort merges runs)."""
-        lo, hi = _range_for_steps(stream_id)
-        streams = [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
         out: list[IndexRow] = []
-        for stream in streams:
+        for stream in await self._run_streams(stream_id):
             sql = "SELECT id, sequence, kind_tag FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence"
             out += [(gid, stream, seq, column_text(tag)) for gid, seq, tag in await self._fetch(sql, (stream,))]
         out.sort()  # runs already in order: linear
+        return out
+
+    async def _run_streams(self, stream_id: str) -> list[str]:
+        lo, hi = _range_for_steps(stream_id)
+        return [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
+
+    async def kinds_of(self, ids: list[int]) -> dict[int, str]:
+        """Ids that fill most of their span (a long run's): each known kind's ids from the kind index over
+        the span, the table not read; the rest (a kind no known tag names, or ids spread thin) by id."""
+        # the kinds (pydantic) load with the first event decoded: a long run's kinds are read after that
+        from zymi_tui.events.kinds import KIND_BY_TAG
+
+        out: dict[int, str] = {}
+        if ids and max(ids) - min(ids) < DENSE_SPAN * len(ids):
+            wanted, lo, hi = set(ids), min(ids), max(ids)
+            for tag in KIND_BY_TAG:
+                sql = "SELECT id FROM events WHERE kind_tag = ? AND id BETWEEN ? AND ?"
+                out.update((gid, tag) for (gid,) in await self._fetch(sql, (tag, lo, hi)) if gid in wanted)
+        rest = [gid for gid in ids if gid not in out]
+        for i in range(0, len(rest), ID_BATCH):
+            batch = rest[i : i + ID_BATCH]
+            sql = f"SELECT id, kind_tag FROM events WHERE id IN ({','.join('?' * len(batch))})"
+            out.update((gid, column_text(tag)) for gid, tag in await self._fetch(sql, batch))
         return out
 
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:

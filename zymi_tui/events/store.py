@@ -51,6 +51,7 @@ class Page:
 
 RawRow = tuple[int, str, int, str]  # (global id, stream id, sequence, the stored `data` text)
 IndexRow = tuple[int, str, int, str]  # (global id, stream id, sequence, kind tag): a row without its data
+IdRow = tuple[int, str, int]  # (global id, stream id, sequence): where a row is, not what it is
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +78,16 @@ class EventReader(Protocol):
         self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
     ) -> list[StoredEvent]: ...
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]: ...
+    async def run_ids(self, stream_id: str) -> list[IdRow]:
+        """`run_index` without the kinds: what a store's (stream, sequence) index alone gives (faster)."""
+        ...
+
     async def run_index(self, stream_id: str) -> list[IndexRow]:
         """A run stream's and its step streams' rows without their data, in global order (ids first)."""
+        ...
+
+    async def kinds_of(self, ids: list[int]) -> dict[int, str]:
+        """The kind tag of each of these global ids, by id (ids not in the store are left out)."""
         ...
 
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:

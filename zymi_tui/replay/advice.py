@@ -19,7 +19,7 @@ from zymi_tui.events.kinds import ContextCompacted, ToolCallRequested
 from zymi_tui.events.messages import AssistantMessage, SystemMessage, ToolResultMessage
 from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.cache import CacheInput, predict
+from zymi_tui.replay.cache import predict
 from zymi_tui.replay.calls import CallContext, recorded_knobs
 from zymi_tui.replay.compare import (
     CAVEAT,
@@ -553,9 +553,7 @@ class _Advisor:
         fam = self.prices.cache_family(self.cmp.model, "anthropic") if self.prices else None
         if fam is None:
             return []
-        sent = [f for f in p.calls if f.sent]
-        inputs = [CacheInput(f.stream_id, f.ts_ns, f.tokens, f.chars, f.reuse_chars, not f.cache_break) for f in sent]
-        preds = predict(inputs, fam[1], breakpoints=True)
+        preds = predict([f for f in p.calls if f.sent], fam[1], breakpoints=True)
         read, written = sum(x.cached for x in preds), sum(x.written for x in preds)
         figures: dict[str, Any] = {
             "tokens": p.total.tokens_sum,

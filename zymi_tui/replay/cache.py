@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from zymi_tui.replay.calls import CallContext
 from zymi_tui.replay.costs import CacheFamily
@@ -31,6 +31,23 @@ def reuse_json(row: CallContext) -> dict[str, Any]:
         b = r.broken
         brk = {"index": b.index, "layer": b.layer, "source_seq": b.source_seq, "cause": b.cause}
     return {"prefix_reuse_messages": r.messages, "prefix_reuse_chars": r.chars, "prefix_break": brk}
+
+
+class CacheCall(Protocol):
+    """What the model reads of one sent call (a `CacheInput`, or a call's figures)."""
+
+    @property
+    def stream_id(self) -> str: ...
+    @property
+    def ts_ns(self) -> int | None: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def chars(self) -> int: ...
+    @property
+    def reuse_chars(self) -> int | None: ...
+    @property
+    def whole_previous(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -59,7 +76,7 @@ def cacheable(tokens: int, family: CacheFamily) -> int:
     return family.min_tokens + (tokens - family.min_tokens) // family.step_tokens * family.step_tokens
 
 
-def predict(calls: Sequence[CacheInput], family: CacheFamily, *, breakpoints: bool = False) -> list[CachePrediction]:
+def predict(calls: Sequence[CacheCall], family: CacheFamily, *, breakpoints: bool = False) -> list[CachePrediction]:
     """One prediction per call, in the given (store) order."""
     last_ts: dict[str, int | None] = {}
     out: list[CachePrediction] = []

@@ -14,14 +14,14 @@ import csv
 import io
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs
 from zymi_tui.events.kinds import LlmCallCompleted
 from zymi_tui.events.store import EventReader, run_of
-from zymi_tui.replay.cache import CacheInput, predict
+from zymi_tui.replay.cache import predict
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, replay_many
 from zymi_tui.replay.costs import CacheFamily, Cost, ModelPrice, PriceTable, cost_of
 
@@ -104,6 +104,10 @@ class CallFigure:
     def sent(self) -> bool:
         return not self.hard_cap_failed
 
+    @property
+    def whole_previous(self) -> bool:
+        return not self.cache_break
+
 
 @dataclass
 class Totals:
@@ -149,13 +153,22 @@ class Totals:
         if f.kind == "agent":
             self.cache_breaks += f.cache_break
             self.agent_calls += 1
-            self.chars_peak = max(self.chars_peak, f.chars)
-            self.tokens_peak = max(self.tokens_peak, f.tokens)
+            if f.chars > self.chars_peak:
+                self.chars_peak = f.chars
+            if f.tokens > self.tokens_peak:
+                self.tokens_peak = f.tokens
             self.over_soft_cap += f.over_soft
         elif f.kind == "summary":
             self.compactions_recorded += 1
         else:
             self.compactions_simulated += 1
+
+    def add_totals(self, other: Totals) -> None:
+        """Add the sums of another scope's calls (before any cost is priced)."""
+        for name in _SUMMED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.chars_peak = max(self.chars_peak, other.chars_peak)
+        self.tokens_peak = max(self.tokens_peak, other.tokens_peak)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -164,6 +177,11 @@ class Totals:
             d[key] = None if c is None else {**asdict(c), "total": c.total}
         d["provenance"] = self.provenance
         return d
+
+
+_SUMMED = tuple(
+    f.name for f in fields(Totals) if f.type == "int" and f.name not in ("chars_peak", "tokens_peak")
+)  # what `Totals.add_totals` adds up
 
 
 @dataclass
@@ -214,10 +232,15 @@ def _cache_fields(f: CallFigure, call: CallContext) -> None:
     f.recorded_cached, f.recorded_cache_creation = call.recorded_cached_tokens, call.recorded_cache_creation_tokens
 
 
+def figure_chars(call: CallContext) -> int:
+    """A call's size in its figures: rebuilt, else (no project) as recorded."""
+    return call.recorded_chars if call.rendered is None else call.rendered.chars
+
+
 def call_figures(call: CallContext, soft_cap: int) -> list[CallFigure]:
     """The figures of one replayed call (the replay already decided compactions and failures)."""
     r = call.rendered
-    chars = call.recorded_chars if r is None else r.chars
+    chars = figure_chars(call)
     count = call.recorded_message_count if r is None else r.message_count
     if call.hard_cap_failure:  # a recorded failed build: still a failure unless these knobs fit under the cap
         if r is not None and not r.hard_cap_exceeded:
@@ -276,8 +299,7 @@ def estimate_tokens(f: CallFigure, ratio: float) -> None:
 def model_cache(calls: Sequence[CallFigure], family: CacheFamily) -> None:
     """The cache model's reads and writes for every sent call (store order), on the figures."""
     sent = [f for f in calls if f.sent]
-    inputs = [CacheInput(f.stream_id, f.ts_ns, f.tokens, f.chars, f.reuse_chars, not f.cache_break) for f in sent]
-    for f, p in zip(sent, predict(inputs, family), strict=True):
+    for f, p in zip(sent, predict(sent, family), strict=True):
         f.cached_modelled, f.cache_written_modelled = p.cached, p.written
 
 
@@ -299,7 +321,8 @@ def summarize(
         model_cache(run.calls, family)
     for f in run.calls:
         run.per_run.setdefault(run_of(f.stream_id), Totals()).add(f)
-        run.total.add(f)
+    for totals in run.per_run.values():
+        run.total.add_totals(totals)
     if price is None:
         return
     table, model_price = price
@@ -376,11 +399,24 @@ def profiles_label(profiles: Profiles) -> str:
 async def collect_calls(
     calls: ProfileCalls, runs: list[ProfileRun], *, last_global_id: int, progress: Progress | None, label: str
 ) -> None:
-    """Append each replayed call's figures to its profile's run; `progress` every 500 calls."""
+    """Append each replayed call's figures to its profile's run; `progress` every 500 calls.
+
+    A row given to several profiles in a row (`replay_many(figures_only=True)` shares it among the
+    knob sets one replayer runs) gets one list of figures per side of the soft cap, shared by those
+    profiles: `summarize` fills the same values into them for each (same tokens per byte, and the
+    same earlier calls of the stream before them, as they shared the stream's rows from its start)."""
     soft_caps = [int(run.knobs["soft_cap_chars"] or 0) for run in runs]
     done = 0
+    previous: CallContext | None = None
+    shared: dict[bool, list[CallFigure]] = {}
     async for index, call in calls:
-        runs[index].calls += call_figures(call, soft_caps[index])
+        if call is not previous:
+            previous, shared = call, {}
+        over = figure_chars(call) > soft_caps[index]
+        figures = shared.get(over)
+        if figures is None:
+            figures = shared[over] = call_figures(call, soft_caps[index])
+        runs[index].calls += figures
         done += 1
         if progress is not None and done % 500 == 0:
             fraction = min(1.0, call.global_id / last_global_id) if last_global_id else 0.0

@@ -41,6 +41,7 @@ from zymi_tui.tui.messages import (
     PipelineLoaded,
     RowsSkipped,
     RunIndexed,
+    RunKinds,
     RunPage,
     RunRows,
     RunsLoaded,
@@ -186,6 +187,11 @@ class MainScreen(ActionScreen):
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        # the size classes of the terminal as the screen opens: Textual sets them on the screen's first Resize,
+        # which it handles after writing the first frame (then laid out for a large terminal, at any size)
+        width, height = self.app.size
+        for dimension, breakpoints in ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS)):
+            self.add_class(max((at, name) for at, name in breakpoints if dimension >= at)[1])
         yield Static(id="banner")
         with Horizontal(id="body"):
             with Vertical(id="left"):
@@ -320,14 +326,26 @@ class MainScreen(ActionScreen):
                 head = await reader.newest(key.stream_id, FIRST_PAGE, include_steps=True)
                 if len(head) == FIRST_PAGE and not get_current_worker().is_cancelled:
                     self.post_message(RunPage(key, head, True, False))
-                rows = await reader.run_index(key.stream_id)
-                if len(rows) > sparse_threshold():  # ids first: the rows are read as they are drawn
+                ids = await reader.run_ids(key.stream_id)
+                if len(ids) > sparse_threshold():  # ids first: the rows are read as they are drawn, the kinds next
+                    rows = [(gid, stream, seq, "") for gid, stream, seq in ids]
                     if not get_current_worker().is_cancelled:
                         self.post_message(RunIndexed(key, rows, head))
                     return
             events = await read_run(reader, key)
             if not get_current_worker().is_cancelled:
                 self.post_message(RunPage(key, events, True, True))
+
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="kinds", exit_on_error=False)
+    def read_kinds(self, key: RunKey, rows: list[IndexRow]) -> None:
+        """The kind of every row of a long run listed from its ids (the filters, pickers and plot need them)."""
+
+        async def job(reader: EventReader) -> None:
+            kinds = await reader.kinds_of([gid for gid, *_ in rows])
+            if not get_current_worker().is_cancelled:
+                self.post_message(RunKinds(key, kinds))
 
         self.in_thread(job)
 
@@ -442,6 +460,8 @@ class MainScreen(ActionScreen):
             self.update_events_title()
         elif group == "rows":
             self.rows_busy = False
+        elif group == "kinds":  # the filters stay waiting; the failure is said in the banner
+            self.trouble = line
         elif group == "search":
             self.searching_run = False
             self.update_events_title()
@@ -562,16 +582,31 @@ class MainScreen(ActionScreen):
         self.events.cursor_gid = None
         self.events.expanded.clear()
         self.events.mark = None
-        self.events.set_index(msg.rows, msg.newest)
+        self.events.set_index(msg.rows, msg.newest, kinds=False)
         self.calls, self.calls_done = None, False
         self.pending_calls = []
         self.rows_wanted.clear()
         self._loaded()
         view.update_size()
         view.reveal_cursor()
-        self.collect_run(msg.key, list(self.events.rows))
         self.refresh_derived(new_run=True)
         self.update_events_title()
+        self.call_after_refresh(self.read_kinds, msg.key, list(msg.rows))  # once the list is on screen
+
+    def on_run_kinds(self, msg: RunKinds) -> None:
+        if msg.key != self.selected or not self.events.sparse:
+            return
+        view = self.query_one(EventsList)
+        before = self._cursor_screen_offset(view)
+        self.events.set_kinds(msg.kinds)
+        if self.events.cursor_row is None:  # a kind filter chosen meanwhile
+            self.events.end()
+        view.update_size()
+        self._restore_cursor_offset(view, before)
+        view.reveal_cursor()
+        view.refresh()
+        self.update_events_title()
+        self.collect_run(msg.key, list(self.events.rows))
 
     @on(EventsList.NeedRows)
     def need_rows(self, msg: EventsList.NeedRows) -> None:
@@ -770,7 +805,7 @@ class MainScreen(ActionScreen):
     def events_moved(self) -> None:
         row = self.events.cursor_row
         plot = self.query_one(ContextPlot)
-        if row is not None and row[3] == "llm_call_started":
+        if row is not None and self.events.tag_of(row) == "llm_call_started":
             call = next((c for c in plot.all_calls() if c.global_id == row[0]), None)
             if call is not None:
                 plot.pick(call)
@@ -814,7 +849,7 @@ class MainScreen(ActionScreen):
                 sc.masking_from, sc.masking_exact = index, True
         t0 = collected.t0 if collected is not None and collected.t0 is not None else 0
         plot.step = self.events.step
-        plot.set_data(steps, t0)
+        plot.set_data(steps, t0, reading=self.run_loading or (self.events.sparse and not self.calls_done))
 
     def collected(self) -> CallCollector | None:
         """The plot's and graph's figures: a long run's from its collector (None while the first pages are
@@ -883,6 +918,8 @@ class MainScreen(ActionScreen):
             parts.append(f"search “{m.search}”" + (" (searching…)" if self.searching_run else ""))
         if self.run_loading:
             parts.append("loading…")
+        elif m.kinds_pending:
+            parts.append("reading kinds…")
         self.query_one("#events").border_title = safe_text("Events · " + " · ".join(parts), one_line=True)
         self.query_one("#events-title", Static).display = False
 
@@ -1066,7 +1103,7 @@ class MainScreen(ActionScreen):
         call = plot.picked
         gid = call.global_id if call is not None else None
         row = self.events.cursor_row
-        if row is not None and row[3] == "llm_call_started":
+        if row is not None and self.events.tag_of(row) == "llm_call_started":
             gid = row[0]
         if gid is None or self.selected is None:
             self.notify("select an LLM call (in the events list or on the plot) to inspect its context")
@@ -1086,6 +1123,9 @@ class MainScreen(ActionScreen):
     def action_tune(self) -> None:
         from zymi_tui.tui.tuning.hooks import open_editor
 
+        if self.events.kinds_pending:  # the editor picks among the run's calls
+            self.notify("reading the run's event kinds… (a moment)")
+            return
         row = self.events.cursor_row
         picked = self.query_one(ContextPlot).picked
         gid = row[0] if row is not None and row[3] == "llm_call_started" else None
@@ -1137,12 +1177,12 @@ class MainScreen(ActionScreen):
         picked = self.query_one(ContextPlot).picked
         row = self.events.cursor_row
         for stream in (
-            row[1] if row is not None and row[3] == "llm_call_started" else None,
+            row[1] if row is not None and self.events.tag_of(row) == "llm_call_started" else None,
             picked.stream_id if picked is not None else None,
         ):
             if stream and step_of(stream):
                 return stream
-        steps = [stream for _, stream, _, tag in self.events.rows if tag == "llm_call_started"]
+        steps = [row[1] for row in self.events.rows if self.events.tag_of(row) == "llm_call_started"]
         if self.events.step is not None:
             steps = [s for s in steps if step_of(s) == self.events.step] or steps
         return steps[0] if steps else None
@@ -1152,7 +1192,9 @@ class MainScreen(ActionScreen):
 
         stream = self.focused_stream()
         if stream is None:
-            self.notify("select a run with LLM calls to see the life of its messages")
+            pending = self.events.kinds_pending
+            self.notify("reading the run's event kinds… (a moment)" if pending else
+                        "select a run with LLM calls to see the life of its messages")  # fmt: skip
             return
         self.app.push_screen(LifeScreen(self.target.store, self.target.project, stream))
 

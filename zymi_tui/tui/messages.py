@@ -87,13 +87,23 @@ class MaskingFound(Message):
 
 
 class RunIndexed(Message):
-    """A long run's index (every row without its data) and its newest events, decoded: the sparse list."""
+    """A long run's ids (every row without its data; the kind tags are placeholders, `RunKinds` brings
+    them) and its newest events, decoded: the sparse list."""
 
     def __init__(self, key: RunKey, rows: list[IndexRow], newest: list[StoredEvent]) -> None:
         super().__init__()
         self.key = key
         self.rows = rows
         self.newest = newest
+
+
+class RunKinds(Message):
+    """The kind tag of every row of a long run listed from its ids, by id."""
+
+    def __init__(self, key: RunKey, kinds: dict[int, str]) -> None:
+        super().__init__()
+        self.key = key
+        self.kinds = kinds
 
 
 class RunRows(Message):

@@ -41,6 +41,10 @@ class EventsModel:
     and step filters, the cursor and the layout work on it alone. A run's decoded events are in
     `decoded`: every one of a small run; of a long (`sparse`) run only the windows drawn, read by the
     dashboard as the view asks for them (`missing`), at most `cache` of them kept.
+
+    A long run is listed from its ids first; its rows' kinds come in a second read (`set_kinds`). Until
+    then (`kinds_pending`) a row listed from the ids has no kind (`tag_of` is None unless it was read):
+    a kind filter shows none of them rather than a part of them, and `kind_tags` offers none of theirs.
     """
 
     rows: list[IndexRow] = field(default_factory=list)
@@ -58,6 +62,7 @@ class EventsModel:
     mark: tuple[str, int, int] | None = None  # (stream, lo, hi) highlighted: what a compaction replaced
     missing: set[int] = field(default_factory=set)  # sparse: ids drawn before they were decoded
     unreadable: set[int] = field(default_factory=set)  # sparse: ids the store could not decode (skipped)
+    unkinded: int = 0  # sparse: rows up to this id were listed from the ids, their kinds not read yet (0: none)
     _lines: dict[int, Line] = field(default_factory=dict)
     _detail: dict[tuple[int, int], list[str]] = field(default_factory=dict)
     items: list[Header | IndexRow] = field(default_factory=list)
@@ -83,16 +88,36 @@ class EventsModel:
         self._reset_caches()
         self.relayout()
 
-    def set_index(self, rows: list[IndexRow], decoded: Iterable[StoredEvent]) -> None:
-        """A long run: its index, and the events already decoded (its newest page)."""
+    def set_index(self, rows: list[IndexRow], decoded: Iterable[StoredEvent], *, kinds: bool = True) -> None:
+        """A long run: its index, and the events already decoded (its newest page); `kinds=False`: the
+        rows' kind tags are placeholders, their kinds to come (`set_kinds`)."""
         self.sparse = True
         self.rows = rows
         self.decoded = {}
         self._reset_caches()
+        self.unkinded = 0 if kinds or not rows else rows[-1][0]
         self.add_decoded(decoded)
         self.relayout()
 
+    def set_kinds(self, kinds: dict[int, str]) -> None:
+        """The kind tags (by id) of the rows listed from the ids (rows added live since have theirs)."""
+        self.rows = [(gid, stream, seq, kinds.get(gid, tag)) for gid, stream, seq, tag in self.rows]
+        self.unkinded = 0
+        self.relayout()
+
+    @property
+    def kinds_pending(self) -> bool:
+        return self.unkinded > 0
+
+    def tag_of(self, row: IndexRow) -> str | None:
+        """A row's kind tag; None while it is not known (listed from the ids, not read yet)."""
+        if row[0] > self.unkinded:
+            return row[3]
+        se = self.decoded.get(row[0])
+        return None if se is None else se.event.tag
+
     def _reset_caches(self) -> None:
+        self.unkinded = 0
         self._lines.clear()
         self._detail.clear()
         self.missing.clear()
@@ -195,13 +220,13 @@ class EventsModel:
 
     @property
     def kind_tags(self) -> list[str]:
-        return sorted({tag for _, _, _, tag in self.rows})
+        return sorted({row[3] for row in self.rows if row[0] > self.unkinded})
 
     # -- filtering and layout -----------------------------------------------------------------
     def _visible(self, row: IndexRow, needle: str) -> bool:
-        gid, stream, _, tag = row
-        if self.kinds is not None and tag not in self.kinds:
-            return False
+        gid, stream, _, _ = row
+        if self.kinds is not None and (gid <= self.unkinded or row[3] not in self.kinds):
+            return False  # a row whose kind is not read yet is not shown as of any kind (not even if it was read)
         if self.step is not None and (step_of(stream) or RUN_GROUP) != self.step:
             return False
         if needle:

@@ -55,6 +55,7 @@ class ContextPlot(PlotextPlot, can_focus=True):
         self.picked: CallPoint | None = None
         self.problem: str | None = None
         self.masking_problem: str | None = None  # the rebuild that places the masking marker failed: why
+        self.reading = False
         self.legend_items: list[tuple[str, RGB | None]] = []
         self._version = 0
         self._cache: tuple[object, RenderResult] | None = None
@@ -66,9 +67,11 @@ class ContextPlot(PlotextPlot, can_focus=True):
             self._cache = (key, super().render())
         return self._cache[1]
 
-    def set_data(self, steps: dict[str, StepCalls], t0_ns: int) -> None:
+    def set_data(self, steps: dict[str, StepCalls], t0_ns: int, *, reading: bool = False) -> None:
+        """`reading`: the run's calls are still being read (an empty plot says so, not "no LLM calls")."""
         self.steps = steps
         self.t0_ns = t0_ns
+        self.reading = reading
         if self.picked is not None and not any(self.picked in sc.calls for sc in steps.values()):
             self.picked = None
         self.replot()
@@ -119,7 +122,8 @@ class ContextPlot(PlotextPlot, can_focus=True):
         what = "all steps" if self.step is None else ("run stream" if self.step == RUN_GROUP else f"step {self.step}")
         self.border_title = safe_text(self.title_line(what, total), one_line=True)
         if self.problem is not None or not total:
-            plt.text(clean(self.problem or "no LLM calls in this run", one_line=True), x=0.5, y=0.5,
+            empty = "reading the run's calls…" if self.reading else "no LLM calls in this run"
+            plt.text(clean(self.problem or empty, one_line=True), x=0.5, y=0.5,
                      alignment="center", color="red" if self.problem else "default")  # fmt: skip
             plt.xlim(0, 1)
             plt.ylim(0, 1)

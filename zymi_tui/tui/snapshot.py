@@ -41,7 +41,7 @@ async def screen_svg(target: Target, screen: str, size: tuple[int, int]) -> str:
                 return False
             if not s.runs.summaries:
                 return screen == "dashboard" and time.monotonic() - started > EMPTY_GRACE_S
-            loaded = not s.run_loading and bool(s.events.rows)
+            loaded = not s.run_loading and bool(s.events.rows) and not s.events.kinds_pending  # a long run's too
             return s.selected is not None and loaded and s.current_key() == s.selected
 
         await until(dashboard_ready, "the dashboard")

@@ -353,7 +353,7 @@ class EventsList(CursorList):
         se = m.event(item[0])
         if se is None:  # a long run's row not read yet: its kind now, the whole line once read
             marker = "»" if selected else " "
-            seq_kind = clean(f"#{item[2]} {item[3]}", one_line=True)  # store columns: terminal-safe
+            seq_kind = clean(f"#{item[2]} {m.tag_of(item) or ''}", one_line=True)  # store columns: terminal-safe
             if item[0] in m.unreadable:
                 text = f"{marker}  ⚠ {seq_kind}: unreadable row {item[0]} (skipped)"
                 return [Segment(text, st.kind["failure"])]

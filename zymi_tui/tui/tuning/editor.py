@@ -17,7 +17,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, DataTable, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Footer, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
 from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError, user_profiles
@@ -34,15 +34,15 @@ from zymi_tui.replay.profiles_io import (
     save_profile,
 )
 from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
-from zymi_tui.tui.safe_text import safe_text
+from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.tuning.curve_view import CurveView
+from zymi_tui.tui.tuning.diff_table import DiffTable
 from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
-from zymi_tui.tui.tuning.plots import CurvePlot
 from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
 
 RECORDED = "recorded"
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
-Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as text
-DIFF_COLUMNS = ("change", "layer", "seq", "role", "bytes", "delta", "why")
+Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as display text (`clean`)
 DIFF_LABELS = ("change", "layer", "seq", "role", "bytes", "Δ", "why")
 STATUS_STYLE = {"added": "green", "dropped": "red", "compacted": "magenta", "masked": "yellow",
                 "unmasked": "cyan", "changed": "blue", "same": "bright_black"}  # fmt: skip
@@ -58,12 +58,17 @@ class Quiet(Static):
         self.shown: Text | str = content
         self.fit = (-1, -1)  # (width, height) of the text shown (-1: not known yet)
 
-    def show(self, text: Text | str) -> None:
+    def show(self, text: Text | str, *, grow_only: bool = False) -> None:
+        """`grow_only`: the height never shrinks (a knob's error line: it stays, blank, once the
+        error is fixed, so that the digit that fixes it does not move the column under it)."""
         width = self.content_size.width
         if text == self.shown and self.fit[0] == width:
             return
         body = text if isinstance(text, Text) else Text(text)
         lines = (len(body.wrap(self.app.console, width)) if body.plain else 0) if width > 0 else -1
+        if grow_only and lines >= 0 and self.fit[0] == width:
+            lines = max(lines, self.fit[1])
+            self.styles.height = lines
         self.update(text, layout=lines < 0 or (width, lines) != self.fit)
         self.shown, self.fit = text, (width, lines)
 
@@ -199,9 +204,9 @@ class TuningScreen(ActionScreen):
         self.diff_knobs: ContextKnobs | None = None  # the knobs `diff` was made under
         self.pending = False  # the exact what-if of the stream is on its way
         self.curve: Curve | None = None
-        self.table_rows: list[Row] = []  # what the diff table shows
-        self.table_widths: list[int] = []  # its columns' widths, fitted to what it shows
         self._syncing = False
+        self._agents: dict[int, tuple[list[CallContext], int, list[CallContext]]] = {}  # see agent_calls
+        self.drawn: tuple[CallDiff | None, int] | None = None  # the diff the table shows, for the call picked
         self.profiles: dict[str, ContextKnobs] = dict(PROFILES)
         try:
             self.profiles.update(user_profiles())
@@ -226,11 +231,11 @@ class TuningScreen(ActionScreen):
                 yield Static("", id="export")
             with Vertical(id="view"):
                 yield Static(Text(f"⚠ {SAME_TRAJECTORY}", style="bold yellow"), id="caveat")
-                yield CurvePlot(id="curve")
+                yield CurveView(id="curve")
                 yield Quiet("loading…", id="summary")
                 yield Quiet("", id="elapsed")
                 yield Quiet("", id="diff-title")
-                yield DataTable(id="diff", show_cursor=False, cursor_type="none")
+                yield DiffTable(DIFF_LABELS, STATUS_STYLE, id="diff")
         yield Footer()
 
     def on_unmount(self) -> None:
@@ -238,7 +243,6 @@ class TuningScreen(ActionScreen):
 
     def on_mount(self) -> None:
         self.sub_title = self.stream_id
-        self.lay_out_diff([len(label) for label in DIFF_LABELS], [])
         if self.profile_error:
             self.notify(self.profile_error, severity="warning")
         self.load()
@@ -263,9 +267,16 @@ class TuningScreen(ActionScreen):
         gc.freeze()
 
     # -- state ----------------------------------------------------------------------------------
-    @staticmethod
-    def agent_calls(calls: list[CallContext]) -> list[CallContext]:
-        return [c for c in calls if not c.is_compaction and not c.hard_cap_failure]
+    def agent_calls(self, calls: list[CallContext]) -> list[CallContext]:
+        """The agent calls among `calls` (remembered for the last two lists asked: the recorded calls
+        and the what-if's, asked for on every draw; thousands of rows on a long stream)."""
+        hit = self._agents.get(id(calls))
+        if hit is None or hit[0] is not calls or hit[1] != len(calls):
+            if len(self._agents) > 2:
+                self._agents.pop(next(iter(self._agents)))
+            agents = [c for c in calls if not c.is_compaction and not c.hard_cap_failure]
+            hit = self._agents[id(calls)] = (calls, len(calls), agents)
+        return hit[2]
 
     def picked_call(self, calls: list[CallContext] | None) -> CallContext | None:
         if calls is None:
@@ -274,7 +285,7 @@ class TuningScreen(ActionScreen):
         if not agents:
             return None
         seq = agents[min(self.picked, len(agents) - 1)].sequence
-        return next((c for c in self.agent_calls(calls) if c.sequence == seq), None)
+        return next((c for c in reversed(self.agent_calls(calls)) if c.sequence == seq), None)
 
     @property
     def ready(self) -> bool:
@@ -317,7 +328,7 @@ class TuningScreen(ActionScreen):
     def show_errors(self) -> None:
         for name in KNOB_NAMES:
             err = self.form.errors.get(name, "")
-            self.query_one(f"#err-{name}", Quiet).show(Text(err, style="bold red"))
+            self.query_one(f"#err-{name}", Quiet).show(Text(err, style="bold red"), grow_only=True)
             self.query_one(f"#knob-{name}", Input).set_class(bool(err), "-invalid")
         knobs = self.form.knobs
         state = (
@@ -396,7 +407,7 @@ class TuningScreen(ActionScreen):
     # -- drawing --------------------------------------------------------------------------------
     def draw_curve(self, knobs: ContextKnobs, what_if: list[CallContext] | None, *, partial: bool = False) -> None:
         self.curve = curve(self.recorded_calls, what_if, partial=partial)
-        plot = self.query_one(CurvePlot)
+        plot = self.query_one(CurveView)
         plot.picked = self.picked
         edited = what_if is not None
         rec_caps = (self.recorded.soft_cap_chars, self.recorded.hard_cap_chars)
@@ -488,16 +499,16 @@ class TuningScreen(ActionScreen):
             if call is None or call.rendered is None:
                 return "", []
             rows = [
-                ("", e.layer, "" if e.source_seq is None else str(e.source_seq), str(e.message.role),
-                 f"{e.bytes:,}", "", e.reason)
+                ("", e.layer, "" if e.source_seq is None else str(e.source_seq), clean(e.message.role),
+                 f"{e.bytes:,}", "", clean(e.reason, one_line=True))
                 for e in call.rendered.entries[-MAX_ROWS:]
             ]  # fmt: skip
             return "recorded context (last messages)", rows
         changed = [c for c in self.diff.changes if c.status != SAME]
         same = len(self.diff.changes) - len(changed)
         rows = [
-            (c.status, c.layer, "" if c.source_seq is None else str(c.source_seq), c.role,
-             f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", c.reason)
+            (c.status, c.layer, "" if c.source_seq is None else str(c.source_seq), clean(c.role),
+             f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", clean(c.reason, one_line=True))
             for c in changed[:MAX_ROWS]
         ]  # fmt: skip
         hidden = max(0, len(changed) - MAX_ROWS)
@@ -505,47 +516,14 @@ class TuningScreen(ActionScreen):
         return f"what-if vs recorded: {len(changed)} changed, {same} unchanged (changes first{more})", rows
 
     def draw_diff(self) -> None:
-        """The diff table updated in place: only the cells that differ from what it shows are set.
-
-        Its columns are fitted to the rows now, at once: when a width changes the table is laid out
-        again, so no frame shows a figure cut by a column sized for earlier rows."""
+        """The diff table: only the rows that changed are drawn again (`DiffTable`), and nothing when
+        the diff is the one it shows (drawn for the picked call, then again when the stream ends)."""
+        if self.drawn is not None and self.drawn[0] is self.diff and self.drawn[1] == self.picked:
+            return
+        self.drawn = (self.diff, self.picked)
         title, rows = self.diff_rows()
         self.query_one("#diff-title", Quiet).show(Text(title, style="bold"))
-        table = self.query_one("#diff", DataTable)
-        cells = [self.cells(row) for row in rows]
-        widths = [max([len(label), *(line[n].cell_len for line in cells)]) for n, label in enumerate(DIFF_LABELS)]
-        if widths != self.table_widths:
-            self.lay_out_diff(widths, cells)
-            self.table_rows = rows
-            return
-        shown = self.table_rows
-        for i, (row, line) in enumerate(zip(rows, cells, strict=True)):
-            if i >= len(shown):
-                table.add_row(*line, key=str(i))
-                continue
-            for column, (old, new) in enumerate(zip(shown[i], row, strict=True)):
-                if old != new:
-                    table.update_cell(str(i), DIFF_COLUMNS[column], line[column])
-        for i in range(len(rows), len(shown)):
-            table.remove_row(str(i))
-        self.table_rows = rows
-
-    def lay_out_diff(self, widths: list[int], cells: list[list[Text]]) -> None:
-        table = self.query_one("#diff", DataTable)
-        table.clear(columns=True)
-        for key, label, width in zip(DIFF_COLUMNS, DIFF_LABELS, widths, strict=True):
-            table.add_column(label, key=key, width=width)
-        for i, line in enumerate(cells):
-            table.add_row(*line, key=str(i))
-        self.table_widths = widths
-
-    @staticmethod
-    def cells(row: Row) -> list[Text]:
-        status, layer, seq, role, size, delta, why = row
-        return [
-            Text(status, style=STATUS_STYLE.get(status, "")), Text(layer), Text(seq), safe_text(role),
-            Text(size), Text(delta), safe_text(why, one_line=True),
-        ]  # fmt: skip
+        self.query_one(DiffTable).show(list(rows))
 
     # -- actions --------------------------------------------------------------------------------
     def action_close(self) -> None:

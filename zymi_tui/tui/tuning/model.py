@@ -4,8 +4,10 @@ of a re-rendered call against the recorded one, and a stream's curve under the e
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from zymi_tui.context.builder import ContextEntry, RenderedContext
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs, KnobError, make_knobs, parse_set
@@ -108,7 +110,12 @@ class CallDiff:
     hard_cap_exceeded: bool
 
     def count(self, status: str) -> int:
-        return sum(c.status == status for c in self.changes)
+        return self.counts.get(status, 0)
+
+    @cached_property
+    def counts(self) -> dict[str, int]:
+        """Changes by status, counted once (the summary asks for five of them on every draw)."""
+        return dict(Counter(c.status for c in self.changes))
 
     @property
     def chars_delta(self) -> int:

@@ -22,6 +22,7 @@ from zymi_tui.events.replay_kinds import WorkflowNodeCompleted, replay_event
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
+    IdRow,
     IndexRow,
     Page,
     RawRow,
@@ -80,6 +81,9 @@ class MemoryReader:
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
         return (await self.read_stream(stream_id, include_steps=include_steps))[-n:]
 
+    async def run_ids(self, stream_id: str) -> list[IdRow]:
+        return [(gid, stream, seq) for gid, stream, seq, _ in await self.run_index(stream_id)]
+
     async def run_index(self, stream_id: str) -> list[IndexRow]:
         run = await self.read_stream(stream_id, include_steps=True)
         return [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in run]
@@ -87,6 +91,9 @@ class MemoryReader:
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
         wanted = set(ids)
         return [se for se in self.events if se.global_id in wanted]
+
+    async def kinds_of(self, ids: list[int]) -> dict[int, str]:
+        return {se.global_id: se.event.tag for se in await self.read_ids(ids)}
 
     async def read_id_rows(self, ids: list[int]) -> list[RawRow]:
         return [(se.global_id, se.event.stream_id, se.event.sequence, se.data) for se in await self.read_ids(ids)]
