@@ -18,6 +18,7 @@ from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import EventReader
 from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.curve_view import CurveView
+from zymi_tui.tui.tuning.diff_table import DiffTable
 from zymi_tui.tui.tuning.editor import TuningScreen
 
 NAME = "coding_compaction"
@@ -117,3 +118,57 @@ async def test_picking_another_call_shows_its_what_if(wait_first: bool) -> None:
         )
         await pilot_until(pilot, lambda: done in shown(screen, "#elapsed"), f"'{done}' on screen")
         assert want in shown(screen, "#summary")
+
+
+def cli_context(seq: int, *sets: str) -> list[tuple[str, int | None, str, int, str]]:
+    """The call's context entries from `zymi-tui context --seq N --json [--set ...]` (a separate
+    process): (layer, source seq, role, bytes, message as sent)."""
+    args = [sys.executable, "-m", "zymi_tui", "context", str(ORACLE / NAME / "events.db"), "--project",
+            str(ORACLE / NAME / "project"), "--step-stream", first_stream(), "--seq", str(seq), "--json"]  # fmt: skip
+    for s in sets:
+        args += ["--set", s]
+    out = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+    return [
+        (e["layer"], e["source_seq"], e["role"], e["bytes"], json.dumps(m, sort_keys=True))
+        for e, m in zip(out["entries"], out["messages"], strict=True)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("keys", "sets"),
+    [
+        (["tab", "backspace", "backspace", "2", "tab", *["backspace"] * 6, "3", "0", "0", "0"],
+         ["observation_window=2", "soft_cap_chars=3000"]),
+        (["tab", "backspace", "backspace", "1"], ["observation_window=1"]),
+    ],
+)  # fmt: skip
+async def test_the_diff_drawn_is_the_cli_contexts_difference(keys: list[str], sets: list[str]) -> None:
+    """After edits (the soft cap typed digit by digit: each digit cancels the what-if before it), the
+    diff table as drawn lists exactly the messages whose bytes or text differ between the picked
+    call's recorded context and its context under the last knobs, both from the CLI."""
+    last = [r for r in cli_replay(*sets) if r["kind"] == "agent"][-1]["sequence"]
+    before, after = cli_context(last), cli_context(last, *sets)
+
+    def keyed(entries: list[tuple[str, int | None, str, int, str]]) -> dict[tuple[str, str, str], tuple[int, str]]:
+        return {(layer, str(seq) if seq is not None else f"#{i}", role): (size, text)
+                for i, (layer, seq, role, size, text) in enumerate(entries)}  # fmt: skip
+
+    old, new = keyed(before), keyed(after)
+    changed = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+    want = {(*k, f"{old.get(k, (0, ''))[0]:,}→{new.get(k, (0, ''))[0]:,}") for k in changed}
+    unchanged = len(old.keys() | new.keys()) - len(changed)
+
+    app = editor_app()
+    async with app.run_test(size=(160, 100)) as pilot:  # tall: every changed row on screen
+        screen = await loaded(app, pilot)
+        await pilot.press(*keys)
+        done = "exact what-if of all"
+        await pilot_until(pilot, lambda: done in shown(screen, "#elapsed"), f"'{done}' on screen")
+        await pilot.pause()
+        title = f"{len(changed)} changed, {unchanged} unchanged"
+        assert title in shown(screen, "#diff-title")
+        table = screen.query_one(DiffTable)
+        assert len(changed) < table.size.height - 1
+        lines = [table.render_line(y).text.split() for y in range(1, table.size.height)]
+        drawn = {(w[1], w[2], w[3], w[4]) for w in lines if len(w) > 4}
+        assert drawn == want
