@@ -233,3 +233,50 @@ def test_a_proxy_variable_sends_the_requests_through_the_proxy(
     proc = run(project(tmp_path, origin), HTTP_PROXY=f"http://127.0.0.1:{port}")
     assert proc.returncode == 0, proc.stderr
     assert [s.target for s in proxy.seen] == [f"{origin}/chat/completions"] * 2
+
+
+def modules_after_run(root: Path, **env: str) -> set[str]:
+    """The modules a fresh interpreter holds after `zymi-tui run` of `root`'s pipeline (exit 0)."""
+    code = (
+        "import sys\n"
+        "from zymi_tui.cli import main\n"
+        f"code = main(['run', 'p', '-i', 'task=go', '-d', {str(root)!r}])\n"
+        "print('\\n'.join(sys.modules), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**clean, "ZYMI_HOME": str(root / "home"), **env},
+        timeout=float(os.environ.get("ZYMI_TUI_TEST_WAIT_S", "300")),
+    )
+    assert done.returncode == 0, done.stderr
+    return set(done.stderr.split())
+
+
+HTTPX = ("httpx", "httpcore", "anyio", "h11")
+
+
+def test_a_run_loads_httpx_only_for_a_proxy(tmp_path: Path, model: Callable[..., tuple[Model, int]]) -> None:
+    server, port = model(framed("length"))
+    direct = modules_after_run(project(tmp_path / "a", f"http://127.0.0.1:{port}/v1"))
+    assert not [m for m in direct if m.startswith(HTTPX)]
+    assert len(server.seen) == 2
+    proxy, proxy_port = model(framed("length"))
+    proxied = modules_after_run(
+        project(tmp_path / "b", "http://model.invalid:9/v1"), HTTP_PROXY=f"http://127.0.0.1:{proxy_port}"
+    )
+    assert "httpx" in proxied
+    assert len(proxy.seen) == 2
+
+
+def test_a_base_url_with_spaces_and_non_ascii_is_percent_encoded(
+    tmp_path: Path, model: Callable[..., tuple[Model, int]]
+) -> None:
+    server, port = model(framed("length"))
+    proc = run(project(tmp_path, f"http://127.0.0.1:{port}/v1/ünï code"))
+    assert proc.returncode == 0, proc.stderr
+    assert [s.target for s in server.seen] == ["/v1/%C3%BCn%C3%AF%20code/chat/completions"] * 2

@@ -10,9 +10,11 @@ import asyncio
 import gc
 import multiprocessing
 import os
+import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing import resource_tracker
 from multiprocessing.sharedctypes import SynchronizedArray
 from multiprocessing.synchronize import Event
 from pathlib import Path
@@ -71,6 +73,24 @@ def _deal(profiles: Profiles, recorded: ContextKnobs, workers: int) -> list[list
     for family in sorted(families.values(), key=len, reverse=True):
         min(shares, key=len).extend(family)
     return [sorted(share) for share in shares]
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (once per process; the pool's locks need it) on the
+    real stderr: in a Textual app sys.stderr is a capture whose fileno() is -1, which the tracker's
+    spawn refuses ("bad value(s) in fds_to_keep")."""
+    captured = sys.stderr
+    try:
+        usable = captured.fileno() >= 0
+    except (OSError, ValueError, AttributeError):  # no descriptor at all: the tracker does without
+        usable = True
+    if usable or sys.__stderr__ is None:
+        return
+    sys.stderr = sys.__stderr__
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        sys.stderr = captured
 
 
 def default_workers() -> int:
@@ -155,6 +175,7 @@ async def replay_on_pool(
     workers = max(1, min(workers, len(profiles)))
     shares = _deal(profiles, recorded_knobs, workers)
     context = multiprocessing.get_context("spawn")
+    _start_resource_tracker()
     done: SynchronizedArray[float] = context.Array("d", workers)
     stop = context.Event()
     sums: SynchronizedArray[int] = context.Array("q", 3)

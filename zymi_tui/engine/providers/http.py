@@ -17,7 +17,7 @@ import ssl
 import zlib
 from collections.abc import Awaitable
 from typing import Any, Protocol, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 CONNECT_TIMEOUT_S = 15.0
 READ_TIMEOUT_S = 300.0  # for each read, as httpx's read timeout: a slow stream that keeps sending is not cut
@@ -115,8 +115,12 @@ class StreamClient:
         self.tls = parts.scheme == "https"
         self.host = parts.hostname
         self.port = parts.port or (443 if self.tls else 80)
-        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self.authority = parts.netloc.rpartition("@")[2]
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.target = quote(target, safe="/:?#[]@!$&'()*+,;=%~")  # spaces and non-ASCII percent-encoded
+        authority = parts.netloc.rpartition("@")[2]
+        if not authority.isascii():
+            authority = self.host.encode("idna").decode("ascii") + (f":{parts.port}" if parts.port else "")
+        self.authority = authority
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
         self._tls: ssl.SSLContext | None = None
 
@@ -182,9 +186,9 @@ class StreamClient:
     ) -> HttpResponse:
         keep = False
         try:
-            writer.write(request)
-            await _timed(writer.drain(), READ_TIMEOUT_S)
             try:
+                writer.write(request)
+                await _timed(writer.drain(), READ_TIMEOUT_S)
                 head = await _timed(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
             except (asyncio.IncompleteReadError, ConnectionResetError, BrokenPipeError) as e:
                 if reused and not getattr(e, "partial", b""):
