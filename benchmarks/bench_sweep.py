@@ -5,6 +5,7 @@ the user runs them (`zymi-tui sweep --json`, `zymi-tui replay --json`, whole pro
     python3 /work/shared/tools/make_big_store.py /tmp/s2/coding_100k.db --events 100000 --from coding_default
     .venv/bin/python benchmarks/bench_sweep.py --store /tmp/s2/coding_100k.db --repeat 3
     .venv/bin/python benchmarks/bench_sweep.py --store ... --workers 1   # the one-process sweep, for "before"
+    .venv/bin/python benchmarks/bench_sweep.py --store ... --checkout /tmp/old   # and an older checkout's sweep
 
 The project defaults to the recorded coding_default project (shared/oracle) the store was cloned from.
 """
@@ -27,9 +28,9 @@ def _bin() -> str:
     return str(beside) if beside.exists() else "zymi-tui"
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str], cwd: str | None = None) -> float:
     t0 = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=cwd)
     return time.perf_counter() - t0
 
 
@@ -43,21 +44,32 @@ def main() -> None:
     ap.add_argument("--project", type=Path, default=Path("/work/shared/oracle/coding_default/project"))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workers", type=int, help="the sweep's --workers (default: its own, one per CPU)")
+    ap.add_argument("--checkout", type=Path, help="also time the sweep of the zymi_tui package in this folder (before)")
     a = ap.parse_args()
     common = [str(a.store), "--project", str(a.project), "--json"]
     replay = [_bin(), "replay", *common]
     sweep = [_bin(), "sweep", *common, *(["--workers", str(a.workers)] if a.workers else [])]
+    # `python -m` from the checkout's folder runs that checkout's package
+    before = [sys.executable, "-m", "zymi_tui", *sweep[1:]]
     ones: list[float] = []
     grids: list[float] = []
+    olds: list[float] = []
     for _ in range(a.repeat):
         ones.append(timed(replay))
         grids.append(timed(sweep))
+        if a.checkout:
+            olds.append(timed(before, str(a.checkout.resolve())))
     ratio = statistics.median(grids) / statistics.median(ones)
     workers = a.workers or os.cpu_count()
     print(f"store {a.store.name}; {a.repeat} repeats, alternated; CPUs {os.cpu_count()}, sweep workers {workers}")
     print(f"one replay (replay --json):   {shown(ones)}")
     print(f"7x5 sweep (sweep --json):     {shown(grids)}")
     print(f"sweep / one replay: {ratio:.1f}x median, {min(grids) / min(ones):.1f}x min (aim <= 10x)")
+    if olds:
+        print(
+            f"7x5 sweep of {a.checkout}: {shown(olds)} = {statistics.median(olds) / statistics.median(ones):.1f}x "
+            f"one replay (median), this one {statistics.median(olds) / statistics.median(grids):.1f}x faster"
+        )
 
 
 if __name__ == "__main__":
