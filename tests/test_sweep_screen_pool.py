@@ -17,7 +17,8 @@ from zymi_tui.tui.tuning.sweep_screen import SweepScreen
 
 
 def _status(screen: SweepScreen) -> str:
-    return str(screen.query_one("#sweep-status", Static).render())
+    """The status line ("" until the screen is composed)."""
+    return "".join(str(found.render()) for found in screen.query("#sweep-status").results(Static))
 
 
 async def test_the_sweep_screen_sweeps_on_the_pool_and_escape_stops_its_workers(tmp_path: Path) -> None:
@@ -28,7 +29,7 @@ async def test_the_sweep_screen_sweeps_on_the_pool_and_escape_stops_its_workers(
         await pilot_until(pilot, lambda: isinstance(app.screen, SweepScreen), "the sweep screen")
         screen = app.screen
         assert isinstance(screen, SweepScreen)
-        await pilot_until(pilot, lambda: not screen.running, "the first sweep to end")
+        await pilot_until(pilot, lambda: not screen.running and _status(screen) != "", "the first sweep to end")
         assert screen.result is not None, _status(screen)
         assert screen.query_one("#points", DataTable).row_count == 4
         first = screen.result

@@ -268,8 +268,9 @@ class TuningScreen(ActionScreen):
 
     # -- state ----------------------------------------------------------------------------------
     def agent_calls(self, calls: list[CallContext]) -> list[CallContext]:
-        """The agent calls among `calls` (remembered for the last two lists asked: the recorded calls
-        and the what-if's, asked for on every draw; thousands of rows on a long stream)."""
+        """The agent calls among `calls` (remembered for the last three lists asked, by identity and
+        length: the recorded calls, the what-if's and the running one's are asked for on every draw,
+        thousands of rows on a long stream)."""
         hit = self._agents.get(id(calls))
         if hit is None or hit[0] is not calls or hit[1] != len(calls):
             if len(self._agents) > 2:
