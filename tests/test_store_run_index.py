@@ -1,4 +1,4 @@
-"""A run's index (ids first: id, stream, sequence, kind without the data) and its rows read by id, on
+"""A run's ids (id, stream, sequence: no kind, no data), the kinds of ids, and its rows read by id, on
 every backend: the same rows, in the same order, as reading the whole run."""
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ __all__ = ["pg_url"]
 
 async def check(reader: EventReader, run: str) -> None:
     whole = await reader.read_stream(run, include_steps=True)
-    index = await reader.run_index(run)
-    assert index == [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in whole]
-    assert {stream for _, stream, _, _ in index} == {run, f"{run}:step:reply"}
-    assert await reader.run_ids(run) == [(gid, stream, seq) for gid, stream, seq, _ in index]
-    assert await reader.kinds_of([gid for gid, *_ in index]) == {gid: tag for gid, _, _, tag in index}
+    ids = await reader.run_ids(run)
+    assert ids == [(se.global_id, se.event.stream_id, se.event.sequence) for se in whole]
+    assert {stream for _, stream, _ in ids} == {run, f"{run}:step:reply"}
+    assert await reader.kinds_of([gid for gid, *_ in ids]) == {se.global_id: se.event.tag for se in whole}
+    index = [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in whole]
     thin = index[::3]  # ids spread over three times their number: read by id
     assert await reader.kinds_of([gid for gid, *_ in thin] + [10**9]) == {gid: tag for gid, _, _, tag in thin}
     some = [gid for gid, *_ in index][::3]
@@ -49,7 +49,7 @@ async def test_sqlite_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         for dense in (0, 10**6):  # kinds read by id only; by each known kind's index over the ids' span
             monkeypatch.setattr(backend, "DENSE_SPAN", dense)
             await check(reader, "chat-42")
-        ids = [gid for gid, *_ in await reader.run_index("chat-42")]
+        ids = [gid for gid, *_ in await reader.run_ids("chat-42")]
         assert len(ids) > 300
         with sqlite3.connect(db) as c:  # a kind column naming no known kind
             c.execute("UPDATE events SET kind_tag = 'odd\x1b' WHERE id = ?", (ids[5],))
@@ -58,7 +58,7 @@ async def test_sqlite_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             kinds = await reader.kinds_of(ids)
             assert len(kinds) == len(ids) and kinds[ids[5]] == "odd\x1b"
         await check(await load_run(reader, "chat-42"), "chat-42")
-        assert await reader.run_index("no-such-run") == [] == await reader.run_ids("no-such-run")
+        assert await reader.run_ids("no-such-run") == []
 
 
 async def test_postgres(tmp_path: Path, pg_url: str) -> None:

@@ -49,7 +49,6 @@ from zymi_tui.events.location import redact_url
 from zymi_tui.events.store import (
     STEP_MARK,
     IdRow,
-    IndexRow,
     Page,
     RawRow,
     RowPage,
@@ -470,15 +469,6 @@ class PostgresReader(RowDecoder):
             top,
         )
         return [(int(gid), str(s), int(seq)) for gid, s, seq in rows]
-
-    async def run_index(self, stream_id: str) -> list[IndexRow]:
-        top = await self.horizon()
-        lo, hi = _steps_bounds(stream_id)
-        rows = await self._fetch(
-            f"SELECT id, stream_id, sequence, kind_tag FROM events WHERE {_STEPS} AND id <= $4 ORDER BY id",
-            stream_id, lo, hi, top,
-        )  # fmt: skip
-        return [(int(gid), str(s), int(seq), str(tag)) for gid, s, seq, tag in rows]
 
     async def kinds_of(self, ids: list[int]) -> dict[int, str]:
         top = await self.horizon()

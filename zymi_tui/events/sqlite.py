@@ -25,7 +25,6 @@ from zymi_tui.events.hashchain import ChainRow, ScanRow, column_text, hash_v2
 from zymi_tui.events.store import (
     STEP_MARK,
     IdRow,
-    IndexRow,
     Page,
     RawRow,
     RowPage,
@@ -395,27 +394,17 @@ class SqliteReader(RowDecoder):
         return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
 
     async def run_ids(self, stream_id: str) -> list[IdRow]:
-        """As `run_index`, from the (stream_id, sequence) index alone (it covers id): the table is not read."""
+        """Stream by stream from the (stream_id, sequence) index alone (it covers id: the table is not
+        read), merged by id: no stream column read per row, and each stream's rows already in id order
+        (the sort merges runs)."""
+        lo, hi = _range_for_steps(stream_id)
+        streams = [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
         out: list[IdRow] = []
-        for stream in await self._run_streams(stream_id):
+        for stream in streams:
             sql = "SELECT id, sequence FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence"
             out += [(gid, stream, seq) for gid, seq in await self._fetch(sql, (stream,))]
-        out.sort()
-        return out
-
-    async def run_index(self, stream_id: str) -> list[IndexRow]:
-        """Stream by stream on the (stream_id, sequence) index, merged by id: no stream column read per
-        row, and each stream's rows already in id order (the sort merges runs)."""
-        out: list[IndexRow] = []
-        for stream in await self._run_streams(stream_id):
-            sql = "SELECT id, sequence, kind_tag FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence"
-            out += [(gid, stream, seq, column_text(tag)) for gid, seq, tag in await self._fetch(sql, (stream,))]
         out.sort()  # runs already in order: linear
         return out
-
-    async def _run_streams(self, stream_id: str) -> list[str]:
-        lo, hi = _range_for_steps(stream_id)
-        return [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
 
     async def kinds_of(self, ids: list[int]) -> dict[int, str]:
         """Ids that fill most of their span (a long run's): each known kind's ids from the kind index over

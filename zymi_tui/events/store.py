@@ -79,11 +79,8 @@ class EventReader(Protocol):
     ) -> list[StoredEvent]: ...
     async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]: ...
     async def run_ids(self, stream_id: str) -> list[IdRow]:
-        """`run_index` without the kinds: what a store's (stream, sequence) index alone gives (faster)."""
-        ...
-
-    async def run_index(self, stream_id: str) -> list[IndexRow]:
-        """A run stream's and its step streams' rows without their data, in global order (ids first)."""
+        """A run stream's and its step streams' rows, where each is and not what it is (no kind, no data),
+        in global order: what a store's (stream, sequence) index alone gives. Kinds: `kinds_of`."""
         ...
 
     async def kinds_of(self, ids: list[int]) -> dict[int, str]:

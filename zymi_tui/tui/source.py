@@ -68,7 +68,7 @@ async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:
         keep = turn_ranges(run, cids).get(key.correlation_id)
         if keep is None:
             return []
-        ids = [gid for gid, stream, _, _ in await reader.run_index(key.stream_id) if gid in keep and stream in streams]
+        ids = [gid for gid, stream, _ in await reader.run_ids(key.stream_id) if gid in keep and stream in streams]
         return await reader.read_ids(ids)
     events = list(run)
     for step in steps:

@@ -23,7 +23,6 @@ from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
     IdRow,
-    IndexRow,
     Page,
     RawRow,
     RowPage,
@@ -82,11 +81,8 @@ class MemoryReader:
         return (await self.read_stream(stream_id, include_steps=include_steps))[-n:]
 
     async def run_ids(self, stream_id: str) -> list[IdRow]:
-        return [(gid, stream, seq) for gid, stream, seq, _ in await self.run_index(stream_id)]
-
-    async def run_index(self, stream_id: str) -> list[IndexRow]:
         run = await self.read_stream(stream_id, include_steps=True)
-        return [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in run]
+        return [(se.global_id, se.event.stream_id, se.event.sequence) for se in run]
 
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
         wanted = set(ids)
