@@ -6,13 +6,27 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ORACLE, copy_store, zymi_tui_bin
-from zymi_tui.replay.cache import CacheInput, predict
+from zymi_tui.replay.cache import predict
 from zymi_tui.replay.costs import CacheFamily
+
+
+@dataclass(frozen=True)
+class CacheInput:
+    """A sent call as the cache model reads it (`replay.cache.CacheCall`), made by hand."""
+
+    stream_id: str
+    ts_ns: int | None
+    tokens: int
+    chars: int
+    reuse_chars: int | None
+    whole_previous: bool
+
 
 PRICES = """per_tokens: 1000000
 models:

@@ -34,32 +34,28 @@ def reuse_json(row: CallContext) -> dict[str, Any]:
 
 
 class CacheCall(Protocol):
-    """What the model reads of one sent call (a `CacheInput`, or a call's figures)."""
+    """What the model reads of one sent call (a call's figures, `compare.CallFigure`)."""
 
     @property
     def stream_id(self) -> str: ...
     @property
     def ts_ns(self) -> int | None: ...
     @property
-    def tokens(self) -> int: ...
+    def tokens(self) -> int:
+        """The whole prompt."""
+        ...
+
     @property
     def chars(self) -> int: ...
     @property
-    def reuse_chars(self) -> int | None: ...
+    def reuse_chars(self) -> int | None:
+        """None: no comparable previous call (a compaction call)."""
+        ...
+
     @property
-    def whole_previous(self) -> bool: ...
-
-
-@dataclass(frozen=True)
-class CacheInput:
-    """What the model needs of one sent call."""
-
-    stream_id: str
-    ts_ns: int | None
-    tokens: int  # the whole prompt
-    chars: int
-    reuse_chars: int | None  # None: no comparable previous call (a compaction call)
-    whole_previous: bool  # the previous call's list is reused whole (no break)
+    def whole_previous(self) -> bool:
+        """The previous call's list is reused whole (no break)."""
+        ...
 
 
 @dataclass(frozen=True)
