@@ -1,13 +1,17 @@
 """Postgres store against SQLite, measured in the same run.
 
-    .venv/bin/python benchmarks/bench_postgres.py [--events 150] [--read 100000]
+    .venv/bin/python benchmarks/bench_postgres.py [--events 150] [--read 100000] [--repeat 3]
+        [--only append,read,tail,snapshot]
 
 1. appends per second with 1, 4 and 8 concurrent writer processes (each its own connection,
    streams shared between writers, zymi's one-transaction-per-event append);
 2. a full read of N events through the store's reader (decoded, paged by global id) against a
    bare SELECT of the same rows; the Postgres copy of that store is made by `migrate` (timed too);
 3. the tail delay (commit -> seen by a tailing reader, default poll) under 4 writers, p50/p95/max,
-   and how many of those events a naive `id > cursor` tail on Postgres never saw.
+   and how many of those events a naive `id > cursor` tail on Postgres never saw; repeated, SQLite
+   and Postgres alternated, median (min) of each run's p95;
+4. an append's latency (p95, slowest of 100) while a reader holds a repeatable-read snapshot open
+   and keeps reading, against the same appends with no reader, alternated, median (min).
 
 Uses ZYMI_TUI_TEST_PG when set, otherwise starts a server with scripts/pg_start and stops it after.
 Every Postgres figure is printed with its ratio to SQLite's.
@@ -20,6 +24,7 @@ import asyncio
 import json
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -230,54 +235,126 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(len(values) * q))] * 1000
 
 
+def med_min(values: list[float]) -> str:
+    return f"{statistics.median(values):5.0f} ({min(values):.0f})"
+
+
+async def append_latencies(url: str, reading: bool, n: int = 100) -> list[float]:
+    """Seconds each of n appends took, with or without a reader holding a snapshot and reading."""
+    writer = await open_writer(location_of(url))
+    for i in range(20):
+        await writer.append(Event.new(f"s{i % 3}", ResponseReady(conversation_id="c", content="x"), "bench"))
+    conn = await asyncpg.connect(url)
+    tx = conn.transaction(isolation="repeatable_read", readonly=True)
+    await tx.start()
+    await conn.fetch("SELECT * FROM events")  # the snapshot taken, its locks held until the end
+    reader = await open_reader(location_of(url))
+    stop = asyncio.Event()
+
+    async def keep_reading() -> None:
+        cursor = 0
+        while not stop.is_set():
+            cursor = (await reader.read_after(cursor, 5)).last_global_id
+            await asyncio.sleep(0)
+
+    busy = asyncio.create_task(keep_reading()) if reading else None
+    took: list[float] = []
+    for i in range(n):
+        started = time.perf_counter()
+        await writer.append(Event.new(f"s{i % 3}", ResponseReady(conversation_id="c", content="y"), "bench"))
+        took.append(time.perf_counter() - started)
+    stop.set()
+    if busy:
+        await busy
+    await tx.rollback()
+    await conn.close()
+    await reader.close()
+    await writer.close()
+    return sorted(took)
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=150, help="events per writer process (default 150)")
     ap.add_argument("--read", type=int, default=100_000, help="events in the full-read store (default 100000)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of the tail and snapshot figures (default 3)")
+    ap.add_argument("--only", default="append,read,tail,snapshot", help="sections to run, comma-separated")
     args = ap.parse_args()
+    only = set(args.only.split(","))
     server = Server()
     work = Path(tempfile.mkdtemp(prefix="zymi-tui-bench-"))
     print(f"bench_postgres: {os.cpu_count()} CPU(s); Postgres at {server.url.split('@')[-1]}; SQLite in {work}")
     try:
-        print("\nappends per second (one transaction per event, concurrent writer processes)")
-        for writers in (1, 4, 8):
-            lite = await appends_per_second(str(work / f"append-{writers}.db"), writers, args.events, work)
-            pg = await appends_per_second(await server.fresh(), writers, args.events, work)
-            print(f"  {writers} writer(s): Postgres {pg:7.0f}/s   SQLite {lite:7.0f}/s   ({ratio(pg, lite)})")
-
-        print(f"\nfull read of {args.read} events (reader: decoded, paged by 2000) vs a bare SELECT of the rows")
-        db = work / "read.db"
-        await fill_sqlite(db, args.read)
-        url = await server.fresh()
-        started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "zymi_tui.cli", "migrate", str(db), url], capture_output=True)
-        migrate_s = time.perf_counter() - started
-        if done.returncode != 0:
-            sys.exit(f"bench_postgres: migrate failed: {done.stderr.decode()}")
-        pg_read, pg_n = await read_all(url)
-        lite_read, lite_n = await read_all(str(db))
-        assert pg_n == lite_n == args.read, (pg_n, lite_n)
-        pg_bare, lite_bare = await bare_select_pg(url), bare_select_sqlite(db)
-        print(f"  Postgres: reader {pg_read:.2f} s, bare SELECT {pg_bare:.2f} s ({pg_read / pg_bare:.1f}x bare)"
-              f"   reader vs SQLite reader: {ratio(pg_read, lite_read)}")  # fmt: skip
-        print(
-            f"  SQLite:   reader {lite_read:.2f} s, bare SELECT {lite_bare:.2f} s ({lite_read / lite_bare:.1f}x bare)"
-        )
-        print(
-            f"  migrate SQLite -> Postgres: {migrate_s:.1f} s ({args.read / migrate_s:.0f} events/s, CLI start incl.)"
-        )
-
-        print("\ntail delay under 4 writers (commit -> seen by a tailing reader, poll 100 ms)")
-        lite_d, _ = await tail_delays(str(work / "tail.db"), 4, args.events, work)
-        pg_d, missed = await tail_delays(await server.fresh(), 4, args.events, work)
-        for name, d in (("Postgres", pg_d), ("SQLite", lite_d)):
-            print(f"  {name:8}: p50 {pct(d, 0.5):5.0f} ms   p95 {pct(d, 0.95):5.0f} ms   max {d[-1] * 1000:5.0f} ms"
-                  f"   ({len(d)} events)")  # fmt: skip
-        print(f"  p95 Postgres vs SQLite: {ratio(pct(pg_d, 0.95), pct(lite_d, 0.95))}")
-        print(f"  a naive `id > cursor` tail on the same Postgres run never saw {missed} of {len(pg_d)} events;"
-              " ours saw every one, once, in order")  # fmt: skip
+        if "append" in only:
+            await appends_section(server, work, args.events)
+        if "read" in only:
+            await read_section(server, work, args.read)
+        if "tail" in only:
+            await tail_section(server, work, args.events, args.repeat)
+        if "snapshot" in only:
+            await snapshot_section(server, args.repeat)
     finally:
         await server.close()
+
+
+async def appends_section(server: Server, work: Path, events: int) -> None:
+    print("\nappends per second (one transaction per event, concurrent writer processes)")
+    for writers in (1, 4, 8):
+        lite = await appends_per_second(str(work / f"append-{writers}.db"), writers, events, work)
+        pg = await appends_per_second(await server.fresh(), writers, events, work)
+        print(f"  {writers} writer(s): Postgres {pg:7.0f}/s   SQLite {lite:7.0f}/s   ({ratio(pg, lite)})")
+
+
+async def read_section(server: Server, work: Path, n: int) -> None:
+    print(f"\nfull read of {n} events (reader: decoded, paged by 2000) vs a bare SELECT of the rows")
+    db = work / "read.db"
+    await fill_sqlite(db, n)
+    url = await server.fresh()
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "zymi_tui.cli", "migrate", str(db), url], capture_output=True)
+    migrate_s = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"bench_postgres: migrate failed: {done.stderr.decode()}")
+    pg_read, pg_n = await read_all(url)
+    lite_read, lite_n = await read_all(str(db))
+    assert pg_n == lite_n == n, (pg_n, lite_n)
+    pg_bare, lite_bare = await bare_select_pg(url), bare_select_sqlite(db)
+    print(f"  Postgres: reader {pg_read:.2f} s, bare SELECT {pg_bare:.2f} s ({pg_read / pg_bare:.1f}x bare)"
+          f"   reader vs SQLite reader: {ratio(pg_read, lite_read)}")  # fmt: skip
+    print(f"  SQLite:   reader {lite_read:.2f} s, bare SELECT {lite_bare:.2f} s ({lite_read / lite_bare:.1f}x bare)")
+    print(f"  migrate SQLite -> Postgres: {migrate_s:.1f} s ({n / migrate_s:.0f} events/s, CLI start incl.)")
+
+
+async def tail_section(server: Server, work: Path, events: int, repeat: int) -> None:
+    print(f"\ntail delay under 4 writers (commit -> seen by a tailing reader, poll 100 ms), {repeat} run(s)")
+    p95: dict[str, list[float]] = {"Postgres": [], "SQLite": []}
+    for run in range(repeat):
+        lite_d, _ = await tail_delays(str(work / f"tail-{run}.db"), 4, events, work)
+        pg_d, missed = await tail_delays(await server.fresh(), 4, events, work)
+        for name, d in (("Postgres", pg_d), ("SQLite", lite_d)):
+            p95[name].append(pct(d, 0.95))
+            print(f"  run {run + 1} {name:8}: p50 {pct(d, 0.5):5.0f} ms   p95 {pct(d, 0.95):5.0f} ms"
+                  f"   max {d[-1] * 1000:5.0f} ms   ({len(d)} events)")  # fmt: skip
+        print(f"  run {run + 1}: a naive `id > cursor` tail on the same Postgres run never saw {missed} of"
+              f" {len(pg_d)} events; ours saw every one, once, in order")  # fmt: skip
+    pg, lite = statistics.median(p95["Postgres"]), statistics.median(p95["SQLite"])
+    print(f"  p95, median (min) of {repeat}: Postgres {med_min(p95['Postgres'])} ms"
+          f"   SQLite {med_min(p95['SQLite'])} ms   ({ratio(pg, lite)})")  # fmt: skip
+
+
+async def snapshot_section(server: Server, repeat: int) -> None:
+    print(f"\nan append while a reader holds a snapshot and keeps reading, vs no reader (100 appends), {repeat} run(s)")
+    figures: dict[bool, tuple[list[float], list[float]]] = {True: ([], []), False: ([], [])}
+    for _ in range(repeat):
+        for reading in (False, True):
+            took = await append_latencies(await server.fresh(), reading)
+            figures[reading][0].append(pct(took, 0.95))
+            figures[reading][1].append(took[-1] * 1000)
+    for reading, label in ((True, "reader reading"), (False, "no reader     ")):
+        p95s, slowest = figures[reading]
+        print(f"  {label}: p95 {med_min(p95s)} ms   slowest {med_min(slowest)} ms   (median (min) of {repeat})")
+    ratio_p95 = statistics.median(figures[True][0]) / statistics.median(figures[False][0])
+    print(f"  p95 with a reader vs without: {ratio_p95:.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
 """Several writers, one tailing reader: no gap, no duplicate, every chain verifies, every event
-delivered once, in order, quickly; an id committed after a higher one is never skipped."""
+delivered once, in order; an id committed after a higher one is never skipped.
+
+How quickly (the tail delay, an append's latency while a reader reads) is a figure, measured by
+`benchmarks/bench_postgres.py` against SQLite in the same run, not asserted here: a machine under
+load makes any wall-clock bound flaky."""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,14 +26,15 @@ from zymi_tui.events.tail import DEFAULT_POLL_S, tail
 from zymi_tui.events.verify import verify_store
 
 from .test_postgres_helpers import pg_url
+from .waiting import LIMIT
 
 __all__ = ["pg_url"]
 
 WRITERS, PER_WRITER, STREAMS = 4, 1000, 6
 # One writer process: appends n events round-robin over streams it shares with the others, and
-# logs each event id with the wall time at which its append (its commit) returned.
+# logs the id of each event once its append (its commit) has returned.
 WRITER = """
-import asyncio, json, sys, time
+import asyncio, json, sys
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import ResponseReady
 from zymi_tui.events.factory import open_writer
@@ -45,7 +49,7 @@ async def main(url, me, n, streams, log_path, go):
         stream = f"s{(i + me) % streams}"
         event = Event.new(stream, ResponseReady(conversation_id=stream, content=f"{me}:{i}"), f"w{me}")
         se = await writer.append(event)
-        log.append([se.event.id, time.time()])
+        log.append(se.event.id)
     await writer.close()
     with open(log_path, "w") as f:
         json.dump(log, f)
@@ -70,13 +74,12 @@ async def test_four_writer_processes_one_tailing_reader(pg_url: str, tmp_path: P
         args[4], args[7] = str(me), str(tmp_path / f"w{me}.json")
         procs.append(subprocess.Popen(list(args)))
     reader = await PostgresReader.open(pg_url)
-    seen: list[tuple[int, str, float]] = []
+    seen: list[tuple[int, str]] = []
     stop = asyncio.Event()
 
     async def follow() -> None:
         async for batch in tail(reader, 0, poll_s=DEFAULT_POLL_S, stop=stop):
-            now = time.time()
-            seen.extend((se.global_id, se.event.id, now) for se in batch)
+            seen.extend((se.global_id, se.event.id) for se in batch)
             if len(seen) >= WRITERS * PER_WRITER:
                 stop.set()
 
@@ -93,7 +96,7 @@ async def test_four_writer_processes_one_tailing_reader(pg_url: str, tmp_path: P
         stop.set()
 
     # every event once, in global order
-    ids = [gid for gid, _, _ in seen]
+    ids = [gid for gid, _ in seen]
     assert len(seen) == WRITERS * PER_WRITER
     assert ids == sorted(set(ids))
     conn = await asyncpg.connect(pg_url)
@@ -112,13 +115,11 @@ async def test_four_writer_processes_one_tailing_reader(pg_url: str, tmp_path: P
     assert [v.stream_id for v in verdicts if v.ok] == [f"s{i}" for i in range(STREAMS)]
     await reader.close()
 
-    committed: dict[str, float] = {}
+    # every event a writer logged as committed was delivered, exactly once
+    logged: list[str] = []
     for me in range(WRITERS):
-        committed.update({eid: t for eid, t in json.loads((tmp_path / f"w{me}.json").read_text())})
-    delays = sorted(t - committed[eid] for _, eid, t in seen)
-    p95 = delays[int(len(delays) * 0.95)]
-    print(f"tail delay p50 {delays[len(delays) // 2] * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms")
-    assert p95 < 0.3, f"tail delay p95 {p95 * 1000:.0f} ms, max {delays[-1] * 1000:.0f} ms"
+        logged.extend(json.loads((tmp_path / f"w{me}.json").read_text()))
+    assert sorted(logged) == sorted(eid for _, eid in seen)
 
 
 async def _held_insert(writer: PostgresWriter, url: str, stream: str) -> tuple[asyncpg.Connection, asyncpg.Transaction]:
@@ -168,10 +169,9 @@ async def test_a_lower_id_committed_later_is_not_skipped(gap: Gap) -> None:
 async def test_a_rolled_back_id_is_passed_promptly(gap: Gap) -> None:
     await gap.tx.rollback()
     await gap.conn.close()
-    started = time.monotonic()
+    assert postgres.GIVE_UP_S >= 30  # so the very next read passing id 2 is not the give-up path
     page = await gap.reader.read_after(1, 100)
-    assert [e.global_id for e in page.events] == [3]
-    assert time.monotonic() - started < 0.3
+    assert [e.global_id for e in page.events] == [3] and page.last_global_id == 3
 
 
 async def test_a_gap_held_open_too_long_is_skipped_then_delivered_late(
@@ -205,14 +205,16 @@ async def test_a_reader_never_blocks_a_writer(pg_url: str) -> None:
                     cursor = (await reader.read_after(cursor, 5)).last_global_id
 
             busy = asyncio.create_task(keep_reading())
-            slowest = 0.0
-            for i in range(100):
-                started = time.monotonic()
-                await writer.append(response(f"s{i % 3}", "y"))
-                slowest = max(slowest, time.monotonic() - started)
+
+            async def append_all() -> None:
+                for i in range(100):
+                    await writer.append(response(f"s{i % 3}", "y"))
+
+            # an append a reader blocked would wait for this transaction, held open until every append
+            # returns: it would never return (LIMIT turns that hang into a failure)
+            await asyncio.wait_for(append_all(), LIMIT)
             stop.set()
             await busy
-            assert slowest < 0.25, f"an append took {slowest * 1000:.0f} ms while readers were reading"
             assert len(await conn.fetch("SELECT * FROM events")) == 20  # the reader's snapshot stood
         assert await reader.count() == 120
     finally:

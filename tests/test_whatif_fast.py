@@ -7,6 +7,7 @@ messages of its context."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.messages import to_wire
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
-from zymi_tui.tui.tuning.whatif import StreamWhatIf, load_run
+from zymi_tui.tui.tuning.whatif import FOLLOWED, StreamWhatIf, load_run
 
 
 def entry(e: ContextEntry) -> tuple[Any, ...]:
@@ -46,10 +47,23 @@ def figures(c: CallContext, with_messages: bool) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def knob_sets(rng: random.Random, recorded: ContextKnobs, peak: int, n: int) -> list[ContextKnobs]:
-    """Knob sets around the stream's own sizes: soft caps from a tenth of its peak (compactions early
-    and often) to above it (none), windows and tails from 0, forget off or short."""
+def knob_sets(rng: random.Random, recorded: ContextKnobs, sizes: list[int], n: int) -> list[ContextKnobs]:
+    """Knob sets around the stream's own sizes (`sizes`: its calls' recorded totals): soft caps from a
+    tenth of its peak (compactions early and often) to above it (none), windows and tails from 0, forget
+    off or short; and as many on the edges: caps equal to a call's total, window and tail 0, forget 0-2."""
+    peak = max(sizes)
     out = []
+    for _ in range(n):
+        soft = rng.choice(sizes)
+        out.append(
+            ContextKnobs(
+                observation_window=rng.choice([0, recorded.observation_window]),
+                soft_cap_chars=soft,
+                hard_cap_chars=rng.choice([soft, rng.choice([s for s in sizes if s >= soft])]),
+                min_tail_turns=rng.choice([0, 0, 1, recorded.min_tail_turns]),
+                forget_after_turns=rng.choice([None, 0, 1, 2]),
+            )
+        )
     for _ in range(n):
         soft = rng.choice([recorded.soft_cap_chars, rng.randint(max(1, peak // 10), max(2, 2 * peak))])
         out.append(
@@ -72,10 +86,10 @@ async def full_replay(db: Path, project: Path, stream: str, knobs: ContextKnobs)
         await reader.close()
 
 
-async def check_store(db: Path, project: Path, n_knobs: int, seed: int, every: int = 1) -> tuple[int, int]:
-    """Each step stream with agent calls, `n_knobs` knob sets: the what-if's rows == the full replay's
-    (the messages of every `every`-th row and the last). Returns (knob sets fully re-rendered from the
-    base, knob sets that forked a replay) over the streams whose what-if may use the base."""
+async def check_store(db: Path, project: Path, n_knobs: int, seed: int, every: int = 1) -> Counter[str]:
+    """Each step stream with agent calls, 2 x `n_knobs` knob sets: the what-if's rows == the full
+    replay's (the messages of every `every`-th row and the last). Returns how many knob sets each way
+    of the what-if made (`StreamWhatIf.path`, with "+compactions" when the what-if compacts)."""
     rng = random.Random(seed)
     recorded = recorded_knobs(project)
     reader = await open_reader(SqliteStore(db))
@@ -84,14 +98,14 @@ async def check_store(db: Path, project: Path, n_knobs: int, seed: int, every: i
         runs = {s: await load_run(reader, s) for s in streams}
     finally:
         await reader.close()
-    fast = forked = 0
+    ways: Counter[str] = Counter()
     for stream in streams:
         base = await full_replay(db, project, stream, recorded)
-        peaks = [c.rendered.chars for c in base if c.rendered is not None and not c.is_compaction]
-        if not peaks:
+        sizes = [c.rendered.chars for c in base if c.rendered is not None and not c.is_compaction]
+        if not sizes:
             continue
         whatif = StreamWhatIf(runs[stream], project, stream)
-        for knobs in knob_sets(rng, recorded, max(peaks), n_knobs):
+        for knobs in knob_sets(rng, recorded, sizes, n_knobs):
             want = await full_replay(db, project, stream, knobs)
             got = whatif.run(knobs)
             assert got is not None
@@ -99,10 +113,9 @@ async def check_store(db: Path, project: Path, n_knobs: int, seed: int, every: i
             for i, (g, w) in enumerate(zip(got, want, strict=True)):
                 deep = i % every == 0 or i == len(want) - 1
                 assert figures(g, deep) == figures(w, deep), (stream, knobs, i)
-            if whatif.forkable and knobs != recorded:
-                compacts = any(c.is_compaction for c in want)
-                forked, fast = forked + compacts, fast + (not compacts)
-    return fast, forked
+            if knobs != recorded:
+                ways[whatif.path + ("+compactions" if any(c.is_compaction for c in want) else "")] += 1
+    return ways
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -114,5 +127,6 @@ async def test_whatif_equals_the_full_replay_on_the_oracle_stores(name: str) -> 
 async def test_whatif_equals_the_full_replay_on_a_generated_long_run(tmp_path: Path, name: str) -> None:
     db = tmp_path / "long.db"
     write_clones(db, 1500, name)
-    fast, forked = await check_store(db, ORACLE / name / "project", n_knobs=10, seed=4, every=25)
-    assert fast and forked  # both ways of the what-if were taken
+    ways = await check_store(db, ORACLE / name / "project", n_knobs=10, seed=4, every=25)
+    if name == "coding_compaction":  # the figures-only what-if, with compactions and without
+        assert ways[FOLLOWED] and ways[FOLLOWED + "+compactions"], ways

@@ -348,6 +348,25 @@ class RecordedCompaction:
     used: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class BuildMark:
+    """A builder's state at one moment: the lengths of its append-only lists and its few other fields
+    (`ContextBuilder.mark`); another builder fed the same events can be brought there (`follow`)."""
+
+    raw: int
+    seen: int
+    recorded: int
+    tail: _Tail
+    n: int
+    last_seq: int
+    last_ts: int
+    monotone: bool
+    last_was_compaction: bool
+    pending_reply: tuple[MessageModel, int] | None
+    prefix: Prefix
+    cutoff: int | None
+
+
 class ContextBuilder:
     """Incremental: feed the step stream's events once, in sequence order; build() at each call."""
 
@@ -555,6 +574,52 @@ class ContextBuilder:
         other.recorded = [dataclasses.replace(rc) for rc in self.recorded]
         return other
 
+    def mark(self) -> BuildMark:
+        """This builder's state now (see `BuildMark`)."""
+        return BuildMark(
+            len(self._raw), len(self._seen_seqs), len(self.recorded), self._tail, len(self._tail.items),
+            self.last_seq, self._last_ts, self._monotone, self.last_was_compaction, self._pending_reply,
+            self.prefix, self._cutoff,
+        )  # fmt: skip
+
+    @property
+    def tail(self) -> _Tail:
+        """Layer C before forget and masking (appended to as events come; replaced by a compaction)."""
+        return self._tail
+
+    def can_follow(self, tail: _Tail, index: int) -> bool:
+        """Whether this builder, just compacted, can go on with `tail`'s items from `index` as `follow`
+        appends them: the first is not inside a compacted range, and is not a tool result (which would
+        join this builder's last turn, not the turn it joins in `tail`)."""
+        if index >= len(tail.items):
+            return True
+        first = tail.items[index]
+        return first.seq > self._max_hi and first.kind != _TOOL
+
+    def follow(self, base: ContextBuilder, since: BuildMark | None, now: BuildMark) -> bool:
+        """Feed this what-if builder what `base` (a what-if builder of the same step stream that never
+        compacts, no fresh cutoff) was fed from `since` (None: its start; this builder was brought
+        there before) to `now`, as `add` would have, without the events: the same items appended in
+        the same turns (after a compaction, as long as `can_follow` said so), the same recorded
+        compactions (copies: this builder marks its own as used). False, and nothing done, if an item
+        would fall inside a compacted range (none can: every range ends at an item already seen)."""
+        r0, s0, c0, n0 = (since.raw, since.seen, since.recorded, since.n) if since else (0, 0, 0, 0)
+        items = now.tail.items
+        if n0 < now.n and items[n0].seq <= self._max_hi:
+            return False
+        self._raw += base._raw[r0 : now.raw]
+        self._raw_seqs += base._raw_seqs[r0 : now.raw]
+        self._seen_seqs += base._seen_seqs[s0 : now.seen]
+        self._seen_ts += base._seen_ts[s0 : now.seen]
+        self.recorded += [dataclasses.replace(rc) for rc in base.recorded[c0 : now.recorded]]
+        append = self._tail.append
+        for i in range(n0, now.n):
+            append(items[i])
+        self.last_seq, self._last_ts, self._monotone = now.last_seq, now.last_ts, now.monotone
+        self.last_was_compaction, self._pending_reply = now.last_was_compaction, now.pending_reply
+        self.prefix = now.prefix
+        return True
+
     @staticmethod
     def _shown(tail: _Tail, i: int, mask_end: int) -> MessageModel:
         r = tail.items[i]
@@ -680,6 +745,53 @@ class _Ends(Sequence[int]):
         return self._last if t == self._n_turns - 1 else self._ends[t]
 
 
+class Splice(Sequence[int]):
+    """Layer C of a what-if builder that follows a base builder (`ContextBuilder.follow`) at a later
+    call, without appending anything: the tail its last compaction left (`head`: its first `m` items
+    and their turns) and then the base tail's items from `start` on, which it appends as they come
+    (the same items, in the same turns). A build's figures come from the two tails' running sums and
+    turn ends (`figures`, O(log n)); the tail itself (`head`, which goes on growing) is needed only
+    for the messages. Before any compaction `head` is empty and `start` 0. As a sequence: the turn
+    ends of the build being figured (see `_Ends`)."""
+
+    __slots__ = ("_n", "_n_turns", "base", "ff", "fm", "head", "m", "off", "start", "start_turn", "turns")
+
+    def __init__(self, head: _Tail, base: _Tail, start: int) -> None:
+        self.head, self.base, self.start = head, base, start
+        self.m, self.turns = len(head.items), len(head.turn_starts)
+        self.start_turn = bisect.bisect_left(base.turn_starts, start)
+        self.off = self.m - start
+        self.fm = head.cum_masked[self.m] - base.cum_masked[start]
+        self.ff = head.cum_full[self.m] - base.cum_full[start]
+        self._n = self._n_turns = 0
+
+    def __len__(self) -> int:
+        return self._n_turns
+
+    def __getitem__(self, t: Any) -> Any:
+        if t < self.turns:
+            return self.head.turn_ends[t]
+        end = self.base.turn_ends[t - self.turns + self.start_turn] + self.off
+        return min(end, self._n) if t == self._n_turns - 1 else end
+
+    def figures(self, n_base: int, k: ContextKnobs) -> tuple[int, int, int, int, int]:
+        """A build when the base tail held `n_base` items: (n, n_turns, forget cut, masked end, Layer C
+        bytes), as `_render` finds them on the spliced tail."""
+        n = self._n = n_base + self.off
+        n_turns = self._n_turns = self.turns + bisect.bisect_left(self.base.turn_starts, n_base) - self.start_turn
+        _, cut, mask_end = _bounds(k, n_turns, self)
+        masked = self._sum(mask_end, True) - self._sum(cut, True)
+        return n, n_turns, cut, mask_end, masked + self._sum(n, False) - self._sum(mask_end, False)
+
+    def _sum(self, i: int, masked: bool) -> int:
+        """The running sum (masked forms or full) of the spliced tail's first `i` items."""
+        if i <= self.m:
+            return (self.head.cum_masked if masked else self.head.cum_full)[i]
+        if masked:
+            return self.base.cum_masked[i - self.off] + self.fm
+        return self.base.cum_full[i - self.off] + self.ff
+
+
 def _bounds(k: ContextKnobs, n_turns: int, ends: Sequence[int]) -> tuple[int, int, int]:
     """forget and masking: the first kept turn, the first kept item, the end of the masked items."""
     first_turn, cut = 0, 0
@@ -693,17 +805,34 @@ def _bounds(k: ContextKnobs, n_turns: int, ends: Sequence[int]) -> tuple[int, in
 
 def _render(f: _Frame, mem: list[tuple[str, str]], k: ContextKnobs, allow_compaction: bool) -> RenderedContext:
     tail, n = f.tail, f.n
-    b_text = memory_text(mem) if mem else ""
-    b_bytes = len(b_text.encode())
+    b_bytes = len(memory_text(mem).encode()) if mem else 0
     _, cut, mask_end = _bounds(k, f.n_turns, f.ends)
     c_bytes = (tail.cum_masked[mask_end] - tail.cum_masked[cut]) + (tail.cum_full[n] - tail.cum_full[mask_end])
     chars = f.a_bytes + b_bytes + c_bytes
     plan = None
     if allow_compaction and chars > k.soft_cap_chars:
         plan = _plan(tail, k, n, f.n_turns, f.ends)
+    return _context(f, mem, k, cut, mask_end, (b_bytes, c_bytes), plan)
+
+
+def _context(
+    f: _Frame,
+    mem: list[tuple[str, str]],
+    k: ContextKnobs,
+    cut: int,
+    mask_end: int,
+    bc_bytes: tuple[int, int],
+    plan: CompactionPlan | None,
+) -> RenderedContext:
+    """The context of frame `f` whose forget cut, masked end and Layer B/C sizes are known; its
+    messages are made when first asked for."""
+    tail, n = f.tail, f.n
+    b_bytes, c_bytes = bc_bytes
+    chars = f.a_bytes + b_bytes + c_bytes
     prefix = f.prefix  # snapshot: the builder moves on, this context does not
 
     def entries() -> list[ContextEntry]:
+        b_text = memory_text(mem) if mem else ""
         return ContextBuilder._entries(prefix, tail, n, k, mem, b_text, cut, mask_end)
 
     def dropped() -> list[ContextEntry]:
@@ -727,6 +856,28 @@ def _render(f: _Frame, mem: list[tuple[str, str]], k: ContextKnobs, allow_compac
         _make_entries=entries,
         _make_dropped=dropped,
     )
+
+
+def spliced_context(
+    tail: _Tail,
+    figures: tuple[int, int, int, int, int],
+    shown: RenderedContext,
+    compactions: tuple[tuple[int, int], ...],
+    compacted_away: int,
+    k: ContextKnobs,
+) -> RenderedContext:
+    """The context a what-if builder following a base builder builds at a call (no compaction: its
+    total is within the soft cap), from the figures `Splice.figures` found there: `shown` is the base
+    builder's context of that call (its Layer A and memory), `tail` the what-if's tail object
+    (holding at least the call's items by the time its messages are asked for)."""
+    n, n_turns, cut, mask_end, c_bytes = figures
+    shape = shown.shape
+    assert shape is not None
+    a_bytes = shown.layer_bytes["A"]
+    mem = list(shape.memory)
+    a_count = shown.message_count - (1 if mem else 0) - (shape.n - shown.forgotten)
+    frame = _Frame(shape.prefix, a_bytes, a_count, tail, n, n_turns, (), compacted_away, compactions)
+    return _context(frame, mem, k, cut, mask_end, (shown.layer_bytes["B"], c_bytes), None)
 
 
 def _plan(tail: _Tail, k: ContextKnobs, n: int, n_turns: int, ends: Sequence[int]) -> CompactionPlan | None:

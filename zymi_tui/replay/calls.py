@@ -154,7 +154,7 @@ class _Step:
     started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, docs/context.md#fresh-mode)
 
 
-class _SummaryEstimate:
+class SummaryEstimate:
     """Simulated summary sizes: the recorded summaries' compression ratio (bytes out / span in)."""
 
     def __init__(self) -> None:
@@ -254,7 +254,7 @@ class Replayer:
         self.steps: dict[str, _Step] = {}
         self.queue: deque[CallContext] = deque()  # rows in store order, yielded once done
         self.pending: dict[str, deque[CallContext]] = {}  # per stream: rows awaiting their LlmCallCompleted
-        self.estimate = _SummaryEstimate()
+        self.estimate = SummaryEstimate()
         # with `forget_finished`: each stream's last global id, and when each step's builder can go
         self.ends: dict[str, int] = {}
         self._expiry: list[tuple[int, str]] = []
@@ -574,6 +574,13 @@ class Replayer:
         )
         b.set_prefix(Prefix("", "", inferred_bytes=size, inferred_count=count, basis=basis), cutoff)
         st.infer = False
+
+    def compact(self, call: CallContext, builder: ContextBuilder, plan: CompactionPlan) -> CallContext:
+        """The what-if compaction `builder` (this what-if's builder of `call`'s stream, in its state at
+        that agent call, kept by the caller) makes at `call`: applied to it, and its row returned."""
+        st = _Step(builder, knobs_source=call.knobs_source)
+        self._whatif_compaction(call.stream_id, call.sequence, call.global_id, st, plan)
+        return self.queue.pop()
 
     def _whatif_compaction(self, stream: str, sequence: int, global_id: int, st: _Step, plan: CompactionPlan) -> None:
         b = st.builder

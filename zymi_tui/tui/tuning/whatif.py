@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import copy
 import gc
 import threading
 import time
@@ -13,7 +14,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zymi_tui.context.builder import Converted, RenderedContext, rerender
+from zymi_tui.context.builder import (
+    BuildMark,
+    ContextBuilder,
+    Converted,
+    Prefix,
+    RenderedContext,
+    Splice,
+    rerender,
+    spliced_context,
+)
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.hashchain import ChainRow, ScanRow
@@ -33,7 +43,7 @@ from zymi_tui.events.store import (
 )
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.calls import CallContext, Replayer, replay_store
+from zymi_tui.replay.calls import CallContext, Replayer, SummaryEstimate, replay_store
 
 
 @dataclass
@@ -136,6 +146,10 @@ def replay_stream_sync(
     return asyncio.run(replay_stream(memory, project, stream_id, knobs))
 
 
+# how the last what-if was made: from the base replay's builder states (figures only, the builder
+# brought to a call only where its total passes the soft cap), or by a replay of the events (from a
+# base snapshot when the base covers the calls before the first compaction)
+FOLLOWED, REPLAYED = "followed", "replayed"
 SNAPSHOT_EVERY = 32  # agent calls between two snapshots of the base replay (a fork starts at most this far back)
 NEVER = 1 << 62  # the base replay's caps: it never compacts
 
@@ -150,6 +164,17 @@ class _Base:
 
     calls: list[tuple[int, CallContext]]  # the stream's agent calls and the index of their LlmCallStarted
     snapshots: list[tuple[int, Replayer]]  # the replayer's state before event index i
+    follow: _Follow | None = None  # what the figures-only what-if needs (None: the stream is not for it)
+
+
+@dataclass
+class _Follow:
+    """The base replay's builder of the stream and, at each agent call (`_Base.calls`' order), its
+    state (`BuildMark`) and the replay's summary-size estimate: a what-if builder is brought to any
+    of those calls from them (`ContextBuilder.follow`) without the events."""
+
+    builder: ContextBuilder
+    marks: list[tuple[BuildMark, SummaryEstimate]]
 
 
 _gc_lock = threading.Lock()
@@ -195,6 +220,10 @@ class _Watch:
                 return
 
 
+class _Uncovered(Exception):
+    """The figures-only what-if met a case it does not cover: the stream is replayed instead."""
+
+
 def _with(call: CallContext, rendered: RenderedContext) -> CallContext:
     """A copy of `call` with another context (its attributes copied as they are: thousands of calls
     per edit; `dataclasses.replace` runs `__init__` again)."""
@@ -226,6 +255,7 @@ class StreamWhatIf:
             read = read_project(project)
             self.prefixes, self.recorded = ProjectPrefixes(read), project_knobs(read)
         self.converted = Converted()
+        self.path = REPLAYED  # how the last `run` was made
         self._base: _Base | None = None
         self._base_lock = threading.Lock()
         self.base_knobs = self.recorded.model_copy(update={"soft_cap_chars": NEVER, "hard_cap_chars": NEVER})
@@ -253,6 +283,7 @@ class StreamWhatIf:
             at: dict[int, int] = {}  # an agent call's global id -> its event index
             calls: list[CallContext] = []
             snapshots: list[tuple[int, Replayer]] = []
+            marks: dict[int, tuple[ContextBuilder, BuildMark, SummaryEstimate]] = {}  # by global id
             since = SNAPSHOT_EVERY
             for i, se in enumerate(self.events):
                 if se.global_id > self.top:
@@ -263,11 +294,43 @@ class StreamWhatIf:
                         snapshots.append((i, replayer.fork(self.base_knobs)))
                         since = 0
                     since += 1
+                    st = replayer.steps.get(self.stream_id)
+                    if st is not None and not st.infer:
+                        b = st.builder
+                        marks[se.global_id] = (b, b.mark(), copy.copy(replayer.estimate))
                 replayer.feed(se)
                 calls.extend(r for r in replayer.ready() if r.stream_id == self.stream_id)
             calls.extend(r for r in replayer.flush() if r.stream_id == self.stream_id)
-            self._base = _Base([(at[c.global_id], c) for c in calls], snapshots)
+            self._base = _Base([(at[c.global_id], c) for c in calls], snapshots, self._followable(calls, marks))
         return self._base
+
+    def _followable(
+        self, calls: list[CallContext], marks: dict[int, tuple[ContextBuilder, BuildMark, SummaryEstimate]]
+    ) -> _Follow | None:
+        """The base's builder states at its agent calls, if the figures-only what-if covers the stream:
+        the what-if is forkable (no failed step), one builder all along, Layer A known at every call
+        (never inferred: that inference is made on the what-if builder's own state), no fresh cutoff
+        (the tail is then one list, only appended to, holding every item), and every call's context a
+        build of that tail as it was then."""
+        if not self.forkable or not calls:
+            return None
+        first = marks.get(calls[0].global_id)
+        if first is None:
+            return None
+        builder, tail = first[0], first[1].tail
+        kept: list[tuple[BuildMark, SummaryEstimate]] = []
+        for call in calls:
+            got = marks.get(call.global_id)
+            shape = None if call.rendered is None else call.rendered.shape
+            if got is None or got[0] is not builder or shape is None:
+                return None
+            mark = got[1]
+            if mark.tail is not tail or mark.cutoff is not None or shape.tail is not tail or shape.n != mark.n:
+                return None
+            if mark.n != mark.raw or shape.prefix is not mark.prefix or shape.compactions:
+                return None
+            kept.append((mark, got[2]))
+        return _Follow(builder, kept)
 
     def run(
         self,
@@ -294,9 +357,20 @@ class StreamWhatIf:
         every_s: float,
         watch: _Watch,
     ) -> list[CallContext] | None:
+        self.path = REPLAYED
         if k == self.recorded or not self.forkable:
             return self._replay(self._replayer(k), 0, [], stop, partial, every_s, watch)
         base = self.base()
+        if base.follow is not None:
+            try:
+                calls = self._follow(k, base.calls, base.follow, stop)
+            except _Uncovered:
+                pass
+            else:
+                self.path = FOLLOWED
+                if calls is not None:
+                    watch.check(calls)
+                return calls
         out: list[CallContext] = []
         for i, call in base.calls:
             ctx = rerender(call.rendered, k) if call.rendered is not None else None
@@ -306,6 +380,54 @@ class StreamWhatIf:
                 return self._replay(snapshot.fork(k), start, out[:kept], stop, partial, every_s, watch)
             out.append(_with(call, ctx))
             watch.check(out[-1:])
+        return out
+
+    def _follow(
+        self,
+        k: ContextKnobs,
+        calls: list[tuple[int, CallContext]],
+        follow: _Follow,
+        stop: Callable[[], bool],
+    ) -> list[CallContext] | None:
+        """The what-if from the base replay's builder states, with no event fed: a builder under `k`
+        stays level with the base one in figures only (`Splice`: its tail after its last compaction,
+        then the base's items), and is brought to a call (`ContextBuilder.follow`) only where its
+        total passes the soft cap, where the replay's own code decides and makes the compaction.
+        Raises `_Uncovered` where following would not be what a replay does."""
+        w = ContextBuilder(k, Prefix("", ""), follow_recorded_compactions=False)
+        base_tail = follow.marks[0][0].tail
+        splice = Splice(w.tail, base_tail, 0)
+        # what the calls' contexts are made of since the last compaction
+        compactions: tuple[tuple[int, int], ...] = ()
+        tail, away = base_tail, 0
+        since: BuildMark | None = None
+        replayer = self._replayer(k)
+        out: list[CallContext] = []
+        for index, ((_, call), (mark, estimate)) in enumerate(zip(calls, follow.marks, strict=True)):
+            if index & 127 == 0 and stop():
+                return None
+            shown = call.rendered
+            assert shown is not None and shown.shape is not None
+            figures = splice.figures(mark.n, k)
+            if shown.layer_bytes["A"] + shown.layer_bytes["B"] + figures[4] <= k.soft_cap_chars:
+                ctx = spliced_context(tail, figures, shown, compactions, away, k)
+            else:  # the builder brought to this call and built, as the replay does
+                if not w.follow(follow.builder, since, mark):
+                    raise _Uncovered
+                since = mark
+                memory = list(shown.shape.memory)
+                ctx = w.build(memory)
+                if ctx.compaction is not None:
+                    replayer.estimate = copy.copy(estimate)
+                    out.append(replayer.compact(call, w, ctx.compaction))
+                    ctx = w.build(memory, allow_compaction=False, apply_fresh=False)
+                    if not w.can_follow(base_tail, mark.n) or ctx.shape is None:
+                        raise _Uncovered
+                    splice = Splice(w.tail, base_tail, mark.n)
+                    tail, compactions, away = w.tail, ctx.shape.compactions, ctx.compacted_away
+            out.append(_with(call, ctx))
+        if since is not None and not w.follow(follow.builder, since, follow.marks[-1][0]):
+            raise _Uncovered  # (the last calls' messages are read from the builder's tail)
         return out
 
     def _replay(
