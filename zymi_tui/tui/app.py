@@ -1223,10 +1223,9 @@ class DashboardApp(SafeApp):
         if theme:
             self.theme = theme
 
-    def on_mount(self) -> None:
-        # pushed once the app's start-up batch is over: a frame laid out within it is never written, and the
-        # screen would then wait for its next change (the footer's build, a worker's result) to be painted
-        self.call_later(self.push_screen, MainScreen(self.target, self.first))
+    def get_default_screen(self) -> MainScreen:
+        """The dashboard is the app's first screen (no empty screen is made, laid out and switched from first)."""
+        return MainScreen(self.target, self.first)
 
     @property
     def main(self) -> MainScreen:
