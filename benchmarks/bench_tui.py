@@ -12,8 +12,9 @@ see the same machine load; each figure is the median (and min) of --repeat launc
 - idle CPU: user+system time of the process over --idle seconds with no input, as % of one core;
 - key-to-redraw p50/p95: `j` sent to the runs list (and then to the events list), until the pane changes;
 - peak RSS (VmHWM);
-- runs listed CPU: the CPU seconds the process had used when its first runs were seen (a loaded
-  machine stretches wall time far more than CPU time; compare both).
+- runs listed CPU: the CPU seconds the process (and the children it has waited for: ours reads the newest runs in
+  one while the screen loads) had used when its first runs were seen (a loaded machine stretches wall time far
+  more than CPU time; compare both).
 The store is made by /work/shared/tools/make_big_store.py (cloned oracle runs, valid hash chains).
 `--checkout DIR` also launches the zymi_tui package of DIR (`python -m zymi_tui` with DIR on PYTHONPATH), alternated
 with the others: a "before" figure measured in the same run.
@@ -56,8 +57,9 @@ def pane_pid(session: str) -> int:
 
 
 def cpu_seconds(pid: int) -> float:
+    """User + system time of the process and of its children it has waited for (ours: the start's reader)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.tui_support import scenario_copy
+from tests.waiting import LIMIT
 from zymi_tui.cli import main
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import StoreError
@@ -70,3 +73,24 @@ def test_observe_needs_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[
     db = scenario_copy("memory", tmp_path)
     assert main(["observe", str(db), "-r", "x"]) == 2  # pytest captures stdout: not a TTY
     assert "needs a terminal" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["not SQLite", "no events table"])
+def test_a_broken_store_read_by_the_start_child_is_one_line(tmp_path: Path, kind: str) -> None:
+    """`zymi-tui observe` as a person runs it has the newest runs read by a child process while the screen loads:
+    the child's error comes back as the one line and exit 2, nothing else on stderr (no second process speaking)."""
+    bad = tmp_path / "events.db"
+    if kind == "not SQLite":
+        bad.write_text("hello")
+    else:
+        db = sqlite3.connect(bad)
+        db.execute("CREATE TABLE other (x)")
+        db.commit()
+        db.close()
+    done = subprocess.run(
+        [sys.executable, "-m", "zymi_tui", "observe", str(bad)], capture_output=True, text=True, timeout=LIMIT
+    )
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and str(bad) in done.stderr, done.stderr
+    assert ("no `events` table" in done.stderr) == (kind == "no events table"), done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""

@@ -17,6 +17,7 @@ import pyte
 
 from benchmarks.make_long_run import write_clones
 from tests.hostile_stores import make_store
+from tests.tui_support import scenario_copy
 from tests.waiting import LIMIT
 
 COLS, ROWS = 120, 40
@@ -151,15 +152,18 @@ import sys
 from zymi_tui.cli import main
 from zymi_tui.tui import app
 
-def held(real):  # the dashboard's own reads of the runs wait until the file sys.argv[2] exists
+release = sys.argv[2]
+
+def held(real):  # the dashboard's own reads of the runs wait until the file `release` exists
     async def wait_then_read(*args, **kwargs):
-        while not os.path.exists(sys.argv[2]):
+        while not os.path.exists(release):
             await asyncio.sleep(0.05)
         return await real(*args, **kwargs)
     return wait_then_read
 
 app.newest_runs, app.list_runs = held(app.newest_runs), held(app.list_runs)
-sys.exit(main(["observe", sys.argv[1]]))
+sys.argv = ["zymi-tui", "observe", sys.argv[1]]
+sys.exit(main())  # the process's own command line, as `zymi-tui observe STORE` runs it
 """
 
 
@@ -171,9 +175,9 @@ def cursor_rows(term: Terminal) -> list[int]:
 
 
 def test_the_first_frame_lists_the_newest_runs_read_beside_the_imports(tmp_path: Path) -> None:
-    """The `observe` process reads the newest runs while its screen's modules load; its first frame lists them
-    with the newest selected while the dashboard's own reads of the runs are held back; `j` selects the next,
-    and once the rest is read every run is listed with the cursor kept."""
+    """The `observe` process has the newest runs read (by a child process) while its screen's modules load; its
+    first frame lists them with the newest selected while the dashboard's own reads of the runs are held back;
+    `j` selects the next, and once the rest is read every run is listed with the cursor kept."""
     db = tmp_path / "many.db"
     write_clones(db, 150 * 60, "memory", many=True)  # 150 runs: the first page holds the newest 60
     release = tmp_path / "release"
@@ -227,3 +231,42 @@ def test_the_first_frame_at_80x24_is_laid_out_for_80x24(tmp_path: Path) -> None:
     raw = bytes(term.raw)
     assert first_row_showing(raw, term.size, "─ Pipeline") == settled
     assert first_row_showing(raw, term.size, "─ Runs (") == 1
+
+
+FRAMES = """
+import gc
+import sys
+from textual.app import App
+from zymi_tui.cli import main
+
+log = open(sys.argv[2], "a")
+display = App._display
+
+def logged(self, screen, *args, **kwargs):  # each frame written: its screen, which modules were loaded by then,
+    loaded = [m for m in ("plotext", "pydantic", "yaml") if m in sys.modules]  # and whether the GC was on
+    log.write(" ".join([type(screen).__name__, *loaded, "gc" if gc.isenabled() else "-"]) + "\\n")
+    log.flush()
+    return display(self, screen, *args, **kwargs)
+
+App._display = logged
+sys.argv = ["zymi-tui", "observe", sys.argv[1]]
+sys.exit(main())
+"""
+
+
+def test_the_first_frame_is_drawn_before_plotext_and_the_knobs_model_load(tmp_path: Path) -> None:
+    """The dashboard's first frame lists the runs without plotext (the plot panel is drawn empty) nor the knobs'
+    pydantic and yaml; all three load after it, and the plot is drawn with its calls. The garbage collector,
+    off while the app starts, is on again once the first frame is drawn."""
+    db = scenario_copy("memory", tmp_path)  # with its project folder: its knobs are read from project.yml
+    frames = tmp_path / "frames.txt"
+    term = Terminal(["-c", FRAMES, str(db), str(frames)], tmp_path)
+    try:
+        assert term.wait_for("─ Context · last #", timeout=LIMIT), "\n".join(term.screen.display)
+    finally:
+        code = term.close()
+    assert code == 0
+    written = [line.split() for line in frames.read_text().splitlines()]
+    main_frames = [modules for screen, *modules in written if screen == "MainScreen"]
+    assert main_frames[0] == ["-"], written  # the first frame: none of them loaded, no GC
+    assert {"plotext", "pydantic", "yaml", "gc"} <= set(main_frames[-1]), written  # the plot drawn: all loaded

@@ -33,7 +33,8 @@ def chosen_command(args: Sequence[str]) -> str | None:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """Every command is listed; only `command`'s module is imported, to add its arguments."""
+    """Every command is listed (for `--help` and the choices an unknown command is told); with `command`
+    named, only its parser is made, and only its module is imported, to add its arguments."""
     parser = argparse.ArgumentParser(
         prog="zymi-tui",
         description="Observe and tune the context windows of LLM agents, on zymi-core 0.9.3 event stores.\n"
@@ -43,7 +44,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"zymi-tui {__version__}")
     parser.add_argument("--no-venv", action="store_true", help="accepted for compatibility with zymi; ignored")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for spec in COMMANDS:
+    for spec in COMMANDS if command is None else (COMMAND_BY_NAME[command],):
         p = sub.add_parser(spec.name, help=spec.help)
         if spec.name == command:
             command_module(spec.name)(spec.name, p)

@@ -12,7 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Loose(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # a project whose values have their exact types is made without the validator (loader, events.exact):
+    # the schemas are built only for a project pydantic has to coerce or refuse
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class LlmConfig(_Loose):

@@ -18,6 +18,7 @@ from zymi_tui.engine.config import AgentConfig, PipelineConfig, ProjectConfig, S
 from zymi_tui.engine.dag import plan_levels
 from zymi_tui.engine.templating import STEP_REF
 from zymi_tui.engine.when_expr import WhenError, parse_when
+from zymi_tui.events.exact import exact
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.locate import project_store
@@ -82,6 +83,9 @@ def _describe_validation(e: ValidationError) -> str:
 def _model(cls: type[M], doc: Any, path: Path) -> M:
     if not isinstance(doc, dict):
         raise ProjectError(f"invalid YAML in {path}: expected a mapping at the top level")
+    made = exact(cls, doc)
+    if made is not None:
+        return made
     try:
         return cls.model_validate(doc)
     except ValidationError as e:

@@ -7,7 +7,7 @@ A verdict is `approved`, `requires_approval: <reason>` or `denied: <reason>`, wo
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -28,6 +28,7 @@ _RUST_META = set("\\.+*?()|[]{}^$#&-~")
 class Verdict:
     kind: Literal["approved", "requires_approval", "denied"]
     reason: str = ""
+    target: Path | None = None  # a file contract's: where the path really pointed when judged
 
     def text(self) -> str:
         return "approved" if self.kind == "approved" else f"{self.kind}: {self.reason}"
@@ -366,6 +367,11 @@ class Contracts:
         return Verdict("denied", f"File read denied ({rx}): {path}") if rx else APPROVED
 
     def write_file(self, path: str) -> Verdict:
+        """The verdict on writing `path`, with the real file it judged (`target`): the write must land
+        there and nowhere else (engine/nofollow.py), whatever the path points to by then."""
+        return replace(self._write_verdict(path), target=self.resolve(path))
+
+    def _write_verdict(self, path: str) -> Verdict:
         rx = self._denied_resolved(path)
         if rx:
             return Verdict("denied", f"File write denied ({rx}): {path}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from urllib.parse import quote
 
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.config import HttpImpl, ShellImpl, ShellRuntime, ToolConfig
+from zymi_tui.engine.nofollow import FolderError, LinkOnTheWay, open_judged
 from zymi_tui.engine.policy import APPROVED, Contracts, Verdict
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.shell import MAX_OUTPUT, ShellError, ShellSession
@@ -310,13 +312,16 @@ class ToolRunner:
                 result = refusal
             else:
                 try:
-                    result = await self.execute(scope, name, arguments, data)
+                    result = await self.execute(scope, name, arguments, data, verdict.target)
                 except ToolFailure as e:
                     result = f"[tool error] {e}"
         return result, is_error_result(result)
 
     # -- execution -----------------------------------------------------------------------------
-    async def execute(self, scope: RunScope, name: str, arguments: str, data: dict[str, Any]) -> str:
+    async def execute(
+        self, scope: RunScope, name: str, arguments: str, data: dict[str, Any], target: Path | None = None
+    ) -> str:
+        """Run one gated tool call; `target`: the real file a write_file verdict judged."""
         tool = self.declared.get(name)
         if tool is not None:
             if isinstance(tool.implementation, ShellImpl):
@@ -346,7 +351,7 @@ class ToolRunner:
         if name == "read_file":
             return self._read(need("path"))
         if name == "write_file":
-            return self._write(need("path"), need("content"))
+            return self._write(need("path"), need("content"), target)
         if name == "read_memory":
             key = need("key")
             return scope.memory.get(key, f"[memory key '{key}' not found]")
@@ -374,14 +379,23 @@ class ToolRunner:
             raise ToolFailure(_size_error(f"{path} ({size} bytes)", size))
         return content
 
-    def _write(self, path: str, content: str) -> str:
+    def _write(self, path: str, content: str, target: Path | None) -> str:
+        """Write where the verdict looked (`target`), never through a link put on the way since."""
         full = self.root / path
+        judged = target or self.contracts.resolve(path)
+        if judged is None:
+            raise ToolFailure(f"failed to write {full}: unresolvable path")
         try:
-            full.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
+            fd = open_judged(judged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, make_folders=True)
+        except LinkOnTheWay as e:
+            raise ToolFailure(f"failed to write {full}: {e.strerror}") from None
+        except FolderError as e:
             raise ToolFailure(f"failed to create directories: {_os_error(e)}") from None
+        except OSError as e:
+            raise ToolFailure(f"failed to write {full}: {_os_error(e)}") from None
         try:
-            full.write_text(content, encoding="utf-8")
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(content)
         except OSError as e:
             raise ToolFailure(f"failed to write {full}: {_os_error(e)}") from None
         return f"Written {len(content.encode('utf-8'))} bytes to {path}"

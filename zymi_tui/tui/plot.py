@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import RenderResult
 from textual.binding import Binding, BindingType
+from textual.color import Color
 from textual.message import Message
-from textual_plotext import PlotextPlot
+from textual.widget import Widget
 
 from zymi_tui.tui.model_events import RUN_GROUP
 from zymi_tui.tui.model_plot import (
@@ -23,6 +24,10 @@ from zymi_tui.tui.model_plot import (
 )
 from zymi_tui.tui.safe_text import clean, safe_text
 
+if TYPE_CHECKING:
+    from textual.theme import Theme
+    from textual_plotext import Plot
+
 RGB = tuple[int, int, int]
 SERIES_COLOURS: list[RGB] = [(0, 200, 230), (80, 220, 100), (230, 110, 230), (220, 220, 220)]  # chars, per step
 TOKEN_COLOURS: list[RGB] = [(200, 120, 255), (255, 140, 120), (120, 160, 255), (170, 170, 120)]  # input tokens
@@ -30,8 +35,19 @@ ORANGE, RED, YELLOW, BLUE, GREY = (255, 150, 0), (240, 50, 50), (240, 210, 0), (
 PINK: RGB = (255, 120, 200)
 
 
-class ContextPlot(PlotextPlot, can_focus=True):
-    """One series per step (or the selected step only); ←/→ pick a call, Enter inspects it."""
+class ContextPlot(Widget, can_focus=True):
+    """One series per step (or the selected step only); ←/→ pick a call, Enter inspects it.
+
+    A plotext figure drawn as textual-plotext's PlotextPlot draws one (its colours follow the app's theme), but
+    plotext is imported and the figure made at the first plot, after the dashboard's first frame (which shows
+    the empty panel): the first frame pays neither plotext's import nor an empty figure's drawing."""
+
+    DEFAULT_CSS = """
+    ContextPlot {
+        width: 1fr;
+        height: 1fr;
+    }
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left,h", "pick(-1)", "Prev call", show=False),
@@ -59,12 +75,50 @@ class ContextPlot(PlotextPlot, can_focus=True):
         self.legend_items: list[tuple[str, RGB | None]] = []
         self._version = 0
         self._cache: tuple[object, RenderResult] | None = None
+        self._figure: Plot | None = None  # made by the first replot
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, theme: Theme) -> None:
+        if self._figure is not None:
+            self._add_theme(theme.name)
+
+    @property
+    def plt(self) -> Plot:
+        """The plotext figure (textual_plotext's Plot: plotext's figure without its global state)."""
+        if self._figure is None:
+            from textual_plotext import Plot
+
+            self._figure = Plot()
+            self._add_theme(self.app.theme)
+        return self._figure
+
+    def _add_theme(self, app_theme: str) -> None:
+        """The plotext theme of the app's theme (`textual-auto-<name>`): its surface and foreground colours."""
+        from plotext._dict import themes
+        from textual_plotext.plot import _sequence
+
+        name = f"textual-auto-{app_theme}"
+        if name not in themes:  # canvas, axes, ticks colour, ticks style, data colours
+            colours = self.app.theme_variables
+            surface = Color.parse(colours["surface"]).rgb
+            themes[name] = (surface, surface, Color.parse(colours["foreground"]).rgb, "default", list(_sequence))
+        self.refresh()
 
     def render(self) -> RenderResult:
-        """Plotext rebuilds the whole figure on every render: only do it when data, size or theme changed."""
+        """Plotext rebuilds the whole figure on every render: only do it when data, size or theme changed.
+        Before the first plot, the empty panel."""
+        if self._figure is None:
+            return ""
         key = (self._version, self.size, self.app.theme)
         if self._cache is None or self._cache[0] != key:
-            self._cache = (key, super().render())
+            width, height = self.size
+            plt = self._figure
+            plt.plotsize(width, height)
+            plt._set_size(width, height)  # as PlotextPlot does: plotsize alone does not resize (textual-plotext#5)
+            plt.theme(f"textual-auto-{self.app.theme}")
+            self._cache = (key, Text.from_ansi(plt.build()))
         return self._cache[1]
 
     def set_data(self, steps: dict[str, StepCalls], t0_ns: int, *, reading: bool = False) -> None:
