@@ -1,6 +1,7 @@
 """The 7x5 sweep (observation_window x soft_cap_chars) against one replay of the same store, both as
 the user runs them (`zymi-tui sweep --json`, `zymi-tui replay --json`, whole processes, output to
-/dev/null), alternated in one run; median (min) of the repeats and the ratio sweep / one replay.
+/dev/null), alternated in one run; median (min) of the repeats and the ratio sweep / one replay, and
+the peak RSS of the largest process of each (a sweep's biggest worker, or its parent).
 
     python3 /work/shared/tools/make_big_store.py /tmp/s2/coding_100k.db --events 100000 --from coding_default
     .venv/bin/python benchmarks/bench_sweep.py --store /tmp/s2/coding_100k.db --repeat 3
@@ -17,7 +18,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,14 +28,29 @@ def _bin() -> str:
     return str(beside) if beside.exists() else "zymi-tui"
 
 
-def timed(argv: list[str], cwd: str | None = None) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=cwd)
-    return time.perf_counter() - t0
+# runs the command and prints its wall time and the peak RSS (KiB) of its largest process, workers included
+MEASURE = """
+import resource, subprocess, sys, time
+t0 = time.perf_counter()
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def timed(argv: list[str], cwd: str | None = None, peaks: list[float] | None = None) -> float:
+    done = subprocess.run([sys.executable, "-c", MEASURE, *argv], check=True, capture_output=True, text=True, cwd=cwd)
+    seconds, kib = done.stdout.split()
+    if peaks is not None:
+        peaks.append(int(kib) / 1024)
+    return float(seconds)
 
 
 def shown(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} s ({min(values):.1f})"
+
+
+def mb(values: list[float]) -> str:
+    return f"peak RSS {statistics.median(values):.0f} MB ({min(values):.0f})"
 
 
 def main() -> None:
@@ -54,21 +69,23 @@ def main() -> None:
     ones: list[float] = []
     grids: list[float] = []
     olds: list[float] = []
+    rss: dict[str, list[float]] = {"replay": [], "sweep": [], "old": []}
     for _ in range(a.repeat):
-        ones.append(timed(replay))
-        grids.append(timed(sweep))
+        ones.append(timed(replay, peaks=rss["replay"]))
+        grids.append(timed(sweep, peaks=rss["sweep"]))
         if a.checkout:
-            olds.append(timed(before, str(a.checkout.resolve())))
+            olds.append(timed(before, str(a.checkout.resolve()), rss["old"]))
     ratio = statistics.median(grids) / statistics.median(ones)
     workers = a.workers or os.cpu_count()
     print(f"store {a.store.name}; {a.repeat} repeats, alternated; CPUs {os.cpu_count()}, sweep workers {workers}")
-    print(f"one replay (replay --json):   {shown(ones)}")
-    print(f"7x5 sweep (sweep --json):     {shown(grids)}")
+    print(f"one replay (replay --json):   {shown(ones)}   {mb(rss['replay'])}")
+    print(f"7x5 sweep (sweep --json):     {shown(grids)}   {mb(rss['sweep'])}")
     print(f"sweep / one replay: {ratio:.1f}x median, {min(grids) / min(ones):.1f}x min (aim <= 10x)")
     if olds:
         print(
             f"7x5 sweep of {a.checkout}: {shown(olds)} = {statistics.median(olds) / statistics.median(ones):.1f}x "
-            f"one replay (median), this one {statistics.median(olds) / statistics.median(grids):.1f}x faster"
+            f"one replay (median), this one {statistics.median(olds) / statistics.median(grids):.1f}x faster; "
+            f"{mb(rss['old'])}"
         )
 
 

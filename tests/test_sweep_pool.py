@@ -4,6 +4,7 @@ point by point (all as subprocesses, on stores recorded by the real zymi)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -88,3 +89,26 @@ def test_a_chat_swept_where_its_steps_outlive_each_turn_equals_replay_per_point(
         figures = _replayed(store, point["observation_window"], point["soft_cap_chars"], point["hard_cap_chars"])
         assert {k: point[k] for k in figures} == figures, point
     assert len({p["compactions_simulated"] for p in points}) > 2  # the caps part the points
+
+
+def _usage_count(scenario: str, where: str) -> int:
+    """LlmCallCompleted rows reporting usage (and `where`), counted by SQL on the recorded store."""
+    with sqlite3.connect(f"file:{ORACLE / scenario / 'events.db'}?mode=ro", uri=True) as con:
+        sql = "SELECT COUNT(*) FROM events WHERE kind_tag = 'llm_call_completed' AND "
+        return int(con.execute(sql + "json_extract(data, '$.kind.data.usage') IS NOT NULL AND " + where).fetchone()[0])
+
+
+def test_the_ratio_is_calibrated_on_the_recorded_calls_the_basis_profile_sends() -> None:
+    """The workers get the tokens-per-byte ratio from the parent, which reads it from the store's
+    recorded calls alone: with the recorded knobs in the grid every call counts, compaction calls too;
+    without them (a what-if basis) only the agent calls. Either way as the one-process sweep."""
+    store = str(ORACLE / "coding_compaction")
+    grid = ("--window", "2,10", "--soft-cap", "8000,100000")  # w10/s8000 (hard 40000): the recorded knobs
+    recorded = json.loads(_run("sweep", store, "--json", "--workers", "2", *grid))
+    assert recorded == json.loads(_run("sweep", store, "--json", "--workers", "1", *grid))
+    whatif = _sweep(store, 2)
+    assert whatif == _sweep(store, 1)
+    every, agent = _usage_count("coding_compaction", "1"), _usage_count("coding_compaction", "source != 'compaction'")
+    assert every > agent > 0
+    assert recorded["tokens_ratio_source"] == f"calibrated on {every} recorded call(s)"
+    assert whatif["tokens_ratio_source"] == f"calibrated on {agent} recorded call(s)"

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from zymi_tui.errors import UserError
-from zymi_tui.events.hashchain import ChainRow, ScanRow
 from zymi_tui.events.stored import BadRow, StoredEvent
 
 if TYPE_CHECKING:
     from zymi_tui.events.envelope import Event
+    from zymi_tui.events.hashchain import ChainRow, ScanRow
 
 
 class StoreError(UserError):

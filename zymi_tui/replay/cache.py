@@ -72,18 +72,23 @@ def cacheable(tokens: int, family: CacheFamily) -> int:
     return family.min_tokens + (tokens - family.min_tokens) // family.step_tokens * family.step_tokens
 
 
-def predict(calls: Sequence[CacheCall], family: CacheFamily, *, breakpoints: bool = False) -> list[CachePrediction]:
-    """One prediction per call, in the given (store) order."""
-    last_ts: dict[str, int | None] = {}
-    out: list[CachePrediction] = []
-    explicit = family.mode == "explicit"
-    for c in calls:
-        prev_ts = last_ts.get(c.stream_id)
-        seen = c.stream_id in last_ts
-        last_ts[c.stream_id] = c.ts_ns
-        if explicit and not breakpoints:
-            out.append(CachePrediction(0, 0))
-            continue
+class CacheModel:
+    """The predictions of one family for calls given one at a time in store order (sent calls only):
+    what `predict` gives for the whole list, keeping only each stream's last timestamp."""
+
+    def __init__(self, family: CacheFamily, *, breakpoints: bool = False) -> None:
+        self.family = family
+        self.breakpoints = breakpoints
+        self.last_ts: dict[str, int | None] = {}
+
+    def next(self, c: CacheCall) -> CachePrediction:
+        family = self.family
+        explicit = family.mode == "explicit"
+        prev_ts = self.last_ts.get(c.stream_id)
+        seen = c.stream_id in self.last_ts
+        self.last_ts[c.stream_id] = c.ts_ns
+        if explicit and not self.breakpoints:
+            return CachePrediction(0, 0)
         expired = bool(
             seen and prev_ts is not None and c.ts_ns is not None and c.ts_ns - prev_ts > family.ttl_seconds * NS
         )
@@ -94,7 +99,11 @@ def predict(calls: Sequence[CacheCall], family: CacheFamily, *, breakpoints: boo
             read = cacheable(prefix, family) if c.whole_previous else 0
             read = prefix if read else 0  # a breakpoint caches exactly up to itself
             written = c.tokens - read if c.tokens >= family.min_tokens else 0
-            out.append(CachePrediction(read, written, expired))
-        else:
-            out.append(CachePrediction(cacheable(prefix, family), 0, expired))
-    return out
+            return CachePrediction(read, written, expired)
+        return CachePrediction(cacheable(prefix, family), 0, expired)
+
+
+def predict(calls: Sequence[CacheCall], family: CacheFamily, *, breakpoints: bool = False) -> list[CachePrediction]:
+    """One prediction per call, in the given (store) order."""
+    model = CacheModel(family, breakpoints=breakpoints)
+    return [model.next(c) for c in calls]

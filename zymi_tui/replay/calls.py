@@ -621,9 +621,12 @@ def _exceeds(row: CallContext) -> bool:
     return row.rendered is not None and row.rendered.hard_cap_exceeded
 
 
-async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> AsyncGenerator[ReplayEvent, None]:
+async def replay_events(
+    reader: EventReader, streams: Sequence[str] | None, kinds: Sequence[str] = REPLAY_KINDS
+) -> AsyncGenerator[ReplayEvent, None]:
     """The events a replay reads, in global order: every event of the runs of `streams`, else the
-    kinds the context depends on across the store (decoded as `replay_kinds` reads them)."""
+    kinds the context depends on across the store (decoded as `replay_kinds` reads them); `kinds`:
+    only some of those kinds are needed (the other kinds may come too, with `streams`)."""
     if streams:
         runs = sorted({run_of(s) for s in streams})
         batches = [await reader.read_stream(r, include_steps=True) for r in runs]
@@ -644,7 +647,7 @@ async def replay_events(reader: EventReader, streams: Sequence[str] | None) -> A
         return _decoded(reader, tag, page)
 
     try:
-        for tag in REPLAY_KINDS:
+        for tag in kinds:
             buffers[tag] = await take(tag, await reader.read_rows(0, PAGE, tag=tag))
         heap = [(buf[0].global_id, tag) for tag, buf in buffers.items() if buf]
         heapq.heapify(heap)

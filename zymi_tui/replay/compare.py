@@ -21,7 +21,7 @@ from typing import Any
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs
 from zymi_tui.events.kinds import LlmCallCompleted
 from zymi_tui.events.store import EventReader, run_of
-from zymi_tui.replay.cache import predict
+from zymi_tui.replay.cache import CacheModel
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, replay_many
 from zymi_tui.replay.costs import CacheFamily, Cost, ModelPrice, PriceTable, cost_of
 
@@ -296,11 +296,70 @@ def estimate_tokens(f: CallFigure, ratio: float) -> None:
     f.tokens_provenance = "estimated"
 
 
-def model_cache(calls: Sequence[CallFigure], family: CacheFamily) -> None:
-    """The cache model's reads and writes for every sent call (store order), on the figures."""
-    sent = [f for f in calls if f.sent]
-    for f, p in zip(sent, predict(sent, family), strict=True):
-        f.cached_modelled, f.cache_written_modelled = p.cached, p.written
+class Tally:
+    """One profile's totals, made as its calls' figures come in store order: each figure's tokens
+    (estimated at `ratio`) and the cache model's reads and writes, then the figure added to its run's
+    totals; with `per_run=False`, straight to the whole store's instead (only the runs' names kept),
+    so memory does not grow with the store."""
+
+    def __init__(self, ratio: float, family: CacheFamily | None, *, per_run: bool = True) -> None:
+        self.ratio = ratio
+        self.family = family
+        self.cache = CacheModel(family) if family is not None else None
+        self.per_run: dict[str, Totals] | None = {} if per_run else None
+        self.total = Totals()
+        self.runs: dict[str, None] = {}  # per_run=False: the runs seen, in order
+
+    def add(self, f: CallFigure) -> None:
+        estimate_tokens(f, self.ratio)
+        if self.cache is not None and f.sent:
+            p = self.cache.next(f)
+            f.cached_modelled, f.cache_written_modelled = p.cached, p.written
+        run = run_of(f.stream_id)
+        if self.per_run is None:
+            self.runs.setdefault(run)
+            self.total.add(f)
+            return
+        totals = self.per_run.get(run)
+        if totals is None:
+            totals = self.per_run[run] = Totals()
+        totals.add(f)
+
+    def close(self, run: ProfileRun, price: tuple[PriceTable, ModelPrice] | None, output: RecordedOutput) -> None:
+        """Fill the per-run (if kept) and total figures of `run` and their cost.
+
+        Output tokens: the recorded agent replies of each run (same trajectory), plus one summary reply
+        per compaction at the recorded mean (a guess of max_tokens/4 when the store has none)."""
+        if self.per_run is None:
+            run.per_run, run.total = {}, self.total
+            scopes = [(run.total, list(self.runs))]
+        else:
+            run.per_run, run.total = self.per_run, Totals()
+            for totals in run.per_run.values():
+                run.total.add_totals(totals)
+            scopes = [(totals, [name]) for name, totals in run.per_run.items()] + [(run.total, list(run.per_run))]
+        if price is None:
+            return
+        table, model_price = price
+        family = self.family
+        mean, mean_recorded = output.summary_mean
+        for totals, members in scopes:
+            summaries = totals.compactions_recorded + totals.compactions_simulated
+            out_tokens = sum(output.agent_by_run.get(m, 0) for m in members) + round(summaries * mean)
+            totals.cost = cost_of(table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens)
+            totals.cost_estimated = totals.provenance == "estimated" or (summaries > 0 and not mean_recorded)
+            if family is not None:
+                totals.cost_with_cache = cost_of(
+                    table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
+                    cached_input_tokens=totals.cached_tokens_modelled,
+                    cache_creation_tokens=totals.cache_write_tokens_modelled, family=family,
+                )  # fmt: skip
+            if run.recorded:
+                totals.cost_recorded_cache = cost_of(
+                    table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
+                    cached_input_tokens=totals.cached_tokens_recorded,
+                    cache_creation_tokens=totals.cache_creation_tokens_recorded, family=family,
+                )  # fmt: skip
 
 
 def summarize(
@@ -310,42 +369,11 @@ def summarize(
     output: RecordedOutput,
     family: CacheFamily | None = None,
 ) -> None:
-    """Fill the per-run and total figures of one profile from its calls, and their cost.
-
-    Output tokens: the recorded agent replies of each run (same trajectory), plus one summary reply
-    per compaction at the recorded mean (a guess of max_tokens/4 when the store has none)."""
-    run.per_run, run.total = {}, Totals()
+    """Fill the per-run and total figures of one profile from its calls, and their cost (see `Tally`)."""
+    tally = Tally(ratio, family)
     for f in run.calls:
-        estimate_tokens(f, ratio)
-    if family is not None:
-        model_cache(run.calls, family)
-    for f in run.calls:
-        run.per_run.setdefault(run_of(f.stream_id), Totals()).add(f)
-    for totals in run.per_run.values():
-        run.total.add_totals(totals)
-    if price is None:
-        return
-    table, model_price = price
-    mean, mean_recorded = output.summary_mean
-    scopes = [(name, [name]) for name in run.per_run] + [("", list(run.per_run))]
-    for name, members in scopes:
-        totals = run.per_run[name] if name else run.total
-        summaries = totals.compactions_recorded + totals.compactions_simulated
-        out_tokens = sum(output.agent_by_run.get(m, 0) for m in members) + round(summaries * mean)
-        totals.cost = cost_of(table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens)
-        totals.cost_estimated = totals.provenance == "estimated" or (summaries > 0 and not mean_recorded)
-        if family is not None:
-            totals.cost_with_cache = cost_of(
-                table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
-                cached_input_tokens=totals.cached_tokens_modelled,
-                cache_creation_tokens=totals.cache_write_tokens_modelled, family=family,
-            )  # fmt: skip
-        if run.recorded:
-            totals.cost_recorded_cache = cost_of(
-                table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
-                cached_input_tokens=totals.cached_tokens_recorded,
-                cache_creation_tokens=totals.cache_creation_tokens_recorded, family=family,
-            )  # fmt: skip
+        tally.add(f)
+    tally.close(run, price, output)
 
 
 ProfileCalls = AsyncIterator[tuple[int, CallContext]]  # (index of the profile, one of its calls)
@@ -397,9 +425,16 @@ def profiles_label(profiles: Profiles) -> str:
 
 
 async def collect_calls(
-    calls: ProfileCalls, runs: list[ProfileRun], *, last_global_id: int, progress: Progress | None, label: str
+    calls: ProfileCalls,
+    runs: list[ProfileRun],
+    *,
+    last_global_id: int,
+    progress: Progress | None,
+    label: str,
+    take: Callable[[int, list[CallFigure]], None] | None = None,
 ) -> None:
-    """Append each replayed call's figures to its profile's run; `progress` every 500 calls.
+    """Append each replayed call's figures to its profile's run (or give them to `take(index of the
+    profile, figures)`); `progress` every 500 calls.
 
     A row given to several profiles in a row (`replay_many(figures_only=True)` shares it among the
     knob sets one replayer runs) gets one list of figures per side of the soft cap, shared by those
@@ -416,7 +451,10 @@ async def collect_calls(
         figures = shared.get(over)
         if figures is None:
             figures = shared[over] = call_figures(call, soft_caps[index])
-        runs[index].calls += figures
+        if take is None:
+            runs[index].calls += figures
+        else:
+            take(index, figures)
         done += 1
         if progress is not None and done % 500 == 0:
             fraction = min(1.0, call.global_id / last_global_id) if last_global_id else 0.0
@@ -457,6 +495,12 @@ class Pricing:
 
     def summarize(self, run: ProfileRun, ratio: float, output: RecordedOutput | None) -> None:
         summarize(run, ratio, self.price, output or RecordedOutput(), self.family[1] if self.family else None)
+
+    def tally(self, ratio: float, *, per_run: bool = True) -> Tally:
+        return Tally(ratio, self.family[1] if self.family else None, per_run=per_run)
+
+    def close(self, tally: Tally, run: ProfileRun, output: RecordedOutput | None) -> None:
+        tally.close(run, self.price, output or RecordedOutput())
 
     def comparison(
         self, runs: list[ProfileRun], ratio: float, source: str, model: str | None, output: RecordedOutput | None

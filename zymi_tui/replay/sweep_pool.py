@@ -1,8 +1,11 @@
 """A sweep's grid points replayed on a process pool: each worker opens the store once and replays
 its share of the profiles in one pass over it (one decoding of the store per worker, not per point),
-then totals and prices them as the one-process sweep does (`finish`), with the tokens-per-byte ratio
-of the recorded profile, which the worker holding that profile shares with the others; the parent
-gets each profile's totals, not its per-call figures."""
+and totals and prices them as the one-process sweep does (`finish`), with the tokens-per-byte ratio
+of the basis profile, which the parent works out from the store's recorded calls alone
+(`basis_sums`) while the workers start. A worker totals each call's figures as they come (a `Tally`
+per profile) and keeps none of them, so its memory does not grow with the store: only the figures
+made before the ratio is known wait for it (at most BUFFER_MAX, then the worker waits). The parent
+gets each profile's totals over the whole store (no per-call figures, no per-run totals)."""
 
 from __future__ import annotations
 
@@ -11,8 +14,10 @@ import gc
 import multiprocessing
 import os
 import sys
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import aclosing
 from dataclasses import dataclass
 from multiprocessing import resource_tracker
 from multiprocessing.sharedctypes import SynchronizedArray
@@ -23,26 +28,32 @@ from typing import Any
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.replay_kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted
+from zymi_tui.events.store import STEP_MARK
+from zymi_tui.replay.calls import replay_events
 from zymi_tui.replay.compare import (
+    CallFigure,
     Comparison,
     Pricing,
     Profiles,
     Progress,
     RecordedOutput,
+    Tally,
     Totals,
     basis_index,
     collect_calls,
     profile_runs,
     profiles_label,
     ratio_of,
-    recorded_sums,
     replay_profiles,
 )
 
 TICK_S = 0.25  # how often the parent reports the workers' progress
-# a worker keeps every call's figures and the live steps' builders: at Python's default (700 new
-# objects) the collector rescans them thousands of times, ~25% of a worker's CPU at 100k events
+# a worker makes figures and builders by the hundred thousand: at Python's default (700 new objects)
+# the collector rescans the live ones thousands of times, ~25% of a worker's CPU at 100k events
 GC_THRESHOLD = 50_000
+CALL_KINDS = ("llm_call_started", "llm_call_completed", "llm_call_failed")
+BUFFER_MAX = 100_000  # figures a worker holds while the ratio is not known yet; past that, it waits
 
 
 class _Stopped(Exception):
@@ -51,7 +62,7 @@ class _Stopped(Exception):
 
 _done: Any = None  # per worker slot: fraction of the store replayed (a shared array of doubles)
 _stop: Event | None = None
-_sums: Any = None  # the recorded profile's `recorded_sums` (a shared array of 3 integers) ...
+_sums: Any = None  # the basis profile's `recorded_sums` (a shared array of 3 integers) ...
 _summed: Event | None = None  # ... set once they are there
 
 
@@ -93,6 +104,13 @@ def _start_resource_tracker() -> None:
         sys.stderr = captured
 
 
+def _publish(task: asyncio.Task[tuple[int, int, int]], sums: Any, summed: Event) -> None:
+    """The basis sums, to the workers waiting for them (as soon as the parent's pass ends)."""
+    if not task.cancelled() and task.exception() is None:
+        sums[:] = task.result()
+        summed.set()
+
+
 def default_workers() -> int:
     return os.cpu_count() or 1
 
@@ -100,7 +118,7 @@ def default_workers() -> int:
 @dataclass(frozen=True)
 class Share:
     """One worker's job: its `profiles` of the grid replayed over the store, then totalled and priced;
-    progress in slot `slot`; `basis`: the index among them of the profile tokens are calibrated on."""
+    progress in slot `slot`."""
 
     location: StoreLocation
     project: Path | None
@@ -109,12 +127,11 @@ class Share:
     streams: Sequence[str] | None
     slot: int
     last_global_id: int
-    basis: int | None
     pricing: Pricing
     output: RecordedOutput | None
 
 
-Totalled = list[tuple[dict[str, Totals], Totals]]  # per profile of a share: its totals per run and in all
+Totalled = list[Totals]  # per profile of a share: its totals over the whole store
 
 
 def _replay_share(share: Share) -> Totalled:
@@ -127,29 +144,104 @@ def _replay_share(share: Share) -> Totalled:
     return out[0]
 
 
+class _Tallies:
+    """The share's figures as they come: held until the ratio is known, then totalled per profile."""
+
+    def __init__(self, share: Share, count: int) -> None:
+        self.share = share
+        self.count = count
+        self.tallies: list[Tally] | None = None
+        self.held: list[tuple[int, list[CallFigure]]] = []
+        self.held_figures = 0
+
+    def take(self, index: int, figures: list[CallFigure]) -> None:
+        if self.tallies is None:
+            self.held.append((index, figures))
+            self.held_figures += len(figures)
+            if self.held_figures < BUFFER_MAX:
+                return
+            self.wait()  # a store far bigger than the parent's pass can keep ahead of: wait for the ratio
+            assert self.tallies is not None
+        for f in figures:
+            self.tallies[index].add(f)
+
+    def ready(self) -> bool:
+        """Whether the ratio is known (and the held figures totalled); checked between calls."""
+        if self.tallies is None and _summed is not None and _summed.is_set():
+            self._start()
+        return self.tallies is not None
+
+    def wait(self) -> None:
+        while not self.ready():
+            assert _summed is not None
+            if _stop is not None and _stop.is_set():
+                raise _Stopped
+            _summed.wait(TICK_S)
+
+    def _start(self) -> None:
+        ratio, _ = ratio_of(*_sums[:])
+        self.tallies = [self.share.pricing.tally(ratio, per_run=False) for _ in range(self.count)]
+        held, self.held = self.held, []
+        for index, figures in held:
+            for f in figures:
+                self.tallies[index].add(f)
+
+
 async def _share(share: Share) -> Totalled:
+    runs = profile_runs(share.profiles, share.recorded_knobs)
+    tallies = _Tallies(share, len(runs))
+
     def tick(fraction: float, _label: str) -> None:
         if _stop is not None and _stop.is_set():
             raise _Stopped
         _done[share.slot] = fraction
+        tallies.ready()
 
     reader = await open_reader(share.location)
     try:
-        runs = profile_runs(share.profiles, share.recorded_knobs)
         calls = replay_profiles(reader, share.project, share.profiles, share.streams)
-        await collect_calls(calls, runs, last_global_id=share.last_global_id, progress=tick, label="")
+        await collect_calls(
+            calls, runs, last_global_id=share.last_global_id, progress=tick, label="", take=tallies.take
+        )
     finally:
         await reader.close()
-    if share.basis is not None:
-        _sums[:] = recorded_sums(runs[share.basis].calls)
-        assert _summed is not None
-        _summed.set()
-    while _summed is not None and not _summed.wait(TICK_S):
-        tick(1.0, "")
-    ratio, _ = ratio_of(*_sums[:])
-    for run in runs:
-        share.pricing.summarize(run, ratio, share.output)
-    return [(run.per_run, run.total) for run in runs]
+    tallies.wait()
+    assert tallies.tallies is not None
+    for run, tally in zip(runs, tallies.tallies, strict=True):
+        share.pricing.close(tally, run, share.output)
+    return [run.total for run in runs]
+
+
+async def basis_sums(location: StoreLocation, streams: Sequence[str] | None, *, whatif: bool) -> tuple[int, int, int]:
+    """The `recorded_sums` of the basis profile's figures, from the store's recorded LLM calls alone:
+    a replay pairs each LlmCallStarted it keeps (every one under the recorded knobs; under other knobs
+    only the agent calls, as a what-if decides its own compactions) with the stream's next
+    LlmCallCompleted or LlmCallFailed, and a call's figure carries its recorded bytes and the usage of
+    that completion."""
+    reader = await open_reader(location)
+    pending: dict[str, deque[int]] = {}
+    n = chars = tokens = 0
+    try:
+        async with aclosing(replay_events(reader, streams, CALL_KINDS)) as events:
+            async for se in events:
+                kind = se.kind
+                if STEP_MARK not in se.stream_id:
+                    continue
+                if isinstance(kind, LlmCallStarted):
+                    if not whatif or (kind.iteration != 0 and se.source != "compaction"):
+                        pending.setdefault(se.stream_id, deque()).append(kind.approx_context_chars)
+                elif isinstance(kind, LlmCallCompleted | LlmCallFailed):
+                    waiting = pending.get(se.stream_id)
+                    if not waiting:
+                        continue
+                    recorded_chars = waiting.popleft()
+                    if not waiting:
+                        del pending[se.stream_id]
+                    if isinstance(kind, LlmCallCompleted) and kind.usage is not None and recorded_chars > 0:
+                        n, chars, tokens = n + 1, chars + recorded_chars, tokens + kind.usage.input_tokens
+    finally:
+        await reader.close()
+    return n, chars, tokens
 
 
 async def replay_on_pool(
@@ -185,30 +277,37 @@ async def replay_on_pool(
     basis = basis_index(runs)
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init, initargs=(done, stop, sums, summed))
     futures: list[asyncio.Future[Totalled]] = []
+    summing: asyncio.Task[tuple[int, int, int]] | None = None
     try:
         for slot, share in enumerate(shares):
             job = Share(location, project, [profiles[i] for i in share], recorded_knobs, streams, slot, last_global_id,
-                        share.index(basis) if basis in share else None, pricing, output)  # fmt: skip
+                        pricing, output)  # fmt: skip
             futures.append(asyncio.wrap_future(pool.submit(_replay_share, job)))
-        pending: set[asyncio.Future[Totalled]] = set(futures)
+        whatif = basis is None or not runs[basis].recorded
+        summing = asyncio.ensure_future(basis_sums(location, streams, whatif=whatif))
+        summing.add_done_callback(lambda task: _publish(task, sums, summed))
+        every: list[asyncio.Future[Any]] = [*futures, summing]
+        pending = set(every)
         while pending:
             _, pending = await asyncio.wait(pending, timeout=TICK_S, return_when=asyncio.FIRST_EXCEPTION)
-            failed = [f.exception() for f in futures if f.done() and f.exception() is not None]
+            failed = [e for f in every if f.done() and (e := f.exception()) is not None]
             if failed:
-                raise failed[0]  # type: ignore[misc]
+                raise failed[0]
             if progress is not None:
                 maybe = progress(sum(done[:]) / workers, label)
                 if maybe is not None:
                     await maybe
         for share, future in zip(shares, futures, strict=True):
-            for index, (per_run, total) in zip(share, future.result(), strict=True):
-                runs[index].per_run, runs[index].total = per_run, total
-        ratio, source = ratio_of(*sums[:])
+            for index, total in zip(share, future.result(), strict=True):
+                runs[index].total = total
+        ratio, source = ratio_of(*summing.result())
         return pricing.comparison(runs, ratio, source, model, output)
     except BaseException:
         stop.set()
         for future in futures:
             future.cancel()  # a worker's _Stopped is expected: not "an exception never retrieved"
+        if summing is not None:
+            summing.cancel()
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
@@ -26,7 +27,6 @@ from zymi_tui.events.runs import RUN_TAGS, RunSummary, list_runs, newest_runs
 from zymi_tui.events.store import EventReader, IndexRow, StoreError, run_of, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.tail import tail
-from zymi_tui.events.verify import verify_store
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.graph_view import GraphView
@@ -216,6 +216,8 @@ class MainScreen(ActionScreen):
             self.bad_rows.update({b.global_id: b.describe() for b in self.first.skipped})
             self.show_runs(self.first.summaries, complete=self.first.whole)
         self.update_banner()
+        # `zymi-tui observe` keeps the garbage collector off from its imports to the first frame (tui_cmds)
+        self.call_after_refresh(gc.enable)
         self.call_after_refresh(self.start)  # the first frame is drawn before any worker competes with it
 
     async def on_unmount(self) -> None:
@@ -296,6 +298,9 @@ class MainScreen(ActionScreen):
     @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
     def verify_chains(self) -> None:
         async def job(reader: EventReader) -> None:
+            # the hash chains' module (and hashlib) load here, once every run is listed, not before the first frame
+            from zymi_tui.events.verify import verify_store
+
             verdicts = await verify_store(reader)
             broken: dict[str, str] = {}
             for v in verdicts:
@@ -1223,10 +1228,9 @@ class DashboardApp(SafeApp):
         if theme:
             self.theme = theme
 
-    def on_mount(self) -> None:
-        # pushed once the app's start-up batch is over: a frame laid out within it is never written, and the
-        # screen would then wait for its next change (the footer's build, a worker's result) to be painted
-        self.call_later(self.push_screen, MainScreen(self.target, self.first))
+    def get_default_screen(self) -> MainScreen:
+        """The dashboard is the app's first screen (no empty screen is made, laid out and switched from first)."""
+        return MainScreen(self.target, self.first)
 
     @property
     def main(self) -> MainScreen:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 from zymi_tui.events.location import SqliteStore
@@ -15,6 +14,8 @@ OPEN_YOUR_OWN = "open your own with `zymi-tui observe PATH` (a .db file or a zym
 
 def sample_store() -> Located | None:
     """The sample store shipped in zymi_tui/data/sample/ (its events.db and project folder), if present."""
+    from importlib import resources  # only for bare `zymi-tui` without a store (~1 ms of every observe's start)
+
     root = Path(str(resources.files("zymi_tui"))) / "data" / "sample"
     if not root.is_dir():
         return None
