@@ -233,12 +233,19 @@ class TmuxTerminal(Terminal):
         return output, captured
 
     def _capture(self) -> None:
-        self._command("capture-pane -p -t b")
-        while True:
-            _, captured = self._read(5.0)
-            if captured is not None:
-                self.captured = captured
-                return
+        """The pane's text, read again while more output came in during the capture (that output's
+        notice is taken here: without a second capture the rest of a frame written in two pieces
+        stayed unseen until the next output, the cursor's blink half a second later)."""
+        more = True
+        while more:
+            more = False
+            self._command("capture-pane -p -t b")
+            while True:
+                output, captured = self._read(5.0)
+                more = more or output
+                if captured is not None:
+                    self.captured = captured
+                    break
 
     def lines(self) -> list[str]:
         return self.captured

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import html
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -23,6 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from xml.sax.saxutils import escape  # noqa: E402
+
+from rich.cells import get_character_cell_size  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
 
 from zymi_tui.events.location import SqliteStore  # noqa: E402
@@ -98,17 +103,42 @@ async def search(pilot: Pilot[None], main: MainScreen) -> None:
     await pilot.press("tab", "slash", *"write_memory", "enter")
 
 
+# Textual's SVG sets each run of text on its cells with `textLength`, which cairosvg ignores: a run is
+# drawn at the font's own advance (offline, "Fira Code" falls back to a proportional face), so block and
+# box characters spill past their column (an input's border over the next panel, "^p palette" cut in
+# two). For the PNG every character gets its own x, the cell it has on the terminal.
+_TEXT = re.compile(r'<text ([^>]*?)x="([0-9.]+)"([^>]*?) textLength="([0-9.]+)"([^>]*)>([^<]*)</text>')
+
+
+def _cell_by_cell(match: re.Match[str]) -> str:
+    before, x, middle, length, after, body = match.groups()
+    chars = html.unescape(body)
+    widths = [max(1, get_character_cell_size(c)) for c in chars]
+    cell = float(length) / max(1, sum(widths))
+    xs, at = [], float(x)
+    for w in widths:
+        xs.append(f"{at:.1f}")
+        at += w * cell
+    return f'<text {before}x="{" ".join(xs)}"{middle}{after}>{escape(chars)}</text>'
+
+
+def png_svg(svg_text: str) -> str:
+    """The SVG as a PNG renderer should draw it: each character at its terminal cell."""
+    return _TEXT.sub(_cell_by_cell, svg_text)
+
+
 def to_png(svg: Path) -> bool:
     png = svg.with_suffix(".png")
+    text = png_svg(svg.read_text(encoding="utf-8")).encode()
     try:
         import cairosvg  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
-        cairosvg.svg2png(url=str(svg), write_to=str(png), output_width=1600)
+        cairosvg.svg2png(bytestring=text, write_to=str(png), output_width=1600)
         return True
     except ImportError:
         pass
     if shutil.which("rsvg-convert"):
-        subprocess.run(["rsvg-convert", "-w", "1600", "-o", str(png), str(svg)], check=True)
+        subprocess.run(["rsvg-convert", "-w", "1600", "-o", str(png)], input=text, check=True)
         return True
     return False
 

@@ -67,7 +67,9 @@ def _answer(content: str | None, calls: list[tuple[str, str, dict[str, Any]]] = 
     return {"model": "m", "choices": [{"message": msg, "finish_reason": finish}], "usage": {}}
 
 
-def _project(root: Path, port: int, *, max_iterations: int = 10, extra: str = "") -> Path:
+def _project(
+    root: Path, port: int, *, max_iterations: int = 10, extra: str = "", tools: str = "read_file, execute_shell_command"
+) -> Path:
     (root / "agents").mkdir(parents=True)
     (root / "pipelines").mkdir()
     (root / "project.yml").write_text(
@@ -76,7 +78,7 @@ def _project(root: Path, port: int, *, max_iterations: int = 10, extra: str = ""
         encoding="utf-8",
     )
     (root / "agents" / "bot.yml").write_text(
-        f"name: bot\ntools: [read_file, execute_shell_command]\nmax_iterations: {max_iterations}\n", encoding="utf-8"
+        f"name: bot\ntools: [{tools}]\nmax_iterations: {max_iterations}\n", encoding="utf-8"
     )
     (root / "pipelines" / "p.yml").write_text(
         "name: p\ninputs: [{name: task}]\nsteps:\n  - id: l\n    agent: bot\n    task: '${inputs.task}'\n",

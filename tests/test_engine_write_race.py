@@ -11,26 +11,10 @@ import subprocess
 import threading
 from pathlib import Path
 
-from tests.test_engine_failures import BIN, Script, _answer, llm  # noqa: F401  (llm: a fixture)
+from tests.test_engine_failures import BIN, Script, _answer, _project, llm  # noqa: F401  (llm: a fixture)
 from tests.waiting import LIMIT, wait_until
 
 PROMPT = b"approve? [y/N]: "
-
-
-def _project(root: Path, port: int) -> Path:
-    (root / "agents").mkdir(parents=True)
-    (root / "pipelines").mkdir()
-    (root / "project.yml").write_text(
-        f"name: t\nllm:\n  provider: openai\n  model: mock\n  base_url: http://127.0.0.1:{port}/v1\n"
-        'policy:\n  enabled: true\n  allow: ["echo *"]\n',
-        encoding="utf-8",
-    )
-    (root / "agents" / "bot.yml").write_text("name: bot\ntools: [write_file]\nmax_iterations: 4\n", encoding="utf-8")
-    (root / "pipelines" / "p.yml").write_text(
-        "name: p\ninputs: [{name: task}]\nsteps:\n  - id: w\n    agent: bot\n    task: '${inputs.task}'\n",
-        encoding="utf-8",
-    )
-    return root
 
 
 def _write_swapping(script: Script, root: Path, path: str, swap: object) -> str:
@@ -72,7 +56,7 @@ def _write_swapping(script: Script, root: Path, path: str, swap: object) -> str:
 
 def test_a_file_link_swapped_during_the_prompt_is_not_followed(llm: tuple[Script, int], tmp_path: Path) -> None:  # noqa: F811
     script, port = llm
-    root = _project(tmp_path / "project", port)
+    root = _project(tmp_path / "project", port, max_iterations=4, tools="write_file")
     victim = tmp_path / "outside" / "victim.txt"
     victim.parent.mkdir()
     victim.write_text("original", encoding="utf-8")
@@ -95,7 +79,7 @@ def test_a_folder_swapped_for_a_link_during_the_prompt_stops_the_write(
     tmp_path: Path,
 ) -> None:
     script, port = llm
-    root = _project(tmp_path / "project", port)
+    root = _project(tmp_path / "project", port, max_iterations=4, tools="write_file")
     outside = tmp_path / "outside"
     outside.mkdir()
     (root / "out").mkdir()
@@ -115,6 +99,6 @@ def test_a_folder_swapped_for_a_link_during_the_prompt_stops_the_write(
 
 def test_an_ordinary_write_makes_its_folders(llm: tuple[Script, int], tmp_path: Path) -> None:  # noqa: F811
     script, port = llm
-    root = _project(tmp_path / "project", port)
+    root = _project(tmp_path / "project", port, max_iterations=4, tools="write_file")
     assert _write_swapping(script, root, "a/b/c.txt", lambda: None) == "Written 5 bytes to a/b/c.txt"
     assert (root / "a" / "b" / "c.txt").read_text(encoding="utf-8") == "hello"

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from zymi_tui import __version__
 from zymi_tui.commands import COMMAND_BY_NAME, COMMANDS, modules_loading
@@ -51,7 +54,30 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# commands whose process ends as soon as they return: no interpreter teardown after them (exit_now)
+EXIT_AT_ONCE = frozenset({"run"})
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with `code` once its output is flushed, skipping the interpreter's teardown
+    (freeing every module and object one by one: 10-20 ms after a `run`). Only for a command whose work
+    is all done and awaited when it returns (its store closed, its threads idle)."""
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said on it
+            stream.flush()
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    code = run_command(argv)
+    if argv is None and chosen_command([a for a in sys.argv[1:] if a != "--no-venv"]) in EXIT_AT_ONCE:
+        exit_now(code)
+    return code
+
+
+def run_command(argv: Sequence[str] | None) -> int:
     if argv is None:  # the process's own command line: the process ends after it
         # what is left is freed by the exit itself, not traced by the interpreter's last GC pass (~70 ms)
         atexit.register(gc.freeze)

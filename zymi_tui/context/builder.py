@@ -776,20 +776,20 @@ class Splice(Sequence[int]):
 
     def figures(self, n_base: int, k: ContextKnobs) -> tuple[int, int, int, int, int]:
         """A build when the base tail held `n_base` items: (n, n_turns, forget cut, masked end, Layer C
-        bytes), as `_render` finds them on the spliced tail."""
-        n = self._n = n_base + self.off
+        bytes), as `_render` finds them on the spliced tail (the running sums read inline: this is
+        done for every call of a stream on every edit)."""
+        off, m = self.off, self.m
+        n = self._n = n_base + off
         n_turns = self._n_turns = self.turns + bisect.bisect_left(self.base.turn_starts, n_base) - self.start_turn
         _, cut, mask_end = _bounds(k, n_turns, self)
-        masked = self._sum(mask_end, True) - self._sum(cut, True)
-        return n, n_turns, cut, mask_end, masked + self._sum(n, False) - self._sum(mask_end, False)
-
-    def _sum(self, i: int, masked: bool) -> int:
-        """The running sum (masked forms or full) of the spliced tail's first `i` items."""
-        if i <= self.m:
-            return (self.head.cum_masked if masked else self.head.cum_full)[i]
-        if masked:
-            return self.base.cum_masked[i - self.off] + self.fm
-        return self.base.cum_full[i - self.off] + self.ff
+        head, base = self.head, self.base
+        full_n = head.cum_full[n] if n <= m else base.cum_full[n_base] + self.ff
+        if mask_end <= m:
+            full_end, masked_end = head.cum_full[mask_end], head.cum_masked[mask_end]
+        else:
+            full_end, masked_end = base.cum_full[mask_end - off] + self.ff, base.cum_masked[mask_end - off] + self.fm
+        masked_cut = head.cum_masked[cut] if cut <= m else base.cum_masked[cut - off] + self.fm
+        return n, n_turns, cut, mask_end, masked_end - masked_cut + full_n - full_end
 
 
 def _bounds(k: ContextKnobs, n_turns: int, ends: Sequence[int]) -> tuple[int, int, int]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from zymi_tui.context.builder import ContextBuilder, Prefix, RenderedContext
 from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.engine.bash_parser import preload as preload_bashlex
 from zymi_tui.engine.config import AgentConfig, StepConfig
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, Provider, ProviderError
 from zymi_tui.engine.recorder import Recorder
@@ -183,6 +184,8 @@ class AgentStep:
                 LlmCallStarted(iteration=iteration, message_count=ctx.message_count, approx_context_chars=ctx.chars)
             )
             started = time.monotonic()
+            if iteration == 1 and any(t["name"] == "execute_shell_command" for t in setup.tools):
+                preload_bashlex()  # its first command's policy check needs it: loaded while the model thinks
             try:
                 resp = await self.provider.complete(LlmRequest(ctx.wire(), setup.tools, 0.7, setup.max_tokens))
             except ProviderError as e:

@@ -11,11 +11,13 @@ generator runs as before. bashlex's fix-ups of the tables after `yacc()` returns
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.abc
 import importlib.machinery
 import json
 import sys
+import threading
 from collections.abc import Callable
 from importlib import resources
 from importlib.machinery import ModuleSpec
@@ -134,10 +136,30 @@ def _original(fn: Callable[..., Any]) -> Callable[..., Any]:
     return original
 
 
+_LOADING = threading.Lock()  # one import at a time (`preload`'s thread, or the first shell command)
+
+
+def preload() -> None:
+    """Start loading bashlex on a thread of its own (while the model thinks), so the first shell
+    command finds it loaded. A failure is left for `load` to raise where the command is judged."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            load()
+
+    if "bashlex.parser" not in sys.modules:
+        threading.Thread(target=run, name="zymi-tui-bashlex", daemon=True).start()
+
+
 def load() -> ModuleType:
     """`bashlex`, imported with the stored tables when they fit its grammar."""
-    if "bashlex.parser" in sys.modules:
-        return sys.modules["bashlex"]
+    with _LOADING:
+        if "bashlex.parser" in sys.modules:
+            return sys.modules["bashlex"]
+        return _import()
+
+
+def _import() -> ModuleType:
     stored = _read_tables()
 
     def replace(yacc: ModuleType) -> Callable[..., Any]:

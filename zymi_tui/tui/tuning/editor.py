@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import gc
+import threading
 import time
 from pathlib import Path
 from typing import ClassVar
@@ -41,6 +42,7 @@ from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, di
 from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
 
 RECORDED = "recorded"
+PAINT_WAIT_S = 0.25  # the longest a what-if waits for its picked call's frame before going on
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
 Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as display text (`clean`)
 DIFF_LABELS = ("change", "layer", "seq", "role", "bytes", "Δ", "why")
@@ -73,6 +75,16 @@ class Quiet(Static):
         self.shown, self.fit = text, (width, lines)
 
 
+class KnobInput(Input):
+    """A knob's field. Textual's Input sets its virtual size to its text's width on every keystroke,
+    and a new virtual size lays the whole screen out (10-30 ms of the UI thread per key on a long
+    stream's editor); here it is at least the field's width, so a value that fits changes nothing."""
+
+    @property
+    def content_width(self) -> int:
+        return max(super().content_width, self.scrollable_content_region.width)
+
+
 class WhatIfReady(Message):
     """A finished what-if replay (posted from the worker thread)."""
 
@@ -83,11 +95,14 @@ class WhatIfReady(Message):
 
 class WhatIfPicked(Message):
     """The picked call's exact what-if and its diff, known before the rest of the stream (posted from
-    the worker thread as soon as the replay has passed that call)."""
+    the worker thread as soon as the replay has passed that call). `painted` is set once it is on
+    screen (or dropped): the worker makes the other calls' rows only then, so that it does not take
+    the interpreter from the frame that shows this one."""
 
     def __init__(self, knobs: ContextKnobs, diff: CallDiff) -> None:
         super().__init__()
         self.knobs, self.diff = knobs, diff
+        self.painted = threading.Event()
 
 
 class WhatIfPartial(Message):
@@ -224,7 +239,7 @@ class TuningScreen(ActionScreen):
                 yield Select(options, value=RECORDED, allow_blank=False, id="profile")
                 for name in KNOB_NAMES:
                     yield Label(name)
-                    yield Input(self.form.texts[name], id=f"knob-{name}", classes="knob")
+                    yield KnobInput(self.form.texts[name], id=f"knob-{name}", classes="knob")
                     yield Quiet("", id=f"err-{name}", classes="knob-error")
                 yield Quiet("", id="state")
                 yield Input(placeholder="save as profile… (type a name, then ctrl+s)", id="profile-name")
@@ -368,7 +383,9 @@ class TuningScreen(ActionScreen):
             nonlocal diff
             if before is not None and before.rendered is not None and after.rendered is not None:
                 diff = diff_contexts(before.rendered, after.rendered)
-                self.post_message(WhatIfPicked(knobs, diff))
+                message = WhatIfPicked(knobs, diff)
+                self.post_message(message)
+                message.painted.wait(PAINT_WAIT_S)
 
         calls = self.whatif.run(
             knobs,
@@ -383,10 +400,12 @@ class TuningScreen(ActionScreen):
 
     def on_what_if_picked(self, message: WhatIfPicked) -> None:
         if message.knobs != self.form.knobs or not self.pending:
+            message.painted.set()
             return
         self.diff, self.diff_knobs = message.diff, message.knobs
         self.show_summary()
         self.draw_diff()
+        self.call_after_refresh(message.painted.set)
         self.picked_ms = (time.perf_counter() - self.started) * 1000  # edit -> picked call drawn
 
     def on_what_if_partial(self, message: WhatIfPartial) -> None:

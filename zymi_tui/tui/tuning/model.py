@@ -4,6 +4,7 @@ of a re-rendered call against the recorded one, and a stream's curve under the e
 from __future__ import annotations
 
 import bisect
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -140,23 +141,57 @@ def _order(k: Key) -> tuple[int, int, str]:
 
 
 class _Recorded:
-    """The recorded side of the diffs, keyed and ordered once: every edit diffs against the same call."""
+    """The recorded side of the diffs, keyed and ordered once: every edit diffs against the same call.
+    What a diff makes of a recorded message that is gone (compacted, or dropped by forget, for each
+    reason) or kept the same (for each reason the what-if gives) is kept too, with its tokens: a long
+    stream's recorded call has thousands of messages, and an edit changes few of them."""
 
-    def __init__(self) -> None:
-        self.context: RenderedContext | None = None
-        self.keyed: dict[Key, ContextEntry] = {}
-        self.order: list[Key] = []
+    def __init__(self, context: RenderedContext | None = None) -> None:
+        self.context = context
+        self.keyed: dict[Key, ContextEntry] = {} if context is None else _keyed(context.entries)
+        self.order: list[Key] = sorted(self.keyed, key=_order)
+        self.ranks = [_order(k) for k in self.order]
+        self.tokens: dict[Key, int] = {}
+        self.changes: dict[tuple[Key, str, str, int], EntryChange] = {}
 
-    def get(self, context: RenderedContext) -> tuple[dict[Key, ContextEntry], list[Key]]:
-        if self.context is not context:
-            keyed = _keyed(context.entries)
-            order = sorted(keyed, key=_order)
-            self.context, self.keyed, self.order = context, keyed, order
-        return self.keyed, self.order
+    def merged_order(self, new: dict[Key, ContextEntry]) -> list[Key]:
+        """The recorded keys and the what-if's others, in `_order` (what `sorted` of their union gives)."""
+        extra = [k for k in new if k not in self.keyed]
+        if not extra:
+            return self.order
+        order = list(self.order)
+        for key in sorted(extra, key=_order, reverse=True):  # from the last, so earlier positions hold
+            order.insert(bisect.bisect_left(self.ranks, _order(key)), key)
+        return order
+
+    def token_count(self, key: Key) -> int:
+        hit = self.tokens.get(key)
+        if hit is None:
+            hit = self.tokens[key] = _tokens(self.keyed[key])
+        return hit
+
+    def change(self, key: Key, status: str, reason: str, bytes_after: int) -> EntryChange:
+        """The change of recorded message `key` (one object per status, reason and size after)."""
+        hit = self.changes.get((key, status, reason, bytes_after))
+        if hit is None:
+            a = self.keyed[key]
+            layer, _, role = key
+            hit = EntryChange(status, layer, role, a.source_seq, a.bytes, bytes_after, reason)
+            self.changes[(key, status, reason, bytes_after)] = hit
+        return hit
 
 
 _recorded = _Recorded()
+_recorded_lock = threading.Lock()
 _tokens_by_message: dict[int, tuple[object, int]] = {}
+
+
+def _recorded_side(context: RenderedContext) -> _Recorded:
+    global _recorded
+    with _recorded_lock:
+        if _recorded.context is not context:
+            _recorded = _Recorded(context)
+        return _recorded
 
 
 def _tokens(e: ContextEntry) -> int:
@@ -173,40 +208,40 @@ def _tokens(e: ContextEntry) -> int:
 
 def diff_contexts(before: RenderedContext, after: RenderedContext) -> CallDiff:
     """Entries matched by (layer, source seq, role); Layer A/B by position. The recorded side is keyed
-    once, a message object shared by both sides is the same message, and token estimates are
-    computed only for changed messages, once per message."""
-    old, old_order = _recorded.get(before)
+    once (`_Recorded`), a message object shared by both sides is the same message, and token estimates
+    are computed only for changed messages, once per message."""
+    rec = _recorded_side(before)
+    old = rec.keyed
     new = _keyed(after.entries)
-    order = old_order if new.keys() <= old.keys() else sorted(old.keys() | new.keys(), key=_order)
     dropped_by_forget: dict[int | None, str] = {}
     for e in after.dropped:
         dropped_by_forget.setdefault(e.source_seq, e.reason)
     changes: list[EntryChange] = []
     tokens_delta = 0
-    for key in order:
+    for key in rec.merged_order(new):
         a, b = old.get(key), new.get(key)
-        layer, _, role = key
         if a is not None and b is not None:
             if (a.message is b.message or message_text(a.message) == message_text(b.message)) and a.bytes == b.bytes:
-                status = SAME
-            elif b.reason.startswith("masked") and not a.reason.startswith("masked"):
+                changes.append(rec.change(key, SAME, b.reason, b.bytes))
+                continue
+            if b.reason.startswith("masked") and not a.reason.startswith("masked"):
                 status = MASKED
             elif a.reason.startswith("masked") and not b.reason.startswith("masked"):
                 status = UNMASKED
             else:
                 status = CHANGED
-            changes.append(EntryChange(status, layer, role, a.source_seq, a.bytes, b.bytes, b.reason))
-            if status != SAME:
-                tokens_delta += _tokens(b) - _tokens(a)
+            changes.append(EntryChange(status, key[0], key[2], a.source_seq, a.bytes, b.bytes, b.reason))
+            tokens_delta += _tokens(b) - rec.token_count(key)
         elif b is not None:
-            changes.append(EntryChange(ADDED, layer, role, b.source_seq, 0, b.bytes, b.reason))
+            changes.append(EntryChange(ADDED, key[0], key[2], b.source_seq, 0, b.bytes, b.reason))
             tokens_delta += _tokens(b)
         elif a is not None:
             seq = a.source_seq
-            status = DROPPED if seq in dropped_by_forget else COMPACTED
-            reason = dropped_by_forget.get(seq, "inside a compacted range")
-            changes.append(EntryChange(status, layer, role, seq, a.bytes, 0, reason))
-            tokens_delta -= _tokens(a)
+            if seq in dropped_by_forget:
+                changes.append(rec.change(key, DROPPED, dropped_by_forget[seq], 0))
+            else:
+                changes.append(rec.change(key, COMPACTED, "inside a compacted range", 0))
+            tokens_delta -= rec.token_count(key)
     return CallDiff(
         changes,
         before.chars,

@@ -21,6 +21,7 @@ from zymi_tui.context.builder import (
     Prefix,
     RenderedContext,
     Splice,
+    _Tail,
     rerender,
     spliced_context,
 )
@@ -175,6 +176,7 @@ class _Follow:
 
     builder: ContextBuilder
     marks: list[tuple[BuildMark, SummaryEstimate]]
+    index: dict[int, int]  # an agent call's position among them, by its sequence
 
 
 _gc_lock = threading.Lock()
@@ -218,6 +220,9 @@ class _Watch:
                 self.on_want(row)
                 self.on_want = None
                 return
+
+
+_Segment = tuple[_Tail, tuple[tuple[int, int], ...], int]  # a what-if's tail, compacted ranges, compacted-away count
 
 
 class _Uncovered(Exception):
@@ -330,7 +335,7 @@ class StreamWhatIf:
             if mark.n != mark.raw or shape.prefix is not mark.prefix or shape.compactions:
                 return None
             kept.append((mark, got[2]))
-        return _Follow(builder, kept)
+        return _Follow(builder, kept, {call.sequence: i for i, call in enumerate(calls)})
 
     def run(
         self,
@@ -363,13 +368,11 @@ class StreamWhatIf:
         base = self.base()
         if base.follow is not None:
             try:
-                calls = self._follow(k, base.calls, base.follow, stop)
+                calls = self._follow(k, base.calls, base.follow, stop, watch)
             except _Uncovered:
                 pass
             else:
                 self.path = FOLLOWED
-                if calls is not None:
-                    watch.check(calls)
                 return calls
         out: list[CallContext] = []
         for i, call in base.calls:
@@ -388,21 +391,23 @@ class StreamWhatIf:
         calls: list[tuple[int, CallContext]],
         follow: _Follow,
         stop: Callable[[], bool],
+        watch: _Watch,
     ) -> list[CallContext] | None:
         """The what-if from the base replay's builder states, with no event fed: a builder under `k`
         stays level with the base one in figures only (`Splice`: its tail after its last compaction,
         then the base's items), and is brought to a call (`ContextBuilder.follow`) only where its
         total passes the soft cap, where the replay's own code decides and makes the compaction.
-        Raises `_Uncovered` where following would not be what a replay does."""
+        The figures of every call first, then the watched call's row (`watch`), then the others'.
+        Raises `_Uncovered` (before the watched call is given) where following would not be what a
+        replay does."""
         w = ContextBuilder(k, Prefix("", ""), follow_recorded_compactions=False)
         base_tail = follow.marks[0][0].tail
         splice = Splice(w.tail, base_tail, 0)
-        # what the calls' contexts are made of since the last compaction
-        compactions: tuple[tuple[int, int], ...] = ()
-        tail, away = base_tail, 0
+        segment: _Segment = (base_tail, (), 0)  # what the contexts are made of since the last compaction
         since: BuildMark | None = None
         replayer = self._replayer(k)
-        out: list[CallContext] = []
+        made: list[RenderedContext | tuple[tuple[int, int, int, int, int], _Segment]] = []
+        compactions: dict[int, CallContext] = {}  # the compaction made at a call, by the call's index
         for index, ((_, call), (mark, estimate)) in enumerate(zip(calls, follow.marks, strict=True)):
             if index & 127 == 0 and stop():
                 return None
@@ -410,24 +415,42 @@ class StreamWhatIf:
             assert shown is not None and shown.shape is not None
             figures = splice.figures(mark.n, k)
             if shown.layer_bytes["A"] + shown.layer_bytes["B"] + figures[4] <= k.soft_cap_chars:
-                ctx = spliced_context(tail, figures, shown, compactions, away, k)
-            else:  # the builder brought to this call and built, as the replay does
-                if not w.follow(follow.builder, since, mark):
+                made.append((figures, segment))
+                continue
+            if not w.follow(follow.builder, since, mark):  # the builder brought to this call, built as a replay does
+                raise _Uncovered
+            since = mark
+            memory = list(shown.shape.memory)
+            ctx = w.build(memory)
+            if ctx.compaction is not None:
+                replayer.estimate = copy.copy(estimate)
+                compactions[index] = replayer.compact(call, w, ctx.compaction)
+                ctx = w.build(memory, allow_compaction=False, apply_fresh=False)
+                if not w.can_follow(base_tail, mark.n) or ctx.shape is None:
                     raise _Uncovered
-                since = mark
-                memory = list(shown.shape.memory)
-                ctx = w.build(memory)
-                if ctx.compaction is not None:
-                    replayer.estimate = copy.copy(estimate)
-                    out.append(replayer.compact(call, w, ctx.compaction))
-                    ctx = w.build(memory, allow_compaction=False, apply_fresh=False)
-                    if not w.can_follow(base_tail, mark.n) or ctx.shape is None:
-                        raise _Uncovered
-                    splice = Splice(w.tail, base_tail, mark.n)
-                    tail, compactions, away = w.tail, ctx.shape.compactions, ctx.compacted_away
-            out.append(_with(call, ctx))
+                splice = Splice(w.tail, base_tail, mark.n)
+                segment = (w.tail, ctx.shape.compactions, ctx.compacted_away)
+            made.append(ctx)
         if since is not None and not w.follow(follow.builder, since, follow.marks[-1][0]):
             raise _Uncovered  # (the last calls' messages are read from the builder's tail)
+
+        def row(index: int) -> CallContext:
+            call, how = calls[index][1], made[index]
+            if isinstance(how, RenderedContext):
+                return _with(call, how)
+            assert call.rendered is not None
+            tail, ranges, away = how[1]
+            return _with(call, spliced_context(tail, how[0], call.rendered, ranges, away, k))
+
+        wanted = follow.index.get(watch.want) if watch.want is not None else None
+        first = None if wanted is None else row(wanted)
+        if first is not None:
+            watch.check([first])
+        out: list[CallContext] = []
+        for index in range(len(calls)):
+            if index in compactions:
+                out.append(compactions[index])
+            out.append(first if index == wanted and first is not None else row(index))
         return out
 
     def _replay(

@@ -1,0 +1,94 @@
+"""The command palette's hint (the way to every action) stays whole on the footer of every screen at 80
+columns, and the PNG screenshots show each character on its terminal cell (scripts/screenshots.py)."""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import itertools
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from textual.app import App
+
+from tests.tui_support import make_app, scenario_copy, settle
+from tests.waiting import pilot_until
+
+ROOT = Path(__file__).resolve().parents[1]
+PALETTE = "▏^p palette"
+SCREENS = [  # keys from the dashboard (the plot's first call picked), and the screen they open
+    ((), "MainScreen"),
+    (("i",), "InspectorScreen"),
+    (("K",), "TuningScreen"),
+    (("K", "tab"), "TuningScreen"),  # the cursor in a knob: the editor's own keys
+    (("X",), "CompareScreen"),
+    (("W",), "SweepScreen"),
+    (("A",), "AdviceScreen"),
+    (("L",), "LifeScreen"),
+    (("slash",), "MainScreen"),  # the search box open
+]
+
+
+def bottom_row(app: App[None]) -> str:
+    """The screen's last row as painted (what a terminal shows there)."""
+    return str(app.screen._compositor.render_strips()[-1].text)
+
+
+async def footer_of(db: Path, size: tuple[int, int], keys: tuple[str, ...], screen: str) -> str:
+    """The bottom row once `keys` (pressed on the dashboard) have opened `screen` and it has settled."""
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        await pilot.press("tab", "tab", "right")
+        for key in keys:
+            await pilot.press(key)
+        await pilot_until(pilot, lambda: type(app.screen).__name__ == screen, f"{screen} after {keys}")
+        await pilot_until(pilot, lambda: PALETTE in bottom_row(app), f"the footer of {screen} after {keys}")
+        return bottom_row(app)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_the_palette_hint_is_whole_on_every_screen(size: tuple[int, int], tmp_path: Path) -> None:
+    db = scenario_copy("coding_compaction", tmp_path)
+    for keys, screen in SCREENS:
+        row = await footer_of(db, size, keys, screen)
+        assert row.rstrip().endswith(PALETTE), (keys, row)
+        assert len(row) == size[0]
+
+
+def _screenshots() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "scripts" / "screenshots.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_the_png_puts_every_character_on_its_cell(tmp_path: Path) -> None:
+    """cairosvg ignores `textLength`, so a run drawn at its font's advance spilled past its column."""
+    db = scenario_copy("coding_compaction", tmp_path)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("K", "tab")
+        await pilot_until(pilot, lambda: PALETTE in bottom_row(app), "the knob editor's footer")
+        svg = app.export_screenshot()
+    runs = re.findall(r'<text [^>]*x="([0-9. ]+)" y="([0-9.]+)"[^>]*>([^<]*)</text>', _screenshots().png_svg(svg))
+    cells = [(xs.split(), float(y), html.unescape(body)) for xs, y, body in runs]
+    assert any(len(xs) > 1 for xs, _, _ in cells), "no run was set cell by cell"
+    steps = {round(float(b) - float(a), 1) for xs, _, _ in cells for a, b in itertools.pairwise(xs)}
+    assert len(steps) == 1, steps  # one cell width: every character on the terminal's grid
+    step = steps.pop()
+    left = min(float(xs[0]) for xs, _, _ in cells)
+    grid: dict[float, dict[int, str]] = {}
+    for xs, y, body in cells:
+        assert len(xs) in (1, len(body)), body
+        for x, char in zip(xs if len(xs) > 1 else [xs[0]], body if len(xs) > 1 else [body], strict=True):
+            if char != "\n":  # Textual ends each line with a newline run past the last column
+                grid.setdefault(y, {})[round((float(x) - left) / step)] = char
+    assert max(col for row in grid.values() for col in row) <= 79  # nothing drawn past column 80
+    bottom = grid[max(grid)]
+    footer = "".join(bottom.get(col, "") for col in range(80)).replace("\xa0", " ")
+    assert footer.rstrip().endswith(PALETTE), footer
