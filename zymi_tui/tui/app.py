@@ -202,8 +202,7 @@ class MainScreen(ActionScreen):
                 yield Static(id="events-title")
                 yield EventsList(self.events, id="events")
                 yield ContextPlot(id="plot")
-        yield Input(placeholder="search (Enter to apply, Esc to clear)", id="search", disabled=True)
-        yield OnceFooter()
+        yield OnceFooter()  # the search box is mounted above it when first asked for (`search_box`)
 
     async def on_mount(self) -> None:
         self.query_one("#runs").border_title = "Runs"
@@ -996,8 +995,18 @@ class MainScreen(ActionScreen):
             runs_list.cursor_changed()
         self.update_banner()
 
-    def action_search(self) -> None:
-        box = self.query_one("#search", Input)
+    async def search_box(self) -> Input:
+        """The search box, mounted (above the footer) the first time it is asked for: hidden until then, it is not
+        made, styled and laid out before the first frame."""
+        found = self.query("#search")
+        if found:
+            return found.only_one(Input)
+        box = Input(placeholder="search (Enter to apply, Esc to clear)", id="search", disabled=True)
+        await self.mount(box, before=self.query_one(OnceFooter))
+        return box
+
+    async def action_search(self) -> None:
+        box = await self.search_box()
         self.searching = "runs" if isinstance(self.focused, RunsList) else "events"
         box.placeholder = f"search {self.searching} (Enter to apply, Esc to clear)"
         box.value = self.runs.search if self.searching == "runs" else self.events.search
@@ -1048,8 +1057,8 @@ class MainScreen(ActionScreen):
         self.update_events_title()
 
     def action_clear(self) -> None:
-        box = self.query_one("#search", Input)
-        if box.display:
+        box = next(iter(self.query("#search").results(Input)), None)
+        if box is not None and box.display:
             box.display = False
             box.disabled = True
             self.apply_search("")
