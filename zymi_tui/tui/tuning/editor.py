@@ -42,6 +42,7 @@ from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, di
 from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
 
 RECORDED = "recorded"
+PENDING_NOTICE_S = 0.1  # a running what-if says so after this long (if its picked call is not drawn yet)
 PAINT_WAIT_S = 0.25  # the longest a what-if waits for its picked call's frame before going on
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
 Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as display text (`clean`)
@@ -388,8 +389,10 @@ class TuningScreen(ActionScreen):
             return
         self.started = time.perf_counter()
         self.pending, self.partial = True, []
-        self.show_summary()
         self.run_whatif(knobs)
+        # "replaying…" only if the picked call is not known by then: a figures-only what-if knows it
+        # within a frame or two, and drawing the notice first cost a frame on the way to its figures
+        self.set_timer(PENDING_NOTICE_S, self.show_summary)
 
     @work(thread=True, exclusive=True, group="whatif", exit_on_error=False)
     def run_whatif(self, knobs: ContextKnobs) -> None:
