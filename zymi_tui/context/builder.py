@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs
@@ -830,17 +830,7 @@ def _context(
     b_bytes, c_bytes = bc_bytes
     chars = f.a_bytes + b_bytes + c_bytes
     prefix = f.prefix  # snapshot: the builder moves on, this context does not
-
-    def entries() -> list[ContextEntry]:
-        b_text = memory_text(mem) if mem else ""
-        return ContextBuilder._entries(prefix, tail, n, k, mem, b_text, cut, mask_end)
-
-    def dropped() -> list[ContextEntry]:
-        return [
-            ContextEntry(r.message, "C", r.bytes, f"dropped by forget_after_turns={k.forget_after_turns}", r.seq)
-            for r in tail.items[:cut]
-        ]
-
+    shape = Shape(prefix, tuple(mem), tail, cut, mask_end, n, f.compactions, k)
     return RenderedContext(
         chars=chars,
         message_count=f.a_count + (1 if mem else 0) + (n - cut),
@@ -852,10 +842,23 @@ def _context(
         dropped_by_fresh=tail.hidden_by_fresh,
         compacted_away=f.compacted_away,
         prefix_inferred=prefix.inferred,
-        shape=Shape(prefix, tuple(mem), tail, cut, mask_end, n, f.compactions, k),
-        _make_entries=entries,
-        _make_dropped=dropped,
+        shape=shape,
+        _make_entries=partial(_shape_entries, shape),
+        _make_dropped=partial(_shape_dropped, shape),
     )
+
+
+def _shape_entries(s: Shape) -> list[ContextEntry]:
+    """The messages of a built context, from its shape (made when first asked for)."""
+    mem = list(s.memory)
+    b_text = memory_text(mem) if mem else ""
+    return ContextBuilder._entries(s.prefix, s.tail, s.n, s.knobs, mem, b_text, s.cut, s.mask_end)
+
+
+def _shape_dropped(s: Shape) -> list[ContextEntry]:
+    """The messages a built context left out by forget_after_turns (with their reason)."""
+    reason = f"dropped by forget_after_turns={s.knobs.forget_after_turns}"
+    return [ContextEntry(r.message, "C", r.bytes, reason, r.seq) for r in s.tail.items[: s.cut]]
 
 
 def spliced_context(
