@@ -286,13 +286,34 @@ class TuningScreen(ActionScreen):
         """The agent calls among `calls` (remembered for the last three lists asked, by identity and
         length: the recorded calls, the what-if's and the running one's are asked for on every draw,
         thousands of rows on a long stream)."""
+        if not calls:
+            return []  # (not remembered: an empty list asked for would push a long one out)
         hit = self._agents.get(id(calls))
         if hit is None or hit[0] is not calls or hit[1] != len(calls):
-            if len(self._agents) > 2:
+            if len(self._agents) > 2:  # the oldest asked goes (the recorded calls are asked on every draw)
                 self._agents.pop(next(iter(self._agents)))
             agents = [c for c in calls if not c.is_compaction and not c.hard_cap_failure]
-            hit = self._agents[id(calls)] = (calls, len(calls), agents)
+            hit = (calls, len(calls), agents)
+        self._agents.pop(id(calls), None)
+        self._agents[id(calls)] = hit  # last asked: kept longest
         return hit[2]
+
+    def retire(self, *lists: list[CallContext] | None) -> None:
+        """Lists of rows about to be replaced on screen: let go of after the next frame (freeing a
+        what-if's thousands of rows takes ~10 ms of the UI thread, which then came before the frame
+        showing the new what-if, wherever the last reference went)."""
+        kept = [calls for calls in lists if calls]
+        if not kept:
+            return
+
+        def drop() -> None:
+            for calls in kept:
+                hit = self._agents.get(id(calls))
+                if hit is not None and hit[0] is calls:
+                    del self._agents[id(calls)]
+            kept.clear()
+
+        self.call_after_refresh(drop)
 
     def picked_call(self, calls: list[CallContext] | None) -> CallContext | None:
         if calls is None:
@@ -359,6 +380,7 @@ class TuningScreen(ActionScreen):
         if knobs is None or not self.ready:
             return
         if knobs == self.recorded:
+            self.retire(self.what_if_calls, self.partial)
             self.what_if_calls, self.diff, self.diff_knobs, self.last_ms, self.pending = None, None, None, None, False
             self.partial = None
             self.workers.cancel_group(self, "whatif")
@@ -418,6 +440,7 @@ class TuningScreen(ActionScreen):
     def on_what_if_ready(self, message: WhatIfReady) -> None:
         if message.knobs != self.form.knobs:
             return  # a newer edit is on its way
+        self.retire(self.what_if_calls, self.partial)
         self.what_if_calls, self.diff, self.last_ms, self.pending = message.calls, message.diff, message.ms, False
         self.diff_knobs = message.knobs
         self.partial = None

@@ -268,14 +268,37 @@ class Curve:
     known: int | None = None  # a what-if still running: its first `known` calls are computed (None: all)
 
 
+@dataclass
+class _RecordedCurve:
+    """The recorded side of a curve (kept for the last recorded list: every draw of an editor has it)."""
+
+    calls: Sequence[CallContext] | None = None
+    size: int = 0
+    seqs: list[int] = field(default_factory=list)
+    ys: list[int] = field(default_factory=list)
+    marks: list[float] = field(default_factory=list)
+    inferred: int | None = None
+
+    def of(self, recorded: Sequence[CallContext]) -> _RecordedCurve:
+        if self.calls is not recorded or self.size != len(recorded):
+            rec = [c for c in recorded if not c.is_compaction and not c.hard_cap_failure]
+            self.calls, self.size = recorded, len(recorded)
+            self.seqs = [c.sequence for c in rec]
+            self.ys = [c.recorded_chars for c in rec]
+            self.marks = _marks(recorded, self.seqs)
+            self.inferred = max(
+                (c.rendered.layer_bytes.get("A", 0) for c in rec if c.prefix_inferred and c.rendered), default=None
+            )
+        return self
+
+
+_recorded_curve = _RecordedCurve()
+
+
 def curve(recorded: Iterable[CallContext], what_if: Iterable[CallContext] | None, *, partial: bool = False) -> Curve:
     """The curve; `partial`: `what_if` is the first calls of a what-if still running."""
-    rec_all = list(recorded)
-    rec = [c for c in rec_all if not c.is_compaction and not c.hard_cap_failure]
-    seqs = [c.sequence for c in rec]
-    rec_y = [c.recorded_chars for c in rec]
-    rec_marks = _marks(rec_all, seqs)
-    inferred = max((c.rendered.layer_bytes.get("A", 0) for c in rec if c.prefix_inferred and c.rendered), default=None)
+    side = _recorded_curve.of(recorded if isinstance(recorded, list) else list(recorded))
+    seqs, rec_y, rec_marks, inferred = side.seqs, side.ys, side.marks, side.inferred  # shared: never changed
     if what_if is None:
         return Curve(seqs, rec_y, list[int | None](rec_y), rec_marks, rec_marks, inferred_prefix=inferred)
     wi = list(what_if)
