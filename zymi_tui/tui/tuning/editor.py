@@ -42,6 +42,7 @@ from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, di
 from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
 
 RECORDED = "recorded"
+PENDING_NOTICE_S = 0.1  # a running what-if says so after this long (if its picked call is not drawn yet)
 PAINT_WAIT_S = 0.25  # the longest a what-if waits for its picked call's frame before going on
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
 Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as display text (`clean`)
@@ -59,20 +60,25 @@ class Quiet(Static):
         super().__init__(content, **kw)  # type: ignore[arg-type]
         self.shown: Text | str = content
         self.fit = (-1, -1)  # (width, height) of the text shown (-1: not known yet)
+        self.grown = False  # shown last with grow_only
+        self.pinned = False  # its height is set here (since a grow_only show), not by its CSS
 
     def show(self, text: Text | str, *, grow_only: bool = False) -> None:
         """`grow_only`: the height never shrinks (a knob's error line: it stays, blank, once the
-        error is fixed, so that the digit that fixes it does not move the column under it)."""
+        error is fixed, so that the digit that fixes it does not move the column under it; the
+        summary while the knobs stay edited); a later show without it fits the text again."""
         width = self.content_size.width
-        if text == self.shown and self.fit[0] == width:
+        if text == self.shown and self.fit[0] == width and grow_only == self.grown:
             return
         body = text if isinstance(text, Text) else Text(text)
         lines = (len(body.wrap(self.app.console, width)) if body.plain else 0) if width > 0 else -1
-        if grow_only and lines >= 0 and self.fit[0] == width:
-            lines = max(lines, self.fit[1])
+        if lines >= 0 and (self.pinned or (grow_only and self.fit[0] == width)):
+            if grow_only and self.fit[0] == width:
+                lines = max(lines, self.fit[1])
             self.styles.height = lines
+            self.pinned = True
         self.update(text, layout=lines < 0 or (width, lines) != self.fit)
-        self.shown, self.fit = text, (width, lines)
+        self.shown, self.fit, self.grown = text, (width, lines), grow_only
 
 
 class KnobInput(Input):
@@ -214,7 +220,6 @@ class TuningScreen(ActionScreen):
         self.last_ms: float | None = None
         self.started = 0.0
         self.redraw_ms: float | None = None  # edit -> exact what-if drawn (curve included)
-        self.summary_lines = 1  # the summary's height (see show_summary)
         self.picked_ms: float | None = None  # edit -> the picked call's exact what-if drawn
         self.diff_knobs: ContextKnobs | None = None  # the knobs `diff` was made under
         self.pending = False  # the exact what-if of the stream is on its way
@@ -388,8 +393,10 @@ class TuningScreen(ActionScreen):
             return
         self.started = time.perf_counter()
         self.pending, self.partial = True, []
-        self.show_summary()
         self.run_whatif(knobs)
+        # "replaying…" only if the picked call is not known by then: a figures-only what-if knows it
+        # within a frame or two, and drawing the notice first cost a frame on the way to its figures
+        self.set_timer(PENDING_NOTICE_S, self.show_summary)
 
     @work(thread=True, exclusive=True, group="whatif", exit_on_error=False)
     def run_whatif(self, knobs: ContextKnobs) -> None:
@@ -483,16 +490,8 @@ class TuningScreen(ActionScreen):
     def show_summary(self) -> None:
         """The summary, its height kept while the knobs stay edited (it only grows): a what-if's
         states (running, picked call known, done) differ by a line or two, and each change of height
-        laid the curve and the table out again and redrew them (the plot twice per edit)."""
-        widget = self.query_one("#summary", Quiet)
-        text = self.summary_text()
-        width = widget.content_size.width
-        lines = len(text.wrap(self.app.console, width)) if width > 0 else 1
-        self.summary_lines = max(self.summary_lines, lines) if self.form.edited else lines
-        widget.styles.height = self.summary_lines  # a new height lays the screen out; the text alone does not
-        if text != widget.shown:
-            widget.update(text, layout=False)
-            widget.shown = text
+        laid the curve and the table out again and redrew them."""
+        self.query_one("#summary", Quiet).show(self.summary_text(), grow_only=self.form.edited)
 
     def summary_text(self) -> Text:
         call = self.picked_call(self.recorded_calls)
