@@ -80,12 +80,19 @@ def _read_in_child(target: Target) -> Callable[[], FirstRuns | None]:
     return result
 
 
+def _cores() -> int:
+    """The CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def observe(args: argparse.Namespace) -> int:
     """`bare`: `zymi-tui` alone, on the current folder's store or else the sample (with a banner)."""
     target = choose_target(store_arg(args), args.run, project=args.project, bare=args.bare)
-    if args.own_process:  # the newest runs are read by a child while the screen's modules load (~2/3 of the time)
+    if args.own_process and _cores() > 1:
+        # the newest runs are read by a child, on another core, while the screen's modules load (~2/3 of the time)
         reading = _read_in_child(target)
-    else:  # a test calling cli.main: no fork of a process that may run other threads
+    else:  # one core (nothing runs beside the import), or a test calling cli.main: no fork of a process that may
+        # run other threads
         first = asyncio.run(_open(target))
         reading = lambda: first  # noqa: E731
     with modules_loading(args.own_process):
