@@ -55,6 +55,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ROOT / "tests" / "oracle" / "coding_default" / "project"
 STREAM = "chat-long:step:work"
 KNOB_COLUMN = 40  # the editor's knob column, left of the view
+# the editors run from here: `python -m zymi_tui` (an --against wrapper) puts the current folder first
+# on sys.path, so started from a checkout it would import that checkout's package, not the one meant
+NEUTRAL_DIR = tempfile.gettempdir()
 LIMIT_S = 120.0  # one edit that takes longer is reported as a failure, not waited for
 
 
@@ -130,7 +133,7 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
         self.proc = subprocess.Popen(
-            args, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+            args, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True, cwd=NEUTRAL_DIR
         )  # fmt: skip
         os.close(slave)
         self.fd = master
@@ -195,8 +198,8 @@ class TmuxTerminal(Terminal):
         self.tmux = ["tmux", "-L", f"bench-knobs-{os.getpid()}-{id(self)}", "-f", "/dev/null"]
         env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
         command = " ".join(shlex.quote(a) for a in args)
-        subprocess.run([*self.tmux, "new-session", "-d", "-s", "b", "-x", str(cols), "-y", str(rows), command],
-                       check=True, env=env)  # fmt: skip
+        subprocess.run([*self.tmux, "new-session", "-d", "-s", "b", "-x", str(cols), "-y", str(rows),
+                        "-c", NEUTRAL_DIR, command], check=True, env=env)  # fmt: skip
         subprocess.run([*self.tmux, "set-option", "-g", "window-size", "manual"], check=True)
         self.control = subprocess.Popen(
             [*self.tmux, "-C", "attach-session", "-t", "b"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
@@ -336,11 +339,12 @@ def main() -> None:
             a.expected.write_text(json.dumps(cached))
         print(f"{a.edits} edits' expected figures from full replays in {time.perf_counter() - t0:.0f} s")
 
-        tune = ["tune", str(store), "--project", str(a.project), "--step-stream", a.stream]
+        tune = ["tune", str(store.resolve()), "--project", str(a.project.resolve()), "--step-stream", a.stream]
         tmux = a.terminal == "tmux"
         sessions = [Session("ours", [a.zymi_tui, *tune], cols, rows, tmux=tmux)]
         if a.against:
-            sessions.append(Session("against", [a.against, *tune], cols, rows, tmux=tmux))
+            against = str(Path(a.against).resolve()) if Path(a.against).exists() else a.against
+            sessions.append(Session("against", [against, *tune], cols, rows, tmux=tmux))
         scans: list[float] = []
         failed = unseen = 0
         try:
