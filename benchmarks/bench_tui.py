@@ -43,6 +43,10 @@ MAKE_STORE = Path("/work/shared/tools/make_big_store.py")
 VENV = ROOT / ".venv" / "bin"
 SIZE = (120, 40)
 
+# every program starts here: `python -m zymi_tui` (the --checkout launch) puts the current folder first on
+# sys.path, so started from a checkout it would import that checkout's package instead of the one meant
+NEUTRAL_DIR = tempfile.gettempdir()
+
 
 def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
@@ -117,7 +121,8 @@ def measure(
     for attempt in range(5):  # a tmux server that is just exiting (last session killed) refuses for a moment
         try:
             t0 = time.perf_counter()
-            tmux("new-session", "-d", "-s", session, "-x", str(SIZE[0]), "-y", str(SIZE[1]), f"exec {command}")
+            tmux("new-session", "-d", "-s", session, "-x", str(SIZE[0]), "-y", str(SIZE[1]), "-c", NEUTRAL_DIR,
+                 f"exec {command}")  # fmt: skip
             break
         except subprocess.CalledProcessError:
             if attempt == 4:
@@ -172,7 +177,7 @@ def floor_launch() -> dict[str, float]:
     try:
         t0 = time.perf_counter()
         cmd = f"exec env TERM=xterm-256color {sys.executable} {script}"
-        tmux("new-session", "-d", "-s", session, "-x", str(SIZE[0]), "-y", str(SIZE[1]), cmd)
+        tmux("new-session", "-d", "-s", session, "-x", str(SIZE[0]), "-y", str(SIZE[1]), "-c", NEUTRAL_DIR, cmd)
         pid = pane_pid(session)
         painted = wait_for(session, "FLOOR-PAINTED", 60) - t0
         return {"first_frame_s": painted, "runs_listed_s": painted, "runs_listed_cpu_s": cpu_seconds(pid)}
