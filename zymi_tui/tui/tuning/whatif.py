@@ -3,7 +3,6 @@ knob change replays them through the same `replay_store` (and ContextBuilder) as
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import copy
 import gc
@@ -138,13 +137,6 @@ async def replay_stream(
     memory: MemoryReader, project: Path | None, stream_id: str, knobs: ContextKnobs | None
 ) -> list[CallContext]:
     return [c async for c in replay_store(memory, project=project, knobs=knobs, streams=[stream_id])]
-
-
-def replay_stream_sync(
-    memory: MemoryReader, project: Path | None, stream_id: str, knobs: ContextKnobs | None
-) -> list[CallContext]:
-    """For a thread worker: the editor's event loop never waits on a replay."""
-    return asyncio.run(replay_stream(memory, project, stream_id, knobs))
 
 
 # how the last what-if was made: from the base replay's builder states (figures only, the builder
