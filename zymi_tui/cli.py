@@ -71,27 +71,27 @@ def exit_now(code: int) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    code = run_command(argv)
-    if argv is None and chosen_command([a for a in sys.argv[1:] if a != "--no-venv"]) in EXIT_AT_ONCE:
+    own_process = argv is None  # the process's own command line: the process ends after it
+    # zymi accepts --no-venv anywhere on the line
+    args_list = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--no-venv"]
+    command = chosen_command(args_list)
+    code = run_command(args_list, command, own_process=own_process)
+    if own_process and command in EXIT_AT_ONCE:
         exit_now(code)
     return code
 
 
-def run_command(argv: Sequence[str] | None) -> int:
-    if argv is None:  # the process's own command line: the process ends after it
+def run_command(args_list: list[str], command: str | None, *, own_process: bool) -> int:
+    if own_process:
         # what is left is freed by the exit itself, not traced by the interpreter's last GC pass (~70 ms)
         atexit.register(gc.freeze)
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    # zymi accepts --no-venv anywhere on the line
-    args_list = [a for a in args_list if a != "--no-venv"]
-    command = chosen_command(args_list)
-    with modules_loading(own_process=argv is None):
+    with modules_loading(own_process=own_process):
         args = build_parser(command).parse_args(args_list)
     try:
         if command is None:
             args = build_parser("observe").parse_args(["observe"])
             args.bare = True  # bare `zymi-tui` opens the dashboard on the current folder or the sample
-        args.own_process = argv is None  # a command loading more modules as it runs (modules_loading)
+        args.own_process = own_process  # a command loading more modules as it runs (modules_loading)
         code: int = args.func(args)
         return code
     except UserError as e:  # the one place a user-facing error becomes a line on stderr and an exit code
