@@ -1,5 +1,5 @@
 """A project is made without pydantic's validator when its values have their exact types
-(zymi_tui.events.exact): the result must be what `model_validate` gives, or nothing (pydantic decides)."""
+(zymi_tui.engine.exact): the result must be what `model_validate` gives, or nothing (pydantic decides)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from tests.waiting import LIMIT
 from zymi_tui.engine import config as C
-from zymi_tui.events.exact import exact
+from zymi_tui.engine.exact import exact
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = (C.ProjectConfig, C.AgentConfig, C.PipelineConfig, C.ToolConfig)

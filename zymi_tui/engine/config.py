@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Loose(BaseModel):
-    # a project whose values have their exact types is made without the validator (loader, events.exact):
+    # a project whose values have their exact types is made without the validator (loader, engine.exact):
     # the schemas are built only for a project pydantic has to coerce or refuse
     model_config = ConfigDict(extra="ignore", defer_build=True)
 

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ValidationError
 
 from zymi_tui.engine.config import AgentConfig, PipelineConfig, ProjectConfig, StepConfig, ToolConfig
 from zymi_tui.engine.dag import plan_levels
+from zymi_tui.engine.exact import exact
 from zymi_tui.engine.templating import STEP_REF
 from zymi_tui.engine.when_expr import WhenError, parse_when
-from zymi_tui.events.exact import exact
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.locate import project_store
