@@ -789,7 +789,13 @@ class Splice(Sequence[int]):
         else:
             full_end, masked_end = base.cum_full[mask_end - off] + self.ff, base.cum_masked[mask_end - off] + self.fm
         masked_cut = head.cum_masked[cut] if cut <= m else base.cum_masked[cut - off] + self.fm
-        return n, n_turns, cut, mask_end, masked_end - masked_cut + full_n - full_end
+        return n, n_turns, cut, mask_end, layer_c_bytes(masked_cut, masked_end, full_end, full_n)
+
+
+def layer_c_bytes(masked_cut: int, masked_end: int, full_end: int, full_n: int) -> int:
+    """Layer C's bytes from a tail's running sums: the items from the forget cut to the masked end in
+    their masked form, the rest (to n) in full."""
+    return masked_end - masked_cut + full_n - full_end
 
 
 def _bounds(k: ContextKnobs, n_turns: int, ends: Sequence[int]) -> tuple[int, int, int]:
@@ -807,7 +813,7 @@ def _render(f: _Frame, mem: list[tuple[str, str]], k: ContextKnobs, allow_compac
     tail, n = f.tail, f.n
     b_bytes = len(memory_text(mem).encode()) if mem else 0
     _, cut, mask_end = _bounds(k, f.n_turns, f.ends)
-    c_bytes = (tail.cum_masked[mask_end] - tail.cum_masked[cut]) + (tail.cum_full[n] - tail.cum_full[mask_end])
+    c_bytes = layer_c_bytes(tail.cum_masked[cut], tail.cum_masked[mask_end], tail.cum_full[mask_end], tail.cum_full[n])
     chars = f.a_bytes + b_bytes + c_bytes
     plan = None
     if allow_compaction and chars > k.soft_cap_chars:
