@@ -7,8 +7,9 @@
    (`coding_default`: one `run`, 26 LLM calls, 25 shell/file tool calls), against the harness's fake
    model (tests/oracle/harness/fake_llm.py, replaying the recorded answers on loopback). Each run gets
    a fresh copy of one project; zymi and ours alternate (the order turns each pair); median (min) wall
-   and CPU (user + system, the process and its children) of each, ours/zymi, and the start-up: from
-   the process's start to its first event's timestamp (the rest is the run itself). Every run must exit
+   and CPU (user + system, the process and its children) of each, ours/zymi, and the wall split in three
+   by the stores' timestamps: the start-up (the process's start to its first event), the run (first to
+   last event) and the end (last event to the process reaped). Every run must exit
    0 and make the scenario's 26 requests, and each store must pass the real `zymi verify` and hold
    the same events by kind as zymi's. One untimed warm-up run of each comes first, with Python's
    bytecode cache on (PYTHONDONTWRITEBYTECODE dropped: an installed package has its .pyc).
@@ -54,6 +55,7 @@ from zymi_tui.engine.runtime import close_runtime, open_runtime  # noqa: E402
 from zymi_tui.events.envelope import Event  # noqa: E402
 from zymi_tui.events.kinds import LlmCallCompleted, ToolCallCompleted, WorkflowCompleted  # noqa: E402
 from zymi_tui.events.messages import AssistantMessage, TokenUsage, ToolCallInfo  # noqa: E402
+from zymi_tui.events.replay_kinds import replay_event  # noqa: E402
 from zymi_tui.events.store import EventWriter  # noqa: E402
 from zymi_tui.events.timestamps import parse_timestamp_ns  # noqa: E402
 
@@ -125,7 +127,7 @@ async def overhead(turns: int, tmp: Path) -> tuple[float, float, float, float]:
         history = await rt.reader.read_stream(f"{stream}:step:reply")
         b = ContextBuilder(rt.knobs, Prefix("s", "t"))
         for ev in history:
-            b.add(ev)
+            b.add(replay_event(ev))
         b.build()
         load = time.perf_counter() - t_load
         # one chat message: the demo agent makes ~25 tool calls, then answers
@@ -142,14 +144,14 @@ async def overhead(turns: int, tmp: Path) -> tuple[float, float, float, float]:
             events = await rt.reader.read_stream(f"{stream}:step:reply")
             fresh = ContextBuilder(rt.knobs, Prefix("s", "t"))
             for ev in events:
-                fresh.add(ev)
+                fresh.add(replay_event(ev))
             fresh.build().wire()
             base.append(time.perf_counter() - t1)
         zymi_style = ours + statistics.median(base) * 1000
         # the part of ours that is the request itself: materialising the messages to send
         full = ContextBuilder(rt.knobs, Prefix("s", "t"))
         for ev in await rt.reader.read_stream(f"{stream}:step:reply"):
-            full.add(ev)
+            full.add(replay_event(ev))
         wires = []
         for _ in range(5):
             t2 = time.perf_counter()
@@ -204,7 +206,7 @@ def load_harness() -> types.ModuleType:
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int, str]:
     """Wall seconds, CPU seconds (user + system, with the children it waited for), exit status, stderr.
-    The start's wall-clock time is written to `cwd/started_ns` (for `first_event_s`)."""
+    The start's wall-clock time is written to `cwd/started_ns` (for `phases_s`)."""
     err = cwd / "stderr.txt"
     with err.open("wb") as f:
         (cwd / "started_ns").write_text(str(time.time_ns()))
@@ -216,14 +218,18 @@ def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float,
     return wall, usage.ru_utime + usage.ru_stime, proc.returncode, err.read_text(errors="replace")[-2000:]
 
 
-def first_event_s(folder: Path) -> float:
-    """Seconds from the process's start to its first event's timestamp (the engine's start-up)."""
+def phases_s(folder: Path, wall: float) -> tuple[float, float, float]:
+    """The wall time in seconds split by the first and last events' timestamps: start-up (the process's
+    start to its first event), run (first to last event), end (last event to the process reaped)."""
     con = sqlite3.connect(f"file:{folder / '.zymi' / 'events.db'}?mode=ro", uri=True)
     try:
-        (data,) = con.execute("SELECT data FROM events ORDER BY id LIMIT 1").fetchone()
+        ends = "(SELECT MIN(id) FROM events), (SELECT MAX(id) FROM events)"
+        rows = con.execute(f"SELECT data FROM events WHERE id IN ({ends}) ORDER BY id").fetchall()
     finally:
         con.close()
-    return (parse_timestamp_ns(json.loads(data)["timestamp"]) - int((folder / "started_ns").read_text())) / 1e9
+    first, last = (parse_timestamp_ns(json.loads(data)["timestamp"]) for (data,) in (rows[0], rows[-1]))
+    started = int((folder / "started_ns").read_text())
+    return (first - started) / 1e9, (last - first) / 1e9, wall - (last - started) / 1e9
 
 
 def kinds(db: Path) -> collections.Counter[str]:
@@ -256,7 +262,7 @@ def processes(pairs: int, checkout: str | None, tmp: Path) -> int:
         fake_out.close()
         print("bench_engine: the fake model did not start", file=sys.stderr)
         return 2
-    figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in engines}
+    figures: dict[str, list[tuple[float, float, tuple[float, float, float]]]] = {name: [] for name in engines}
     reference: collections.Counter[str] | None = None
     problems: list[str] = []
     try:
@@ -279,7 +285,7 @@ def processes(pairs: int, checkout: str | None, tmp: Path) -> int:
                     [*cmd, "--no-venv", "run", sc["pipeline"], "-i", f"task={task}"], folder, run_env
                 )
                 calls = log.read_text().count("\n") - sent
-                figures[name].append((wall, cpu, first_event_s(folder)))
+                figures[name].append((wall, cpu, phases_s(folder, wall)))
                 if code != 0 or calls != CALLS:
                     problems.append(f"{name} run {i}: exit {code}, {calls} requests (want 0, {CALLS}): {err}")
                 check = subprocess.run(
@@ -303,13 +309,18 @@ def processes(pairs: int, checkout: str | None, tmp: Path) -> int:
     )
     base = statistics.median(w for w, _, _ in figures["zymi"])
     for name, runs in figures.items():
-        walls, cpus, firsts = [w for w, _, _ in runs], [c for _, c, _ in runs], [s for _, _, s in runs]
+        walls, cpus, firsts = [w for w, _, _ in runs], [c for _, c, _ in runs], [p[0] for _, _, p in runs]
         print(
             f"{name:10} {statistics.median(walls):>13.3f} ({min(walls):.3f}) "
             f"{statistics.median(cpus):>13.3f} ({min(cpus):.3f}) {statistics.median(walls) / base:>11.2f}x "
             f"{statistics.median(firsts):>12.3f} ({min(firsts):.3f})"
         )
     print("aim: zymi-tui wall <= 1.2x zymi's")
+    print("the wall split by the first and last events' timestamps, median s (difference to zymi's):")
+    split = {name: [statistics.median(p[k] for _, _, p in runs) for k in range(3)] for name, runs in figures.items()}
+    print(f"{'engine':10} {'start-up':>16} {'run':>16} {'end':>16}")
+    for name, parts in split.items():
+        print(f"{name:10} " + " ".join(f"{v:>7.3f} ({v - z:+.3f})" for v, z in zip(parts, split["zymi"], strict=True)))
     print("stores: every run exited 0, made 26 requests, passed `zymi verify`, same events by kind as zymi's"
           if not problems else "PROBLEMS:\n  " + "\n  ".join(problems))  # fmt: skip
     return 1 if problems else 0
