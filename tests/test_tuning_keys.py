@@ -86,6 +86,9 @@ async def test_edits_by_keys_show_the_full_replays_figures(keys: list[str], sets
         for s in sets:
             name, value = s.split("=")
             assert f"{LABELS[name]} {value}" in shown(screen, "#state")
+        # the fields cleared by backspace (in error) and fixed by a digit: no error left on screen
+        assert not screen.query(".knob.-invalid")
+        assert all(not shown(screen, f"#err-{name}").strip() for name in LABELS)
         summary = shown(screen, "#summary")
         assert f"what-if (estimated): {last['chars']:,} bytes" in summary
         curve = screen.query_one(CurveView).curve

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property, lru_cache, partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.masking import (
@@ -789,7 +789,13 @@ class Splice(Sequence[int]):
         else:
             full_end, masked_end = base.cum_full[mask_end - off] + self.ff, base.cum_masked[mask_end - off] + self.fm
         masked_cut = head.cum_masked[cut] if cut <= m else base.cum_masked[cut - off] + self.fm
-        return n, n_turns, cut, mask_end, masked_end - masked_cut + full_n - full_end
+        return n, n_turns, cut, mask_end, layer_c_bytes(masked_cut, masked_end, full_end, full_n)
+
+
+def layer_c_bytes(masked_cut: int, masked_end: int, full_end: int, full_n: int) -> int:
+    """Layer C's bytes from a tail's running sums: the items from the forget cut to the masked end in
+    their masked form, the rest (to n) in full."""
+    return masked_end - masked_cut + full_n - full_end
 
 
 def _bounds(k: ContextKnobs, n_turns: int, ends: Sequence[int]) -> tuple[int, int, int]:
@@ -807,7 +813,7 @@ def _render(f: _Frame, mem: list[tuple[str, str]], k: ContextKnobs, allow_compac
     tail, n = f.tail, f.n
     b_bytes = len(memory_text(mem).encode()) if mem else 0
     _, cut, mask_end = _bounds(k, f.n_turns, f.ends)
-    c_bytes = (tail.cum_masked[mask_end] - tail.cum_masked[cut]) + (tail.cum_full[n] - tail.cum_full[mask_end])
+    c_bytes = layer_c_bytes(tail.cum_masked[cut], tail.cum_masked[mask_end], tail.cum_full[mask_end], tail.cum_full[n])
     chars = f.a_bytes + b_bytes + c_bytes
     plan = None
     if allow_compaction and chars > k.soft_cap_chars:
@@ -861,24 +867,29 @@ def _shape_dropped(s: Shape) -> list[ContextEntry]:
     return [ContextEntry(r.message, "C", r.bytes, reason, r.seq) for r in s.tail.items[: s.cut]]
 
 
+class Segment(NamedTuple):
+    """What a what-if builder's contexts are made of between two of its compactions (see `Splice`):
+    its tail object (holding at least a call's items by the time its messages are asked for), the
+    ranges compacted so far, and how many items those compactions took away."""
+
+    tail: _Tail
+    compactions: tuple[tuple[int, int], ...]
+    compacted_away: int
+
+
 def spliced_context(
-    tail: _Tail,
-    figures: tuple[int, int, int, int, int],
-    shown: RenderedContext,
-    compactions: tuple[tuple[int, int], ...],
-    compacted_away: int,
-    k: ContextKnobs,
+    segment: Segment, figures: tuple[int, int, int, int, int], shown: RenderedContext, k: ContextKnobs
 ) -> RenderedContext:
     """The context a what-if builder following a base builder builds at a call (no compaction: its
     total is within the soft cap), from the figures `Splice.figures` found there: `shown` is the base
-    builder's context of that call (its Layer A and memory), `tail` the what-if's tail object
-    (holding at least the call's items by the time its messages are asked for)."""
+    builder's context of that call (its Layer A and memory)."""
     n, n_turns, cut, mask_end, c_bytes = figures
     shape = shown.shape
     assert shape is not None
     a_bytes = shown.layer_bytes["A"]
     mem = list(shape.memory)
     a_count = shown.message_count - (1 if mem else 0) - (shape.n - shown.forgotten)
+    tail, compactions, compacted_away = segment
     frame = _Frame(shape.prefix, a_bytes, a_count, tail, n, n_turns, (), compacted_away, compactions)
     return _context(frame, mem, k, cut, mask_end, (shown.layer_bytes["B"], c_bytes), None)
 

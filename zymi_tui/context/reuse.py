@@ -16,7 +16,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from zymi_tui.context.builder import Prefix, Shape, _Raw, _Tail
+from zymi_tui.context.builder import Prefix, Shape, _Raw, _Tail, layer_c_bytes
 from zymi_tui.context.masking import memory_text
 
 
@@ -80,7 +80,7 @@ def _c_bytes(shape: Shape, j: int) -> int:
     """Bytes of Layer C items [cut, j) as shown in `shape`."""
     t, cut, m = shape.tail, shape.cut, shape.mask_end
     mid = max(cut, min(j, m))
-    return (t.cum_masked[mid] - t.cum_masked[cut]) + (t.cum_full[j] - t.cum_full[mid])
+    return layer_c_bytes(t.cum_masked[cut], t.cum_masked[mid], t.cum_full[mid], t.cum_full[j])
 
 
 def _head(shape: Shape) -> tuple[tuple[Hashable, int], ...]:

@@ -10,12 +10,13 @@ import difflib
 import gc
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
-from textual.app import ComposeResult
+from textual.app import ComposeResult, RenderResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Footer, Input, Label, Select, Static
@@ -62,14 +63,20 @@ class Quiet(Static):
         self.fit = (-1, -1)  # (width, height) of the text shown (-1: not known yet)
         self.grown = False  # shown last with grow_only
         self.pinned = False  # its height is set here (since a grow_only show), not by its CSS
+        self.painted: list[Callable[[], object]] = []  # to call once the text shown is on screen
 
-    def show(self, text: Text | str, *, grow_only: bool = False) -> None:
+    def show(self, text: Text | str, *, grow_only: bool = False, then: Callable[[], object] | None = None) -> None:
         """`grow_only`: the height never shrinks (a knob's error line: it stays, blank, once the
         error is fixed, so that the digit that fixes it does not move the column under it; the
-        summary while the knobs stay edited); a later show without it fits the text again."""
+        summary while the knobs stay edited); a later show without it fits the text again.
+        `then` is called after the frame that paints the text (at once if it is on screen already)."""
         width = self.content_size.width
         if text == self.shown and self.fit[0] == width and grow_only == self.grown:
+            if then is not None:
+                then()
             return
+        if then is not None:
+            self.painted.append(then)
         body = text if isinstance(text, Text) else Text(text)
         lines = (len(body.wrap(self.app.console, width)) if body.plain else 0) if width > 0 else -1
         if lines >= 0 and (self.pinned or (grow_only and self.fit[0] == width)):
@@ -79,6 +86,15 @@ class Quiet(Static):
             self.pinned = True
         self.update(text, layout=lines < 0 or (width, lines) != self.fit)
         self.shown, self.fit, self.grown = text, (width, lines), grow_only
+
+    def render(self) -> RenderResult:
+        # called while a frame is made: what waits for this text is called once that frame is done
+        # (`call_after_refresh` from a handler may run before the frame: the widgets' repaints reach
+        # the screen from their own message queues, after it)
+        for then in self.painted:
+            self.call_after_refresh(then)
+        self.painted.clear()
+        return super().render()
 
 
 class KnobInput(Input):
@@ -225,6 +241,7 @@ class TuningScreen(ActionScreen):
         self.pending = False  # the exact what-if of the stream is on its way
         self.curve: Curve | None = None
         self._syncing = False
+        self.errors_due = False  # the knobs' errors and state are to be drawn with the summary
         self._agents: dict[int, tuple[list[CallContext], int, list[CallContext]]] = {}  # see agent_calls
         self.drawn: tuple[CallDiff | None, int] | None = None  # the diff the table shows, for the call picked
         self.profiles: dict[str, ContextKnobs] = dict(PROFILES)
@@ -342,9 +359,10 @@ class TuningScreen(ActionScreen):
         if event.value == self.form.texts.get(name):
             return  # the echo of sync_inputs (it can arrive after _syncing is over): nothing changed
         knobs = self.form.set(name, event.value)
-        self.show_errors()
-        if knobs is not None:
-            self.recompute()
+        if knobs is None or not self.recompute():
+            self.show_errors()
+        else:  # shown with the what-if's first figures: a frame of its own before them took the
+            self.errors_due = True  # interpreter from the what-if (its worker thread)
 
     @on(Select.Changed, "#profile")
     def profile_changed(self, event: Select.Changed) -> None:
@@ -368,6 +386,7 @@ class TuningScreen(ActionScreen):
         self._syncing = False
 
     def show_errors(self) -> None:
+        self.errors_due = False
         for name in KNOB_NAMES:
             err = self.form.errors.get(name, "")
             self.query_one(f"#err-{name}", Quiet).show(Text(err, style="bold red"), grow_only=True)
@@ -380,23 +399,25 @@ class TuningScreen(ActionScreen):
             state += f"\n{knobs.describe()}"
         self.query_one("#state", Quiet).show(state)
 
-    def recompute(self) -> None:
+    def recompute(self) -> bool:
+        """The what-if of the knobs in the form, started; whether it runs (else it is drawn already)."""
         knobs = self.form.knobs
         if knobs is None or not self.ready:
-            return
+            return False
         if knobs == self.recorded:
             self.retire(self.what_if_calls, self.partial)
             self.what_if_calls, self.diff, self.diff_knobs, self.last_ms, self.pending = None, None, None, None, False
             self.partial = None
             self.workers.cancel_group(self, "whatif")
             self.redraw()
-            return
+            return False
         self.started = time.perf_counter()
         self.pending, self.partial = True, []
         self.run_whatif(knobs)
         # "replaying…" only if the picked call is not known by then: a figures-only what-if knows it
         # within a frame or two, and drawing the notice first cost a frame on the way to its figures
         self.set_timer(PENDING_NOTICE_S, self.show_summary)
+        return True
 
     @work(thread=True, exclusive=True, group="whatif", exit_on_error=False)
     def run_whatif(self, knobs: ContextKnobs) -> None:
@@ -432,9 +453,8 @@ class TuningScreen(ActionScreen):
             message.painted.set()
             return
         self.diff, self.diff_knobs = message.diff, message.knobs
-        self.show_summary()
+        self.show_summary(then=message.painted.set)
         self.draw_diff()
-        self.call_after_refresh(message.painted.set)
         self.picked_ms = (time.perf_counter() - self.started) * 1000  # edit -> picked call drawn
 
     def on_what_if_partial(self, message: WhatIfPartial) -> None:
@@ -487,11 +507,14 @@ class TuningScreen(ActionScreen):
             f"· {self.last_ms:.0f} ms"
         )
 
-    def show_summary(self) -> None:
+    def show_summary(self, then: Callable[[], object] | None = None) -> None:
         """The summary, its height kept while the knobs stay edited (it only grows): a what-if's
         states (running, picked call known, done) differ by a line or two, and each change of height
-        laid the curve and the table out again and redrew them."""
-        self.query_one("#summary", Quiet).show(self.summary_text(), grow_only=self.form.edited)
+        laid the curve and the table out again and redrew them. The knobs' errors and state too, if
+        an edit left them to be shown with it. `then`: called once it is on screen."""
+        if self.errors_due:
+            self.show_errors()
+        self.query_one("#summary", Quiet).show(self.summary_text(), grow_only=self.form.edited, then=then)
 
     def summary_text(self) -> Text:
         call = self.picked_call(self.recorded_calls)

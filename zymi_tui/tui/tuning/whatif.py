@@ -19,8 +19,8 @@ from zymi_tui.context.builder import (
     Converted,
     Prefix,
     RenderedContext,
+    Segment,
     Splice,
-    _Tail,
     rerender,
     spliced_context,
 )
@@ -214,9 +214,6 @@ class _Watch:
                 return
 
 
-_Segment = tuple[_Tail, tuple[tuple[int, int], ...], int]  # a what-if's tail, compacted ranges, compacted-away count
-
-
 class _Uncovered(Exception):
     """The figures-only what-if met a case it does not cover: the stream is replayed instead."""
 
@@ -395,10 +392,10 @@ class StreamWhatIf:
         w = ContextBuilder(k, Prefix("", ""), follow_recorded_compactions=False)
         base_tail = follow.marks[0][0].tail
         splice = Splice(w.tail, base_tail, 0)
-        segment: _Segment = (base_tail, (), 0)  # what the contexts are made of since the last compaction
+        segment = Segment(base_tail, (), 0)  # what the contexts are made of since the last compaction
         since: BuildMark | None = None
         replayer = self._replayer(k)
-        made: list[RenderedContext | tuple[tuple[int, int, int, int, int], _Segment]] = []
+        made: list[RenderedContext | tuple[tuple[int, int, int, int, int], Segment]] = []
         compactions: dict[int, CallContext] = {}  # the compaction made at a call, by the call's index
         for index, ((_, call), (mark, estimate)) in enumerate(zip(calls, follow.marks, strict=True)):
             if index & 127 == 0 and stop():
@@ -421,7 +418,7 @@ class StreamWhatIf:
                 if not w.can_follow(base_tail, mark.n) or ctx.shape is None:
                     raise _Uncovered
                 splice = Splice(w.tail, base_tail, mark.n)
-                segment = (w.tail, ctx.shape.compactions, ctx.compacted_away)
+                segment = Segment(w.tail, ctx.shape.compactions, ctx.compacted_away)
             made.append(ctx)
         if since is not None and not w.follow(follow.builder, since, follow.marks[-1][0]):
             raise _Uncovered  # (the last calls' messages are read from the builder's tail)
@@ -431,8 +428,7 @@ class StreamWhatIf:
             if isinstance(how, RenderedContext):
                 return _with(call, how)
             assert call.rendered is not None
-            tail, ranges, away = how[1]
-            return _with(call, spliced_context(tail, how[0], call.rendered, ranges, away, k))
+            return _with(call, spliced_context(how[1], how[0], call.rendered, k))
 
         wanted = follow.index.get(watch.want) if watch.want is not None else None
         first = None if wanted is None else row(wanted)
