@@ -401,7 +401,7 @@ class StreamWhatIf:
         since: BuildMark | None = None
         replayer = self._replayer(k)
         made: list[RenderedContext | tuple[tuple[int, int, int, int, int], Segment]] = []
-        compactions: dict[int, CallContext] = {}  # the compaction made at a call, by the call's index
+        compactions: dict[int, Callable[[], CallContext]] = {}  # the row of the compaction made at a call, by its index
         figures_at, ab, soft = splice.figures, follow.ab, k.soft_cap_chars
         for index, n_base in enumerate(follow.ns):  # (done for every call on every edit: kept lean)
             if index & 127 == 0 and stop():
@@ -444,7 +444,7 @@ class StreamWhatIf:
         out: list[CallContext] = []
         for index in range(len(calls)):
             if index in compactions:
-                out.append(compactions[index])
+                out.append(compactions[index]())
             out.append(first if index == wanted and first is not None else row(index))
         return out
 
