@@ -20,14 +20,18 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-async def measure(store: Path, needle: str) -> dict[str, float]:
-    sys.path.insert(0, str(ROOT))
+async def measure(store: Path, needle: str) -> dict[str, Any]:
+    # the test helpers are found last: `zymi_tui` itself is the checkout on PYTHONPATH (or this one, installed)
+    sys.path.append(str(ROOT))
+    import zymi_tui
     from tests.tui_support import make_app, settle
 
     app = make_app(store)
@@ -43,14 +47,22 @@ async def measure(store: Path, needle: str) -> dict[str, float]:
                 first = time.perf_counter() - started
             if pressing.done() and not main.searching_run:
                 done = time.perf_counter() - started
-        return {"first": first if first is not None else done, "done": done, "hits": main.events.visible_count}
+        return {
+            "first": first if first is not None else done,
+            "done": done,
+            "hits": main.events.visible_count,
+            "package": str(Path(zymi_tui.__file__).parent),
+        }
 
 
-def run(store: Path, needle: str, checkout: Path | None) -> dict[str, float]:
+def run(store: Path, needle: str, checkout: Path | None) -> dict[str, Any]:
+    """One measurement in a fresh process, started from a neutral folder (the current folder comes first on
+    sys.path: started from a checkout, the child would import that checkout's package)."""
     env = {**os.environ, "PYTHONPATH": str(checkout)} if checkout else dict(os.environ)
-    child = [sys.executable, __file__, "--child", "--store", str(store), "--needle", needle]
-    out = subprocess.run(child, capture_output=True, text=True, check=True, env=env)
-    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    child = [sys.executable, str(Path(__file__).resolve()), "--child", "--store", str(store.resolve()),
+             "--needle", needle]  # fmt: skip
+    out = subprocess.run(child, capture_output=True, text=True, check=True, env=env, cwd=tempfile.gettempdir())
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
 
@@ -69,8 +81,8 @@ def main() -> None:
     if a.child:
         print(json.dumps(asyncio.run(measure(a.store, a.needle))))
         return
-    ours: list[dict[str, float]] = []
-    theirs: list[dict[str, float]] = []
+    ours: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
     for _ in range(a.repeat):
         ours.append(run(a.store, a.needle, None))
         if a.checkout:
@@ -79,10 +91,12 @@ def main() -> None:
     for name, got in (("this checkout", ours), (str(a.checkout), theirs)):
         if got:
             first, done = [g["first"] for g in got], [g["done"] for g in got]
-            print(f"  {name}: Enter -> first hits shown {shown(first)}, -> search done {shown(done)}")
+            print(f"  {name} ({got[0]['package']}, hits {got[0]['hits']:.0f}): Enter -> first hits shown "
+                  f"{shown(first)}, -> search done {shown(done)}")  # fmt: skip
     if theirs:
-        ratio = statistics.median(g["first"] for g in ours) / statistics.median(g["first"] for g in theirs)
-        print(f"  first hits: this / before = {ratio:.2f}")
+        for what in ("first", "done"):
+            ratio = statistics.median(g[what] for g in ours) / statistics.median(g[what] for g in theirs)
+            print(f"  {'first hits' if what == 'first' else 'search done'}: this / before = {ratio:.2f}")
 
 
 if __name__ == "__main__":

@@ -182,6 +182,27 @@ async def test_search_kinds_and_steps(db: Path, path: str) -> None:
         assert main.events.visible_count == sql(db, "SELECT COUNT(*) FROM events WHERE stream_id = ?", STEP)[0][0]
 
 
+async def test_search_finds_the_line_shown_and_never_an_unreadable_row(db: Path, path: str) -> None:
+    """`LLM done` is in no row's data, only in the line each call's completion shows: every completion is
+    found (a long run's worker makes the line from the row's text). An unreadable row whose text holds
+    the needle is no hit, and the banner counts it."""
+    done = [int(str(gid)) for (gid,) in sql(db, "SELECT id FROM events WHERE kind_tag = 'llm_call_completed'")]
+    assert sql(db, "SELECT COUNT(*) FROM events WHERE data LIKE '%llm done%'")[0][0] == 0
+    bad = done[len(done) // 2]
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE events SET data = '{not json, LLM done' WHERE id = ?", (bad,))
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        await pilot.press("tab", "slash", *"LLM done", "enter")
+        await pilot_until(pilot, lambda: not main.searching_run, "the search done")
+        shown = {it[0] for it in main.events.items if isinstance(it, tuple)}
+        assert shown == set(done) - {bad}
+        assert "LLM done" in await drawn(pilot, app)
+        banner = main.query_one("#banner")
+        await pilot_until(pilot, lambda: "1 unreadable row(s) skipped" in str(banner.render()), "the banner")
+
+
 async def test_inspector_and_knob_editor_on_a_call_picked_on_the_plot(db: Path, path: str) -> None:
     app = make_app(db)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -6,9 +6,10 @@ everything, including the whole tool result and response message, not the previe
 
 from __future__ import annotations
 
+import contextlib
 import json
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from zymi_tui.events import kinds as k
 from zymi_tui.events.envelope import Event
@@ -24,14 +25,16 @@ def saved_words(bytes_saved: int) -> str:
 def cut(text: str, n: int) -> str:
     """At most n bytes of UTF-8 (floored to a character), with `…` when cut; one line."""
     text = text.replace("\n", " ")
-    raw = text.encode()
+    raw = text.encode(errors="surrogatepass")  # a lone surrogate (JSON's `\ud800`, a byte not UTF-8) is kept
     if len(raw) <= n:
         return text
-    return raw[:n].decode(errors="ignore") + "…"
+    for end in range(n, max(n - 4, 0), -1):  # floored to a character
+        with contextlib.suppress(UnicodeDecodeError):
+            return raw[:end].decode(errors="surrogatepass") + "…"
+    return "…"
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(NamedTuple):  # a tuple: made for every row a search reads, in a fraction of a dataclass's time
     icon: str
     label: str
     style: str  # "default" | "success" | "failure" | "warning" | "info" | "highlight" | "dim"
@@ -40,94 +43,214 @@ class Line:
 
 
 def describe(event: Event) -> Line:
-    d = event.kind
-    ok = "success"
-    if isinstance(d, k.PipelineRequested):
-        return Line("●", "Pipeline", "info", 0, f"pipeline={d.pipeline} inputs=[{', '.join(d.inputs)}]")
-    if isinstance(d, k.PipelineCompleted):
-        tail = "ok" if d.success else f"FAIL error={cut(d.error or '', 60)}"
-        return Line("✓" if d.success else "✗", "Pipeline done", ok if d.success else "failure", 0,
-                    f"pipeline={d.pipeline} {tail}")  # fmt: skip
-    if isinstance(d, k.ResumeForked):
-        return Line("↩", "Resume", "highlight", 0, f"from {cut(d.parent_stream_id, 40)} at step '{d.fork_at_step}'")
-    if isinstance(d, k.UserMessageReceived):
-        return Line("@", "User", "info", 0, f"{d.connector}: {cut(message_text(d.content), 80)}")
-    if isinstance(d, k.ScheduledTaskTriggered):
-        return Line("*", "Scheduled", "info", 0, f"{d.entry_id}: {cut(d.task, 60)}")
-    if isinstance(d, k.ResponseReady):
-        return Line("»", "Response", ok, 0, cut(d.content, 80))
-    if isinstance(d, k.WorkflowStarted):
-        return Line("◆", "Workflow", "info", 0, f"{d.node_count} node(s) — {cut(d.user_message, 60)}")
-    if isinstance(d, k.WorkflowCompleted):
-        return Line("✓" if d.success else "✗", "WF done", ok if d.success else "failure", 0,
-                    "ok" if d.success else "FAIL")  # fmt: skip
-    if isinstance(d, k.OutputResolved):
-        extra = f" (any_of, skipped {len(d.via.skipped or [])})" if d.via.form == "any_of" else ""
-        return Line("↳", "Output", "info", 0, f"→ {d.chosen_step}{extra}")
-    if isinstance(d, k.WorkflowNodeStarted):
-        return Line("▸", f"WF:{d.node_id}", "info", 1, cut(d.description, 80))
-    if isinstance(d, k.WorkflowNodeCompleted):
-        return Line("✓" if d.success else "✗", f"WF:{d.node_id}", ok if d.success else "failure", 1,
-                    "ok" if d.success else "FAIL")  # fmt: skip
-    if isinstance(d, k.StepSkipped):
-        return Line("⊘", f"WF:{d.step_id}", "dim", 1, f"skipped ({d.reason})")
-    if isinstance(d, k.ShellSessionStarted):
-        return Line("$", "Shell", "info", 1, f"{d.shell_path} pid={d.pid}")
-    if isinstance(d, k.ShellSessionClosed):
-        return Line("$", "Shell closed", "dim", 1, f"reason={d.reason}")
-    if isinstance(d, k.MemoryWritten):
-        over = " (overwrite)" if d.previous_value_seq is not None else ""
-        return Line("+", "Memory", "info", 1, f"{d.key}{over} = {cut(d.value, 60)}")
-    if isinstance(d, k.MemoryDeleted):
-        return Line("✗", "Memory del", "warning", 1, d.key)
-    if isinstance(d, k.ContextCompacted):
-        lo, hi = d.replaces_seq_range
-        return Line("~", "Compact", "warning" if d.bytes_saved < 0 else "info", 1,
-                    f"seq={lo}..={hi} {saved_words(d.bytes_saved)}")  # fmt: skip
-    if isinstance(d, k.LlmCallStarted):
-        label = "Compaction call" if d.iteration == 0 else "LLM call"
-        return Line("·", label, "default", 2,
-                    f"iter={d.iteration} msgs={d.message_count} {d.approx_context_chars} B")  # fmt: skip
-    if isinstance(d, k.LlmCallCompleted):
-        usage = f"tokens={d.usage.input_tokens}in/{d.usage.output_tokens}out" if d.usage else "tokens=?"
-        tools = " +tools" if d.has_tool_calls else ""
-        return Line("✓", "LLM done", ok, 2, f"{usage}{tools} {cut(d.content_preview or '', 60)}")
-    if isinstance(d, k.LlmCallFailed):
-        return Line("✗", "LLM failed", "failure", 2, f"{d.elapsed_ms}ms {cut(d.error, 80)}")
-    if isinstance(d, k.ToolCallRequested):
-        return Line("⚙", f"Tool: {d.tool_name}", "highlight", 2, cut(d.arguments, 80))
-    if isinstance(d, k.ToolCallCompleted):
-        return Line("✗" if d.is_error else "✓", "Tool done", "failure" if d.is_error else ok, 2,
-                    f"{d.duration_ms}ms {cut(d.result or d.result_preview, 60)}")  # fmt: skip
-    if isinstance(d, k.IntentionEmitted):
-        return Line("!", "Intention", "warning", 2, d.intention_tag)
-    if isinstance(d, k.IntentionEvaluated):
-        return Line("=", "Contract", "warning", 2, f"{d.intention_tag}: {cut(d.verdict, 70)}")
-    if isinstance(d, k.ApprovalRequested):
-        return Line("?", "Approval", "warning", 2, f"{d.channel}: {cut(d.description, 70)}")
-    if isinstance(d, k.ApprovalGranted):
-        return Line("✓", "Approved", ok, 2, f"by {d.decided_by}")
-    if isinstance(d, k.ApprovalDenied):
-        return Line("✗", "Denied", "failure", 2, f"by {d.decided_by}: {d.reason or ''}")
-    if isinstance(d, k.ReasoningRequested):
-        return Line("?", "Reasoning", "warning", 2, f"{d.channel}: {cut(d.prompt, 70)}")
-    if isinstance(d, k.ReasoningAnswered):
-        return Line("✗" if d.is_error else "↳", "Reasoning failed" if d.is_error else "Reasoned",
-                    "failure" if d.is_error else ok, 2, f"by {d.answered_by}: {cut(d.answer, 60)}")  # fmt: skip
-    if isinstance(d, k.McpServerConnected):
-        return Line("◆", "MCP up", ok, 0, f"{d.server} ({d.tool_count} tools)")
-    if isinstance(d, k.McpServerDisconnected):
-        return Line("◇", "MCP down", "info" if d.reason == "shutdown" else "warning", 0, f"{d.server} — {d.reason}")
-    if isinstance(d, k.OutboundDispatched):
-        return Line("↗", f"→{d.sink}", ok, 0, f"{d.sink_type} HTTP {d.status} (on {d.triggered_by})")
-    if isinstance(d, k.OutboundFailed):
-        return Line("⚠", f"→{d.sink} FAIL", "failure", 0, f"{d.sink_type}: {cut(d.reason, 60)}")
-    if isinstance(d, k.AgentProcessingStarted):
-        return Line("▸", "Processing", "default", 1, f"conversation={d.conversation_id}")
-    if isinstance(d, k.AgentProcessingCompleted):
-        return Line("✓" if d.success else "✗", "Completed", ok if d.success else "failure", 1,
-                    f"conversation={d.conversation_id}")  # fmt: skip
-    return Line("?", f"Unknown: {event.type_name}", "warning", 0, cut(json.dumps(d.to_data(), ensure_ascii=False), 80))
+    if event.is_unknown:
+        return unknown_line(event.type_name, event.kind.to_data())
+    return describe_kind(event.type_name, event.kind)
+
+
+def unknown_line(type_name: str, data: Any) -> Line:
+    """A kind this version does not know: its name and its data as JSON."""
+    return Line("?", f"Unknown: {type_name}", "warning", 0, cut(json.dumps(data, ensure_ascii=False), 80))
+
+
+def describe_kind(t: str, d: Any) -> Line:
+    """The line of a known kind `t` from its payload `d`: the whole model (`kinds`) or a struct with the same
+    fields (`row_lines`, which decodes only a row's payload); the fields are read by name."""
+    return _LINES[t](d)
+
+
+def _pipeline_requested(d: Any) -> Line:
+    return Line("●", "Pipeline", "info", 0, f"pipeline={d.pipeline} inputs=[{', '.join(d.inputs)}]")
+
+
+def _pipeline_completed(d: Any) -> Line:
+    tail = "ok" if d.success else f"FAIL error={cut(d.error or '', 60)}"
+    return Line("✓" if d.success else "✗", "Pipeline done", "success" if d.success else "failure", 0,
+                f"pipeline={d.pipeline} {tail}")  # fmt: skip
+
+
+def _resume_forked(d: Any) -> Line:
+    return Line("↩", "Resume", "highlight", 0, f"from {cut(d.parent_stream_id, 40)} at step '{d.fork_at_step}'")
+
+
+def _user_message_received(d: Any) -> Line:
+    return Line("@", "User", "info", 0, f"{d.connector}: {cut(message_text(d.content), 80)}")
+
+
+def _scheduled_task_triggered(d: Any) -> Line:
+    return Line("*", "Scheduled", "info", 0, f"{d.entry_id}: {cut(d.task, 60)}")
+
+
+def _response_ready(d: Any) -> Line:
+    return Line("»", "Response", "success", 0, cut(d.content, 80))
+
+
+def _workflow_started(d: Any) -> Line:
+    return Line("◆", "Workflow", "info", 0, f"{d.node_count} node(s) — {cut(d.user_message, 60)}")
+
+
+def _workflow_completed(d: Any) -> Line:
+    return Line("✓" if d.success else "✗", "WF done", "success" if d.success else "failure", 0,
+                "ok" if d.success else "FAIL")  # fmt: skip
+
+
+def _output_resolved(d: Any) -> Line:
+    extra = f" (any_of, skipped {len(d.via.skipped or [])})" if d.via.form == "any_of" else ""
+    return Line("↳", "Output", "info", 0, f"→ {d.chosen_step}{extra}")
+
+
+def _workflow_node_started(d: Any) -> Line:
+    return Line("▸", f"WF:{d.node_id}", "info", 1, cut(d.description, 80))
+
+
+def _workflow_node_completed(d: Any) -> Line:
+    return Line("✓" if d.success else "✗", f"WF:{d.node_id}", "success" if d.success else "failure", 1,
+                "ok" if d.success else "FAIL")  # fmt: skip
+
+
+def _step_skipped(d: Any) -> Line:
+    return Line("⊘", f"WF:{d.step_id}", "dim", 1, f"skipped ({d.reason})")
+
+
+def _shell_session_started(d: Any) -> Line:
+    return Line("$", "Shell", "info", 1, f"{d.shell_path} pid={d.pid}")
+
+
+def _shell_session_closed(d: Any) -> Line:
+    return Line("$", "Shell closed", "dim", 1, f"reason={d.reason}")
+
+
+def _memory_written(d: Any) -> Line:
+    over = " (overwrite)" if d.previous_value_seq is not None else ""
+    return Line("+", "Memory", "info", 1, f"{d.key}{over} = {cut(d.value, 60)}")
+
+
+def _memory_deleted(d: Any) -> Line:
+    return Line("✗", "Memory del", "warning", 1, d.key)
+
+
+def _context_compacted(d: Any) -> Line:
+    lo, hi = d.replaces_seq_range
+    return Line("~", "Compact", "warning" if d.bytes_saved < 0 else "info", 1,
+                f"seq={lo}..={hi} {saved_words(d.bytes_saved)}")  # fmt: skip
+
+
+def _llm_call_started(d: Any) -> Line:
+    label = "Compaction call" if d.iteration == 0 else "LLM call"
+    return Line("·", label, "default", 2,
+                f"iter={d.iteration} msgs={d.message_count} {d.approx_context_chars} B")  # fmt: skip
+
+
+def _llm_call_completed(d: Any) -> Line:
+    usage = f"tokens={d.usage.input_tokens}in/{d.usage.output_tokens}out" if d.usage else "tokens=?"
+    tools = " +tools" if d.has_tool_calls else ""
+    return Line("✓", "LLM done", "success", 2, f"{usage}{tools} {cut(d.content_preview or '', 60)}")
+
+
+def _llm_call_failed(d: Any) -> Line:
+    return Line("✗", "LLM failed", "failure", 2, f"{d.elapsed_ms}ms {cut(d.error, 80)}")
+
+
+def _tool_call_requested(d: Any) -> Line:
+    return Line("⚙", f"Tool: {d.tool_name}", "highlight", 2, cut(d.arguments, 80))
+
+
+def _tool_call_completed(d: Any) -> Line:
+    return Line("✗" if d.is_error else "✓", "Tool done", "failure" if d.is_error else "success", 2,
+                f"{d.duration_ms}ms {cut(d.result or d.result_preview, 60)}")  # fmt: skip
+
+
+def _intention_emitted(d: Any) -> Line:
+    return Line("!", "Intention", "warning", 2, d.intention_tag)
+
+
+def _intention_evaluated(d: Any) -> Line:
+    return Line("=", "Contract", "warning", 2, f"{d.intention_tag}: {cut(d.verdict, 70)}")
+
+
+def _approval_requested(d: Any) -> Line:
+    return Line("?", "Approval", "warning", 2, f"{d.channel}: {cut(d.description, 70)}")
+
+
+def _approval_granted(d: Any) -> Line:
+    return Line("✓", "Approved", "success", 2, f"by {d.decided_by}")
+
+
+def _approval_denied(d: Any) -> Line:
+    return Line("✗", "Denied", "failure", 2, f"by {d.decided_by}: {d.reason or ''}")
+
+
+def _reasoning_requested(d: Any) -> Line:
+    return Line("?", "Reasoning", "warning", 2, f"{d.channel}: {cut(d.prompt, 70)}")
+
+
+def _reasoning_answered(d: Any) -> Line:
+    return Line("✗" if d.is_error else "↳", "Reasoning failed" if d.is_error else "Reasoned",
+                "failure" if d.is_error else "success", 2, f"by {d.answered_by}: {cut(d.answer, 60)}")  # fmt: skip
+
+
+def _mcp_server_connected(d: Any) -> Line:
+    return Line("◆", "MCP up", "success", 0, f"{d.server} ({d.tool_count} tools)")
+
+
+def _mcp_server_disconnected(d: Any) -> Line:
+    return Line("◇", "MCP down", "info" if d.reason == "shutdown" else "warning", 0, f"{d.server} — {d.reason}")
+
+
+def _outbound_dispatched(d: Any) -> Line:
+    return Line("↗", f"→{d.sink}", "success", 0, f"{d.sink_type} HTTP {d.status} (on {d.triggered_by})")
+
+
+def _outbound_failed(d: Any) -> Line:
+    return Line("⚠", f"→{d.sink} FAIL", "failure", 0, f"{d.sink_type}: {cut(d.reason, 60)}")
+
+
+def _agent_processing_started(d: Any) -> Line:
+    return Line("▸", "Processing", "default", 1, f"conversation={d.conversation_id}")
+
+
+def _agent_processing_completed(d: Any) -> Line:
+    return Line("✓" if d.success else "✗", "Completed", "success" if d.success else "failure", 1,
+                f"conversation={d.conversation_id}")  # fmt: skip
+
+
+_LINES: dict[str, Callable[[Any], Line]] = {  # by the kind's type name
+    "PipelineRequested": _pipeline_requested,
+    "PipelineCompleted": _pipeline_completed,
+    "ResumeForked": _resume_forked,
+    "UserMessageReceived": _user_message_received,
+    "ScheduledTaskTriggered": _scheduled_task_triggered,
+    "ResponseReady": _response_ready,
+    "WorkflowStarted": _workflow_started,
+    "WorkflowCompleted": _workflow_completed,
+    "OutputResolved": _output_resolved,
+    "WorkflowNodeStarted": _workflow_node_started,
+    "WorkflowNodeCompleted": _workflow_node_completed,
+    "StepSkipped": _step_skipped,
+    "ShellSessionStarted": _shell_session_started,
+    "ShellSessionClosed": _shell_session_closed,
+    "MemoryWritten": _memory_written,
+    "MemoryDeleted": _memory_deleted,
+    "ContextCompacted": _context_compacted,
+    "LlmCallStarted": _llm_call_started,
+    "LlmCallCompleted": _llm_call_completed,
+    "LlmCallFailed": _llm_call_failed,
+    "ToolCallRequested": _tool_call_requested,
+    "ToolCallCompleted": _tool_call_completed,
+    "IntentionEmitted": _intention_emitted,
+    "IntentionEvaluated": _intention_evaluated,
+    "ApprovalRequested": _approval_requested,
+    "ApprovalGranted": _approval_granted,
+    "ApprovalDenied": _approval_denied,
+    "ReasoningRequested": _reasoning_requested,
+    "ReasoningAnswered": _reasoning_answered,
+    "McpServerConnected": _mcp_server_connected,
+    "McpServerDisconnected": _mcp_server_disconnected,
+    "OutboundDispatched": _outbound_dispatched,
+    "OutboundFailed": _outbound_failed,
+    "AgentProcessingStarted": _agent_processing_started,
+    "AgentProcessingCompleted": _agent_processing_completed,
+}
 
 
 def full_detail(event: Event) -> list[tuple[str, str]]:

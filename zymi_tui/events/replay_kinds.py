@@ -131,15 +131,16 @@ _PLAIN: tuple[type[Any], ...] = (
     PipelineRequested, PipelineCompleted, MemoryWritten, MemoryDeleted, WorkflowNodeStarted, WorkflowNodeCompleted,
     LlmCallStarted, LlmCallFailed, ToolCallCompleted, ContextCompacted,
 )  # fmt: skip
-_PAYLOADS: dict[str, type[Any]] = {
+# the struct each kind's `data` is decoded into (`payload_kind` makes the replay's kind from it)
+PAYLOADS: dict[str, type[Any]] = {
     **{cls.__name__: cls for cls in _PLAIN},
     "LlmCallCompleted": _LlmCallCompletedJson,
     "UserMessageReceived": _UserMessageReceivedJson,
 }
-REPLAY_TYPES = frozenset(_PAYLOADS)  # the kinds' type names
+REPLAY_TYPES = frozenset(PAYLOADS)  # the kinds' type names
 
 
-def _envelope_decoder(type_name: str, payload: type[Any]) -> msgspec.json.Decoder[Any]:
+def envelope_decoder(type_name: str, payload: type[Any]) -> msgspec.json.Decoder[Any]:
     """The whole row of one kind in one typed pass: `lean.Envelope`'s fields and checks, with the
     kind's `type` fixed and its `data` decoded as `payload`."""
     kind = msgspec.defstruct(f"{type_name}Kind", [("type", Literal[type_name]), ("data", payload)], frozen=True)
@@ -148,14 +149,15 @@ def _envelope_decoder(type_name: str, payload: type[Any]) -> msgspec.json.Decode
     return msgspec.json.Decoder(env)
 
 
-_ENVELOPES = {name: _envelope_decoder(name, payload) for name, payload in _PAYLOADS.items()}
+_ENVELOPES = {name: envelope_decoder(name, payload) for name, payload in PAYLOADS.items()}
 
 
 def _message(raw: msgspec.Raw) -> MessageModel:
     return parse_message_json(bytes(raw))
 
 
-def _kind(value: Any) -> ReplayKind:
+def payload_kind(value: Any) -> ReplayKind:
+    """The replay's kind from a decoded `PAYLOADS` struct (a message in it checked by the message model)."""
     if isinstance(value, _LlmCallCompletedJson):
         raw = value.response_message
         return LlmCallCompleted(
@@ -178,7 +180,7 @@ def decode_replay_row(type_name: str, global_id: int, sequence: int, data: str) 
     try:
         env = _ENVELOPES[type_name].decode(data)
         datetime.fromisoformat(env.timestamp[:19])  # the pattern checked the form; this checks the ranges
-        kind = _kind(env.kind.data)
+        kind = payload_kind(env.kind.data)
     except (KeyError, *DECODE_ERRORS):  # a message refused by its model raises pydantic's ValueError
         return replay_event(StoredEvent(global_id, decode_event(data, sequence), data))
     return ReplayEvent(global_id, env.stream_id, sequence, env.timestamp, env.source, env.correlation_id, kind)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -73,6 +74,7 @@ FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then a
 SPARSE_EVENTS = 5000
 WINDOW_MARGIN = 120  # events read above and below the screen, ahead of scrolling
 PAGE_IDS = 500  # rows a worker reads (and decodes) at a time
+SEARCH_SHOWN_S = 0.5  # a long run's search shows the hits found so far at most this often
 STATUS_CYCLE = [None, "ok", "FAIL", "running"]
 KIND_PRESETS: list[tuple[str, set[str] | None]] = [
     ("all kinds", None),
@@ -391,16 +393,20 @@ class MainScreen(ActionScreen):
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def search_run(self, key: RunKey, needle: str, gids: list[int]) -> None:
         """A long run's events matching `needle`, found a page at a time (as the list's own search matches)."""
-        from zymi_tui.tui.model_events import matches
+        from zymi_tui.tui.model_events import search_rows
 
         async def job(reader: EventReader) -> None:
             worker = get_current_worker()
             hits: set[int] = set()
-            for n, page in enumerate(_pages(gids), 1):
-                hits.update(se.global_id for se in await reader.read_ids(page) if matches(se, needle))
+            shown = 0.0  # the first hits are shown as soon as they are found
+            for page in _pages(gids):
+                found, bad = search_rows(await reader.read_id_rows(page), needle)
+                hits.update(found)
+                reader.problems += bad  # said in the banner when the search ends
                 if worker.is_cancelled:
                     return
-                if n % 10 == 0:
+                if found and time.monotonic() - shown > SEARCH_SHOWN_S:  # each showing lays the whole list out
+                    shown = time.monotonic()
                     self.post_message(SearchHits(key, needle, set(hits), False))
             self.post_message(SearchHits(key, needle, hits, True))
 

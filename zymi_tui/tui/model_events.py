@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from zymi_tui.events.store import IndexRow, step_of
-from zymi_tui.events.stored import StoredEvent
+from zymi_tui.events.store import IndexRow, RawRow, step_of
+from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.tui.safe_text import clean, wrap_cells
 
 if TYPE_CHECKING:
@@ -435,7 +435,33 @@ def matches(se: StoredEvent, needle: str, line: Line | None = None) -> bool:
         from zymi_tui.events.describe import describe  # loaded with the first event decoded (see line_of)
 
         line = describe(se.event)
-    return needle in f"{line.label} {line.detail} {se.event.type_name}".lower()
+    return needle in searched_text(line, se.event.type_name)
+
+
+def searched_text(line: Line, type_name: str) -> str:
+    """What of an event's line the search looks in (besides its stored JSON), lower case."""
+    return f"{line.label} {line.detail} {type_name}".lower()
+
+
+def search_rows(rows: list[RawRow], needle: str) -> tuple[list[int], list[BadRow]]:
+    """`matches` over rows as stored (a long run's pages): the ids found, and the rows that cannot be read.
+    A row is described from a partial decode (`row_lines`: the same line, refused in the same words); a
+    row that cannot be read is never a hit, even when its text holds `needle`: it is not an event the list
+    shows, and is reported (the banner's unreadable rows) instead."""
+    from zymi_tui.events.envelope import EventDecodeError
+    from zymi_tui.events.row_lines import row_line
+
+    found: list[int] = []
+    bad: list[BadRow] = []
+    for gid, stream_id, seq, data in rows:
+        try:
+            type_name, line = row_line(data, seq)
+        except EventDecodeError as e:
+            bad.append(BadRow(gid, stream_id, seq, str(e)))
+            continue
+        if needle in data.lower() or needle in searched_text(line, type_name):
+            found.append(gid)
+    return found, bad
 
 
 def index_row(se: StoredEvent) -> IndexRow:
