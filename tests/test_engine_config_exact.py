@@ -1,35 +1,78 @@
-"""A project is made without pydantic's validator when its values have their exact types
-(zymi_tui.engine.exact): the result must be what `model_validate` gives, or nothing (pydantic decides)."""
+"""The project's config records (zymi_tui.record, zymi_tui.engine.config) against pydantic models with the
+same declarations: a document whose values have their exact types is made without pydantic, and must be
+what the model gives; any other is validated by pydantic through the record's own schema, and must give
+what the model gives, or refuse it with the model's words."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import subprocess
 import sys
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from tests.waiting import LIMIT
 from zymi_tui.engine import config as C
-from zymi_tui.engine.exact import exact
+from zymi_tui.record import Invalid, Record, exact, from_doc
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = (C.ProjectConfig, C.AgentConfig, C.PipelineConfig, C.ToolConfig)
 
 
+@functools.cache
+def model(cls: type[Record]) -> type[BaseModel]:
+    """The pydantic model declared as `cls` is: the same fields, types, defaults and rules, extra keys ignored."""
+    fields: dict[str, Any] = {}
+    for name, annotation in typing.get_type_hints(cls).items():
+        if name.startswith("_"):
+            continue
+        spec = cls._FIELDS[name]
+        kind = Annotated[swapped(annotation), Field(**spec.rules)] if spec.rules else swapped(annotation)
+        if spec.factory is not None:
+            factory = (
+                model(spec.factory)
+                if isinstance(spec.factory, type) and issubclass(spec.factory, Record)
+                else spec.factory
+            )
+            fields[name] = (kind, Field(default_factory=factory))
+        else:
+            fields[name] = (kind, ... if spec.required else spec.default)
+    made: type[BaseModel] = create_model(cls.__name__, __config__=ConfigDict(extra="ignore"), **fields)
+    return made
+
+
+def swapped(annotation: Any) -> Any:
+    """`annotation` with every record class in it replaced by its pydantic model."""
+    if isinstance(annotation, type) and issubclass(annotation, Record):
+        return model(annotation)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is list:
+        return list[swapped(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[swapped(args[0]), swapped(args[1])]  # type: ignore[misc]
+    if args and origin is not typing.Literal:
+        return typing.Union[tuple(swapped(a) for a in args)]  # noqa: UP007
+    return annotation
+
+
 def same(a: Any, b: Any) -> bool:
-    """Equal, of the same types all the way down, with the same fields set."""
+    """Equal, of the same types all the way down (a record for its model), with the same fields set."""
+    if isinstance(a, Record):
+        return (
+            isinstance(b, BaseModel)
+            and type(b) is model(type(a))
+            and a.fields_set == b.model_fields_set
+            and all(same(getattr(a, k), getattr(b, k)) for k in type(b).model_fields)
+        )
     if type(a) is not type(b):
         return False
-    if isinstance(a, BaseModel):
-        return a.model_fields_set == b.model_fields_set and all(
-            same(getattr(a, k), getattr(b, k)) for k in type(a).model_fields
-        )
     if isinstance(a, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
@@ -37,15 +80,22 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def check(cls: type[BaseModel], doc: Any) -> bool:
-    """True when the exact path took the document (and agreed with pydantic)."""
+def check(cls: type[Record], doc: Any) -> bool:
+    """True when the exact path took the document; either way the record agrees with the model."""
     made = exact(cls, doc)
     try:
-        validated = cls.model_validate(doc)
-    except ValidationError:
+        expected = model(cls).model_validate(doc)
+    except ValidationError as e:
         assert made is None, f"{cls.__name__}: made {made!r} where pydantic refuses {doc!r}"
-        return False
-    assert made is None or same(made, validated), f"{cls.__name__}: {made!r} != {validated!r} for {doc!r}"
+        try:
+            from_doc(cls, doc)
+        except Invalid as got:
+            assert str(got) == str(e) and got.errors() == e.errors(), f"{cls.__name__}: {got} != {e}"
+            return False
+        raise AssertionError(f"{cls.__name__}: {doc!r} accepted where pydantic refuses it") from None
+    assert made is None or same(made, expected), f"{cls.__name__}: {made!r} != {expected!r} for {doc!r}"
+    got = from_doc(cls, doc)
+    assert same(got, expected), f"{cls.__name__}: {got!r} != {expected!r} for {doc!r}"
     return made is not None
 
 
@@ -70,7 +120,7 @@ values = st.recursive(
     ),
     max_leaves=6,
 )
-FULL: dict[type[BaseModel], dict[str, Any]] = {  # every field given, nested ones too
+FULL: dict[type[Record], dict[str, Any]] = {  # every field given, nested ones too
     C.ProjectConfig: {
         "name": "p", "schema_version": "1", "version": "0.1", "variables": {"a": "b"},
         "llm": {"provider": "openai", "model": "m", "base_url": "http://x", "api_key": "k", "stream": True},
@@ -134,7 +184,7 @@ def removed(doc: dict[str, Any], path: tuple[Any, ...]) -> Any:
 
 
 @st.composite
-def documents(draw: st.DrawFn) -> tuple[type[BaseModel], Any]:
+def documents(draw: st.DrawFn) -> tuple[type[Record], Any]:
     """A full, valid document of one model with one value replaced (or a key removed)."""
     cls = draw(st.sampled_from(MODELS))
     doc = dict(FULL[cls])
@@ -167,26 +217,37 @@ def test_the_full_documents_take_the_exact_path() -> None:
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents())
-def test_documents_with_one_value_changed_agree(case: tuple[type[BaseModel], Any]) -> None:
+def test_documents_with_one_value_changed_agree(case: tuple[type[Record], Any]) -> None:
     check(*case)
 
 
-def test_a_run_builds_no_schema_of_the_project() -> None:
-    """The exact path is the one taken: loading a project leaves the config models' schemas unbuilt
-    (a mutation that always falls back to pydantic fails here)."""
+def test_loading_a_project_does_not_load_pydantic() -> None:
+    """The exact path is the one taken: loading a project of exact types never imports pydantic (a mutation
+    that always falls back to pydantic fails here)."""
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from zymi_tui.engine import config\n"
         "from zymi_tui.engine.loader import load_workspace\n"
         "ws = load_workspace(Path(sys.argv[1]))\n"
-        "assert ws.pipelines and ws.agents, ws\n"
-        "built = [c.__name__ for c in vars(config).values()\n"
-        "         if isinstance(c, type) and issubclass(c, config._Loose) and c.__pydantic_complete__]\n"
-        "print(built)\n"
+        "assert ws.pipelines and ws.agents and ws.tools is not None, ws\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))\n"
     )
     project = ROOT / "tests" / "oracle" / "coding_default" / "project"
     done = subprocess.run(
         [sys.executable, "-c", code, str(project)], capture_output=True, text=True, timeout=LIMIT, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_made_in_code_as_from_a_document() -> None:
+    """Keywords are a document: exact values are taken as they are, others coerced or refused by pydantic."""
+    assert C.Defaults(max_tokens=12).fields_set == {"max_tokens"}
+    assert same(C.Defaults(max_tokens="12"), model(C.Defaults)(max_tokens="12"))  # type: ignore[arg-type]
+    shell = C.ShellRuntime(max_sessions=2)
+    assert C.RuntimeConfig(shell=shell).shell is shell  # an instance passes as it is, as pydantic keeps it
+    try:
+        C.Defaults(max_tokens=-1)
+    except Invalid as e:
+        assert e.errors()[0]["type"] == "greater_than_equal" and str(e).startswith("1 validation error for Defaults")
+    else:
+        raise AssertionError("max_tokens=-1 accepted")

@@ -12,11 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
-
 from zymi_tui.engine.config import AgentConfig, PipelineConfig, ProjectConfig, StepConfig, ToolConfig
 from zymi_tui.engine.dag import plan_levels
-from zymi_tui.engine.exact import exact
 from zymi_tui.engine.templating import STEP_REF
 from zymi_tui.engine.when_expr import WhenError, parse_when
 from zymi_tui.events.location import StoreLocation
@@ -25,10 +22,11 @@ from zymi_tui.project.locate import project_store
 from zymi_tui.project.reader import PROJECT_FILE
 from zymi_tui.project.templating import resolve_env_only, resolve_full
 from zymi_tui.project.yamlfile import parse_yaml, read_text, yaml_files
+from zymi_tui.record import Invalid, Record, from_doc
 
 BUILTIN_TOOLS = ("execute_shell_command", "write_file", "read_file", "write_memory", "spawn_sub_agent")
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound=Record)
 
 
 @dataclass
@@ -71,7 +69,7 @@ def load_dotenv(paths: list[Path], environ: dict[str, str] | None = None) -> Non
                 env[key] = value
 
 
-def _describe_validation(e: ValidationError) -> str:
+def _describe_validation(e: Invalid) -> str:
     first = e.errors()[0]
     loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"]
@@ -83,12 +81,9 @@ def _describe_validation(e: ValidationError) -> str:
 def _model(cls: type[M], doc: Any, path: Path) -> M:
     if not isinstance(doc, dict):
         raise ProjectError(f"invalid YAML in {path}: expected a mapping at the top level")
-    made = exact(cls, doc)
-    if made is not None:
-        return made
     try:
-        return cls.model_validate(doc)
-    except ValidationError as e:
+        return from_doc(cls, doc)
+    except Invalid as e:
         raise ProjectError(f"invalid YAML in {path}: {_describe_validation(e)}") from None
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
 from zymi_tui.context.knobs import ContextKnobs, section_knobs
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.config import LlmConfig, ShellRuntime
@@ -17,6 +15,7 @@ from zymi_tui.engine.tools import ToolRunner
 from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.reader import PROJECT_FILE
+from zymi_tui.record import Invalid, from_doc
 
 
 def workspace_knobs(ws: Workspace) -> ContextKnobs:
@@ -40,8 +39,8 @@ def make_provider(ws: Workspace, required: bool) -> Provider | None:
     if isinstance(llm, str) or (isinstance(llm, dict) and "use" in llm):
         raise ProjectError("cannot resolve `llm:` in project.yml: named providers are not supported by zymi-tui")
     try:
-        config = llm if isinstance(llm, LlmConfig) else LlmConfig.model_validate(llm)
-    except ValidationError as e:
+        config = llm if isinstance(llm, LlmConfig) else from_doc(LlmConfig, llm)
+    except Invalid as e:
         raise ProjectError(str(e).splitlines()[0]) from None
     return build_provider(config)
 
