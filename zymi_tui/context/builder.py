@@ -98,12 +98,19 @@ class ContextEntry:
 
 @dataclass
 class CompactionPlan:
-    """What zymi does at the soft cap: summarise `request_messages`, replacing the seq range."""
+    """What zymi does at the soft cap: summarise the masked span (`request_messages`), replacing the
+    seq range."""
 
     replaces_seq_range: tuple[int, int]
-    request_messages: list[MessageModel]
+    span: list[MessageModel]  # the span's messages as shown when the plan was made
     span_bytes: int  # bytes_saved = span_bytes - len(summary.encode())
     turns: int = 0
+
+    @cached_property
+    def request_messages(self) -> list[MessageModel]:
+        """The compaction call's request (made when first asked for: a what-if applies the compaction
+        at once and makes its row, which shows the request, after the picked call's figures)."""
+        return [SystemMessage(content=COMPACTION_PROMPT), UserMessage(content=compaction_input(self.span))]
 
     @property
     def request_chars(self) -> int:
@@ -907,11 +914,7 @@ def _plan(tail: _Tail, k: ContextKnobs, n: int, n_turns: int, ends: Sequence[int
     lo, hi = tail.items[0].seq, tail.items[end_idx - 1].seq
     span = [ContextBuilder._shown(tail, i, mask_end) for i in range(cut, span_end)]
     span_bytes = sum(message_bytes(m) for m in span)
-    request: list[MessageModel] = [
-        SystemMessage(content=COMPACTION_PROMPT),
-        UserMessage(content=compaction_input(span)),
-    ]
-    return CompactionPlan((lo, hi), request, span_bytes, compactable)
+    return CompactionPlan((lo, hi), span, span_bytes, compactable)
 
 
 def rerender(ctx: RenderedContext, knobs: ContextKnobs) -> RenderedContext | None:
