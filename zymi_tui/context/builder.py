@@ -915,8 +915,19 @@ def _plan(tail: _Tail, k: ContextKnobs, n: int, n_turns: int, ends: Sequence[int
     # ... used on the unforgotten list, as zymi does (docs/context.md#compaction)
     lo, hi = tail.items[0].seq, tail.items[end_idx - 1].seq
     span = [ContextBuilder._shown(tail, i, mask_end) for i in range(cut, span_end)]
-    span_bytes = sum(message_bytes(m) for m in span)
-    return CompactionPlan((lo, hi), span, span_bytes, compactable)
+    return CompactionPlan((lo, hi), span, _span_bytes(tail, cut, span_end, mask_end, span), compactable)
+
+
+def _span_bytes(tail: _Tail, cut: int, end: int, mask_end: int, span: list[MessageModel]) -> int:
+    """The bytes of items [cut, end) as shown (`span`, those before `mask_end` masked), from the
+    running sums (a compaction's span is thousands of messages on a long run); a simulated item is
+    counted by its shown text (a placeholder), not by the size estimated for it that the sums hold."""
+    mid = max(cut, min(end, mask_end))
+    total = layer_c_bytes(tail.cum_masked[cut], tail.cum_masked[mid], tail.cum_full[mid], tail.cum_full[end])
+    for i in [i for i in range(cut, end) if tail.items[i].simulated]:
+        sums = tail.cum_masked if i < mid else tail.cum_full
+        total += message_bytes(span[i - cut]) - (sums[i + 1] - sums[i])
+    return total
 
 
 def rerender(ctx: RenderedContext, knobs: ContextKnobs) -> RenderedContext | None:
