@@ -714,10 +714,12 @@ class ContextBuilder:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Frame:
     """What a build renders: Layer A, and Layer C as the first `n` items of `tail` (its first `n_turns`
-    turns; `ends[t]` is where turn t ends, the last one as it was then: see `_Ends`)."""
+    turns; `ends[t]` is where turn t ends, the last one as it was then: see `_Ends`). Made for every
+    build, and for every call of a what-if on each edit: not frozen (a frozen dataclass sets each
+    field through `object.__setattr__`: 1.9 instead of 0.4 µs)."""
 
     prefix: Prefix
     a_bytes: int
