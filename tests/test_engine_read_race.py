@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.test_engine_failures import _project
+from tests.test_engine_write_race import swappable_link
 from zymi_tui.engine.loader import load_workspace
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse
 from zymi_tui.engine.runner import run_pipeline
@@ -60,18 +61,7 @@ async def _read_swapping(root: Path, path: str, swap: Callable[[], None]) -> str
 
 def test_a_file_link_swapped_after_the_verdict_is_not_followed(tmp_path: Path) -> None:
     root = _project(tmp_path / "project", 0, max_iterations=4, tools="read_file")
-    secret = tmp_path / "outside" / "id_rsa"
-    secret.parent.mkdir()
-    secret.write_text("PRIVATE KEY", encoding="utf-8")
-    (root / "out").mkdir()
-    (root / "out" / "notes.txt").write_text("project notes", encoding="utf-8")
-    link = root / "out" / "link"
-    link.symlink_to("notes.txt")  # judged: a link to a file inside the project
-
-    def swap() -> None:
-        link.unlink()
-        link.symlink_to(secret)  # now a link out of the project
-
+    *_, swap = swappable_link(root, tmp_path / "outside", "project notes", "PRIVATE KEY")
     assert asyncio.run(_read_swapping(root, "out/link", swap)) == "project notes"  # the file the verdict judged
 
 
