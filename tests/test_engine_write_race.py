@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.test_engine_failures import BIN, Script, _answer, _project, llm  # noqa: F401  (llm: a fixture)
@@ -54,14 +55,17 @@ def _write_swapping(script: Script, root: Path, path: str, swap: object) -> str:
     return str(result["content"])
 
 
-def test_a_file_link_swapped_during_the_prompt_is_not_followed(llm: tuple[Script, int], tmp_path: Path) -> None:  # noqa: F811
-    script, port = llm
-    root = _project(tmp_path / "project", port, max_iterations=4, tools="write_file")
-    victim = tmp_path / "outside" / "victim.txt"
+def swappable_link(
+    root: Path, outside: Path, inside_text: str, outside_text: str
+) -> tuple[Path, Path, Callable[[], None]]:
+    """`out/link` in the project, a link to `out/real.txt` (holding `inside_text`), and `outside/victim.txt`
+    (holding `outside_text`): the two files, and the swap that points the link out of the project."""
+    victim = outside / "victim.txt"
     victim.parent.mkdir()
-    victim.write_text("original", encoding="utf-8")
-    (root / "out").mkdir()
-    (root / "out" / "real.txt").write_text("", encoding="utf-8")
+    victim.write_text(outside_text, encoding="utf-8")
+    real = root / "out" / "real.txt"
+    real.parent.mkdir()
+    real.write_text(inside_text, encoding="utf-8")
     link = root / "out" / "link"
     link.symlink_to("real.txt")  # judged: a link to a file inside the project
 
@@ -69,9 +73,16 @@ def test_a_file_link_swapped_during_the_prompt_is_not_followed(llm: tuple[Script
         link.unlink()
         link.symlink_to(victim)  # now a link out of the project
 
+    return real, victim, swap
+
+
+def test_a_file_link_swapped_during_the_prompt_is_not_followed(llm: tuple[Script, int], tmp_path: Path) -> None:  # noqa: F811
+    script, port = llm
+    root = _project(tmp_path / "project", port, max_iterations=4, tools="write_file")
+    real, victim, swap = swappable_link(root, tmp_path / "outside", "", "original")
     assert _write_swapping(script, root, "out/link", swap) == "Written 5 bytes to out/link"
     assert victim.read_text(encoding="utf-8") == "original"
-    assert (root / "out" / "real.txt").read_text(encoding="utf-8") == "hello"  # the file the verdict judged
+    assert real.read_text(encoding="utf-8") == "hello"  # the file the verdict judged
 
 
 def test_a_folder_swapped_for_a_link_during_the_prompt_stops_the_write(

@@ -1,5 +1,6 @@
 """The command palette's hint (the way to every action) stays whole on the footer of every screen at 80
-columns, and the PNG screenshots show each character on its terminal cell (scripts/screenshots.py)."""
+columns, every other hint is whole or absent (never cut mid-word), and the PNG screenshots show each
+character on its terminal cell (scripts/screenshots.py)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,31 @@ def bottom_row(app: App[None]) -> str:
     return str(app.screen._compositor.render_strips()[-1].text)
 
 
-async def footer_of(db: Path, size: tuple[int, int], keys: tuple[str, ...], screen: str) -> str:
-    """The bottom row once `keys` (pressed on the dashboard) have opened `screen` and it has settled."""
+def hints(app: App[None]) -> set[str]:
+    """Every hint a footer of the screens open may show, whole: `key description` of each shown binding."""
+    found = set()
+    for screen in app.screen_stack:
+        for _, binding, _, _ in screen.active_bindings.values():
+            if binding.show:
+                found.add(f"{app.get_key_display(binding)} {binding.description}".strip())
+    return found
+
+
+def painted_hints(row: str) -> list[str]:
+    """The hints on a painted footer row, left of the palette's (hints are two spaces apart)."""
+    left = row.rstrip().removesuffix(PALETTE)
+    return [hint for hint in re.split(r"\s{2,}", left.strip()) if hint]
+
+
+def footer_drawn(app: App[None]) -> bool:
+    """The footer painted with its hints (they are shown once measured) and the palette's."""
+    row = bottom_row(app)
+    return PALETTE in row and len(painted_hints(row)) >= 3
+
+
+async def footer_of(db: Path, size: tuple[int, int], keys: tuple[str, ...], screen: str) -> tuple[str, set[str]]:
+    """The bottom row once `keys` (pressed on the dashboard) have opened `screen` and it has settled, and
+    the hints its screens have."""
     app = make_app(db)
     async with app.run_test(size=size) as pilot:
         await settle(app, pilot)
@@ -45,17 +69,38 @@ async def footer_of(db: Path, size: tuple[int, int], keys: tuple[str, ...], scre
         for key in keys:
             await pilot.press(key)
         await pilot_until(pilot, lambda: type(app.screen).__name__ == screen, f"{screen} after {keys}")
-        await pilot_until(pilot, lambda: PALETTE in bottom_row(app), f"the footer of {screen} after {keys}")
-        return bottom_row(app)
+        await pilot_until(pilot, lambda: footer_drawn(app), f"the footer of {screen} after {keys}")
+        return bottom_row(app), hints(app)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
-async def test_the_palette_hint_is_whole_on_every_screen(size: tuple[int, int], tmp_path: Path) -> None:
+async def test_every_hint_is_whole_or_absent_and_the_palette_last_on_every_screen(
+    size: tuple[int, int], tmp_path: Path
+) -> None:
     db = scenario_copy("coding_compaction", tmp_path)
     for keys, screen in SCREENS:
-        row = await footer_of(db, size, keys, screen)
+        row, whole = await footer_of(db, size, keys, screen)
         assert row.rstrip().endswith(PALETTE), (keys, row)
         assert len(row) == size[0]
+        shown = painted_hints(row)
+        assert set(shown) <= whole, (keys, row, set(shown) - whole)  # a hint cut mid-word is none of them
+        if size[0] == 120 and screen == "MainScreen" and not keys:
+            assert "d Chat" in shown  # what fits is shown: the dashboard's last hint at 120 columns
+
+
+async def test_hints_come_back_when_the_terminal_widens(tmp_path: Path) -> None:
+    db = scenario_copy("coding_compaction", tmp_path)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot_until(pilot, lambda: footer_drawn(app), "the footer")
+        narrow = painted_hints(bottom_row(app))
+        assert "d Chat" not in narrow and set(narrow) <= hints(app)
+        await pilot.resize_terminal(120, 40)
+        await pilot_until(pilot, lambda: "d Chat" in painted_hints(bottom_row(app)), "every hint at 120 columns")
+        assert painted_hints(bottom_row(app))[: len(narrow)] == narrow  # in the same order, none moved
+        await pilot.resize_terminal(80, 24)
+        await pilot_until(pilot, lambda: painted_hints(bottom_row(app)) == narrow, "the 80-column hints again")
 
 
 def _screenshots() -> ModuleType:

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from zymi_tui.cores import usable_cores
 from zymi_tui.events.factory import open_reader
 from zymi_tui.tui.launch import choose_target
 from zymi_tui.tui.source import FirstRuns, first_runs
@@ -80,15 +81,10 @@ def _read_in_child(target: Target) -> Callable[[], FirstRuns | None]:
     return result
 
 
-def _cores() -> int:
-    """The CPU cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def observe(args: argparse.Namespace) -> int:
     """`bare`: `zymi-tui` alone, on the current folder's store or else the sample (with a banner)."""
     target = choose_target(store_arg(args), args.run, project=args.project, bare=args.bare)
-    if args.own_process and _cores() > 1:
+    if args.own_process and usable_cores() > 1:
         # the newest runs are read by a child, on another core, while the screen's modules load (~2/3 of the time)
         reading = _read_in_child(target)
     else:  # one core (nothing runs beside the import), or a test calling cli.main: no fork of a process that may

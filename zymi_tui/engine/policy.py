@@ -363,8 +363,14 @@ class Contracts:
         return self._denied(path) or self._denied(inside)
 
     def read_file(self, path: str) -> Verdict:
+        """The verdict on reading `path`, with the real file it judged (`target`): the read must open that
+        file and no other (engine/nofollow.py), whatever the path points to by then."""
         rx = self._denied_resolved(path)
-        return Verdict("denied", f"File read denied ({rx}): {path}") if rx else APPROVED
+        return (
+            Verdict("denied", f"File read denied ({rx}): {path}")
+            if rx
+            else replace(APPROVED, target=self.resolve(path))
+        )
 
     def write_file(self, path: str) -> Verdict:
         """The verdict on writing `path`, with the real file it judged (`target`): the write must land

@@ -321,7 +321,7 @@ class ToolRunner:
     async def execute(
         self, scope: RunScope, name: str, arguments: str, data: dict[str, Any], target: Path | None = None
     ) -> str:
-        """Run one gated tool call; `target`: the real file a write_file verdict judged."""
+        """Run one gated tool call; `target`: the real file a read_file or write_file verdict judged."""
         tool = self.declared.get(name)
         if tool is not None:
             if isinstance(tool.implementation, ShellImpl):
@@ -349,7 +349,7 @@ class ToolRunner:
             timeout = t if isinstance(t, int) and not isinstance(t, bool) and t >= 0 else 30
             return await self._shell(scope, command, timeout)
         if name == "read_file":
-            return self._read(need("path"))
+            return self._read(need("path"), target)
         if name == "write_file":
             return self._write(need("path"), need("content"), target)
         if name == "read_memory":
@@ -366,11 +366,18 @@ class ToolRunner:
         scope.memory[key] = content
         return f"Stored memory key '{key}'"
 
-    def _read(self, path: str) -> str:
+    def _read(self, path: str, target: Path | None) -> str:
+        """Read the file the verdict judged (`target`), never through a link put on the way since."""
         full = self.root / path
+        judged = target or self.contracts.resolve(path)
+        if judged is None:
+            raise ToolFailure(f"failed to read {full}: unresolvable path")
         try:
-            content = full.read_text(encoding="utf-8")
-        except OSError as e:
+            with open(open_judged(judged, os.O_RDONLY), encoding="utf-8") as f:
+                content = f.read()
+        except LinkOnTheWay as e:
+            raise ToolFailure(f"failed to read {full}: {e.strerror}") from None
+        except OSError as e:  # FolderError too: a folder on the way missing or not one
             raise ToolFailure(f"failed to read {full}: {_os_error(e)}") from None
         except UnicodeDecodeError:
             raise ToolFailure(f"failed to read {full}: stream did not contain valid UTF-8") from None

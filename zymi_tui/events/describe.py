@@ -59,39 +59,14 @@ def describe_kind(t: str, d: Any) -> Line:
     return _LINES[t](d)
 
 
-def _pipeline_requested(d: Any) -> Line:
-    return Line("●", "Pipeline", "info", 0, f"pipeline={d.pipeline} inputs=[{', '.join(d.inputs)}]")
+def _outcome(ok: bool, label: str, indent: int, detail: str) -> Line:
+    """The line of something that succeeded or failed: ✓ in the success style, or ✗ in the failure one."""
+    return Line("✓", label, "success", indent, detail) if ok else Line("✗", label, "failure", indent, detail)
 
 
 def _pipeline_completed(d: Any) -> Line:
     tail = "ok" if d.success else f"FAIL error={cut(d.error or '', 60)}"
-    return Line("✓" if d.success else "✗", "Pipeline done", "success" if d.success else "failure", 0,
-                f"pipeline={d.pipeline} {tail}")  # fmt: skip
-
-
-def _resume_forked(d: Any) -> Line:
-    return Line("↩", "Resume", "highlight", 0, f"from {cut(d.parent_stream_id, 40)} at step '{d.fork_at_step}'")
-
-
-def _user_message_received(d: Any) -> Line:
-    return Line("@", "User", "info", 0, f"{d.connector}: {cut(message_text(d.content), 80)}")
-
-
-def _scheduled_task_triggered(d: Any) -> Line:
-    return Line("*", "Scheduled", "info", 0, f"{d.entry_id}: {cut(d.task, 60)}")
-
-
-def _response_ready(d: Any) -> Line:
-    return Line("»", "Response", "success", 0, cut(d.content, 80))
-
-
-def _workflow_started(d: Any) -> Line:
-    return Line("◆", "Workflow", "info", 0, f"{d.node_count} node(s) — {cut(d.user_message, 60)}")
-
-
-def _workflow_completed(d: Any) -> Line:
-    return Line("✓" if d.success else "✗", "WF done", "success" if d.success else "failure", 0,
-                "ok" if d.success else "FAIL")  # fmt: skip
+    return _outcome(d.success, "Pipeline done", 0, f"pipeline={d.pipeline} {tail}")
 
 
 def _output_resolved(d: Any) -> Line:
@@ -99,34 +74,9 @@ def _output_resolved(d: Any) -> Line:
     return Line("↳", "Output", "info", 0, f"→ {d.chosen_step}{extra}")
 
 
-def _workflow_node_started(d: Any) -> Line:
-    return Line("▸", f"WF:{d.node_id}", "info", 1, cut(d.description, 80))
-
-
-def _workflow_node_completed(d: Any) -> Line:
-    return Line("✓" if d.success else "✗", f"WF:{d.node_id}", "success" if d.success else "failure", 1,
-                "ok" if d.success else "FAIL")  # fmt: skip
-
-
-def _step_skipped(d: Any) -> Line:
-    return Line("⊘", f"WF:{d.step_id}", "dim", 1, f"skipped ({d.reason})")
-
-
-def _shell_session_started(d: Any) -> Line:
-    return Line("$", "Shell", "info", 1, f"{d.shell_path} pid={d.pid}")
-
-
-def _shell_session_closed(d: Any) -> Line:
-    return Line("$", "Shell closed", "dim", 1, f"reason={d.reason}")
-
-
 def _memory_written(d: Any) -> Line:
     over = " (overwrite)" if d.previous_value_seq is not None else ""
     return Line("+", "Memory", "info", 1, f"{d.key}{over} = {cut(d.value, 60)}")
-
-
-def _memory_deleted(d: Any) -> Line:
-    return Line("✗", "Memory del", "warning", 1, d.key)
 
 
 def _context_compacted(d: Any) -> Line:
@@ -147,109 +97,59 @@ def _llm_call_completed(d: Any) -> Line:
     return Line("✓", "LLM done", "success", 2, f"{usage}{tools} {cut(d.content_preview or '', 60)}")
 
 
-def _llm_call_failed(d: Any) -> Line:
-    return Line("✗", "LLM failed", "failure", 2, f"{d.elapsed_ms}ms {cut(d.error, 80)}")
-
-
-def _tool_call_requested(d: Any) -> Line:
-    return Line("⚙", f"Tool: {d.tool_name}", "highlight", 2, cut(d.arguments, 80))
-
-
-def _tool_call_completed(d: Any) -> Line:
-    return Line("✗" if d.is_error else "✓", "Tool done", "failure" if d.is_error else "success", 2,
-                f"{d.duration_ms}ms {cut(d.result or d.result_preview, 60)}")  # fmt: skip
-
-
-def _intention_emitted(d: Any) -> Line:
-    return Line("!", "Intention", "warning", 2, d.intention_tag)
-
-
-def _intention_evaluated(d: Any) -> Line:
-    return Line("=", "Contract", "warning", 2, f"{d.intention_tag}: {cut(d.verdict, 70)}")
-
-
-def _approval_requested(d: Any) -> Line:
-    return Line("?", "Approval", "warning", 2, f"{d.channel}: {cut(d.description, 70)}")
-
-
-def _approval_granted(d: Any) -> Line:
-    return Line("✓", "Approved", "success", 2, f"by {d.decided_by}")
-
-
-def _approval_denied(d: Any) -> Line:
-    return Line("✗", "Denied", "failure", 2, f"by {d.decided_by}: {d.reason or ''}")
-
-
-def _reasoning_requested(d: Any) -> Line:
-    return Line("?", "Reasoning", "warning", 2, f"{d.channel}: {cut(d.prompt, 70)}")
-
-
 def _reasoning_answered(d: Any) -> Line:
     return Line("✗" if d.is_error else "↳", "Reasoning failed" if d.is_error else "Reasoned",
                 "failure" if d.is_error else "success", 2, f"by {d.answered_by}: {cut(d.answer, 60)}")  # fmt: skip
 
 
-def _mcp_server_connected(d: Any) -> Line:
-    return Line("◆", "MCP up", "success", 0, f"{d.server} ({d.tool_count} tools)")
-
-
-def _mcp_server_disconnected(d: Any) -> Line:
-    return Line("◇", "MCP down", "info" if d.reason == "shutdown" else "warning", 0, f"{d.server} — {d.reason}")
-
-
-def _outbound_dispatched(d: Any) -> Line:
-    return Line("↗", f"→{d.sink}", "success", 0, f"{d.sink_type} HTTP {d.status} (on {d.triggered_by})")
-
-
-def _outbound_failed(d: Any) -> Line:
-    return Line("⚠", f"→{d.sink} FAIL", "failure", 0, f"{d.sink_type}: {cut(d.reason, 60)}")
-
-
-def _agent_processing_started(d: Any) -> Line:
-    return Line("▸", "Processing", "default", 1, f"conversation={d.conversation_id}")
-
-
-def _agent_processing_completed(d: Any) -> Line:
-    return Line("✓" if d.success else "✗", "Completed", "success" if d.success else "failure", 1,
-                f"conversation={d.conversation_id}")  # fmt: skip
-
-
 _LINES: dict[str, Callable[[Any], Line]] = {  # by the kind's type name
-    "PipelineRequested": _pipeline_requested,
+    "PipelineRequested": lambda d: Line(
+        "●", "Pipeline", "info", 0, f"pipeline={d.pipeline} inputs=[{', '.join(d.inputs)}]"
+    ),
     "PipelineCompleted": _pipeline_completed,
-    "ResumeForked": _resume_forked,
-    "UserMessageReceived": _user_message_received,
-    "ScheduledTaskTriggered": _scheduled_task_triggered,
-    "ResponseReady": _response_ready,
-    "WorkflowStarted": _workflow_started,
-    "WorkflowCompleted": _workflow_completed,
+    "ResumeForked": lambda d: Line(
+        "↩", "Resume", "highlight", 0, f"from {cut(d.parent_stream_id, 40)} at step '{d.fork_at_step}'"
+    ),
+    "UserMessageReceived": lambda d: Line("@", "User", "info", 0, f"{d.connector}: {cut(message_text(d.content), 80)}"),
+    "ScheduledTaskTriggered": lambda d: Line("*", "Scheduled", "info", 0, f"{d.entry_id}: {cut(d.task, 60)}"),
+    "ResponseReady": lambda d: Line("»", "Response", "success", 0, cut(d.content, 80)),
+    "WorkflowStarted": lambda d: Line(
+        "◆", "Workflow", "info", 0, f"{d.node_count} node(s) — {cut(d.user_message, 60)}"
+    ),
+    "WorkflowCompleted": lambda d: _outcome(d.success, "WF done", 0, "ok" if d.success else "FAIL"),
     "OutputResolved": _output_resolved,
-    "WorkflowNodeStarted": _workflow_node_started,
-    "WorkflowNodeCompleted": _workflow_node_completed,
-    "StepSkipped": _step_skipped,
-    "ShellSessionStarted": _shell_session_started,
-    "ShellSessionClosed": _shell_session_closed,
+    "WorkflowNodeStarted": lambda d: Line("▸", f"WF:{d.node_id}", "info", 1, cut(d.description, 80)),
+    "WorkflowNodeCompleted": lambda d: _outcome(d.success, f"WF:{d.node_id}", 1, "ok" if d.success else "FAIL"),
+    "StepSkipped": lambda d: Line("⊘", f"WF:{d.step_id}", "dim", 1, f"skipped ({d.reason})"),
+    "ShellSessionStarted": lambda d: Line("$", "Shell", "info", 1, f"{d.shell_path} pid={d.pid}"),
+    "ShellSessionClosed": lambda d: Line("$", "Shell closed", "dim", 1, f"reason={d.reason}"),
     "MemoryWritten": _memory_written,
-    "MemoryDeleted": _memory_deleted,
+    "MemoryDeleted": lambda d: Line("✗", "Memory del", "warning", 1, d.key),
     "ContextCompacted": _context_compacted,
     "LlmCallStarted": _llm_call_started,
     "LlmCallCompleted": _llm_call_completed,
-    "LlmCallFailed": _llm_call_failed,
-    "ToolCallRequested": _tool_call_requested,
-    "ToolCallCompleted": _tool_call_completed,
-    "IntentionEmitted": _intention_emitted,
-    "IntentionEvaluated": _intention_evaluated,
-    "ApprovalRequested": _approval_requested,
-    "ApprovalGranted": _approval_granted,
-    "ApprovalDenied": _approval_denied,
-    "ReasoningRequested": _reasoning_requested,
+    "LlmCallFailed": lambda d: Line("✗", "LLM failed", "failure", 2, f"{d.elapsed_ms}ms {cut(d.error, 80)}"),
+    "ToolCallRequested": lambda d: Line("⚙", f"Tool: {d.tool_name}", "highlight", 2, cut(d.arguments, 80)),
+    "ToolCallCompleted": lambda d: _outcome(
+        not d.is_error, "Tool done", 2, f"{d.duration_ms}ms {cut(d.result or d.result_preview, 60)}"
+    ),
+    "IntentionEmitted": lambda d: Line("!", "Intention", "warning", 2, d.intention_tag),
+    "IntentionEvaluated": lambda d: Line("=", "Contract", "warning", 2, f"{d.intention_tag}: {cut(d.verdict, 70)}"),
+    "ApprovalRequested": lambda d: Line("?", "Approval", "warning", 2, f"{d.channel}: {cut(d.description, 70)}"),
+    "ApprovalGranted": lambda d: Line("✓", "Approved", "success", 2, f"by {d.decided_by}"),
+    "ApprovalDenied": lambda d: Line("✗", "Denied", "failure", 2, f"by {d.decided_by}: {d.reason or ''}"),
+    "ReasoningRequested": lambda d: Line("?", "Reasoning", "warning", 2, f"{d.channel}: {cut(d.prompt, 70)}"),
     "ReasoningAnswered": _reasoning_answered,
-    "McpServerConnected": _mcp_server_connected,
-    "McpServerDisconnected": _mcp_server_disconnected,
-    "OutboundDispatched": _outbound_dispatched,
-    "OutboundFailed": _outbound_failed,
-    "AgentProcessingStarted": _agent_processing_started,
-    "AgentProcessingCompleted": _agent_processing_completed,
+    "McpServerConnected": lambda d: Line("◆", "MCP up", "success", 0, f"{d.server} ({d.tool_count} tools)"),
+    "McpServerDisconnected": lambda d: Line(
+        "◇", "MCP down", "info" if d.reason == "shutdown" else "warning", 0, f"{d.server} — {d.reason}"
+    ),
+    "OutboundDispatched": lambda d: Line(
+        "↗", f"→{d.sink}", "success", 0, f"{d.sink_type} HTTP {d.status} (on {d.triggered_by})"
+    ),
+    "OutboundFailed": lambda d: Line("⚠", f"→{d.sink} FAIL", "failure", 0, f"{d.sink_type}: {cut(d.reason, 60)}"),
+    "AgentProcessingStarted": lambda d: Line("▸", "Processing", "default", 1, f"conversation={d.conversation_id}"),
+    "AgentProcessingCompleted": lambda d: _outcome(d.success, "Completed", 1, f"conversation={d.conversation_id}"),
 }
 
 

@@ -20,153 +20,46 @@ from zymi_tui.events.envelope import decode_event
 from zymi_tui.events.lean import DECODE_ERRORS
 from zymi_tui.events.replay_kinds import PAYLOADS, envelope_decoder, payload_kind
 
-
-class ScheduledTaskTriggered(msgspec.Struct, frozen=True):
-    entry_id: str
-    task: str
-
-
-class AgentProcessingStarted(msgspec.Struct, frozen=True):
-    conversation_id: str
-
-
-class AgentProcessingCompleted(msgspec.Struct, frozen=True):
-    conversation_id: str
-    success: bool
-
-
-class ToolCallRequested(msgspec.Struct, frozen=True):
-    tool_name: str
-    arguments: str
-    call_id: str
-
-
-class ApprovalRequested(msgspec.Struct, frozen=True, kw_only=True):
-    approval_id: str
-    stream_id: str
-    description: str
-    explanation: str | None = None
-    channel: str
-
-
-class ApprovalGranted(msgspec.Struct, frozen=True):
-    approval_id: str
-    stream_id: str
-    decided_by: str
-    reason: str | None = None
-
-
-class ApprovalDenied(msgspec.Struct, frozen=True):
-    approval_id: str
-    stream_id: str
-    decided_by: str
-    reason: str | None = None
-
-
-class ReasoningRequested(msgspec.Struct, frozen=True):
-    request_id: str
-    stream_id: str
-    prompt: str
-    channel: str
-
-
-class ReasoningAnswered(msgspec.Struct, frozen=True):
-    request_id: str
-    stream_id: str
-    answer: str
-    answered_by: str
-    is_error: bool = False
-
-
-class IntentionEmitted(msgspec.Struct, frozen=True):
-    intention_tag: str
-    intention_data: str
-
-
-class IntentionEvaluated(msgspec.Struct, frozen=True):
-    intention_tag: str
-    verdict: str
-
-
-class ResponseReady(msgspec.Struct, frozen=True):
-    conversation_id: str
-    content: str
-
-
-class WorkflowStarted(msgspec.Struct, frozen=True):
-    user_message: str
-    node_count: int
-
-
-class WorkflowCompleted(msgspec.Struct, frozen=True):
-    success: bool
-
-
-class StepSkipped(msgspec.Struct, frozen=True):
-    step_id: str
-    reason: str
-
-
-class OutputVia(msgspec.Struct, frozen=True):
-    form: str
-    skipped: list[str] | None = None
-
-
-class OutputResolved(msgspec.Struct, frozen=True):
-    chosen_step: str
-    via: OutputVia
-
-
-class ShellSessionStarted(msgspec.Struct, frozen=True):
-    stream_id: str
-    pid: int
-    shell_path: str
-
-
-class ShellSessionClosed(msgspec.Struct, frozen=True):
-    stream_id: str
-    reason: str
-
-
-class McpServerConnected(msgspec.Struct, frozen=True):
-    server: str
-    tool_count: int
-
-
-class McpServerDisconnected(msgspec.Struct, frozen=True):
-    server: str
-    reason: str
-
-
-class ResumeForked(msgspec.Struct, frozen=True):
-    parent_stream_id: str
-    parent_correlation_id: str
-    fork_at_step: str
-
-
-class OutboundDispatched(msgspec.Struct, frozen=True):
-    sink: str
-    sink_type: str
-    status: int
-    triggered_by: str
-
-
-class OutboundFailed(msgspec.Struct, frozen=True):
-    sink: str
-    sink_type: str
-    reason: str
-    triggered_by: str
-
-
-_OTHERS: tuple[type[Any], ...] = (
-    ScheduledTaskTriggered, AgentProcessingStarted, AgentProcessingCompleted, ToolCallRequested, ApprovalRequested,
-    ApprovalGranted, ApprovalDenied, ReasoningRequested, ReasoningAnswered, IntentionEmitted, IntentionEvaluated,
-    ResponseReady, WorkflowStarted, WorkflowCompleted, StepSkipped, OutputResolved, ShellSessionStarted,
-    ShellSessionClosed, McpServerConnected, McpServerDisconnected, ResumeForked, OutboundDispatched, OutboundFailed,
-)  # fmt: skip
+_OUTPUT_VIA = msgspec.defstruct("OutputVia", [("form", str), ("skipped", list[str] | None, None)], frozen=True)
+_Field = tuple[str, Any] | tuple[str, Any, Any]
+_DECISION: list[_Field] = [("approval_id", str), ("stream_id", str), ("decided_by", str), ("reason", str | None, None)]
+# the fields of each kind the replay has no struct for, as `kinds` declares them (a default: a third item)
+_OTHERS: dict[str, list[_Field]] = {
+    "ScheduledTaskTriggered": [("entry_id", str), ("task", str)],
+    "AgentProcessingStarted": [("conversation_id", str)],
+    "AgentProcessingCompleted": [("conversation_id", str), ("success", bool)],
+    "ToolCallRequested": [("tool_name", str), ("arguments", str), ("call_id", str)],
+    "ApprovalRequested": [
+        ("approval_id", str), ("stream_id", str), ("description", str), ("explanation", str | None, None),
+        ("channel", str),
+    ],
+    "ApprovalGranted": _DECISION,
+    "ApprovalDenied": _DECISION,
+    "ReasoningRequested": [("request_id", str), ("stream_id", str), ("prompt", str), ("channel", str)],
+    "ReasoningAnswered": [
+        ("request_id", str), ("stream_id", str), ("answer", str), ("answered_by", str), ("is_error", bool, False),
+    ],
+    "IntentionEmitted": [("intention_tag", str), ("intention_data", str)],
+    "IntentionEvaluated": [("intention_tag", str), ("verdict", str)],
+    "ResponseReady": [("conversation_id", str), ("content", str)],
+    "WorkflowStarted": [("user_message", str), ("node_count", int)],
+    "WorkflowCompleted": [("success", bool)],
+    "StepSkipped": [("step_id", str), ("reason", str)],
+    "OutputResolved": [("chosen_step", str), ("via", _OUTPUT_VIA)],
+    "ShellSessionStarted": [("stream_id", str), ("pid", int), ("shell_path", str)],
+    "ShellSessionClosed": [("stream_id", str), ("reason", str)],
+    "McpServerConnected": [("server", str), ("tool_count", int)],
+    "McpServerDisconnected": [("server", str), ("reason", str)],
+    "ResumeForked": [("parent_stream_id", str), ("parent_correlation_id", str), ("fork_at_step", str)],
+    "OutboundDispatched": [("sink", str), ("sink_type", str), ("status", int), ("triggered_by", str)],
+    "OutboundFailed": [("sink", str), ("sink_type", str), ("reason", str), ("triggered_by", str)],
+}  # fmt: skip
 _ENVELOPES = {
     name: envelope_decoder(name, payload)
-    for name, payload in {**PAYLOADS, **{cls.__name__: cls for cls in _OTHERS}}.items()
+    for name, payload in {
+        **PAYLOADS,
+        **{name: msgspec.defstruct(name, fields, frozen=True, kw_only=True) for name, fields in _OTHERS.items()},
+    }.items()
 }
 _KIND_AT = '"kind":{"type":"'  # where zymi writes the kind's name
 

@@ -16,9 +16,10 @@ import dataclasses
 import heapq
 import re
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from zymi_tui.context.builder import (
@@ -575,18 +576,55 @@ class Replayer:
         b.set_prefix(Prefix("", "", inferred_bytes=size, inferred_count=count, basis=basis), cutoff)
         st.infer = False
 
-    def compact(self, call: CallContext, builder: ContextBuilder, plan: CompactionPlan) -> CallContext:
+    def compact(self, call: CallContext, builder: ContextBuilder, plan: CompactionPlan) -> Callable[[], CallContext]:
         """The what-if compaction `builder` (this what-if's builder of `call`'s stream, in its state at
-        that agent call, kept by the caller) makes at `call`: applied to it, and its row returned."""
-        st = _Step(builder, knobs_source=call.knobs_source)
-        self._whatif_compaction(call.stream_id, call.sequence, call.global_id, st, plan)
-        return self.queue.pop()
+        that agent call, kept by the caller) makes at `call`: applied to it; returns the maker of its
+        row (the row shows the compaction's request, which the caller may not need yet)."""
+        return self._apply_whatif_compaction(
+            call.stream_id, call.sequence, call.global_id, call.knobs_source, builder, plan
+        )
 
     def _whatif_compaction(self, stream: str, sequence: int, global_id: int, st: _Step, plan: CompactionPlan) -> None:
-        b = st.builder
+        self.queue.append(
+            self._apply_whatif_compaction(stream, sequence, global_id, st.knobs_source, st.builder, plan)()
+        )
+
+    def _apply_whatif_compaction(
+        self,
+        stream: str,
+        sequence: int,
+        global_id: int,
+        knobs_source: str,
+        b: ContextBuilder,
+        plan: CompactionPlan,
+    ) -> Callable[[], CallContext]:
+        """The compaction a what-if makes, applied to `b`; the maker of its row."""
         rc = b.take_recorded(plan.replaces_seq_range)
+        if rc is not None:
+            note = f"the recorded compaction (ContextCompacted seq {rc.seq}) of seq {rc.lo}..{rc.hi} applies here"
+            b.apply_compaction(plan, rc.summary, rc.reply, reply_seq=rc.reply_seq)
+        else:
+            est, basis = self.estimate.estimate(plan.span_bytes)
+            lo, hi = plan.replaces_seq_range
+            text = f"[simulated summary of seq {lo}..{hi}: ~{est} bytes, {basis}]"
+            note = f"simulated: no recorded summary covers seq {lo}..{hi}; size ~{est} bytes ({basis})"
+            b.apply_compaction(
+                plan, text, AssistantMessage(content=text, tool_calls=()), simulated=True, estimated_bytes=est
+            )
+        return partial(self._compaction_row, stream, sequence, global_id, knobs_source, plan, rc is not None, note)
+
+    def _compaction_row(
+        self,
+        stream: str,
+        sequence: int,
+        global_id: int,
+        knobs_source: str,
+        plan: CompactionPlan,
+        recorded: bool,
+        note: str,
+    ) -> CallContext:
         row = CallContext(
-            knobs_source=st.knobs_source,
+            knobs_source=knobs_source,
             stream_id=stream,
             sequence=sequence,
             global_id=global_id,
@@ -595,26 +633,17 @@ class Replayer:
             recorded_chars=0,
             recorded_message_count=0,
             recorded_input_tokens=None,
-            rendered=compaction_context(plan, self.knobs, simulated=rc is None),
+            rendered=compaction_context(plan, self.knobs, simulated=not recorded),
             compaction_plan=plan,
             prefix_inferred=False,
-            simulated=rc is None,
+            simulated=not recorded,
             whatif=True,
+            note=note,
             _done=True,
         )
-        if rc is not None:
+        if recorded:
             row.recorded_chars, row.recorded_message_count = plan.request_chars, 2
-            row.note = f"the recorded compaction (ContextCompacted seq {rc.seq}) of seq {rc.lo}..{rc.hi} applies here"
-            b.apply_compaction(plan, rc.summary, rc.reply, reply_seq=rc.reply_seq)
-        else:
-            est, basis = self.estimate.estimate(plan.span_bytes)
-            lo, hi = plan.replaces_seq_range
-            text = f"[simulated summary of seq {lo}..{hi}: ~{est} bytes, {basis}]"
-            row.note = f"simulated: no recorded summary covers seq {lo}..{hi}; size ~{est} bytes ({basis})"
-            b.apply_compaction(
-                plan, text, AssistantMessage(content=text, tool_calls=()), simulated=True, estimated_bytes=est
-            )
-        self.queue.append(row)
+        return row
 
 
 def _exceeds(row: CallContext) -> bool:

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
+from zymi_tui.cores import usable_cores
 from zymi_tui.errors import UserError
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, knob_dict, pricing, replay_profiles
 from zymi_tui.replay.costs import PriceTable
-from zymi_tui.replay.sweep_pool import default_workers, replay_on_pool
+from zymi_tui.replay.sweep_pool import replay_on_pool
 
 DEFAULT_WINDOWS = (2, 4, 6, 8, 10, 15, 20)
 DEFAULT_SOFT_CAPS = (20_000, 40_000, 60_000, 100_000, 400_000)
@@ -133,7 +134,7 @@ async def sweep(
     one pass in this process (see `replay_many`). Both give the same figures."""
     profiles = grid_profiles(base, windows, soft_caps)
     if workers is None:
-        workers = default_workers() if last_global_id >= POOL_MIN_EVENTS else 1
+        workers = usable_cores() if last_global_id >= POOL_MIN_EVENTS else 1
     if location is not None and workers > 1 and len(profiles) > 1:
         cmp = await replay_on_pool(
             location, project, profiles, recorded_knobs=recorded_knobs, streams=streams, workers=workers,

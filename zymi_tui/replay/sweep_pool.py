@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import multiprocessing
-import os
 import sys
 from collections import deque
 from collections.abc import Sequence
@@ -109,10 +108,6 @@ def _publish(task: asyncio.Task[tuple[int, int, int]], sums: Any, summed: Event)
     if not task.cancelled() and task.exception() is None:
         sums[:] = task.result()
         summed.set()
-
-
-def default_workers() -> int:
-    return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
@@ -27,6 +27,7 @@ from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
+from zymi_tui.tui.widgets import FittingFooter
 
 
 class Dashboard(Protocol):
@@ -79,7 +80,7 @@ class AdviceScreen(ActionScreen):
             yield OptionList(id="advice-list")
             with VerticalScroll(id="advice-scroll"):
                 yield Static(id="advice-detail")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.query_one("#advice-list").border_title = "Findings"

@@ -12,7 +12,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.errors import UserError
@@ -29,6 +29,7 @@ from zymi_tui.tui.model_inspector import bar_cells, figures, preview, role_of, w
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.source import knobs_of
 from zymi_tui.tui.store_job import with_reader
+from zymi_tui.tui.widgets import FittingFooter
 
 
 class CallRebuilt(Message):
@@ -71,7 +72,7 @@ class InspectorScreen(ActionScreen):
             yield DataTable(id="messages", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="message"):
                 yield Static(id="message-text")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         ev = self.call.event

@@ -16,7 +16,7 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from zymi_tui.context.knobs import PROFILES, ContextKnobs
 from zymi_tui.errors import UserError
@@ -27,6 +27,7 @@ from zymi_tui.replay.life import COMPACTED, FORGOTTEN, FRESH, FULL, MASKED, NOT_
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.store_job import with_reader
+from zymi_tui.tui.widgets import FittingFooter
 
 CELLS = {FULL: ("█", "green"), MASKED: ("▒", "yellow"), FORGOTTEN: ("░", "magenta"), COMPACTED: ("×", "red"),
          FRESH: ("~", "blue"), NOT_YET: ("·", "grey50")}  # fmt: skip
@@ -109,7 +110,7 @@ class LifeScreen(ActionScreen):
             yield Static(id="life-grid")
             yield Static(id="life-detail")
         yield Input(placeholder="find text in the stream's messages (Enter)", id="life-find", disabled=True)
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.query_one("#life-grid").border_title = safe_text(f"Message life · {self.stream}", one_line=True)

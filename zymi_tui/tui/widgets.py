@@ -9,6 +9,7 @@ from rich.color import Color as RichColor
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.color import Color, ColorParseError
 from textual.geometry import Size
@@ -16,6 +17,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Footer
 
 from zymi_tui.events.store import IndexRow
@@ -48,7 +50,43 @@ class ThemedStyles:
         self.mark = Style(color=colour("warning"), bold=True)
 
 
-class OnceFooter(Footer):
+class FittingFooter(Footer):
+    """Textual's Footer showing only the key hints that fit whole: those past the width (left of the command
+    palette's hint, which stays on the right) are left out, where Textual cuts the last one mid-word
+    ("^s Sa"). Every action is still in `?`/F1 and the palette. Each screen's footer is one of these."""
+
+    def compose(self) -> ComposeResult:
+        for hint in super().compose():  # shown by `fit`, once they are measured: never drawn cut for a frame
+            hint.display = hint.has_class("-command-palette")
+            yield hint
+
+    async def recompose(self) -> None:
+        await super().recompose()
+        self.fit()
+
+    def on_resize(self) -> None:
+        self.fit()
+
+    def fit(self) -> None:
+        """Show the hints, in order, while each fits whole beside the palette's; hide the rest."""
+        if not self.size.width:  # not laid out yet: fitted when it is (on_resize)
+            return
+        container, viewport = self.size, self.app.size
+
+        def width(hint: Widget) -> int:
+            return hint.get_content_width(container, viewport) + hint.styles.gutter.width + hint.styles.margin.width
+
+        hints = list(self.children)
+        room = self.size.width - sum(width(h) for h in hints if h.has_class("-command-palette"))
+        fits = True
+        for hint in hints:
+            if not hint.has_class("-command-palette"):
+                room -= width(hint)
+                fits = fits and room >= 0
+                hint.display = fits
+
+
+class OnceFooter(FittingFooter):
     """Textual's Footer, rebuilt once per burst of binding changes instead of once per change.
 
     At start-up the screen is pushed, focused and the app focused: three signals, and Textual's Footer

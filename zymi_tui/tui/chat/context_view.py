@@ -14,7 +14,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from zymi_tui.engine.chat import PROJECT_PROFILE, profile_names
 from zymi_tui.events.messages import message_text
@@ -24,6 +24,7 @@ from zymi_tui.tui.chat.session import ChatSession
 from zymi_tui.tui.chat.widgets import context_bar
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.widgets import FittingFooter
 
 ROLE = {"SystemMessage": "system", "UserMessage": "user", "AssistantMessage": "assistant", "ToolResultMessage": "tool"}
 
@@ -82,7 +83,7 @@ class ContextScreen(ActionScreen):
         with VerticalScroll(id="ctx-body"):
             yield Static(id="ctx-bar")
             yield Static(id="ctx-table")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.render_profile()

@@ -20,7 +20,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from zymi_tui.engine.chat import PROJECT_PROFILE, next_profile, profile_names
@@ -35,6 +35,7 @@ from zymi_tui.tui.model import format_size
 from zymi_tui.tui.model_plot import collect_calls
 from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.widgets import FittingFooter
 
 REDRAW_S = 0.2  # turn views: at most this often
 REPLOT_S = 1.0  # the plot while a turn runs (a plot render costs ~0.1 s); at once when it ends
@@ -123,7 +124,7 @@ class ChatScreen(ActionScreen):
             with Vertical(id="chat-side"):
                 yield ContextPlot(id="chat-plot")
                 yield Static(id="chat-bar")
-        yield Footer()
+        yield FittingFooter()
 
     async def on_mount(self) -> None:
         self.session.listeners.append(self._on_event)

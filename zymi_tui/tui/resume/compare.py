@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from zymi_tui.context.knobs import describe_knobs
@@ -18,6 +18,7 @@ from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.resume.figures import RunFigures, answer_diff, figure_rows, run_figures
 from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.widgets import FittingFooter
 
 DIFF_STYLE = {"same": "", "del": "red strike", "ins": "bold green"}
 
@@ -109,7 +110,7 @@ class ForkCompareScreen(ActionScreen):
                 yield Static(id="cmp-parent-answer", classes="answer")
                 yield Static(id="cmp-fork-answer", classes="answer")
             yield Static(id="cmp-diff")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.query_one("#cmp-parent-answer").border_title = "parent's answer"

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Input, Label, Static
+from textual.widgets import DataTable, Input, Label, Static
 
 from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
 from zymi_tui.events.location import StoreLocation
@@ -29,6 +29,7 @@ from zymi_tui.tui.safe_text import clean
 from zymi_tui.tui.tuning.job_screen import JobScreen
 from zymi_tui.tui.tuning.jobs import run_comparison
 from zymi_tui.tui.tuning.plots import OverlayPlot
+from zymi_tui.tui.widgets import FittingFooter
 
 RECORDED = "recorded"
 
@@ -104,7 +105,7 @@ class CompareScreen(JobScreen):
                 yield DataTable(id="totals", zebra_stripes=True, cursor_type="row")
                 yield DataTable(id="per-run", zebra_stripes=True, cursor_type="row")
             yield OverlayPlot(id="overlay")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.sub_title = str(self.store)

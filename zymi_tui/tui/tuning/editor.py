@@ -19,7 +19,7 @@ from textual import on, work
 from textual.app import ComposeResult, RenderResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
 from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError, user_profiles
@@ -41,6 +41,7 @@ from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.diff_table import DiffTable
 from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
 from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
+from zymi_tui.tui.widgets import FittingFooter
 
 RECORDED = "recorded"
 PENDING_NOTICE_S = 0.1  # a running what-if says so after this long (if its picked call is not drawn yet)
@@ -273,7 +274,7 @@ class TuningScreen(ActionScreen):
                 yield Quiet("", id="elapsed")
                 yield Quiet("", id="diff-title")
                 yield DiffTable(DIFF_LABELS, STATUS_STYLE, id="diff")
-        yield Footer()
+        yield FittingFooter()
 
     def on_unmount(self) -> None:
         gc.unfreeze()  # what the editor kept is the collector's again once it is closed

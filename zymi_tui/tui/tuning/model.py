@@ -18,6 +18,7 @@ from zymi_tui.replay.calls import CallContext
 ADDED, DROPPED, MASKED, UNMASKED, COMPACTED, CHANGED, SAME = (
     "added", "dropped", "masked", "unmasked", "compacted", "changed", "same",
 )  # fmt: skip
+IN_RANGE = "inside a compacted range"  # the reason of a compacted message
 
 
 def knob_text(knobs: ContextKnobs) -> dict[str, str]:
@@ -153,6 +154,9 @@ class _Recorded:
         self.ranks = [_order(k) for k in self.order]
         self.tokens: dict[Key, int] = {}
         self.changes: dict[tuple[Key, str, str, int], EntryChange] = {}
+        # a recorded message the what-if does not have: its source seq, tokens, and its change when
+        # compacted (most of a long call's messages after a compaction: looked up in one step)
+        self.gone: dict[Key, tuple[int | None, int, EntryChange]] = {}
 
     def merged_order(self, new: dict[Key, ContextEntry]) -> list[Key]:
         """The recorded keys and the what-if's others, in `_order` (what `sorted` of their union gives)."""
@@ -168,6 +172,14 @@ class _Recorded:
         hit = self.tokens.get(key)
         if hit is None:
             hit = self.tokens[key] = _tokens(self.keyed[key])
+        return hit
+
+    def gone_entry(self, key: Key) -> tuple[int | None, int, EntryChange]:
+        hit = self.gone[key] = (
+            self.keyed[key].source_seq,
+            self.token_count(key),
+            self.change(key, COMPACTED, IN_RANGE, 0),
+        )
         return hit
 
     def change(self, key: Key, status: str, reason: str, bytes_after: int) -> EntryChange:
@@ -218,9 +230,17 @@ def diff_contexts(before: RenderedContext, after: RenderedContext) -> CallDiff:
         dropped_by_forget.setdefault(e.source_seq, e.reason)
     changes: list[EntryChange] = []
     tokens_delta = 0
+    gone = rec.gone
     for key in rec.merged_order(new):
-        a, b = old.get(key), new.get(key)
-        if a is not None and b is not None:
+        b = new.get(key)
+        if b is None:  # a recorded message (every key is the recorded side's or the what-if's)
+            hit = gone.get(key) or rec.gone_entry(key)
+            seq = hit[0]
+            changes.append(rec.change(key, DROPPED, dropped_by_forget[seq], 0) if seq in dropped_by_forget else hit[2])
+            tokens_delta -= hit[1]
+            continue
+        a = old.get(key)
+        if a is not None:
             if (a.message is b.message or message_text(a.message) == message_text(b.message)) and a.bytes == b.bytes:
                 changes.append(rec.change(key, SAME, b.reason, b.bytes))
                 continue
@@ -232,16 +252,9 @@ def diff_contexts(before: RenderedContext, after: RenderedContext) -> CallDiff:
                 status = CHANGED
             changes.append(EntryChange(status, key[0], key[2], a.source_seq, a.bytes, b.bytes, b.reason))
             tokens_delta += _tokens(b) - rec.token_count(key)
-        elif b is not None:
+        else:
             changes.append(EntryChange(ADDED, key[0], key[2], b.source_seq, 0, b.bytes, b.reason))
             tokens_delta += _tokens(b)
-        elif a is not None:
-            seq = a.source_seq
-            if seq in dropped_by_forget:
-                changes.append(rec.change(key, DROPPED, dropped_by_forget[seq], 0))
-            else:
-                changes.append(rec.change(key, COMPACTED, "inside a compacted range", 0))
-            tokens_delta -= rec.token_count(key)
     return CallDiff(
         changes,
         before.chars,

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Input, Label, Static
+from textual.widgets import DataTable, Input, Label, Static
 
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.compare import CAVEAT
@@ -19,6 +19,7 @@ from zymi_tui.tui.tuning.compare_screen import fill_table
 from zymi_tui.tui.tuning.job_screen import JobScreen
 from zymi_tui.tui.tuning.jobs import run_sweep
 from zymi_tui.tui.tuning.plots import ScatterPlot
+from zymi_tui.tui.widgets import FittingFooter
 
 
 def sweep_rows(result: Sweep) -> list[list[str]]:
@@ -70,7 +71,7 @@ class SweepScreen(JobScreen):
         with Horizontal(id="sweep-body"):
             yield DataTable(id="points", zebra_stripes=True, cursor_type="row")
             yield ScatterPlot(id="scatter")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.sub_title = str(self.store)

@@ -169,6 +169,8 @@ class _Follow:
     builder: ContextBuilder
     marks: list[tuple[BuildMark, SummaryEstimate]]
     index: dict[int, int]  # an agent call's position among them, by its sequence
+    ns: list[int]  # at each call: the base tail's length
+    ab: list[int]  # at each call: its Layer A and memory's bytes (knob-independent)
 
 
 _gc_lock = threading.Lock()
@@ -313,10 +315,11 @@ class StreamWhatIf:
             return None
         builder, tail = first[0], first[1].tail
         kept: list[tuple[BuildMark, SummaryEstimate]] = []
+        ab: list[int] = []
         for call in calls:
-            got = marks.get(call.global_id)
-            shape = None if call.rendered is None else call.rendered.shape
-            if got is None or got[0] is not builder or shape is None:
+            got, shown = marks.get(call.global_id), call.rendered
+            shape = None if shown is None else shown.shape
+            if got is None or got[0] is not builder or shown is None or shape is None:
                 return None
             mark = got[1]
             if mark.tail is not tail or mark.cutoff is not None or shape.tail is not tail or shape.n != mark.n:
@@ -324,7 +327,9 @@ class StreamWhatIf:
             if mark.n != mark.raw or shape.prefix is not mark.prefix or shape.compactions:
                 return None
             kept.append((mark, got[2]))
-        return _Follow(builder, kept, {call.sequence: i for i, call in enumerate(calls)})
+            ab.append(shown.layer_bytes["A"] + shown.layer_bytes["B"])
+        index = {call.sequence: i for i, call in enumerate(calls)}
+        return _Follow(builder, kept, index, [mark.n for mark, _ in kept], ab)
 
     def run(
         self,
@@ -396,16 +401,18 @@ class StreamWhatIf:
         since: BuildMark | None = None
         replayer = self._replayer(k)
         made: list[RenderedContext | tuple[tuple[int, int, int, int, int], Segment]] = []
-        compactions: dict[int, CallContext] = {}  # the compaction made at a call, by the call's index
-        for index, ((_, call), (mark, estimate)) in enumerate(zip(calls, follow.marks, strict=True)):
+        compactions: dict[int, Callable[[], CallContext]] = {}  # the row of the compaction made at a call, by its index
+        figures_at, ab, soft = splice.figures, follow.ab, k.soft_cap_chars
+        for index, n_base in enumerate(follow.ns):  # (done for every call on every edit: kept lean)
             if index & 127 == 0 and stop():
                 return None
-            shown = call.rendered
-            assert shown is not None and shown.shape is not None
-            figures = splice.figures(mark.n, k)
-            if shown.layer_bytes["A"] + shown.layer_bytes["B"] + figures[4] <= k.soft_cap_chars:
+            figures = figures_at(n_base, k)
+            if ab[index] + figures[4] <= soft:
                 made.append((figures, segment))
                 continue
+            call, (mark, estimate) = calls[index][1], follow.marks[index]
+            shown = call.rendered
+            assert shown is not None and shown.shape is not None
             if not w.follow(follow.builder, since, mark):  # the builder brought to this call, built as a replay does
                 raise _Uncovered
             since = mark
@@ -417,7 +424,7 @@ class StreamWhatIf:
                 ctx = w.build(memory, allow_compaction=False, apply_fresh=False)
                 if not w.can_follow(base_tail, mark.n) or ctx.shape is None:
                     raise _Uncovered
-                splice = Splice(w.tail, base_tail, mark.n)
+                figures_at = Splice(w.tail, base_tail, mark.n).figures
                 segment = Segment(w.tail, ctx.shape.compactions, ctx.compacted_away)
             made.append(ctx)
         if since is not None and not w.follow(follow.builder, since, follow.marks[-1][0]):
@@ -437,7 +444,7 @@ class StreamWhatIf:
         out: list[CallContext] = []
         for index in range(len(calls)):
             if index in compactions:
-                out.append(compactions[index])
+                out.append(compactions[index]())
             out.append(first if index == wanted and first is not None else row(index))
         return out
 
