@@ -16,6 +16,7 @@ refuses), and a discriminated union tries only the member its discriminator name
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 import typing
 from collections.abc import Mapping
@@ -248,9 +249,24 @@ def _validated(cls: type[R], doc: object) -> R:
 
 
 def _hints(cls: type[Record]) -> dict[str, Any]:
+    """The fields' annotations, evaluated in their modules (`typing.get_type_hints` would evaluate every
+    class's in the MRO, the base's own included: 3x the time at start-up)."""
     if cls._HINTS is None:
-        cls._HINTS = typing.get_type_hints(cls)
+        hints: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__[: cls.__mro__.index(Record)]):
+            scope = vars(sys.modules[klass.__module__])
+            for name, annotation in inspect.get_annotations(klass).items():
+                if name in cls._FIELDS:
+                    hints[name] = _evaluated(annotation, scope)
+        cls._HINTS = hints
     return cls._HINTS
+
+
+def _evaluated(annotation: Any, scope: dict[str, Any]) -> Any:
+    if not isinstance(annotation, str):
+        return annotation
+    value = eval(annotation, scope)  # an annotation of the record's own module, as typing evaluates it
+    return types.NoneType if value is None else value
 
 
 def _fields(cls: type[Record], doc: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:
