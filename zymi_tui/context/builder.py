@@ -117,11 +117,13 @@ class CompactionPlan:
         return sum(message_bytes(m) for m in self.request_messages)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Shape:
     """Where a built context's messages come from, kept so that two calls' lists can be compared
     without materialising them (context/reuse.py): Layer A, the memory snapshot, and Layer C as
-    items [cut, n) of `tail`, those before `mask_end` in their masked form."""
+    items [cut, n) of `tail`, those before `mask_end` in their masked form. Never changed once made
+    (compared and hashed by value), but not frozen: one is made for every build, and for every call
+    of a what-if on each edit (a frozen dataclass sets each field through `object.__setattr__`)."""
 
     prefix: Prefix
     memory: tuple[tuple[str, str], ...]
