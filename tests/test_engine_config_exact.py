@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from tests.waiting import LIMIT
 from zymi_tui.engine import config as C
-from zymi_tui.record import Invalid, Record, exact, from_doc
+from zymi_tui.record import Invalid, Record, exact
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = (C.ProjectConfig, C.AgentConfig, C.PipelineConfig, C.ToolConfig)
@@ -68,7 +68,7 @@ def same(a: Any, b: Any) -> bool:
         return (
             isinstance(b, BaseModel)
             and type(b) is model(type(a))
-            and a.fields_set == b.model_fields_set
+            and a.model_fields_set == b.model_fields_set
             and all(same(getattr(a, k), getattr(b, k)) for k in type(b).model_fields)
         )
     if type(a) is not type(b):
@@ -88,13 +88,13 @@ def check(cls: type[Record], doc: Any) -> bool:
     except ValidationError as e:
         assert made is None, f"{cls.__name__}: made {made!r} where pydantic refuses {doc!r}"
         try:
-            from_doc(cls, doc)
+            cls.model_validate(doc)
         except Invalid as got:
             assert str(got) == str(e) and got.errors() == e.errors(), f"{cls.__name__}: {got} != {e}"
             return False
         raise AssertionError(f"{cls.__name__}: {doc!r} accepted where pydantic refuses it") from None
     assert made is None or same(made, expected), f"{cls.__name__}: {made!r} != {expected!r} for {doc!r}"
-    got = from_doc(cls, doc)
+    got = cls.model_validate(doc)
     assert same(got, expected), f"{cls.__name__}: {got!r} != {expected!r} for {doc!r}"
     return made is not None
 
@@ -241,7 +241,7 @@ def test_loading_a_project_does_not_load_pydantic() -> None:
 
 def test_made_in_code_as_from_a_document() -> None:
     """Keywords are a document: exact values are taken as they are, others coerced or refused by pydantic."""
-    assert C.Defaults(max_tokens=12).fields_set == {"max_tokens"}
+    assert C.Defaults(max_tokens=12).model_fields_set == {"max_tokens"}
     assert same(C.Defaults(max_tokens="12"), model(C.Defaults)(max_tokens="12"))  # type: ignore[arg-type]
     shell = C.ShellRuntime(max_sessions=2)
     assert C.RuntimeConfig(shell=shell).shell is shell  # an instance passes as it is, as pydantic keeps it

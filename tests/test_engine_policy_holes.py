@@ -19,7 +19,6 @@ from tests.test_engine_failures import BIN, Script, _answer, _project, llm  # no
 from tests.waiting import LIMIT
 from zymi_tui.engine.config import FileWriteContract, PolicyConfig
 from zymi_tui.engine.policy import Contracts
-from zymi_tui.record import from_doc
 
 SCAFFOLD = PolicyConfig(  # `zymi-tui init --example demo`'s policy, the one the holes were found with
     enabled=True,
@@ -164,8 +163,8 @@ def _recorded(scenario: str) -> list[tuple[dict[str, Any], str]]:
 def test_every_recorded_verdict_is_reproduced(scenario: str) -> None:
     project = ORACLE / scenario / "project"
     doc = yaml.safe_load((project / "project.yml").read_text(encoding="utf-8"))
-    policy = from_doc(PolicyConfig, doc.get("policy") or {})
-    file_write = from_doc(FileWriteContract, (doc.get("contracts") or {}).get("file_write") or {})
+    policy = PolicyConfig.model_validate(doc.get("policy") or {})
+    file_write = FileWriteContract.model_validate((doc.get("contracts") or {}).get("file_write") or {})
     contracts = Contracts(policy, file_write, project)
     recorded = _recorded(scenario)
     assert recorded

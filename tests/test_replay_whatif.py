@@ -10,6 +10,8 @@ import pytest
 from tests.conftest import ORACLE, copy_store
 from zymi_tui.cli import main
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
+from zymi_tui.context.masking import message_bytes
+from zymi_tui.events.messages import message_text
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay import CallContext, context_at, replay_store
@@ -101,3 +103,15 @@ async def test_context_at_under_whatif_is_the_agent_call(tmp_path: Path) -> None
         await reader.close()
     assert row.whatif and not row.is_compaction and row.iteration == 19
     assert row.rendered is not None and row.rendered.chars == sum(e.bytes for e in row.rendered.entries)
+
+
+async def test_a_compactions_span_bytes_are_its_messages_as_shown(tmp_path: Path) -> None:
+    """bytes_saved counts the span as sent to the summariser: a later compaction's span holds an
+    earlier simulated summary, whose size estimate is not the bytes of its placeholder text."""
+    rows = await _replay("coding_default", tmp_path, ContextKnobs(soft_cap_chars=20_000, hard_cap_chars=600_000))
+    plans = [r.compaction_plan for r in rows if r.is_compaction and r.compaction_plan is not None]
+    assert len(plans) >= 2
+    holding = [p for p in plans if any("[simulated summary" in message_text(m) for m in p.span)]
+    assert holding, "a later compaction's span holds an earlier simulated summary"
+    for plan in plans:
+        assert plan.span_bytes == sum(message_bytes(m) for m in plan.span)

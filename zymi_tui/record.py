@@ -1,7 +1,7 @@
 """Records: classes declared as pydantic models are (annotated fields, defaults, `field(...)` rules), made
 without importing pydantic when their values already have their fields' exact types.
 
-A record is made from keywords (`LlmConfig(provider="x")`) or a mapping (`from_doc(LlmConfig, doc)`). When
+A record is made from keywords (`LlmConfig(provider="x")`) or a mapping (`LlmConfig.model_validate(doc)`). When
 every value is of its field's type exactly (a `str` for `str`, an `int` for `int` and within its `ge`
 bound, a `list` of them, a mapping or an instance for a record field, …) and every required field is
 given, the record is made here, field by field, and pydantic is never imported. Otherwise pydantic
@@ -19,7 +19,7 @@ import inspect
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from typing import Any, ClassVar, Self, TypeVar, dataclass_transform
 
 R = TypeVar("R", bound="Record")
 
@@ -36,8 +36,8 @@ class Invalid(ValueError):
         super().__init__(str(error))
         self.error = error
 
-    def errors(self) -> list[Any]:
-        result: list[Any] = self.error.errors()
+    def errors(self, **options: Any) -> list[Any]:
+        result: list[Any] = self.error.errors(**options)
         return result
 
 
@@ -68,8 +68,13 @@ class _Refused(Exception):
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(field,))
 class Record:
-    """Base of the records. Fields are the class's annotations, in order (a base's first); unknown keys are
-    ignored (pydantic's `extra="ignore"`). Instances compare equal when of one class with equal fields."""
+    """Base of the records. Fields are the class's annotations, in order (a base's first). Options, as class
+    keywords (pydantic's `model_config` of the same names): `frozen=True` (no assignment; hashable),
+    `extra="forbid"` (an unknown key is refused; by default it is ignored), `strict=True` (pydantic
+    validates strictly). A subclass may define `_check(self)`, run on every record made (pydantic's
+    `model_validator(mode="after")`): the `ValueError` it raises becomes pydantic's "Value error, …".
+    Instances compare equal when of one class with equal fields. The few pydantic methods used on them
+    (`model_validate`, `model_dump`, `model_copy`, `model_fields_set`) behave as pydantic's do."""
 
     __slots__ = ("__dict__", "__pydantic_extra__", "__pydantic_fields_set__", "__pydantic_private__")
     __hash__ = None  # type: ignore[assignment]  # mutable, as a pydantic model that is not frozen
@@ -77,9 +82,22 @@ class Record:
     _FIELDS: ClassVar[dict[str, Spec]] = {}
     _HINTS: ClassVar[dict[str, Any] | None] = None
     _ADAPTER: ClassVar[Any] = None
+    _FROZEN: ClassVar[bool] = False
+    _EXTRA: ClassVar[str] = "ignore"
+    _STRICT: ClassVar[bool] = False
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(
+        cls, *, frozen: bool | None = None, extra: str | None = None, strict: bool | None = None, **kwargs: Any
+    ) -> None:
         super().__init_subclass__(**kwargs)
+        cls._FROZEN = cls._FROZEN if frozen is None else frozen
+        cls._EXTRA = cls._EXTRA if extra is None else extra
+        cls._STRICT = cls._STRICT if strict is None else strict
+        if cls._EXTRA not in ("ignore", "forbid"):
+            raise TypeError(f"{cls.__name__}: extra={cls._EXTRA!r} (ignore or forbid)")
+        if cls._FROZEN:
+            cls.__hash__ = Record._frozen_hash  # type: ignore[method-assign,assignment]
+            cls.__setattr__ = Record._frozen_setattr  # type: ignore[method-assign,assignment]
         fields = dict(cls._FIELDS)
         for name, annotation in inspect.get_annotations(cls).items():
             if str(annotation).startswith("ClassVar"):
@@ -96,10 +114,20 @@ class Record:
         cls = type(self)
         try:
             values, given = _fields(cls, data)
+            _fill(self, values, given)
+            _check(self)
         except _Refused:
             made = _validated(cls, data)
-            values, given = made.__dict__, made.fields_set
-        _fill(self, values, given)
+            _fill(self, made.__dict__, made.model_fields_set)
+
+    def _check(self) -> None:
+        """Checks across fields, for a subclass to define (raise ValueError)."""
+
+    def _frozen_hash(self) -> int:
+        return hash((type(self), *self.__dict__.values()))
+
+    def _frozen_setattr(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name}")
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and self.__dict__ == other.__dict__
@@ -107,11 +135,33 @@ class Record:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.__dict__.items())})"
 
+    def __getstate__(self) -> tuple[dict[str, Any], set[str]]:
+        return self.__dict__, self.model_fields_set
+
+    def __setstate__(self, state: tuple[dict[str, Any], set[str]]) -> None:
+        _fill(self, dict(state[0]), set(state[1]))
+
     @property
-    def fields_set(self) -> set[str]:
+    def model_fields_set(self) -> set[str]:
         """The fields given when it was made (the others took their defaults)."""
         given: set[str] = getattr(self, "__pydantic_fields_set__")  # noqa: B009  # a slot pydantic-core fills
         return given
+
+    @classmethod
+    def model_validate(cls, doc: object) -> Self:
+        """Made from a mapping of its fields (by `__init__`'s rules); raises `Invalid`."""
+        made = exact(cls, doc)
+        return made if made is not None else _validated(cls, doc)
+
+    def model_dump(self) -> dict[str, Any]:
+        """The fields as a dict, records in them as dicts too (pydantic's python mode)."""
+        return {k: _dumped(v) for k, v in self.__dict__.items()}
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Self:
+        """A shallow copy with `update` applied, not validated (as pydantic's)."""
+        copied = type(self).__new__(type(self))
+        _fill(copied, {**self.__dict__, **(update or {})}, self.model_fields_set | set(update or ()))
+        return copied
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
@@ -130,15 +180,12 @@ class Record:
             elif spec.default is not _MISSING:
                 schema = cs.with_default_schema(schema, default=spec.default)
             fields[name] = cs.model_field(schema)
-        config = cs.CoreConfig(title=cls.__name__, extra_fields_behavior="ignore")
-        inner = cs.model_fields_schema(fields, model_name=cls.__name__, extra_behavior="ignore")
-        return cs.model_schema(cls, inner, config=config, extra_behavior="ignore")
-
-
-def from_doc(cls: type[R], doc: object) -> R:
-    """`cls` made from a mapping of its fields (by `Record.__init__`'s rules); raises `Invalid`."""
-    made = exact(cls, doc)
-    return made if made is not None else _validated(cls, doc)
+        config = cs.CoreConfig(title=cls.__name__, extra_fields_behavior=cls._EXTRA, strict=cls._STRICT)  # type: ignore[typeddict-item]
+        inner = cs.model_fields_schema(fields, model_name=cls.__name__, extra_behavior=cls._EXTRA)  # type: ignore[arg-type]
+        schema = cs.model_schema(cls, inner, config=config, extra_behavior=cls._EXTRA, frozen=cls._FROZEN)  # type: ignore[arg-type]
+        if cls._check is Record._check:
+            return schema
+        return cs.no_info_after_validator_function(_checked, schema)
 
 
 def exact(cls: type[R], doc: object) -> R | None:
@@ -146,12 +193,39 @@ def exact(cls: type[R], doc: object) -> R | None:
     if type(doc) is not dict:
         return None
     try:
-        values, given = _fields(cls, doc)
+        return _made(cls, doc)
     except _Refused:
         return None
+
+
+def _made(cls: type[R], doc: Mapping[str, Any]) -> R:
+    values, given = _fields(cls, doc)
     made = cls.__new__(cls)
     _fill(made, values, given)
+    _check(made)
     return made
+
+
+def _check(record: Record) -> None:
+    try:
+        record._check()
+    except ValueError:
+        raise _Refused from None  # pydantic words it
+
+
+def _checked(record: R) -> R:
+    record._check()
+    return record
+
+
+def _dumped(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.model_dump()
+    if isinstance(value, list | tuple):
+        return type(value)(_dumped(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _dumped(v) for k, v in value.items()}
+    return value
 
 
 def _fill(record: Record, values: dict[str, Any], given: set[str]) -> None:
@@ -162,10 +236,10 @@ def _fill(record: Record, values: dict[str, Any], given: set[str]) -> None:
 
 
 def _validated(cls: type[R], doc: object) -> R:
-    from pydantic import TypeAdapter, ValidationError  # a value pydantic must coerce or refuse
+    from pydantic import ConfigDict, TypeAdapter, ValidationError  # a value pydantic must coerce or refuse
 
-    if cls._ADAPTER is None:
-        cls._ADAPTER = TypeAdapter(cls)
+    if cls._ADAPTER is None:  # titled as pydantic titles a model's errors (not by its checks' wrapper)
+        cls._ADAPTER = TypeAdapter(cls, config=ConfigDict(title=cls.__name__))
     try:
         made: R = cls._ADAPTER.validate_python(doc)
     except ValidationError as e:
@@ -182,6 +256,8 @@ def _hints(cls: type[Record]) -> dict[str, Any]:
 def _fields(cls: type[Record], doc: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:
     """Every field's value from `doc` (exact types) or its default, and the fields `doc` gave."""
     hints = _hints(cls)
+    if cls._EXTRA == "forbid" and not doc.keys() <= cls._FIELDS.keys():
+        raise _Refused
     values: dict[str, Any] = {}
     given: set[str] = set()
     for name, spec in cls._FIELDS.items():
@@ -209,7 +285,7 @@ def _default(spec: Spec) -> Any:
     if spec.factory is list or spec.factory is dict:
         return spec.factory()
     if isinstance(spec.factory, type) and issubclass(spec.factory, Record):  # made as it would be
-        return from_doc(spec.factory, {})
+        return _made(spec.factory, {})
     raise _Refused
 
 
@@ -219,10 +295,7 @@ def _tagged(annotation: Any, key: object, value: object) -> Record:
     for member in typing.get_args(annotation):
         tag = _hints(member)[key]
         if typing.get_origin(tag) is typing.Literal and value.get(key) in typing.get_args(tag):
-            values, given = _fields(member, value)
-            made = member.__new__(member)
-            _fill(made, values, given)
-            return typing.cast(Record, made)
+            return typing.cast(Record, _made(member, value))
     raise _Refused
 
 
@@ -242,10 +315,7 @@ def _value(annotation: Any, value: object) -> Any:
             return value
         if type(value) is not dict:
             raise _Refused
-        values, given = _fields(annotation, value)
-        made = annotation.__new__(annotation)
-        _fill(made, values, given)
-        return made
+        return _made(annotation, value)
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is typing.Literal:
         if any(type(value) is type(a) and value == a for a in args):

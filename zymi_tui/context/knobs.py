@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from zymi_tui.errors import UserError
 from zymi_tui.project.reader import Project
+from zymi_tui.record import Invalid, Record
 
 KNOB_NAMES = ("observation_window", "soft_cap_chars", "hard_cap_chars", "min_tail_turns", "forget_after_turns")
 
@@ -27,10 +27,8 @@ class KnobError(UserError):
     title = "Knobs"
 
 
-class ContextKnobs(BaseModel):
+class ContextKnobs(Record, frozen=True, extra="forbid", strict=True):
     """zymi's `ContextConfig` (context_builder.rs): every size is in UTF-8 bytes."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     observation_window: int = 10
     soft_cap_chars: int = 400_000
@@ -38,15 +36,13 @@ class ContextKnobs(BaseModel):
     min_tail_turns: int = 4
     forget_after_turns: int | None = None
 
-    @model_validator(mode="after")
-    def _check(self) -> ContextKnobs:
+    def _check(self) -> None:
         for name in KNOB_NAMES:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name}={value}: must be an integer >= 0")
         if self.hard_cap_chars < self.soft_cap_chars:
             raise ValueError(f"hard_cap_chars={self.hard_cap_chars}: must be >= soft_cap_chars ({self.soft_cap_chars})")
-        return self
 
     def describe(self) -> str:
         return describe_knobs(self.model_dump())
@@ -72,7 +68,7 @@ PROFILES: dict[str, ContextKnobs] = {
 }
 
 
-def _first_error(e: ValidationError, where: str, given: dict[str, Any]) -> KnobError:
+def _first_error(e: Invalid, where: str, given: dict[str, Any]) -> KnobError:
     first = e.errors()[0]
     key = ".".join(str(p) for p in first["loc"])
     msg = str(first["msg"]).removeprefix("Value error, ")
@@ -88,7 +84,7 @@ def make_knobs(values: dict[str, Any], where: str) -> ContextKnobs:
     """Validate a mapping of knobs (missing ones take the engine defaults)."""
     try:
         return ContextKnobs.model_validate(values)
-    except ValidationError as e:
+    except Invalid as e:
         raise _first_error(e, where, values) from None
 
 

@@ -22,7 +22,7 @@ from zymi_tui.project.locate import project_store
 from zymi_tui.project.reader import PROJECT_FILE
 from zymi_tui.project.templating import resolve_env_only, resolve_full
 from zymi_tui.project.yamlfile import parse_yaml, read_text, yaml_files
-from zymi_tui.record import Invalid, Record, from_doc
+from zymi_tui.record import Invalid, Record
 
 BUILTIN_TOOLS = ("execute_shell_command", "write_file", "read_file", "write_memory", "spawn_sub_agent")
 
@@ -82,7 +82,7 @@ def _model(cls: type[M], doc: Any, path: Path) -> M:
     if not isinstance(doc, dict):
         raise ProjectError(f"invalid YAML in {path}: expected a mapping at the top level")
     try:
-        return from_doc(cls, doc)
+        return cls.model_validate(doc)
     except Invalid as e:
         raise ProjectError(f"invalid YAML in {path}: {_describe_validation(e)}") from None
 

@@ -15,7 +15,7 @@ from zymi_tui.engine.tools import ToolRunner
 from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.reader import PROJECT_FILE
-from zymi_tui.record import Invalid, from_doc
+from zymi_tui.record import Invalid
 
 
 def workspace_knobs(ws: Workspace) -> ContextKnobs:
@@ -39,7 +39,7 @@ def make_provider(ws: Workspace, required: bool) -> Provider | None:
     if isinstance(llm, str) or (isinstance(llm, dict) and "use" in llm):
         raise ProjectError("cannot resolve `llm:` in project.yml: named providers are not supported by zymi-tui")
     try:
-        config = llm if isinstance(llm, LlmConfig) else from_doc(LlmConfig, llm)
+        config = llm if isinstance(llm, LlmConfig) else LlmConfig.model_validate(llm)
     except Invalid as e:
         raise ProjectError(str(e).splitlines()[0]) from None
     return build_provider(config)
