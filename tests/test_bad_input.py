@@ -155,6 +155,14 @@ def _bad_utf8(db: Path, row: int) -> None:
     _set_data(db, row, data[:i] + b"\xff" + data[i + 1 :])
 
 
+def _lone_surrogate(db: Path, row: int) -> None:
+    """The row's tool result (`source`) starts with the JSON escape of a lone surrogate, `\\ud800`
+    (valid JSON syntax, but no Unicode text: zymi's serde refuses the row)."""
+    data = _data(db, row)
+    i = data.index(b'"source":"') + len(b'"source":"')
+    _set_data(db, row, data[:i] + b"\\ud800" + data[i:])
+
+
 def _sql(statement: str) -> Callable[[Path, int], None]:
     """An edit running one UPDATE on the row (`?` is its id)."""
     return lambda db, row: write_sql(db, statement, row)
@@ -200,6 +208,13 @@ def bad_utf8_data_tampered(tmp: Path) -> Case:
     """The same, without recomputing the chain: verify names the broken stream, exit 1."""
     db, run, bad = _tamper(tmp, _bad_utf8)
     return _reading_case(db, bad, run, verify=1)
+
+
+def escaped_lone_surrogate(tmp: Path) -> Case:
+    """A tool result starting with an escaped lone surrogate (chain recomputed): every reader skips the row,
+    as zymi refuses it; none reads it as text it cannot print or encode."""
+    db, run, bad = _tamper(tmp, _lone_surrogate, rechained=True)
+    return _reading_case(db, bad, run)
 
 
 def bad_utf8_stream_id(tmp: Path) -> Case:
@@ -275,6 +290,7 @@ KINDS: dict[str, Builder] = {
         medium_deep_json,
         bad_utf8_data,
         bad_utf8_data_tampered,
+        escaped_lone_surrogate,
         bad_utf8_stream_id,
         text_sequence,
         fifo,

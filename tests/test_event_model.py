@@ -58,3 +58,25 @@ def test_unknown_kind_is_kept_not_fatal() -> None:
 def test_malformed_rows_raise_decode_error(data: str) -> None:
     with pytest.raises(EventDecodeError):
         decode_event(data, 1)
+
+
+_ROW = (
+    '{"id":"0210708e-ab3f-4c59-9186-f3c3dc8fd3e1","stream_id":"s","sequence":0,'
+    '"timestamp":"2026-12-02T15:43:49.973320723Z","kind":{"type":"KIND","data":{"source":"TEXT"}},'
+    '"correlation_id":null,"causation_id":null,"source":"engine"}'
+)
+
+
+@pytest.mark.parametrize("kind", ["FutureThing", "ScheduledTaskTriggered"])
+def test_a_lone_surrogate_escape_is_refused_as_zymi_refuses_it(kind: str) -> None:
+    """`\\ud800` alone is JSON syntax but no text (zymi: "unexpected end of hex escape"); a pair is an emoji."""
+    fields = '"entry_id":"e","task":"TEXT"' if kind == "ScheduledTaskTriggered" else '"source":"TEXT"'
+    row = _ROW.replace('"source":"TEXT"', fields).replace("KIND", kind)
+    with pytest.raises(EventDecodeError, match=r"surrogate|escape"):
+        decode_event(row.replace("TEXT", "\\ud800 tail"), 1)
+    with pytest.raises(EventDecodeError, match=r"surrogate|escape"):
+        decode_event(row.replace("TEXT", "head \\uDFFF"), 1)
+    paired = decode_event(row.replace("TEXT", "\\ud83d\\ude00"), 1)
+    assert "\U0001f600" in paired.to_json()
+    literal = decode_event(row.replace("TEXT", "\\\\ud800"), 1)  # an escaped backslash, then "ud800": plain text
+    assert "\\\\ud800" in literal.to_json()

@@ -117,11 +117,13 @@ class CompactionPlan:
         return sum(message_bytes(m) for m in self.request_messages)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Shape:
     """Where a built context's messages come from, kept so that two calls' lists can be compared
     without materialising them (context/reuse.py): Layer A, the memory snapshot, and Layer C as
-    items [cut, n) of `tail`, those before `mask_end` in their masked form."""
+    items [cut, n) of `tail`, those before `mask_end` in their masked form. Never changed once made
+    (compared and hashed by value), but not frozen: one is made for every build, and for every call
+    of a what-if on each edit (a frozen dataclass sets each field through `object.__setattr__`)."""
 
     prefix: Prefix
     memory: tuple[tuple[str, str], ...]
@@ -628,11 +630,20 @@ class ContextBuilder:
         return True
 
     @staticmethod
-    def _shown(tail: _Tail, i: int, mask_end: int) -> MessageModel:
-        r = tail.items[i]
-        if i < mask_end and r.masked_for != -1 and tail.in_turn(i):
-            return r.masked_message()
-        return r.message
+    def _shown(tail: _Tail, cut: int, end: int, mask_end: int) -> list[MessageModel]:
+        """Items [cut, end) as shown: those before `mask_end` that belong to a turn in their masked
+        form (walked turn by turn: a compaction's span is thousands of items on a long run)."""
+        items, starts, ends = tail.items, tail.turn_starts, tail.turn_ends
+        out = [r.message for r in items[cut:end]]
+        lim = min(end, mask_end)
+        t = max(0, bisect.bisect_right(starts, cut) - 1)
+        while t < len(starts) and starts[t] < lim:
+            for i in range(max(starts[t], cut), min(ends[t], lim)):
+                r = items[i]
+                if r.masked_for != -1:
+                    out[i - cut] = r.masked_message()
+            t += 1
+        return out
 
     @staticmethod
     def _entries(
@@ -914,7 +925,7 @@ def _plan(tail: _Tail, k: ContextKnobs, n: int, n_turns: int, ends: Sequence[int
         return None
     # ... used on the unforgotten list, as zymi does (docs/context.md#compaction)
     lo, hi = tail.items[0].seq, tail.items[end_idx - 1].seq
-    span = [ContextBuilder._shown(tail, i, mask_end) for i in range(cut, span_end)]
+    span = ContextBuilder._shown(tail, cut, span_end, mask_end)
     return CompactionPlan((lo, hi), span, _span_bytes(tail, cut, span_end, mask_end, span), compactable)
 
 

@@ -14,6 +14,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo, field_validator
 
 from zymi_tui.events.kinds import EventData, EventKind, KindField, UnknownKind, parse_kind
@@ -148,14 +149,27 @@ def decode_event(data: str, sequence: int) -> Event:
                 f"data is not valid UTF-8, near “{escape_controls(_around_bad_byte(data))}”"
             ) from None
         try:
-            return _decode_slowly(data, sequence)
+            slow = _decode_slowly(data, sequence)
         except RecursionError:
             raise EventDecodeError("data nests too deeply to be read (JSON arrays/objects inside each other)") from None
+        _refuse_lone_surrogates(data)
+        return slow
     try:
         datetime.fromisoformat(event.timestamp[:19])  # the pattern checked the form; this checks the ranges
     except ValueError as e:
         raise EventDecodeError(f"timestamp: {e}") from None
+    _refuse_lone_surrogates(data)
     return event
+
+
+def _refuse_lone_surrogates(data: str) -> None:
+    """A `\\udXXX` escape that is not half of a pair is valid JSON syntax but no Unicode text: pydantic
+    reads it as a lone surrogate, which no text can encode. zymi refuses such a row, as msgspec does."""
+    if "\\ud" in data or "\\uD" in data:  # rare: zymi writes non-ASCII text as UTF-8, not as escapes
+        try:
+            msgspec.json.decode(data)
+        except msgspec.DecodeError as e:
+            raise EventDecodeError(str(e)) from None
 
 
 def _around_bad_byte(text: str) -> str:
