@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Engine benchmarks.
 
-    .venv/bin/python benchmarks/bench_engine.py [--pairs 5] [--checkout DIR] [--inner]
+    .venv/bin/python benchmarks/bench_engine.py [--pairs 5] [--checkout DIR] [--instructions] [--inner]
 
 1. Whole process, as a person times it: `zymi run` and `zymi-tui run` of a recorded oracle scenario
    (`coding_default`: one `run`, 26 LLM calls, 25 shell/file tool calls), against the harness's fake
@@ -14,7 +14,9 @@
    the same events by kind as zymi's. One untimed warm-up run of each comes first, with Python's
    bytecode cache on (PYTHONDONTWRITEBYTECODE dropped: an installed package has its .pyc).
    `--checkout DIR` also times the zymi_tui package of another checkout (`python -m zymi_tui` with DIR
-   on PYTHONPATH: a "before" figure in the same run).
+   on PYTHONPATH: a "before" figure in the same run). `--instructions` runs them under valgrind's
+   callgrind instead and prints the instructions each engine's process ran: the work, steady to ~0.1%
+   between runs and under any load, where the wall time of a shared machine moves by several percent.
 2. (`--inner`) Overhead per agent iteration (all time outside the model call: context build, event
    appends, tool dispatch) on a step stream that already holds N turns (a long chat). Ours feeds the
    stream to the incremental ContextBuilder once per step; the baseline, measured in the same run,
@@ -31,6 +33,7 @@ import collections
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sqlite3
 import statistics
@@ -194,6 +197,7 @@ ZYMI = BIN / "zymi"
 OURS = BIN / "zymi-tui"
 SCENARIO = "coding_default"
 CALLS = 26  # the scenario's LLM calls (tests/oracle/coding_default/requests.jsonl)
+CALLGRIND = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
 
 
 def load_harness() -> types.ModuleType:
@@ -240,7 +244,13 @@ def kinds(db: Path) -> collections.Counter[str]:
         con.close()
 
 
-def processes(pairs: int, checkout: str | None, tmp: Path) -> int:
+def instructions(err: str) -> int:
+    """The instructions callgrind counted in the process (its `I refs:` line on stderr)."""
+    found = re.search(r"I\s+refs:\s+([\d,]+)", err)
+    return int(found.group(1).replace(",", "")) if found else 0
+
+
+def processes(pairs: int, checkout: str | None, tmp: Path, counted: bool) -> int:
     ms = load_harness()
     ms.ZYMI, ms.WORK = str(ZYMI), str(tmp / "work")
     sc = ms.SCENARIOS[SCENARIO]
@@ -263,6 +273,7 @@ def processes(pairs: int, checkout: str | None, tmp: Path) -> int:
         print("bench_engine: the fake model did not start", file=sys.stderr)
         return 2
     figures: dict[str, list[tuple[float, float, tuple[float, float, float]]]] = {name: [] for name in engines}
+    counts: dict[str, list[int]] = {name: [] for name in engines}
     reference: collections.Counter[str] | None = None
     problems: list[str] = []
     try:
@@ -282,8 +293,12 @@ def processes(pairs: int, checkout: str | None, tmp: Path) -> int:
                 shutil.copytree(template, folder)
                 sent = log.read_text().count("\n") if log.exists() else 0
                 wall, cpu, code, err = timed(
-                    [*cmd, "--no-venv", "run", sc["pipeline"], "-i", f"task={task}"], folder, run_env
+                    [*(CALLGRIND if counted else []), *cmd, "--no-venv", "run", sc["pipeline"], "-i", f"task={task}"],
+                    folder,
+                    run_env,
                 )
+                if counted:
+                    counts[name].append(instructions(err))
                 calls = log.read_text().count("\n") - sent
                 figures[name].append((wall, cpu, phases_s(folder, wall)))
                 if code != 0 or calls != CALLS:
@@ -302,6 +317,17 @@ def processes(pairs: int, checkout: str | None, tmp: Path) -> int:
     finally:
         ms.stop(fake, "fake_llm", [])
         fake_out.close()
+    if counted:
+        print(
+            f"1. `run` of the {SCENARIO} scenario under callgrind, {pairs} each: instructions of the engine's process"
+        )
+        base_count = statistics.median(counts["zymi"])
+        for name, ran in counts.items():
+            middle = statistics.median(ran)
+            print(f"{name:10} {middle:>16,.0f} (min {min(ran):,})  {middle / base_count:6.2f}x zymi's")
+        print("stores: every run exited 0, made 26 requests, passed `zymi verify`, same events by kind as zymi's"
+              if not problems else "PROBLEMS:\n  " + "\n  ".join(problems))  # fmt: skip
+        return 1 if problems else 0
     print(f"1. `run` of the {SCENARIO} scenario ({CALLS} LLM calls, fake model), whole process, {pairs} pairs")
     print(
         f"{'engine':10} {'wall s: median (min)':>22} {'CPU s: median (min)':>22} {'wall / zymi':>12} "
@@ -331,6 +357,12 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=5, help="runs of each engine in part 1 (default 5)")
     ap.add_argument("--checkout", help="part 1 also times the zymi_tui package of this folder (a 'before')")
     ap.add_argument("--inner", action="store_true", help="run parts 2 and 3 (in-process) instead of part 1")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="part 1 under valgrind's callgrind: the instructions each engine's process runs (not its time; "
+        "steady under load), --pairs runs each",
+    )
     ap.add_argument("--turns", default="10,100,1000", help="history sizes in turns (default 10,100,1000)")
     ap.add_argument("--messages", type=int, default=5, help="messages per chat in the serve benchmark")
     ap.add_argument("--repeat", type=int, default=3, help="runs per history size (the median is shown)")
@@ -341,7 +373,7 @@ def main() -> int:
             print("bench_engine: zymi is not installed in this venv (pip install -e '.[test]')", file=sys.stderr)
             return 2
         with tempfile.TemporaryDirectory(prefix="bench_engine_") as tmp:
-            return processes(args.pairs, args.checkout, Path(tmp))
+            return processes(args.pairs, args.checkout, Path(tmp), args.instructions)
     with tempfile.TemporaryDirectory() as tmp:
         print("2. overhead per agent iteration outside the model call (demo model)")
         print(
