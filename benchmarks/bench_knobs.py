@@ -49,7 +49,7 @@ from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
-from zymi_tui.tui.tuning.model import SAME, diff_contexts
+from zymi_tui.tui.tuning.model import diff_contexts
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ROOT / "tests" / "oracle" / "coding_default" / "project"
@@ -101,14 +101,13 @@ def expect(store: Path, project: Path, stream: str, recorded: list[CallContext],
     after = next(c for c in agent(calls) if c.sequence == before.sequence)
     assert before.rendered is not None and after.rendered is not None
     diff = diff_contexts(before.rendered, after.rendered)
-    changed = sum(c.status != SAME for c in diff.changes)
     ys = [c.rendered.chars for c in agent(calls) if c.rendered is not None and not c.rendered.hard_cap_exceeded]
     return Expected(
         knobs,
         after.rendered.chars,
         after.rendered.chars - before.rendered.chars,
-        changed,
-        len(diff.changes) - changed,
+        len(diff.changes),
+        diff.unchanged,
         max(ys, default=0),
         sum(c.is_compaction for c in calls),
     )

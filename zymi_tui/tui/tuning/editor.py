@@ -23,6 +23,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
 from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError, user_profiles
+from zymi_tui.context.tokens import load_encoding
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.reader import PROJECT_FILE
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, recorded_knobs
@@ -39,7 +40,7 @@ from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.diff_table import DiffTable
-from zymi_tui.tui.tuning.model import SAME, CallDiff, Curve, KnobForm, curve, diff_contexts
+from zymi_tui.tui.tuning.model import CallDiff, Curve, KnobForm, curve, diff_contexts
 from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
 from zymi_tui.tui.widgets import FittingFooter
 
@@ -50,7 +51,7 @@ MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of mes
 Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as display text (`clean`)
 DIFF_LABELS = ("change", "layer", "seq", "role", "bytes", "Δ", "why")
 STATUS_STYLE = {"added": "green", "dropped": "red", "compacted": "magenta", "masked": "yellow",
-                "unmasked": "cyan", "changed": "blue", "same": "bright_black"}  # fmt: skip
+                "unmasked": "cyan", "changed": "blue"}  # fmt: skip
 
 
 class Quiet(Static):
@@ -300,6 +301,7 @@ class TuningScreen(ActionScreen):
             self.recompute()
         if self.whatif.forkable:
             await asyncio.to_thread(self.whatif.base)  # before the first edit needs it
+        await asyncio.to_thread(load_encoding)  # the first edit's diff estimates tokens
         # the loaded run and the base replay live as long as the editor: kept out of the collector's
         # full walks while it is open (on the UI thread they cost ~140 ms of CPU per edit on a 10k stream)
         gc.freeze()
@@ -570,8 +572,7 @@ class TuningScreen(ActionScreen):
                 for e in call.rendered.entries[-MAX_ROWS:]
             ]  # fmt: skip
             return "recorded context (last messages)", rows
-        changed = [c for c in self.diff.changes if c.status != SAME]
-        same = len(self.diff.changes) - len(changed)
+        changed, same = self.diff.changes, self.diff.unchanged
         rows = [
             (c.status, c.layer, "" if c.source_seq is None else str(c.source_seq), clean(c.role),
              f"{c.bytes_before:,}→{c.bytes_after:,}", f"{c.bytes_delta:+,}", clean(c.reason, one_line=True))
