@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from zymi_tui.events.hashchain import ChainRow, ChainScan, ChainWalker, column_text
+from zymi_tui.events.hashchain import ChainRow, ChainWalker, column_text
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.events.verify import verify_store
 
@@ -57,6 +57,10 @@ TAMPERED = {  # what is changed, and whether a chain then breaks (a BLOB holds t
     "a numeric event id": ("UPDATE events SET event_id = 12345 WHERE id = 60", True),
     "a v1 hash": ("UPDATE events SET hash = substr(hash, 4) WHERE id = 70", True),
     "legacy rows": ("UPDATE events SET hash = '', prev_hash = '' WHERE id <= 3", True),
+    "a link that is not UTF-8": (
+        "UPDATE events SET prev_hash = CAST(CAST(prev_hash AS BLOB) || X'ff' AS TEXT) WHERE id = 12",
+        True,
+    ),
 }
 
 
@@ -71,6 +75,7 @@ def verdicts_of(walkers: dict[str, ChainWalker]) -> dict[str, Verdict]:
 def walked_row_by_row(db: Path, heads: dict[str, tuple[int, str]]) -> dict[str, Verdict]:
     """Every row in id order through `ChainWalker.feed`, one walker per stream, no inline path."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    con.text_factory = column_text  # text that is not UTF-8 read as its bytes
     walkers: dict[str, ChainWalker] = {}
     for gid, eid, stream, seq, data, prev, digest in con.execute(
         "SELECT id, event_id, stream_id, sequence, data, prev_hash, hash FROM events ORDER BY id"
@@ -93,9 +98,29 @@ async def test_the_one_pass_check_finds_what_the_row_by_row_walk_finds(tmp_path:
     con.close()
     async with await SqliteReader.open(db) as reader:
         heads = await reader.stream_heads()
-        scan = ChainScan(heads)
-        async for batch in reader.chain_scan():
-            scan.feed(batch)
+        scan = await reader.scan_chains(heads)
     got = verdicts_of(scan.walkers)
     assert got == walked_row_by_row(db, heads)
     assert any(not ok for ok, *_ in got.values()) == breaks
+
+
+async def test_a_store_kept_in_utf16_verifies_as_its_utf8_twin(tmp_path: Path) -> None:
+    """SQLite hands a UTF-16 store's text over as UTF-8, which is what the chain hashed: such a store
+    verifies like the same rows kept in UTF-8 (its columns cannot be hashed as the bytes they hold)."""
+    src = oracle_db("chat_profile")
+    twin = tmp_path / "utf16.db"
+    old = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    con = sqlite3.connect(twin)
+    con.execute("PRAGMA encoding = 'UTF-16le'")
+    for (sql,) in old.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'"):
+        con.execute(sql)
+    for table in ("events", "stream_heads"):
+        rows = old.execute(f"SELECT * FROM {table}").fetchall()
+        con.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)
+    con.commit()
+    old.close()
+    assert con.execute("PRAGMA main.encoding").fetchone()[0] == "UTF-16le"
+    con.close()
+    got = await verdicts(twin)
+    assert got == await verdicts(src)
+    assert len(got) > 1 and all(ok for ok, _, _ in got.values())

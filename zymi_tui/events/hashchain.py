@@ -59,7 +59,7 @@ class ChainRow:
     hash: str
 
 
-@dataclass
+@dataclass(slots=True)
 class StreamVerdict:
     """The result of verifying one stream; `problem` is None when the chain holds."""
 
@@ -82,23 +82,25 @@ class ChainWalker:
     """One stream's chain, checked a row at a time in sequence order (so a whole store can be walked
     in one pass, each stream's state kept); `verdict` is final once a problem is found."""
 
-    __slots__ = ("expected_prev", "head", "last_sequence", "verdict")
+    __slots__ = ("expected_prev", "head_sequence", "intact", "last_sequence", "verdict")
 
     def __init__(self, stream_id: str, head: tuple[int, str] | None) -> None:
         self.verdict = StreamVerdict(stream_id)
-        self.head = head
+        self.head_sequence = -1 if head is None else head[0]
         self.expected_prev = ""
         self.last_sequence = 0  # of the last row fed, legacy rows included
+        self.intact = True  # no problem found yet
 
     def feed(self, row: ChainRow) -> bool:
         """Check the next row; False once the chain is broken (later rows are not looked at)."""
         verdict = self.verdict
-        if verdict.problem:
+        if not self.intact:
             return False
         verdict.rows += 1
         if type(row.sequence) is not int:  # a tampered row: SQLite keeps whatever type it is given
             verdict.problem = f"row {row.global_id}: the sequence column is not an integer ({str(row.sequence)[:40]!r})"
             verdict.bad_global_id = row.global_id
+            self.intact = False
             return False
         self.last_sequence = row.sequence
         computed = recompute(row.event_id, row.sequence, row.data, row.prev_hash, row.hash)
@@ -117,71 +119,69 @@ class ChainWalker:
             )
         if verdict.problem:
             verdict.bad_sequence, verdict.bad_global_id = row.sequence, row.global_id
+            self.intact = False
             return False
         self.expected_prev = row.hash
         verdict.last = (row.sequence, row.hash)
-        if self.head is not None and row.sequence == self.head[0]:
+        if row.sequence == self.head_sequence:
             verdict.hash_at_head = row.hash
         verdict.verified += 1
         return True
 
 
-# (id, event_id, stream_id, sequence, data, prev_hash, hash) as the columns hold them: text, or in a
-# tampered row a BLOB or a number
+# (id, event_id, stream_id, sequence, data, prev_hash, hash): `event_id` and `data` as the UTF-8 bytes the
+# hash covers where the reader can fetch them so, the others (and those otherwise) as the columns hold
+# them: text, or in a tampered row a BLOB, a number or NULL
 ScanRow = tuple[Any, Any, Any, Any, Any, Any, Any]
+
+
+def scan_rows(stream_id: str, rows: Iterable[ChainRow]) -> list[ScanRow]:
+    """A stream's rows as `ChainScan` takes them (its event ids and data as the bytes the hash covers)."""
+    return [(r.global_id, _bytes(r.event_id), stream_id, r.sequence, _bytes(r.data), r.prev_hash, r.hash) for r in rows]
 
 
 class ChainScan:
     """Every stream's chain in one pass over the rows in global order, a `ChainWalker` per stream.
 
-    A row whose columns are text, carrying a v2 hash that links and recomputes, is checked inline
-    (no per-row object: this is all of a million-row check but the hashing); any other row goes
-    through `ChainWalker.feed`, which words what is wrong. A stream whose sequences do not rise with
-    the ids is named in `out_of_order` (its verdict must come from a walk in sequence order)."""
+    A row whose v2 hash links and recomputes from the bytes as fetched is checked inline (no per-row
+    object: this is all of a million-row check but the hashing); any other row goes through
+    `ChainWalker.feed`, which words what is wrong. A stream whose sequences do not rise with the ids is
+    named in `out_of_order` (its verdict must come from a walk in sequence order)."""
 
     def __init__(self, heads: dict[str, tuple[int, str]]) -> None:
         self.heads = heads
         self.walkers: dict[str, ChainWalker] = {}
         self.out_of_order: set[str] = set()
 
-    def _walker(self, stream_id: str) -> ChainWalker:
-        walker = self.walkers[stream_id] = ChainWalker(stream_id, self.heads.get(stream_id))
+    def _walker(self, stream_id: object) -> ChainWalker:
+        text = column_text(stream_id)
+        walker = self.walkers.get(text)
+        if walker is None:
+            walker = self.walkers[text] = ChainWalker(text, self.heads.get(text))
         return walker
 
     def feed(self, rows: Iterable[ScanRow]) -> None:
         walkers, sha256 = self.walkers, hashlib.sha256
         for gid, event_id, stream_id, seq, data, prev, digest in rows:
-            if type(stream_id) is not str:
-                stream_id = column_text(stream_id)
             walker = walkers.get(stream_id) or self._walker(stream_id)
-            if (
-                type(seq) is int
-                and seq > walker.last_sequence
-                and type(digest) is str
-                and digest.startswith(V2_PREFIX)
-                and prev == walker.expected_prev
-                and type(event_id) is str
-                and type(data) is str
-                and type(prev) is str
-                and not walker.verdict.problem
-            ):
-                h = sha256(b"v2")
-                h.update(event_id.encode("utf-8", "surrogateescape"))
-                h.update(seq.to_bytes(8, "little"))
-                h.update(data.encode("utf-8", "surrogateescape"))
-                h.update(prev.encode("utf-8", "surrogateescape"))
-                if digest[3:] == h.hexdigest():  # what `ChainWalker.feed` does with a row that holds
+            # `prev` equal to the last verified hash (or "" before the first) is ASCII text: it encodes
+            if type(seq) is int and seq > walker.last_sequence and prev == walker.expected_prev and walker.intact:
+                try:
+                    computed = sha256(b"v2" + event_id + seq.to_bytes(8, "little") + data + prev.encode()).hexdigest()
+                except (TypeError, OverflowError):  # a column that is not bytes, a sequence past 64 bits
+                    computed = ""
+                if digest == V2_PREFIX + computed:  # what `ChainWalker.feed` does with a row that holds
                     verdict = walker.verdict
                     verdict.rows += 1
                     verdict.verified += 1
                     walker.last_sequence = seq
                     walker.expected_prev = digest
                     verdict.last = (seq, digest)
-                    if walker.head is not None and seq == walker.head[0]:
+                    if seq == walker.head_sequence:
                         verdict.hash_at_head = digest
                     continue
             if type(seq) is int and seq <= walker.last_sequence:
-                self.out_of_order.add(stream_id)
+                self.out_of_order.add(walker.verdict.stream_id)
             text = column_text
             walker.feed(ChainRow(gid, text(event_id), seq, text(data), text(prev), text(digest)))
 

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 
 from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.hashchain import ChainRow, ScanRow, hash_v2
+from zymi_tui.events.hashchain import ChainRow, ChainScan, hash_v2
 from zymi_tui.events.location import redact_url
 from zymi_tui.events.store import (
     STEP_MARK,
@@ -54,8 +54,8 @@ from zymi_tui.events.store import (
     RowPage,
     StoreError,
     StreamInfo,
-    chain_by_stream,
     rows_from_events,
+    scan_by_stream,
 )
 from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
 from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
@@ -505,8 +505,8 @@ class PostgresReader(RowDecoder):
     ) -> RowPage:
         return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
 
-    def chain_scan(self) -> AsyncIterator[list[ScanRow]]:
-        return chain_by_stream(self)  # rows commit out of id order here: each stream is read whole
+    async def scan_chains(self, heads: dict[str, tuple[int, str]]) -> ChainScan:
+        return await scan_by_stream(self, heads)  # rows commit out of id order here: each stream is read whole
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         cols = "prev_hash, hash" if self._has_hash else "'', ''"

@@ -12,8 +12,9 @@ import asyncio
 import functools
 import sqlite3
 import stat
+import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import aiosqlite
 
 from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.hashchain import ChainRow, ScanRow, column_text, hash_v2
+from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text, hash_v2
 from zymi_tui.events.store import (
     STEP_MARK,
     IdRow,
@@ -74,7 +75,7 @@ LOCK_WAIT_S = 5.0
 T = TypeVar("T")
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
-CHAIN_PAGE = 5000
+SCAN_CHUNK = 500  # rows `scan_chains` reads between looks at whether it was cancelled
 ID_BATCH = 500  # ids bound in one `IN (...)` (under SQLite's oldest limit of 999 variables)
 DENSE_SPAN = 2  # `kinds_of` reads the kind index over ids spanning less than this many times their number
 MAX_UNION = 400  # streams merged in one statement by `newest` (SQLite allows 500 SELECTs in a compound)
@@ -205,9 +206,10 @@ def _range_for_steps(stream_id: str) -> tuple[str, str]:
 class SqliteReader(RowDecoder):
     """A read-only view of a SQLite event store."""
 
-    def __init__(self, path: Path, conn: aiosqlite.Connection, has_hash: bool) -> None:
+    def __init__(self, path: Path, uri: str, conn: aiosqlite.Connection, has_hash: bool) -> None:
         self.path = path
         self.label = str(path)
+        self._uri = uri  # how `conn` was opened (read-only; immutable for a snapshot)
         self._conn = conn
         self._has_hash = has_hash
         self.problems: list[BadRow] = []
@@ -244,7 +246,7 @@ class SqliteReader(RowDecoder):
             conn = await connect(uri, uri=True)
         except sqlite3.Error as e:
             raise explain_sqlite_error(str(p), e) from None
-        reader = cls(p, conn, has_hash=False)
+        reader = cls(p, uri, conn, has_hash=False)
         try:
             await conn.execute(f"PRAGMA busy_timeout={READ_BUSY_MS}")
             tables = {r[0] for r in await reader._fetch("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -456,24 +458,43 @@ class SqliteReader(RowDecoder):
         )
         return [_chain_row(*r) for r in rows]
 
-    async def chain_scan(self) -> AsyncIterator[list[ScanRow]]:
-        """One pass over the table in global order, a page at a time (a query per stream would cost
-        a round trip per stream: 50,000 of them on a 1M-event store)."""
-        cols = "prev_hash, hash" if self._has_hash else "'', ''"
-        sql = f"SELECT id, event_id, stream_id, sequence, data, {cols} FROM events WHERE id > ? ORDER BY id LIMIT ?"
-        ahead: asyncio.Future[list[Any]] | None = asyncio.ensure_future(self._fetch(sql, (0, CHAIN_PAGE)))
+    async def scan_chains(self, heads: dict[str, tuple[int, str]]) -> ChainScan:
+        """One pass over the table in global order, in a thread with a connection of its own: each row
+        is hashed as soon as it is read, while its bytes are fresh in memory (pages of rows held for
+        another thread to hash cost as much again as the hashing). A cancelled caller stops it within
+        a chunk of rows."""
+        stop = threading.Event()
         try:
-            while ahead is not None:
-                rows = await ahead
-                # the next page is read in aiosqlite's thread while this one is hashed
-                ahead = (
-                    None
-                    if len(rows) < CHAIN_PAGE
-                    else asyncio.ensure_future(self._fetch(sql, (rows[-1][0], CHAIN_PAGE)))
-                )
-                yield rows
+            return await asyncio.to_thread(self._scan_chains, heads, stop)
         finally:
-            _drop(None if ahead is None else ((), ahead))
+            stop.set()
+
+    def _scan_chains(self, heads: dict[str, tuple[int, str]], stop: threading.Event) -> ChainScan:
+        conn = sqlite3.connect(self._uri, uri=True)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
+            # what the hash covers, as the bytes it covers (no text decoded to be encoded again); a store
+            # in UTF-16 (zymi writes UTF-8) is read as text, which `ChainScan` checks row by row
+            utf8 = conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
+            event_id, data = ("CAST(event_id AS BLOB)", "CAST(data AS BLOB)") if utf8 else ("event_id", "data")
+            hashes = "prev_hash, hash" if self._has_hash else "'', ''"
+            sql = f"SELECT id, {event_id}, stream_id, sequence, {data}, {hashes} FROM events ORDER BY id"
+            for text_factory in (str, _TEXT):  # SQLite's own decoding unless some text is not UTF-8
+                conn.text_factory = text_factory
+                scan = ChainScan(heads)
+                try:
+                    cursor = conn.execute(sql)
+                    while not stop.is_set() and (rows := cursor.fetchmany(SCAN_CHUNK)):
+                        scan.feed(rows)
+                    return scan
+                except sqlite3.OperationalError as e:
+                    if _NOT_UTF8 not in str(e) or text_factory is _TEXT:
+                        raise
+            raise AssertionError("unreachable: the second pass decodes any text")
+        except sqlite3.Error as e:
+            raise explain_sqlite_error(self.label, e) from None
+        finally:
+            conn.close()
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         if not self._has_heads:

@@ -9,17 +9,16 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from zymi_tui.errors import UserError
+from zymi_tui.events.hashchain import ChainRow, ChainScan, scan_rows
 from zymi_tui.events.stored import BadRow, StoredEvent
 
 if TYPE_CHECKING:
     from zymi_tui.events.envelope import Event
-    from zymi_tui.events.hashchain import ChainRow, ScanRow
 
 
 class StoreError(UserError):
@@ -103,10 +102,9 @@ class EventReader(Protocol):
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
     ) -> list[StoredEvent]: ...
     async def chain_rows(self, stream_id: str) -> list[ChainRow]: ...
-    def chain_scan(self) -> AsyncIterator[list[ScanRow]]:
-        """Every stream's chain rows as their columns hold them, in batches; each stream's rows in
-        ascending global id (how a backend orders streams among themselves is its own: one pass over
-        the table, or by stream)."""
+    async def scan_chains(self, heads: dict[str, tuple[int, str]]) -> ChainScan:
+        """Every stream's chain rows fed to a `ChainScan`, each stream's rows in ascending global id (how
+        a backend orders streams among themselves, and where it hashes, is its own)."""
         ...
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]: ...
@@ -146,12 +144,12 @@ async def rows_from_events(
     return RowPage([(se.global_id, se.event.stream_id, se.event.sequence, se.data) for se in found], last, scanned)
 
 
-async def chain_by_stream(reader: EventReader) -> AsyncIterator[list[ScanRow]]:
-    """`chain_scan` as one `chain_rows` read per stream."""
+async def scan_by_stream(reader: EventReader, heads: dict[str, tuple[int, str]]) -> ChainScan:
+    """`scan_chains` as one `chain_rows` read per stream."""
+    scan = ChainScan(heads)
     for info in await reader.streams():
-        s = info.stream_id
-        rows = await reader.chain_rows(s)
-        yield [(r.global_id, r.event_id, s, r.sequence, r.data, r.prev_hash, r.hash) for r in rows]
+        scan.feed(scan_rows(info.stream_id, await reader.chain_rows(info.stream_id)))
+    return scan
 
 
 STEP_MARK = ":step:"

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from zymi_tui.events.hashchain import ChainScan, StreamVerdict, check_head, walk_chain
+from zymi_tui.events.hashchain import StreamVerdict, check_head, walk_chain
 from zymi_tui.events.store import EventReader, StoreError
 
 
-async def verify_store(
-    reader: EventReader,
-    stream: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[StreamVerdict]:
+async def verify_store(reader: EventReader, stream: str | None = None) -> list[StreamVerdict]:
     """One verdict per stream (or for `stream` alone), including streams that only
-    `stream_heads` still knows (a whole stream deleted). Sorted by stream id.
-    `progress(rows checked, rows in the store)` is called as the walk goes."""
+    `stream_heads` still knows (a whole stream deleted). Sorted by stream id."""
     heads = await reader.stream_heads()
     if stream is not None:
         known = {s.stream_id for s in await reader.streams()}
@@ -23,7 +16,7 @@ async def verify_store(
             raise StoreError(f"no stream `{stream}` in {reader.label}")
         verdicts = [walk_chain(stream, await reader.chain_rows(stream), heads.get(stream))]
     else:
-        verdicts = await _walk_all(reader, heads, progress)
+        verdicts = await _walk_all(reader, heads)
     # read the heads again after the rows: a head that moved meanwhile belongs to a store being written
     heads_after = await reader.stream_heads()
     for v in verdicts:
@@ -31,19 +24,10 @@ async def verify_store(
     return verdicts
 
 
-async def _walk_all(
-    reader: EventReader, heads: dict[str, tuple[int, str]], progress: Callable[[int, int], None] | None
-) -> list[StreamVerdict]:
+async def _walk_all(reader: EventReader, heads: dict[str, tuple[int, str]]) -> list[StreamVerdict]:
     """Every stream's chain in one pass over the rows, a walker per stream. A stream whose rows do not
     come in ascending sequence (ids assigned out of order) is walked again alone, in sequence order."""
-    total = await reader.count() if progress else 0
-    scan = ChainScan(heads)
-    done = 0
-    async for batch in reader.chain_scan():
-        scan.feed(batch)
-        done += len(batch)
-        if progress:
-            progress(done, total)
+    scan = await reader.scan_chains(heads)
     verdicts = {s: w.verdict for s, w in scan.walkers.items()}
     for s in scan.out_of_order:
         verdicts[s] = walk_chain(s, await reader.chain_rows(s), heads.get(s))

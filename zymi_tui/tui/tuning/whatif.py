@@ -8,7 +8,7 @@ import copy
 import gc
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +26,7 @@ from zymi_tui.context.builder import (
 )
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.prefix import ProjectPrefixes
-from zymi_tui.events.hashchain import ChainRow, ScanRow
+from zymi_tui.events.hashchain import ChainRow, ChainScan
 from zymi_tui.events.replay_kinds import LlmCallStarted as ReplayCallStarted
 from zymi_tui.events.replay_kinds import WorkflowNodeCompleted, replay_event
 from zymi_tui.events.store import (
@@ -37,9 +37,9 @@ from zymi_tui.events.store import (
     RawRow,
     RowPage,
     StreamInfo,
-    chain_by_stream,
     rows_from_events,
     run_of,
+    scan_by_stream,
 )
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.project.reader import read_project
@@ -121,8 +121,8 @@ class MemoryReader:
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         return []
 
-    def chain_scan(self) -> AsyncIterator[list[ScanRow]]:
-        return chain_by_stream(self)
+    async def scan_chains(self, heads: dict[str, tuple[int, str]]) -> ChainScan:
+        return await scan_by_stream(self, heads)
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         return {}
