@@ -87,6 +87,24 @@ def test_a_whole_event_loads_the_model() -> None:
     assert "pydantic" in loaded
 
 
+def test_validating_never_scans_installed_distributions() -> None:
+    """pydantic's plugin lookup at its first validation (importlib.metadata and every distribution's entry
+    points, ~20-30 ms) is not made in a zymi-tui process, which validates whole events here."""
+    code = (
+        "import sys\n"
+        "from zymi_tui.cli import main\n"
+        f"sys.argv = ['zymi-tui', 'events', {str(ORACLE / 'chat_profile' / 'events.db')!r}, '-l', '3']\n"
+        "code = main()  # as the process's own command line\n"
+        "print('\\n'.join(sys.modules), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=LIMIT)
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stderr.split())
+    assert "pydantic.plugin._schema_validator" in loaded  # a validator was made
+    assert "importlib.metadata" not in loaded
+
+
 def test_every_command_module_is_in_the_table() -> None:
     on_disk = {info.name for info in pkgutil.iter_modules(commands.__path__) if info.name.endswith("_cmds")}
     assert on_disk == {spec.module for spec in COMMANDS}

@@ -40,7 +40,7 @@ from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.diff_table import DiffTable
-from zymi_tui.tui.tuning.model import CallDiff, Curve, KnobForm, curve, diff_contexts
+from zymi_tui.tui.tuning.model import CallDiff, Curve, KnobForm, curve, diff_contexts, prepare_recorded
 from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
 from zymi_tui.tui.widgets import FittingFooter
 
@@ -302,6 +302,9 @@ class TuningScreen(ActionScreen):
         if self.whatif.forkable:
             await asyncio.to_thread(self.whatif.base)  # before the first edit needs it
         await asyncio.to_thread(load_encoding)  # the first edit's diff estimates tokens
+        picked = self.picked_call(self.recorded_calls)
+        if picked is not None and picked.rendered is not None:
+            await asyncio.to_thread(prepare_recorded, picked.rendered)
         # the loaded run and the base replay live as long as the editor: kept out of the collector's
         # full walks while it is open (on the UI thread they cost ~140 ms of CPU per edit on a 10k stream)
         gc.freeze()
