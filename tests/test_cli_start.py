@@ -87,6 +87,33 @@ def test_a_whole_event_loads_the_model() -> None:
     assert "pydantic" in loaded
 
 
+def test_an_engine_run_writes_events_without_pydantic(tmp_path: Path) -> None:
+    """The engine makes its events in code, of the exact types (records): pydantic (~100 ms to import and
+    build schemas) is for reading events from JSON, never loaded by a `run`."""
+    init = [sys.executable, "-m", "zymi_tui", "init", "-n", "fresh"]
+    assert subprocess.run(init, cwd=tmp_path, capture_output=True, timeout=LIMIT).returncode == 0
+    code = (
+        "import sys\n"
+        "from zymi_tui.cli import main\n"
+        "code = main(['run', 'main', '-i', 'task=list the files'])\n"
+        "print('\\n'.join(sys.modules), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Pipeline completed successfully." in done.stdout
+    loaded = set(done.stderr.split())
+    assert "zymi_tui.events.kinds" in loaded and "zymi_tui.engine.agent" in loaded
+    assert not [m for m in loaded if m.startswith("pydantic")]
+
+
 def test_validating_never_scans_installed_distributions() -> None:
     """pydantic's plugin lookup at its first validation (importlib.metadata and every distribution's entry
     points, ~20-30 ms) is not made in a zymi-tui process, which validates whole events here."""

@@ -27,7 +27,7 @@ R = TypeVar("R", bound="Record")
 _MISSING: Any = object()
 _PLAIN = (str, int, bool, float)
 _IMMUTABLE = (*_PLAIN, types.NoneType)
-_RULES = frozenset({"ge", "discriminator"})  # what `field` accepts besides the default
+_RULES = frozenset({"ge", "discriminator", "validation_alias"})  # what `field` accepts besides the default
 
 
 class Invalid(ValueError):
@@ -57,7 +57,9 @@ class Spec:
 
 def field(*, default: Any = _MISSING, default_factory: Any = None, **rules: Any) -> Any:
     """A field with a default factory and/or rules: `field(default=30, ge=0)`, `field(default_factory=list)`,
-    `field(discriminator="kind")` (pydantic's `Field` arguments of the same names)."""
+    `field(discriminator="kind")`, `field(validation_alias="User")` or a path into nested input,
+    `field(validation_alias=("Assistant", "content"))` (pydantic's `Field` arguments of the same names; an
+    alias is what pydantic reads, and a record made from keywords takes the field's name)."""
     if not rules.keys() <= _RULES:
         raise TypeError(f"field(): unknown rules {sorted(rules.keys() - _RULES)}")
     return Spec(default, default_factory, rules)
@@ -67,21 +69,32 @@ class _Refused(Exception):
     """A value is not of its type exactly: pydantic decides."""
 
 
+class Check:
+    """`Annotated` metadata a record understands: `exact` passes a value this record may keep as it is
+    (after its type was checked) or returns False (pydantic decides); `__get_pydantic_core_schema__`, for a
+    subclass to define, is what pydantic validates. Any other metadata leaves every value to pydantic."""
+
+    def exact(self, value: object) -> bool:
+        return True
+
+
 @dataclass_transform(kw_only_default=True, field_specifiers=(field,))
 class Record:
     """Base of the records. Fields are the class's annotations, in order (a base's first). Options, as class
     keywords (pydantic's `model_config` of the same names): `frozen=True` (no assignment; hashable),
-    `extra="forbid"` (an unknown key is refused; by default it is ignored), `strict=True` (pydantic
-    validates strictly). A subclass may define `_check(self)`, run on every record made (pydantic's
-    `model_validator(mode="after")`): the `ValueError` it raises becomes pydantic's "Value error, …".
-    Instances compare equal when of one class with equal fields. The few pydantic methods used on them
-    (`model_validate`, `model_dump`, `model_copy`, `model_fields_set`) behave as pydantic's do."""
+    `extra="forbid"` (an unknown key is refused; by default it is ignored; `extra="allow"` keeps it, in
+    `model_extra`), `strict=True` (pydantic validates strictly). A subclass may define `_check(self)`, run
+    on every record made (pydantic's `model_validator(mode="after")`): the `ValueError` it raises becomes
+    pydantic's "Value error, …". Instances compare equal when of one class with equal fields (and extra
+    keys). The few pydantic methods used on them (`model_validate`, `model_validate_json`,
+    `model_dump`, `model_copy`, `model_fields_set`, `model_extra`) behave as pydantic's do."""
 
     __slots__ = ("__dict__", "__pydantic_extra__", "__pydantic_fields_set__", "__pydantic_private__")
     __hash__ = None  # type: ignore[assignment]  # mutable, as a pydantic model that is not frozen
 
     _FIELDS: ClassVar[dict[str, Spec]] = {}
     _HINTS: ClassVar[dict[str, Any] | None] = None
+    _PLAN: ClassVar[list[_Field] | None] = None
     _ADAPTER: ClassVar[Any] = None
     _FROZEN: ClassVar[bool] = False
     _EXTRA: ClassVar[str] = "ignore"
@@ -94,8 +107,8 @@ class Record:
         cls._FROZEN = cls._FROZEN if frozen is None else frozen
         cls._EXTRA = cls._EXTRA if extra is None else extra
         cls._STRICT = cls._STRICT if strict is None else strict
-        if cls._EXTRA not in ("ignore", "forbid"):
-            raise TypeError(f"{cls.__name__}: extra={cls._EXTRA!r} (ignore or forbid)")
+        if cls._EXTRA not in ("ignore", "forbid", "allow"):
+            raise TypeError(f"{cls.__name__}: extra={cls._EXTRA!r} (ignore, forbid or allow)")
         if cls._FROZEN:
             cls.__hash__ = Record._frozen_hash  # type: ignore[method-assign,assignment]
             cls.__setattr__ = Record._frozen_setattr  # type: ignore[method-assign,assignment]
@@ -109,17 +122,18 @@ class Record:
                 delattr(cls, name)  # the default lives in the instance, as a pydantic model keeps it
         cls._FIELDS = fields
         cls._HINTS = None
+        cls._PLAN = None
         cls._ADAPTER = None
 
     def __init__(self, **data: Any) -> None:
         cls = type(self)
         try:
             values, given = _fields(cls, data)
-            _fill(self, values, given)
+            _fill(self, values, given, None if cls._EXTRA != "allow" else _extra(cls, data))
             _check(self)
         except _Refused:
             made = _validated(cls, data)
-            _fill(self, made.__dict__, made.model_fields_set)
+            _fill(self, made.__dict__, made.model_fields_set, made.model_extra)
 
     def _check(self) -> None:
         """Checks across fields, for a subclass to define (raise ValueError)."""
@@ -131,16 +145,22 @@ class Record:
         raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name}")
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.__dict__ == other.__dict__
+        return type(other) is type(self) and self.__dict__ == other.__dict__ and self.model_extra == other.model_extra
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.__dict__.items())})"
 
-    def __getstate__(self) -> tuple[dict[str, Any], set[str]]:
-        return self.__dict__, self.model_fields_set
+    def __getstate__(self) -> tuple[dict[str, Any], set[str], dict[str, Any] | None]:
+        return self.__dict__, self.model_fields_set, self.model_extra
 
-    def __setstate__(self, state: tuple[dict[str, Any], set[str]]) -> None:
-        _fill(self, dict(state[0]), set(state[1]))
+    def __setstate__(self, state: tuple[dict[str, Any], set[str], dict[str, Any] | None]) -> None:
+        _fill(self, dict(state[0]), set(state[1]), state[2])
+
+    @property
+    def model_extra(self) -> dict[str, Any] | None:
+        """The keys it was given that are not fields, with `extra="allow"` (else None)."""
+        extra: dict[str, Any] | None = getattr(self, "__pydantic_extra__")  # noqa: B009  # a slot pydantic-core fills
+        return extra
 
     @property
     def model_fields_set(self) -> set[str]:
@@ -154,14 +174,26 @@ class Record:
         made = exact(cls, doc)
         return made if made is not None else _validated(cls, doc)
 
+    @classmethod
+    def model_validate_json(cls, data: str | bytes) -> Self:
+        """Made from JSON text by pydantic, in one pass (aliases read); raises pydantic's `ValidationError`."""
+        made: Self = _adapter(cls).validate_json(data)
+        return made
+
     def model_dump(self) -> dict[str, Any]:
-        """The fields as a dict, records in them as dicts too (pydantic's python mode)."""
-        return {k: _dumped(v) for k, v in self.__dict__.items()}
+        """The fields as a dict (then any extra keys), records in them as dicts too (pydantic's python mode)."""
+        return {k: _dumped(v) for k, v in (self.__dict__ | (self.model_extra or {})).items()}
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Self:
         """A shallow copy with `update` applied, not validated (as pydantic's)."""
         copied = type(self).__new__(type(self))
-        _fill(copied, {**self.__dict__, **(update or {})}, self.model_fields_set | set(update or ()))
+        extra = self.model_extra
+        _fill(
+            copied,
+            {**self.__dict__, **(update or {})},
+            self.model_fields_set | set(update or ()),
+            None if extra is None else dict(extra),
+        )
         return copied
 
     @classmethod
@@ -173,15 +205,21 @@ class Record:
         fields = {}
         for name, spec in cls._FIELDS.items():
             annotation = _hints(cls)[name]
-            if spec.rules:
-                annotation = typing.Annotated[annotation, Field(**spec.rules)]
+            rules = {k: v for k, v in spec.rules.items() if k != "validation_alias"}  # the alias is the field's
+            if rules:
+                annotation = typing.Annotated[annotation, Field(**rules)]
             schema = handler.generate_schema(annotation)
             if spec.factory is not None:
                 schema = cs.with_default_schema(schema, default_factory=spec.factory)
             elif spec.default is not _MISSING:
                 schema = cs.with_default_schema(schema, default=spec.default)
-            fields[name] = cs.model_field(schema)
-        config = cs.CoreConfig(title=cls.__name__, extra_fields_behavior=cls._EXTRA, strict=cls._STRICT)  # type: ignore[typeddict-item]
+            fields[name] = cs.model_field(schema, validation_alias=_alias(spec.rules.get("validation_alias")))
+        config = cs.CoreConfig(
+            title=cls.__name__,
+            extra_fields_behavior=cls._EXTRA,  # type: ignore[typeddict-item]
+            strict=cls._STRICT,
+            validate_by_name=True,  # a record made from keywords takes its fields' names, aliased or not
+        )
         inner = cs.model_fields_schema(fields, model_name=cls.__name__, extra_behavior=cls._EXTRA)  # type: ignore[arg-type]
         schema = cs.model_schema(cls, inner, config=config, extra_behavior=cls._EXTRA, frozen=cls._FROZEN)  # type: ignore[arg-type]
         if cls._check is Record._check:
@@ -202,12 +240,14 @@ def exact(cls: type[R], doc: object) -> R | None:
 def _made(cls: type[R], doc: Mapping[str, Any]) -> R:
     values, given = _fields(cls, doc)
     made = cls.__new__(cls)
-    _fill(made, values, given)
+    _fill(made, values, given, _extra(cls, doc))
     _check(made)
     return made
 
 
 def _check(record: Record) -> None:
+    if type(record)._check is Record._check:
+        return  # no checks across fields
     try:
         record._check()
     except ValueError:
@@ -229,20 +269,44 @@ def _dumped(value: Any) -> Any:
     return value
 
 
-def _fill(record: Record, values: dict[str, Any], given: set[str]) -> None:
-    object.__setattr__(record, "__dict__", values)
-    object.__setattr__(record, "__pydantic_fields_set__", given)
-    object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_private__", None)
+_SET_DICT = object.__setattr__
+_SET_FIELDS_SET = Record.__dict__["__pydantic_fields_set__"].__set__  # the slots' own setters: no lookup
+_SET_EXTRA = Record.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = Record.__dict__["__pydantic_private__"].__set__
 
 
-def _validated(cls: type[R], doc: object) -> R:
-    from pydantic import ConfigDict, TypeAdapter, ValidationError  # a value pydantic must coerce or refuse
+def _fill(record: Record, values: dict[str, Any], given: set[str], extra: dict[str, Any] | None) -> None:
+    _SET_DICT(record, "__dict__", values)
+    _SET_FIELDS_SET(record, given)
+    _SET_EXTRA(record, extra)
+    _SET_PRIVATE(record, None)
+
+
+def _extra(cls: type[Record], doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The keys of `doc` that are not fields, kept as given by a class with `extra="allow"` (else None)."""
+    if cls._EXTRA != "allow":
+        return None
+    return {k: v for k, v in doc.items() if k not in cls._FIELDS}
+
+
+def _alias(alias: str | tuple[str, ...] | None) -> str | list[str | int] | None:
+    """A validation alias as pydantic-core takes it: a key, or a path into nested input."""
+    return list(alias) if isinstance(alias, tuple) else alias
+
+
+def _adapter(cls: type[Record]) -> Any:
+    from pydantic import ConfigDict, TypeAdapter  # a value pydantic must read, coerce or refuse
 
     if cls._ADAPTER is None:  # titled as pydantic titles a model's errors (not by its checks' wrapper)
         cls._ADAPTER = TypeAdapter(cls, config=ConfigDict(title=cls.__name__))
+    return cls._ADAPTER
+
+
+def _validated(cls: type[R], doc: object) -> R:
+    from pydantic import ValidationError
+
     try:
-        made: R = cls._ADAPTER.validate_python(doc)
+        made: R = _adapter(cls).validate_python(doc)
     except ValidationError as e:
         raise Invalid(e) from None
     return made
@@ -269,26 +333,63 @@ def _evaluated(annotation: Any, scope: dict[str, Any]) -> Any:
     return types.NoneType if value is None else value
 
 
+Checker = typing.Callable[[Any], Any]  # a value of an annotation's type exactly, or raises `_Refused`
+
+
+class _Field(typing.NamedTuple):
+    """What `_fields` checks of a field: a plain type (`str`, `int`, ...) inline (most fields; a record
+    made in a loop spends its time there), any other annotation by `_value`."""
+
+    name: str
+    spec: Spec
+    annotation: Any
+    plain: type | None
+    check: Checker
+    bound: Any
+    discriminator: Any
+    default: Any  # an immutable default, taken as it is (else `_default` decides)
+
+
+def _plan(cls: type[Record]) -> list[_Field]:
+    if cls._PLAN is None:
+        hints = _hints(cls)
+        cls._PLAN = [
+            _Field(
+                name,
+                spec,
+                hints[name],
+                hints[name] if hints[name] in _PLAIN else None,
+                _checker(hints[name]),
+                spec.rules.get("ge"),
+                spec.rules.get("discriminator"),
+                spec.default if spec.factory is None and type(spec.default) in _IMMUTABLE else _MISSING,
+            )
+            for name, spec in cls._FIELDS.items()
+        ]
+    return cls._PLAN
+
+
 def _fields(cls: type[Record], doc: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:
     """Every field's value from `doc` (exact types) or its default, and the fields `doc` gave."""
-    hints = _hints(cls)
     if cls._EXTRA == "forbid" and not doc.keys() <= cls._FIELDS.keys():
         raise _Refused
     values: dict[str, Any] = {}
     given: set[str] = set()
-    for name, spec in cls._FIELDS.items():
+    for name, spec, annotation, plain, check, bound, discriminator, default in cls._PLAN or _plan(cls):
         if name not in doc:
-            values[name] = _default(spec)
+            values[name] = _default(spec) if default is _MISSING else default
             continue
         value = doc[name]
-        if "discriminator" in spec.rules:
-            values[name] = _tagged(hints[name], spec.rules["discriminator"], value)
+        if plain is not None:
+            if type(value) is not plain:
+                raise _Refused
+        elif discriminator is not None:
+            value = _tagged(annotation, discriminator, value)
         else:
-            values[name] = _value(hints[name], value)
-        bound = spec.rules.get("ge")
-        got = values[name]
-        if bound is not None and got is not None and (type(got) is not int or not got >= bound):
+            value = check(value)
+        if bound is not None and value is not None and (type(value) is not int or not value >= bound):
             raise _Refused  # `int | None` with a bound: None passes, as in pydantic
+        values[name] = value
         given.add(name)
     return values, given
 
@@ -315,42 +416,103 @@ def _tagged(annotation: Any, key: object, value: object) -> Record:
     raise _Refused
 
 
+_CHECKERS: dict[Any, Checker] = {}
+
+
 def _value(annotation: Any, value: object) -> Any:
+    """`value` if it is of type `annotation` exactly (a mapping for a record field made into the record);
+    raises `_Refused` otherwise."""
+    return _checker(annotation)(value)
+
+
+def _checker(annotation: Any) -> Checker:
+    """The check of one annotation, made once (a record made in a loop checks the same few annotations)."""
+    try:
+        return _CHECKERS[annotation]
+    except KeyError:
+        check = _CHECKERS[annotation] = _make_checker(annotation)
+        return check
+    except TypeError:  # an annotation that cannot be a key
+        return _make_checker(annotation)
+
+
+def _refuse(value: object) -> Any:
+    raise _Refused
+
+
+def _make_checker(annotation: Any) -> Checker:  # one case per kind of annotation
     if annotation is Any:
-        return value
-    if annotation is None or annotation is types.NoneType:
-        if value is None:
-            return None
-        raise _Refused
-    if annotation in _PLAIN:
-        if type(value) is annotation:
-            return value
-        raise _Refused
-    if isinstance(annotation, type) and issubclass(annotation, Record):
-        if type(value) is annotation:  # an instance passes as it is (pydantic does not revalidate it)
-            return value
-        if type(value) is not dict:
-            raise _Refused
-        return _made(annotation, value)
+        return lambda value: value
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is typing.Literal:
-        if any(type(value) is type(a) and value == a for a in args):
+    if origin is typing.Annotated:
+        checks = annotation.__metadata__
+        if not all(isinstance(c, Check) for c in checks):
+            return _refuse
+        inner = _checker(annotation.__origin__)
+
+        def annotated(value: object) -> Any:
+            value = inner(value)
+            if not all(c.exact(value) for c in checks):
+                raise _Refused
             return value
-        raise _Refused
-    if origin is list and type(value) is list:
-        return [_value(args[0], v) for v in value]
-    if origin is dict and type(value) is dict:
-        return {_value(args[0], k): _value(args[1], v) for k, v in value.items()}
+
+        return annotated
+    if annotation is None or annotation is types.NoneType:
+        return lambda value: None if value is None else _refuse(value)
+    if annotation in _PLAIN:
+        return lambda value: value if type(value) is annotation else _refuse(value)
+    if isinstance(annotation, type) and issubclass(annotation, Record):
+        record: type[Record] = annotation
+
+        def made(value: object) -> Any:
+            if type(value) is record:  # an instance passes as it is (pydantic does not revalidate it)
+                return value
+            if type(value) is not dict:
+                raise _Refused
+            return _made(record, value)
+
+        return made
+    if origin is typing.Literal:
+        return lambda value: value if any(type(value) is type(a) and value == a for a in args) else _refuse(value)
+    if origin is list:
+        item = _checker(args[0])
+        return lambda value: [item(v) for v in value] if type(value) is list else _refuse(value)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        item = _checker(args[0])
+        return lambda value: tuple(item(v) for v in value) if type(value) is tuple else _refuse(value)
+    if origin is tuple:
+        items = [_checker(a) for a in args]
+        return lambda value: (
+            tuple(c(v) for c, v in zip(items, value, strict=True))
+            if type(value) is tuple and len(value) == len(items)
+            else _refuse(value)
+        )
+    if origin is dict:
+        key, item = _checker(args[0]), _checker(args[1])
+        return lambda value: {key(k): item(v) for k, v in value.items()} if type(value) is dict else _refuse(value)
     if origin is types.UnionType or origin is typing.Union:
-        for member in args:
-            if isinstance(member, type) and issubclass(member, Record):
+        return _union_checker(args)
+    return _refuse
+
+
+def _union_checker(members: tuple[Any, ...]) -> Checker:
+    """The first member that takes the value; a mapping for a record member is that record's or refused
+    (pydantic may still coerce it into the record)."""
+    records = {m for m in members if isinstance(m, type) and issubclass(m, Record)}
+    checks = [(m, m in records, _checker(m)) for m in members]
+
+    def union(value: object) -> Any:
+        for member, is_record, check in checks:
+            if is_record:
                 if type(value) is dict:
-                    return _value(member, value)  # refused: pydantic may still coerce it into the record
+                    return check(value)
                 if type(value) is member:
                     return value
                 continue
             try:
-                return _value(member, value)
+                return check(value)
             except _Refused:
                 continue
-    raise _Refused
+        raise _Refused
+
+    return union

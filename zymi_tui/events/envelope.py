@@ -15,38 +15,46 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import msgspec
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo, field_validator
 
-from zymi_tui.events.kinds import EventData, EventKind, KindField, UnknownKind, parse_kind
+from zymi_tui.events.kinds import EventKind, KindField, UnknownKind, parse_kind
 from zymi_tui.events.patterns import TIMESTAMP_PATTERN, UUID_PATTERN
 from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
+from zymi_tui.record import Check, Invalid, Record
 from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
-# Checked by pydantic-core's regex engine, in Rust: the envelope is on the hot path of every read.
-UuidStr = Annotated[str, StringConstraints(pattern=UUID_PATTERN)]
-TimestampStr = Annotated[str, StringConstraints(pattern=TIMESTAMP_PATTERN)]
-_UUID, _TIMESTAMP = re.compile(UUID_PATTERN), re.compile(TIMESTAMP_PATTERN)
+
+class _Pattern(Check):
+    """Text that matches a pattern: checked by pydantic-core's regex engine, in Rust, when it reads an event
+    (the envelope is on the hot path of every read), and by `re` when one is made in code."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern, self.regex = pattern, re.compile(pattern)
+
+    def exact(self, value: object) -> bool:
+        return isinstance(value, str) and self.regex.fullmatch(value) is not None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.str_schema(pattern=self.pattern)
 
 
-class Event(BaseModel):
-    """One event. `sequence` is the store's per-stream number (0 before it is stored)."""
+UuidStr = Annotated[str, _Pattern(UUID_PATTERN)]
+TimestampStr = Annotated[str, _Pattern(TIMESTAMP_PATTERN)]
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+
+class Event(Record, frozen=True):
+    """One event. `sequence` is the store's per-stream number (0 before it is stored; read from a row,
+    the `sequence` column, not the JSON's 0)."""
 
     id: UuidStr
     stream_id: str
-    sequence: int = Field(0, validate_default=True)
+    sequence: int = 0
     timestamp: TimestampStr
     kind: KindField
     correlation_id: UuidStr | None = None
     causation_id: UuidStr | None = None
     source: str
-
-    @field_validator("sequence")
-    @classmethod
-    def _stored_sequence(cls, v: int, info: ValidationInfo) -> int:
-        """Reading a row, the `sequence` column (passed as context) replaces the JSON's 0."""
-        return v if info.context is None else int(info.context["sequence"])
 
     @classmethod
     def new(
@@ -58,28 +66,17 @@ class Event(BaseModel):
         *,
         timestamp_ns: int | None = None,
     ) -> Event:
-        """A fresh event as zymi's `Event::new(..).with_correlation(..)` makes it.
-
-        Its fields are made here or checked here (the kind object was validated when it was made), so
-        it is built without running the envelope's validator: that would build the schema of every
-        kind (the reader's tagged union) for a process that only writes a few of them."""
+        """A fresh event as zymi's `Event::new(..).with_correlation(..)` makes it (a record: its fields are
+        checked here; pydantic is loaded only to word what does not fit)."""
         ns = time.time_ns() if timestamp_ns is None else timestamp_ns
-        fields: dict[str, Any] = {
-            "id": str(uuid.uuid4()),
-            "stream_id": stream_id,
-            "timestamp": format_timestamp(ns),
-            "kind": kind,
-            "correlation_id": correlation_id,
-            "source": source,
-        }
-        checked = (
-            isinstance(kind, EventData | UnknownKind)
-            and type(stream_id) is str
-            and type(source) is str
-            and _TIMESTAMP.fullmatch(fields["timestamp"])
-            and (correlation_id is None or (type(correlation_id) is str and _UUID.fullmatch(correlation_id)))
+        return cls(
+            id=str(uuid.uuid4()),
+            stream_id=stream_id,
+            timestamp=format_timestamp(ns),
+            kind=kind,
+            correlation_id=correlation_id,
+            source=source,
         )
-        return cls.model_construct(**fields) if checked else cls(**fields)  # the latter raises what is wrong
 
     @property
     def tag(self) -> str:
@@ -141,8 +138,10 @@ def decode_event(data: str, sequence: int) -> Event:
     pydantic-core pass; a row it rejects (an unknown kind, or a real error) is read again by
     `_decode_slowly`, which keeps unknown kinds and words the error.
     """
+    from pydantic import ValidationError  # a reader of whole events (a writer never loads pydantic)
+
     try:
-        event = Event.model_validate_json(data, context={"sequence": sequence})
+        event = _stored(Event.model_validate_json(data), sequence)
     except ValidationError:
         if has_undecodable_bytes(data):  # read with `surrogateescape`: bytes that were not UTF-8
             raise EventDecodeError(
@@ -159,6 +158,13 @@ def decode_event(data: str, sequence: int) -> Event:
     except ValueError as e:
         raise EventDecodeError(f"timestamp: {e}") from None
     _refuse_lone_surrogates(data)
+    return event
+
+
+def _stored(event: Event, sequence: int) -> Event:
+    """The event read from a row: its `sequence` column replaces the JSON's 0 (set in the event just made,
+    before anything else sees it)."""
+    event.__dict__["sequence"] = int(sequence)
     return event
 
 
@@ -193,14 +199,14 @@ def _decode_slowly(data: str, sequence: int) -> Event:
             raise EventDecodeError("kind.type: expected a string")
         obj["kind"] = parse_kind(type_name, kind.get("data"))
         where = ""
-        event = Event.model_validate(obj, context={"sequence": sequence})
+        event = _stored(Event.model_validate(obj), sequence)
         datetime.fromisoformat(event.timestamp[:19])
         return event
     except KeyError as e:
         raise EventDecodeError(f"missing field {e}") from None
     except (TypeError, AttributeError) as e:
         raise EventDecodeError(f"malformed field: {e}") from None
-    except ValidationError as e:
+    except Invalid as e:
         first = e.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         msg = first["msg"]

@@ -11,22 +11,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    GetCoreSchemaHandler,
-    PlainSerializer,
-    PlainValidator,
-    create_model,
-    model_serializer,
-)
-
-from zymi_tui.events.messages import Message, TokenUsage
-
-if TYPE_CHECKING:
-    from pydantic_core import CoreSchema
+from zymi_tui.events.messages import Message, MessageModel, TokenUsage, dump_message
+from zymi_tui.record import Check, Record, field
 
 
 def snake_tag(type_name: str) -> str:
@@ -34,10 +20,8 @@ def snake_tag(type_name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", type_name).lower()
 
 
-class EventData(BaseModel):
-    """Base of every kind's payload."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+class EventData(Record, frozen=True, extra="allow"):
+    """Base of every kind's payload (a record: made in code without pydantic, read from JSON by it)."""
 
     TYPE: ClassVar[str] = ""
     TAG: ClassVar[str] = ""
@@ -57,18 +41,32 @@ class EventData(BaseModel):
         return self.TAG
 
     def to_data(self) -> dict[str, Any]:
-        """The `data` object exactly as zymi serialises it."""
-        data = self.model_dump(mode="json")
-        for key in self._OMIT_WHEN_NONE:
-            if data.get(key) is None:
-                data.pop(key, None)
+        """The `data` object exactly as zymi serialises it: the fields in order, then the extra keys."""
+        omit = self._OMIT_WHEN_NONE
+        data = {k: json_value(v) for k, v in self.__dict__.items() if v is not None or k not in omit}
+        for k, v in (self.model_extra or {}).items():
+            data[k] = json_value(v)
         return data
 
 
-class UnknownKind(BaseModel):
-    """A kind this version does not know: shown, never fatal (zymi aborts on these)."""
+def json_value(value: Any) -> Any:
+    """A field's value as JSON holds it: a message in its tagged form, a record as its fields, tuples
+    as lists."""
+    if isinstance(value, MessageModel):
+        return dump_message(value)
+    if isinstance(value, OutputVia):
+        return value.to_data()
+    if isinstance(value, Record):
+        return {k: json_value(v) for k, v in value.__dict__.items()}
+    if isinstance(value, list | tuple):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    return value
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+
+class UnknownKind(Record, frozen=True):
+    """A kind this version does not know: shown, never fatal (zymi aborts on these)."""
 
     type_name: str
     data: Any = None
@@ -82,33 +80,33 @@ class UnknownKind(BaseModel):
 
 
 # -- Inbound ---------------------------------------------------------------------------------
-class UserMessageReceived(EventData):
+class UserMessageReceived(EventData, frozen=True):
     content: Message
     connector: str
 
 
-class ScheduledTaskTriggered(EventData):
+class ScheduledTaskTriggered(EventData, frozen=True):
     entry_id: str
     task: str
 
 
 # -- Agent lifecycle ---------------------------------------------------------------------------
-class AgentProcessingStarted(EventData):
+class AgentProcessingStarted(EventData, frozen=True):
     conversation_id: str
 
 
-class AgentProcessingCompleted(EventData):
+class AgentProcessingCompleted(EventData, frozen=True):
     conversation_id: str
     success: bool
 
 
-class LlmCallStarted(EventData):
+class LlmCallStarted(EventData, frozen=True):
     iteration: int
     message_count: int
     approx_context_chars: int
 
 
-class LlmCallCompleted(EventData):
+class LlmCallCompleted(EventData, frozen=True):
     _OMIT_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"finish_reason"})
 
     response_message: Message | None = None
@@ -118,20 +116,20 @@ class LlmCallCompleted(EventData):
     finish_reason: str | None = None
 
 
-class LlmCallFailed(EventData):
+class LlmCallFailed(EventData, frozen=True):
     iteration: int
     error: str
     elapsed_ms: int
 
 
 # -- Tools, approvals, reasoning ---------------------------------------------------------------
-class ToolCallRequested(EventData):
+class ToolCallRequested(EventData, frozen=True):
     tool_name: str
     arguments: str
     call_id: str
 
 
-class ApprovalRequested(EventData):
+class ApprovalRequested(EventData, frozen=True):
     approval_id: str
     stream_id: str
     description: str
@@ -139,28 +137,28 @@ class ApprovalRequested(EventData):
     channel: str
 
 
-class ApprovalGranted(EventData):
+class ApprovalGranted(EventData, frozen=True):
     approval_id: str
     stream_id: str
     decided_by: str
     reason: str | None = None
 
 
-class ApprovalDenied(EventData):
+class ApprovalDenied(EventData, frozen=True):
     approval_id: str
     stream_id: str
     decided_by: str
     reason: str | None = None
 
 
-class ReasoningRequested(EventData):
+class ReasoningRequested(EventData, frozen=True):
     request_id: str
     stream_id: str
     prompt: str
     channel: str
 
 
-class ReasoningAnswered(EventData):
+class ReasoningAnswered(EventData, frozen=True):
     request_id: str
     stream_id: str
     answer: str
@@ -168,7 +166,7 @@ class ReasoningAnswered(EventData):
     is_error: bool = False
 
 
-class ToolCallCompleted(EventData):
+class ToolCallCompleted(EventData, frozen=True):
     call_id: str
     result: str = ""
     result_preview: str
@@ -178,106 +176,103 @@ class ToolCallCompleted(EventData):
 
 
 # -- ESAA intentions ---------------------------------------------------------------------------
-class IntentionEmitted(EventData):
+class IntentionEmitted(EventData, frozen=True):
     intention_tag: str
     intention_data: str
 
 
-class IntentionEvaluated(EventData):
+class IntentionEvaluated(EventData, frozen=True):
     intention_tag: str
     verdict: str
 
 
 # -- Outbound ----------------------------------------------------------------------------------
-class ResponseReady(EventData):
+class ResponseReady(EventData, frozen=True):
     conversation_id: str
     content: str
 
 
 # -- Workflow ----------------------------------------------------------------------------------
-class WorkflowStarted(EventData):
+class WorkflowStarted(EventData, frozen=True):
     user_message: str
     node_count: int
 
 
-class WorkflowNodeStarted(EventData):
+class WorkflowNodeStarted(EventData, frozen=True):
     node_id: str
     description: str
 
 
-class WorkflowNodeCompleted(EventData):
+class WorkflowNodeCompleted(EventData, frozen=True):
     node_id: str
     success: bool
 
 
-class WorkflowCompleted(EventData):
+class WorkflowCompleted(EventData, frozen=True):
     success: bool
 
 
-class StepSkipped(EventData):
+class StepSkipped(EventData, frozen=True):
     step_id: str
     reason: str
 
 
-class OutputVia(BaseModel):
+class OutputVia(Record, frozen=True):
     """`{"form": "step"}` or `{"form": "any_of", "skipped": [...]}`."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     form: str
     skipped: list[str] | None = None
 
-    @model_serializer
-    def _dump(self) -> dict[str, Any]:
+    def to_data(self) -> dict[str, Any]:
         out: dict[str, Any] = {"form": self.form}
         if self.skipped is not None:
             out["skipped"] = self.skipped
         return out
 
 
-class OutputResolved(EventData):
+class OutputResolved(EventData, frozen=True):
     chosen_step: str
     via: OutputVia
 
 
 # -- Memory ------------------------------------------------------------------------------------
-class MemoryWritten(EventData):
+class MemoryWritten(EventData, frozen=True):
     key: str
     value: str
     previous_value_seq: int | None = None
 
 
-class MemoryDeleted(EventData):
+class MemoryDeleted(EventData, frozen=True):
     key: str
     previous_value_seq: int
 
 
 # -- Context compaction --------------------------------------------------------------------------
-class ContextCompacted(EventData):
+class ContextCompacted(EventData, frozen=True):
     replaces_seq_range: tuple[int, int]
     summary: str
     bytes_saved: int
 
 
 # -- Shell sessions ------------------------------------------------------------------------------
-class ShellSessionStarted(EventData):
+class ShellSessionStarted(EventData, frozen=True):
     stream_id: str
     pid: int
     shell_path: str
 
 
-class ShellSessionClosed(EventData):
+class ShellSessionClosed(EventData, frozen=True):
     stream_id: str
     reason: str
 
 
 # -- Pipeline service contract -------------------------------------------------------------------
-class PipelineRequested(EventData):
+class PipelineRequested(EventData, frozen=True):
     pipeline: str
-    inputs: dict[str, str] = Field(default_factory=dict)
+    inputs: dict[str, str] = field(default_factory=dict)
 
 
-class PipelineCompleted(EventData):
+class PipelineCompleted(EventData, frozen=True):
     pipeline: str
     success: bool
     final_output: str | None = None
@@ -285,30 +280,30 @@ class PipelineCompleted(EventData):
 
 
 # -- MCP, fork-resume, outbound ------------------------------------------------------------------
-class McpServerConnected(EventData):
+class McpServerConnected(EventData, frozen=True):
     server: str
     tool_count: int
 
 
-class McpServerDisconnected(EventData):
+class McpServerDisconnected(EventData, frozen=True):
     server: str
     reason: str
 
 
-class ResumeForked(EventData):
+class ResumeForked(EventData, frozen=True):
     parent_stream_id: str
     parent_correlation_id: str
     fork_at_step: str
 
 
-class OutboundDispatched(EventData):
+class OutboundDispatched(EventData, frozen=True):
     sink: str
     sink_type: str
     status: int
     triggered_by: str
 
 
-class OutboundFailed(EventData):
+class OutboundFailed(EventData, frozen=True):
     sink: str
     sink_type: str
     reason: str
@@ -342,11 +337,6 @@ def parse_kind(type_name: str, data: Any) -> EventKind:
     return cls.model_validate(data)
 
 
-def dump_kind(kind: EventKind) -> dict[str, Any]:
-    """`{"type": .., "data": ..}`, the adjacently tagged form of the envelope's `kind`."""
-    return {"type": kind.type_name, "data": kind.to_data()}
-
-
 def _unwrap(tagged: Any) -> EventData:
     data: EventData = tagged.data
     return data
@@ -360,6 +350,8 @@ def _kind_object(value: Any) -> EventKind:
 
 
 def _tagged(name: str, cls: type[EventData]) -> Any:
+    from pydantic import ConfigDict, create_model
+
     tag: Any = Literal[name]
     config = ConfigDict(frozen=True, defer_build=True)
     return create_model(f"Tagged{name}", __config__=config, type=(tag, ...), data=(cls, ...))
@@ -372,22 +364,28 @@ def _tagged_union() -> Any:
     is what makes a full read of a store fast. An unknown `type` fails it: `decode_event` then
     takes its slow path, which reads the row as an `UnknownKind`.
     """
+    from pydantic import AfterValidator, Field
+
     tagged = tuple(_tagged(name, cls) for name, cls in KNOWN_KINDS.items())
     return Annotated[Union[tagged], Field(discriminator="type"), AfterValidator(_unwrap)]  # noqa: UP007
 
 
-class _KindSchema:
+class _KindSchema(Check):
     """The envelope's `kind`: JSON or a `{"type", "data"}` dict goes through the tagged union; a kind
     object passes as it is. The union's models are made when the envelope's schema is first built (a
     reader's first decode), not at import: a process that only writes events never needs them."""
 
-    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        field: Any = Annotated[
+    def exact(self, value: object) -> bool:
+        return isinstance(value, EventData | UnknownKind)
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic import Field, PlainValidator
+
+        kind: Any = Annotated[
             Union[_tagged_union(), Annotated[Any, PlainValidator(_kind_object)]],  # noqa: UP007
             Field(union_mode="left_to_right"),
-            PlainSerializer(dump_kind),
         ]
-        return handler.generate_schema(field)
+        return handler.generate_schema(kind)
 
 
 if TYPE_CHECKING:

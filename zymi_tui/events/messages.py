@@ -10,48 +10,43 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasPath, BaseModel, ConfigDict, Field, PlainSerializer, TypeAdapter
+from zymi_tui.record import Check, Record, field
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class _Tagged(BaseModel):
-    """A variant read from zymi's externally tagged JSON through validation aliases (`{"User": ..}`),
-    so pydantic-core reads it straight from the JSON text; built in code by field name."""
-
-    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid", defer_build=True)
-
-
-class ToolCallInfo(_Frozen):
+class ToolCallInfo(Record, frozen=True):
     id: str
     name: str
     arguments: str
 
 
-class SystemMessage(_Tagged):
+class _Tagged(Record, frozen=True, extra="forbid"):
+    """A variant read from zymi's externally tagged JSON through validation aliases (`{"User": ..}`),
+    so pydantic-core reads it straight from the JSON text; built in code by field name (then pydantic
+    is not needed: a record)."""
+
+
+class SystemMessage(_Tagged, frozen=True):
     role: Literal["system"] = "system"
-    content: str = Field(validation_alias="System")
+    content: str = field(validation_alias="System")
 
 
-class UserMessage(_Tagged):
+class UserMessage(_Tagged, frozen=True):
     role: Literal["user"] = "user"
-    content: str = Field(validation_alias="User")
+    content: str = field(validation_alias="User")
 
 
-class TextPart(_Tagged):
-    text: str = Field(validation_alias="Text")
+class TextPart(_Tagged, frozen=True):
+    text: str = field(validation_alias="Text")
 
 
-class ImagePart(_Tagged):
-    media_type: str = Field(validation_alias=AliasPath("ImageBase64", "media_type"))
-    data: str = Field(validation_alias=AliasPath("ImageBase64", "data"))
+class ImagePart(_Tagged, frozen=True):
+    media_type: str = field(validation_alias=("ImageBase64", "media_type"))
+    data: str = field(validation_alias=("ImageBase64", "data"))
 
 
-class UserMultimodalMessage(_Tagged):
+class UserMultimodalMessage(_Tagged, frozen=True):
     role: Literal["user_multimodal"] = "user_multimodal"
-    parts: tuple[TextPart | ImagePart, ...] = Field(validation_alias=AliasPath("UserMultimodal", "parts"))
+    parts: tuple[TextPart | ImagePart, ...] = field(validation_alias=("UserMultimodal", "parts"))
 
     @property
     def content(self) -> str:
@@ -59,19 +54,29 @@ class UserMultimodalMessage(_Tagged):
         return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
 
 
-class AssistantMessage(_Tagged):
+class AssistantMessage(_Tagged, frozen=True):
     role: Literal["assistant"] = "assistant"
-    content: str | None = Field(validation_alias=AliasPath("Assistant", "content"))
-    tool_calls: tuple[ToolCallInfo, ...] = Field((), validation_alias=AliasPath("Assistant", "tool_calls"))
+    content: str | None = field(validation_alias=("Assistant", "content"))
+    tool_calls: tuple[ToolCallInfo, ...] = field(default=(), validation_alias=("Assistant", "tool_calls"))
 
 
-class ToolResultMessage(_Tagged):
+class ToolResultMessage(_Tagged, frozen=True):
     role: Literal["tool"] = "tool"
-    tool_call_id: str = Field(validation_alias=AliasPath("ToolResult", "tool_call_id"))
-    content: str = Field(validation_alias=AliasPath("ToolResult", "content"))
+    tool_call_id: str = field(validation_alias=("ToolResult", "tool_call_id"))
+    content: str = field(validation_alias=("ToolResult", "content"))
 
 
 MessageModel = SystemMessage | UserMessage | UserMultimodalMessage | AssistantMessage | ToolResultMessage
+
+
+class _InOrder(Check):
+    """A union pydantic tries in its order (its `left_to_right` mode), the first that fits taken."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        schema = handler(source)
+        if schema.get("type") == "union":
+            schema["mode"] = "left_to_right"
+        return schema
 
 
 def dump_message(message: MessageModel) -> dict[str, Any]:
@@ -99,23 +104,24 @@ def dump_message(message: MessageModel) -> dict[str, Any]:
 # Tried in this order, most frequent first (every LlmCallCompleted holds an Assistant message), so
 # a valid message is usually accepted at the first try, with no failed attempt to build errors for.
 Message = Annotated[
-    AssistantMessage | UserMessage | ToolResultMessage | SystemMessage | UserMultimodalMessage,
-    Field(union_mode="left_to_right"),
-    PlainSerializer(dump_message),
+    AssistantMessage | UserMessage | ToolResultMessage | SystemMessage | UserMultimodalMessage, _InOrder()
 ]
-# built at its first use (a reader decoding message JSON), not at import: a writer never needs it
-_MESSAGE: TypeAdapter[MessageModel] = TypeAdapter(Message, config=ConfigDict(defer_build=True))
+_MESSAGE: Any = None  # pydantic's reader of message JSON, made at its first use (a writer never needs it)
 
 
 def parse_message_json(data: bytes) -> MessageModel:
     """A `Message` from its externally tagged JSON text, validated as an event's message field is."""
-    return _MESSAGE.validate_json(data)
+    global _MESSAGE
+    if _MESSAGE is None:
+        from pydantic import TypeAdapter
+
+        _MESSAGE = TypeAdapter(Message)
+    message: MessageModel = _MESSAGE.validate_json(data)
+    return message
 
 
-class TokenUsage(BaseModel):
+class TokenUsage(Record, frozen=True):
     """Provider-reported usage. `input_tokens` already includes cached tokens."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int
     output_tokens: int
