@@ -338,7 +338,7 @@ Checker = typing.Callable[[Any], Any]  # a value of an annotation's type exactly
 
 class _Field(typing.NamedTuple):
     """What `_fields` checks of a field: a plain type (`str`, `int`, ...) inline (most fields; a record
-    made in a loop spends its time there), any other annotation by `_value`."""
+    made in a loop spends its time there), any other annotation by its compiled `check`."""
 
     name: str
     spec: Spec
@@ -419,14 +419,10 @@ def _tagged(annotation: Any, key: object, value: object) -> Record:
 _CHECKERS: dict[Any, Checker] = {}
 
 
-def _value(annotation: Any, value: object) -> Any:
-    """`value` if it is of type `annotation` exactly (a mapping for a record field made into the record);
-    raises `_Refused` otherwise."""
-    return _checker(annotation)(value)
-
-
 def _checker(annotation: Any) -> Checker:
-    """The check of one annotation, made once (a record made in a loop checks the same few annotations)."""
+    """The check of one annotation, made once (a record made in a loop checks the same few annotations):
+    it returns a value of type `annotation` exactly (a mapping for a record made into the record), or
+    raises `_Refused`."""
     try:
         return _CHECKERS[annotation]
     except KeyError:

@@ -82,25 +82,23 @@ class ChainWalker:
     """One stream's chain, checked a row at a time in sequence order (so a whole store can be walked
     in one pass, each stream's state kept); `verdict` is final once a problem is found."""
 
-    __slots__ = ("expected_prev", "head_sequence", "intact", "last_sequence", "verdict")
+    __slots__ = ("expected_prev", "head_sequence", "last_sequence", "verdict")
 
     def __init__(self, stream_id: str, head: tuple[int, str] | None) -> None:
         self.verdict = StreamVerdict(stream_id)
         self.head_sequence = -1 if head is None else head[0]
         self.expected_prev = ""
         self.last_sequence = 0  # of the last row fed, legacy rows included
-        self.intact = True  # no problem found yet
 
     def feed(self, row: ChainRow) -> bool:
         """Check the next row; False once the chain is broken (later rows are not looked at)."""
         verdict = self.verdict
-        if not self.intact:
+        if verdict.problem is not None:
             return False
         verdict.rows += 1
         if type(row.sequence) is not int:  # a tampered row: SQLite keeps whatever type it is given
             verdict.problem = f"row {row.global_id}: the sequence column is not an integer ({str(row.sequence)[:40]!r})"
             verdict.bad_global_id = row.global_id
-            self.intact = False
             return False
         self.last_sequence = row.sequence
         computed = recompute(row.event_id, row.sequence, row.data, row.prev_hash, row.hash)
@@ -119,7 +117,6 @@ class ChainWalker:
             )
         if verdict.problem:
             verdict.bad_sequence, verdict.bad_global_id = row.sequence, row.global_id
-            self.intact = False
             return False
         self.expected_prev = row.hash
         verdict.last = (row.sequence, row.hash)
@@ -164,14 +161,19 @@ class ChainScan:
         walkers, sha256 = self.walkers, hashlib.sha256
         for gid, event_id, stream_id, seq, data, prev, digest in rows:
             walker = walkers.get(stream_id) or self._walker(stream_id)
+            verdict = walker.verdict
             # `prev` equal to the last verified hash (or "" before the first) is ASCII text: it encodes
-            if type(seq) is int and seq > walker.last_sequence and prev == walker.expected_prev and walker.intact:
+            if (
+                type(seq) is int
+                and seq > walker.last_sequence
+                and prev == walker.expected_prev
+                and verdict.problem is None
+            ):
                 try:
                     computed = sha256(b"v2" + event_id + seq.to_bytes(8, "little") + data + prev.encode()).hexdigest()
                 except (TypeError, OverflowError):  # a column that is not bytes, a sequence past 64 bits
                     computed = ""
                 if digest == V2_PREFIX + computed:  # what `ChainWalker.feed` does with a row that holds
-                    verdict = walker.verdict
                     verdict.rows += 1
                     verdict.verified += 1
                     walker.last_sequence = seq
@@ -181,7 +183,7 @@ class ChainScan:
                         verdict.hash_at_head = digest
                     continue
             if type(seq) is int and seq <= walker.last_sequence:
-                self.out_of_order.add(walker.verdict.stream_id)
+                self.out_of_order.add(verdict.stream_id)
             text = column_text
             walker.feed(ChainRow(gid, text(event_id), seq, text(data), text(prev), text(digest)))
 

@@ -344,7 +344,7 @@ def _unwrap(tagged: Any) -> EventData:
 
 def _kind_object(value: Any) -> EventKind:
     """A kind object built in code passes as it is (checked, not copied)."""
-    if isinstance(value, EventData | UnknownKind):
+    if isinstance(value, EventKind):
         return value
     raise ValueError('expected {"type": <kind>, "data": {..}} or a kind object')
 
@@ -376,7 +376,7 @@ class _KindSchema(Check):
     reader's first decode), not at import: a process that only writes events never needs them."""
 
     def exact(self, value: object) -> bool:
-        return isinstance(value, EventData | UnknownKind)
+        return isinstance(value, EventKind)
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
         from pydantic import Field, PlainValidator
