@@ -277,3 +277,51 @@ def test_masking_can_grow_a_tiny_result() -> None:
     masked = [m["content"] for m in body["messages"] if m["role"] == "tool" and m["content"].startswith("[masked")]
     assert masked[0] == '[masked: execute_shell_command("echo smalltalk 1") → ok, 11 chars]'
     assert len(masked[0].encode()) > 11
+
+
+# ---- a tail extended from another ---------------------------------------------------------------
+
+item = st.tuples(st.sampled_from(["assistant", "tool", "user", "summary"]), texts)
+
+
+def _raw(seq: int, kind: str, text: str) -> Any:
+    from zymi_tui.context import builder as b
+
+    call = ToolCallInfo(id=f"c{seq}", name="read_file", arguments="{}")
+    made: dict[str, tuple[MessageModel, int]] = {
+        "assistant": (AssistantMessage(content=text, tool_calls=(call,)), b._ASSISTANT),
+        "tool": (ToolResultMessage(tool_call_id=f"c{seq - 1}", content=text), b._TOOL),
+        "user": (UserMessage(content=text), b._OTHER),
+        "summary": (UserMessage(content=COMPACTED_HEADER + text), b._OTHER),
+    }
+    message, code = made[kind]
+    note = "summary" if kind == "summary" else None
+    return b._Raw(seq, 0, message, message_bytes(message), code, note)
+
+
+@given(st.lists(item, max_size=30), st.lists(item, max_size=6), st.data())
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+def test_a_tail_extended_from_another_equals_appending_its_items(
+    base_items: list[tuple[str, str]], own_items: list[tuple[str, str]], data: st.DataObject
+) -> None:
+    """`_Tail.extend` (what `ContextBuilder.follow` uses: running sums and turns copied from the base
+    tail) leaves the tail exactly as appending the same items one by one, wherever the copied range
+    starts (a tool result first, an open turn of its own, a summary inside)."""
+    from zymi_tui.context.builder import _Tail
+
+    base = _Tail()
+    for seq, (kind, text) in enumerate(base_items):
+        base.append(_raw(seq, kind, text))
+    start = data.draw(st.integers(0, len(base_items)))
+    end = data.draw(st.integers(start, len(base_items)))
+    one_by_one, extended = _Tail(), _Tail()
+    for seq, (kind, text) in enumerate(own_items):  # the same raws in both: a tail of its own first
+        raw = _raw(1000 + seq, kind, text)
+        one_by_one.append(raw)
+        extended.append(raw)
+    for i in range(start, end):
+        one_by_one.append(base.items[i])
+    extended.extend(base, start, end)
+    for slot in _Tail.__slots__:
+        assert getattr(extended, slot) == getattr(one_by_one, slot), slot
+    assert extended.head is one_by_one.head

@@ -4,6 +4,7 @@ also when a newer keystroke arrives while an older what-if is still running."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -69,7 +70,14 @@ def shown(screen: TuningScreen, widget: str) -> str:
         (["tab", "tab", "tab", "tab", "backspace", "1"], ["min_tail_turns=1"]),
     ],
 )  # fmt: skip
-async def test_edits_by_keys_show_the_full_replays_figures(keys: list[str], sets: list[str]) -> None:
+@pytest.mark.parametrize("here", [True, False], ids=["picked-call-made-on-the-key", "picked-call-from-the-worker"])
+async def test_edits_by_keys_show_the_full_replays_figures(
+    keys: list[str], sets: list[str], here: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the picked call's what-if is made while the key is handled (a stream that gets there
+    within the editor's budget) or by the worker with the rest of the stream (one that does not)."""
+    if not here:
+        monkeypatch.setattr(TuningScreen, "picked_here", lambda self, knobs: None)
     rows = cli_replay(*sets)
     agents = [r for r in rows if r["kind"] == "agent"]
     want_curve = {r["sequence"]: (None if r["hard_cap_exceeded"] else r["chars"]) for r in agents}
@@ -94,6 +102,9 @@ async def test_edits_by_keys_show_the_full_replays_figures(keys: list[str], sets
         curve = screen.query_one(CurveView).curve
         assert curve is not None and curve.known is None
         assert dict(zip(curve.sequences, curve.what_if, strict=True)) == want_curve
+        # the cyclic collector, held from the first key, runs again once the what-if is on screen
+        await pilot_until(pilot, lambda: not screen.gc_hold_since, "the collector released", limit=1.0)  # < 2 s hold
+        assert gc.isenabled()
 
 
 @pytest.mark.parametrize("wait_first", [True, False])

@@ -113,6 +113,13 @@ async def check_store(db: Path, project: Path, n_knobs: int, seed: int, every: i
             for i, (g, w) in enumerate(zip(got, want, strict=True)):
                 deep = i % every == 0 or i == len(want) - 1
                 assert figures(g, deep) == figures(w, deep), (stream, knobs, i)
+            # one call alone (`call_at`, what the editor makes for the call on screen): the first, a
+            # middle and the last agent call, each the full replay's row
+            agents = [w for w in want if not w.is_compaction and not w.hard_cap_failure]
+            picks = (agents[0], agents[len(agents) // 2], agents[-1]) if agents else ()
+            for w in {id(c): c for c in picks}.values():
+                alone = whatif.call_at(knobs, w.sequence, within_s=60)
+                assert alone is not None and figures(alone, True) == figures(w, True), (stream, knobs, w.sequence)
             if knobs != recorded:
                 ways[whatif.path + ("+compactions" if any(c.is_compaction for c in want) else "")] += 1
     return ways

@@ -264,6 +264,31 @@ class _Tail:
         self.cum_full.append(self.cum_full[-1] + raw.bytes)
         self.cum_masked.append(self.cum_masked[-1] + masked_bytes)
 
+    def extend(self, base: _Tail, start: int, end: int) -> None:
+        """Append `base`'s items [start, end) as `append` does one by one, from `base`'s running sums
+        and turns, where `base` appended the same items (the same objects: their masked forms are
+        made already) in the same turns: true from the first item that is not a tool result (a tool
+        result joins this tail's open turn, which may not be the one it joined in `base`)."""
+        items = base.items
+        while start < end and items[start].kind == _TOOL:
+            self.append(items[start])
+            start += 1
+        if start >= end:
+            return
+        off = len(self.items) - start
+        full, masked = self.cum_full[-1] - base.cum_full[start], self.cum_masked[-1] - base.cum_masked[start]
+        self.items += items[start:end]
+        self.cum_full += [v + full for v in base.cum_full[start + 1 : end + 1]]
+        self.cum_masked += [v + masked for v in base.cum_masked[start + 1 : end + 1]]
+        lo = bisect.bisect_left(base.turn_starts, start)
+        hi = bisect.bisect_left(base.turn_starts, end)
+        self.turn_starts += [t + off for t in base.turn_starts[lo:hi]]
+        self.turn_ends += [min(t, end) + off for t in base.turn_ends[lo:hi]]
+        # the open turn's assistant: the last turn's, if its items run to the end (else an item that is
+        # not part of a turn came after it, or no turn started: `append` left None)
+        self.head = items[base.turn_starts[hi - 1]] if hi > lo and min(base.turn_ends[hi - 1], end) == end else None
+        self.summaries += sum(1 for r in items[start:end] if r.kind == _OTHER and r.note is not None)
+
     def clone(self) -> _Tail:
         other = copy.copy(self)
         other.items, other.turn_starts, other.turn_ends = list(self.items), list(self.turn_starts), list(self.turn_ends)
@@ -621,9 +646,7 @@ class ContextBuilder:
         self._seen_seqs += base._seen_seqs[s0 : now.seen]
         self._seen_ts += base._seen_ts[s0 : now.seen]
         self.recorded += [dataclasses.replace(rc) for rc in base.recorded[c0 : now.recorded]]
-        append = self._tail.append
-        for i in range(n0, now.n):
-            append(items[i])
+        self._tail.extend(now.tail, n0, now.n)
         self.last_seq, self._last_ts, self._monotone = now.last_seq, now.last_ts, now.monotone
         self.last_was_compaction, self._pending_reply = now.last_was_compaction, now.pending_reply
         self.prefix = now.prefix

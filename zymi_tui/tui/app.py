@@ -267,7 +267,7 @@ class MainScreen(ActionScreen):
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
 
-    @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="runs", exit_on_error=False, description="the runs list")
     def reload_runs(self, *, newest_first: bool = False, drawn: FirstRuns | None = None) -> None:
         """All runs; with `newest_first`, the newest screenful is read and drawn before the rest;
         `drawn`: that screenful is already drawn (then the rest is read, if it was not every run)."""
@@ -325,7 +325,7 @@ class MainScreen(ActionScreen):
         except StoreError as e:
             self.post_message(StoreTrouble(f"live updates stopped: {e}"))
 
-    @work(thread=True, exclusive=True, group="run", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="run", exit_on_error=False, description="a run's index")
     def load_run(self, key: RunKey) -> None:
         async def job(reader: EventReader) -> None:
             if key.correlation_id is None:  # a long run: its newest events are shown while the rest loads
@@ -344,7 +344,7 @@ class MainScreen(ActionScreen):
 
         self.in_thread(job)
 
-    @work(thread=True, exclusive=True, group="kinds", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="kinds", exit_on_error=False, description="a run's kinds")
     def read_kinds(self, key: RunKey, rows: list[IndexRow]) -> None:
         """The kind of every row of a long run listed from its ids (the filters, pickers and plot need them)."""
 
@@ -355,7 +355,7 @@ class MainScreen(ActionScreen):
 
         self.in_thread(job)
 
-    @work(thread=True, group="rows", exit_on_error=False)
+    @work(thread=True, group="rows", exit_on_error=False, description="a page of events")
     def load_rows(self, key: RunKey, gids: list[int]) -> None:
         """Rows of a long run the events list drew before they were read."""
 
@@ -364,7 +364,7 @@ class MainScreen(ActionScreen):
 
         self.in_thread(job)
 
-    @work(thread=True, exclusive=True, group="collect", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="collect", exit_on_error=False, description="a run's figures")
     def collect_run(self, key: RunKey, rows: list[IndexRow]) -> None:
         """A long run's plot and graph: its LLM-call, compaction and workflow rows read a page at a time
         (of a call only the fields drawn are decoded) and fed to a collector that keeps the calls, not the
@@ -390,7 +390,7 @@ class MainScreen(ActionScreen):
 
         self.in_thread(job)
 
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="a search in a run")
     def search_run(self, key: RunKey, needle: str, gids: list[int]) -> None:
         """A long run's events matching `needle`, found a page at a time (as the list's own search matches)."""
         from zymi_tui.tui.model_events import search_rows
@@ -412,7 +412,7 @@ class MainScreen(ActionScreen):
 
         self.in_thread(job)
 
-    @work(thread=True, exclusive=True, group="event", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="event", exit_on_error=False, description="one event")
     def read_event(self, key: RunKey, gid: int) -> None:
         """One event of a long run read whole (the inspector opens on it)."""
 
@@ -422,7 +422,7 @@ class MainScreen(ActionScreen):
 
         self.in_thread(job)
 
-    @work(thread=True, exclusive=True, group="masking", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="masking", exit_on_error=False, description="a run's masking")
     def find_masking(self, key: RunKey, streams: list[str]) -> None:
         """Replay the run's step streams with the context engine: where masking really starts."""
         from zymi_tui.replay.calls import replay_store
@@ -447,7 +447,7 @@ class MainScreen(ActionScreen):
         if self.target.project is not None:
             self.in_thread(job)
 
-    @work(thread=True, exclusive=True, group="pipeline", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="pipeline", exit_on_error=False, description="a pipeline's graph")
     def load_pipeline(self, key: RunKey, pipeline: str) -> None:
         try:
             steps = load_pipeline_steps(self.target.project, pipeline)

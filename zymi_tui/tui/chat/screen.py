@@ -247,7 +247,7 @@ class ChatScreen(ActionScreen):
         w = self.turn_worker
         return w is not None and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
 
-    @work(exclusive=True, group="turn", exit_on_error=False)
+    @work(exclusive=True, group="turn", exit_on_error=False, description="a chat turn")
     async def run_turn(self, text: str) -> None:
         ok, answer = await self.session.send(text)
         self._redraw(force=True)

@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import difflib
 import gc
+import math
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import ClassVar
 
@@ -41,12 +43,14 @@ from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.diff_table import DiffTable
 from zymi_tui.tui.tuning.model import CallDiff, Curve, KnobForm, curve, diff_contexts, prepare_recorded
-from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, load_run, replay_stream
+from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf, gc_paused, load_run, replay_stream
 from zymi_tui.tui.widgets import FittingFooter
 
 RECORDED = "recorded"
 PENDING_NOTICE_S = 0.1  # a running what-if says so after this long (if its picked call is not drawn yet)
 PAINT_WAIT_S = 0.25  # the longest a what-if waits for its picked call's frame before going on
+GC_HOLD_MAX_S = 2.0  # the longest the cyclic collector is held for an edit that never draws
+PICK_HERE_S = 0.025  # the longest the UI thread spends making the picked call's what-if itself
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
 Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as display text (`clean`)
 DIFF_LABELS = ("change", "layer", "seq", "role", "bytes", "Δ", "why")
@@ -100,9 +104,19 @@ class Quiet(Static):
 
 
 class KnobInput(Input):
-    """A knob's field. Textual's Input sets its virtual size to its text's width on every keystroke,
-    and a new virtual size lays the whole screen out (10-30 ms of the UI thread per key on a long
-    stream's editor); here it is at least the field's width, so a value that fits changes nothing."""
+    """A knob's field. Every change of its value goes to `typed` at once, within the key's handling,
+    so what the screen draws for it joins the frame that shows the key (`Input.Changed` arrives after
+    that frame: the figures then waited for the screen's next update, 17-33 ms later). Textual's Input
+    sets its virtual size to its text's width on every keystroke, and a new virtual size lays the
+    whole screen out (10-30 ms per key on a long stream's editor); here it is at least the field's
+    width, so a value that fits changes nothing."""
+
+    def __init__(self, value: str, typed: Callable[[str, str], object], *, knob: str) -> None:
+        self.typed, self.knob = typed, knob
+        super().__init__(value, id=f"knob-{knob}", classes="knob")
+
+    def watch_value(self, value: str) -> None:
+        self.typed(self.knob, value)
 
     @property
     def content_width(self) -> int:
@@ -123,9 +137,9 @@ class WhatIfPicked(Message):
     screen (or dropped): the worker makes the other calls' rows only then, so that it does not take
     the interpreter from the frame that shows this one."""
 
-    def __init__(self, knobs: ContextKnobs, diff: CallDiff) -> None:
+    def __init__(self, knobs: ContextKnobs, diff: CallDiff, reached_s: float) -> None:
         super().__init__()
-        self.knobs, self.diff = knobs, diff
+        self.knobs, self.diff, self.reached_s = knobs, diff, reached_s  # reached: the worker's time to the call
         self.painted = threading.Event()
 
 
@@ -239,6 +253,7 @@ class TuningScreen(ActionScreen):
         self.started = 0.0
         self.redraw_ms: float | None = None  # edit -> exact what-if drawn (curve included)
         self.picked_ms: float | None = None  # edit -> the picked call's exact what-if drawn
+        self.pick_s: float | None = None  # the last what-if's time to the picked call (None: not known yet)
         self.diff_knobs: ContextKnobs | None = None  # the knobs `diff` was made under
         self.pending = False  # the exact what-if of the stream is on its way
         self.curve: Curve | None = None
@@ -246,6 +261,8 @@ class TuningScreen(ActionScreen):
         self.errors_due = False  # the knobs' errors and state are to be drawn with the summary
         self._agents: dict[int, tuple[list[CallContext], int, list[CallContext]]] = {}  # see agent_calls
         self.drawn: tuple[CallDiff | None, int] | None = None  # the diff the table shows, for the call picked
+        self.gc_hold = ExitStack()  # see hold_collector
+        self.gc_hold_since = 0.0  # when the collector was last held for an edit (0: it is not held)
         self.profiles: dict[str, ContextKnobs] = dict(PROFILES)
         try:
             self.profiles.update(user_profiles())
@@ -263,7 +280,7 @@ class TuningScreen(ActionScreen):
                 yield Select(options, value=RECORDED, allow_blank=False, id="profile")
                 for name in KNOB_NAMES:
                     yield Label(name)
-                    yield KnobInput(self.form.texts[name], id=f"knob-{name}", classes="knob")
+                    yield KnobInput(self.form.texts[name], self.knob_typed, knob=name)
                     yield Quiet("", id=f"err-{name}", classes="knob-error")
                 yield Quiet("", id="state")
                 yield Input(placeholder="save as profile… (type a name, then ctrl+s)", id="profile-name")
@@ -278,6 +295,7 @@ class TuningScreen(ActionScreen):
         yield FittingFooter()
 
     def on_unmount(self) -> None:
+        self.gc_hold.close()
         gc.unfreeze()  # what the editor kept is the collector's again once it is closed
 
     def on_mount(self) -> None:
@@ -307,6 +325,31 @@ class TuningScreen(ActionScreen):
             await asyncio.to_thread(prepare_recorded, picked.rendered)
         # the loaded run and the base replay live as long as the editor: kept out of the collector's
         # full walks while it is open (on the UI thread they cost ~140 ms of CPU per edit on a 10k stream)
+        gc.freeze()
+
+    # -- the collector --------------------------------------------------------------------------
+    def hold_collector(self) -> None:
+        """No cyclic collection from an edit until its what-if is on screen (`release_collector`): a
+        full one walks what the last what-ifs left (20-180 ms on a 10k-event stream), and it came in
+        the middle of an edit every few edits (where the what-if's allocations made it due)."""
+        if not self.gc_hold_since:
+            self.gc_hold.enter_context(gc_paused())
+        self.gc_hold_since = time.perf_counter()
+        self.set_timer(GC_HOLD_MAX_S, self.release_stale_collector)
+
+    def release_stale_collector(self) -> None:
+        """A hold that no what-if ended (one that failed never draws)."""
+        if self.gc_hold_since and time.perf_counter() - self.gc_hold_since >= GC_HOLD_MAX_S:
+            self.release_collector()
+
+    def release_collector(self) -> None:
+        """The edit is on screen: what it left is collected now, at rest, and what lives on (the
+        what-if shown) is kept out of later collections' walks (each then walks one edit's objects)."""
+        if not self.gc_hold_since:
+            return
+        self.gc_hold.close()
+        self.gc_hold_since = 0.0
+        gc.collect()
         gc.freeze()
 
     # -- state ----------------------------------------------------------------------------------
@@ -357,25 +400,24 @@ class TuningScreen(ActionScreen):
         return self.whatif is not None
 
     # -- editing --------------------------------------------------------------------------------
-    @on(Input.Changed, ".knob")
-    def knob_changed(self, event: Input.Changed) -> None:
-        if self._syncing or event.input.id is None:
-            return
-        name = event.input.id.removeprefix("knob-")
-        if event.value == self.form.texts.get(name):
-            return  # the echo of sync_inputs (it can arrive after _syncing is over): nothing changed
-        knobs = self.form.set(name, event.value)
+    def knob_typed(self, name: str, value: str) -> None:
+        """A knob's field changed (called by the field, within the key's handling)."""
+        if self._syncing or value == self.form.texts.get(name):
+            return  # set by sync_inputs, or as it was: nothing changed
+        knobs = self.form.set(name, value)
+        # the knobs' errors and state are shown with the what-if's first figures: a frame of their own
+        # before those took the interpreter from the what-if
+        self.errors_due = True
         if knobs is None or not self.recompute():
             self.show_errors()
-        else:  # shown with the what-if's first figures: a frame of its own before them took the
-            self.errors_due = True  # interpreter from the what-if (its worker thread)
 
     @on(Select.Changed, "#profile")
     def profile_changed(self, event: Select.Changed) -> None:
-        if self._syncing:
-            return
         value = str(event.value)
-        self.form.load(self.recorded if value == RECORDED else self.profiles[value])
+        knobs = self.recorded if value == RECORDED else self.profiles[value]
+        if knobs == self.form.knobs and not self.form.errors:
+            return  # (also the echo of the select set by a reset)
+        self.form.load(knobs)
         self.sync_inputs()
         self.recompute()
 
@@ -385,11 +427,8 @@ class TuningScreen(ActionScreen):
             for name in KNOB_NAMES:
                 self.query_one(f"#knob-{name}", Input).value = self.form.texts[name]
         finally:
-            self.call_after_refresh(self._end_sync)
+            self._syncing = False
         self.show_errors()
-
-    def _end_sync(self) -> None:
-        self._syncing = False
 
     def show_errors(self) -> None:
         self.errors_due = False
@@ -415,31 +454,62 @@ class TuningScreen(ActionScreen):
             self.what_if_calls, self.diff, self.diff_knobs, self.last_ms, self.pending = None, None, None, None, False
             self.partial = None
             self.workers.cancel_group(self, "whatif")
-            self.redraw()
+            self.redraw(then=self.release_collector)
             return False
+        self.hold_collector()
         self.started = time.perf_counter()
         self.pending, self.partial = True, []
-        self.run_whatif(knobs)
-        # "replaying…" only if the picked call is not known by then: a figures-only what-if knows it
-        # within a frame or two, and drawing the notice first cost a frame on the way to its figures
-        self.set_timer(PENDING_NOTICE_S, self.show_summary)
+        diff = self.picked_here(knobs)
+        if diff is None:
+            self.run_whatif(knobs)
+            # "replaying…" only if the picked call is not known by then: a figures-only what-if knows it
+            # within a frame or two, and drawing the notice first cost a frame on the way to its figures
+            self.set_timer(PENDING_NOTICE_S, self.show_summary)
+            return True
+        painted = threading.Event()
+        self.show_picked(knobs, diff, then=painted.set)
+        self.run_whatif(knobs, (diff, painted))
         return True
 
-    @work(thread=True, exclusive=True, group="whatif", exit_on_error=False)
-    def run_whatif(self, knobs: ContextKnobs) -> None:
+    def picked_here(self, knobs: ContextKnobs) -> CallDiff | None:
+        """The picked call's what-if and its diff, made on the UI thread while the key that changed the
+        knobs is being handled, so that its figures are in the frame that shows the key; None (the
+        worker makes it) when the stream does not get there within `PICK_HERE_S`, or did not last
+        time (`pick_s`)."""
+        before = self.picked_call(self.recorded_calls)
+        if self.whatif is None or before is None or before.rendered is None:
+            return None
+        if self.pick_s is not None and self.pick_s > PICK_HERE_S:
+            return None
+        t0 = time.perf_counter()
+        with gc_paused():  # (a collection's walk over the loaded run would cost more than the work)
+            after = self.whatif.call_at(knobs, before.sequence, within_s=PICK_HERE_S)
+            self.pick_s = time.perf_counter() - t0 if after is not None else math.inf
+            if after is None or after.rendered is None:
+                return None
+            return diff_contexts(before.rendered, after.rendered)
+
+    @work(thread=True, exclusive=True, group="whatif", exit_on_error=False, description="the stream's what-if")
+    def run_whatif(self, knobs: ContextKnobs, known: tuple[CallDiff, threading.Event] | None = None) -> None:
         """The exact what-if of the whole stream; stops as soon as a newer edit arrives (the worker is
-        cancelled, or the form holds other knobs), posting its calls to the plot as they come."""
+        cancelled, or the form holds other knobs), posting its calls to the plot as they come, and the
+        picked call's diff first. `known`: that diff is made already, and on screen once the event is
+        set (the worker waits for it, so that it does not take the interpreter from that frame)."""
         assert self.whatif is not None
         worker = get_current_worker()
+        diff: CallDiff | None = None
+        if known is not None:
+            diff = known[0]
+            known[1].wait(PAINT_WAIT_S)
         t0 = time.perf_counter()
         before = self.picked_call(self.recorded_calls)
-        diff: CallDiff | None = None
 
         def picked(after: CallContext) -> None:  # the picked call is known: drawn before the rest
             nonlocal diff
             if before is not None and before.rendered is not None and after.rendered is not None:
+                reached = time.perf_counter() - t0
                 diff = diff_contexts(before.rendered, after.rendered)
-                message = WhatIfPicked(knobs, diff)
+                message = WhatIfPicked(knobs, diff, reached)
                 self.post_message(message)
                 message.painted.wait(PAINT_WAIT_S)
 
@@ -447,7 +517,7 @@ class TuningScreen(ActionScreen):
             knobs,
             stop=lambda: worker.is_cancelled or self.form.knobs != knobs,
             partial=lambda rows: self.post_message(WhatIfPartial(knobs, rows)),
-            want=None if before is None else before.sequence,
+            want=None if before is None or known is not None else before.sequence,
             on_want=picked,
         )
         if calls is None:
@@ -455,11 +525,16 @@ class TuningScreen(ActionScreen):
         self.post_message(WhatIfReady(knobs, calls, diff, (time.perf_counter() - t0) * 1000))
 
     def on_what_if_picked(self, message: WhatIfPicked) -> None:
+        self.pick_s = message.reached_s
         if message.knobs != self.form.knobs or not self.pending:
             message.painted.set()
             return
-        self.diff, self.diff_knobs = message.diff, message.knobs
-        self.show_summary(then=message.painted.set)
+        self.show_picked(message.knobs, message.diff, then=message.painted.set)
+
+    def show_picked(self, knobs: ContextKnobs, diff: CallDiff, *, then: Callable[[], object]) -> None:
+        """The picked call's what-if, drawn before the rest of the stream is known; `then` once on screen."""
+        self.diff, self.diff_knobs = diff, knobs
+        self.show_summary(then=then)
         self.draw_diff()
         self.picked_ms = (time.perf_counter() - self.started) * 1000  # edit -> picked call drawn
 
@@ -477,7 +552,7 @@ class TuningScreen(ActionScreen):
         self.what_if_calls, self.diff, self.last_ms, self.pending = message.calls, message.diff, message.ms, False
         self.diff_knobs = message.knobs
         self.partial = None
-        self.redraw()
+        self.redraw(then=self.release_collector)
         self.redraw_ms = (time.perf_counter() - self.started) * 1000  # edit -> redrawn (the benchmark reads it)
 
     # -- drawing --------------------------------------------------------------------------------
@@ -490,11 +565,12 @@ class TuningScreen(ActionScreen):
         plot.show(self.curve, (knobs.soft_cap_chars, knobs.hard_cap_chars), rec_caps, edited=edited)
         self.query_one("#caveat", Static).display = edited
 
-    def redraw(self) -> None:
+    def redraw(self, *, then: Callable[[], object] | None = None) -> None:
+        """Every part of the view; `then` is called once it is on screen."""
         self.draw_curve(self.form.knobs or self.recorded, self.what_if_calls)
         self.show_summary()
-        self.query_one("#elapsed", Quiet).show(Text(self.progress_text(), style="dim"))
         self.draw_diff()
+        self.query_one("#elapsed", Quiet).show(Text(self.progress_text(), style="dim"), then=then)
 
     def progress_text(self) -> str:
         """The exact what-if's state: calls done so far, or the whole stream's peak and compactions."""
@@ -604,6 +680,7 @@ class TuningScreen(ActionScreen):
         if not n:
             return
         self.picked = max(0, min(n - 1, self.picked + delta))
+        self.pick_s = None  # another call: another time to reach it
         if self.pending and self.form.knobs is not None:
             self.run_whatif(self.form.knobs)  # started again, for this call first
         elif self.what_if_calls is not None:
@@ -620,7 +697,6 @@ class TuningScreen(ActionScreen):
 
     def action_reset(self) -> None:
         self.form.reset()
-        self._syncing = True
         self.query_one("#profile", Select).value = RECORDED
         self.sync_inputs()
         self.recompute()

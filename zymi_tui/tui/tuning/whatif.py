@@ -201,19 +201,23 @@ def gc_paused() -> Iterator[None]:
 
 @dataclass
 class _Watch:
-    """Calls `on_want` once, with the agent call at sequence `want`."""
+    """Calls `on_want` once, with the agent call at sequence `want`; `only`: that call is all that is
+    asked, so the replay stops once it is given."""
 
     want: int | None
     on_want: Callable[[CallContext], object] | None
+    only: bool = False
 
-    def check(self, rows: list[CallContext]) -> None:
+    def check(self, rows: list[CallContext]) -> bool:
+        """Whether the replay stops here (the wanted call is among `rows`, and it is all that is asked)."""
         if self.on_want is None:
-            return
+            return False
         for row in rows:
             if row.sequence == self.want and not row.is_compaction and not row.hard_cap_failure:
                 self.on_want(row)
                 self.on_want = None
-                return
+                return self.only
+        return False
 
 
 class _Uncovered(Exception):
@@ -348,6 +352,18 @@ class StreamWhatIf:
         with gc_paused():
             return self._run(knobs or self.recorded, stop, partial, every_s, watch)
 
+    def call_at(self, knobs: ContextKnobs, sequence: int, *, within_s: float) -> CallContext | None:
+        """The agent call at `sequence` under `knobs`, the rest of the stream not made; None if it is
+        not known within `within_s` seconds, or if the base replay is not made yet (making it takes
+        longer). For a caller that must not wait long: the UI thread, for the call on screen."""
+        if self.forkable and self._base is None:
+            return None
+        found: list[CallContext] = []
+        deadline = time.perf_counter() + within_s
+        with gc_paused():
+            self._run(knobs, lambda: time.perf_counter() > deadline, None, 1.0, _Watch(sequence, found.append, True))
+        return found[0] if found else None
+
     def _run(
         self,
         k: ContextKnobs,
@@ -376,7 +392,8 @@ class StreamWhatIf:
                 kept = sum(1 for j, _ in base.calls[: len(out)] if j < start)
                 return self._replay(snapshot.fork(k), start, out[:kept], stop, partial, every_s, watch)
             out.append(_with(call, ctx))
-            watch.check(out[-1:])
+            if watch.check(out[-1:]):
+                return None
         return out
 
     def _follow(
@@ -439,8 +456,8 @@ class StreamWhatIf:
 
         wanted = follow.index.get(watch.want) if watch.want is not None else None
         first = None if wanted is None else row(wanted)
-        if first is not None:
-            watch.check([first])
+        if first is not None and watch.check([first]):
+            return None
         out: list[CallContext] = []
         for index in range(len(calls)):
             if index in compactions:
@@ -469,7 +486,8 @@ class StreamWhatIf:
             if rows:
                 mine = [r for r in rows if r.stream_id == self.stream_id]
                 out.extend(mine)
-                watch.check(mine)
+                if watch.check(mine):
+                    return None
             if i & 127 == 0:
                 if stop():
                     return None
