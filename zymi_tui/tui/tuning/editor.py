@@ -50,7 +50,8 @@ RECORDED = "recorded"
 PENDING_NOTICE_S = 0.1  # a running what-if says so after this long (if its picked call is not drawn yet)
 PAINT_WAIT_S = 0.25  # the longest a what-if waits for its picked call's frame before going on
 GC_HOLD_MAX_S = 2.0  # the longest the cyclic collector is held for an edit that never draws
-PICK_HERE_S = 0.025  # the longest the UI thread spends making the picked call's what-if itself
+PICK_HERE_S = 0.025  # the picked call's what-if is made on the UI thread if it took at most this long last time
+PICK_HERE_MAX_S = 0.1  # and given up there (then made by the worker) if it takes longer than this
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
 Row = tuple[str, str, str, str, str, str, str]  # a diff table row, as display text (`clean`)
 DIFF_LABELS = ("change", "layer", "seq", "role", "bytes", "Δ", "why")
@@ -474,8 +475,9 @@ class TuningScreen(ActionScreen):
     def picked_here(self, knobs: ContextKnobs) -> CallDiff | None:
         """The picked call's what-if and its diff, made on the UI thread while the key that changed the
         knobs is being handled, so that its figures are in the frame that shows the key; None (the
-        worker makes it) when the stream does not get there within `PICK_HERE_S`, or did not last
-        time (`pick_s`)."""
+        worker makes it) when the last what-if took longer than `PICK_HERE_S` to get there (`pick_s`),
+        or this one does not within `PICK_HERE_MAX_S` (a loaded machine can double the time: giving
+        up at the same bound wasted it, and the worker started from nothing)."""
         before = self.picked_call(self.recorded_calls)
         if self.whatif is None or before is None or before.rendered is None:
             return None
@@ -483,7 +485,7 @@ class TuningScreen(ActionScreen):
             return None
         t0 = time.perf_counter()
         with gc_paused():  # (a collection's walk over the loaded run would cost more than the work)
-            after = self.whatif.call_at(knobs, before.sequence, within_s=PICK_HERE_S)
+            after = self.whatif.call_at(knobs, before.sequence, within_s=PICK_HERE_MAX_S)
             self.pick_s = time.perf_counter() - t0 if after is not None else math.inf
             if after is None or after.rendered is None:
                 return None
