@@ -11,10 +11,11 @@ import sys
 from typing import Any
 
 import pytest
-from textual.widgets import Static
+from textual import events
+from textual.widgets import Input, Static
 
 from tests.conftest import ORACLE
-from tests.waiting import pilot_until
+from tests.waiting import pilot_until, workers_idle
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import EventReader
 from zymi_tui.tui.tuning.app import TuningApp
@@ -186,3 +187,20 @@ async def test_the_diff_drawn_is_the_cli_contexts_difference(keys: list[str], se
         lines = [table.render_line(y).text.split() for y in range(1, table.size.height)]
         drawn = {(w[1], w[2], w[3], w[4]) for w in lines if len(w) > 4}
         assert drawn == want
+
+
+async def test_keys_that_come_together_edit_the_field_in_order() -> None:
+    """Keys handed over in one go (one terminal read, or typed while an edit is being drawn): a
+    backspace is applied where it was typed, not after the characters that followed it (Textual ran a
+    field's bound keys once they had bubbled up to the app: textual#6605)."""
+    app = editor_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = await loaded(app, pilot)
+        await pilot.press("tab")  # observation_window, its text selected
+        field = screen.query_one("#knob-observation_window", Input)
+        for key, char in [("backspace", None), ("2", "2"), ("backspace", None), ("3", "3")]:
+            app.post_message(events.Key(key, char))  # as the driver posts the keys of one read
+        await workers_idle(pilot)
+        await pilot.pause()
+        assert field.value == "3"
+        assert "window 3" in shown(screen, "#state")

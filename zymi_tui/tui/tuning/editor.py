@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult, RenderResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
@@ -118,6 +118,17 @@ class KnobInput(Input):
 
     def watch_value(self, value: str) -> None:
         self.typed(self.knob, value)
+
+    async def _on_key(self, event: events.Key) -> None:
+        """The field's own bound keys (backspace, delete, arrows…) run here, in order with the typed
+        characters: Textual runs them once the key has bubbled up to the app, so a character that came
+        in the same read (or while an edit was being drawn) was inserted first (textual#6605)."""
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            if not binding.priority and await self.app.run_action(binding.action, self):
+                event.stop()
+                event.prevent_default()
+                return
+        await super()._on_key(event)
 
     @property
     def content_width(self) -> int:
