@@ -8,6 +8,7 @@ import gc
 import json
 import subprocess
 import sys
+import weakref
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from tests.conftest import ORACLE
 from tests.waiting import pilot_until, workers_idle
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import EventReader
+from zymi_tui.tui.tuning import editor
 from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.diff_table import DiffTable
@@ -204,3 +206,30 @@ async def test_keys_that_come_together_edit_the_field_in_order() -> None:
         await pilot.pause()
         assert field.value == "3"
         assert "window 3" in shown(screen, "#state")
+
+
+class _Cycle:
+    """An object in a reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_garbage_frozen_with_an_edit_is_reclaimed_once_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What is alive when an edit is released is frozen out of the collector's walks; what of it has
+    become garbage since is collected once the editor has been idle after `RECLAIM_EVERY` edits."""
+    monkeypatch.setattr(editor, "RECLAIM_EVERY", 2)
+    monkeypatch.setattr(editor, "RECLAIM_IDLE_S", 0.05)
+    app = editor_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = await loaded(app, pilot)
+        cycle = _Cycle()
+        gone = weakref.ref(cycle)
+        await pilot.press("tab", "backspace", "backspace", "2")  # edit 1: released, `cycle` frozen alive
+        await pilot_until(pilot, lambda: screen.frozen_edits == 1, "the first edit released")
+        del cycle  # garbage now, but frozen: no collection walks it
+        gc.collect()
+        assert gone() is not None
+        await pilot.press("backspace", "3")  # edit 2: the second since the last reclaim
+        await pilot_until(pilot, lambda: gone() is None, "the frozen garbage reclaimed")
+        assert screen.frozen_edits == 0
