@@ -24,6 +24,7 @@ from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.diff_table import DiffTable
 from zymi_tui.tui.tuning.editor import TuningScreen
+from zymi_tui.tui.tuning.whatif import StreamWhatIf
 
 NAME = "coding_compaction"
 LABELS = {"observation_window": "window", "soft_cap_chars": "soft", "min_tail_turns": "min_tail"}  # the state line
@@ -233,3 +234,24 @@ async def test_garbage_frozen_with_an_edit_is_reclaimed_once_idle(monkeypatch: p
         await pilot.press("backspace", "3")  # edit 2: the second since the last reclaim
         await pilot_until(pilot, lambda: gone() is None, "the frozen garbage reclaimed")
         assert screen.frozen_edits == 0
+
+
+async def test_a_failure_making_the_picked_call_on_the_key_leaves_it_to_the_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The picked call made within the key's handling runs on the UI thread: if it fails, the key is
+    not lost and the app does not stop; the worker makes the what-if (and would show its own failure)."""
+
+    def broken(self: Any, *args: Any, **kw: Any) -> None:
+        raise RuntimeError("call_at broke")
+
+    monkeypatch.setattr(StreamWhatIf, "call_at", broken)
+    rows = cli_replay("observation_window=2")
+    last = [r for r in rows if r["kind"] == "agent"][-1]
+    app = editor_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = await loaded(app, pilot)
+        await pilot.press("tab", "backspace", "backspace", "2")
+        want = f"what-if (estimated): {last['chars']:,} bytes"
+        await pilot_until(pilot, lambda: want in shown(screen, "#summary"), "the worker's what-if drawn")
+        assert screen.query_one("#knob-observation_window", Input).value == "2"

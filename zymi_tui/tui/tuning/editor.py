@@ -512,12 +512,19 @@ class TuningScreen(ActionScreen):
         if self.pick_s is not None and self.pick_s > PICK_HERE_S:
             return None
         t0 = time.perf_counter()
-        with gc_paused():  # (a collection's walk over the loaded run would cost more than the work)
-            after = self.whatif.call_at(knobs, before.sequence, within_s=PICK_HERE_MAX_S)
-            self.pick_s = time.perf_counter() - t0 if after is not None else math.inf
-            if after is None or after.rendered is None:
-                return None
-            return diff_contexts(before.rendered, after.rendered)
+        try:
+            with gc_paused():  # (a collection's walk over the loaded run would cost more than the work)
+                after = self.whatif.call_at(knobs, before.sequence, within_s=PICK_HERE_MAX_S)
+                reached = time.perf_counter() - t0
+                if after is None or after.rendered is None:
+                    self.pick_s = math.inf
+                    return None
+                diff = diff_contexts(before.rendered, after.rendered)
+        except Exception:  # the worker makes the same what-if, and shows its failure where failures go
+            self.pick_s = math.inf
+            return None
+        self.pick_s = reached
+        return diff
 
     @work(thread=True, exclusive=True, group="whatif", exit_on_error=False, description="the stream's what-if")
     def run_whatif(self, knobs: ContextKnobs, known: tuple[CallDiff, threading.Event] | None = None) -> None:
