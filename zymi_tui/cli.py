@@ -9,12 +9,13 @@ import contextlib
 import gc
 import importlib
 import os
+import signal
 import sys
 import types
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from zymi_tui import __version__
+from zymi_tui import EXIT_INTERRUPTED, INTERRUPTED_LINE, __version__
 from zymi_tui.commands import COMMAND_BY_NAME, COMMANDS, modules_loading
 from zymi_tui.errors import UserError
 
@@ -77,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--no-venv"]
     command = chosen_command(args_list)
     code = run_command(args_list, command, own_process=own_process)
+    if own_process:  # the command is over: a Ctrl-C now ends nothing more than the exit already does
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     if own_process and command in EXIT_AT_ONCE:
         exit_now(code)
     return code
@@ -101,6 +104,8 @@ def run_command(args_list: list[str], command: str | None, *, own_process: bool)
     with modules_loading(own_process=own_process):
         args = build_parser(command).parse_args(args_list)
     try:
+        if own_process:  # start-up is over (zymi_tui/__init__.py): Ctrl-C is KeyboardInterrupt, handled below
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         if command is None:
             args = build_parser("observe").parse_args(["observe"])
             args.bare = True  # bare `zymi-tui` opens the dashboard on the current folder or the sample
@@ -116,9 +121,10 @@ def run_command(args_list: list[str], command: str | None, *, own_process: bool)
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:
-        from zymi_tui.commands.common import EXIT_INTERRUPTED, err
-
-        err.print("interrupted (Ctrl-C)")
+        if own_process:  # one line, whatever a second Ctrl-C does
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sys.stderr.write(INTERRUPTED_LINE.decode())
+        sys.stderr.flush()
         return EXIT_INTERRUPTED
 
 

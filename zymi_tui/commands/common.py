@@ -15,6 +15,7 @@ import sys
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
+from zymi_tui import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported: the commands take it from here
 from zymi_tui.errors import UserError
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.locate import Located, locate
@@ -23,7 +24,6 @@ from zymi_tui.text_safety import escape_controls
 T = TypeVar("T")
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
 
 if TYPE_CHECKING:
     from rich.console import Console
