@@ -34,6 +34,10 @@ KEEP = {"call_id", "tool_call_id", "id", "role", "pipeline", "node_id", "step_id
 
 HOSTILE = ["markup", "escapes", "unicode", "nul", "huge_result", "unknown_kinds", "broken_chain", "empty",
            "chat_only"]  # fmt: skip
+# also made by make_store (not in HOSTILE: every row of those reads): the run's first row (its
+# PipelineRequested) and its first ToolCallCompleted cut short
+UNREADABLE = "unreadable_rows"
+UNREADABLE_KINDS = ("pipeline_requested", "tool_call_completed")
 SOURCE = "coding_compaction"  # compactions, masking, a project folder
 
 
@@ -123,7 +127,7 @@ async def make_store(name: str, root: Path, source: str = SOURCE) -> tuple[Path,
         events = _huge(events)
     elif name == "unknown_kinds":
         events = _unknown(events)
-    elif name == "broken_chain":
+    elif name in ("broken_chain", UNREADABLE):
         pass
     elif name == "grew":  # one compaction whose summary came back larger than what it replaced
         seen = 0
@@ -148,7 +152,19 @@ async def make_store(name: str, root: Path, source: str = SOURCE) -> tuple[Path,
         with contextlib.closing(sqlite3.connect(db)) as c, c:  # tamper with one row: its hash no longer matches
             c.execute("UPDATE events SET data = replace(data, 'read_file', 'rm_rf_all') WHERE id = "
                       "(SELECT MIN(id) FROM events WHERE data LIKE '%read_file%')")  # fmt: skip
+    if name == UNREADABLE:
+        with contextlib.closing(sqlite3.connect(db)) as c, c:  # their JSON cut short: no reader can decode them
+            for tag in UNREADABLE_KINDS:
+                c.execute("UPDATE events SET data = substr(data, 1, 40) WHERE id = "
+                          "(SELECT MIN(id) FROM events WHERE kind_tag = ?)", (tag,))  # fmt: skip
     return db, project
+
+
+def unreadable_row_ids(db: Path) -> list[int]:
+    """The ids of the rows UNREADABLE cut short (the first of each of UNREADABLE_KINDS)."""
+    with contextlib.closing(sqlite3.connect(db)) as c:
+        return [c.execute("SELECT MIN(id) FROM events WHERE kind_tag = ?", (t,)).fetchone()[0]
+                for t in UNREADABLE_KINDS]  # fmt: skip
 
 
 def make_store_sync(name: str, root: Path) -> tuple[Path, Path | None]:

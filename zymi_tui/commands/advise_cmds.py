@@ -11,7 +11,7 @@ from zymi_tui.engine.tools import definition_bytes
 from zymi_tui.events.factory import open_reader
 from zymi_tui.replay.advice import Advice, advise, effect_line, profile_name, to_json, to_markdown
 
-from .common import EXIT_OK, add_store_arg, located, out, run_async
+from .common import EXIT_OK, add_store_arg, close_reader, located, out, run_async
 from .flags import add_runs_filter, run_step_streams
 from .tuning_cmds import prices_arg, write_or_print
 
@@ -42,7 +42,7 @@ async def run_advise(args: argparse.Namespace) -> Advice:
             reader, project, prices=prices, model=args.model, tool_bytes=definition_bytes, streams=streams
         )
     finally:
-        await reader.close()
+        await close_reader(reader)
 
 
 def cmd_advise(args: argparse.Namespace) -> int:

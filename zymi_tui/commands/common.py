@@ -84,7 +84,7 @@ MAX_LISTED_IDS = 20
 
 def report_skipped(reader: EventReader) -> None:
     """Name on stderr every row the reader skipped since the last report (one line when many)."""
-    bad = list(reader.problems)
+    bad = list({b.global_id: b for b in reader.problems}.values())  # a row read twice (two replays) once
     reader.problems.clear()
     hint = "`zymi-tui verify` tells whether a row was changed after it was written"
     if len(bad) <= MAX_SKIPPED_LINES:
@@ -97,6 +97,15 @@ def report_skipped(reader: EventReader) -> None:
         f"{reader.label}: skipped {len(bad)} unreadable rows (ids {ids}{more}); the rest is read. "
         f"First: {bad[0].describe()}. {hint}"
     )
+
+
+async def close_reader(reader: EventReader) -> None:
+    """Close a command's reader, first naming on stderr every row it skipped (whatever the command
+    did with the rest: listed, replayed, counted, exported)."""
+    try:
+        report_skipped(reader)
+    finally:
+        await reader.close()
 
 
 def _sigint(how: int) -> None:

@@ -34,6 +34,7 @@ from .common import (
     EXIT_OK,
     CommandError,
     add_store_arg,
+    close_reader,
     err,
     located,
     out,
@@ -205,7 +206,7 @@ async def _replay(args: argparse.Namespace) -> int:
         _print_totals(totals, args.json, knobs, project, args.tokens)
         report_skipped(reader)
     finally:
-        await reader.close()
+        await close_reader(reader)
     return EXIT_OK
 
 
@@ -353,7 +354,7 @@ async def _context(args: argparse.Namespace) -> int:
         finally:
             report_skipped(reader)
     finally:
-        await reader.close()
+        await close_reader(reader)
     refuse_guess(row, args.strict)
     r = row.rendered
     fmt = "json" if args.json else args.format

@@ -13,7 +13,7 @@ from zymi_tui.events.store import step_of
 from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
 from zymi_tui.replay.export import ExportMeta, lhar_lines, otlp_traces
 
-from .common import EXIT_OK, CommandError, add_store_arg, located, run_async, warn
+from .common import EXIT_OK, CommandError, add_store_arg, close_reader, located, run_async, warn
 from .flags import add_runs_filter, run_step_streams
 from .tuning_cmds import write_or_print
 
@@ -61,7 +61,7 @@ async def _rows(args: argparse.Namespace) -> tuple[list[CallContext], RequestBod
         streams = await run_step_streams(reader, args)
         rows = [r async for r in replay_store(reader, project=project, streams=streams)]
     finally:
-        await reader.close()
+        await close_reader(reader)
     return rows, project_bodies(project), recorded_knobs(project).hard_cap_chars
 
 

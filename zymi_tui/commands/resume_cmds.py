@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from zymi_tui.commands.common import DIR_HELP, EXIT_FAIL, EXIT_OK, CommandError, quiet_child_watcher, run_async
+from zymi_tui.commands.common import (
+    DIR_HELP,
+    EXIT_FAIL,
+    EXIT_OK,
+    CommandError,
+    close_reader,
+    quiet_child_watcher,
+    run_async,
+)
 from zymi_tui.commands.workspace import load_project, print_footer, say, say_interrupted
 from zymi_tui.context.knobs import resolve_knobs
 from zymi_tui.engine.approvals import TerminalApproval
@@ -35,7 +43,7 @@ async def _dry_run(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice) -
     try:
         plan = await plan_resume(reader, ws, args.stream, args.from_step)
     finally:
-        await reader.close()
+        await close_reader(reader)
     _show_plan(plan, knobs, dry_run=True)
     return EXIT_OK
 
@@ -45,7 +53,7 @@ async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice, watc
     try:  # validate with a reader first: a bad request opens no writer
         plan = await plan_resume(reader, ws, args.stream, args.from_step)
     finally:
-        await reader.close()
+        await close_reader(reader)
     rt = await open_runtime(ws, [plan.pipeline], TerminalApproval(), printer=say, reasoning=TerminalApproval())
     try:
         _show_plan(plan, knobs, dry_run=False)

@@ -13,7 +13,7 @@ import sys
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.runs import list_runs
 
-from .common import EXIT_OK, add_store_arg, located, out, raw_line, report_skipped, run_async
+from .common import EXIT_OK, add_store_arg, close_reader, located, out, raw_line, run_async
 from .runs_view import print_runs
 
 
@@ -25,9 +25,8 @@ async def _runs(args: argparse.Namespace) -> int:
     reader = await open_reader(located(args).store)
     try:
         runs = await list_runs(reader, turns=args.turns)
-        report_skipped(reader)
     finally:
-        await reader.close()
+        await close_reader(reader)
     if args.pipeline:
         runs = [r for r in runs if r.pipeline == args.pipeline]
     runs = runs[: args.limit] if args.limit else runs

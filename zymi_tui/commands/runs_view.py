@@ -35,6 +35,8 @@ def one_line(text: str) -> str:
 
 
 def _started(r: RunSummary) -> str:
+    if not r.started_ns:
+        return "?"  # its request unreadable and no row after it tells the time
     return datetime.fromtimestamp(r.started_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
 
 

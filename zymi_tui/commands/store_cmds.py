@@ -19,6 +19,7 @@ from .common import (
     EXIT_OK,
     CommandError,
     add_store_arg,
+    close_reader,
     located,
     out,
     raw_line,
@@ -77,7 +78,7 @@ async def _events(args: argparse.Namespace) -> int:
         report_skipped(reader)
         return EXIT_OK
     finally:
-        await reader.close()
+        await close_reader(reader)
 
 
 async def _list(

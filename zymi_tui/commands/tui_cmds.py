@@ -18,7 +18,7 @@ from zymi_tui.tui.source import FirstRuns, first_runs
 from zymi_tui.tui.target import Target
 
 from . import modules_loading
-from .common import EXIT_OK, CommandError, add_store_arg, store_arg
+from .common import EXIT_OK, CommandError, add_store_arg, close_reader, store_arg
 from .flags import RUN_HELP, add_run_arg
 
 
@@ -40,7 +40,7 @@ async def _open(target: Target) -> FirstRuns | None:
             return None
         return await first_runs(reader)
     finally:
-        await reader.close()
+        await close_reader(reader)
 
 
 def _read_in_child(target: Target) -> Callable[[], FirstRuns | None]:

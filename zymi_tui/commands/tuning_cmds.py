@@ -41,7 +41,7 @@ from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
 
-from .common import EXIT_OK, CommandError, add_store_arg, err, located, out, raw_line, run_async
+from .common import EXIT_OK, CommandError, add_store_arg, close_reader, err, located, out, raw_line, run_async
 from .flags import (
     add_runs_filter,
     add_step_args,
@@ -165,7 +165,7 @@ async def run_compare(req: CompareRequest) -> Comparison:
                 progress=tick,
             )
     finally:
-        await reader.close()
+        await close_reader(reader)
     return cmp
 
 
@@ -243,7 +243,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     workers=args.workers,
                 )
         finally:
-            await reader.close()
+            await close_reader(reader)
 
     prices = load_prices(None)
     result = run_async(go())
@@ -280,7 +280,7 @@ def cmd_rent(args: argparse.Namespace) -> int:
             replay = make_replay(reader, project, [stream])
             return await observation_rent(replay, stream, window=args.window, base=knob_dict(base))
         finally:
-            await reader.close()
+            await close_reader(reader)
 
     rent = run_async(go())
     ranked = rent.ranked()[: args.top]
@@ -341,7 +341,7 @@ def cmd_find(args: argparse.Namespace) -> int:
             calls = [c async for c in replay_store(reader, project=project, knobs=knobs, streams=[stream])]
             return knobs, base, presence(calls, events, args.text, knob_dict(knobs))
         finally:
-            await reader.close()
+            await close_reader(reader)
 
     knobs, base, found = run_async(go())
     what_if = knobs != base
@@ -366,7 +366,7 @@ async def step_stream_to_tune(store: StoreLocation, args: argparse.Namespace) ->
         named = await resolve_step_stream(reader, args, required=False)
         steps = [s for s in await reader.streams() if ":step:" in s.stream_id]
     finally:
-        await reader.close()
+        await close_reader(reader)
     return named or (max(steps, key=lambda s: s.count).stream_id if steps else None)
 
 

@@ -7,7 +7,7 @@ import argparse
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.verify import verify_store
 
-from .common import EXIT_FAIL, EXIT_OK, add_store_arg, err, located, out, run_async, shown
+from .common import EXIT_FAIL, EXIT_OK, add_store_arg, close_reader, err, located, out, run_async, shown
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ async def _verify(args: argparse.Namespace) -> int:
     try:
         verdicts = await verify_store(reader, args.stream)
     finally:
-        await reader.close()
+        await close_reader(reader)
     broken = [v for v in verdicts if not v.ok]
     total = sum(v.verified for v in verdicts)
     legacy = sum(v.legacy for v in verdicts)

@@ -53,9 +53,14 @@ class RunSummary:
     request_global_id: int
     turn: int  # 1-based index of this request on its stream (always 1 for zymi's pairing)
     turns_on_stream: int
+    # the row id of its request when that row cannot be read: pipeline (unless its completion names it),
+    # inputs and start are then unknown; the start shown is that of the stream's next readable row
+    unreadable_request: int | None = None
 
     @property
     def prompt(self) -> str:
+        if self.unreadable_request is not None:
+            return f"⚠ its request (row {self.unreadable_request}) is unreadable: inputs unknown"
         return render_inputs(self.inputs)
 
     @property
@@ -67,16 +72,19 @@ class RunSummary:
         fork = None
         if self.fork:
             fork = {"fork_at_step": self.fork.fork_at_step, "parent_stream_id": self.fork.parent_stream_id}
-        return {
+        raw: dict[str, object] = {
             "duration_ms": self.duration_ms,
             "error": self.error,
             "fork": fork,
             "pipeline": self.pipeline,
-            "prompt": self.prompt,
+            "prompt": render_inputs(self.inputs),
             "started_at": format_timestamp(self.started_ns, zulu=False),
             "status": self.status,
             "stream_id": self.stream_id,
         }
+        if self.unreadable_request is not None:  # not a field of zymi's (zymi stops at such a row)
+            raw["unreadable_request_row"] = self.unreadable_request
+        return raw
 
 
 def render_inputs(inputs: dict[str, str]) -> str:
@@ -99,34 +107,61 @@ class _Mark:
     fields: RunFields
 
 
+def _outcome(done: _Mark | None, started: int) -> tuple[str, int | None, str | None, str | None]:
+    """Status, duration, error and final output of a run started at `started` and ended by `done`."""
+    if done is None:
+        return "running", None, None, None
+    d = done.fields
+    assert isinstance(d, PipelineCompleted)
+    return "ok" if d.success else "FAIL", (done.ns - started) // 1_000_000, d.error, d.final_output
+
+
 def _summary(req: _Mark, done: _Mark | None, fork: Fork | None, turn: int, turns: int) -> RunSummary:
     r = req.fields
     assert isinstance(r, PipelineRequested)
-    status, duration, error, final = "running", None, None, None
-    started = req.ns
-    if done is not None:
-        d = done.fields
-        assert isinstance(d, PipelineCompleted)
-        status = "ok" if d.success else "FAIL"
-        duration = (done.ns - started) // 1_000_000
-        error, final = d.error, d.final_output
+    status, duration, error, final = _outcome(done, req.ns)
     return RunSummary(
         stream_id=req.env.stream_id, pipeline=r.pipeline, correlation_id=req.env.correlation_id,
-        started_ns=started, duration_ms=duration, status=status, inputs=dict(r.inputs),
+        started_ns=req.ns, duration_ms=duration, status=status, inputs=dict(r.inputs),
         error=error, final_output=final, fork=fork, request_global_id=req.global_id, turn=turn,
         turns_on_stream=turns,
     )  # fmt: skip
 
 
-async def _bookkeeping(reader: EventReader, stream_id: str | None = None) -> list[RawRow]:
+@dataclass(frozen=True, slots=True)
+class _Unread:
+    """A request row that cannot be read: its row id, stream (its column) and the time of the stream's
+    next readable row (0 when none reads)."""
+
+    global_id: int
+    stream_id: str
+    ns: int
+
+
+def _unread_summary(req: _Unread, done: _Mark | None, fork: Fork | None, turn: int, turns: int) -> RunSummary:
+    """A run (or turn) whose request row cannot be read: listed all the same, marked as such."""
+    pipeline = done.fields.pipeline if done is not None and isinstance(done.fields, PipelineCompleted) else "?"
+    status, duration, error, final = _outcome(done, req.ns)
+    return RunSummary(
+        stream_id=req.stream_id, pipeline=pipeline, correlation_id=None, started_ns=req.ns,
+        duration_ms=duration if req.ns else None, status=status, inputs={}, error=error, final_output=final,
+        fork=fork, request_global_id=req.global_id, turn=turn, turns_on_stream=turns,
+        unreadable_request=req.global_id,
+    )  # fmt: skip
+
+
+Tagged = tuple[RawRow, str]  # a row and the kind tag it was read by
+
+
+async def _bookkeeping(reader: EventReader, stream_id: str | None = None) -> list[Tagged]:
     """The rows of the three bookkeeping kinds, in global order, as stored: of the whole store, or of
     one run stream (and its step streams)."""
-    rows: list[RawRow] = []
+    rows: list[Tagged] = []
     for tag in RUN_TAGS:
         cursor = 0
         while True:
             page = await reader.read_rows(cursor, PAGE, tag=tag, stream_id=stream_id)
-            rows += page.rows
+            rows += [(row, tag) for row in page.rows]
             cursor = page.last_global_id
             if page.rows_scanned < PAGE:
                 break
@@ -134,10 +169,19 @@ async def _bookkeeping(reader: EventReader, stream_id: str | None = None) -> lis
     return rows
 
 
-def _marks(reader: EventReader, rows: list[RawRow]) -> dict[str, list[_Mark]]:
-    """Per stream, its bookkeeping events; a row that cannot be read is reported and skipped."""
-    by_stream: dict[str, list[_Mark]] = {}
-    for gid, stream_id, seq, data in rows:
+@dataclass
+class _Marks:
+    """Per stream, its bookkeeping events that read, and the request rows that did not."""
+
+    read: dict[str, list[_Mark]]
+    unread: dict[str, list[_Unread]]
+
+
+async def _marks(reader: EventReader, rows: list[Tagged]) -> _Marks:
+    """Per stream, its bookkeeping events; a row that cannot be read is reported and skipped, and a
+    request row among them kept as unread (its run is listed all the same)."""
+    marks = _Marks({}, {})
+    for (gid, stream_id, seq, data), tag in rows:
         try:
             env = run_envelope(data)
             decoder = RUN_FIELDS.get(env.kind.type)
@@ -146,14 +190,29 @@ def _marks(reader: EventReader, rows: list[RawRow]) -> dict[str, list[_Mark]]:
             mark = _Mark(gid, env, parse_timestamp_ns(env.timestamp), payload(env, decoder))
         except (LeanError, ValueError) as e:
             reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
+            if tag == RUN_TAGS[0]:
+                unread = _Unread(gid, stream_id, await _next_time(reader, stream_id, gid))
+                marks.unread.setdefault(stream_id, []).append(unread)
             continue
-        by_stream.setdefault(env.stream_id, []).append(mark)
-    return by_stream
+        marks.read.setdefault(env.stream_id, []).append(mark)
+    return marks
+
+
+async def _next_time(reader: EventReader, stream_id: str, after: int) -> int:
+    """The timestamp of the first row of `stream_id` (or its steps) after row `after` that reads; 0 if none
+    of the next page does."""
+    page = await reader.read_rows(after, 64, stream_id=stream_id)
+    for _, _, _, data in page.rows:
+        try:
+            return parse_timestamp_ns(run_envelope(data).timestamp)
+        except (LeanError, ValueError):
+            continue
+    return 0
 
 
 async def list_runs(reader: EventReader, *, turns: bool = False) -> list[RunSummary]:
     """Runs, newest first. `turns=False` pairs as zymi does; `turns=True` gives one entry per request."""
-    return _summaries(_marks(reader, await _bookkeeping(reader)), turns)
+    return _summaries(await _marks(reader, await _bookkeeping(reader)), turns)
 
 
 async def newest_runs(reader: EventReader, n: int, *, turns: bool = False) -> tuple[list[RunSummary], bool]:
@@ -179,38 +238,54 @@ async def newest_runs(reader: EventReader, n: int, *, turns: bool = False) -> tu
         window *= 4
     newest = requests[-n:] if n > 0 else []
     streams = dict.fromkeys(stream for _, stream, _, _ in reversed(newest))
-    rows: list[RawRow] = []
+    rows: list[Tagged] = []
     for stream in streams:
         rows += await _bookkeeping(reader, stream)
     rows = sorted(set(rows))  # a step stream's rows are read with its run's too
     whole = after == 0 and len(requests) <= n
-    return _summaries(_marks(reader, rows), turns), whole
+    return _summaries(await _marks(reader, rows), turns), whole
 
 
-def _summaries(by_stream: dict[str, list[_Mark]], turns: bool) -> list[RunSummary]:
+def _summaries(marks: _Marks, turns: bool) -> list[RunSummary]:
     out: list[RunSummary] = []
-    for marks in by_stream.values():
-        requests = [m for m in marks if isinstance(m.fields, PipelineRequested)]
-        if not requests:
-            continue
-        fork = next(
-            (Fork(k.parent_stream_id, k.fork_at_step) for m in marks if isinstance(k := m.fields, ResumeForkedFields)),
-            None,
-        )
-        completions = [m for m in marks if isinstance(m.fields, PipelineCompleted)]
-        if not turns:
-            first = requests[0]
-            name = first.fields.pipeline  # type: ignore[union-attr]
-            done = next((c for c in completions if c.fields.pipeline == name), None)  # type: ignore[union-attr]
-            out.append(_summary(first, done, fork, 1, len(requests)))
-            continue
-        by_correlation: dict[str | None, _Mark] = {}
-        for c in completions:
-            by_correlation.setdefault(c.env.correlation_id, c)
-        for i, req in enumerate(requests, 1):
-            done = by_correlation.get(req.env.correlation_id)
-            out.append(_summary(req, done, fork if i == 1 else None, i, len(requests)))
+    for stream in dict.fromkeys([*marks.read, *marks.unread]):
+        out += _stream_runs(marks.read.get(stream, []), marks.unread.get(stream, []), turns)
     out.sort(key=lambda r: (r.started_ns, r.request_global_id), reverse=True)
+    return out
+
+
+def _stream_runs(marks: list[_Mark], unread: list[_Unread], turns: bool) -> list[RunSummary]:
+    """The run of one stream (zymi's pairing), or its turns."""
+    requests = [m for m in marks if isinstance(m.fields, PipelineRequested)]
+    if not requests and not unread:
+        return []
+    fork = next(
+        (Fork(k.parent_stream_id, k.fork_at_step) for m in marks if isinstance(k := m.fields, ResumeForkedFields)),
+        None,
+    )
+    completions = [m for m in marks if isinstance(m.fields, PipelineCompleted)]
+    count = len(requests) + len(unread)
+    if not turns:
+        if unread and (not requests or unread[0].global_id < requests[0].global_id):
+            return [_unread_summary(unread[0], next(iter(completions), None), fork, 1, count)]
+        first = requests[0]
+        name = first.fields.pipeline  # type: ignore[union-attr]
+        done = next((c for c in completions if c.fields.pipeline == name), None)  # type: ignore[union-attr]
+        return [_summary(first, done, fork, 1, count)]
+    by_correlation: dict[str | None, _Mark] = {}
+    for c in completions:
+        by_correlation.setdefault(c.env.correlation_id, c)
+    # an unread request's correlation id is unknown: it takes a completion no readable request claims
+    claimed = {r.env.correlation_id for r in requests}
+    unclaimed = [c for c in completions if c.env.correlation_id not in claimed]
+    out: list[RunSummary] = []
+    ordered: list[_Mark | _Unread] = sorted([*requests, *unread], key=lambda r: r.global_id)
+    for i, req in enumerate(ordered, 1):
+        first_fork = fork if i == 1 else None
+        if isinstance(req, _Unread):
+            out.append(_unread_summary(req, unclaimed.pop(0) if unclaimed else None, first_fork, i, count))
+        else:
+            out.append(_summary(req, by_correlation.get(req.env.correlation_id), first_fork, i, count))
     return out
 
 
