@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import leftovers
+
 pytest_plugins = ["pytester", "tests.skip_guard"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,6 +38,30 @@ def _one_machine_for_every_test(tmp_path_factory: pytest.TempPathFactory) -> Ite
         mp.setenv("ZYMI_HOME", str(home / "zymi"))
         yield
     time.tzset()
+
+
+LEFTOVER_WAIT_S = 10.0  # what is still exiting when the session ends gets this long
+_started_during: dict[int, str] = {}  # a process seen below pytest -> the test it was first seen after
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_process_left_behind() -> Iterator[None]:
+    """The session fails (an error at its last teardown) if any process it started is still alive at its
+    end: each is named with its command line and the test it was first seen after, then killed."""
+    leftovers.become_subreaper()
+    yield
+    found = leftovers.left_behind(LEFTOVER_WAIT_S)
+    if found:
+        lines = [f"  pid {pid}: {cmd} (first seen after {_started_during.get(pid, '?')})" for pid, cmd in found.items()]
+        pytest.fail(f"{len(found)} process(es) outlived the test that started them (now killed):\n" + "\n".join(lines))
+
+
+@pytest.fixture(autouse=True)
+def _note_new_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Which test a process was first seen after, for the session's leftover report (a /proc scan: ~1 ms)."""
+    yield
+    for pid in leftovers.descendants():
+        _started_during.setdefault(pid, request.node.nodeid)
 
 
 @pytest.fixture(autouse=True)

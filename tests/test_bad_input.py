@@ -15,7 +15,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.unprivileged import interpreter_for_nobody, readable_install
 from tests.waiting import LIMIT
 
 from .conftest import copy_store, oracle_db, write_sql, zymi_tui_bin
@@ -31,7 +31,6 @@ SCENARIO = "coding_default"
 STEP = ":step:work"
 COMMANDS = ("events", "events-raw", "runs", "verify", "replay", "context")
 NOBODY = 65534
-ROOT = Path(__file__).resolve().parents[1]
 
 
 # ---------------------------------------------------------------- tampering helpers (plain sqlite3)
@@ -308,22 +307,6 @@ KINDS: dict[str, Builder] = {
 # ---------------------------------------------------------------- running the CLI
 
 
-def _world_can_run(path: Path) -> bool:
-    """Every folder on the way may be entered, and the file run, by any user."""
-    real = path.resolve()
-    return all(p.stat().st_mode & 0o001 for p in [real, *real.parents])
-
-
-def _interpreter_for_nobody() -> str:
-    """This Python if any user may run it, else the system one of the same version (a venv made by
-    pyenv under /root links to an interpreter other users cannot reach)."""
-    if _world_can_run(Path(sys.executable)):
-        return sys.executable
-    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
-    assert system.exists() and _world_can_run(system), "no Python an unprivileged user can run"
-    return str(system)
-
-
 def _command(case: Case, command: str) -> list[str]:
     args = [command.removesuffix("-raw"), case.store]
     if command == "events-raw":
@@ -334,7 +317,7 @@ def _command(case: Case, command: str) -> list[str]:
         args += ["--all"]
     if not case.as_nobody:
         return [zymi_tui_bin(), *args]
-    python = [_interpreter_for_nobody(), "-m", "zymi_tui", *args]
+    python = [interpreter_for_nobody(), "-m", "zymi_tui", *args]
     if os.geteuid() != 0:
         return python  # permission bits already apply to this user
     # as root they do not: run as `nobody`
@@ -342,12 +325,19 @@ def _command(case: Case, command: str) -> list[str]:
     return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *python]
 
 
-def _env(case: Case) -> dict[str, str]:
+def _env(case: Case, readable_path: str) -> dict[str, str]:
     env = dict(os.environ, COLUMNS="200", NO_COLOR="1")
     if case.as_nobody:
-        site = next(p for p in sys.path if p.endswith("site-packages"))
-        env |= {"HOME": tempfile.gettempdir(), "PYTHONPATH": f"{ROOT}:{site}"}
+        env |= {"HOME": tempfile.gettempdir(), "PYTHONPATH": readable_path}
     return env
+
+
+@pytest.fixture(scope="session")
+def readable_path() -> Iterator[str]:
+    """The package and its dependencies where an unprivileged user may read them, wherever the checkout
+    lies (tests/unprivileged.py)."""
+    with readable_install() as path:
+        yield path
 
 
 def _fingerprint(files: list[Path]) -> dict[str, str | None]:
@@ -376,13 +366,13 @@ def open_tmp() -> Iterator[Path]:
 
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_bad_input(kind: str, command: str, open_tmp: Path) -> None:
+def test_bad_input(kind: str, command: str, open_tmp: Path, readable_path: str) -> None:
     case = KINDS[kind](open_tmp)
     before = _fingerprint(case.files)
     try:
         done = subprocess.run(
-            _command(case, command), capture_output=True, text=True, timeout=LIMIT, env=_env(case), cwd=open_tmp,
-            errors="replace",
+            _command(case, command), capture_output=True, text=True, timeout=LIMIT, env=_env(case, readable_path),
+            cwd=open_tmp, errors="replace",
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         pytest.fail(f"{kind} × {command}: no answer within {LIMIT:.0f} s (a hang)")

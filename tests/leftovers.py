@@ -1,0 +1,80 @@
+"""Processes a test session left behind, read from /proc (no psutil).
+
+The pytest process is made a child subreaper (Linux `prctl(PR_SET_CHILD_SUBREAPER)`), so a process
+whose parent died before it (a server's child when the test killed the server, a shell's background
+job) is re-parented to pytest instead of to init, and stays in view: every live process below pytest
+is one the session started. Zombies (exited, not yet waited for) are not counted: they hold nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import time
+from pathlib import Path
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Orphans of this process's descendants become its children; False where the kernel says no."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _parents() -> dict[int, int]:
+    """Every live, non-zombie process's parent, from /proc/<pid>/stat."""
+    out: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
+        if state not in ("Z", "X"):
+            out[int(entry)] = int(ppid)
+    return out
+
+
+def command_line(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "(gone)"
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip() or "(no command line)"
+
+
+def descendants(root: int | None = None) -> set[int]:
+    """The live processes below `root` (default: this one), at any depth."""
+    parents = _parents()
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    todo = [os.getpid() if root is None else root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def left_behind(wait_s: float) -> dict[int, str]:
+    """The processes still below this one after up to `wait_s` seconds (those exiting are given the
+    time), with their command lines; each is then killed, so the session leaves nothing running."""
+    deadline = time.monotonic() + wait_s
+    while (pids := descendants()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    found = {pid: command_line(pid) for pid in pids}
+    for pid in found:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return found
