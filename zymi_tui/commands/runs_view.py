@@ -26,7 +26,7 @@ COLUMNS = ("status", "stream", "turn", "pipeline", "started", "duration", "promp
 MIN_PROMPT = 24
 GAP = 2
 INDENT = 6
-STATUS_STYLE = {"ok": "green", "running": "yellow"}
+STATUS_STYLE = {"ok": "green", "running": "yellow", "interrupted": "magenta"}
 
 
 def one_line(text: str) -> str:

@@ -11,7 +11,8 @@ of those only the fields a run shows (`lean`), not whole events.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from zymi_tui.events.lean import (
     RUN_FIELDS,
@@ -27,8 +28,10 @@ from zymi_tui.events.lean import (
 from zymi_tui.events.store import EventReader, RawRow
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
+from zymi_tui.events.writers import Writer, store_writers
 
 RUN_TAGS = ["pipeline_requested", "pipeline_completed", "resume_forked"]
+INTERRUPTED = "interrupted"
 PAGE = 5000
 
 
@@ -45,7 +48,7 @@ class RunSummary:
     correlation_id: str | None
     started_ns: int
     duration_ms: int | None
-    status: str  # "running" | "ok" | "FAIL" (zymi's labels)
+    status: str  # "running" | "ok" | "FAIL" (zymi's labels) | "interrupted" (running, and no writer alive)
     inputs: dict[str, str]
     error: str | None
     final_output: str | None
@@ -65,7 +68,7 @@ class RunSummary:
 
     @property
     def glyph(self) -> str:
-        return {"running": "◷", "ok": "✓"}.get(self.status, "✗")
+        return {"running": "◷", "ok": "✓", INTERRUPTED: "↯"}.get(self.status, "✗")
 
     def zymi_raw(self) -> dict[str, object]:
         """The object `zymi runs --raw` prints (keys sorted, as serde_json's map does)."""
@@ -210,9 +213,30 @@ async def _next_time(reader: EventReader, stream_id: str, after: int) -> int:
     return 0
 
 
+def with_liveness(runs: list[RunSummary], writers: list[Writer] | None) -> list[RunSummary]:
+    """`runs` with each one that has no end row and no live process that may be writing it (`writers`,
+    events/writers.py) marked interrupted; as they are when `writers` is None (not observable)."""
+    if writers is None:
+        return runs
+    return [
+        replace(r, status=INTERRUPTED)
+        if r.status == "running" and not any(w.may_write(r.pipeline, r.started_ns) for w in writers)
+        else r
+        for r in runs
+    ]
+
+
+def _live(reader: EventReader, runs: list[RunSummary]) -> list[RunSummary]:
+    """Liveness applied where it can be observed: a SQLite store (its file), with a run still open."""
+    path = getattr(reader, "path", None)
+    if not isinstance(path, Path) or not any(r.status == "running" for r in runs):
+        return runs
+    return with_liveness(runs, store_writers(path))
+
+
 async def list_runs(reader: EventReader, *, turns: bool = False) -> list[RunSummary]:
     """Runs, newest first. `turns=False` pairs as zymi does; `turns=True` gives one entry per request."""
-    return _summaries(await _marks(reader, await _bookkeeping(reader)), turns)
+    return _live(reader, _summaries(await _marks(reader, await _bookkeeping(reader)), turns))
 
 
 async def newest_runs(reader: EventReader, n: int, *, turns: bool = False) -> tuple[list[RunSummary], bool]:
@@ -243,7 +267,7 @@ async def newest_runs(reader: EventReader, n: int, *, turns: bool = False) -> tu
         rows += await _bookkeeping(reader, stream)
     rows = sorted(set(rows))  # a step stream's rows are read with its run's too
     whole = after == 0 and len(requests) <= n
-    return _summaries(await _marks(reader, rows), turns), whole
+    return _live(reader, _summaries(await _marks(reader, rows), turns)), whole
 
 
 def _summaries(marks: _Marks, turns: bool) -> list[RunSummary]:

@@ -24,10 +24,11 @@ from textual.worker import get_current_worker
 from zymi_tui.errors import UserError
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
-from zymi_tui.events.runs import RUN_TAGS, RunSummary, list_runs, newest_runs
+from zymi_tui.events.runs import RUN_TAGS, RunSummary, list_runs, newest_runs, with_liveness
 from zymi_tui.events.store import EventReader, IndexRow, StoreError, run_of, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.tail import tail
+from zymi_tui.events.writers import store_writers
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.graph_view import GraphView
@@ -37,6 +38,7 @@ from zymi_tui.tui.messages import (
     CallsCollected,
     ChainChecked,
     EventRead,
+    LivenessChecked,
     MaskingFound,
     PeaksLoaded,
     PipelineLoaded,
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
 
 TAIL_POLL_S = 0.1
 REDRAW_S = 0.25
+LIVENESS_S = 2.0  # how often runs listed as running are checked for a live writer (events/writers.py)
 SELECT_DELAY_S = 0.12
 FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then all of them
 # A run of more events than this is shown from its index (ids first), its rows read as they are drawn;
@@ -75,7 +78,7 @@ SPARSE_EVENTS = 5000
 WINDOW_MARGIN = 120  # events read above and below the screen, ahead of scrolling
 PAGE_IDS = 500  # rows a worker reads (and decodes) at a time
 SEARCH_SHOWN_S = 0.5  # a long run's search shows the hits found so far at most this often
-STATUS_CYCLE = [None, "ok", "FAIL", "running"]
+STATUS_CYCLE = [None, "ok", "FAIL", "running", "interrupted"]
 KIND_PRESETS: list[tuple[str, set[str] | None]] = [
     ("all kinds", None),
     ("LLM calls", {"llm_call_started", "llm_call_completed", "llm_call_failed", "context_compacted"}),
@@ -171,6 +174,7 @@ class MainScreen(ActionScreen):
         self.forget_after: int | None = None
         self.searching: str | None = None  # which list the search box filters
         self.runs_seen = False
+        self.runs_complete = False  # the list holds every run (else the newest, the rest to follow)
         self.peaks_loaded = False
         self.bad_rows: dict[int, str] = {}
         self.runs_dirty = False
@@ -213,6 +217,7 @@ class MainScreen(ActionScreen):
         self.query_one(RunsList).focus()
         self.set_interval(REDRAW_S, self._redraw_plot)
         self.set_interval(1.0, self._check_store_file)
+        self.set_interval(LIVENESS_S, self._check_writers)
         if self.first is not None:
             self.bad_rows.update({b.global_id: b.describe() for b in self.first.skipped})
             self.show_runs(self.first.summaries, complete=self.first.whole)
@@ -464,6 +469,22 @@ class MainScreen(ActionScreen):
             self.post_message(StoreTrouble(text))
             self.workers.cancel_group(self, "tail")
 
+    def _check_writers(self) -> None:
+        """A run listed as running whose writer is gone (`kill -9`: no end row will come) is shown
+        interrupted within LIVENESS_S; only while one is listed, on a SQLite store."""
+        if isinstance(self.target.store, SqliteStore) and any(s.status == "running" for s in self.runs.summaries):
+            self.check_writers(self.target.store.path, self.runs.summaries)
+
+    @work(thread=True, exclusive=True, group="writers", exit_on_error=False, description="the runs' writers")
+    def check_writers(self, store: Path, before: list[RunSummary]) -> None:
+        after = with_liveness(before, store_writers(store))
+        if after != before:
+            self.post_message(LivenessChecked(before, after))
+
+    def on_liveness_checked(self, msg: LivenessChecked) -> None:
+        if self.runs.summaries is msg.before:  # else the list was read again meanwhile, liveness with it
+            self.show_runs(msg.after, complete=self.runs_complete)
+
     def worker_failed(self, group: str, line: str) -> None:
         if group == "run":
             self.run_loading = False
@@ -512,6 +533,7 @@ class MainScreen(ActionScreen):
         runs_list.reveal_cursor()
         count = len(self.runs.summaries)
         self.query_one("#runs").border_title = f"Runs ({count})" if complete else f"Runs (newest {count}…)"
+        self.runs_complete = complete
         self.select_current()
         self.update_banner()
         if complete and not self.runs_seen:

@@ -21,6 +21,15 @@ class RunsLoaded(Message):
         self.complete = complete
 
 
+class LivenessChecked(Message):
+    """The runs listed as `before`, with those whose writer is gone now marked interrupted (`after`)."""
+
+    def __init__(self, before: list[RunSummary], after: list[RunSummary]) -> None:
+        super().__init__()
+        self.before = before
+        self.after = after
+
+
 class PeaksLoaded(Message):
     def __init__(self, peaks: dict[RunKey, int]) -> None:
         super().__init__()

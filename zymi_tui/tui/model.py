@@ -73,7 +73,7 @@ class RunsModel:
 
     summaries: list[RunSummary] = field(default_factory=list)
     search: str = ""
-    status_filter: str | None = None  # "ok" | "FAIL" | "running"
+    status_filter: str | None = None  # "ok" | "FAIL" | "running" | "interrupted"
     follow_newest: bool = False
     peaks: dict[RunKey, int] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)
