@@ -50,6 +50,7 @@ def _no_process_left_behind() -> Iterator[None]:
     end: each is named with its command line and the test it was first seen after, then killed."""
     leftovers.become_subreaper()
     yield
+    leftovers.run_session_cleanups()
     found = leftovers.left_behind(LEFTOVER_WAIT_S)
     if found:
         lines = [f"  pid {pid}: {cmd} (first seen after {_started_during.get(pid, '?')})" for pid, cmd in found.items()]

@@ -13,9 +13,23 @@ import ctypes
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
+_cleanups: list[Callable[[], object]] = []
+
+
+def at_session_end(cleanup: Callable[[], object]) -> None:
+    """Run `cleanup` when the session ends, before the leftover check (a server started once for the
+    whole session, such as the Postgres tests' one, is stopped there, not after the check at exit)."""
+    _cleanups.append(cleanup)
+
+
+def run_session_cleanups() -> None:
+    while _cleanups:
+        with contextlib.suppress(Exception):
+            _cleanups.pop()()
 
 
 def become_subreaper() -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import io
 import os
 import shutil
@@ -23,6 +24,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from tests import leftovers
 from tests.conftest import NO_POSTGRES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +46,9 @@ def _start_server() -> tuple[str | None, str]:
         shutil.rmtree(state, ignore_errors=True)
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return None, f"scripts/pg_start could not start a server: {last}"
-    atexit.register(subprocess.run, [str(ROOT / "scripts" / "pg_stop")], env=env, capture_output=True)
+    stop = functools.cache(lambda: subprocess.run([str(ROOT / "scripts" / "pg_stop")], env=env, capture_output=True))
+    leftovers.at_session_end(stop)  # before the session's leftover check
+    atexit.register(stop)  # a run outside pytest's session (once: the cache)
     url = done.stdout.strip().split("=", 1)[1].strip("'")
     return url, ""
 

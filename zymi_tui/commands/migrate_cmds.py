@@ -4,7 +4,9 @@ Rows are inserted as they are (ids, sequences, data, prev_hash and hash untouche
 recomputed), then `stream_heads`, so every chain verifies on the target. The copy runs in
 batches, one transaction each, in id order, so an interrupted copy leaves a prefix of the source:
 running the command again checks that the target holds exactly the source's rows up to its
-highest id and copies only what comes after. Only the `timestamp` column changes form, as zymi's
+highest id and copies only what comes after. Until the copy ends, the target holds a mark
+(`events.rows.COPY_MARK`) that `verify` and `runs` report: a half-copied store is never taken
+for a whole one. Only the `timestamp` column changes form, as zymi's
 two schemas differ: TIMESTAMPTZ (microseconds) in Postgres, RFC 3339 text in SQLite; Postgres to
 SQLite writes the event's own timestamp from its data, exactly what zymi's SQLite store writes.
 """
@@ -22,7 +24,7 @@ from zymi_tui.events.rows import Head, RowSource, RowTarget
 from zymi_tui.project.locate import DEFAULT_DB, locate_store, project_store
 from zymi_tui.project.reader import is_project
 
-from .common import EXIT_OK, CommandError, err, out, run_async, warn
+from .common import EXIT_INTERRUPTED, EXIT_OK, CommandError, err, out, run_async, warn
 
 BATCH = 2000
 
@@ -85,6 +87,7 @@ async def _copy(src: RowSource, dst: RowTarget, batch: int) -> int:
     upto = await src.max_id()
     todo = await src.count_upto(upto) - await src.count_upto(cursor)
     copied = 0
+    await dst.begin_copy(src.label, upto)
     columns = (TextColumn("[bold]migrate[/]"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err, transient=False) as progress:
         task = progress.add_task("events", total=max(todo, 0))
@@ -97,7 +100,7 @@ async def _copy(src: RowSource, dst: RowTarget, batch: int) -> int:
             copied += len(rows)
             progress.update(task, advance=len(rows))
     heads, moved = await _heads(src, dst)
-    await dst.put_heads(heads)
+    await dst.finish_copy(heads)
     if moved:
         warn(f"{moved} stream(s) grew in {src.label} during the copy: run migrate again to copy the rest")
     there = f" ({already} were already there)" if already else ""
@@ -120,8 +123,8 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
             raise CommandError(f"--batch must be at least 1, got {args.batch}")
         try:
             return run_async(migrate(args.src, args.dst, args.batch))
-        except KeyboardInterrupt:
-            err.print("interrupted: what was copied is kept; run the same command again to resume")
-            raise
+        except KeyboardInterrupt:  # one line, this one: the store is marked half-copied until resumed
+            err.print("interrupted (Ctrl-C): what was copied is kept; run the same command again to resume")
+            return EXIT_INTERRUPTED
 
     p.set_defaults(func=run)

@@ -10,10 +10,10 @@ import argparse
 import json
 import sys
 
-from zymi_tui.events.factory import open_reader
+from zymi_tui.events.factory import copy_in_progress, open_reader
 from zymi_tui.events.runs import list_runs
 
-from .common import EXIT_OK, add_store_arg, close_reader, located, out, raw_line, run_async
+from .common import EXIT_OK, add_store_arg, close_reader, located, out, raw_line, run_async, warn
 from .runs_view import print_runs
 
 
@@ -22,11 +22,15 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 
 async def _runs(args: argparse.Namespace) -> int:
-    reader = await open_reader(located(args).store)
+    store = located(args).store
+    reader = await open_reader(store)
     try:
         runs = await list_runs(reader, turns=args.turns)
     finally:
         await close_reader(reader)
+    copying = await copy_in_progress(store)
+    if copying is not None:
+        warn(copying.describe(reader.label))
     if args.pipeline:
         runs = [r for r in runs if r.pipeline == args.pipeline]
     runs = runs[: args.limit] if args.limit else runs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from zymi_tui.events.factory import open_reader
+from zymi_tui.events.factory import copy_in_progress, open_reader
 from zymi_tui.events.verify import verify_store
 
 from .common import EXIT_FAIL, EXIT_OK, add_store_arg, close_reader, err, located, out, run_async, shown
@@ -15,11 +15,13 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 
 async def _verify(args: argparse.Namespace) -> int:
-    reader = await open_reader(located(args).store)
+    store = located(args).store
+    reader = await open_reader(store)
     try:
         verdicts = await verify_store(reader, args.stream)
     finally:
         await close_reader(reader)
+    copying = await copy_in_progress(store)  # its chains may hold, but it is not the whole store
     broken = [v for v in verdicts if not v.ok]
     total = sum(v.verified for v in verdicts)
     legacy = sum(v.legacy for v in verdicts)
@@ -32,6 +34,9 @@ async def _verify(args: argparse.Namespace) -> int:
             problem = shown(v.problem or "")
             where = f"sequence {v.bad_sequence}" if v.bad_sequence is not None else f"row {v.bad_global_id}"
             out.print(f"  [red]✗ {shown(v.stream_id)}[/]: BROKEN at {where} — {problem}")
+    if copying is not None:
+        err.print(shown(copying.describe(reader.label)))
+        return EXIT_FAIL
     if broken:
         err.print(f"hash chain verification failed: {len(broken)} of {len(verdicts)} stream(s) broken")
         return EXIT_FAIL

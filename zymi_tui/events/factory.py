@@ -7,7 +7,7 @@ pay for importing asyncpg.
 from __future__ import annotations
 
 from zymi_tui.events.location import PostgresStore, SqliteStore, StoreLocation
-from zymi_tui.events.rows import RowSource, RowTarget
+from zymi_tui.events.rows import CopyInProgress, RowSource, RowTarget
 from zymi_tui.events.store import EventReader, EventWriter
 
 
@@ -54,3 +54,19 @@ async def open_row_target(location: StoreLocation) -> RowTarget:
     from zymi_tui.events.sqlite_rows import SqliteRows
 
     return await SqliteRows.target(str(location.path))
+
+
+async def copy_in_progress(location: StoreLocation) -> CopyInProgress | None:
+    """Whether `migrate` is copying into this store, or left it half-copied (rows.COPY_MARK)."""
+    if isinstance(location, PostgresStore):
+        from zymi_tui.events.postgres_rows import PostgresRows
+
+        rows = await PostgresRows.source(location.url)
+        try:
+            return await rows.copy_in_progress()
+        finally:
+            await rows.close()
+    from zymi_tui.events.sqlite_rows import sqlite_copy_mark
+
+    assert isinstance(location, SqliteStore)
+    return sqlite_copy_mark(location.path)

@@ -10,7 +10,7 @@ import asyncpg
 
 from zymi_tui.events.location import redact_url
 from zymi_tui.events.postgres import PostgresReader, column_time, connect_pool, explain_pg_error, schema_pool
-from zymi_tui.events.rows import COLUMNS, TS, Head, Row
+from zymi_tui.events.rows import COLUMNS, COPY_MARK, TS, CopyInProgress, Head, Row
 from zymi_tui.events.store import StoreError
 from zymi_tui.events.timestamps import parse_timestamp_ns
 
@@ -59,6 +59,26 @@ class PostgresRows:
         rows = await self._all("SELECT stream_id, last_sequence, last_hash FROM stream_heads ORDER BY stream_id")
         return [(s, int(q), h) for s, q, h in rows]
 
+    async def begin_copy(self, source: str, source_upto: int) -> None:
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                await conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {COPY_MARK} (source TEXT NOT NULL, source_upto BIGINT NOT NULL)"
+                )
+                await conn.execute(f"DELETE FROM {COPY_MARK}")
+                await conn.execute(f"INSERT INTO {COPY_MARK} VALUES ($1, $2)", source, source_upto)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as e:
+            raise explain_pg_error(self.url, e) from None
+
+    async def copy_in_progress(self) -> CopyInProgress | None:
+        """This store's COPY_MARK (None when it has none)."""
+        if not (await self._all("SELECT to_regclass($1) IS NOT NULL", COPY_MARK))[0][0]:
+            return None
+        marks = await self._all(f"SELECT source, source_upto FROM {COPY_MARK} LIMIT 1")
+        top = int((await self._all("SELECT COALESCE(MAX(id), 0) FROM events"))[0][0])
+        source, upto = (marks[0][0], marks[0][1]) if marks else ("?", 0)
+        return CopyInProgress(str(source), int(upto), top)
+
     async def insert(self, rows: Sequence[Row]) -> None:
         records = [for_postgres(r) for r in rows]
         try:
@@ -81,7 +101,7 @@ class PostgresRows:
         sql = "SELECT 1 FROM events WHERE stream_id = $1 AND sequence = $2 AND hash = $3"
         return bool(await self._all(sql, stream_id, sequence, digest))
 
-    async def put_heads(self, heads: Sequence[Head]) -> None:
+    async def finish_copy(self, heads: Sequence[Head]) -> None:
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 await conn.executemany(
@@ -90,6 +110,7 @@ class PostgresRows:
                     "last_hash = EXCLUDED.last_hash",
                     heads,
                 )
+                await conn.execute(f"DROP TABLE IF EXISTS {COPY_MARK}")
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as e:
             raise explain_pg_error(self.url, e) from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
@@ -11,7 +12,7 @@ from typing import Any
 import aiosqlite
 
 from zymi_tui.events.postgres import sqlite_column_time
-from zymi_tui.events.rows import COLUMNS, DATA, TS, Head, Row
+from zymi_tui.events.rows import COLUMNS, COPY_MARK, DATA, TS, CopyInProgress, Head, Row
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter, explain_sqlite_error
 
 
@@ -66,19 +67,36 @@ class SqliteRows:
             return []
         return [(s, int(q), h) for s, q, h in await self._all("SELECT * FROM stream_heads ORDER BY stream_id")]
 
-    async def insert(self, rows: Sequence[Row]) -> None:
-        marks = ", ".join("?" * len(COLUMNS))
-        values = [for_sqlite(r) for r in rows]
+    async def _transaction(self, statements: Sequence[tuple[str, Sequence[Any]]], many: int = -1) -> None:
+        """BEGIN IMMEDIATE, the statements (the one at index `many` run for each of its rows), COMMIT.
+        Interrupted while its COMMIT is under way, the rows are in and there is nothing to roll back."""
         try:
             await self._conn.execute("BEGIN IMMEDIATE")
             try:
-                await self._conn.executemany(f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({marks})", values)
+                for i, (sql, params) in enumerate(statements):
+                    if i == many:
+                        await self._conn.executemany(sql, params)
+                    else:
+                        await self._conn.execute(sql, params)
                 await self._conn.execute("COMMIT")
             except BaseException:
-                await self._conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.OperationalError):  # "no transaction is active"
+                    await self._conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as e:
             raise explain_sqlite_error(self.label, e) from None
+
+    async def begin_copy(self, source: str, source_upto: int) -> None:
+        await self._transaction([
+            (f"CREATE TABLE IF NOT EXISTS {COPY_MARK} (source TEXT NOT NULL, source_upto INTEGER NOT NULL)", ()),
+            (f"DELETE FROM {COPY_MARK}", ()),
+            (f"INSERT INTO {COPY_MARK} VALUES (?, ?)", (source, source_upto)),
+        ])  # fmt: skip
+
+    async def insert(self, rows: Sequence[Row]) -> None:
+        marks = ", ".join("?" * len(COLUMNS))
+        values = [for_sqlite(r) for r in rows]
+        await self._transaction([(f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({marks})", values)], many=0)
 
     async def last_link(self, stream_id: str) -> tuple[int, str] | None:
         rows = await self._all(
@@ -90,18 +108,13 @@ class SqliteRows:
         sql = "SELECT 1 FROM events WHERE stream_id = ? AND sequence = ? AND hash = ?"
         return bool(await self._all(sql, (stream_id, sequence, digest)))
 
-    async def put_heads(self, heads: Sequence[Head]) -> None:
-        try:
-            await self._conn.execute("BEGIN IMMEDIATE")
-            await self._conn.executemany(
-                "INSERT INTO stream_heads (stream_id, last_sequence, last_hash) VALUES (?, ?, ?) "
-                "ON CONFLICT(stream_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
-                "last_hash = excluded.last_hash",
-                heads,
-            )
-            await self._conn.execute("COMMIT")
-        except sqlite3.Error as e:
-            raise explain_sqlite_error(self.label, e) from None
+    async def finish_copy(self, heads: Sequence[Head]) -> None:
+        upsert = (
+            "INSERT INTO stream_heads (stream_id, last_sequence, last_hash) VALUES (?, ?, ?) "
+            "ON CONFLICT(stream_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
+            "last_hash = excluded.last_hash"
+        )
+        await self._transaction([(upsert, heads), (f"DROP TABLE IF EXISTS {COPY_MARK}", ())], many=0)
 
     async def close(self) -> None:
         await self._conn.close()
@@ -112,3 +125,20 @@ def for_sqlite(row: Row) -> Row:
     if isinstance(ts, datetime):
         ts = sqlite_column_time(row[DATA], ts)
     return (*row[:TS], ts, *row[TS + 1 :])
+
+
+def sqlite_copy_mark(path: Path) -> CopyInProgress | None:
+    """The COPY_MARK of the store at `path`, read-only (None when there is none, or it cannot be read)."""
+    for mode in ("mode=ro", "immutable=1"):  # immutable: a WAL store in a folder this user may not write
+        try:
+            with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True)) as con:
+                con.execute("PRAGMA busy_timeout=5000")
+                if not con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (COPY_MARK,)).fetchall():
+                    return None
+                marks = con.execute(f"SELECT source, source_upto FROM {COPY_MARK} LIMIT 1").fetchall()
+                top = con.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+                source, upto = marks[0] if marks else ("?", 0)
+                return CopyInProgress(str(source), int(upto), int(top))
+        except sqlite3.Error:
+            continue
+    return None
