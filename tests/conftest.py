@@ -41,28 +41,35 @@ def _one_machine_for_every_test(tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 LEFTOVER_WAIT_S = 10.0  # what is still exiting when the session ends gets this long
-_started_during: dict[int, str] = {}  # a process seen below pytest -> the test it was first seen after
+TEST_GRACE_S = 2.0  # what a test started and is still exiting when it ends gets this long
+_left_by_tests: list[str] = []  # "pid N: command (left by test X)", each killed at its test's end
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_process_left_behind() -> Iterator[None]:
-    """The session fails (an error at its last teardown) if any process it started is still alive at its
-    end: each is named with its command line and the test it was first seen after, then killed."""
+    """The session fails (an error at its last teardown) if any test left a process behind (killed at that
+    test's end, so none outlives it) or any process the session started is alive at its end (killed too):
+    each is named with its command line, and the test that left it."""
     leftovers.become_subreaper()
     yield
     leftovers.run_session_cleanups()
-    found = leftovers.left_behind(LEFTOVER_WAIT_S)
+    found = [
+        f"pid {pid}: {cmd} (alive at the session's end)" for pid, cmd in leftovers.left_behind(LEFTOVER_WAIT_S).items()
+    ]
+    found = _left_by_tests + found
     if found:
-        lines = [f"  pid {pid}: {cmd} (first seen after {_started_during.get(pid, '?')})" for pid, cmd in found.items()]
-        pytest.fail(f"{len(found)} process(es) outlived the test that started them (now killed):\n" + "\n".join(lines))
+        pytest.fail(f"{len(found)} process(es) outlived what started them (killed):\n  " + "\n  ".join(found))
 
 
 @pytest.fixture(autouse=True)
-def _note_new_processes(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Which test a process was first seen after, for the session's leftover report (a /proc scan: ~1 ms)."""
+def _no_process_left_by_the_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A process the test started (below pytest, at any depth: it is a subreaper) that is still alive when
+    the test ends is killed then and reported at the session's end. Two /proc scans a test (~2 ms); a
+    process started by a module or session fixture is there before the test and is left alone."""
+    before = leftovers.descendants()
     yield
-    for pid in leftovers.descendants():
-        _started_during.setdefault(pid, request.node.nodeid)
+    for pid, cmd in leftovers.left_behind(TEST_GRACE_S, ignore=before, spared=True).items():
+        _left_by_tests.append(f"pid {pid}: {cmd} (left by {request.node.nodeid})")
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
 _cleanups: list[Callable[[], object]] = []
+_spared: list[str] = []
 
 
 def at_session_end(cleanup: Callable[[], object]) -> None:
@@ -81,13 +82,28 @@ def descendants(root: int | None = None) -> set[int]:
     return found
 
 
-def left_behind(wait_s: float) -> dict[int, str]:
+def spare(program: str) -> None:
+    """Leave processes of `program` (their command's first word, without its folder, starts with it) to the
+    session's end: a server a test starts for the whole session, such as the Postgres tests' one."""
+    _spared.append(program)
+
+
+def _is_spared(cmd: str) -> bool:
+    return os.path.basename(cmd.split(" ", 1)[0]).startswith(tuple(_spared))
+
+
+def left_behind(wait_s: float, *, ignore: set[int] | None = None, spared: bool = False) -> dict[int, str]:
     """The processes still below this one after up to `wait_s` seconds (those exiting are given the
-    time), with their command lines; each is then killed, so the session leaves nothing running."""
+    time), with their command lines, except those in `ignore` and (`spared`) those of spared programs;
+    each is then killed."""
     deadline = time.monotonic() + wait_s
-    while (pids := descendants()) and time.monotonic() < deadline:
+    while True:
+        found = {pid: command_line(pid) for pid in descendants() - (ignore or set())}
+        if spared:
+            found = {pid: cmd for pid, cmd in found.items() if not _is_spared(cmd)}
+        if not found or time.monotonic() >= deadline:
+            break
         time.sleep(0.1)
-    found = {pid: command_line(pid) for pid in pids}
     for pid in found:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

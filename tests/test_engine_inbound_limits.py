@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import zymi_tui_bin
-from tests.waiting import LIMIT, announced_port
+from tests.waiting import LIMIT, announced_port, bounded
 from zymi_tui.engine.connectors import HttpInboundConnector
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.events.sqlite import SqliteWriter
@@ -63,14 +63,15 @@ def serve(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
         "name: chat\ninputs: [{name: message}]\nsteps:\n  - {id: r, agent: a, task: '${inputs.message}'}\n",
         encoding="utf-8",
     )
-    proc = subprocess.Popen(
-        [zymi_tui_bin(), "serve", "chat"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    port, _ = announced_port(proc.stdout, "http_inbound 'inbox': listening on")
-    yield proc, port, root / ".zymi" / "events.db"
-    proc.terminate()
-    proc.wait(10)
+    # stderr to a file: a pipe nobody reads fills up, and serve blocks on its next line
+    with (tmp_path / "serve.err").open("w") as errors:
+        proc = subprocess.Popen(
+            [zymi_tui_bin(), "serve", "chat"], cwd=root, stdout=subprocess.PIPE, stderr=errors, text=True
+        )
+    with bounded(proc):  # killed at the end, however the test or this set-up ends
+        assert proc.stdout is not None
+        port, _ = announced_port(proc.stdout, "http_inbound 'inbox': listening on")
+        yield proc, port, root / ".zymi" / "events.db"
 
 
 def _rss_kb(pid: int) -> int:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.test_engine_failures import BIN, REAL_ZYMI
-from tests.waiting import LIMIT, wait_until
+from tests.waiting import LIMIT, bounded, wait_until
 
 SAMPLES = ROOT / "sample_stores"
 SHIPPED = ROOT / "zymi_tui" / "data" / "sample"
@@ -130,18 +130,19 @@ def test_serve_with_the_stdin_connector_and_stdout_output(tmp_path: Path) -> Non
     proc = subprocess.Popen(
         [str(BIN), "serve", "chat"], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
-    assert proc.stdin and proc.stdout
-    proc.stdin.write("hello\nand billing?\n")
-    proc.stdin.flush()
-    lines: list[str] = []
-    while sum(line.startswith("BOT> ") for line in lines) < 2:  # each line ends a wait; EOF ends them all
-        line = proc.stdout.readline()
-        assert line, "serve ended before both answers: " + "".join(lines)
-        lines.append(line)
-    db = tmp_path / ".zymi" / "events.db"
-    wait_until(lambda: sum(k == "pipeline_completed" for _, k, _, _ in _rows(db)) >= 2, "both runs sealed")
-    proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=LIMIT)
+    with bounded(proc):  # a hang fails the test within LIMIT; serve never outlives it
+        assert proc.stdin and proc.stdout
+        proc.stdin.write("hello\nand billing?\n")
+        proc.stdin.flush()
+        lines: list[str] = []
+        while sum(line.startswith("BOT> ") for line in lines) < 2:  # each line ends a wait; EOF ends them all
+            line = proc.stdout.readline()
+            assert line, "serve ended before both answers: " + "".join(lines)
+            lines.append(line)
+        db = tmp_path / ".zymi" / "events.db"
+        wait_until(lambda: sum(k == "pipeline_completed" for _, k, _, _ in _rows(db)) >= 2, "both runs sealed")
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=LIMIT)
     assert proc.returncode == 0 and "shutting down…" in rest
     assert lines[0].startswith("zymi serve: listening for PipelineRequested events targeting chat")
     assert sum(line.startswith("  -> received PipelineRequested for 'chat'") for line in lines) == 2

@@ -48,6 +48,7 @@ def _start_server() -> tuple[str | None, str]:
         return None, f"scripts/pg_start could not start a server: {last}"
     stop = functools.cache(lambda: subprocess.run([str(ROOT / "scripts" / "pg_stop")], env=env, capture_output=True))
     leftovers.at_session_end(stop)  # before the session's leftover check
+    leftovers.spare("postgres")  # started by a test, it serves the whole session
     atexit.register(stop)  # a run outside pytest's session (once: the cache)
     url = done.stdout.strip().split("=", 1)[1].strip("'")
     return url, ""

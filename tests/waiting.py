@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 LIMIT = float(os.environ.get("ZYMI_TUI_TEST_WAIT_S", "300"))
@@ -73,3 +76,19 @@ def announced_port(stream: IO[str], marker: str) -> tuple[int, str]:
 
 
 _URL_PORT = re.compile(r"http://(?:\[[^\]]*\]|[^/:\s]+):(\d+)")
+
+
+@contextmanager
+def bounded(proc: subprocess.Popen[Any], limit: float = LIMIT) -> Iterator[subprocess.Popen[Any]]:
+    """`proc` for the block: killed if still alive `limit` seconds on (so a read on its pipes ends, and the
+    test fails instead of hanging), and when the block ends, however it ends (a failed assertion too)."""
+    timer = threading.Timer(limit, proc.kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield proc
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()

@@ -58,6 +58,10 @@ class Router:
         except asyncio.CancelledError:  # Ctrl-C: the run is sealed as failed before serve exits
             await asyncio.shield(seal_interrupted(self.rt, stream, pipeline, corr, "zymi-serve"))
             raise
+        except Exception as e:  # a fault of ours: sealed as failed and said, never an open run in a live serve
+            error = f"{type(e).__name__}: {e}"
+            print(f"zymi-tui serve: the run on stream {stream} failed: {error}", file=sys.stderr, flush=True)
+            done = PipelineCompleted(pipeline=pipeline, success=False, final_output=None, error=error)
         await self.rt.recorder.emit(stream, done, "zymi-serve", corr)
         await self.rt.recorder.checkpoint()
         event = self.done.get(corr)
