@@ -130,7 +130,7 @@ class MainScreen(ActionScreen):
         Act("slash", "search", "Search", "Search the focused list (runs or events); Esc clears.", "search find filter"),
         Act("s", "cycle_step", "Step", "Show one step's events and curve at a time (cycles).", "step filter"),
         Act("t", "cycle_kind", "Kinds", "Filter events by kind: all, LLM calls, tools, workflow.", "kind filter"),
-        Act("u", "cycle_status", "Status", "Filter runs by status: all, ok, failed, running.", "status filter"),
+        Act("u", "cycle_status", "Status", "Runs by status: all, ok, failed, running, interrupted.", "status filter"),
         Act("o", "toggle_group", "Group", "Events grouped by step, or flat in store order.", "group flat"),
         Act("g", "goto_replaced", "Replaced", "On a compaction: mark and go to the events it replaced.",
             "compaction replaced summary goto"),

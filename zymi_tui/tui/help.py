@@ -10,7 +10,8 @@ from zymi_tui.tui.actions import Nav
 DASHBOARD_PANELS = """\
 **Runs** (left): every run, newest first. A chat stream with several turns shows a header (the
 whole stream) and one entry per turn. Columns: status, pipeline, start, duration, **peak context
-size** (largest `approx_context_chars` of the run), inputs. ⚠ = the hash chain does not verify.
+size** (largest `approx_context_chars` of the run), inputs. ⚠ = the hash chain does not verify;
+↯ interrupted = no end row and no live process writing it (killed), as opposed to ◷ running.
 The full stream id is under the list (`c` copies it).
 
 **Pipeline**: steps by level, status (✓ ok, ✗ failed, ◷ running, · pending, ⊘ skipped), each
