@@ -105,3 +105,17 @@ def test_verify_names_where_each_chain_breaks(store: tuple[Path, Path, str, list
     assert done.returncode == 1, done.stderr
     assert f"{step.split(':')[0]}: BROKEN at sequence 1" in done.stdout, done.stdout
     assert f"{step}: BROKEN at sequence 4" in done.stdout, done.stdout
+
+
+async def test_the_dashboard_lists_the_run_and_counts_its_unreadable_rows(
+    store: tuple[Path, Path, str, list[int]],
+) -> None:
+    from tests.tui_support import make_app, settle
+
+    db, _, step, bad = store
+    app = make_app(db)
+    async with app.run_test(size=(120, 30)) as pilot:
+        main = await settle(app, pilot)
+        assert [(s.stream_id, s.unreadable_request) for s in main.runs.summaries] == [(step.split(":")[0], bad[0])]
+        assert bad[0] in main.bad_rows  # the banner's "unreadable row(s) skipped"
+        await pilot.press("q")
