@@ -1,0 +1,80 @@
+"""A small tool-using agent on the official OpenAI Python SDK, traced by an OpenTelemetry instrumentation.
+
+Run as a process: `python -m tests.otel.agent_loop BASE_URL OTLP_ENDPOINT INSTRUMENTATION`, where
+INSTRUMENTATION is `openai-v2` (opentelemetry-instrumentation-openai-v2) or `openinference`
+(openinference-instrumentation-openai). Spans go out over OTLP/HTTP protobuf to OTLP_ENDPOINT
+(`http://127.0.0.1:PORT/v1/traces`); the process flushes them before it exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a text file",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        },
+    }
+]
+SYSTEM = "You are a careful file reader. Use read_file, then answer in one line."
+TASK = "Read notes/1.txt, notes/2.txt and notes/3.txt and tell me what they say."
+
+
+def read_file(path: str) -> str:
+    return f"contents of {path}: hello from file {path[-5]}, " + "padding text " * 40
+
+
+def main() -> None:
+    base_url, endpoint, which = sys.argv[1], sys.argv[2], sys.argv[3]
+    token = os.environ.get("COLLECT_TOKEN")
+    headers = {"authorization": f"Bearer {token}"} if token else None
+    provider = TracerProvider(resource=Resource.create({"service.name": f"agent-{which}"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, headers=headers)))
+    trace.set_tracer_provider(provider)
+    if which == "openai-v2":
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
+    else:
+        from openinference.instrumentation.openai import OpenAIInstrumentor as OIInstrumentor
+
+        OIInstrumentor().instrument(tracer_provider=provider)
+    import openai
+
+    client = openai.OpenAI(base_url=base_url, api_key="test-key")
+    tracer = trace.get_tracer("agent_loop")
+    messages: list[dict[str, object]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
+    with tracer.start_as_current_span("invoke_agent reader", attributes={"gen_ai.operation.name": "invoke_agent",
+                                                                         "gen_ai.agent.name": "reader"}):
+        for _ in range(8):
+            response = client.chat.completions.create(model="fake-model", messages=messages, tools=TOOLS)  # type: ignore[arg-type]
+            msg = response.choices[0].message
+            messages.append(msg.model_dump(exclude_none=True))
+            if not msg.tool_calls:
+                break
+            for call in msg.tool_calls:
+                args = json.loads(call.function.arguments)
+                with tracer.start_as_current_span(
+                    f"execute_tool {call.function.name}",
+                    attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.function.name,
+                                "gen_ai.tool.call.id": call.id},
+                ):
+                    result = read_file(args["path"])
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    provider.shutdown()
+
+
+if __name__ == "__main__":
+    main()
