@@ -1,13 +1,16 @@
 """A small tool-using agent on the official OpenAI Python SDK, traced by an OpenTelemetry instrumentation.
 
-Run as a process: `python -m tests.otel.agent_loop BASE_URL OTLP_ENDPOINT INSTRUMENTATION`, where
+Run as a process: `python -m tests.otel.agent_loop BASE_URL OTLP_ENDPOINT INSTRUMENTATION [--bare]`, where
 INSTRUMENTATION is `openai-v2` (opentelemetry-instrumentation-openai-v2) or `openinference`
-(openinference-instrumentation-openai). Spans go out over OTLP/HTTP protobuf to OTLP_ENDPOINT
+(openinference-instrumentation-openai). The application wraps the loop in an `invoke_agent` span and
+each tool run in an `execute_tool` span, as agent frameworks do; `--bare` makes neither (each model call
+is then a trace of its own, as with the SDK alone). Spans go out over OTLP/HTTP protobuf to OTLP_ENDPOINT
 (`http://127.0.0.1:PORT/v1/traces`); the process flushes them before it exits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -38,6 +41,7 @@ def read_file(path: str) -> str:
 
 def main() -> None:
     base_url, endpoint, which = sys.argv[1], sys.argv[2], sys.argv[3]
+    bare = "--bare" in sys.argv[4:]
     token = os.environ.get("COLLECT_TOKEN")
     headers = {"authorization": f"Bearer {token}"} if token else None
     provider = TracerProvider(resource=Resource.create({"service.name": f"agent-{which}"}))
@@ -56,8 +60,10 @@ def main() -> None:
     client = openai.OpenAI(base_url=base_url, api_key="test-key")
     tracer = trace.get_tracer("agent_loop")
     messages: list[dict[str, object]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
-    with tracer.start_as_current_span("invoke_agent reader", attributes={"gen_ai.operation.name": "invoke_agent",
-                                                                         "gen_ai.agent.name": "reader"}):
+    agent_span = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "reader"}
+    with (
+        contextlib.nullcontext() if bare else tracer.start_as_current_span("invoke_agent reader", attributes=agent_span)
+    ):
         for _ in range(8):
             response = client.chat.completions.create(model="fake-model", messages=messages, tools=TOOLS)  # type: ignore[arg-type]
             msg = response.choices[0].message
@@ -66,11 +72,10 @@ def main() -> None:
                 break
             for call in msg.tool_calls:
                 args = json.loads(call.function.arguments)
-                with tracer.start_as_current_span(
-                    f"execute_tool {call.function.name}",
-                    attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.function.name,
-                                "gen_ai.tool.call.id": call.id},
-                ):
+                tool_span = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.function.name,
+                             "gen_ai.tool.call.id": call.id}  # fmt: skip
+                name = f"execute_tool {call.function.name}"
+                with contextlib.nullcontext() if bare else tracer.start_as_current_span(name, attributes=tool_span):
                     result = read_file(args["path"])
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     provider.shutdown()

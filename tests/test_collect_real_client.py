@@ -1,0 +1,155 @@
+"""`collect` against real producers: the official OpenAI Python SDK, traced by the official
+instrumentation (opentelemetry-instrumentation-openai-v2) or by OpenInference's, exporting OTLP/HTTP
+protobuf to a real `zymi-tui collect` process, runs a tool-using agent loop against a fake
+OpenAI-compatible server that records every request body (tests/otel/).
+
+The answer key is what the server received, not anything zymi-tui computed: every call's recorded
+context (read back by the real `zymi events --raw`) has the body's message count and content bytes,
+and the replay rebuilds exactly the body's messages; the real `zymi verify` checks the hash chains.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import requires_zymi, zymi_bin, zymi_tui_bin
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTENT_ON = {
+    # the GenAI conventions' newest form, content on the span's attributes (docs/telemetry-in.md)
+    "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
+}
+
+
+def _wait_line(proc: subprocess.Popen[str], pattern: str) -> re.Match[str]:
+    assert proc.stdout is not None
+    for _ in range(20):
+        line = proc.stdout.readline()
+        m = re.search(pattern, line)
+        if m:
+            return m
+    raise AssertionError(f"no line matching {pattern!r} from {proc.args}")
+
+
+def run_agent(folder: Path, instrumentation: str, *flags: str) -> tuple[list[dict[str, Any]], str, str]:
+    """The agent loop through a real collector into `folder`'s store: the bodies the server received,
+    the collector's output, and `zymi events --raw` of the LLM calls read while it still ran."""
+    bodies, port_file = folder / "bodies.jsonl", folder / "port"
+    fake = subprocess.Popen([sys.executable, "-m", "tests.otel.fake_openai", str(port_file), str(bodies)], cwd=ROOT)
+    collect = subprocess.Popen(
+        [zymi_tui_bin(), "collect", "--port", "0", "-d", str(folder)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        endpoint = _wait_line(collect, r"(http://127\.0\.0\.1:\d+/v1/traces)")[1]
+        for _ in range(100):
+            if port_file.exists() and port_file.read_text():
+                break
+            subprocess.run(["sleep", "0.05"])
+        base = f"http://127.0.0.1:{port_file.read_text()}/v1"
+        env = {**os.environ, **CONTENT_ON}
+        agent = subprocess.run(
+            [sys.executable, "-m", "tests.otel.agent_loop", base, endpoint, instrumentation, *flags],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert agent.returncode == 0, agent.stderr
+        live = zymi(folder, "events", "--raw", "-k", "llm_call_started", "-l", "1000").stdout
+    finally:
+        fake.kill()
+        fake.wait()
+        collect.send_signal(signal.SIGINT)
+        out, err = collect.communicate(timeout=30)
+    return [json.loads(line) for line in bodies.read_text().splitlines()], out + err, live
+
+
+def zymi(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    zb = zymi_bin()
+    assert zb is not None
+    return subprocess.run([zb, *args, "-d", str(folder)], capture_output=True, text=True, timeout=60, cwd=folder)
+
+
+def replay(folder: Path, *args: str) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [zymi_tui_bin(), "replay", str(folder), "--json", "--messages", *args], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    return [r for r in rows if r.get("kind") == "agent"]
+
+
+def content_bytes(m: dict[str, Any]) -> int:
+    """zymi's count, worked out here from the wire body: the UTF-8 bytes of each message's text."""
+    c = m.get("content")
+    if isinstance(c, list):
+        c = "".join(p.get("text", "") for p in c)
+    return len(c.encode()) if isinstance(c, str) else 0
+
+
+def wire_shape(m: dict[str, Any]) -> tuple[Any, ...]:
+    """What the context holds of a wire message: role, text, tool-call ids, the result's call id."""
+    return (
+        m["role"],
+        m.get("content") or None,
+        tuple(c["id"] for c in m.get("tool_calls") or []),
+        m.get("tool_call_id"),
+    )
+
+
+CASES = [
+    pytest.param("openai-v2", (), id="openai-v2"),
+    pytest.param("openai-v2", ("--bare",), id="openai-v2-bare"),
+    pytest.param("openinference", (), id="openinference"),
+]
+
+
+@requires_zymi
+@pytest.mark.parametrize(("instrumentation", "flags"), CASES)
+def test_a_real_instrumented_agent_is_recorded_exactly(tmp_path: Path, instrumentation: str, flags: tuple[str]) -> None:
+    bodies, output, live = run_agent(tmp_path, instrumentation, *flags)
+    assert len(bodies) == 4  # 3 tool rounds and a final answer
+    # written live: the real zymi read every call while the collector still ran
+    started = [json.loads(line)["kind"]["data"] for line in live.splitlines()]
+    assert [(s["message_count"], s["approx_context_chars"]) for s in started] == [
+        (len(b["messages"]), sum(content_bytes(m) for m in b["messages"])) for b in bodies
+    ]
+    verified = zymi(tmp_path, "verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert re.search(r"Verified \d+ event\(s\) across 2 stream\(s\)", verified.stdout)
+    rows = replay(tmp_path)
+    assert [[wire_shape(m) for m in r["messages"]] for r in rows] == [
+        [wire_shape(m) for m in b["messages"]] for b in bodies
+    ]
+    assert [(r["chars"], r["message_count"]) for r in rows] == [
+        (sum(content_bytes(m) for m in b["messages"]), len(b["messages"])) for b in bodies
+    ]
+    assert "4 model calls in 1 runs, 3 tool results" in output
+
+
+@requires_zymi
+def test_the_what_if_masks_older_tool_results_of_a_foreign_agent(tmp_path: Path) -> None:
+    bodies, _, _ = run_agent(tmp_path, "openai-v2")
+    last = replay(tmp_path, "--set", "observation_window=1")[-1]
+    sent = [m for m in bodies[-1]["messages"] if m["role"] == "tool"]
+    tools = [m for m in last["messages"] if m["role"] == "tool"]
+    assert len(tools) == len(sent) == 3
+    for i, (ours, theirs) in enumerate(zip(tools[:2], sent[:2], strict=True), start=1):
+        n = len(theirs["content"].encode())
+        assert ours["content"] == f'[masked: read_file("notes/{i}.txt") → ok, {n} chars]'
+    assert tools[2]["content"] == sent[2]["content"]  # the last turn's result is kept whole
+    assert last["whatif"] and last["chars"] < sum(content_bytes(m) for m in bodies[-1]["messages"])
