@@ -1,5 +1,6 @@
 """`collect` against real producers: the official OpenAI Python SDK, traced by the official
-instrumentation (opentelemetry-instrumentation-openai-v2) or by OpenInference's, exporting OTLP/HTTP
+instrumentation (opentelemetry-instrumentation-openai-v2), by OpenInference's or by OpenLLMetry's
+(their attribute names differ), exporting OTLP/HTTP
 protobuf to a real `zymi-tui collect` process, runs a tool-using agent loop against a fake
 OpenAI-compatible server that records every request body (tests/otel/).
 
@@ -115,6 +116,7 @@ CASES = [
     pytest.param("openai-v2", (), id="openai-v2"),
     pytest.param("openai-v2", ("--bare",), id="openai-v2-bare"),
     pytest.param("openinference", (), id="openinference"),
+    pytest.param("openllmetry", (), id="openllmetry"),
 ]
 
 

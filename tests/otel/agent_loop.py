@@ -1,9 +1,10 @@
 """A small tool-using agent on the official OpenAI Python SDK, traced by an OpenTelemetry instrumentation.
 
 Run as a process: `python -m tests.otel.agent_loop BASE_URL OTLP_ENDPOINT INSTRUMENTATION [--bare]`, where
-INSTRUMENTATION is `openai-v2` (opentelemetry-instrumentation-openai-v2) or `openinference`
-(openinference-instrumentation-openai). The application wraps the loop in an `invoke_agent` span and
-each tool run in an `execute_tool` span, as agent frameworks do; `--bare` makes neither (each model call
+INSTRUMENTATION is `openai-v2` (opentelemetry-instrumentation-openai-v2), `openinference`
+(openinference-instrumentation-openai) or `openllmetry` (Traceloop's opentelemetry-instrumentation-openai).
+The application wraps the loop in an `invoke_agent` span and each tool run in an `execute_tool` span, as
+agent frameworks do; `--bare` makes neither (each model call
 is then a trace of its own, as with the SDK alone). Spans go out over OTLP/HTTP protobuf to OTLP_ENDPOINT
 (`http://127.0.0.1:PORT/v1/traces`); the process flushes them before it exits.
 """
@@ -51,10 +52,14 @@ def main() -> None:
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
         OpenAIInstrumentor().instrument(tracer_provider=provider)
-    else:
+    elif which == "openinference":
         from openinference.instrumentation.openai import OpenAIInstrumentor as OIInstrumentor
 
         OIInstrumentor().instrument(tracer_provider=provider)
+    else:  # OpenLLMetry's (Traceloop), pip opentelemetry-instrumentation-openai
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor as TLInstrumentor
+
+        TLInstrumentor().instrument(tracer_provider=provider)
     import openai
 
     client = openai.OpenAI(base_url=base_url, api_key="test-key")

@@ -19,6 +19,7 @@ from zymi_tui.events.store import EventReader
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.calls import (
+    AGENT_KNOBS,
     PROJECT_KNOBS,
     SAME_TRAJECTORY,
     STORE_KNOBS,
@@ -99,8 +100,9 @@ def _setup(args: argparse.Namespace) -> tuple[StoreLocation, Path | None, Contex
     location, project = located(args)
     base = recorded_knobs(project)
     knobs = None if args.profile is None and not args.sets else resolve_knobs(base, args.profile, args.sets)
-    if knobs == base:
-        knobs = None  # the recorded knobs: a plain replay, not a what-if
+    if knobs == base and project is not None:
+        knobs = None  # the recorded knobs: a plain replay, not a what-if (without a project, they are
+        # unknown: a foreign agent's steps, recorded under their own policy, are a what-if under them)
     return location, project, knobs
 
 
@@ -109,6 +111,12 @@ def knobs_line(sources: set[str], described: set[str], project: Path | None) -> 
     what = " | ".join(sorted(described)) if described else "?"
     if not sources or UNKNOWN_KNOBS in sources:
         return f"unknown (no project describes this store): replayed under the engine defaults: {what}", "unknown"
+    if sources == {AGENT_KNOBS}:
+        return (
+            "the agent's own (a foreign agent's spans: recorded = what it sent; zymi's builder never ran, and "
+            "the rebuild replays its history with nothing masked or dropped)",
+            "agent",
+        )
     if sources == {STORE_KNOBS}:
         return f"recorded in the store (zymi-tui's engine wrote them): {what}", "store"
     if sources == {PROJECT_KNOBS} and project is not None:
@@ -226,9 +234,13 @@ def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
         kind += " (simulated)"
     rebuilt = "?" if r is None else str(r.chars)
     mark = ""
-    if r is not None and not row.whatif and not row.simulated and r.chars != row.recorded_chars:
-        mark = "[red]≠[/]"
     note = []
+    if r is not None and not row.whatif and not row.simulated and r.chars != row.recorded_chars:
+        # a foreign agent's call: no zymi build to disagree with; the agent's input is not its history appended
+        if row.foreign:
+            note.append("rewritten by the agent")
+        else:
+            mark = "[red]≠[/]"
     if row.prefix_inferred:
         note.append("prefix inferred")
     if r is not None and r.hard_cap_exceeded and not row.hard_cap_failure:

@@ -69,7 +69,7 @@ def target(args: argparse.Namespace) -> StoreLocation:
     if args.store:
         return location_of(args.store)
     folder = Path(args.dir).expanduser() if args.dir else Path.cwd()
-    if not folder.is_dir():
+    if folder.exists() and not folder.is_dir():
         raise CommandError(f"-d {folder}: not a folder")
     if is_project(folder):
         return project_store(folder)

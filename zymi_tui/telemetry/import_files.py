@@ -4,8 +4,9 @@
   file exporter), or a JSON array of them;
 - LHAR (context-lens): JSON lines of `session` and `entry` records, or the `{"lhar": {...}}` wrapper.
   An entry's content is its `raw.request_body` (an OpenAI chat-completions body); an entry whose
-  response body was not kept takes its answer from the next entry of the same session and agent, whose
-  input holds it, and nothing from anywhere else.
+  response body was not kept takes its answer from the next entry of the same session and agent: the
+  message right after this entry's input there, when it is an assistant message and the roles before
+  it are this input's (an agent that masks old messages still appends); nothing from anywhere else.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.timestamps import parse_timestamp_ns
 from zymi_tui.telemetry.messages_in import CallContent, body_content, usage_of
 from zymi_tui.telemetry.spans_in import InSpan, SpansError, decode_json_object
-from zymi_tui.telemetry.spans_store import SpanSink, same
+from zymi_tui.telemetry.spans_store import SpanSink
 
 MAX_FILE = 1024 * 1024 * 1024
 
@@ -94,7 +95,7 @@ def _lhar_content(e: dict[str, Any]) -> CallContent | None:
 
 def _answers_from_next(spans: list[InSpan], contents: dict[str, CallContent]) -> None:
     """An entry without its response: the assistant message right after its input in the next entry of
-    the same session and agent, when that entry's input starts with this one's."""
+    the same session and agent, when the roles before it are this input's."""
     by_agent: dict[tuple[str, str], list[InSpan]] = {}
     for s in spans:
         by_agent.setdefault((s.trace_id, s.name), []).append(s)
@@ -106,7 +107,8 @@ def _answers_from_next(spans: list[InSpan], contents: dict[str, CallContent]) ->
                 continue
             n = len(ca.input)
             answer = cb.input[n] if len(cb.input) > n else None
-            if isinstance(answer, AssistantMessage) and all(map(same, ca.input, cb.input[:n])):
+            roles = [m.role for m in ca.input] == [m.role for m in cb.input[:n]]
+            if isinstance(answer, AssistantMessage) and roles:
                 contents[a.span_id] = replace(ca, output=answer)
 
 

@@ -80,6 +80,17 @@ def same(a: MessageModel, b: MessageModel) -> bool:
     return getattr(a, "content", None) == getattr(b, "content", None)
 
 
+def after_last_answer(expected: Sequence[MessageModel], sent: Sequence[MessageModel]) -> int:
+    """Where the new messages of a rewritten input start: after the agent's last answer, found in the
+    input (an agent that masks or drops old messages keeps its last answer whole); none are new if the
+    answer is not there."""
+    last = next((m for m in reversed(expected) if isinstance(m, AssistantMessage)), None)
+    for i in range(len(sent) - 1, -1, -1):
+        if last is not None and same(sent[i], last):
+            return i + 1
+    return len(sent)
+
+
 @dataclass
 class Stats:
     """What went in, for the report of `collect` and `import`."""
@@ -258,11 +269,7 @@ class SpanSink:
         while n < min(len(st.expected), len(sent)) and same(st.expected[n], sent[n]):
             n += 1
         rewritten = n < len(st.expected)
-        tail = (
-            [m for m in sent if isinstance(m, ToolResultMessage) and m.tool_call_id in st.pending]
-            if rewritten
-            else sent[n:]
-        )
+        tail = sent[n:] if not rewritten else sent[after_last_answer(st.expected, sent) :]
         for m in tail:
             if isinstance(m, ToolResultMessage):
                 await self._tool_done(st, m.tool_call_id, m.content, s.start_ns)
