@@ -17,7 +17,7 @@ from zymi_tui.events.location import PostgresStore, SqliteStore, StoreLocation, 
 from zymi_tui.events.store import EventWriter
 from zymi_tui.project.locate import DEFAULT_DB, project_store
 from zymi_tui.project.reader import is_project
-from zymi_tui.telemetry.collect_server import Collector
+from zymi_tui.telemetry.collect_server import Collector, check_binding
 from zymi_tui.telemetry.import_files import import_file
 from zymi_tui.telemetry.spans_store import SpanSink
 
@@ -84,6 +84,8 @@ def _named(location: StoreLocation) -> str:
 
 
 async def _collect(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    check_binding(args.host, token)  # before anything is created
     location = target(args)
     if isinstance(location, SqliteStore):
         location.path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +95,7 @@ async def _collect(args: argparse.Namespace) -> int:
 
     writer = await open_writer(location)
     sink = SpanSink(writer)
-    collector = Collector(sink, args.host, args.port, args.token or os.environ.get(TOKEN_ENV) or None, say)
+    collector = Collector(sink, args.host, args.port, token, say)
     try:
         await collector.start()
         print(f"collecting OTLP/HTTP traces on {collector.endpoint}", flush=True)

@@ -52,6 +52,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def check_binding(host: str, token: str | None) -> None:
+    """Beyond loopback, a token is required."""
+    if not is_loopback(host) and not token:
+        raise CollectError(
+            f"--host {host} is not loopback: a token is required (--token or ZYMI_TUI_COLLECT_TOKEN), "
+            "sent by the exporter as `Authorization: Bearer <token>`"
+        )
+
+
 def host_name(host: str) -> str:
     """The name of a `Host` header, without its port (`[::1]:4318` -> `::1`)."""
     if host.startswith("["):
@@ -79,11 +88,7 @@ class Collector:
     def __init__(
         self, sink: SpanSink, host: str, port: int, token: str | None, say: Callable[[str], None] = lambda s: None
     ) -> None:
-        if not is_loopback(host) and not token:
-            raise CollectError(
-                f"--host {host} is not loopback: a token is required (--token or ZYMI_TUI_COLLECT_TOKEN), "
-                "sent by the exporter as `Authorization: Bearer <token>`"
-            )
+        check_binding(host, token)
         self.sink, self.host, self.port, self.token, self.say = sink, host, port, token, say
         self.server: asyncio.Server | None = None
         self.handlers: set[asyncio.Task[None]] = set()

@@ -124,10 +124,11 @@ async def import_file(path: Path, sink: SpanSink) -> str:
         raise SpansError(f"{path}: not UTF-8 text") from None
     docs = list(_documents(text))
     fmt = file_format(docs)
-    if fmt == "otlp":
-        for d in docs:
-            for request in d if isinstance(d, list) else [d]:
-                await sink.add(decode_json_object(request))
+    if fmt == "otlp":  # one batch: every span of the file known at once (agent names, tool spans)
+        spans = [
+            s for d in docs for request in (d if isinstance(d, list) else [d]) for s in decode_json_object(request)
+        ]
+        await sink.add(spans)
     else:
         entries = _lhar_entries(docs)
         spans = [_lhar_span(e) for e in entries]

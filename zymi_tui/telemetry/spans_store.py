@@ -126,7 +126,7 @@ class _Run:
     trace: str | None = None  # the trace of the open turn
     bare: bool = False  # model-call spans with no parent and no conversation id: continued by their inputs
     last_answer: str | None = None
-    steps: dict[str, _Step] = field(default_factory=dict)  # by node id
+    steps: dict[str, _Step] = field(default_factory=dict)  # by parent span id (or agent name, or "chat")
 
 
 @dataclass
@@ -235,11 +235,12 @@ class SpanSink:
                          s.start_ns)  # fmt: skip
 
     async def _step_for(self, run: _Run, s: InSpan, content: CallContent) -> _Step:
-        node = s.attrs.get("gen_ai.agent.name") or self.agent_names.get(s.parent_id or "")
-        node = str(node) if node else (f"agent-{s.parent_id[:8]}" if s.parent_id else "chat")
-        st = run.steps.get(node)
+        named = s.attrs.get("gen_ai.agent.name") or self.agent_names.get(s.parent_id or "")
+        key = s.parent_id or str(named or "chat")  # a step is its parent span: its name is fixed once known
+        st = run.steps.get(key)
         if st is not None:
             return st
+        node = str(named) if named else (f"agent-{s.parent_id[:8]}" if s.parent_id else "chat")
         first = content.input
         system = first[0].content if first and isinstance(first[0], SystemMessage) else ""
         task_at = 1 if first and isinstance(first[0], SystemMessage) else 0
@@ -247,7 +248,7 @@ class SpanSink:
         expected: list[MessageModel] = [SystemMessage(content=system)]
         if task:
             expected.append(UserMessage(content=task))
-        st = run.steps[node] = _Step(f"{run.stream}:step:{node}", node, run, expected)
+        st = run.steps[key] = _Step(f"{run.stream}:step:{node}", node, run, expected)
         extra: dict[str, Any] = {
             "origin": ORIGIN, "agent": node, "system_prompt": system, "task": task, "context_mode": "carry",
             "fresh_cutoff_ns": None, "knobs": AGENT_OWN_KNOBS.model_dump(), "provider": s.service,

@@ -1,0 +1,191 @@
+"""`import FILE`: LHAR and OTLP/JSON files into a zymi store, read back by the real `zymi`.
+
+The LHAR answer key is the real zymi-core engine itself: the request bodies it sent in the oracle's
+coding_default scenario (tests/oracle/coding_default/requests.jsonl), written as context-lens entries,
+are a foreign agent's captures. Taken in, each call's recorded context is that body; zymi's own policy
+(the coding profile, its defaults) replayed over them as a what-if sends exactly those bodies again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import ORACLE, requires_zymi, zymi_bin, zymi_tui_bin
+from tests.test_collect_real_client import content_bytes, replay, wire_shape
+
+
+def requests(scenario: str) -> list[dict[str, Any]]:
+    lines = (ORACLE / scenario / "requests.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def lhar_from(reqs: list[dict[str, Any]], *, responses: bool) -> str:
+    """context-lens entries (one session) holding the bodies the real engine sent."""
+    out = [{"type": "session", "trace_id": "t1", "started_at": "2026-12-01T10:00:00Z", "tool": "zymi", "model": "m"}]
+    for r in reqs:
+        out.append(
+            {
+                "type": "entry",
+                "id": f"e{r['n']}",
+                "trace_id": "t1",
+                "span_id": f"s{r['n']}",
+                "parent_span_id": None,
+                "timestamp": f"2026-12-01T10:00:{r['n']:02d}Z",
+                "sequence": r["n"],
+                "source": {
+                    "tool": "zymi",
+                    "tool_version": None,
+                    "agent_role": "work",
+                    "collector": "test",
+                    "collector_version": "0",
+                },
+                "raw": {"request_body": r["body"], "response_body": r["response"] if responses else None},
+            }
+        )
+    return "\n".join(json.dumps(line) for line in out) + "\n"
+
+
+def zymi_tui(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}  # the replay table's notes on one line
+    return subprocess.run([zymi_tui_bin(), *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def zymi_raw(folder: Path, kind: str) -> list[dict[str, Any]]:
+    zb = zymi_bin()
+    assert zb is not None
+    done = subprocess.run([zb, "events", "--raw", "-k", kind, "-l", "10000", "-d", str(folder)],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def verify(folder: Path) -> None:
+    zb = zymi_bin()
+    assert zb is not None
+    done = subprocess.run([zb, "verify", "-d", str(folder)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "Verified" in done.stdout, done.stdout + done.stderr
+
+
+@requires_zymi
+def test_zymis_own_requests_as_lhar_replay_exactly_under_zymis_policy(tmp_path: Path) -> None:
+    reqs = [r for r in requests("coding_default") if r["kind"] == "agent"]
+    lhar = tmp_path / "capture.lhar"
+    lhar.write_text(lhar_from(reqs, responses=False))
+    done = zymi_tui("import", str(lhar), "-d", str(tmp_path / "store"))
+    assert done.returncode == 0, done.stderr
+    assert str((tmp_path / "store" / ".zymi" / "events.db").resolve()) in done.stdout
+    verify(tmp_path / "store")
+    started = [e["kind"]["data"] for e in zymi_raw(tmp_path / "store", "llm_call_started")]
+    assert [(s["message_count"], s["approx_context_chars"]) for s in started] == [
+        (len(r["body"]["messages"]), sum(content_bytes(m) for m in r["body"]["messages"])) for r in reqs
+    ]
+    # zymi masked older tool results as the run went on: to the store, a foreign agent that rewrote them
+    recorded = replay(tmp_path / "store")
+    assert {r["knobs_source"] for r in recorded} == {"agent"}
+    assert sum(r["chars"] != r["recorded_chars"] for r in recorded) > 0
+    table = zymi_tui("replay", str(tmp_path / "store"))
+    assert "≠" not in table.stdout and "rewritten by the agent" in table.stdout
+    # zymi's own policy over the same history sends what zymi sent
+    whatif = replay(tmp_path / "store", "--profile", "coding")
+    assert all(r["whatif"] for r in whatif)
+    assert [[wire_shape(m) for m in r["messages"]] for r in whatif] == [
+        [wire_shape(m) for m in r["body"]["messages"]] for r in reqs
+    ]
+
+
+@requires_zymi
+def test_lhar_response_bodies_give_usage_and_answers(tmp_path: Path) -> None:
+    reqs = [r for r in requests("coding_default") if r["kind"] == "agent"][:3]
+    lhar = tmp_path / "capture.lhar"
+    lhar.write_text(lhar_from(reqs, responses=True))
+    assert zymi_tui("import", str(lhar), "-d", str(tmp_path)).returncode == 0
+    completed = [e["kind"]["data"] for e in zymi_raw(tmp_path, "llm_call_completed")]
+    assert [c["usage"]["input_tokens"] for c in completed] == [r["response"]["usage"]["prompt_tokens"] for r in reqs]
+    assert [c["finish_reason"] for c in completed] == [r["response"]["choices"][0]["finish_reason"] for r in reqs]
+
+
+def _attr(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    return {"key": key, "value": {"stringValue": value if isinstance(value, str) else json.dumps(value)}}
+
+
+def _span(span_id: str, parent: str | None, name: str, start: int, attrs: dict[str, Any]) -> dict[str, Any]:
+    out = {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": span_id, "name": name,
+           "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1_000_000),
+           "attributes": [_attr(k, v) for k, v in attrs.items()]}  # fmt: skip
+    if parent:
+        out["parentSpanId"] = parent
+    return out
+
+
+def _request(spans: list[dict[str, Any]]) -> dict[str, Any]:
+    resource = {"attributes": [_attr("service.name", "shop-agent")]}
+    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]}
+
+
+def _text(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"type": "text", "content": text}]}
+
+
+SYSTEM, TASK = _text("system", "You sell shoes."), _text("user", "Is size 44 in stock?")
+CALL = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "stock", "arguments": {"size": 44}}]}
+RESULT = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "3 pairs"}]}
+T0 = 1_796_000_000_000_000_000
+
+
+@requires_zymi
+def test_an_otlp_json_file_maps_chat_tool_and_agent_spans(tmp_path: Path) -> None:
+    """Two requests, one per line (the Collector's file exporter); hex ids; a model-call span without
+    content is counted and named, not written; the last tool call's result comes from its tool span."""
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m1"}
+    first = _span("1111111111111111", "aaaaaaaaaaaaaaaa", "chat m1", T0 + 1, {
+        **chat, "gen_ai.input.messages": [SYSTEM, TASK], "gen_ai.output.messages": [CALL],
+        "gen_ai.usage.input_tokens": 30, "gen_ai.usage.output_tokens": 5,
+    })  # fmt: skip
+    tool = _span("2222222222222222", "aaaaaaaaaaaaaaaa", "execute_tool stock", T0 + 2_000_000, {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.id": "c1",
+    })  # fmt: skip
+    second_call = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c2", "name": "reserve",
+                                                   "arguments": "{}"}]}  # fmt: skip
+    second = _span("3333333333333333", "aaaaaaaaaaaaaaaa", "chat m1", T0 + 4_000_000, {
+        **chat, "gen_ai.input.messages": [SYSTEM, TASK, CALL, RESULT], "gen_ai.output.messages": [second_call],
+    })  # fmt: skip
+    blank = _span("4444444444444444", "aaaaaaaaaaaaaaaa", "chat m2", T0 + 6_000_000, chat)
+    reserve = _span("5555555555555555", "aaaaaaaaaaaaaaaa", "execute_tool reserve", T0 + 7_000_000, {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.id": "c2", "gen_ai.tool.call.result": "reserved",
+    })  # fmt: skip
+    root = _span("aaaaaaaaaaaaaaaa", None, "invoke_agent seller", T0, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "seller",
+    })  # fmt: skip
+    root["endTimeUnixNano"] = str(T0 + 9_000_000)
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(_request([first, tool])) + "\n" + json.dumps(_request([second, blank, reserve, root])))
+    done = zymi_tui("import", str(path), "-d", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "1 model-call spans without content, skipped (chat m2 x1)" in done.stdout
+    verify(tmp_path)
+    started = [e for e in zymi_raw(tmp_path, "llm_call_started")]
+    assert [(e["kind"]["data"]["message_count"], e["kind"]["data"]["approx_context_chars"]) for e in started] == [
+        (2, len(b"You sell shoes.Is size 44 in stock?")), (4, len(b"You sell shoes.Is size 44 in stock?3 pairs")),
+    ]  # fmt: skip
+    assert {e["stream_id"] for e in started} == {"trace-5b8efff798038103d269b633813fc60c:step:seller"}
+    results = [e["kind"]["data"] for e in zymi_raw(tmp_path, "tool_call_completed")]
+    assert [(r["call_id"], r["result"]) for r in results] == [("c1", "3 pairs"), ("c2", "reserved")]
+    assert results[0]["duration_ms"] == 1  # the tool span's own duration
+    done_run = [e["kind"]["data"] for e in zymi_raw(tmp_path, "pipeline_completed")]
+    assert done_run == [{"pipeline": "shop-agent", "success": True, "final_output": None, "error": None}]
+
+
+def test_import_refuses_what_it_cannot_read(tmp_path: Path) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text('{"hello": 1}')
+    done = zymi_tui("import", str(bad), "-d", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "neither OTLP/JSON" in done.stderr and "Traceback" not in done.stderr
+    missing = zymi_tui("import", str(tmp_path / "nope.json"), "-d", str(tmp_path))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
