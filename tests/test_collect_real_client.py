@@ -11,18 +11,23 @@ and the replay rebuilds exactly the body's messages; the real `zymi verify` chec
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import requires_zymi, zymi_bin, zymi_tui_bin
+from tests.waiting import LIMIT
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTENT_ON = {
@@ -42,9 +47,10 @@ def _wait_line(proc: subprocess.Popen[str], pattern: str) -> re.Match[str]:
     raise AssertionError(f"no line matching {pattern!r} from {proc.args}")
 
 
-def run_agent(folder: Path, instrumentation: str, *flags: str) -> tuple[list[dict[str, Any]], str, str]:
-    """The agent loop through a real collector into `folder`'s store: the bodies the server received,
-    the collector's output, and `zymi events --raw` of the LLM calls read while it still ran."""
+@contextlib.contextmanager
+def collector(folder: Path) -> Iterator[tuple[str, str, subprocess.Popen[str]]]:
+    """A fake OpenAI server and a real `zymi-tui collect` into `folder`: (base URL, OTLP endpoint, the
+    collector's process, stopped with Ctrl-C on the way out)."""
     bodies, port_file = folder / "bodies.jsonl", folder / "port"
     fake = subprocess.Popen([sys.executable, "-m", "tests.otel.fake_openai", str(port_file), str(bodies)], cwd=ROOT)
     collect = subprocess.Popen(
@@ -55,28 +61,41 @@ def run_agent(folder: Path, instrumentation: str, *flags: str) -> tuple[list[dic
     )
     try:
         endpoint = _wait_line(collect, r"(http://127\.0\.0\.1:\d+/v1/traces)")[1]
-        for _ in range(100):
-            if port_file.exists() and port_file.read_text():
-                break
-            subprocess.run(["sleep", "0.05"])
-        base = f"http://127.0.0.1:{port_file.read_text()}/v1"
-        env = {**os.environ, **CONTENT_ON}
-        agent = subprocess.run(
-            [sys.executable, "-m", "tests.otel.agent_loop", base, endpoint, instrumentation, *flags],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert agent.returncode == 0, agent.stderr
-        live = zymi(folder, "events", "--raw", "-k", "llm_call_started", "-l", "1000").stdout
+        deadline = time.monotonic() + LIMIT
+        while not (port_file.exists() and port_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port_file.read_text()}/v1", endpoint, collect
     finally:
         fake.kill()
         fake.wait()
+        if collect.poll() is None:
+            collect.send_signal(signal.SIGINT)
+            collect.communicate(timeout=30)
+
+
+def agent(base: str, endpoint: str, instrumentation: str, *flags: str) -> None:
+    """The agent loop, a process of its own, its spans sent to `endpoint`."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.otel.agent_loop", base, endpoint, instrumentation, *flags],
+        cwd=ROOT,
+        env={**os.environ, **CONTENT_ON},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def run_agent(folder: Path, instrumentation: str, *flags: str) -> tuple[list[dict[str, Any]], str, str]:
+    """The agent loop through a real collector into `folder`'s store: the bodies the server received,
+    the collector's output, and `zymi events --raw` of the LLM calls read while it still ran."""
+    with collector(folder) as (base, endpoint, collect):
+        agent(base, endpoint, instrumentation, *flags)
+        live = zymi(folder, "events", "--raw", "-k", "llm_call_started", "-l", "1000").stdout
         collect.send_signal(signal.SIGINT)
         out, err = collect.communicate(timeout=30)
-    return [json.loads(line) for line in bodies.read_text().splitlines()], out + err, live
+    bodies = (folder / "bodies.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in bodies], out + err, live
 
 
 def zymi(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -155,3 +174,28 @@ def test_the_what_if_masks_older_tool_results_of_a_foreign_agent(tmp_path: Path)
         assert ours["content"] == f'[masked: read_file("notes/{i}.txt") → ok, {n} chars]'
     assert tools[2]["content"] == sent[2]["content"]  # the last turn's result is kept whole
     assert last["whatif"] and last["chars"] < sum(content_bytes(m) for m in bodies[-1]["messages"])
+
+
+async def test_the_agent_appears_live_in_the_dashboard(tmp_path: Path) -> None:
+    """observe open on the store `collect` writes, then the agent runs: its run and its four calls
+    arrive on the dashboard while it is open."""
+    from tests.tui_support import make_app, settle
+    from zymi_tui.tui.plot import ContextPlot
+
+    db = tmp_path / ".zymi" / "events.db"
+    with collector(tmp_path) as (base, endpoint, _):
+        app = make_app(db)
+        async with app.run_test(size=(120, 40)) as pilot:
+            main = await settle(app, pilot)
+            assert main.runs.rows == []
+            await asyncio.to_thread(agent, base, endpoint, "openai-v2")
+            deadline = time.monotonic() + LIMIT
+            while time.monotonic() < deadline and not main.runs.summaries:
+                await pilot.pause(0.05)
+            await pilot.press("n")  # follow the newest run
+            main = await settle(app, pilot)
+            assert main.selected is not None and main.selected.stream_id.startswith("trace-")
+            plot = main.query_one(ContextPlot)
+            while time.monotonic() < deadline and len(plot.all_calls()) < 4:
+                await pilot.pause(0.05)
+            assert len(plot.all_calls()) == 4, [(c.global_id, c.stream_id[-12:]) for c in plot.all_calls()]

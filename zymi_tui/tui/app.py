@@ -708,6 +708,11 @@ class MainScreen(ActionScreen):
         if key is None:
             return
         mine = [se for se in batch if self._belongs(se, key)]
+        if mine and not self.run_loading and self.events.rows:
+            # a tail batch read before the run's load but handed over after it: rows the load has
+            # (a run written while it is selected: an agent's spans arriving through `collect`)
+            loaded = self.events.rows[-1][0]
+            mine = [se for se in mine if se.global_id > loaded]
         if mine and self.run_loading:
             self.pending_live.extend(mine)  # merged when the load lands (it may or may not include them)
         elif mine:
