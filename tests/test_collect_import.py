@@ -189,3 +189,42 @@ def test_import_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     assert done.stderr.count("\n") == 1 and "neither OTLP/JSON" in done.stderr and "Traceback" not in done.stderr
     missing = zymi_tui("import", str(tmp_path / "nope.json"), "-d", str(tmp_path))
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+async def test_the_knob_editor_on_a_foreign_agent_starts_from_its_own_policy(tmp_path: Path) -> None:
+    """The editor's recorded knobs are the agent's own (nothing masked); zymi's defaults typed in are a
+    what-if, and its curve is what the real engine sent."""
+    from textual.widgets import Input
+
+    from tests.test_tuning_tui import settle
+    from zymi_tui.events.location import SqliteStore
+    from zymi_tui.events.store import EventReader
+    from zymi_tui.telemetry.spans_store import AGENT_OWN_KNOBS
+    from zymi_tui.tui.tuning.app import TuningApp
+    from zymi_tui.tui.tuning.curve_view import CurveView
+    from zymi_tui.tui.tuning.editor import TuningScreen
+
+    reqs = [r for r in requests("coding_default") if r["kind"] == "agent"]
+    (tmp_path / "capture.lhar").write_text(lhar_from(reqs, responses=False))
+    assert zymi_tui("import", str(tmp_path / "capture.lhar"), "-d", str(tmp_path)).returncode == 0
+    stream = zymi_raw(tmp_path, "llm_call_started")[0]["stream_id"]
+
+    def make(reader: EventReader) -> TuningScreen:
+        return TuningScreen(reader, stream, project=None)
+
+    app = TuningApp(SqliteStore(tmp_path / ".zymi" / "events.db"), make)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TuningScreen)
+        assert screen.recorded == AGENT_OWN_KNOBS
+        assert screen.query_one("#knob-observation_window", Input).value == "1000000"
+        for name, value in (("observation_window", "10"), ("soft_cap_chars", "400000"), ("hard_cap_chars", "600000"),
+                            ("min_tail_turns", "4")):  # fmt: skip
+            screen.query_one(f"#knob-{name}", Input).value = value
+            await settle(pilot)
+        curve = screen.query_one(CurveView).curve
+        assert curve is not None and screen.what_if_calls is not None
+        sent = [sum(content_bytes(m) for m in r["body"]["messages"]) for r in reqs]
+        assert list(curve.what_if) == sent
+        assert list(curve.recorded) == sent

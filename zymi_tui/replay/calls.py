@@ -724,6 +724,19 @@ def _decoded(reader: EventReader, tag: str, page: RowPage) -> deque[ReplayEvent]
     return out
 
 
+def agent_knobs(events: Sequence[ReplayEvent], stream_id: str) -> ContextKnobs | None:
+    """The recorded knobs of a foreign agent's step (its own policy, docs/telemetry-in.md#recorded-and-what-if),
+    None if `stream_id` is not one."""
+    run, _, step = stream_id.partition(STEP_MARK)
+    for se in events:
+        kind = se.kind
+        if se.stream_id == run and isinstance(kind, WorkflowNodeStarted) and kind.node_id == step:
+            described = self_described(kind)
+            if described is not None and described.origin == "otel":
+                return described.knobs
+    return None
+
+
 def recorded_knobs(project: Path | None) -> ContextKnobs:
     return project_knobs(read_project(project)) if project is not None else ContextKnobs()
 
