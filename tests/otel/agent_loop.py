@@ -32,12 +32,12 @@ TOOLS = [
         },
     }
 ]
-SYSTEM = "You are a careful file reader. Use read_file, then answer in one line."
+SYSTEM = "You are a careful file reader — use read_file, then answer in one line."
 TASK = "Read notes/1.txt, notes/2.txt and notes/3.txt and tell me what they say."
 
 
 def read_file(path: str) -> str:
-    return f"contents of {path}: hello from file {path[-5]}, " + "padding text " * 40
+    return f"contents of {path}: héllo from file {path[-5]} — ünïcode, " + "padding text " * 40
 
 
 def main() -> None:
