@@ -228,3 +228,28 @@ async def test_the_knob_editor_on_a_foreign_agent_starts_from_its_own_policy(tmp
         sent = [sum(content_bytes(m) for m in r["body"]["messages"]) for r in reqs]
         assert list(curve.what_if) == sent
         assert list(curve.recorded) == sent
+
+
+@requires_zymi
+async def test_the_inspector_and_context_say_sent_not_differs(tmp_path: Path) -> None:
+    """A call the agent sent masked: the inspector's figures draw no ≠ (no zymi build ran) and say why
+    the figures part; `context` heads the recorded figures `sent by the agent`."""
+    from zymi_tui.events.factory import open_reader
+    from zymi_tui.events.location import SqliteStore
+    from zymi_tui.replay.calls import context_at
+    from zymi_tui.tui.model_inspector import REWRITTEN, figures
+
+    reqs = [r for r in requests("coding_default") if r["kind"] == "agent"]
+    (tmp_path / "capture.lhar").write_text(lhar_from(reqs, responses=False))
+    assert zymi_tui("import", str(tmp_path / "capture.lhar"), "-d", str(tmp_path)).returncode == 0
+    last = zymi_raw(tmp_path, "llm_call_started")[-1]
+    reader = await open_reader(SqliteStore(tmp_path / ".zymi" / "events.db"))
+    try:
+        call = await context_at(reader, last["stream_id"], last["sequence"], project=None)
+    finally:
+        await reader.close()
+    assert call.foreign and call.rendered is not None and call.rendered.chars != call.recorded_chars
+    shown = figures(call)
+    assert not any(f.differs for f in shown) and shown[0].note == REWRITTEN  # masking keeps the count: only bytes
+    text = zymi_tui("context", str(tmp_path), "--step-stream", last["stream_id"], "--seq", str(last["sequence"]))
+    assert text.returncode == 0 and f"sent by the agent: {call.recorded_chars} bytes" in text.stdout

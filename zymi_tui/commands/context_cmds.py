@@ -388,9 +388,10 @@ async def _context(args: argparse.Namespace) -> int:
     if r is None:
         err.print("the prefix cannot be known here (no project)")
         return EXIT_OK
+    sent = "sent by the agent" if row.foreign else "recorded"  # a foreign agent's call: no zymi build ran
     out.print(
         f"{'what-if' if row.whatif else 'rebuilt'}: {r.chars} bytes, {r.message_count} messages, "
-        f"~{sum(e.tokens for e in r.entries)} tokens (estimated) | recorded: {row.recorded_chars} bytes, "
+        f"~{sum(e.tokens for e in r.entries)} tokens (estimated) | {sent}: {row.recorded_chars} bytes, "
         f"{row.recorded_message_count} messages, input tokens {row.recorded_input_tokens} (recorded)"
     )
     recorded = knobs_line({row.knobs_source}, {r.knobs.describe()}, project)[0]
