@@ -58,9 +58,9 @@ def trace_request(n: int, calls: int) -> tuple[bytes, int]:
     root = (10**6 + n).to_bytes(8, "big")
     t0 = 1_796_000_000_000_000_000 + n * 10**9
     history: list[dict[str, object]] = [_text("system", "You are a coding agent."), _text("user", f"task {n}")]
+    agent = [_kv("gen_ai.operation.name", "invoke_agent"), _kv("gen_ai.agent.name", "coder")]
     spans = [Span(trace_id=trace_id, span_id=root, name="invoke_agent coder", start_time_unix_nano=t0,
-                  end_time_unix_nano=t0 + 10**9 - 1,
-                  attributes=[_kv("gen_ai.operation.name", "invoke_agent"), _kv("gen_ai.agent.name", "coder")])]  # fmt: skip
+                  end_time_unix_nano=t0 + 10**9 - 1, attributes=agent)]  # fmt: skip
     events = 3  # PipelineRequested, WorkflowStarted, WorkflowNodeStarted
     for i in range(calls):
         last = i == calls - 1
