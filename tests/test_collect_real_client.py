@@ -73,12 +73,12 @@ def collector(folder: Path) -> Iterator[tuple[str, str, subprocess.Popen[str]]]:
             collect.communicate(timeout=30)
 
 
-def agent(base: str, endpoint: str, instrumentation: str, *flags: str) -> None:
+def agent(base: str, endpoint: str, instrumentation: str, *flags: str, env: dict[str, str] = CONTENT_ON) -> None:
     """The agent loop, a process of its own, its spans sent to `endpoint`."""
     done = subprocess.run(
         [sys.executable, "-m", "tests.otel.agent_loop", base, endpoint, instrumentation, *flags],
         cwd=ROOT,
-        env={**os.environ, **CONTENT_ON},
+        env={**os.environ, **env},
         capture_output=True,
         text=True,
         timeout=120,
@@ -199,3 +199,16 @@ async def test_the_agent_appears_live_in_the_dashboard(tmp_path: Path) -> None:
             while time.monotonic() < deadline and len(plot.all_calls()) < 4:
                 await pilot.pause(0.05)
             assert len(plot.all_calls()) == 4, [(c.global_id, c.stream_id[-12:]) for c in plot.all_calls()]
+
+
+@requires_zymi
+def test_spans_without_content_are_counted_and_named_not_guessed(tmp_path: Path) -> None:
+    """`CAPTURE_MESSAGE_CONTENT=true` (not `span_only`): opentelemetry-instrumentation-openai-v2 2.4b0 then
+    puts no message on the span. No call is made up: none is written, and the four are named."""
+    no_content = {**CONTENT_ON, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+    with collector(tmp_path) as (base, endpoint, collect):
+        agent(base, endpoint, "openai-v2", env=no_content)
+        collect.send_signal(signal.SIGINT)
+        _, err = collect.communicate(timeout=30)
+    assert "4 model-call spans without content, skipped (chat fake-model x4)" in err
+    assert zymi(tmp_path, "events", "--raw", "-k", "llm_call_started").stdout == ""
