@@ -163,3 +163,19 @@ def test_binding_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> N
     assert done.returncode == 2
     assert "is not loopback: a token is required" in done.stderr and done.stderr.count("\n") == 1
     assert not (tmp_path / ".zymi").exists()  # refused before a store is made
+
+
+def test_a_port_in_use_is_one_line_and_leaves_no_store(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([zymi_tui_bin(), "collect", "--port", str(port), "-d", str(tmp_path)],
+                              capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert done.returncode == 2
+    assert (
+        done.stderr.startswith(f"zymi-tui: error: cannot listen on 127.0.0.1:{port}") and done.stderr.count("\n") == 1
+    )
+    assert not (tmp_path / ".zymi").exists()

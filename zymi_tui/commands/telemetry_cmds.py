@@ -86,18 +86,22 @@ def _named(location: StoreLocation) -> str:
 async def _collect(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get(TOKEN_ENV) or None
     check_binding(args.host, token)  # before anything is created
-    location = target(args)
-    if isinstance(location, SqliteStore):
-        location.path.parent.mkdir(parents=True, exist_ok=True)
 
     def say(line: str) -> None:
         print(f"  {line}", flush=True)
 
-    writer = await open_writer(location)
-    sink = SpanSink(writer)
-    collector = Collector(sink, args.host, args.port, token, say)
+    location = target(args)
+    collector = Collector(None, args.host, args.port, token, say)
+    await collector.start()  # bound before the store is made: a port in use leaves nothing behind
     try:
-        await collector.start()
+        if isinstance(location, SqliteStore):
+            location.path.parent.mkdir(parents=True, exist_ok=True)
+        writer = await open_writer(location)
+    except BaseException:
+        await collector.stop()
+        raise
+    sink = collector.sink = SpanSink(writer)
+    try:
         print(f"collecting OTLP/HTTP traces on {collector.endpoint}", flush=True)
         print(f"writing into {_named(location)}", flush=True)
         print(f"  export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT={collector.endpoint}", flush=True)

@@ -86,8 +86,14 @@ class Collector:
     """Listens on `host:port` and hands every batch of spans to `sink`."""
 
     def __init__(
-        self, sink: SpanSink, host: str, port: int, token: str | None, say: Callable[[str], None] = lambda s: None
+        self,
+        sink: SpanSink | None,
+        host: str,
+        port: int,
+        token: str | None,
+        say: Callable[[str], None] = lambda s: None,
     ) -> None:
+        """`sink` may be given after `start` (the store is opened once the port is bound)."""
         check_binding(host, token)
         self.sink, self.host, self.port, self.token, self.say = sink, host, port, token, say
         self.server: asyncio.Server | None = None
@@ -183,6 +189,8 @@ class Collector:
             spans: list[InSpan] = decode_protobuf(body) if content_type == PROTOBUF else decode_json(body)
         except SpansError as e:
             raise Refusal(400, "bad_request", e.one_line()) from None
+        if self.sink is None:
+            raise Refusal(503, "busy", "the store is not open yet")
         async with self.lock:
             before = self.sink.stats.calls
             await self.sink.add(spans)

@@ -59,7 +59,7 @@ AGENT_OWN_KNOBS = ContextKnobs(
 )
 APPEND_ONLY, REWRITTEN = "append-only", "rewritten"
 SEEN_SPANS_KEPT = 100_000  # span ids remembered to drop an exporter's retried batch
-TOOL_SPANS_KEPT = 10_000
+TOOL_SPANS_KEPT = 10_000  # tool spans (by call id) and agent names (by span id) remembered, each
 
 
 def preview(text: str | None, limit: int = 100) -> str | None:
@@ -150,7 +150,7 @@ class SpanSink:
         self.trace_runs: dict[str, str] = {}  # trace id -> run key
         self.seen: OrderedDict[str, None] = OrderedDict()
         self.tool_spans: OrderedDict[str, InSpan] = OrderedDict()  # by tool call id
-        self.agent_names: dict[str, str] = {}  # agent span id -> gen_ai.agent.name
+        self.agent_names: OrderedDict[str, str] = OrderedDict()  # agent span id -> gen_ai.agent.name
         self.last_ns: dict[str, int] = {}  # per stream: timestamps never go back
 
     async def _emit(self, stream: str, kind: EventData, corr: str, ts_ns: int) -> None:
@@ -180,6 +180,8 @@ class SpanSink:
                         self.tool_spans.popitem(last=False)
             elif s.kind == AGENT and s.attrs.get("gen_ai.agent.name"):
                 self.agent_names[s.span_id] = str(s.attrs["gen_ai.agent.name"])
+                if len(self.agent_names) > TOOL_SPANS_KEPT:
+                    self.agent_names.popitem(last=False)
         for s in sorted((s for s in fresh if s.kind == CHAT), key=lambda s: s.start_ns):
             content = (contents or {}).get(s.span_id) or call_content(s.attrs)
             if content is None:
