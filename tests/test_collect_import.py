@@ -89,6 +89,9 @@ def test_zymis_own_requests_as_lhar_replay_exactly_under_zymis_policy(tmp_path: 
     assert sum(r["chars"] != r["recorded_chars"] for r in recorded) > 0
     table = zymi_tui("replay", str(tmp_path / "store"))
     assert "≠" not in table.stdout and "rewritten by the agent" in table.stdout
+    advised = zymi_tui("advise", str(tmp_path / "store"), "--format", "json")
+    assert advised.returncode == 0, advised.stderr
+    assert "15 of its calls sent less than that" in json.loads(advised.stdout)["caveat"]
     # zymi's own policy over the same history sends what zymi sent
     whatif = replay(tmp_path / "store", "--profile", "coding")
     assert all(r["whatif"] for r in whatif)

@@ -174,6 +174,11 @@ def test_the_what_if_masks_older_tool_results_of_a_foreign_agent(tmp_path: Path)
         assert ours["content"] == f'[masked: read_file("notes/{i}.txt") → ok, {n} chars]'
     assert tools[2]["content"] == sent[2]["content"]  # the last turn's result is kept whole
     assert last["whatif"] and last["chars"] < sum(content_bytes(m) for m in bodies[-1]["messages"])
+    advised = subprocess.run([zymi_tui_bin(), "advise", str(tmp_path), "--format", "json"], capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+    assert advised.returncode == 0, advised.stderr
+    advice = json.loads(advised.stdout)
+    assert "4 calls are a foreign agent's" in advice["caveat"] and "exactly what it sent" in advice["caveat"]
 
 
 async def test_the_agent_appears_live_in_the_dashboard(tmp_path: Path) -> None:
