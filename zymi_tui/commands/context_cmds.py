@@ -280,12 +280,14 @@ class _Totals:
     cache_breaks: int = 0
     prefix_inferred: bool = False
     knobs_sources: set[str] = field(default_factory=set)
+    whatif_rows: int = 0
     knobs_seen: set[str] = field(default_factory=set)  # the recorded knobs the rows were rebuilt under
     _last_knobs: ContextKnobs | None = field(default=None, repr=False)  # described already
 
     def add(self, row: CallContext, tokens: bool) -> None:
         r = row.rendered
         self.rows += 1
+        self.whatif_rows += row.whatif
         self.knobs_sources.add(row.knobs_source)
         if r is not None and not row.whatif and not row.is_compaction and r.knobs is not self._last_knobs:
             self.knobs_seen.add(r.knobs.describe())
@@ -312,6 +314,8 @@ class _Totals:
 
 def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, project: Path | None, tok: bool) -> None:
     recorded_text, recorded_source = knobs_line(run.knobs_sources, run.knobs_seen, project)
+    if project is None and not run.whatif_rows:
+        knobs = None  # the knobs asked for are the ones the store was replayed under (no step recorded others)
     totals = {
         "totals": True,
         "calls": run.calls,
