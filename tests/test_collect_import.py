@@ -256,3 +256,47 @@ async def test_the_inspector_and_context_say_sent_not_differs(tmp_path: Path) ->
     assert not any(f.differs for f in shown) and shown[0].note == REWRITTEN  # masking keeps the count: only bytes
     text = zymi_tui("context", str(tmp_path), "--step-stream", last["stream_id"], "--seq", str(last["sequence"]))
     assert text.returncode == 0 and f"sent by the agent: {call.recorded_chars} bytes" in text.stdout
+
+
+@requires_zymi
+def test_traces_of_one_conversation_are_one_run_with_a_turn_each(tmp_path: Path) -> None:
+    """Two traces sharing `gen_ai.conversation.id`, each an unnamed agent span over a chat span: one run
+    stream, a turn (PipelineRequested ... PipelineCompleted) per trace, one step whose history carries
+    over; the second turn's new user message lands in Layer C, so the replay rebuilds both inputs exactly."""
+    conv = {"gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c-42"}
+    first_answer = {"role": "assistant", "parts": [{"type": "text", "content": "Yes, 3 pairs."}]}
+    second_answer = {"role": "assistant", "parts": [{"type": "text", "content": "Reserved."}]}
+    ask = _text("user", "Reserve one, please.")
+    one = _span("1111111111111111", "aaaaaaaaaaaaaaaa", "chat m1", T0, {
+        **conv, "gen_ai.input.messages": [SYSTEM, TASK], "gen_ai.output.messages": [first_answer],
+    })  # fmt: skip
+    two = _span("2222222222222222", "bbbbbbbbbbbbbbbb", "chat m1", T0 + 10**9, {
+        **conv, "gen_ai.input.messages": [SYSTEM, TASK, first_answer, ask], "gen_ai.output.messages": [second_answer],
+    })  # fmt: skip
+    agent = {"gen_ai.operation.name": "invoke_agent"}
+    root_one = _span("aaaaaaaaaaaaaaaa", None, "invoke_agent", T0, agent)
+    root_two = _span("bbbbbbbbbbbbbbbb", None, "invoke_agent", T0 + 10**9, agent)
+    for span in (two, root_two):
+        span["traceId"] = "6c8efff798038103d269b633813fc60d"
+    for root in (root_one, root_two):
+        root["endTimeUnixNano"] = str(int(root["startTimeUnixNano"]) + 5_000_000)
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(_request([one, root_one])) + "\n" + json.dumps(_request([two, root_two])))
+    done = zymi_tui("import", str(path), "-d", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    verify(tmp_path)
+    turns = zymi_raw(tmp_path, "pipeline_requested")
+    assert [(t["stream_id"], t["kind"]["data"]["inputs"]["message"]) for t in turns] == [
+        ("conversation-c-42", "Is size 44 in stock?"), ("conversation-c-42", "Reserve one, please."),
+    ]  # fmt: skip
+    assert len({t["correlation_id"] for t in turns}) == 2
+    assert [e["kind"]["data"]["final_output"] for e in zymi_raw(tmp_path, "pipeline_completed")] == [
+        "Yes, 3 pairs.", "Reserved.",
+    ]  # fmt: skip
+    rows = replay(tmp_path)
+    assert {r["stream_id"] for r in rows} == {"conversation-c-42:step:chat"}
+    assert [[m.get("content") for m in r["messages"]] for r in rows] == [
+        ["You sell shoes.", "Is size 44 in stock?"],
+        ["You sell shoes.", "Is size 44 in stock?", "Yes, 3 pairs.", "Reserve one, please."],
+    ]
+    assert [r["chars"] for r in rows] == [r["recorded_chars"] for r in rows]

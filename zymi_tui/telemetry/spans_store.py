@@ -238,11 +238,12 @@ class SpanSink:
 
     async def _step_for(self, run: _Run, s: InSpan, content: CallContent) -> _Step:
         named = s.attrs.get("gen_ai.agent.name") or self.agent_names.get(s.parent_id or "")
-        key = s.parent_id or str(named or "chat")  # a step is its parent span: its name is fixed once known
+        # a step is its parent span (its name is fixed once known); in a conversation, its agent across traces
+        key = str(named or "chat") if run.stream.startswith("conversation-") else s.parent_id or str(named or "chat")
         st = run.steps.get(key)
         if st is not None:
             return st
-        node = str(named) if named else (f"agent-{s.parent_id[:8]}" if s.parent_id else "chat")
+        node = str(named) if named else f"agent-{key[:8]}" if key == s.parent_id else key
         first = content.input
         system = first[0].content if first and isinstance(first[0], SystemMessage) else ""
         task_at = 1 if first and isinstance(first[0], SystemMessage) else 0
