@@ -300,3 +300,17 @@ def test_traces_of_one_conversation_are_one_run_with_a_turn_each(tmp_path: Path)
         ["You sell shoes.", "Is size 44 in stock?", "Yes, 3 pairs.", "Reserve one, please."],
     ]
     assert [r["chars"] for r in rows] == [r["recorded_chars"] for r in rows]
+
+
+@requires_zymi
+def test_a_file_imported_twice_adds_nothing_the_second_time(tmp_path: Path) -> None:
+    reqs = [r for r in requests("coding_default") if r["kind"] == "agent"][:4]
+    (tmp_path / "capture.lhar").write_text(lhar_from(reqs, responses=True))
+    assert zymi_tui("import", str(tmp_path / "capture.lhar"), "-d", str(tmp_path)).returncode == 0
+    before = zymi_raw(tmp_path, "llm_call_started")
+    again = zymi_tui("import", str(tmp_path / "capture.lhar"), "-d", str(tmp_path))
+    assert (
+        again.returncode == 0 and "0 model calls in 0 runs" in again.stdout and "4 spans received twice" in again.stdout
+    )
+    assert zymi_raw(tmp_path, "llm_call_started") == before
+    verify(tmp_path)

@@ -12,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-from zymi_tui.events.factory import open_writer
+from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.location import PostgresStore, SqliteStore, StoreLocation, location_of
 from zymi_tui.events.store import EventWriter
 from zymi_tui.project.locate import DEFAULT_DB, project_store
@@ -102,6 +102,7 @@ async def _collect(args: argparse.Namespace) -> int:
         raise
     sink = collector.sink = SpanSink(writer)
     try:
+        await _remember(sink, location)
         print(f"collecting OTLP/HTTP traces on {collector.endpoint}", flush=True)
         print(f"writing into {_named(location)}", flush=True)
         print(f"  export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT={collector.endpoint}", flush=True)
@@ -114,6 +115,15 @@ async def _collect(args: argparse.Namespace) -> int:
             await asyncio.shield(_stop(collector, sink, writer))
         print(f"stopped: {sink.stats.line()}", file=sys.stderr, flush=True)
     return EXIT_OK
+
+
+async def _remember(sink: SpanSink, location: StoreLocation) -> None:
+    """The calls already taken in from spans (opened after the writer: the store exists)."""
+    reader = await open_reader(location)
+    try:
+        await sink.remember(reader)
+    finally:
+        await reader.close()
 
 
 async def _stop(collector: Collector, sink: SpanSink, writer: EventWriter) -> None:
@@ -133,6 +143,7 @@ async def _import(args: argparse.Namespace) -> int:
     writer = await open_writer(location)
     sink = SpanSink(writer)
     try:
+        await _remember(sink, location)
         fmt = await import_file(path, sink)
     finally:
         await writer.close()

@@ -46,7 +46,7 @@ from zymi_tui.events.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from zymi_tui.events.store import EventWriter
+from zymi_tui.events.store import EventReader, EventWriter
 from zymi_tui.telemetry.messages_in import CallContent, call_content, tool_result
 from zymi_tui.telemetry.spans_in import AGENT, CHAT, TOOL, InSpan
 
@@ -152,6 +152,18 @@ class SpanSink:
         self.tool_spans: OrderedDict[str, InSpan] = OrderedDict()  # by tool call id
         self.agent_names: OrderedDict[str, str] = OrderedDict()  # agent span id -> gen_ai.agent.name
         self.last_ns: dict[str, int] = {}  # per stream: timestamps never go back
+
+    async def remember(self, reader: EventReader) -> None:
+        """The model calls the store already holds from spans: taken in again (a file imported twice, a
+        batch retried across a restart), they are dropped as duplicates."""
+        for stored in await reader.read_kinds([LlmCallStarted.TAG]):
+            extra = (
+                (stored.event.kind.model_extra or {}).get("zymi_tui")
+                if isinstance(stored.event.kind, EventData)
+                else None
+            )
+            if isinstance(extra, dict) and extra.get("origin") == ORIGIN:
+                self.seen[f"{extra.get('trace_id')}/{extra.get('span_id')}"] = None
 
     async def _emit(self, stream: str, kind: EventData, corr: str, ts_ns: int) -> None:
         ts = max(ts_ns, self.last_ns.get(stream, 0))
