@@ -314,3 +314,17 @@ def test_a_file_imported_twice_adds_nothing_the_second_time(tmp_path: Path) -> N
     )
     assert zymi_raw(tmp_path, "llm_call_started") == before
     verify(tmp_path)
+
+
+async def test_the_dashboard_says_whose_caps_an_imported_agent_had(tmp_path: Path) -> None:
+    from tests.tui_support import make_app, settle
+    from tests.waiting import pilot_until
+    from zymi_tui.tui.source import AGENT_CAPS
+
+    reqs = [r for r in requests("coding_default") if r["kind"] == "agent"][:3]
+    (tmp_path / "capture.lhar").write_text(lhar_from(reqs, responses=True))
+    assert zymi_tui("import", str(tmp_path / "capture.lhar"), "-d", str(tmp_path)).returncode == 0
+    app = make_app(tmp_path / ".zymi" / "events.db")
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        await pilot_until(pilot, lambda: main.knob_source == AGENT_CAPS, "the agent's caps named")

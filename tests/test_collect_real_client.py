@@ -186,6 +186,7 @@ async def test_the_agent_appears_live_in_the_dashboard(tmp_path: Path) -> None:
     arrive on the dashboard while it is open."""
     from tests.tui_support import make_app, settle
     from zymi_tui.tui.plot import ContextPlot
+    from zymi_tui.tui.source import AGENT_CAPS
 
     db = tmp_path / ".zymi" / "events.db"
     with collector(tmp_path) as (base, endpoint, _):
@@ -204,6 +205,7 @@ async def test_the_agent_appears_live_in_the_dashboard(tmp_path: Path) -> None:
             while time.monotonic() < deadline and len(plot.all_calls()) < 4:
                 await pilot.pause(0.05)
             assert len(plot.all_calls()) == 4, [(c.global_id, c.stream_id[-12:]) for c in plot.all_calls()]
+            assert main.knob_source == AGENT_CAPS  # the banner: whose caps these calls had
 
 
 @requires_zymi
