@@ -328,3 +328,31 @@ async def test_the_dashboard_says_whose_caps_an_imported_agent_had(tmp_path: Pat
     async with app.run_test(size=(120, 40)) as pilot:
         main = await settle(app, pilot)
         await pilot_until(pilot, lambda: main.knob_source == AGENT_CAPS, "the agent's caps named")
+
+
+@requires_zymi
+def test_a_call_whose_span_lacks_its_answer_takes_it_from_the_next_input(tmp_path: Path) -> None:
+    """The first call's span carries no `gen_ai.output.messages`: its answer is the assistant message the
+    next call's input holds after it; the last call's answer no span carries is counted, not made up."""
+    chat = {"gen_ai.operation.name": "chat"}
+    first = _span("1111111111111111", "aaaaaaaaaaaaaaaa", "chat m1", T0 + 1, {
+        **chat, "gen_ai.input.messages": [SYSTEM, TASK],
+    })  # fmt: skip
+    second = _span("3333333333333333", "aaaaaaaaaaaaaaaa", "chat m1", T0 + 4_000_000, {
+        **chat, "gen_ai.input.messages": [SYSTEM, TASK, CALL, RESULT],
+    })  # fmt: skip
+    root = _span("aaaaaaaaaaaaaaaa", None, "invoke_agent seller", T0, {"gen_ai.operation.name": "invoke_agent"})
+    root["endTimeUnixNano"] = str(T0 + 9_000_000)
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps(_request([first, second, root])))
+    done = zymi_tui("import", str(path), "-d", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "1 answers not carried by any span" in done.stdout and "rewritten" not in done.stdout
+    verify(tmp_path)
+    answers = [e["kind"]["data"] for e in zymi_raw(tmp_path, "llm_call_completed")]
+    assert answers[0]["response_message"]["Assistant"]["tool_calls"][0]["id"] == "c1"
+    assert answers[1]["response_message"] is None
+    results = [e["kind"]["data"] for e in zymi_raw(tmp_path, "tool_call_completed")]
+    assert [(r["call_id"], r["result"]) for r in results] == [("c1", "3 pairs")]
+    rows = replay(tmp_path)
+    assert [r["chars"] for r in rows] == [r["recorded_chars"] for r in rows]

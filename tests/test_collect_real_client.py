@@ -136,6 +136,9 @@ CASES = [
     pytest.param("openai-v2", ("--bare",), id="openai-v2-bare"),
     pytest.param("openinference", (), id="openinference"),
     pytest.param("openllmetry", (), id="openllmetry"),
+    pytest.param("openai-v2", ("--stream",), id="openai-v2-stream"),
+    pytest.param("openinference", ("--stream",), id="openinference-stream"),
+    pytest.param("openllmetry", ("--stream",), id="openllmetry-stream"),
 ]
 
 

@@ -12,18 +12,19 @@ import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 TOOL_ROUNDS = 3
 
 
-def reply(body: dict[str, object]) -> dict[str, object]:
+def reply(body: dict[str, Any]) -> dict[str, Any]:
     messages = body.get("messages")
     assert isinstance(messages, list)
     done = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool")
     prompt = sum(len(json.dumps(m)) for m in messages) // 4
     if done < TOOL_ROUNDS:
         n = done + 1
-        message: dict[str, object] = {
+        message: dict[str, Any] = {
             "role": "assistant",
             "content": None,
             "tool_calls": [
@@ -48,6 +49,24 @@ def reply(body: dict[str, object]) -> dict[str, object]:
     }
 
 
+def chunks(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The answer as `stream: true` sends it: the text in two deltas or the tool call in one, then the
+    finish reason, then the usage (as `stream_options.include_usage` asks)."""
+    choice = answer["choices"][0]
+    message = choice["message"]
+    base = {k: answer[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    deltas: list[dict[str, Any]] = [{"role": "assistant"}]
+    if message.get("content"):
+        text = message["content"]
+        deltas += [{"content": text[: len(text) // 2]}, {"content": text[len(text) // 2 :]}]
+    for i, call in enumerate(message.get("tool_calls") or []):
+        deltas.append({"tool_calls": [{"index": i, **call}]})
+    out = [base | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    out.append(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    out.append(base | {"choices": [], "usage": answer["usage"]})
+    return out
+
+
 def main() -> None:
     port_file, bodies_file = Path(sys.argv[1]), Path(sys.argv[2])
 
@@ -56,9 +75,14 @@ def main() -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
             with bodies_file.open("a", encoding="utf-8") as out:
                 out.write(json.dumps(body, ensure_ascii=False) + "\n")
-            data = json.dumps(reply(body)).encode()
+            answer = reply(body)
+            if body.get("stream"):
+                data = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks(answer)) + b"data: [DONE]\n\n"
+                content_type = "text/event-stream"
+            else:
+                data, content_type = json.dumps(answer).encode(), "application/json"
             self.send_response(200)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

@@ -74,7 +74,8 @@ def same(a: MessageModel, b: MessageModel) -> bool:
     if type(a) is not type(b) or message_bytes(a) != message_bytes(b):
         return False
     if isinstance(a, AssistantMessage) and isinstance(b, AssistantMessage):
-        return a.content == b.content and [c.id for c in a.tool_calls] == [c.id for c in b.tool_calls]
+        # no text is no text: a streamed answer's "" is the next input's null
+        return (a.content or "") == (b.content or "") and [c.id for c in a.tool_calls] == [c.id for c in b.tool_calls]
     if isinstance(a, ToolResultMessage) and isinstance(b, ToolResultMessage):
         return a.tool_call_id == b.tool_call_id and a.content == b.content
     return getattr(a, "content", None) == getattr(b, "content", None)
@@ -103,6 +104,7 @@ class Stats:
     duplicates: int = 0
     without_content: Counter[str] = field(default_factory=Counter)  # model-call spans with no content, by name
     results_unknown: int = 0  # tool calls whose result no later input nor tool span carried
+    answers_unknown: int = 0  # model calls whose answer neither their span nor the next input carried
 
     def line(self) -> str:
         out = f"{self.spans} spans: {self.calls} model calls in {self.runs} runs, {self.tool_results} tool results"
@@ -111,6 +113,8 @@ class Stats:
         if self.without_content:
             names = ", ".join(f"{n} x{c}" for n, c in self.without_content.most_common(5))
             out += f"; {sum(self.without_content.values())} model-call spans without content, skipped ({names})"
+        if self.answers_unknown:
+            out += f"; {self.answers_unknown} answers not carried by any span"
         if self.results_unknown:
             out += f"; {self.results_unknown} tool results not carried by any span"
         if self.duplicates:
@@ -138,6 +142,7 @@ class _Step:
     pending: dict[str, ToolCallInfo] = field(default_factory=dict)
     iteration: int = 0
     last_end_ns: int = 0
+    unanswered: tuple[InSpan, CallContent] | None = None  # the last call, its LlmCallCompleted not yet written
 
 
 class SpanSink:
@@ -281,6 +286,10 @@ class SpanSink:
         if st is None:
             st = await self._step_for(run, s, content)
         sent = list(content.input)
+        if st.unanswered is not None:  # the previous call's answer, as this input holds it
+            at = len(st.expected)
+            held = sent[at] if len(sent) > at and all(map(same, st.expected, sent[:at])) else None
+            await self._answer(st, held if isinstance(held, AssistantMessage) else None)
         n = 0
         while n < min(len(st.expected), len(sent)) and same(st.expected[n], sent[n]):
             n += 1
@@ -304,22 +313,33 @@ class SpanSink:
             "approx_context_chars": sum(message_bytes(m) for m in sent), "zymi_tui": extra,
         })  # fmt: skip
         await self._emit(st.stream, started, run.corr, s.start_ns)
-        answer = content.output
+        self.stats.calls += 1
+        st.unanswered = (s, content)
+        if content.output is not None:
+            await self._answer(st, content.output)
+        # else the span carries no answer (OpenLLMetry's streamed tool calls): the next call's input holds it
+
+    async def _answer(self, st: _Step, answer: AssistantMessage | None) -> None:
+        """The `LlmCallCompleted` of the step's last call (`answer` None: no span nor input carried it)."""
+        assert st.unanswered is not None
+        s, content = st.unanswered
+        st.unanswered = None
+        if answer is None:
+            self.stats.answers_unknown += 1
         calls = answer.tool_calls if answer is not None else ()
         done = LlmCallCompleted(
             response_message=answer, has_tool_calls=bool(calls), usage=content.usage,
             content_preview=preview(answer.content if answer else None), finish_reason=content.finish_reason,
         )  # fmt: skip
-        await self._emit(st.stream, done, run.corr, s.end_ns)
+        await self._emit(st.stream, done, st.run.corr, s.end_ns)
         for c in calls:
             await self._emit(st.stream, ToolCallRequested(tool_name=c.name, arguments=c.arguments, call_id=c.id),
-                             run.corr, s.end_ns)  # fmt: skip
+                             st.run.corr, s.end_ns)  # fmt: skip
             st.pending[c.id] = c
         st.expected.append(answer if answer is not None else AssistantMessage(content=None))
         st.last_end_ns = s.end_ns
         if answer is not None and not calls:
-            run.last_answer = answer.content or ""
-        self.stats.calls += 1
+            st.run.last_answer = answer.content or ""
 
     async def _tool_done(self, st: _Step, call_id: str, result: str, at_ns: int) -> None:
         st.pending.pop(call_id, None)
@@ -340,7 +360,10 @@ class SpanSink:
         run = self.runs.get(key) if key else None
         if run is None or run.trace != trace_id:
             return
+        conversation = key is not None and key.startswith("conversation:")
         for st in run.steps.values():
+            if st.unanswered is not None and not conversation:  # a conversation's next turn may hold it
+                await self._answer(st, None)
             for call_id in list(st.pending):
                 span = self.tool_spans.get(call_id)
                 _, result = tool_result(span.attrs) if span is not None else (None, None)
@@ -355,12 +378,15 @@ class SpanSink:
         done = PipelineCompleted(pipeline=run.pipeline, success=not error, final_output=run.last_answer, error=failure)
         await self._emit(run.stream, done, run.corr, end_ns)
         run.trace = None
-        if key is not None and not key.startswith("conversation:"):
-            del self.runs[key]
+        if not conversation:
+            del self.runs[key or ""]
 
     async def close(self) -> None:
         """Seal every turn still open (the collector stops, a file ends)."""
         for run in list(self.runs.values()):
+            for st in run.steps.values():
+                if st.unanswered is not None:
+                    await self._answer(st, None)
             if run.trace is not None:
                 end = max(
                     self.last_ns.get(run.stream, 0), *(self.last_ns.get(st.stream, 0) for st in run.steps.values())
