@@ -356,3 +356,22 @@ def test_a_call_whose_span_lacks_its_answer_takes_it_from_the_next_input(tmp_pat
     assert [(r["call_id"], r["result"]) for r in results] == [("c1", "3 pairs")]
     rows = replay(tmp_path)
     assert [r["chars"] for r in rows] == [r["recorded_chars"] for r in rows]
+
+
+@requires_zymi
+def test_the_lhar_json_wrapper_reads_as_the_lines_do(tmp_path: Path) -> None:
+    reqs = [r for r in requests("coding_default") if r["kind"] == "agent"][:5]
+    lines = [json.loads(line) for line in lhar_from(reqs, responses=True).splitlines()]
+    sessions = [{k: v for k, v in line.items() if k != "type"} for line in lines if line["type"] == "session"]
+    wrapper = {"lhar": {"version": "0.1", "creator": {"name": "test", "version": "0"}, "sessions": sessions,
+                        "entries": [line for line in lines if line["type"] == "entry"]}}  # fmt: skip
+    (tmp_path / "a.lhar").write_text(lhar_from(reqs, responses=True))
+    (tmp_path / "b.lhar.json").write_text(json.dumps(wrapper))
+    for name in ("a.lhar", "b.lhar.json"):
+        assert zymi_tui("import", str(tmp_path / name), "-d", str(tmp_path / name.split(".")[0])).returncode == 0
+
+    def figures(folder: Path) -> list[tuple[int, int]]:
+        started = [e["kind"]["data"] for e in zymi_raw(folder, "llm_call_started")]
+        return [(s["message_count"], s["approx_context_chars"]) for s in started]
+
+    assert figures(tmp_path / "a") == figures(tmp_path / "b") != []
