@@ -319,6 +319,7 @@ def test_a_file_imported_twice_adds_nothing_the_second_time(tmp_path: Path) -> N
 async def test_the_dashboard_says_whose_caps_an_imported_agent_had(tmp_path: Path) -> None:
     from tests.tui_support import make_app, settle
     from tests.waiting import pilot_until
+    from zymi_tui.tui.plot import ContextPlot
     from zymi_tui.tui.source import AGENT_CAPS
 
     reqs = [r for r in requests("coding_default") if r["kind"] == "agent"][:3]
@@ -328,6 +329,8 @@ async def test_the_dashboard_says_whose_caps_an_imported_agent_had(tmp_path: Pat
     async with app.run_test(size=(120, 40)) as pilot:
         main = await settle(app, pilot)
         await pilot_until(pilot, lambda: main.knob_source == AGENT_CAPS, "the agent's caps named")
+        plot = main.query_one(ContextPlot)
+        assert (plot.soft_cap, plot.hard_cap) == (None, None)  # zymi's caps were not the agent's: none drawn
 
 
 @requires_zymi

@@ -28,6 +28,7 @@ from zymi_tui.events.runs import RUN_TAGS, RunSummary, list_runs, newest_runs
 from zymi_tui.events.store import EventReader, IndexRow, StoreError, run_of, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.tail import tail
+from zymi_tui.telemetry.spans_store import AGENT_OWN_KNOBS
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.graph_view import GraphView
@@ -272,8 +273,10 @@ class MainScreen(ActionScreen):
         self.in_thread(job)
 
     def agent_caps(self) -> None:
-        self.knob_source = AGENT_CAPS
-        self.update_banner()
+        """The agent's own policy: nothing masked, forgotten or capped by zymi (no cap lines drawn)."""
+        self.apply_knobs(AGENT_OWN_KNOBS, AGENT_CAPS)
+        plot = self.query_one(ContextPlot)
+        plot.soft_cap = plot.hard_cap = None
 
     def apply_knobs(self, knobs: ContextKnobs, source: str) -> None:
         self.soft_cap, self.hard_cap = knobs.soft_cap_chars, knobs.hard_cap_chars
