@@ -28,7 +28,6 @@ from zymi_tui.events.runs import RUN_TAGS, RunSummary, list_runs, newest_runs
 from zymi_tui.events.store import EventReader, IndexRow, StoreError, run_of, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.tail import tail
-from zymi_tui.telemetry.spans_store import AGENT_OWN_KNOBS
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.base_app import SafeApp
 from zymi_tui.tui.graph_view import GraphView
@@ -274,6 +273,8 @@ class MainScreen(ActionScreen):
 
     def agent_caps(self) -> None:
         """The agent's own policy: nothing masked, forgotten or capped by zymi (no cap lines drawn)."""
+        from zymi_tui.telemetry.spans_store import AGENT_OWN_KNOBS  # the knobs model (yaml): not before the first frame
+
         self.apply_knobs(AGENT_OWN_KNOBS, AGENT_CAPS)
         plot = self.query_one(ContextPlot)
         plot.soft_cap = plot.hard_cap = None
