@@ -378,3 +378,21 @@ def test_the_lhar_json_wrapper_reads_as_the_lines_do(tmp_path: Path) -> None:
         return [(s["message_count"], s["approx_context_chars"]) for s in started]
 
     assert figures(tmp_path / "a") == figures(tmp_path / "b") != []
+
+
+@requires_zymi
+def test_an_agent_imported_into_a_zymi_project_folder_keeps_its_own_layer_a(tmp_path: Path) -> None:
+    """The project describes its own pipelines, not the agent's: the agent's steps still replay from
+    the Layer A and knobs they recorded (not an inferred prefix)."""
+    import shutil
+
+    project = tmp_path / "proj"
+    shutil.copytree(ORACLE / "coding_default" / "project", project)
+    reqs = [r for r in requests("coding_default") if r["kind"] == "agent"][:3]
+    (tmp_path / "capture.lhar").write_text(lhar_from(reqs, responses=True))
+    done = zymi_tui("import", str(tmp_path / "capture.lhar"), "-d", str(project))
+    assert done.returncode == 0 and str((project / ".zymi" / "events.db").resolve()) in done.stdout
+    rows = replay(project)
+    assert [r["prefix_inferred"] for r in rows] == [False] * 3
+    assert [r["chars"] for r in rows] == [r["recorded_chars"] for r in rows]
+    assert {r["knobs_source"] for r in rows} == {"agent"}

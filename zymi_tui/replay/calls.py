@@ -407,7 +407,7 @@ class Replayer:
             spec = self.project.step(run.pipeline, step_id)
             fresh = bool(spec and spec.fresh)
             cutoff = st.started_ns if fresh else None
-        elif described is not None:  # our engine recorded the prefix, cutoff and knobs it used
+        if prefix is None and described is not None:  # the step described itself (our engine, or spans taken in)
             prefix, cutoff = described.prefix, described.fresh_cutoff_ns
             if described.knobs is not None:
                 st.knobs_source = AGENT_KNOBS if described.origin == "otel" else STORE_KNOBS
