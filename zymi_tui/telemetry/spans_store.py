@@ -151,7 +151,7 @@ class SpanSink:
     def __init__(self, writer: EventWriter) -> None:
         self.writer = writer
         self.stats = Stats()
-        self.runs: dict[str, _Run] = {}  # by key: "trace:<id>", "conversation:<id>", "bare:<stream>"
+        self.runs: dict[str, _Run] = {}  # by key: "trace:<id>", "conversation:<id>", "calls-<first trace id>"
         self.trace_runs: dict[str, str] = {}  # trace id -> run key
         self.seen: OrderedDict[str, None] = OrderedDict()
         self.tool_spans: OrderedDict[str, InSpan] = OrderedDict()  # by tool call id
