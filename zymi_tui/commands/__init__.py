@@ -39,6 +39,10 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("find", "tuning_cmds", "was TEXT in the context at each call of a stream (and why not)?"),
     CommandSpec("advise", "advise_cmds", "findings on a store (signals, evidence) and what to change, replayed on it"),
     CommandSpec("export", "export_cmds", "a store's LLM calls as LHAR (context-lens) or OTLP/JSON spans"),
+    CommandSpec(
+        "collect", "telemetry_cmds", "receive OpenTelemetry GenAI traces (OTLP/HTTP) from any agent into a store, live"
+    ),
+    CommandSpec("import", "telemetry_cmds", "an OTLP/JSON or LHAR trace file into a store (any agent's model calls)"),
     CommandSpec("tune", "tuning_cmds", "the knob editor (or --compare / --sweep screens) on a store"),
     CommandSpec("run", "engine_cmds", "run a pipeline of a zymi project (zymi's `run`)"),
     CommandSpec("init", "engine_cmds", "create a zymi project here (on the offline demo model)"),

@@ -19,6 +19,7 @@ from zymi_tui.events.store import EventReader
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.calls import (
+    AGENT_KNOBS,
     PROJECT_KNOBS,
     SAME_TRAJECTORY,
     STORE_KNOBS,
@@ -100,8 +101,9 @@ def _setup(args: argparse.Namespace) -> tuple[StoreLocation, Path | None, Contex
     location, project = located(args)
     base = recorded_knobs(project)
     knobs = None if args.profile is None and not args.sets else resolve_knobs(base, args.profile, args.sets)
-    if knobs == base:
-        knobs = None  # the recorded knobs: a plain replay, not a what-if
+    if knobs == base and project is not None:
+        knobs = None  # the recorded knobs: a plain replay, not a what-if (without a project, they are
+        # unknown: a foreign agent's steps, recorded under their own policy, are a what-if under them)
     return location, project, knobs
 
 
@@ -110,6 +112,12 @@ def knobs_line(sources: set[str], described: set[str], project: Path | None) -> 
     what = " | ".join(sorted(described)) if described else "?"
     if not sources or UNKNOWN_KNOBS in sources:
         return f"unknown (no project describes this store): replayed under the engine defaults: {what}", "unknown"
+    if sources == {AGENT_KNOBS}:
+        return (
+            "the agent's own (a foreign agent's spans: recorded = what it sent; zymi's builder never ran, and "
+            "the rebuild replays its history with nothing masked or dropped)",
+            "agent",
+        )
     if sources == {STORE_KNOBS}:
         return f"recorded in the store (zymi-tui's engine wrote them): {what}", "store"
     if sources == {PROJECT_KNOBS} and project is not None:
@@ -227,9 +235,13 @@ def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
         kind += " (simulated)"
     rebuilt = "?" if r is None else str(r.chars)
     mark = ""
-    if r is not None and not row.whatif and not row.simulated and r.chars != row.recorded_chars:
-        mark = "[red]≠[/]"
     note = []
+    if r is not None and not row.whatif and not row.simulated and r.chars != row.recorded_chars:
+        # a foreign agent's call: no zymi build to disagree with; the agent's input is not its history appended
+        if row.foreign:
+            note.append("rewritten by the agent")
+        else:
+            mark = "[red]≠[/]"
     if row.prefix_inferred:
         note.append("prefix inferred")
     if r is not None and r.hard_cap_exceeded and not row.hard_cap_failure:
@@ -269,12 +281,14 @@ class _Totals:
     cache_breaks: int = 0
     prefix_inferred: bool = False
     knobs_sources: set[str] = field(default_factory=set)
+    whatif_rows: int = 0
     knobs_seen: set[str] = field(default_factory=set)  # the recorded knobs the rows were rebuilt under
     _last_knobs: ContextKnobs | None = field(default=None, repr=False)  # described already
 
     def add(self, row: CallContext, tokens: bool) -> None:
         r = row.rendered
         self.rows += 1
+        self.whatif_rows += row.whatif
         self.knobs_sources.add(row.knobs_source)
         if r is not None and not row.whatif and not row.is_compaction and r.knobs is not self._last_knobs:
             self.knobs_seen.add(r.knobs.describe())
@@ -301,6 +315,8 @@ class _Totals:
 
 def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, project: Path | None, tok: bool) -> None:
     recorded_text, recorded_source = knobs_line(run.knobs_sources, run.knobs_seen, project)
+    if project is None and not run.whatif_rows:
+        knobs = None  # the knobs asked for are the ones the store was replayed under (no step recorded others)
     totals = {
         "totals": True,
         "calls": run.calls,
@@ -377,9 +393,10 @@ async def _context(args: argparse.Namespace) -> int:
     if r is None:
         err.print("the prefix cannot be known here (no project)")
         return EXIT_OK
+    sent = "sent by the agent" if row.foreign else "recorded"  # a foreign agent's call: no zymi build ran
     out.print(
         f"{'what-if' if row.whatif else 'rebuilt'}: {r.chars} bytes, {r.message_count} messages, "
-        f"~{sum(e.tokens for e in r.entries)} tokens (estimated) | recorded: {row.recorded_chars} bytes, "
+        f"~{sum(e.tokens for e in r.entries)} tokens (estimated) | {sent}: {row.recorded_chars} bytes, "
         f"{row.recorded_message_count} messages, input tokens {row.recorded_input_tokens} (recorded)"
     )
     recorded = knobs_line({row.knobs_source}, {r.knobs.describe()}, project)[0]

@@ -174,7 +174,8 @@ def print_comparison(cmp: Comparison, currency: str) -> None:
     table = Table(title="whole store", title_justify="left")
     table.add_column("figure")
     for p in cmp.profiles:
-        table.add_column(p.name + (" (recorded knobs)" if p.recorded else ""), justify="right")
+        label = " (what the agent sent)" if p.recorded and p.foreign else " (recorded knobs)" if p.recorded else ""
+        table.add_column(p.name + label, justify="right")
     md = to_markdown(cmp, currency).splitlines()
     body = [line for line in md if line.startswith("| ") and not line.startswith("| figure")]
     for line in body[: len(body) - len(cmp.runs()) - 1]:

@@ -17,12 +17,22 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from zymi_tui.engine.http_request import Head, Refusal, answer, body_length, read_body, read_head
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.errors import UserError
 from zymi_tui.events.kinds import PipelineRequested, UserMessageReceived, snake_tag
 from zymi_tui.events.messages import UserMessage
 from zymi_tui.events.stored import StoredEvent
+from zymi_tui.http_request import (
+    HEAD_TIMEOUT_S,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT_S,
+    Head,
+    Refusal,
+    answer,
+    body_length,
+    read_body,
+    read_head,
+)
 
 
 class ConnectorError(UserError):
@@ -106,9 +116,6 @@ class StdinConnector:
             )
 
 
-HEAD_TIMEOUT_S = 10.0  # from connecting to the end of the headers
-REQUEST_TIMEOUT_S = 30.0  # from connecting to the end of the body
-MAX_CONNECTIONS = 64  # open at once; more are answered 503
 UNAUTHORIZED = {"error": "unauthorized", "detail": "authentication failed"}
 
 

@@ -874,7 +874,24 @@ async def advise(
         rec.knobs = knobs
         rec.effect = _effect(profile_name(knobs), after, before, knobs)
     found = prices.price_for(model) if prices is not None else None
-    return Advice(findings, kd, model, found[0] if found else None, cmp0.cache_family, len(advisor.sent))
+    advice = Advice(findings, kd, model, found[0] if found else None, cmp0.cache_family, len(advisor.sent))
+    advice.caveat += foreign_caveat(rows)
+    return advice
+
+
+def foreign_caveat(rows: Sequence[CallContext]) -> str:
+    """What the figures mean for a foreign agent's calls (spans: docs/telemetry-in.md#recorded-and-what-if)."""
+    foreign = [r for r in rows if r.foreign and not r.is_compaction and not r.hard_cap_failure]
+    if not foreign:
+        return ""
+    rewritten = sum(r.rendered is not None and r.rendered.chars != r.recorded_chars for r in foreign)
+    text = (
+        f"; {len(foreign)} calls are a foreign agent's (taken in from its spans): the knobs named are zymi's "
+        "(the agent had none), and the base line is its history replayed with nothing masked"
+    )
+    if rewritten:
+        return text + f": {rewritten} of its calls sent less than that (it rewrote its history itself)"
+    return text + ", which is exactly what it sent"
 
 
 # -- output ---------------------------------------------------------------------------------------

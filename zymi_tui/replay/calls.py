@@ -79,6 +79,11 @@ SAME_TRAJECTORY = "what-if: assumes the same trajectory (the recorded tool calls
 # where a call's recorded knobs come from: the project's runtime.context, the store (our engine
 # records them on each step's WorkflowNodeStarted), or nowhere (replayed under the engine defaults)
 PROJECT_KNOBS, STORE_KNOBS, UNKNOWN_KNOBS = "project", "store", "unknown"
+# a foreign agent's calls, taken in from its spans (docs/telemetry-in.md): zymi's builder never ran; the
+# recorded context is what the agent sent, and the replay under the recorded knobs is its own history
+# with nothing masked or dropped
+AGENT_KNOBS = "agent"
+AGENT_SENT = "sent by the agent (its spans): zymi's builder never ran for this call"
 
 
 class ReplayError(UserError):
@@ -107,7 +112,7 @@ class CallContext:
     note: str = ""
     compaction_plan: CompactionPlan | None = None  # a compaction call: the span, range and bytes it covers
     prefix_basis: str | None = None  # Layer A inferred: how its size was found (the figures are estimates)
-    knobs_source: str = UNKNOWN_KNOBS  # the recorded knobs: PROJECT_KNOBS, STORE_KNOBS or UNKNOWN_KNOBS
+    knobs_source: str = UNKNOWN_KNOBS  # the recorded knobs: PROJECT_KNOBS, STORE_KNOBS, AGENT_KNOBS or UNKNOWN_KNOBS
     # usage of the matching LlmCallCompleted: provider-reported cache figures and output
     recorded_cached_tokens: int | None = None
     recorded_cache_creation_tokens: int | None = None
@@ -128,6 +133,11 @@ class CallContext:
     @property
     def message_count(self) -> int | None:
         return None if self.rendered is None else self.rendered.message_count
+
+    @property
+    def foreign(self) -> bool:
+        """A call of a foreign agent: its recorded figures are what it sent, not a zymi build."""
+        return self.knobs_source == AGENT_KNOBS
 
     @property
     def guessed(self) -> list[str]:
@@ -153,6 +163,7 @@ class _Step:
     prev_shape: Shape | None = None  # the previous sent agent call's context (prefix reuse)
     knobs_source: str = UNKNOWN_KNOBS  # where this step run's recorded knobs come from
     started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, docs/context.md#fresh-mode)
+    whatif: bool = False  # a foreign agent's step under knobs asked for explicitly (not its own policy)
 
 
 class SummaryEstimate:
@@ -212,6 +223,7 @@ class StepDescription:
     prefix: Prefix
     fresh_cutoff_ns: int | None
     knobs: ContextKnobs | None
+    origin: str | None = None  # "otel": a foreign agent's step, taken in from its spans
 
 
 def self_described(kind: WorkflowNodeStarted) -> StepDescription | None:
@@ -228,6 +240,7 @@ def self_described(kind: WorkflowNodeStarted) -> StepDescription | None:
         Prefix(extra["system_prompt"], str(extra.get("task") or "")),
         cutoff if isinstance(cutoff, int) else None,
         knobs,
+        str(extra["origin"]) if extra.get("origin") else None,
     )
 
 
@@ -242,6 +255,7 @@ class Replayer:
         *,
         converted: Converted | None = None,
         track_reuse: bool = True,
+        explicit: bool = False,
     ) -> None:
         """`converted`: the events' messages converted once, shared with other replays of the same
         events (the knob editor's re-runs); `track_reuse=False` skips the prefix-reuse figures."""
@@ -251,6 +265,9 @@ class Replayer:
         self.recorded_knobs = recorded
         self.knobs = knobs
         self.whatif = knobs != recorded
+        # `knobs` were asked for (a profile, a --set): a foreign agent's step, recorded under its own
+        # policy, is then a what-if even when they equal the project-level recorded ones
+        self.explicit = explicit or self.whatif
         self.runs: dict[str, _Run] = {}
         self.steps: dict[str, _Step] = {}
         self.queue: deque[CallContext] = deque()  # rows in store order, yielded once done
@@ -390,11 +407,12 @@ class Replayer:
             spec = self.project.step(run.pipeline, step_id)
             fresh = bool(spec and spec.fresh)
             cutoff = st.started_ns if fresh else None
-        elif described is not None:  # our engine recorded the prefix, cutoff and knobs it used
+        if prefix is None and described is not None:  # the step described itself (our engine, or spans taken in)
             prefix, cutoff = described.prefix, described.fresh_cutoff_ns
             if described.knobs is not None:
-                st.knobs_source = STORE_KNOBS
-                if not self.whatif:
+                st.knobs_source = AGENT_KNOBS if described.origin == "otel" else STORE_KNOBS
+                st.whatif = self.explicit and st.knobs_source == AGENT_KNOBS
+                if not self.whatif and not st.whatif:
                     st.builder.knobs = described.knobs
         st.infer = prefix is None
         st.builder.set_prefix(prefix or Prefix("", "", inferred_bytes=0, inferred_count=0), cutoff)
@@ -510,7 +528,7 @@ class Replayer:
             recorded_input_tokens=None,
             rendered=None,
             prefix_inferred=False,
-            whatif=self.whatif,
+            whatif=self.whatif or st.whatif,
             ts_ns=fast_ts_ns(ev.timestamp),
             correlation_id=ev.correlation_id,
             pipeline=st.run.pipeline if st.run is not None else None,
@@ -526,7 +544,7 @@ class Replayer:
         memory = self._memory(st)
         if st.infer:
             self._infer_prefix(st, kind, memory)
-        if self.whatif:
+        if self.whatif or st.whatif:
             peeked, self._peeked = self._peeked, None
             ctx = peeked[1] if peeked is not None and peeked[0] is se else b.build(memory)
             if ctx.compaction is not None:
@@ -706,6 +724,19 @@ def _decoded(reader: EventReader, tag: str, page: RowPage) -> deque[ReplayEvent]
     return out
 
 
+def agent_knobs(events: Sequence[ReplayEvent], stream_id: str) -> ContextKnobs | None:
+    """The recorded knobs of a foreign agent's step (its own policy, docs/telemetry-in.md#recorded-and-what-if),
+    None if `stream_id` is not one."""
+    run, _, step = stream_id.partition(STEP_MARK)
+    for se in events:
+        kind = se.kind
+        if se.stream_id == run and isinstance(kind, WorkflowNodeStarted) and kind.node_id == step:
+            described = self_described(kind)
+            if described is not None and described.origin == "otel":
+                return described.knobs
+    return None
+
+
 def recorded_knobs(project: Path | None) -> ContextKnobs:
     return project_knobs(read_project(project)) if project is not None else ContextKnobs()
 
@@ -723,10 +754,10 @@ def make_replayer(project: Path | None, knobs: ContextKnobs | None = None) -> Re
 def make_replayers(project: Path | None, knobs: Sequence[ContextKnobs | None]) -> list[Replayer]:
     """One replayer per knob set (None: the recorded knobs), the project read once."""
     if project is None:
-        return [Replayer(None, ContextKnobs(), k or ContextKnobs()) for k in knobs]
+        return [Replayer(None, ContextKnobs(), k or ContextKnobs(), explicit=k is not None) for k in knobs]
     read = read_project(project)
     recorded, prefixes = project_knobs(read), ProjectPrefixes(read)
-    return [Replayer(prefixes, recorded, k or recorded) for k in knobs]
+    return [Replayer(prefixes, recorded, k or recorded, explicit=k is not None) for k in knobs]
 
 
 async def replay_store(

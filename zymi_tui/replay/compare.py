@@ -192,6 +192,7 @@ class ProfileRun:
     knobs: dict[str, int | None]
     recorded: bool  # True when these are the knobs the store was recorded under
     calls: list[CallFigure] = field(default_factory=list)
+    foreign: bool = False  # some calls are a foreign agent's (spans): recorded = what it sent
     per_run: dict[str, Totals] = field(default_factory=dict)
     total: Totals = field(default_factory=Totals)
 
@@ -448,6 +449,7 @@ async def collect_calls(
         if call is not previous:
             previous, shared = call, {}
         over = figure_chars(call) > soft_caps[index]
+        runs[index].foreign |= call.foreign
         figures = shared.get(over)
         if figures is None:
             figures = shared[over] = call_figures(call, soft_caps[index])

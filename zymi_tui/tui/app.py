@@ -58,7 +58,17 @@ from zymi_tui.tui.model_graph import build_graph, load_pipeline_steps
 from zymi_tui.tui.model_plot import PLOT_TAGS, WORKFLOW_TAGS, CallCollector, StepCalls
 from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.safe_text import clean, safe_text
-from zymi_tui.tui.source import FIRST_RUNS, FirstRuns, knobs_of, peaks_of, read_peaks, read_run
+from zymi_tui.tui.source import (
+    AGENT_CAPS,
+    FIRST_RUNS,
+    FirstRuns,
+    from_spans,
+    knobs_of,
+    peaks_of,
+    read_peaks,
+    read_run,
+    store_from_spans,
+)
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
 from zymi_tui.tui.widgets import CursorList, EventsList, OnceFooter, RunsList
@@ -252,6 +262,27 @@ class MainScreen(ActionScreen):
         else:
             self.reload_runs(drawn=first)
         self.tail_store()
+        if self.target.project is None:
+            self.find_agent_steps()
+
+    @work(thread=True, exclusive=True, group="agent", exit_on_error=False, description="foreign agents' steps")
+    def find_agent_steps(self) -> None:
+        """Without a project, a store `collect`/`import` wrote holds a foreign agent's calls: the banner
+        then says whose caps they are (its own), not the engine defaults'."""
+
+        async def job(reader: EventReader) -> None:
+            if await store_from_spans(reader):
+                self.app.call_from_thread(self.agent_caps)
+
+        self.in_thread(job)
+
+    def agent_caps(self) -> None:
+        """The agent's own policy: nothing masked, forgotten or capped by zymi (no cap lines drawn)."""
+        from zymi_tui.telemetry.spans_store import AGENT_OWN_KNOBS  # the knobs model (yaml): not before the first frame
+
+        self.apply_knobs(AGENT_OWN_KNOBS, AGENT_CAPS)
+        plot = self.query_one(ContextPlot)
+        plot.soft_cap = plot.hard_cap = None
 
     def apply_knobs(self, knobs: ContextKnobs, source: str) -> None:
         self.soft_cap, self.hard_cap = knobs.soft_cap_chars, knobs.hard_cap_chars
@@ -718,6 +749,8 @@ class MainScreen(ActionScreen):
     def apply_live(self, batch: list[StoredEvent]) -> None:
         if not batch:
             return
+        if self.target.project is None and self.knob_source != AGENT_CAPS and any(map(from_spans, batch)):
+            self.agent_caps()
         self.last_gid = max(self.last_gid, batch[-1].global_id)
         if any(se.event.tag in RUN_TAGS for se in batch):
             self.runs_dirty = True  # reloaded by the redraw timer, at most 4 times a second
@@ -730,6 +763,11 @@ class MainScreen(ActionScreen):
         if key is None:
             return
         mine = [se for se in batch if self._belongs(se, key)]
+        if mine and not self.run_loading and self.events.rows:
+            # a tail batch read before the run's load but handed over after it: rows the load has
+            # (a run written while it is selected: an agent's spans arriving through `collect`)
+            loaded = self.events.rows[-1][0]
+            mine = [se for se in mine if se.global_id > loaded]
         if mine and self.run_loading:
             self.pending_live.extend(mine)  # merged when the load lands (it may or may not include them)
         elif mine:

@@ -20,7 +20,7 @@ from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.messages import AssistantMessage, message_text
 from zymi_tui.events.store import EventReader, step_of
 from zymi_tui.events.stored import StoredEvent
-from zymi_tui.replay.calls import CallContext, context_with_previous
+from zymi_tui.replay.calls import AGENT_SENT, CallContext, context_with_previous
 from zymi_tui.replay.export import context_markdown
 from zymi_tui.replay.life import call_diff
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
@@ -109,8 +109,14 @@ class InspectorScreen(ActionScreen):
         t = Text()
         kind = "compaction call" if call.is_compaction else f"iteration {call.iteration}"
         t.append(clean(ev.stream_id), style="bold")
-        t.append(clean(f"  seq {call.sequence} · {kind} · knobs: {self.knobs.describe()} ({self.knob_source})") + "\n")
-        t.append(f"{'':22}{'recorded':>12}{'rebuilt':>12}\n", style="dim")
+        if call.foreign:  # no zymi build ran for it: what it sent, and its history replayed as it kept it
+            t.append(clean(f"  seq {call.sequence} · {kind} · {AGENT_SENT}") + "\n")
+            t.append(f"{'':22}{'sent':>12}{'its history':>12}\n", style="dim")
+        else:
+            t.append(
+                clean(f"  seq {call.sequence} · {kind} · knobs: {self.knobs.describe()} ({self.knob_source})") + "\n"
+            )
+            t.append(f"{'':22}{'recorded':>12}{'rebuilt':>12}\n", style="dim")
         for f in figures(call):
             t.append(f"{f.name:22}{f.recorded:>12}{f.ours:>12}")
             if f.differs:

@@ -72,15 +72,22 @@ def bar_cells(segments: list[Segment], width: int) -> list[tuple[int, Segment]]:
     return [(c, s) for c, s in zip(cells, segments, strict=True) if c > 0]
 
 
+REWRITTEN = "the agent dropped or rewrote messages: its input is not its history appended"
+
+
 def figures(call: CallContext) -> list[Figure]:
+    """Recorded against rebuilt. A foreign agent's call (spans) was never built by zymi: a difference
+    there says the agent's own policy is not append-only, not that a builder disagrees."""
     r = call.rendered
     out = []
     ours_chars = "—" if r is None else str(r.chars)
+    differs = r is not None and r.chars != call.recorded_chars
     out.append(Figure("approx_context_chars", str(call.recorded_chars), ours_chars,
-                      r is not None and r.chars != call.recorded_chars))  # fmt: skip
+                      differs and not call.foreign, REWRITTEN if differs and call.foreign else ""))  # fmt: skip
     ours_count = "—" if r is None else str(r.message_count)
+    differs = r is not None and r.message_count != call.recorded_message_count
     out.append(Figure("message_count", str(call.recorded_message_count), ours_count,
-                      r is not None and r.message_count != call.recorded_message_count))  # fmt: skip
+                      differs and not call.foreign, REWRITTEN if differs and call.foreign else ""))  # fmt: skip
     if r is not None:
         est = sum(e.tokens for e in r.entries)
         rec = "—" if call.recorded_input_tokens is None else str(call.recorded_input_tokens)

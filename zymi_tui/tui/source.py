@@ -144,3 +144,18 @@ def knobs_of(project: Path | None) -> tuple[ContextKnobs, str]:
         return project_knobs(read), "project.yml"
     except UserError as e:
         return ContextKnobs(), f"unknown: {e.message} (engine defaults assumed)"
+
+
+AGENT_CAPS = "the agent's own: calls taken in from its spans (zymi masked nothing; the what-if applies zymi's knobs)"
+
+
+def from_spans(stored: StoredEvent) -> bool:
+    """A step `collect`/`import` took in from a foreign agent's spans (docs/telemetry-in.md#mapping)."""
+    kind = stored.event.kind
+    extra = (kind.model_extra or {}).get("zymi_tui") if hasattr(kind, "model_extra") else None
+    return stored.event.tag == "workflow_node_started" and isinstance(extra, dict) and extra.get("origin") == "otel"
+
+
+async def store_from_spans(reader: EventReader) -> bool:
+    """Whether any step of the store came from a foreign agent's spans (one read of the step starts)."""
+    return any(from_spans(se) for se in await reader.read_kinds(["workflow_node_started"]))

@@ -323,6 +323,10 @@ class TuningScreen(ActionScreen):
     async def load(self) -> None:
         self.memory = await load_run(self.reader, self.stream_id)
         self.whatif = await asyncio.to_thread(StreamWhatIf, self.memory, self.project, self.stream_id)
+        if self.whatif.recorded != self.recorded:  # a foreign agent's step: its own policy is the recorded
+            self.recorded = self.whatif.recorded
+            self.form.load(self.recorded, remember=False)
+            self.sync_inputs()
         self.recorded_calls = await replay_stream(self.memory, self.project, self.stream_id, None)
         agents = self.agent_calls(self.recorded_calls)
         seqs = [c.sequence for c in agents]

@@ -43,7 +43,7 @@ from zymi_tui.events.store import (
 )
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.calls import CallContext, Replayer, SummaryEstimate, replay_store
+from zymi_tui.replay.calls import CallContext, Replayer, SummaryEstimate, agent_knobs, replay_store
 
 
 @dataclass
@@ -248,9 +248,9 @@ class StreamWhatIf:
             ends[se.event.stream_id] = se.global_id
         self.ends = ends
         self.top = max(ends.values(), default=0)
-        if project is None:
+        if project is None:  # a foreign agent's step was recorded under its own policy
             self.prefixes: ProjectPrefixes | None = None
-            self.recorded = ContextKnobs()
+            self.recorded = agent_knobs(self.events, stream_id) or ContextKnobs()
         else:
             read = read_project(project)
             self.prefixes, self.recorded = ProjectPrefixes(read), project_knobs(read)

@@ -1,4 +1,5 @@
-"""A bounded HTTP/1.1 request reader for `serve`'s `http_inbound` door (one request per connection).
+"""A bounded HTTP/1.1 request reader for the inbound doors, `serve`'s `http_inbound` and `collect`'s OTLP
+receiver (one request per connection).
 
 Nothing is read that is not needed to answer: the head is limited in size, the body's length is
 checked from `Content-Length` before a byte of it is read (or counted while reading a chunked
@@ -15,12 +16,17 @@ from dataclasses import dataclass
 
 MAX_HEAD = 64 * 1024  # request line and headers
 MAX_BODY = 2 * 1024 * 1024  # zymi answers 413 above 2 MB
+HEAD_TIMEOUT_S = 10.0  # from connecting to the end of the headers
+REQUEST_TIMEOUT_S = 30.0  # from connecting to the end of the body
+MAX_CONNECTIONS = 64  # open at once; more are answered 503
 LINGER_S = 0.5  # after a refusal, how long unread request bytes are drained (so the answer is seen)
 
 REASONS = {
-    100: "Continue", 200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+    100: "Continue", 200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+    404: "Not Found",
     405: "Method Not Allowed", 408: "Request Timeout", 413: "Payload Too Large",
-    431: "Request Header Fields Too Large", 501: "Not Implemented", 503: "Service Unavailable",
+    415: "Unsupported Media Type", 431: "Request Header Fields Too Large", 501: "Not Implemented",
+    503: "Service Unavailable",
 }  # fmt: skip
 
 
@@ -72,8 +78,8 @@ async def read_head(reader: asyncio.StreamReader) -> Head:
     return Head(parts[0], parts[1].split("?", 1)[0], headers)
 
 
-def body_length(head: Head) -> int | None:
-    """The declared body length (None: chunked); 413 above MAX_BODY, before any of it is read."""
+def body_length(head: Head, limit: int = MAX_BODY) -> int | None:
+    """The declared body length (None: chunked); 413 above `limit`, before any of it is read."""
     coding = head.headers.get("transfer-encoding", "").lower()
     if coding:
         if coding != "chunked":
@@ -83,13 +89,13 @@ def body_length(head: Head) -> int | None:
     if not text.isdigit():
         raise Refusal(400, "bad_request", "invalid content-length")
     length = int(text)
-    if length > MAX_BODY:
-        raise Refusal(413, "payload_too_large", f"body of {length} bytes exceeds the limit of {MAX_BODY} bytes")
+    if length > limit:
+        raise Refusal(413, "payload_too_large", f"body of {length} bytes exceeds the limit of {limit} bytes")
     return length
 
 
-async def read_body(reader: asyncio.StreamReader, length: int | None) -> bytes:
-    """The body: `length` bytes, or a chunked body counted as it arrives (413 past MAX_BODY)."""
+async def read_body(reader: asyncio.StreamReader, length: int | None, limit: int = MAX_BODY) -> bytes:
+    """The body: `length` bytes, or a chunked body counted as it arrives (413 past `limit`)."""
     try:
         if length is not None:
             return await reader.readexactly(length)
@@ -104,8 +110,8 @@ async def read_body(reader: asyncio.StreamReader, length: int | None) -> bytes:
                 while (await reader.readuntil(b"\n")).strip():
                     pass  # trailers, ignored
                 return bytes(body)
-            if len(body) + size > MAX_BODY:
-                raise Refusal(413, "payload_too_large", f"chunked body exceeds the limit of {MAX_BODY} bytes")
+            if len(body) + size > limit:
+                raise Refusal(413, "payload_too_large", f"chunked body exceeds the limit of {limit} bytes")
             body += await reader.readexactly(size)
             await reader.readexactly(2)  # the chunk's CRLF
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
@@ -113,13 +119,19 @@ async def read_body(reader: asyncio.StreamReader, length: int | None) -> bytes:
 
 
 async def answer(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, status: int, payload: dict[str, str] | None
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    status: int,
+    payload: dict[str, str] | None,
+    *,
+    raw: tuple[bytes, str] | None = None,
 ) -> None:
-    """Send the response and close. Request bytes still arriving are drained (never kept), up to
-    LINGER_S and MAX_BODY bytes, so a client still sending sees the answer rather than a reset."""
-    text = b"" if payload is None else json.dumps(payload).encode()
+    """Send the response and close (`raw`: a body and its content type instead of the JSON `payload`).
+    Request bytes still arriving are drained (never kept), up to LINGER_S and MAX_BODY bytes, so a
+    client still sending sees the answer rather than a reset."""
+    text, content_type = raw or (b"" if payload is None else json.dumps(payload).encode(), "application/json")
     head = f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\ncontent-length: {len(text)}\r\n"
-    head += "content-type: application/json\r\nconnection: close\r\n\r\n"
+    head += f"content-type: {content_type}\r\nconnection: close\r\n\r\n"
     with contextlib.suppress(OSError, TimeoutError):
         writer.write(head.encode() + text)
         await asyncio.wait_for(writer.drain(), LINGER_S)

@@ -1,0 +1,200 @@
+"""`collect`'s door: an OTLP/HTTP trace receiver (`POST /v1/traces`, protobuf or JSON, gzip or not).
+
+Hardened like `serve`'s `http_inbound` (zymi_tui/http_request.py): a bounded head, the body's length
+checked before it is read, head and request timeouts, a cap on open connections. On loopback by
+default; bound elsewhere it needs a bearer token. A request naming a foreign `Host` (DNS rebinding) or
+carrying a foreign `Origin` (a web page posting to it) is refused before its body is read.
+Each accepted batch is written into the store before it is answered, one batch at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import zlib
+from collections.abc import Callable
+
+from zymi_tui.errors import UserError
+from zymi_tui.http_request import (
+    HEAD_TIMEOUT_S,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT_S,
+    Head,
+    Refusal,
+    answer,
+    body_length,
+    read_body,
+    read_head,
+)
+from zymi_tui.telemetry.spans_in import InSpan, SpansError, decode_json, decode_protobuf
+from zymi_tui.telemetry.spans_store import SpanSink
+
+TRACES_PATH = "/v1/traces"
+MAX_OTLP_BODY = 16 * 1024 * 1024  # as received (compressed or not)
+MAX_INFLATED = 64 * 1024 * 1024  # a gzip body once inflated
+PROTOBUF, JSON = "application/x-protobuf", "application/json"
+LOOPBACK_NAMES = ("localhost",)
+
+
+class CollectError(UserError):
+    """The receiver cannot start; one line."""
+
+    title = "Collect"
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(host: str, token: str | None) -> None:
+    """Beyond loopback, a token is required."""
+    if not is_loopback(host) and not token:
+        raise CollectError(
+            f"--host {host} is not loopback: a token is required (--token or ZYMI_TUI_COLLECT_TOKEN), "
+            "sent by the exporter as `Authorization: Bearer <token>`"
+        )
+
+
+def host_name(host: str) -> str:
+    """The name of a `Host` header, without its port (`[::1]:4318` -> `::1`)."""
+    if host.startswith("["):
+        return host[1 : host.find("]")]
+    return host.rsplit(":", 1)[0]
+
+
+def inflate(body: bytes) -> bytes:
+    """A gzip body, inflated up to MAX_INFLATED bytes (413 past it: no bomb is inflated whole)."""
+    d = zlib.decompressobj(wbits=31)
+    try:
+        out = d.decompress(body, MAX_INFLATED)
+        if d.unconsumed_tail:
+            raise Refusal(413, "payload_too_large", f"the body inflates past {MAX_INFLATED} bytes")
+        if not d.eof:
+            raise Refusal(400, "bad_request", "truncated gzip body")
+    except zlib.error as e:
+        raise Refusal(400, "bad_request", f"invalid gzip body: {e}") from None
+    return out
+
+
+class Collector:
+    """Listens on `host:port` and hands every batch of spans to `sink`."""
+
+    def __init__(
+        self,
+        sink: SpanSink | None,
+        host: str,
+        port: int,
+        token: str | None,
+        say: Callable[[str], None] = lambda s: None,
+    ) -> None:
+        """`sink` may be given after `start` (the store is opened once the port is bound)."""
+        check_binding(host, token)
+        self.sink, self.host, self.port, self.token, self.say = sink, host, port, token, say
+        self.server: asyncio.Server | None = None
+        self.handlers: set[asyncio.Task[None]] = set()
+        self.lock = asyncio.Lock()  # batches are written one at a time, in arrival order
+        self.head_timeout, self.request_timeout = HEAD_TIMEOUT_S, REQUEST_TIMEOUT_S
+
+    async def start(self) -> None:
+        try:
+            self.server = await asyncio.start_server(self._handle, self.host, self.port)
+        except OSError as e:
+            raise CollectError(f"cannot listen on {self.host}:{self.port}: {e.strerror or e}") from None
+        self.port = int(self.server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        handlers = list(self.handlers)
+        for task in handlers:
+            task.cancel()
+        if handlers:
+            await asyncio.wait(handlers)
+        if self.server is not None:
+            await self.server.wait_closed()
+
+    @property
+    def endpoint(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{TRACES_PATH}"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        busy = len(self.handlers) >= MAX_CONNECTIONS
+        if task is not None:
+            self.handlers.add(task)
+        try:
+            if busy:
+                await answer(reader, writer, 503, {"error": "busy", "detail": "too many open connections"})
+                return
+            raw: tuple[bytes, str] | None = None
+            try:
+                status, payload, raw = await asyncio.wait_for(self._request(reader), self.request_timeout)
+            except Refusal as e:
+                status, payload = e.status, e.payload
+            except TimeoutError:
+                status, payload = 408, {"error": "timeout", "detail": "the request did not arrive in time"}
+            except ConnectionError:
+                writer.close()
+                return
+            if status >= 400:
+                self.say(f"refused ({status}): {payload['detail'] if payload else ''}")
+            await answer(reader, writer, status, payload, raw=raw)
+        except asyncio.CancelledError:
+            writer.close()
+        finally:
+            self.handlers.discard(task)
+
+    def _foreign(self, head: Head) -> str | None:
+        """Why the request's Host or Origin is not this receiver (None: they are)."""
+        host = head.headers.get("host", "")
+        if is_loopback(self.host) and not is_loopback(host_name(host)):
+            return f"Host {host!r} is not this loopback receiver"
+        origin = head.headers.get("origin")
+        if origin is not None:
+            allowed = {f"http://{n}:{self.port}" for n in ("127.0.0.1", "localhost", "[::1]", self.host)}
+            if origin.lower() not in allowed:
+                return f"Origin {origin!r} is not this receiver"
+        return None
+
+    async def _request(self, reader: asyncio.StreamReader) -> tuple[int, dict[str, str] | None, tuple[bytes, str]]:
+        """Everything decidable on the head (path, method, Host, Origin, token, type, size) is decided
+        before the body is read."""
+        head = await asyncio.wait_for(read_head(reader), self.head_timeout)
+        if head.path != TRACES_PATH:
+            raise Refusal(404, "not_found", f"only POST {TRACES_PATH} is served")
+        if head.method != "POST":
+            raise Refusal(405, "method_not_allowed", f"only POST {TRACES_PATH} is served")
+        foreign = self._foreign(head)
+        if foreign:
+            raise Refusal(403, "forbidden", foreign)
+        if self.token and not hmac.compare_digest(head.headers.get("authorization", ""), f"Bearer {self.token}"):
+            raise Refusal(401, "unauthorized", "authentication failed")
+        content_type = head.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if content_type not in (PROTOBUF, JSON):
+            raise Refusal(415, "unsupported_media_type", f"content-type must be {PROTOBUF} or {JSON}")
+        encoding = head.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("identity", "gzip"):
+            raise Refusal(415, "unsupported_media_type", f"content-encoding `{encoding}`: only gzip is read")
+        body = await read_body(reader, body_length(head, MAX_OTLP_BODY), MAX_OTLP_BODY)
+        if encoding == "gzip":
+            body = inflate(body)
+        try:
+            spans: list[InSpan] = decode_protobuf(body) if content_type == PROTOBUF else decode_json(body)
+        except SpansError as e:
+            raise Refusal(400, "bad_request", e.one_line()) from None
+        if self.sink is None:
+            raise Refusal(503, "busy", "the store is not open yet")
+        async with self.lock:
+            before = self.sink.stats.calls
+            await self.sink.add(spans)
+            if self.sink.stats.calls > before:
+                self.say(self.sink.stats.line())
+        # an empty ExportTraceServiceResponse: full success
+        return 200, None, (b"", PROTOBUF) if content_type == PROTOBUF else (b"{}", JSON)
