@@ -4,7 +4,7 @@ Every `import` counts, wherever it is written: at module level, inside a functio
 `if TYPE_CHECKING:`. A function-level import defers a cycle to run time; it does not remove it.
 Layers, top to bottom (an arrow is "may import"):
 
-    cli -> commands -> tui -> replay | engine -> context -> project -> events
+    cli -> commands -> tui -> replay | engine | telemetry -> context -> project -> events
 
 Top-level modules beside the packages (`errors`, `text_safety`, ...) are leaves: they import
 nothing from the package, so every layer may use them.
@@ -19,7 +19,10 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "zymi_tui"
-LAYERS = {"events": 0, "project": 1, "context": 2, "replay": 3, "engine": 3, "tui": 4, "commands": 5, "cli": 6}
+LAYERS = {
+    "events": 0, "project": 1, "context": 2, "replay": 3, "engine": 3, "telemetry": 3, "tui": 4, "commands": 5,
+    "cli": 6,
+}  # fmt: skip
 ENTRY = {"zymi_tui", "zymi_tui.__main__", "zymi_tui.data"}  # the package, `python -m`, package data
 
 

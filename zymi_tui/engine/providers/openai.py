@@ -31,7 +31,11 @@ def request_body(model: str, request: LlmRequest, stream: bool) -> dict[str, Any
         body["tools"] = [
             {
                 "type": "function",
-                "function": {"name": t["name"], "description": t["description"], "parameters": json_value(t["parameters"])},
+                "function": {
+                    "name": t["name"],
+                    "description": t["description"],
+                    "parameters": json_value(t["parameters"]),
+                },
             }
             for t in request.tools
         ]

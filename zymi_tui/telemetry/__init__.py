@@ -1,0 +1,1 @@
+"""OTLP and LHAR out (export, push) and in (collect, import): GenAI spans <-> zymi events."""
