@@ -1,6 +1,6 @@
 """A real OTLP consumer: every oracle store, pushed by `export --format otel --endpoint` to an Arize
 Phoenix server on loopback, read back through Phoenix's REST API. Phoenix starts once for the module
-(15-25 s), on free ports, its database in a temporary folder, and is killed at the end."""
+(about 10-20 s here), on free ports, its database in a temporary folder, and is killed at the end."""
 
 from __future__ import annotations
 

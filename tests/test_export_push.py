@@ -84,3 +84,11 @@ def test_follow_pushes_the_calls_written_after_it_started(tmp_path: Path) -> Non
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
+
+
+def test_a_bad_endpoint_is_one_line_and_the_process_ends() -> None:
+    """Refused before the store is read: no reader thread is left holding the process open."""
+    proc = subprocess.run(_export(ORACLE / NAME / "events.db", "ftp://127.0.0.1:1"), capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "--endpoint ftp://127.0.0.1:1: give an http:// or https:// URL" in proc.stderr

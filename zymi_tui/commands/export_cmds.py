@@ -153,11 +153,15 @@ async def _opened(args: argparse.Namespace) -> tuple[EventReader, Path | None, l
 
 
 async def _otel(args: argparse.Namespace) -> int:
-    reader, project, streams, bodies = await _opened(args)
+    pusher = OtlpPusher(args.endpoint, headers=_headers(args)) if args.endpoint else None  # a bad URL: said first
+    out = None if pusher is not None or not args.output else _open_output(args.output)
+    try:
+        reader, project, streams, bodies = await _opened(args)
+    except BaseException:
+        _close(pusher, out)
+        raise
     options = TraceOptions(model=bodies.model, provider=bodies.provider, content=not args.no_content)
     builder = TraceBuilder(options, lambda row: row_body(bodies, row))
-    pusher = OtlpPusher(args.endpoint, headers=_headers(args)) if args.endpoint else None
-    out = None if pusher is not None or not args.output else _open_output(args.output)
     send = pusher if pusher is not None else json_lines_writer(out or sys.stdout)
     batcher = SpanBatcher(send, resource_attributes(args.service))
     try:
@@ -167,20 +171,22 @@ async def _otel(args: argparse.Namespace) -> int:
         else:
             async for se, rows in walk(reader, project, streams):
                 batcher.add(builder.feed(se, rows))
+        batcher.flush()
     finally:
-        try:
-            batcher.flush()
-        finally:
-            await reader.close()
-            if pusher is not None:
-                pusher.close()
-            if out is not None:
-                out.close()
+        await reader.close()
+        _close(pusher, out)
     if pusher is not None:
         err.print(f"pushed {pusher.spans} spans in {pusher.requests} requests to {pusher.url}")
     elif args.output:
         err.print(f"wrote {batcher.spans} spans to {Path(args.output).resolve()}")
     return EXIT_OK
+
+
+def _close(pusher: OtlpPusher | None, out: TextIO | None) -> None:
+    if pusher is not None:
+        pusher.close()
+    if out is not None:
+        out.close()
 
 
 def _open_output(path: str) -> TextIO:
