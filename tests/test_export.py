@@ -221,3 +221,20 @@ def test_svg_of_a_screen(tmp_path: Path, screen: str, text: str) -> None:
     svg = out.read_text(encoding="utf-8")
     assert ET.fromstring(svg).tag.endswith("svg")
     assert text in svg.replace("&#160;", " ")
+
+
+def test_otel_without_a_project_leaves_out_the_guessed_prefix(tmp_path: Path) -> None:
+    """No project: the input messages are the recorded history only, never the rebuild's placeholder prefix."""
+    import shutil
+
+    shutil.copy(ORACLE / "memory" / "events.db", tmp_path / "events.db")
+    proc = subprocess.run([zymi_tui_bin(), "export", str(tmp_path / "events.db"), "--format", "otel"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    chats = [s for s in _spans(proc.stdout) if _attr(s, "gen_ai.operation.name") == "chat"]
+    assert len(chats) == len(_recorded_bodies("memory"))
+    assert all(_attr(s, "zymi.context.prefix_inferred") is True for s in chats)
+    assert all(_attr(s, "gen_ai.system_instructions") is None for s in chats)
+    assert "inferred" not in json.dumps([_attr(s, "gen_ai.input.messages") for s in chats])
+    first_user = json.loads(_attr(chats[-1], "gen_ai.input.messages"))
+    assert first_user and all(m["role"] in ("user", "system", "assistant", "tool") for m in first_user)

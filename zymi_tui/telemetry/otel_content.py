@@ -65,9 +65,12 @@ def genai_message(wire: dict[str, Any]) -> dict[str, Any]:
     return {"role": role, "parts": parts}
 
 
-def split_messages(messages: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(system instructions parts, input messages) of the messages a call sent."""
-    if messages and messages[0].get("role") == "system":
+def split_messages(
+    messages: Sequence[dict[str, Any]], *, prompt_first: bool = True
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(system instructions parts, input messages) of the messages a call sent; `prompt_first=False`:
+    the messages do not start with the system prompt (it is not known), all are input messages."""
+    if prompt_first and messages and messages[0].get("role") == "system":
         return _content_parts(messages[0].get("content")), [genai_message(m) for m in messages[1:]]
     return [], [genai_message(m) for m in messages]
 

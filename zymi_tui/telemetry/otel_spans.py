@@ -18,7 +18,7 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from zymi_tui.context.builder import fast_ts_ns
-from zymi_tui.events.messages import AssistantMessage, MessageModel
+from zymi_tui.events.messages import AssistantMessage, MessageModel, to_wire
 from zymi_tui.events.replay_kinds import (
     LlmCallCompleted,
     LlmCallFailed,
@@ -157,8 +157,9 @@ class TraceBuilder:
         messages: list[dict[str, Any]] | None = None
         if body is not None and isinstance(body.get("messages"), list):
             messages = body["messages"]
-        elif row is not None and row.rendered is not None:
-            messages = row.rendered.wire()
+        elif row is not None and row.rendered is not None:  # no project: the rebuilt context, less a guessed prefix
+            entries = row.rendered.entries
+            messages = [to_wire(e.message) for e in entries if not (row.prefix_inferred and e.layer == "A")]
         model = str((body or {}).get("model") or self.options.model)
         u = call.usage
         attrs: dict[str, AttrValue] = {
@@ -178,7 +179,7 @@ class TraceBuilder:
             "openinference.span.kind": "LLM",
         }
         if self.options.content:
-            attrs |= _content(messages, body, call)
+            attrs |= _content(messages, body, call, prompt_first=body is not None or not (row and row.prefix_inferred))
         attrs |= _figures(call, row)
         return make_span(
             trace_id=call.run.trace_id,
@@ -268,10 +269,12 @@ def _float(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def _content(messages: list[dict[str, Any]] | None, body: dict[str, Any] | None, call: _Call) -> dict[str, AttrValue]:
+def _content(
+    messages: list[dict[str, Any]] | None, body: dict[str, Any] | None, call: _Call, *, prompt_first: bool
+) -> dict[str, AttrValue]:
     attrs: dict[str, AttrValue] = {}
     if messages is not None:
-        system, inputs = split_messages(messages)
+        system, inputs = split_messages(messages, prompt_first=prompt_first)
         attrs["gen_ai.system_instructions"] = as_json(system) if system else None
         attrs["gen_ai.input.messages"] = as_json(inputs)
     tools = (body or {}).get("tools")
@@ -294,6 +297,7 @@ def _figures(call: _Call, row: CallContext | None) -> dict[str, AttrValue]:
     }
     if row is None:
         return attrs
+    attrs["zymi.context.prefix_inferred"] = row.prefix_inferred or None
     attrs["zymi.context.approx_chars"] = row.recorded_chars
     attrs["zymi.context.message_count"] = row.recorded_message_count
     r = row.rendered
