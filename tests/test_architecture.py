@@ -20,8 +20,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "zymi_tui"
 LAYERS = {
-    "events": 0, "project": 1, "context": 2, "replay": 3, "engine": 3, "telemetry": 3,
-    "tui": 4, "commands": 5, "cli": 6,
+    "events": 0, "project": 1, "context": 2, "replay": 3, "engine": 3, "telemetry": 3, "tui": 4, "commands": 5,
+    "cli": 6,
 }  # fmt: skip
 ENTRY = {"zymi_tui", "zymi_tui.__main__", "zymi_tui.data"}  # the package, `python -m`, package data
 

@@ -18,6 +18,7 @@ from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.cache import reuse_json
+from zymi_tui.replay.call_markdown import context_markdown
 from zymi_tui.replay.calls import (
     AGENT_KNOBS,
     PROJECT_KNOBS,
@@ -29,7 +30,6 @@ from zymi_tui.replay.calls import (
     recorded_knobs,
     replay_store,
 )
-from zymi_tui.replay.export import context_markdown
 
 from .common import (
     EXIT_OK,

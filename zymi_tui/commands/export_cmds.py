@@ -1,19 +1,26 @@
-"""`zymi-tui export`: a store's (or a run's) LLM calls as LHAR (context-lens) or OTLP/JSON spans."""
+"""`zymi-tui export`: a store's (or a run's) LLM calls as LHAR (context-lens), as OpenTelemetry GenAI
+traces (an OTLP/JSON file, or pushed to an OTLP/HTTP collector: Phoenix, Langfuse, Jaeger, an
+OpenTelemetry Collector), or a screen as SVG."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.factory import open_reader
-from zymi_tui.events.store import step_of
-from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
-from zymi_tui.replay.export import ExportMeta, lhar_lines, otlp_traces
+from zymi_tui.events.store import STEP_MARK, EventReader, step_of
+from zymi_tui.replay.calls import CallContext, recorded_knobs
+from zymi_tui.telemetry.export_calls import follow, walk
+from zymi_tui.telemetry.lhar_export import ExportMeta, LharBuilder
+from zymi_tui.telemetry.lhar_files import LharFiles, lhar_target
+from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
+from zymi_tui.telemetry.otlp_push import OtlpPusher
+from zymi_tui.telemetry.otlp_wire import SpanBatcher, json_lines_writer, resource_attributes
 
-from .common import EXIT_OK, CommandError, add_store_arg, close_reader, located, run_async, warn
+from .common import EXIT_OK, CommandError, add_store_arg, close_reader, err, located, run_async, warn
 from .flags import add_runs_filter, run_step_streams
 from .tuning_cmds import write_or_print
 
@@ -34,13 +41,42 @@ def project_bodies(project: Path | None) -> RequestBodies:
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Export the LLM calls of a store: --format lhar (context-lens, one session per file), --format otel "
+        "(OpenTelemetry GenAI traces: one trace per run; written as OTLP/JSON lines, or pushed with --endpoint "
+        "to an OTLP/HTTP collector such as Phoenix or Langfuse), --format svg (a screen)."
+    )
     add_store_arg(p)
     p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, tools)")
     p.add_argument(
         "--format",
         choices=["lhar", "otel", "svg"],
         required=True,
-        help="lhar: context-lens's JSON Lines; otel: OTLP/JSON spans (GenAI conventions); svg: a screen",
+        help="lhar: context-lens's JSON Lines; otel: OpenTelemetry GenAI spans; svg: a screen",
+    )
+    p.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="with --format otel: push the spans to this OTLP/HTTP collector (protobuf, to URL/v1/traces), "
+        "e.g. http://127.0.0.1:6006 (Phoenix), https://cloud.langfuse.com/api/public/otel (Langfuse)",
+    )
+    p.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --endpoint: an HTTP header to send (repeatable), e.g. 'Authorization=Basic ...' for Langfuse",
+    )
+    p.add_argument(
+        "--no-content",
+        action="store_true",
+        help="with --format otel: leave out prompts, answers, tool definitions, tool arguments and results",
+    )
+    p.add_argument("--service", default="zymi", help="with --format otel: service.name, and the Phoenix project")
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="with --format otel: keep going, exporting new calls as they are written (Ctrl-C stops)",
     )
     p.add_argument(
         "--screen",
@@ -50,19 +86,14 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--size", default="120x40", metavar="WxH", help="with --format svg: the terminal size")
     add_runs_filter(p)
-    p.add_argument("-o", "--output", metavar="FILE", help="write there instead of stdout")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="write there instead of stdout; with --format lhar, a folder (or several sessions) gets one .lhar "
+        "file per session",
+    )
     p.set_defaults(func=cmd_export)
-
-
-async def _rows(args: argparse.Namespace) -> tuple[list[CallContext], RequestBodies, int]:
-    location, project = located(args)
-    reader = await open_reader(location)
-    try:
-        streams = await run_step_streams(reader, args)
-        rows = [r async for r in replay_store(reader, project=project, streams=streams)]
-    finally:
-        await close_reader(reader)
-    return rows, project_bodies(project), recorded_knobs(project).hard_cap_chars
 
 
 def _svg(args: argparse.Namespace) -> str:
@@ -79,16 +110,110 @@ def _svg(args: argparse.Namespace) -> str:
         raise CommandError(f"--screen {args.screen}: {e}") from None
 
 
+def _headers(args: argparse.Namespace) -> dict[str, str]:
+    out = {}
+    for h in args.header:
+        name, sep, value = h.partition("=")
+        if not sep or not name.strip():
+            raise CommandError(f"--header {h!r}: give NAME=VALUE, e.g. 'Authorization=Basic cGs6c2s='")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _check(args: argparse.Namespace) -> None:
+    otel_only = [f for f, on in (("--endpoint", args.endpoint), ("--no-content", args.no_content),
+                                 ("--follow", args.follow), ("--header", args.header)) if on]  # fmt: skip
+    if otel_only and args.format != "otel":
+        raise CommandError(f"{otel_only[0]} goes with --format otel")
+    if args.header and not args.endpoint:
+        raise CommandError("--header goes with --endpoint")
+    if args.follow and args.run:
+        raise CommandError("--follow exports the whole store as it grows; leave out -r")
+
+
 def cmd_export(args: argparse.Namespace) -> int:
+    _check(args)
     if args.format == "svg":
         write_or_print(_svg(args), args.output)
         return EXIT_OK
-    rows, bodies, hard_cap = run_async(_rows(args))
-    meta = ExportMeta(model=bodies.model, provider=bodies.provider, window_tokens=hard_cap // 4)
     if args.format == "lhar":
-        lines = lhar_lines(rows, meta, lambda row: row_body(bodies, row))
-        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-    else:
-        text = json.dumps(otlp_traces(rows, meta), ensure_ascii=False) + "\n"
-    write_or_print(text, args.output)
+        return run_async(_lhar(args))
+    return run_async(_otel(args))
+
+
+async def _opened(args: argparse.Namespace) -> tuple[EventReader, Path | None, list[str] | None, RequestBodies]:
+    location, project = located(args)
+    reader = await open_reader(location)
+    try:
+        streams = await run_step_streams(reader, args)
+    except BaseException:
+        await reader.close()
+        raise
+    return reader, project, streams, project_bodies(project)
+
+
+async def _otel(args: argparse.Namespace) -> int:
+    pusher = OtlpPusher(args.endpoint, headers=_headers(args)) if args.endpoint else None  # a bad URL: said first
+    out = None if pusher is not None or not args.output else _open_output(args.output)
+    try:
+        reader, project, streams, bodies = await _opened(args)
+    except BaseException:
+        _close(pusher, out)
+        raise
+    options = TraceOptions(model=bodies.model, provider=bodies.provider, content=not args.no_content)
+    builder = TraceBuilder(options, lambda row: row_body(bodies, row))
+    send = pusher if pusher is not None else json_lines_writer(out or sys.stdout)
+    batcher = SpanBatcher(send, resource_attributes(args.service))
+    try:
+        if args.follow:
+            async for se, rows in follow(reader, project, on_idle=batcher.flush):
+                batcher.add(builder.feed(se, rows))
+        else:
+            async for se, rows in walk(reader, project, streams):
+                batcher.add(builder.feed(se, rows))
+        batcher.flush()
+    finally:
+        await close_reader(reader)
+        _close(pusher, out)
+    if pusher is not None:
+        err.print(f"pushed {pusher.spans} spans in {pusher.requests} requests to {pusher.url}")
+    elif args.output:
+        err.print(f"wrote {batcher.spans} spans to {Path(args.output).resolve()}")
+    return EXIT_OK
+
+
+def _close(pusher: OtlpPusher | None, out: TextIO | None) -> None:
+    if pusher is not None:
+        pusher.close()
+    if out is not None:
+        out.close()
+
+
+def _open_output(path: str) -> TextIO:
+    try:
+        return open(path, "w", encoding="utf-8")  # closed by the caller once the spans are out
+    except OSError as e:
+        raise CommandError(f"--output {path}: cannot write ({e.strerror or e})") from None
+
+
+async def _lhar(args: argparse.Namespace) -> int:
+    reader, project, streams, bodies = await _opened(args)
+    try:
+        known = [s.stream_id for s in await reader.streams()]
+        steps = [s for s in known if STEP_MARK in s and (streams is None or s in streams)]
+        conversations = sorted({s.split(STEP_MARK, 1)[0] for s in steps})
+        target = lhar_target(args.output, len(conversations))
+        meta = ExportMeta(bodies.model, bodies.provider, recorded_knobs(project).hard_cap_chars // 4)
+        builder = LharBuilder(meta, lambda row: row_body(bodies, row))
+        files = LharFiles(target, meta.model)
+        try:
+            async for se, rows in walk(reader, project, streams):
+                for conversation, entry in builder.feed(se, rows):
+                    files.write(conversation, entry)
+        finally:
+            files.close()
+    finally:
+        await close_reader(reader)
+    if target is not None:
+        err.print(files.summary())
     return EXIT_OK

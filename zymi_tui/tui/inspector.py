@@ -20,8 +20,8 @@ from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.messages import AssistantMessage, message_text
 from zymi_tui.events.store import EventReader, step_of
 from zymi_tui.events.stored import StoredEvent
+from zymi_tui.replay.call_markdown import context_markdown
 from zymi_tui.replay.calls import AGENT_SENT, CallContext, context_with_previous
-from zymi_tui.replay.export import context_markdown
 from zymi_tui.replay.life import call_diff
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.model import format_size

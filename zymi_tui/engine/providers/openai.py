@@ -16,13 +16,26 @@ def is_reasoning_model(model: str) -> bool:
     return model.lower().startswith(REASONING_PREFIXES)
 
 
+def json_value(value: Any) -> Any:
+    """`value` as zymi sends a `serde_json::Value` (a tool's parameter schema): every object's keys sorted."""
+    if isinstance(value, dict):
+        return {k: json_value(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [json_value(v) for v in value]
+    return value
+
+
 def request_body(model: str, request: LlmRequest, stream: bool) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "messages": request.messages}
     if request.tools:
         body["tools"] = [
             {
                 "type": "function",
-                "function": {"name": t["name"], "description": t["description"], "parameters": t["parameters"]},
+                "function": {
+                    "name": t["name"],
+                    "description": t["description"],
+                    "parameters": json_value(t["parameters"]),
+                },
             }
             for t in request.tools
         ]

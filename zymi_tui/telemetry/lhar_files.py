@@ -1,0 +1,101 @@
+"""Where LHAR sessions are written: context-lens reads one session per file (the last `session` line
+of a file wins), so each conversation gets a file of its own in a folder, or stdout / one file when
+the export holds a single conversation. Files are written as entries come (a few kept open)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from zymi_tui.errors import UserError
+from zymi_tui.telemetry.lhar_export import session_line
+
+OPEN_FILES = 32  # files kept open at once (a store of many runs writes many files)
+
+
+class LharTargetError(UserError):
+    title = "LHAR export"
+
+
+@dataclass(frozen=True)
+class LharTarget:
+    path: Path | None  # None: stdout
+    folder: bool  # one file per session in `path`
+
+
+def lhar_target(output: str | None, sessions: int) -> LharTarget:
+    """Where `sessions` sessions go: refused when several would share one file (context-lens keeps the last)."""
+    if output is not None and (output.endswith(("/", "\\")) or Path(output).is_dir()):
+        return LharTarget(Path(output), True)
+    if sessions > 1:
+        where = "stdout" if output is None else output
+        raise LharTargetError(
+            f"{sessions} sessions (conversations) to export and context-lens reads one per file: give -o FOLDER "
+            f"for one .lhar file per session, or -r RUN, instead of {where}"
+        )
+    return LharTarget(Path(output) if output is not None else None, False)
+
+
+def file_name(conversation: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", conversation).strip("._") or "session"
+
+
+class LharFiles:
+    """Writes each session's line before its first entry, to the session's file."""
+
+    def __init__(self, target: LharTarget, model: str) -> None:
+        self.target, self.model = target, model
+        self.open: OrderedDict[str, TextIO] = OrderedDict()
+        self.started: set[str] = set()
+        self.entries = 0
+        if target.folder and target.path is not None:
+            try:
+                target.path.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise LharTargetError(f"-o {target.path}: cannot make the folder ({e.strerror or e})") from None
+
+    def _path(self, conversation: str) -> Path | None:
+        if self.target.path is None:
+            return None
+        return self.target.path / f"{file_name(conversation)}.lhar" if self.target.folder else self.target.path
+
+    def _file(self, conversation: str) -> TextIO:
+        if conversation in self.open:
+            self.open.move_to_end(conversation)
+            return self.open[conversation]
+        path = self._path(conversation)
+        if path is None:
+            return sys.stdout
+        try:
+            f = path.open("a" if conversation in self.started else "w", encoding="utf-8")
+        except OSError as e:
+            raise LharTargetError(f"{path.resolve()}: cannot write ({e.strerror or e})") from None
+        self.open[conversation] = f
+        if len(self.open) > OPEN_FILES:
+            self.open.popitem(last=False)[1].close()
+        return f
+
+    def write(self, conversation: str, entry: dict[str, Any]) -> None:
+        f = self._file(conversation)
+        if conversation not in self.started:
+            self.started.add(conversation)
+            first = session_line(conversation, None, self.model) | {"started_at": entry["timestamp"]}
+            f.write(json.dumps(first, ensure_ascii=False) + "\n")
+        f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        self.entries += 1
+
+    def close(self) -> None:
+        for f in self.open.values():
+            f.close()
+        self.open.clear()
+
+    def summary(self) -> str:
+        where = self.target.path.resolve() if self.target.path is not None else "stdout"
+        if self.target.folder:
+            return f"wrote {len(self.started)} session file(s), {self.entries} entries, in {where}"
+        return f"wrote {self.entries} entries to {where}"

@@ -1,0 +1,311 @@
+"""A store's runs as OpenTelemetry GenAI traces (semantic conventions for GenAI agent and model spans).
+
+One trace per run: an `invoke_workflow {pipeline}` root span; an `invoke_agent {agent}` span per step;
+under it a `chat {model}` client span per LLM call (a compaction call too: it is made inside the
+step, and carries `zymi.compaction`) and an `execute_tool {tool}` span per `ToolCallCompleted`.
+Each span is made when the event that ends it is fed (a call's when its replayed row is out), so
+spans stream out as the store is read. Content (`gen_ai.input.messages`, ...) is left out with
+`content=False`; our context figures are under `zymi.*`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from zymi_tui.context.builder import fast_ts_ns
+from zymi_tui.events.messages import AssistantMessage, MessageModel, to_wire
+from zymi_tui.events.replay_kinds import (
+    LlmCallCompleted,
+    LlmCallFailed,
+    LlmCallStarted,
+    ReplayEvent,
+    ToolCallCompleted,
+    Usage,
+)
+from zymi_tui.events.store import STEP_MARK
+from zymi_tui.replay.calls import CallContext
+from zymi_tui.telemetry.export_calls import Ended, Run, RunTracker, Step, hex_id
+from zymi_tui.telemetry.otel_content import as_json, output_messages, split_messages, tool_definitions
+from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, make_span
+
+Bodies = Callable[[CallContext], dict[str, Any] | None]  # the exact request body of a call, if known
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    model: str  # the project's model (a call's body names its own)
+    provider: str  # gen_ai.provider.name: "openai" | "anthropic" | ...
+    content: bool = True  # prompts, answers, tool arguments and results on the spans
+
+
+@dataclass
+class _Call:
+    """An LLM call started, waiting for its completion and its replayed row."""
+
+    run: Run
+    step: Step
+    stream: str
+    sequence: int
+    iteration: int
+    compaction: bool
+    start_ns: int
+    end_ns: int | None = None
+    response: MessageModel | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    error: str | None = None
+
+
+@dataclass
+class TraceBuilder:
+    """`feed` every event in global order with the rows it completed; each returns the spans it ended."""
+
+    options: TraceOptions
+    bodies: Bodies
+    tracker: RunTracker = field(default_factory=RunTracker)
+    calls: dict[tuple[str, int], _Call] = field(default_factory=dict)
+    waiting: dict[str, deque[_Call]] = field(default_factory=dict)  # per step stream, awaiting completion
+    tool_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, arguments)
+
+    def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[Span]:
+        out: list[Span] = []
+        if se is not None and STEP_MARK in se.stream_id:
+            span = self._step_event(se)
+            if span is not None:
+                out.append(span)
+        ended = self.tracker.feed(se) if se is not None else None
+        for row in rows:
+            call = None if row.hard_cap_failure else self.calls.pop((row.stream_id, row.sequence), None)
+            if call is not None:
+                out.append(self._chat(call, row))
+        if ended is not None:
+            out.append(self._ended(ended))
+        if se is None:
+            out += self._rest()
+        return out
+
+    # -- events on a step stream ------------------------------------------------------------------
+    def _step_event(self, se: ReplayEvent) -> Span | None:
+        kind, ts = se.kind, fast_ts_ns(se.timestamp)
+        if isinstance(kind, LlmCallStarted):
+            step = self.tracker.step_of(se)
+            compaction = kind.iteration == 0 or se.source == "compaction"
+            call = _Call(step.run, step, se.stream_id, se.sequence, kind.iteration, compaction, ts)
+            self.calls[(se.stream_id, se.sequence)] = call
+            self.waiting.setdefault(se.stream_id, deque()).append(call)
+        elif isinstance(kind, LlmCallCompleted | LlmCallFailed):
+            queue = self.waiting.get(se.stream_id)
+            if queue:
+                call = queue.popleft()
+                if not queue:
+                    del self.waiting[se.stream_id]
+                call.end_ns = ts
+                if isinstance(kind, LlmCallFailed):
+                    call.error = kind.error
+                else:
+                    call.response, call.finish_reason, call.usage = (
+                        kind.response_message,
+                        kind.finish_reason,
+                        kind.usage,
+                    )
+                    if isinstance(kind.response_message, AssistantMessage):
+                        for c in kind.response_message.tool_calls:
+                            self.tool_calls[c.id] = (c.name, c.arguments)
+        elif isinstance(kind, ToolCallCompleted):
+            return self._tool(se, kind, ts)
+        return None
+
+    def _tool(self, se: ReplayEvent, kind: ToolCallCompleted, ts: int) -> Span:
+        step = self.tracker.step_of(se)
+        name, arguments = self.tool_calls.pop(kind.call_id, ("unknown", ""))
+        content = self.options.content
+        attrs: dict[str, AttrValue] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": kind.call_id,
+            "gen_ai.tool.type": "function",
+            "gen_ai.conversation.id": step.run.stream,
+            "gen_ai.tool.call.arguments": arguments if content else None,
+            "gen_ai.tool.call.result": kind.result if content else None,
+            "error.type": "tool_error" if kind.is_error else None,
+            "openinference.span.kind": "TOOL",
+            "zymi.stream_id": se.stream_id,
+            "zymi.sequence": se.sequence,
+            "zymi.tool.duration_ms": kind.duration_ms,
+            "zymi.tool.result_bytes": len(kind.result.encode()),
+        }
+        return make_span(
+            trace_id=step.run.trace_id,
+            span_id=hex_id(f"tool|{se.stream_id}|{se.sequence}|{kind.call_id}", 16),
+            parent_id=step.span_id,
+            name=f"execute_tool {name}",
+            kind=INTERNAL,
+            start_ns=ts - kind.duration_ms * 1_000_000,
+            end_ns=ts,
+            attrs=attrs,
+            error=kind.result_preview if kind.is_error else None,
+        )
+
+    # -- LLM calls ----------------------------------------------------------------------------------
+    def _chat(self, call: _Call, row: CallContext | None) -> Span:
+        body = self.bodies(row) if row is not None else None
+        messages: list[dict[str, Any]] | None = None
+        if body is not None and isinstance(body.get("messages"), list):
+            messages = body["messages"]
+        elif row is not None and row.rendered is not None:  # no project: the rebuilt context, less a guessed prefix
+            entries = row.rendered.entries
+            messages = [to_wire(e.message) for e in entries if not (row.prefix_inferred and e.layer == "A")]
+        model = str((body or {}).get("model") or self.options.model)
+        u = call.usage
+        attrs: dict[str, AttrValue] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self.options.provider,
+            "gen_ai.request.model": model,
+            "gen_ai.request.temperature": _float((body or {}).get("temperature")),
+            "gen_ai.request.max_tokens": _int(
+                (body or {}).get("max_tokens") or (body or {}).get("max_completion_tokens")
+            ),
+            "gen_ai.conversation.id": call.run.stream,
+            "gen_ai.response.finish_reasons": [call.finish_reason] if call.finish_reason else None,
+            "gen_ai.usage.input_tokens": u.input_tokens if u else None,
+            "gen_ai.usage.output_tokens": u.output_tokens if u else None,
+            "gen_ai.usage.cache_read.input_tokens": u.cached_input_tokens if u else None,
+            "gen_ai.usage.cache_creation.input_tokens": u.cache_creation_tokens if u else None,
+            "openinference.span.kind": "LLM",
+        }
+        if self.options.content:
+            attrs |= _content(messages, body, call, prompt_first=body is not None or not (row and row.prefix_inferred))
+        attrs |= _figures(call, row)
+        return make_span(
+            trace_id=call.run.trace_id,
+            span_id=hex_id(f"call|{call.stream}|{call.sequence}", 16),
+            parent_id=call.step.span_id,
+            name=f"chat {model}",
+            kind=CLIENT,
+            start_ns=call.start_ns,
+            end_ns=call.end_ns if call.end_ns is not None else call.start_ns,
+            attrs=attrs,
+            error=call.error,
+        )
+
+    # -- steps and runs -----------------------------------------------------------------------------
+    def _ended(self, ended: Ended, *, incomplete: bool = False) -> Span:
+        if ended.step is not None:
+            return self._step_span(ended.step, ended.ok, incomplete)
+        assert ended.run is not None
+        return self._run_span(ended.run, ended.ok, ended.error, incomplete)
+
+    def _step_span(self, step: Step, ok: bool, incomplete: bool) -> Span:
+        attrs: dict[str, AttrValue] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": step.agent,
+            "gen_ai.provider.name": self.options.provider,
+            "gen_ai.conversation.id": step.run.stream,
+            "openinference.span.kind": "AGENT",
+            "zymi.stream_id": step.stream,
+            "zymi.step": step.node_id,
+            "zymi.incomplete": True if incomplete else None,
+        }
+        return make_span(
+            trace_id=step.run.trace_id,
+            span_id=step.span_id,
+            parent_id=step.run.span_id,
+            name=f"invoke_agent {step.agent}",
+            kind=INTERNAL,
+            start_ns=step.start_ns,
+            end_ns=step.end_ns,
+            attrs=attrs,
+            error=None if ok else f"step {step.node_id} failed",
+        )
+
+    def _run_span(self, run: Run, ok: bool, error: str | None, incomplete: bool) -> Span:
+        name = run.pipeline or run.stream
+        user = run.user_message if self.options.content and run.user_message is not None else None
+        attrs: dict[str, AttrValue] = {
+            "gen_ai.operation.name": "invoke_workflow",
+            "gen_ai.agent.name": name,
+            "gen_ai.conversation.id": run.stream,
+            "gen_ai.input.messages": None
+            if user is None
+            else as_json([{"role": "user", "parts": [{"type": "text", "content": user}]}]),
+            "openinference.span.kind": "CHAIN",
+            "zymi.stream_id": run.stream,
+            "zymi.correlation_id": run.correlation_id,
+            "zymi.nested": True if run.nested else None,
+            "zymi.incomplete": True if incomplete else None,
+        }
+        return make_span(
+            trace_id=run.trace_id,
+            span_id=run.span_id,
+            parent_id=None,
+            name=f"invoke_workflow {name}",
+            kind=INTERNAL,
+            start_ns=run.start_ns,
+            end_ns=run.end_ns,
+            attrs=attrs,
+            error=None if ok else (error or "the run failed"),
+        )
+
+    def _rest(self) -> list[Span]:
+        """At the end of the store: the calls, steps and runs nothing closed."""
+        out = [self._chat(call, None) for call in self.calls.values()]
+        self.calls.clear()
+        steps, runs = self.tracker.still_open()
+        out += [self._step_span(s, True, True) for s in steps]
+        out += [self._run_span(r, True, None, True) for r in runs]
+        return out
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _float(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _content(
+    messages: list[dict[str, Any]] | None, body: dict[str, Any] | None, call: _Call, *, prompt_first: bool
+) -> dict[str, AttrValue]:
+    attrs: dict[str, AttrValue] = {}
+    if messages is not None:
+        system, inputs = split_messages(messages, prompt_first=prompt_first)
+        attrs["gen_ai.system_instructions"] = as_json(system) if system else None
+        attrs["gen_ai.input.messages"] = as_json(inputs)
+    tools = (body or {}).get("tools")
+    if isinstance(tools, list) and tools:
+        attrs["gen_ai.tool.definitions"] = as_json(tool_definitions(tools))
+    out = output_messages(call.response, call.finish_reason)
+    attrs["gen_ai.output.messages"] = as_json(out) if out else None
+    return attrs
+
+
+def _figures(call: _Call, row: CallContext | None) -> dict[str, AttrValue]:
+    """Our context figures: the recorded size, the rebuilt context's layers, the prefix kept from the
+    step's previous call."""
+    attrs: dict[str, AttrValue] = {
+        "zymi.stream_id": call.stream,
+        "zymi.sequence": call.sequence,
+        "zymi.iteration": call.iteration,
+        "zymi.compaction": call.compaction,
+        "zymi.step": call.step.node_id,
+    }
+    if row is None:
+        return attrs
+    attrs["zymi.context.prefix_inferred"] = row.prefix_inferred or None
+    attrs["zymi.context.approx_chars"] = row.recorded_chars
+    attrs["zymi.context.message_count"] = row.recorded_message_count
+    r = row.rendered
+    if r is not None:
+        attrs["zymi.context.rebuilt_chars"] = r.chars
+        for layer in "ABC":
+            attrs[f"zymi.context.layer_{layer.lower()}_bytes"] = r.layer_bytes.get(layer, 0)
+    if row.reuse is not None and not row.is_compaction:
+        attrs["zymi.prefix_reuse.messages"] = row.reuse.messages
+        attrs["zymi.prefix_reuse.bytes"] = row.reuse.chars
+    return attrs

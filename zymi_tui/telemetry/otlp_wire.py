@@ -1,0 +1,135 @@
+"""OTLP trace messages, built with the OpenTelemetry project's own protobuf classes
+(`opentelemetry-proto`): spans, their attributes, and the `ExportTraceServiceRequest` batches an
+OTLP/HTTP collector takes as `application/x-protobuf` or a file holds as OTLP/JSON (one request a
+line, as the OpenTelemetry Collector's file exporter writes them)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TextIO
+
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
+
+from zymi_tui import __version__
+
+SCOPE = "zymi-tui"
+BATCH_SPANS = 512  # spans a request carries (the OpenTelemetry SDK's default batch size)
+AttrValue = str | int | float | bool | Sequence[str] | None
+INTERNAL, CLIENT = Span.SpanKind.SPAN_KIND_INTERNAL, Span.SpanKind.SPAN_KIND_CLIENT
+
+
+def any_value(value: str | int | float | bool | Sequence[str]) -> AnyValue:
+    if isinstance(value, bool):
+        return AnyValue(bool_value=value)
+    if isinstance(value, int):
+        return AnyValue(int_value=value)
+    if isinstance(value, float):
+        return AnyValue(double_value=value)
+    if isinstance(value, str):
+        return AnyValue(string_value=value)
+    return AnyValue(array_value=ArrayValue(values=[AnyValue(string_value=v) for v in value]))
+
+
+def key_values(attrs: Mapping[str, AttrValue]) -> list[KeyValue]:
+    """The attributes that have a value (None: left out)."""
+    return [KeyValue(key=k, value=any_value(v)) for k, v in attrs.items() if v is not None]
+
+
+def make_span(
+    *,
+    trace_id: str,
+    span_id: str,
+    parent_id: str | None,
+    name: str,
+    kind: Span.SpanKind.ValueType,
+    start_ns: int,
+    end_ns: int,
+    attrs: Mapping[str, AttrValue],
+    error: str | None = None,
+) -> Span:
+    """A span; ids in hex (32 and 16 digits); `error`: the status message of a failed operation."""
+    status = Status(code=Status.STATUS_CODE_ERROR, message=error) if error is not None else Status()
+    return Span(
+        trace_id=bytes.fromhex(trace_id),
+        span_id=bytes.fromhex(span_id),
+        parent_span_id=bytes.fromhex(parent_id) if parent_id else b"",
+        name=name,
+        kind=kind,
+        start_time_unix_nano=start_ns,
+        end_time_unix_nano=max(start_ns, end_ns),
+        attributes=key_values(attrs),
+        status=status,
+    )
+
+
+def export_request(spans: Sequence[Span], resource: Mapping[str, AttrValue]) -> ExportTraceServiceRequest:
+    scope = InstrumentationScope(name=SCOPE, version=__version__)
+    return ExportTraceServiceRequest(
+        resource_spans=[
+            ResourceSpans(
+                resource=Resource(attributes=key_values(resource)),
+                scope_spans=[ScopeSpans(scope=scope, spans=spans)],
+            )
+        ]
+    )
+
+
+def resource_attributes(service: str) -> dict[str, AttrValue]:
+    """`service.name`, and the Phoenix project the spans go to (`openinference.project.name`)."""
+    return {"service.name": service, "openinference.project.name": service}
+
+
+_IDS = ("traceId", "spanId", "parentSpanId")
+
+
+def otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
+    """OTLP/JSON: protobuf's JSON mapping (lowerCamelCase, 64-bit integers as strings, enums as
+    numbers), with trace and span ids in hex, as OTLP/JSON requires (protobuf writes bytes in base64)."""
+    doc: dict[str, Any] = json_format.MessageToDict(request, use_integers_for_enums=True)
+    for rs in doc.get("resourceSpans", []):
+        for ss in rs.get("scopeSpans", []):
+            for span in ss.get("spans", []):
+                for key in _IDS:
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return doc
+
+
+class SpanBatcher:
+    """Spans gathered into requests of `size` spans, each handed to `send` when full (and at `close`)."""
+
+    def __init__(
+        self,
+        send: Callable[[ExportTraceServiceRequest], None],
+        resource: Mapping[str, AttrValue],
+        size: int = BATCH_SPANS,
+    ) -> None:
+        self.send, self.resource, self.size = send, dict(resource), size
+        self.pending: list[Span] = []
+        self.spans = 0
+
+    def add(self, spans: Sequence[Span]) -> None:
+        self.pending.extend(spans)
+        self.spans += len(spans)
+        if len(self.pending) >= self.size:
+            self.flush()
+
+    def flush(self) -> None:
+        while self.pending:
+            batch, self.pending = self.pending[: self.size], self.pending[self.size :]
+            self.send(export_request(batch, self.resource))
+
+
+def json_lines_writer(out: TextIO) -> Callable[[ExportTraceServiceRequest], None]:
+    """A `send` that writes each request as one OTLP/JSON line."""
+
+    def write(request: ExportTraceServiceRequest) -> None:
+        out.write(json.dumps(otlp_json(request), ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    return write
