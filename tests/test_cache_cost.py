@@ -99,3 +99,31 @@ def test_explicit_cache_with_breakpoints_reads_whole_previous_and_writes_the_res
     assert [(p.cached, p.written) for p in predict(calls, fam)] == [(0, 0), (0, 0)]  # as zymi sends them
     got = [(p.cached, p.written) for p in predict(calls, fam, breakpoints=True)]
     assert got == [(0, 2000), (2000, 1000)]
+
+
+# ../shared/spec/prompt-caching.md, "minimum": 1,024 (Sonnet 4/4.5, Opus 4/4.1, Sonnet 3.7); 2,048 (Sonnet 4.6,
+# Haiku 3/3.5); 4,096 (Opus 4.5/4.6, Haiku 4.5); OpenAI-compatible 1,024
+SPEC_MINIMUM = {
+    "claude-sonnet-4-20250514": 1024, "claude-sonnet-4-5": 1024, "claude-opus-4-20250514": 1024,
+    "claude-opus-4-1": 1024, "claude-3-7-sonnet-20250219": 1024, "claude-sonnet-4-6": 2048,
+    "claude-3-haiku-20240307": 2048, "claude-3-5-haiku-20241022": 2048, "claude-opus-4-5": 4096,
+    "claude-opus-4-6": 4096, "claude-haiku-4-5": 4096, "gpt-4o": 1024, "gpt-4.1-mini": 1024,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("model", sorted(SPEC_MINIMUM))
+def test_built_in_minimum_cacheable_prefix_per_model(model: str) -> None:
+    from zymi_tui.replay.costs import load_prices
+
+    found = load_prices().cache_family(model, None)
+    assert found is not None and found[1].min_tokens == SPEC_MINIMUM[model]
+
+
+def test_a_users_table_sets_a_models_minimum(tmp_path: Path) -> None:
+    from zymi_tui.replay.costs import parse_prices
+
+    table = parse_prices(
+        PRICES.replace("min_tokens: 1024,", "min_tokens: 1024, min_tokens_by_model: {oracle-big: 3000},"), "t"
+    )
+    assert table.cache_family("oracle-big-1", None)[1].min_tokens == 3000  # type: ignore[index]
+    assert table.cache_family("oracle-coding", None)[1].min_tokens == 1024  # type: ignore[index]
