@@ -72,7 +72,8 @@ class LifeScreen(ActionScreen):
     )
     ACTIONS: ClassVar[tuple[Act, ...]] = (
         Act("escape", "close", "Back", "Close the grid and go back to the dashboard.", "back close"),
-        Act("r", "sort", "Sort", "Rows by rent (bytes x calls sent in full, as `zymi-tui rent`) or by sequence.", "sort rent order"),
+        Act("r", "sort", "Sort", "Rows by rent (bytes x calls sent in full, as `zymi-tui rent`) or by sequence.",
+            "sort rent order"),
         Act("slash", "find", "Find", "Find a text in the stream's messages; the cursor goes to the first.",
             "find search text"),
         Act("n", "next_match", "Next", "The next message that matches the last find.", "next match find"),
