@@ -74,7 +74,8 @@ def effect_line(e: Effect) -> str:
         else f"cost with cache {_money(e.cost_with_cache_before)} → {_money(e.cost_with_cache)}; "
     )
     return head + (
-        f"input tokens {e.tokens_sum_before:,} → {e.tokens_sum:,}; {cost}compactions {e.compactions_before} → {e.compactions}; hard-cap failures "
+        f"input tokens {e.tokens_sum_before:,} → {e.tokens_sum:,}; {cost}compactions {e.compactions_before} → "
+        f"{e.compactions}; hard-cap failures "
         f"{e.hard_cap_failures_before} → {e.hard_cap_failures}; peak {e.chars_peak_before:,} → {e.chars_peak:,} "
         f"bytes ({e.hard_cap_risk:.0%} of the hard cap); cache breaks {e.cache_breaks_before} → {e.cache_breaks} "
         f"(tokens {e.provenance}; costs estimated)"
