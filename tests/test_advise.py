@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import ORACLE, copy_store, zymi_tui_bin
+from tests.conftest import ORACLE, SCENARIOS, copy_store, zymi_tui_bin
 
 PRICES = "per_tokens: 1000000\nmodels:\n  oracle-: {input: 3.0, cached_input: 0.3, output: 15.0}\n"
 
@@ -97,3 +97,50 @@ def test_each_recommendation_equals_compare(tmp_path: Path, name: str) -> None:
         assert effect["cache_breaks"] == after["cache_breaks"]
         assert effect["cost_with_cache"] == round(after["cost_with_cache"]["total"], 6)
         assert effect["cost_with_cache"] is not None
+
+
+HAIKU = "claude-3-5-haiku-20241022"
+# every recorded store priced as gpt-4o, and Anthropic copies (the project on zymi's anthropic provider,
+# priced as Claude Haiku 3.5: explicit cache, 2,048-token minimum)
+CASES = [(name, "gpt-4o") for name in SCENARIOS] + [("coding_default", HAIKU), ("coding_compaction", HAIKU)]
+
+
+def _case(tmp_path: Path, name: str, model: str) -> tuple[Path, Path]:
+    store, project = _scenario(tmp_path, name)
+    if model.startswith("claude"):
+        doc = yaml.safe_load((project / "project.yml").read_text(encoding="utf-8"))
+        doc["llm"] |= {"provider": "anthropic", "model": model}
+        (project / "project.yml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return store, project
+
+
+def _replay_totals(store: Path, project: Path, knobs: dict[str, int | None] | None = None) -> dict[str, Any]:
+    sets = [f"--set={k}={'off' if v is None else v}" for k, v in (knobs or {}).items()]
+    totals: dict[str, Any] = json.loads(
+        _run("replay", str(store), "--project", str(project), "--json", *sets).splitlines()[-1]
+    )
+    return totals
+
+
+def _knob_recommendations(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    recs = [f["recommendation"] for f in doc["findings"] if (f.get("recommendation") or {}).get("knobs")]
+    return recs + ([doc["best"]] if doc.get("best") else [])
+
+
+@pytest.mark.parametrize(("name", "model"), CASES)
+def test_each_effect_equals_replay_set(tmp_path: Path, name: str, model: str) -> None:
+    """The replayed effect of every recommendation is what `zymi-tui replay --set` gives for its knobs, and its
+    baseline what `zymi-tui replay` gives for the current ones."""
+    store, project = _case(tmp_path, name, model)
+    doc = _advise(store, project, "--model", model)
+    base = _replay_totals(store, project)
+    for rec in _knob_recommendations(doc):
+        e, t = rec["effect"], _replay_totals(store, project, rec["knobs"])
+        got = (e["chars_sum"], e["chars_peak"], e["compactions"], e["hard_cap_failures"], e["cache_breaks"])
+        want = (t["chars_sum"], t["chars_peak"], t["compactions"], t["hard_cap_failures"], t["cache_breaks"])
+        assert got == want, rec["text"]
+        got = (e["chars_sum_before"], e["chars_peak_before"], e["compactions_before"], e["hard_cap_failures_before"],
+               e["cache_breaks_before"])  # fmt: skip
+        want = (base["chars_sum"], base["chars_peak"], base["compactions"], base["hard_cap_failures"],
+                base["cache_breaks"])  # fmt: skip
+        assert got == want
