@@ -144,3 +144,33 @@ def test_each_effect_equals_replay_set(tmp_path: Path, name: str, model: str) ->
         want = (base["chars_sum"], base["chars_peak"], base["compactions"], base["hard_cap_failures"],
                 base["cache_breaks"])  # fmt: skip
         assert got == want
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_counts_agree_across_advise_replay_and_rent(tmp_path: Path, name: str) -> None:
+    """The advice's baseline and its findings' counts are `zymi-tui replay`'s, and its calls and rent are
+    `zymi-tui rent`'s (a finding said "68 of 85 agent calls" where the replay's baseline said 81)."""
+    store, project = _scenario(tmp_path, name)
+    doc = _advise(store, project, "--model", "gpt-4o")
+    t, b = _replay_totals(store, project), doc["baseline"]
+    assert (b["agent_calls"], b["compactions"], b["hard_cap_failures"]) == (
+        t["calls"] - t["compactions"], t["compactions"], t["hard_cap_failures"])  # fmt: skip
+    assert (b["cache_breaks"], b["chars_sum"], b["chars_peak"]) == (t["cache_breaks"], t["chars_sum"], t["chars_peak"])
+    assert doc["calls"] == b["agent_calls"]
+    for f in doc["findings"]:
+        if f["signal"] == "cache_breaks":
+            assert (f["figures"]["cache_breaks"], f["figures"]["agent_calls"]) == (t["cache_breaks"], b["agent_calls"])
+            assert f"{t['cache_breaks']} of {b['agent_calls']} agent calls" in f["summary"]
+    rows = [json.loads(line) for line in _run("replay", str(store), "--project", str(project), "--json").splitlines()]
+    streams = sorted({r["stream_id"] for r in rows if r.get("kind") == "agent"})
+    calls, rent_by_tool = 0, dict[str, int]()
+    for stream in streams:
+        rent = json.loads(_run("rent", str(store), "--project", str(project), "--step-stream", stream, "--json",
+                               "--top", "100000"))  # fmt: skip
+        calls += rent["calls"]
+        for o in rent["observations"]:
+            rent_by_tool[o["tool"]] = rent_by_tool.get(o["tool"], 0) + o["rent_bytes"]
+    assert calls == b["agent_calls"]
+    for f in doc["findings"]:
+        if f["signal"] == "dominant_tool":
+            assert f["figures"]["rent_bytes"] == rent_by_tool[f["figures"]["tool"]]
