@@ -174,3 +174,49 @@ def test_counts_agree_across_advise_replay_and_rent(tmp_path: Path, name: str) -
     for f in doc["findings"]:
         if f["signal"] == "dominant_tool":
             assert f["figures"]["rent_bytes"] == rent_by_tool[f["figures"]["tool"]]
+
+
+@pytest.mark.parametrize(("name", "model"), CASES)
+def test_no_recommendation_raises_cost_in_compare(tmp_path: Path, name: str, model: str) -> None:
+    """`zymi-tui compare` (recorded vs the recommended knobs, the same model) prices every recommendation at
+    no more hard-cap failures and a lower cost with cache than keeping the current knobs; an Anthropic
+    breakpoint is recommended only where its own estimate is lower than the cost now."""
+    store, project = _case(tmp_path, name, model)
+    doc = _advise(store, project, "--model", model)
+    assert doc["objective"]["kind"] == "cost_with_cache"
+    recs = _knob_recommendations(doc)
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "profiles.yml").write_text(yaml.safe_dump({r["effect"]["profile"]: r["knobs"] for r in recs}), "utf-8")
+    env = {**os.environ, "ZYMI_TUI_CONFIG_DIR": str(config)}
+    for rec in recs:
+        e = rec["effect"]
+        cmp = json.loads(
+            _run("compare", str(store), "--project", str(project), "--profiles", f"recorded,{e['profile']}",
+                 "--model", model, "--format", "json", env=env)
+        )  # fmt: skip
+        before, after = (p["total"] for p in cmp["profiles"])
+        assert after["hard_cap_failures"] <= before["hard_cap_failures"]
+        cost_before, cost_after = before["cost_with_cache"]["total"], after["cost_with_cache"]["total"]
+        assert after["hard_cap_failures"] < before["hard_cap_failures"] or cost_after < cost_before, rec["text"]
+        assert (e["cost_with_cache"], e["cost_with_cache_before"]) == (round(cost_after, 6), round(cost_before, 6))
+        assert (e["tokens_sum"], e["tokens_sum_before"]) == (after["tokens_sum"], before["tokens_sum"])
+        assert doc["baseline"]["cost_with_cache"] == round(cost_before, 6)
+    for f in doc["findings"]:
+        if f["signal"] == "anthropic_no_cache" and f.get("recommendation"):
+            assert f["figures"]["cost_with_breakpoints"] < f["figures"]["cost_now"]
+        if f["signal"] == "anthropic_no_cache":
+            assert f["figures"]["min_tokens"] == 2048  # Haiku 3.5 (prompt-caching.md)
+
+
+def test_nothing_to_change_when_no_candidate_beats_the_current_knobs(tmp_path: Path) -> None:
+    """coding_compaction's cache breaks: every higher soft cap tried costs more with cache (the advice used to
+    recommend soft 16000: breaks 13 -> 15 and cost up); the finding stays, its recommendation says so."""
+    store, project = _case(tmp_path, "coding_compaction", "gpt-4o")
+    doc = _advise(store, project, "--model", "gpt-4o")
+    (f,) = [f for f in doc["findings"] if f["signal"] == "cache_breaks"]
+    rec = f["recommendation"]
+    assert rec["nothing_to_change"] and rec["knobs"] is None and rec["effect"] is None
+    assert rec["text"].startswith("nothing to change") and rec["tried"] >= 2 and "not lower" in rec["rejected"]
+    text = _run("advise", str(store), "--project", str(project), "--model", "gpt-4o")
+    assert "nothing to change: of" in text
