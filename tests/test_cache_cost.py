@@ -67,6 +67,22 @@ def test_recorded_cache_usage_is_summed_and_priced_exactly(tmp_path: Path) -> No
     # by hand: fresh at 2.0, reads at 0.1 x 2.0, writes at 1.25 x 2.0, output at 10.0 per million
     by_hand = ((inp - cached - written) * 2.0 + cached * 0.2 + written * 2.5 + out * 10.0) / 1e6
     assert recorded["cost_recorded_cache"]["total"] == pytest.approx(by_hand, rel=1e-12)
+    assert recorded["cost"]["total"] == pytest.approx(by_hand, rel=1e-12)  # the main cost row prices it too
+    table = subprocess.run(
+        [zymi_tui_bin(), "compare", str(store), "--project", str(ORACLE / "coding_default" / "project"),
+         "--profiles", "recorded,chat", "--prices", str(prices), "--model", "oracle-coding", "--format", "md"],
+        capture_output=True, text=True, check=True, timeout=300,
+    ).stdout  # fmt: skip
+    cost_row = next(line for line in table.splitlines() if line.startswith("| cost |"))
+    assert f"recorded cache: {cached:,} read, {written:,} written" in cost_row
+    advice = json.loads(subprocess.run(
+        [zymi_tui_bin(), "advise", str(store), "--project", str(ORACLE / "coding_default" / "project"),
+         "--prices", str(prices), "--model", "oracle-coding", "--json"],
+        capture_output=True, text=True, check=True, timeout=300,
+    ).stdout)  # fmt: skip
+    base = advice["baseline"]
+    assert base["cost_recorded_cache"] == round(by_hand, 6)
+    assert (base["cached_tokens_recorded"], base["cache_creation_tokens_recorded"]) == (cached, written)
     # zymi sends no cache_control breakpoint: an explicit family caches nothing
     assert recorded["cached_tokens_modelled"] == 0
     assert recorded["cost_with_cache"]["total"] == pytest.approx((inp * 2.0 + out * 10.0) / 1e6, rel=1e-12)

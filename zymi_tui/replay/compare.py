@@ -127,9 +127,9 @@ class Totals:
     cache_breaks: int = 0  # agent calls that break the cached prefix of the stream's previous call
     cached_tokens_modelled: int = 0  # estimated: the cache model of the price table's family
     cache_write_tokens_modelled: int = 0
-    cached_tokens_recorded: int = 0  # provider-reported, over calls whose usage is recorded
+    cached_tokens_recorded: int = 0  # provider-reported, over calls whose tokens are the recorded ones
     cache_creation_tokens_recorded: int = 0
-    cost: Cost | None = None
+    cost: Cost | None = None  # the recorded cache usage priced where the provider reported it (else none)
     cost_estimated: bool = False
     cost_with_cache: Cost | None = None  # estimated: input priced with the modelled cache reads/writes
     cost_recorded_cache: Cost | None = None  # the recorded knobs only: priced with the recorded cache usage
@@ -148,8 +148,9 @@ class Totals:
         self.tokens_estimated += f.tokens_provenance != "recorded"
         self.cached_tokens_modelled += f.cached_modelled
         self.cache_write_tokens_modelled += f.cache_written_modelled
-        self.cached_tokens_recorded += f.recorded_cached or 0
-        self.cache_creation_tokens_recorded += f.recorded_cache_creation or 0
+        if f.tokens_provenance == "recorded":  # the provider's cache usage holds for the tokens it reported
+            self.cached_tokens_recorded += f.recorded_cached or 0
+            self.cache_creation_tokens_recorded += f.recorded_cache_creation or 0
         if f.kind == "agent":
             self.cache_breaks += f.cache_break
             self.agent_calls += 1
@@ -346,7 +347,11 @@ class Tally:
         for totals, members in scopes:
             summaries = totals.compactions_recorded + totals.compactions_simulated
             out_tokens = sum(output.agent_by_run.get(m, 0) for m in members) + round(summaries * mean)
-            totals.cost = cost_of(table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens)
+            totals.cost = cost_of(
+                table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
+                cached_input_tokens=totals.cached_tokens_recorded,
+                cache_creation_tokens=totals.cache_creation_tokens_recorded, family=family,
+            )  # fmt: skip
             totals.cost_estimated = totals.provenance == "estimated" or (summaries > 0 and not mean_recorded)
             if family is not None:
                 totals.cost_with_cache = cost_of(
@@ -547,7 +552,14 @@ COLUMNS = [
 def _cost_text(t: Totals, currency: str) -> str:
     if t.cost is None:
         return "no price"
-    return f"{t.cost.total:.4f} {currency}" + (" (est.)" if t.cost_estimated else "")
+    return f"{t.cost.total:.4f} {currency}" + (" (est.)" if t.cost_estimated else "") + recorded_cache_note(t)
+
+
+def recorded_cache_note(t: Totals) -> str:
+    """The label of a cost that prices the provider's recorded cache reads or writes."""
+    if not (t.cached_tokens_recorded or t.cache_creation_tokens_recorded):
+        return ""
+    return f" (recorded cache: {t.cached_tokens_recorded:,} read, {t.cache_creation_tokens_recorded:,} written)"
 
 
 def _cache_cost_text(t: Totals, currency: str) -> str:

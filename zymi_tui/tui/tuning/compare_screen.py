@@ -20,6 +20,7 @@ from zymi_tui.replay.compare import (
     COLUMNS,
     Comparison,
     price_note,
+    recorded_cache_note,
     to_csv,
     to_json_text,
     to_markdown,
@@ -53,7 +54,11 @@ def total_rows(cmp: Comparison) -> list[list[str]]:
     for p in cmp.profiles:
         c = p.total.cost
         costs.append(
-            "no price" if c is None else f"{c.total:.4f} {currency}" + (" est." if p.total.cost_estimated else "")
+            "no price"
+            if c is None
+            else f"{c.total:.4f} {currency}"
+            + (" est." if p.total.cost_estimated else "")
+            + recorded_cache_note(p.total)
         )
     rows.append(["cost", *costs])
     rows.append(["figures", *(p.total.provenance for p in cmp.profiles)])
