@@ -206,7 +206,7 @@ def test_no_recommendation_raises_cost_in_compare(tmp_path: Path, name: str, mod
         if f["signal"] == "anthropic_no_cache" and f.get("recommendation"):
             assert f["figures"]["cost_with_breakpoints"] < f["figures"]["cost_now"]
         if f["signal"] == "anthropic_no_cache":
-            assert f["figures"]["min_tokens"] == 2048  # Haiku 3.5 (prompt-caching.md)
+            assert f["figures"]["min_tokens"] == 2048  # Haiku 3.5 (Anthropic: 2,048 tokens)
 
 
 def test_nothing_to_change_when_no_candidate_beats_the_current_knobs(tmp_path: Path) -> None:
