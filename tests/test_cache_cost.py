@@ -117,8 +117,8 @@ def test_explicit_cache_with_breakpoints_reads_whole_previous_and_writes_the_res
     assert got == [(0, 2000), (2000, 1000)]
 
 
-# the providers' published minimum cacheable prompt (Anthropic, late 2026): 1,024 (Sonnet 4/4.5, Opus 4/4.1, Sonnet 3.7); 2,048 (Sonnet 4.6,
-# Haiku 3/3.5); 4,096 (Opus 4.5/4.6, Haiku 4.5); OpenAI-compatible 1,024
+# the providers' published minimum cacheable prompt (Anthropic, late 2026): 1,024 (Sonnet 4/4.5,
+# Opus 4/4.1, Sonnet 3.7); 2,048 (Sonnet 4.6, Haiku 3/3.5); 4,096 (Opus 4.5/4.6, Haiku 4.5); OpenAI 1,024
 SPEC_MINIMUM = {
     "claude-sonnet-4-20250514": 1024, "claude-sonnet-4-5": 1024, "claude-opus-4-20250514": 1024,
     "claude-opus-4-1": 1024, "claude-3-7-sonnet-20250219": 1024, "claude-sonnet-4-6": 2048,
