@@ -13,13 +13,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs
 from zymi_tui.events.kinds import LlmCallCompleted
+from zymi_tui.events.replay_kinds import ReplayEvent
 from zymi_tui.events.store import EventReader, run_of
 from zymi_tui.replay.cache import CacheModel
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, replay_many
@@ -389,10 +390,15 @@ Profiles = Sequence[tuple[str, ContextKnobs | None]]  # (name, knobs); None: the
 
 
 def replay_profiles(
-    reader: EventReader, project: Path | None, profiles: Profiles, streams: Sequence[str] | None = None
+    reader: EventReader,
+    project: Path | None,
+    profiles: Profiles,
+    streams: Sequence[str] | None = None,
+    events: AsyncGenerator[ReplayEvent, None] | None = None,
 ) -> ProfileCalls:
-    """The profiles' calls, for `collect_calls` (which reads their figures only)."""
-    return replay_many(reader, project=project, knobs=[k for _, k in profiles], streams=streams, figures_only=True)
+    """The profiles' calls, for `collect_calls` (which reads their figures only); `events`: see `replay_many`."""
+    knobs = [k for _, k in profiles]
+    return replay_many(reader, project=project, knobs=knobs, streams=streams, figures_only=True, events=events)
 
 
 async def compare_profiles(

@@ -4,11 +4,13 @@ judged against keeping the current knobs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
+from zymi_tui.events.replay_kinds import ReplayEvent
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.model import (
     Advice,
@@ -35,7 +37,7 @@ from zymi_tui.replay.advice.signals import (
 )
 from zymi_tui.replay.advice.signals_cache import anthropic_no_cache, anthropic_system_overwritten, cache_breaks
 from zymi_tui.replay.advice.signals_tools import dominant_tool, fresh_mode_candidate, large_tool_result, unused_tools
-from zymi_tui.replay.calls import CallContext, recorded_knobs
+from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_events
 from zymi_tui.replay.compare import ProfileCalls, Totals, compare_profiles, knob_dict, recorded_output, replay_profiles
 from zymi_tui.replay.costs import PriceTable
 
@@ -95,9 +97,16 @@ async def advise(
     model = model or facts.model
     output = await recorded_output(reader, streams)
     rows: list[CallContext] = []
+    decoded: list[ReplayEvent] = []  # pass one's events, replayed again by pass two (decoded once)
+
+    async def recording() -> AsyncGenerator[ReplayEvent, None]:
+        async with aclosing(replay_events(reader, streams)) as events:
+            async for se in events:
+                decoded.append(se)
+                yield se
 
     async def tee() -> ProfileCalls:
-        async for i, call in replay_profiles(reader, project, [("recorded", None)], streams):
+        async for i, call in replay_profiles(reader, project, [("recorded", None)], streams, recording()):
             rows.append(call)
             yield i, call
 
@@ -116,7 +125,7 @@ async def advise(
         for k in f.recommendation.candidates if f.recommendation else []:
             candidates.setdefault(profile_name(k), k)
     before = cmp0.profiles[0].total
-    totals = await _replay_candidates(reader, project, rows, candidates, streams, common)
+    totals = await _replay_candidates(reader, project, rows, candidates, streams, common, decoded)
     obj = objective_for(before, prices.currency if prices is not None else "USD")
     for f in findings:
         rec = f.recommendation
@@ -144,10 +153,17 @@ async def _replay_candidates(
     candidates: dict[str, KnobDict],
     streams: Sequence[str] | None,
     common: dict[str, Any],
+    decoded: list[ReplayEvent],
 ) -> dict[str, Totals]:
-    """Every candidate's totals, from one pass (pass one's rows calibrate tokens per byte, as in `compare`)."""
+    """Every candidate's totals, from one pass over pass one's decoded events (pass one's rows calibrate
+    tokens per byte, as in `compare`)."""
     if not candidates:
         return {}
+
+    async def again() -> AsyncGenerator[ReplayEvent, None]:
+        for se in decoded:
+            yield se
+
     tried: list[tuple[str, ContextKnobs | None]] = [
         (n, make_knobs(dict(k), f"advice {n}")) for n, k in candidates.items()
     ]
@@ -155,7 +171,7 @@ async def _replay_candidates(
     async def calls() -> ProfileCalls:  # the recorded rows of pass one, then every candidate in one pass
         for row in rows:
             yield 0, row
-        async for i, call in replay_profiles(reader, project, tried, streams):
+        async for i, call in replay_profiles(reader, project, tried, streams, again()):
             yield i + 1, call
 
     cmp = await compare_profiles(calls(), [("recorded", None), *tried], **common)

@@ -16,7 +16,7 @@ from zymi_tui.replay.advice.model import (
 )
 from zymi_tui.replay.compare import Totals
 
-WINDOWS = (1, 2, 3, 5, 8, 12, 20, 32, 48)  # observation_window values searched
+WINDOWS = (1, 2, 4, 8, 16, 32, 64)  # observation_window values searched (doubling: each one more replayer)
 SOFT_DOWN = (0.25, 0.5, 0.75)  # soft cap multiples searched below the current one
 SOFT_UP = (1.5, 2.0, 3.0)
 FORGETS = (2, 4, 8, 12, 20)
