@@ -202,6 +202,12 @@ def test_no_recommendation_raises_cost_in_compare(tmp_path: Path, name: str, mod
         assert (e["cost_with_cache"], e["cost_with_cache_before"]) == (round(cost_after, 6), round(cost_before, 6))
         assert (e["tokens_sum"], e["tokens_sum_before"]) == (after["tokens_sum"], before["tokens_sum"])
         assert doc["baseline"]["cost_with_cache"] == round(cost_before, 6)
+        # a trade-off is shown as one: every figure the change makes worse is named with both values
+        if after["cache_breaks"] > before["cache_breaks"]:
+            assert f"cache breaks {before['cache_breaks']} → {after['cache_breaks']}" in e["tradeoff"]
+        if after["tokens_sum"] > before["tokens_sum"]:
+            assert any(t.startswith(f"input tokens {before['tokens_sum']:,} → {after['tokens_sum']:,}")
+                       for t in e["tradeoff"])  # fmt: skip
     for f in doc["findings"]:
         if f["signal"] == "anthropic_no_cache" and f.get("recommendation"):
             assert f["figures"]["cost_with_breakpoints"] < f["figures"]["cost_now"]
