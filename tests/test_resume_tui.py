@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 from textual.widgets import Static
 
-from tests.test_resume_cli import CHAT, cli, demo_project, events, fork_of, rows, run_parent
+from tests.test_resume_cli import CHAT, ENGINE, cli, demo_project, events, fork_of, rows, run_parent
 from tests.waiting import pilot_until
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.replay.costs import ModelPrice, PriceTable
@@ -270,3 +270,46 @@ def test_fork_of_a_chat_is_compared_with_the_turn_it_re_ran(tmp_path: Path) -> N
     assert [r[3] for r in figure_rows(p, f)][1:] == ["="] * 7  # like with like: every figure equal
     whole = run_figures("chat-42", parent)
     assert whole.calls > p.calls  # what the comparison used to set against the fork's one turn
+
+
+async def test_demo_chat_fork_compares_turn_1_with_turn_1(tmp_path: Path) -> None:
+    """The demo: six messages in the chat, a fork at `reply` (it re-runs turn 1). The comparison used to set
+    the parent's six turns (42 calls) against the fork's one (9); on the same span, with the same knobs and
+    the demo's deterministic model, every figure and the answer are equal."""
+    import subprocess
+
+    project = demo_project(tmp_path / "proj")
+    chat = subprocess.run([str(ENGINE), "chat", "--plain"], cwd=project, capture_output=True, text=True, timeout=300,
+                          input="one\ntwo\nthree\nfour\nfive\nsix\n/quit\n")  # fmt: skip
+    assert chat.returncode == 0, chat.stderr
+    ((parent, turns),) = rows(
+        project, "SELECT stream_id, count(*) FROM events WHERE kind_tag = 'pipeline_requested' GROUP BY stream_id"
+    )
+    assert turns == 6
+    dry = cli(project, "resume", parent, "--from-step", "reply", "--dry-run")
+    assert "  re-run span: turn 1 of 6" in dry.stdout
+    assert cli(project, "resume", parent, "--from-step", "reply").returncode == 0
+    fork = fork_of(project, parent)
+    app = _app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        main = app.main
+        await until(pilot, lambda: main.runs.find_stream(fork) is not None and main.selected is not None)
+        await pilot.press("C")
+        screen = app.screen
+        assert isinstance(screen, ForkCompareScreen)
+        await until(pilot, lambda: screen.figures is not None)
+        assert screen.figures is not None
+        p, f = screen.figures
+        assert [r[3] for r in figure_rows(p, f)] == ["="] * 8
+        assert p.answer == f.answer == _first_answer(project, parent)
+        assert p.calls < run_figures(parent, _stored(project, parent)).calls
+        assert "turn 1 of 6, steps reply" in str(screen.query_one("#cmp-head", Static).content)
+
+
+def _first_answer(project: Path, run: str) -> str:
+    ((data,),) = rows(
+        project, "SELECT data FROM events WHERE stream_id = ? AND kind_tag = 'pipeline_completed' ORDER BY id LIMIT 1",
+        (run,),
+    )  # fmt: skip
+    return str(json.loads(data)["kind"]["data"]["final_output"])
