@@ -77,10 +77,10 @@ class Effect:
     hard_cap_chars: int
     cache_breaks: int
     cache_breaks_before: int
-    cost_with_cache: float | None
+    cost_with_cache: float | None  # estimated (the cache model), both sides alike
     cost_with_cache_before: float | None
     tradeoff: list[str] = field(default_factory=list)  # figures the change makes worse
-    provenance: str = "estimated"  # of the tokens after the change; costs are always estimates
+    tokens_provenance: str = "estimated"  # of the tokens after the change; costs are always estimated
 
     @property
     def hard_cap_risk(self) -> float:

@@ -78,7 +78,7 @@ def effect_line(e: Effect) -> str:
         f"{e.compactions}; hard-cap failures "
         f"{e.hard_cap_failures_before} → {e.hard_cap_failures}; peak {e.chars_peak_before:,} → {e.chars_peak:,} "
         f"bytes ({e.hard_cap_risk:.0%} of the hard cap); cache breaks {e.cache_breaks_before} → {e.cache_breaks} "
-        f"(tokens {e.provenance}; costs estimated)"
+        f"(tokens {e.tokens_provenance}; costs estimated)"
     )
 
 

@@ -147,7 +147,7 @@ def effect(obj: Objective, name: str, after: Totals, before: Totals, knobs: Knob
         cost_with_cache=_cost(after),
         cost_with_cache_before=_cost(before),
         tradeoff=tradeoffs(obj, before, after),
-        provenance=after.provenance,
+        tokens_provenance=after.provenance,
     )
 
 
