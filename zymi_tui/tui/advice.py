@@ -159,6 +159,9 @@ class AdviceScreen(ActionScreen):
     def _target(self) -> tuple[Finding, str, ContextKnobs] | None:
         """The highlighted finding, the step stream to apply it to and its knobs (None: said why)."""
         f = self.current()
+        if f is not None and f.recommendation is not None and f.recommendation.nothing_to_change:
+            self.notify("nothing to change: no knob set tried beats the current knobs")
+            return None
         if f is None or f.recommendation is None or f.recommendation.knobs is None:
             self.notify("this finding's recommendation is not a change of knobs")
             return None
