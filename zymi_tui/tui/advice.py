@@ -55,8 +55,9 @@ class AdviceScreen(ActionScreen):
     """
     HELP_TITLE = "Advice"
     HELP_INTRO = (
-        "`zymi-tui advise` on this store: each finding with its signal, evidence, a recommended change and its "
-        "effect replayed here (same trajectory assumed)."
+        "`zymi-tui advise` on this store: each finding with its signal, evidence, and the knob sets searched for "
+        "it, each replayed here (same trajectory assumed) against keeping the current knobs on one objective (cost "
+        "with cache, else tokens sent; no added hard-cap failure): the best that wins, or nothing to change."
     )
     NAV = (Nav("↑ ↓", "move between findings"),)
     ACTIONS: ClassVar[tuple[Act, ...]] = (
