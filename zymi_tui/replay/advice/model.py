@@ -20,35 +20,42 @@ class Objective:
     """What every recommendation of one advice lowers: cost with cache when the model has a price, else
     input tokens sent; hard-cap failures first, as a constraint (a change never adds one)."""
 
-    kind: str  # "cost_with_cache" | "tokens"
+    kind: str  # "cost_with_cache" | "cost" (a price, no cache model) | "tokens"
     currency: str = "USD"
 
     @property
     def label(self) -> str:
-        if self.kind == "cost_with_cache":
-            return "cost with cache (est., the cache model's reads and writes)"
-        return "input tokens sent (no price for the model)"
+        return {
+            "cost_with_cache": "cost with cache (est., the cache model's reads and writes)",
+            "cost": "cost (est.; no cache model for the model's provider)",
+        }.get(self.kind, "input tokens sent (no price for the model)")
 
     @property
     def short(self) -> str:
-        return "cost with cache" if self.kind == "cost_with_cache" else "input tokens sent"
+        return {"cost_with_cache": "cost with cache", "cost": "cost"}.get(self.kind, "input tokens sent")
+
+    @property
+    def money(self) -> bool:
+        return self.kind != "tokens"
 
     @property
     def min_gain(self) -> float:
-        return MIN_COST_GAIN if self.kind == "cost_with_cache" else MIN_TOKENS_GAIN
+        return MIN_COST_GAIN if self.money else MIN_TOKENS_GAIN
 
     def value(self, t: Totals) -> float:
-        if self.kind == "cost_with_cache":
-            cost = t.cost_with_cache if t.cost_with_cache is not None else t.cost
+        cost = t.cost_with_cache if self.kind == "cost_with_cache" else t.cost
+        if self.money:
             return cost.total if cost is not None else 0.0
         return float(t.tokens_sum)
 
     def text(self, x: float) -> str:
-        return f"{x:.4f} {self.currency}" if self.kind == "cost_with_cache" else f"{round(x):,} tokens"
+        return f"{x:.4f} {self.currency}" if self.money else f"{round(x):,} tokens"
 
 
 def objective_for(t: Totals, currency: str = "USD") -> Objective:
-    return Objective("cost_with_cache" if t.cost is not None else "tokens", currency)
+    if t.cost_with_cache is not None:
+        return Objective("cost_with_cache", currency)
+    return Objective("cost" if t.cost is not None else "tokens", currency)
 
 
 def compactions(t: Totals) -> int:

@@ -70,7 +70,7 @@ def effect_line(e: Effect) -> str:
     )
     cost = (
         ""
-        if e.objective == "cost_with_cache"
+        if e.objective == "cost_with_cache" or e.cost_with_cache is None
         else f"cost with cache {_money(e.cost_with_cache_before)} → {_money(e.cost_with_cache)}; "
     )
     return head + (
@@ -133,7 +133,9 @@ def head_lines(advice: Advice) -> list[str]:
                 f"{b.cached_tokens_recorded:,} cached, {b.cache_creation_tokens_recorded:,} written)"
             )
         lines.append(
-            f"Baseline (current knobs, replayed): {obj.short} {obj.text(b.objective_value)}; input tokens "
+            "Baseline (current knobs, replayed): "
+            + (f"{obj.short} {obj.text(b.objective_value)}; " if obj.money else "")
+            + f"input tokens "
             f"{b.tokens_sum:,} ({b.tokens_provenance}); cache breaks {b.cache_breaks} of {b.agent_calls} agent calls; "
             f"compactions {b.compactions}; hard-cap failures {b.hard_cap_failures}{recorded}."
         )

@@ -188,8 +188,9 @@ def _best(
     name, after = min(winners, key=lambda o: rank(obj, o[1]))
     knobs = candidates[name]
     signals = [f.signal for f in findings if f.recommendation is not None and f.recommendation.knobs == knobs]
+    verb = "recommends" if len(signals) == 1 else "recommend"
     return Recommendation(
-        f"the best of {len(totals)} knob set(s) tried" + (f" (as {', '.join(signals)} recommends)" if signals else ""),
+        f"the best of {len(totals)} knob set(s) tried" + (f" ({', '.join(signals)} {verb} it)" if signals else ""),
         knobs=knobs,
         effect=effect(obj, name, after, before, knobs),
         searched="every knob set the findings searched",

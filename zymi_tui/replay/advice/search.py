@@ -108,7 +108,7 @@ def _pct(a: float, b: float) -> str:
 def tradeoffs(obj: Objective, before: Totals, after: Totals) -> list[str]:
     """The figures the change makes worse while it lowers the objective."""
     out = []
-    if obj.kind != "tokens" and after.tokens_sum > before.tokens_sum:
+    if obj.money and after.tokens_sum > before.tokens_sum:
         out.append(
             f"input tokens {before.tokens_sum:,} → {after.tokens_sum:,}{_pct(before.tokens_sum, after.tokens_sum)}"
         )
