@@ -288,6 +288,17 @@ async def test_demo_chat_fork_compares_turn_1_with_turn_1(tmp_path: Path) -> Non
     assert turns == 6
     dry = cli(project, "resume", parent, "--from-step", "reply", "--dry-run")
     assert "  re-run span: turn 1 of 6" in dry.stdout
+    app = _app(project)
+    async with app.run_test(size=SIZE) as pilot:  # the fork dialog (R) says it too
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        main = app.main
+        await until(pilot, lambda: main.runs.find_stream(parent) is not None and main.selected is not None)
+        await pilot.press("R")
+        modal = app.screen
+        assert isinstance(modal, ForkModal)
+        await until(pilot, lambda: modal.plan is not None)
+        await until(pilot, lambda: "re-run span: turn 1 of 6" in str(modal.query_one("#fork-body", Static).content))
+        await pilot.press("escape")
     assert cli(project, "resume", parent, "--from-step", "reply").returncode == 0
     fork = fork_of(project, parent)
     app = _app(project)
