@@ -67,6 +67,22 @@ def test_recorded_cache_usage_is_summed_and_priced_exactly(tmp_path: Path) -> No
     # by hand: fresh at 2.0, reads at 0.1 x 2.0, writes at 1.25 x 2.0, output at 10.0 per million
     by_hand = ((inp - cached - written) * 2.0 + cached * 0.2 + written * 2.5 + out * 10.0) / 1e6
     assert recorded["cost_recorded_cache"]["total"] == pytest.approx(by_hand, rel=1e-12)
+    assert recorded["cost"]["total"] == pytest.approx(by_hand, rel=1e-12)  # the main cost row prices it too
+    table = subprocess.run(
+        [zymi_tui_bin(), "compare", str(store), "--project", str(ORACLE / "coding_default" / "project"),
+         "--profiles", "recorded,chat", "--prices", str(prices), "--model", "oracle-coding", "--format", "md"],
+        capture_output=True, text=True, check=True, timeout=300,
+    ).stdout  # fmt: skip
+    cost_row = next(line for line in table.splitlines() if line.startswith("| cost |"))
+    assert f"recorded cache: {cached:,} read, {written:,} written" in cost_row
+    advice = json.loads(subprocess.run(
+        [zymi_tui_bin(), "advise", str(store), "--project", str(ORACLE / "coding_default" / "project"),
+         "--prices", str(prices), "--model", "oracle-coding", "--json"],
+        capture_output=True, text=True, check=True, timeout=300,
+    ).stdout)  # fmt: skip
+    base = advice["baseline"]
+    assert base["cost_recorded_cache"] == round(by_hand, 6)
+    assert (base["cached_tokens_recorded"], base["cache_creation_tokens_recorded"]) == (cached, written)
     # zymi sends no cache_control breakpoint: an explicit family caches nothing
     assert recorded["cached_tokens_modelled"] == 0
     assert recorded["cost_with_cache"]["total"] == pytest.approx((inp * 2.0 + out * 10.0) / 1e6, rel=1e-12)
@@ -99,3 +115,31 @@ def test_explicit_cache_with_breakpoints_reads_whole_previous_and_writes_the_res
     assert [(p.cached, p.written) for p in predict(calls, fam)] == [(0, 0), (0, 0)]  # as zymi sends them
     got = [(p.cached, p.written) for p in predict(calls, fam, breakpoints=True)]
     assert got == [(0, 2000), (2000, 1000)]
+
+
+# the providers' published minimum cacheable prompt (Anthropic, late 2026): 1,024 (Sonnet 4/4.5,
+# Opus 4/4.1, Sonnet 3.7); 2,048 (Sonnet 4.6, Haiku 3/3.5); 4,096 (Opus 4.5/4.6, Haiku 4.5); OpenAI 1,024
+SPEC_MINIMUM = {
+    "claude-sonnet-4-20250514": 1024, "claude-sonnet-4-5": 1024, "claude-opus-4-20250514": 1024,
+    "claude-opus-4-1": 1024, "claude-3-7-sonnet-20250219": 1024, "claude-sonnet-4-6": 2048,
+    "claude-3-haiku-20240307": 2048, "claude-3-5-haiku-20241022": 2048, "claude-opus-4-5": 4096,
+    "claude-opus-4-6": 4096, "claude-haiku-4-5": 4096, "gpt-4o": 1024, "gpt-4.1-mini": 1024,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("model", sorted(SPEC_MINIMUM))
+def test_built_in_minimum_cacheable_prefix_per_model(model: str) -> None:
+    from zymi_tui.replay.costs import load_prices
+
+    found = load_prices().cache_family(model, None)
+    assert found is not None and found[1].min_tokens == SPEC_MINIMUM[model]
+
+
+def test_a_users_table_sets_a_models_minimum(tmp_path: Path) -> None:
+    from zymi_tui.replay.costs import parse_prices
+
+    table = parse_prices(
+        PRICES.replace("min_tokens: 1024,", "min_tokens: 1024, min_tokens_by_model: {oracle-big: 3000},"), "t"
+    )
+    assert table.cache_family("oracle-big-1", None)[1].min_tokens == 3000  # type: ignore[index]
+    assert table.cache_family("oracle-coding", None)[1].min_tokens == 1024  # type: ignore[index]

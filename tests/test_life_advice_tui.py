@@ -110,6 +110,11 @@ async def test_advice_panel_edit_and_fork_keys(tmp_path: Path) -> None:
         assert screen.query_one(OptionList).option_count == len(advice["findings"])
         detail = text_of(screen, "#advice-detail")
         assert detail.startswith("hard_cap_exceeded") and first["recommendation"]["effect"]["profile"] in detail
+        # the panel's counts are the CLI's (one replay): agent calls, cache breaks, the objective
+        head, b = text_of(screen, "#advice-head"), advice["baseline"]
+        assert f"{len(advice['findings'])} finding(s) over {b['agent_calls']} agent calls" in head
+        assert f"cache breaks {b['cache_breaks']} of {b['agent_calls']} agent calls" in head
+        assert advice["objective"]["label"] in head
         editor = await open_by_key(pilot, "e", TuningScreen, lambda s: s.ready)
         await pilot_until(pilot, lambda: editor.query_one("#knob-observation_window", Input).value == str(
             knobs["observation_window"]))  # fmt: skip

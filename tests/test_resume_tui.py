@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 from textual.widgets import Static
 
-from tests.test_resume_cli import CHAT, cli, demo_project, events, fork_of, rows, run_parent
+from tests.test_resume_cli import CHAT, ENGINE, cli, demo_project, events, fork_of, rows, run_parent
 from tests.waiting import pilot_until
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.replay.costs import ModelPrice, PriceTable
@@ -22,6 +22,7 @@ from zymi_tui.tui.resume.modal import ForkModal
 from zymi_tui.tui.target import Target
 
 SIZE = (160, 50)
+C2 = "00000000-0000-4000-8000-0000000000c2"  # the synthetic fork's correlation id
 
 
 def slow_project(root: Path) -> Path:
@@ -109,13 +110,14 @@ def _answer(project: Path, run: str) -> str:
     return str(json.loads(data)["kind"]["data"]["final_output"])
 
 
-def _agent_calls(project: Path, run: str) -> list[int]:
+def _agent_calls(project: Path, run: str, steps: tuple[str, ...] = ("report", "stamp")) -> list[int]:
+    """approx_context_chars of the run's agent calls in the steps the fork re-ran (its span)."""
     out = []
+    marks = ",".join("?" * len(steps))
     for (data,) in rows(
         project,
-        "SELECT data FROM events WHERE (stream_id = ? OR stream_id LIKE ?) AND kind_tag = 'llm_call_started' "
-        "ORDER BY id",
-        (run, run + ":step:%"),
+        f"SELECT data FROM events WHERE stream_id IN ({marks}) AND kind_tag = 'llm_call_started' ORDER BY id",
+        tuple(f"{run}:step:{s}" for s in steps),
     ):
         d = json.loads(data)["kind"]["data"]
         if d["iteration"] > 0:
@@ -143,6 +145,10 @@ async def test_compare_view_shows_both_runs(compared: dict[str, Any]) -> None:
         assert p.curve != f.curve
         assert (p.answer, f.answer) == (_answer(project, parent), _answer(project, fork))
         assert f.fork_at_step == "report" and f.knobs == CHAT
+        assert screen.span is not None and screen.span.steps == {"report", "stamp"}
+        assert "compared on the span the fork re-ran: turn 1 of 1, steps report, stamp" in str(
+            screen.query_one("#cmp-head", Static).content
+        )
         diff = [(d.op, d.text) for d in answer_diff(p.answer, f.answer)]
         assert ("del", "ledger") in diff and ("ins", "auth") in diff
         console = Console(record=True, width=150)
@@ -197,3 +203,124 @@ def _stored(project: Path, run: str) -> list[Any]:
             (run, run + ":step:%"),
         )
     ]
+
+
+def _chat_copy(tmp_path: Path) -> Path:
+    """The recorded 16-turn chat (oracle chat_profile, stream chat-42) as a project folder with its store."""
+    import shutil
+
+    from tests.conftest import ORACLE
+
+    project = tmp_path / "chat"
+    shutil.copytree(ORACLE / "chat_profile" / "project", project)
+    (project / ".zymi").mkdir()
+    shutil.copy(ORACLE / "chat_profile" / "events.db", project / ".zymi" / "events.db")
+    return project
+
+
+def test_dry_run_says_which_turn_a_fork_of_a_chat_re_runs(tmp_path: Path) -> None:
+    project = _chat_copy(tmp_path)
+    dry = cli(project, "resume", "chat-42", "--from-step", "reply", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "  re-run span: turn 1 of 16 (the parent's first request, its inputs), steps reply; the parent's " \
+           "other 15 turn(s) are not re-run" in dry.stdout.splitlines()  # fmt: skip
+
+
+def test_fork_of_a_chat_is_compared_with_the_turn_it_re_ran(tmp_path: Path) -> None:
+    """A fork of chat-42 at `reply` re-runs turn 1 only: the parent's figures and answer are turn 1's (the
+    comparison showed all 16 turns of the parent against the fork's one). The fork here replays turn 1's
+    recorded events, so both sides must be equal, and equal to turn 1 read from the store by SQL."""
+    from zymi_tui.events.envelope import Event
+    from zymi_tui.events.kinds import PipelineRequested, ResumeForked
+    from zymi_tui.events.stored import StoredEvent
+    from zymi_tui.tui.resume.figures import span_figures
+
+    project = _chat_copy(tmp_path)
+    parent = _stored(project, "chat-42")
+    ((corr,),) = rows(
+        project, "SELECT json_extract(data, '$.correlation_id') FROM events WHERE stream_id = 'chat-42' "
+        "AND kind_tag = 'pipeline_requested' ORDER BY id LIMIT 1",
+    )  # fmt: skip
+    turn1 = [se for se in parent if se.event.correlation_id == corr]
+    fork_id = "pipeline-chat-fork"
+    head = [
+        Event.new(fork_id, PipelineRequested(pipeline="chat", inputs={}), "engine", C2),
+        Event.new(fork_id, ResumeForked.model_validate({"parent_stream_id": "chat-42", "parent_correlation_id": corr,
+                  "fork_at_step": "reply", "zymi_tui": {"re_executed": ["reply"]}}), "engine", C2),
+    ]  # fmt: skip
+    copies = [se.event.model_copy(update={"stream_id": se.event.stream_id.replace("chat-42", fork_id, 1)})
+              for se in turn1 if not isinstance(se.event.kind, PipelineRequested)]  # fmt: skip
+    fork = [StoredEvent(10_000 + i, e, "") for i, e in enumerate([*head, *copies])]
+    p, f, span = span_figures("chat-42", parent, fork_id, fork)
+    assert span is not None and (span.turn, span.turns, span.steps) == (1, 16, frozenset({"reply"}))
+    assert "turn 1 of 16" in span.describe()
+    want_curve = [
+        int(c) for (c,) in rows(
+            project, "SELECT json_extract(data, '$.kind.data.approx_context_chars') FROM events WHERE stream_id = "
+            "'chat-42:step:reply' AND kind_tag = 'llm_call_started' AND json_extract(data, '$.correlation_id') = ? "
+            "AND json_extract(data, '$.kind.data.iteration') > 0 ORDER BY id", (corr,),
+        )
+    ]  # fmt: skip
+    ((answer,),) = rows(
+        project, "SELECT json_extract(data, '$.kind.data.final_output') FROM events WHERE stream_id = 'chat-42' "
+        "AND kind_tag = 'pipeline_completed' AND json_extract(data, '$.correlation_id') = ?", (corr,),
+    )  # fmt: skip
+    assert p.curve == f.curve == want_curve and p.calls == f.calls == len(want_curve)
+    assert p.answer == f.answer == answer
+    assert [r[3] for r in figure_rows(p, f)][1:] == ["="] * 7  # like with like: every figure equal
+    whole = run_figures("chat-42", parent)
+    assert whole.calls > p.calls  # what the comparison used to set against the fork's one turn
+
+
+async def test_demo_chat_fork_compares_turn_1_with_turn_1(tmp_path: Path) -> None:
+    """The demo: six messages in the chat, a fork at `reply` (it re-runs turn 1). The comparison used to set
+    the parent's six turns (42 calls) against the fork's one (9); on the same span, with the same knobs and
+    the demo's deterministic model, every figure and the answer are equal."""
+    import subprocess
+
+    project = demo_project(tmp_path / "proj")
+    chat = subprocess.run([str(ENGINE), "chat", "--plain"], cwd=project, capture_output=True, text=True, timeout=300,
+                          input="one\ntwo\nthree\nfour\nfive\nsix\n/quit\n")  # fmt: skip
+    assert chat.returncode == 0, chat.stderr
+    ((parent, turns),) = rows(
+        project, "SELECT stream_id, count(*) FROM events WHERE kind_tag = 'pipeline_requested' GROUP BY stream_id"
+    )
+    assert turns == 6
+    dry = cli(project, "resume", parent, "--from-step", "reply", "--dry-run")
+    assert "  re-run span: turn 1 of 6" in dry.stdout
+    app = _app(project)
+    async with app.run_test(size=SIZE) as pilot:  # the fork dialog (R) says it too
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        main = app.main
+        await until(pilot, lambda: main.runs.find_stream(parent) is not None and main.selected is not None)
+        await pilot.press("R")
+        modal = app.screen
+        assert isinstance(modal, ForkModal)
+        await until(pilot, lambda: modal.plan is not None)
+        await until(pilot, lambda: "re-run span: turn 1 of 6" in str(modal.query_one("#fork-body", Static).content))
+        await pilot.press("escape")
+    assert cli(project, "resume", parent, "--from-step", "reply").returncode == 0
+    fork = fork_of(project, parent)
+    app = _app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        main = app.main
+        await until(pilot, lambda: main.runs.find_stream(fork) is not None and main.selected is not None)
+        await pilot.press("C")
+        screen = app.screen
+        assert isinstance(screen, ForkCompareScreen)
+        await until(pilot, lambda: screen.figures is not None)
+        assert screen.figures is not None
+        p, f = screen.figures
+        assert [r[3] for r in figure_rows(p, f)] == ["="] * 8
+        assert p.answer == f.answer == _first_answer(project, parent)
+        assert p.calls < run_figures(parent, _stored(project, parent)).calls
+        assert "turn 1 of 6, steps reply" in str(screen.query_one("#cmp-head", Static).content)
+
+
+def _first_answer(project: Path, run: str) -> str:
+    ((data,),) = rows(
+        project, "SELECT data FROM events WHERE stream_id = ? AND kind_tag = 'pipeline_completed' ORDER BY id LIMIT 1",
+        (run,),
+    )  # fmt: skip
+    return str(json.loads(data)["kind"]["data"]["final_output"])

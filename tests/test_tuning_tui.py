@@ -16,7 +16,7 @@ from tests.waiting import pilot_until, workers_idle
 from zymi_tui.context.knobs import PROFILES
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import EventReader
-from zymi_tui.replay.compare import COLUMNS
+from zymi_tui.replay.compare_report import COLUMNS
 from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.compare_screen import CompareScreen
 from zymi_tui.tui.tuning.curve_view import CurveView

@@ -37,7 +37,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("sweep", "tuning_cmds", "replay a store over a grid of observation_window x soft_cap_chars"),
     CommandSpec("rent", "tuning_cmds", "tool results of a stream ranked by what they cost while unmasked"),
     CommandSpec("find", "tuning_cmds", "was TEXT in the context at each call of a stream (and why not)?"),
-    CommandSpec("advise", "advise_cmds", "findings on a store (signals, evidence) and what to change, replayed on it"),
+    CommandSpec("advise", "advise_cmds", "findings on a store and what to change (replayed: kept only if better)"),
     CommandSpec("export", "export_cmds", "a store's LLM calls as LHAR (context-lens) or OTLP/JSON spans"),
     CommandSpec(
         "collect", "telemetry_cmds", "receive OpenTelemetry GenAI traces (OTLP/HTTP) from any agent into a store, live"

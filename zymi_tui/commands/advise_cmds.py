@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from zymi_tui.engine.tools import definition_bytes
 from zymi_tui.events.factory import open_reader
-from zymi_tui.replay.advice import Advice, advise, effect_line, profile_name, to_json, to_markdown
+from zymi_tui.replay.advice import Advice, advise, head_lines, recommendation_lines, to_json, to_markdown
 
 from .common import EXIT_OK, add_store_arg, close_reader, located, out, run_async
 from .flags import add_runs_filter, run_step_streams
@@ -59,6 +59,8 @@ def cmd_advise(args: argparse.Namespace) -> int:
 
 def print_advice(advice: Advice) -> None:
     out.print(f"[yellow]⚠ {escape(advice.caveat)}[/]")
+    for line in head_lines(advice):
+        out.print(escape(line))
     if not advice.findings:
         out.print("no findings")
     for f in advice.findings:
@@ -70,10 +72,6 @@ def print_advice(advice: Advice) -> None:
         rec = f.recommendation
         if rec is None:
             continue
-        out.print(f"  [green]→ {escape(rec.text)}[/]")
-        if rec.knobs is not None:
-            out.print(f"    knobs {escape(profile_name(rec.knobs))}")
-        if rec.effect is not None:
-            out.print(f"    replayed (estimated): {escape(effect_line(rec.effect))}")
-        if rec.not_replayed:
-            out.print(f"    not replayed: {escape(rec.not_replayed)}")
+        out.print(f"  [{'dim' if rec.nothing_to_change else 'green'}]→ {escape(rec.text)}[/]")
+        for line in recommendation_lines(rec):
+            out.print(f"    {escape(line)}")

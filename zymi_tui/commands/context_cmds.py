@@ -293,7 +293,8 @@ class _Totals:
         if r is not None and not row.whatif and not row.is_compaction and r.knobs is not self._last_knobs:
             self.knobs_seen.add(r.knobs.describe())
             self._last_knobs = r.knobs
-        self.calls += not row.hard_cap_failure
+        failed = row.hard_cap_failure or (r is not None and r.hard_cap_exceeded)  # not sent (as in `compare`)
+        self.calls += not failed
         self.compactions += row.is_compaction
         self.simulated += row.simulated
         self.hard_cap_failures += r is not None and r.hard_cap_exceeded
@@ -303,11 +304,12 @@ class _Totals:
             self.recorded_peak = max(self.recorded_peak, row.recorded_input_tokens)
         self.recorded_cached += row.recorded_cached_tokens or 0
         self.recorded_cache_creation += row.recorded_cache_creation_tokens or 0
-        self.cache_breaks += row.reuse is not None and row.reuse.broken is not None and not row.hard_cap_failure
-        if r is None or row.hard_cap_failure:
+        self.cache_breaks += row.reuse is not None and row.reuse.broken is not None and not failed
+        if r is None or failed:
             return
         self.chars_sum += r.chars
-        self.chars_peak = max(self.chars_peak, r.chars)
+        if not row.is_compaction:  # the peak of the agent calls sent, as `compare`'s
+            self.chars_peak = max(self.chars_peak, r.chars)
         if tokens and (n := _est_tokens(row)) is not None:
             self.tokens_sum += n
             self.tokens_peak = max(self.tokens_peak, n)

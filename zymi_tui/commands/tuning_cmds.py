@@ -32,10 +32,8 @@ from zymi_tui.replay.compare import (
     price_note,
     recorded_output,
     replay_profiles,
-    to_csv,
-    to_json_text,
-    to_markdown,
 )
+from zymi_tui.replay.compare_report import to_csv, to_json_text, to_markdown
 from zymi_tui.replay.costs import PriceTable, load_prices
 from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent

@@ -100,6 +100,8 @@ def prefix_reuse(prev: Shape, cur: Shape) -> PrefixReuse:
         reused_chars += ck[1]
     if len(prev_head) != len(cur_head):
         i = min(len(prev_head), len(cur_head))
+        if i == len(prev_head) and prev.n == prev.cut:  # the previous list, all of it, begins this one
+            return PrefixReuse(i, reused_chars, None)
         layer = "B" if i >= a_count else "A"
         cause = "memory block added" if len(cur_head) > len(prev_head) else "memory block removed"
         if layer == "A":

@@ -65,6 +65,16 @@ class ResumePlan:
     re_executed: list[str]  # DAG order: the fork step and its descendants
     step_count: int
     shadowed_tools: list[tuple[str, str]] = field(default_factory=list)  # (step, no_resume tool)
+    turns: int = 1  # the parent's requests (a chat's turns); the fork re-runs the first one's inputs
+
+    def span_line(self) -> str:
+        """Which part of the parent the fork re-runs: what a parent/fork comparison compares."""
+        others = self.turns - 1
+        rest = f"; the parent's other {others} turn(s) are not re-run" if others else ""
+        return (
+            f"  re-run span: turn 1 of {self.turns} (the parent's first request, its inputs), steps "
+            f"{', '.join(self.re_executed)}{rest}"
+        )
 
 
 @dataclass(frozen=True)
@@ -175,6 +185,7 @@ async def plan_resume(reader: EventReader, ws: Workspace, parent_stream_id: str,
         re_executed=re_executed,
         step_count=len(pipeline.steps),
         shadowed_tools=_shadowed(ws, pipeline, re_executed),
+        turns=sum(1 for se in top if isinstance(se.event.kind, PipelineRequested)),
     )
 
 
@@ -189,6 +200,8 @@ def plan_lines(plan: ResumePlan, *, dry_run: bool) -> list[str]:
         lines.append(f"  frozen ({len(plan.frozen)}):    {', '.join(plan.frozen)}")
         lines.append("  ↳ events copied verbatim from parent; current configs NOT applied")
     lines.append(f"  re-execute ({len(plan.re_executed)}): {', '.join(plan.re_executed)}")
+    if plan.turns > 1:  # a one-request run: zymi's block says it all (and stays byte for byte zymi's)
+        lines.append(plan.span_line())
     if plan.shadowed_tools:
         lines.append(f"  shadowed on resume ({len(plan.shadowed_tools)}): no_resume tools in re-execute set —")
         lines.extend(f"    · {sid} → {tool}" for sid, tool in plan.shadowed_tools)
@@ -237,7 +250,7 @@ async def _bootstrap(reader: EventReader, plan: ResumePlan, stream: str, corr: s
                     "parent_stream_id": plan.parent_stream_id,
                     "parent_correlation_id": plan.parent_correlation_id,
                     "fork_at_step": plan.fork_at_step,
-                    KNOBS_FIELD: knobs.record(),
+                    KNOBS_FIELD: knobs.record() | {"re_executed": plan.re_executed},
                 }
             ),
             "engine",

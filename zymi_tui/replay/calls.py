@@ -780,6 +780,7 @@ async def replay_many(
     knobs: Sequence[ContextKnobs | None],
     streams: Sequence[str] | None = None,
     figures_only: bool = False,
+    events: AsyncGenerator[ReplayEvent, None] | None = None,
 ) -> AsyncIterator[tuple[int, CallContext]]:
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
     and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row).
@@ -789,7 +790,10 @@ async def replay_many(
     replayed by one replayer for as long as every build falls on the same side of all their soft caps
     (they make the same decisions), and share its rows; a set is forked off (`Replayer.fork`) just
     before the first build that would decide otherwise for it, and joins its family's replayer again
-    once both are idle (`Replayer.idle_before`: between runs, when every step has been dropped)."""
+    once both are idle (`Replayer.idle_before`: between runs, when every step has been dropped).
+
+    `events`: the events `replay_events(reader, streams)` gives, already decoded (`advise` replays the
+    events of its first pass again, not decoding them twice)."""
     replayers = make_replayers(project, knobs)
     if len(replayers) > 1:  # each event's message converted once for every knob set
         shared = Converted(keep_all=False)
@@ -802,8 +806,9 @@ async def replay_many(
     families = len(groups)
     top = max(ends.values(), default=0)
     wanted = set(streams) if streams else None
-    async with aclosing(replay_events(reader, streams)) as events:  # its read-ahead stopped on a break
-        async for se in events:
+    source = replay_events(reader, streams) if events is None else events
+    async with aclosing(source) as decoded:  # its read-ahead stopped on a break
+        async for se in decoded:
             if se.global_id > top:
                 break
             if len(groups) > families and STEP_MARK not in se.stream_id:

@@ -10,16 +10,14 @@ Same trajectory assumed: the agent is taken to have made the same calls whatever
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs
 from zymi_tui.events.kinds import LlmCallCompleted
+from zymi_tui.events.replay_kinds import ReplayEvent
 from zymi_tui.events.store import EventReader, run_of
 from zymi_tui.replay.cache import CacheModel
 from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, replay_many
@@ -127,9 +125,9 @@ class Totals:
     cache_breaks: int = 0  # agent calls that break the cached prefix of the stream's previous call
     cached_tokens_modelled: int = 0  # estimated: the cache model of the price table's family
     cache_write_tokens_modelled: int = 0
-    cached_tokens_recorded: int = 0  # provider-reported, over calls whose usage is recorded
+    cached_tokens_recorded: int = 0  # provider-reported, over calls whose tokens are the recorded ones
     cache_creation_tokens_recorded: int = 0
-    cost: Cost | None = None
+    cost: Cost | None = None  # the recorded cache usage priced where the provider reported it (else none)
     cost_estimated: bool = False
     cost_with_cache: Cost | None = None  # estimated: input priced with the modelled cache reads/writes
     cost_recorded_cache: Cost | None = None  # the recorded knobs only: priced with the recorded cache usage
@@ -148,8 +146,9 @@ class Totals:
         self.tokens_estimated += f.tokens_provenance != "recorded"
         self.cached_tokens_modelled += f.cached_modelled
         self.cache_write_tokens_modelled += f.cache_written_modelled
-        self.cached_tokens_recorded += f.recorded_cached or 0
-        self.cache_creation_tokens_recorded += f.recorded_cache_creation or 0
+        if f.tokens_provenance == "recorded":  # the provider's cache usage holds for the tokens it reported
+            self.cached_tokens_recorded += f.recorded_cached or 0
+            self.cache_creation_tokens_recorded += f.recorded_cache_creation or 0
         if f.kind == "agent":
             self.cache_breaks += f.cache_break
             self.agent_calls += 1
@@ -347,7 +346,11 @@ class Tally:
         for totals, members in scopes:
             summaries = totals.compactions_recorded + totals.compactions_simulated
             out_tokens = sum(output.agent_by_run.get(m, 0) for m in members) + round(summaries * mean)
-            totals.cost = cost_of(table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens)
+            totals.cost = cost_of(
+                table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
+                cached_input_tokens=totals.cached_tokens_recorded,
+                cache_creation_tokens=totals.cache_creation_tokens_recorded, family=family,
+            )  # fmt: skip
             totals.cost_estimated = totals.provenance == "estimated" or (summaries > 0 and not mean_recorded)
             if family is not None:
                 totals.cost_with_cache = cost_of(
@@ -385,10 +388,15 @@ Profiles = Sequence[tuple[str, ContextKnobs | None]]  # (name, knobs); None: the
 
 
 def replay_profiles(
-    reader: EventReader, project: Path | None, profiles: Profiles, streams: Sequence[str] | None = None
+    reader: EventReader,
+    project: Path | None,
+    profiles: Profiles,
+    streams: Sequence[str] | None = None,
+    events: AsyncGenerator[ReplayEvent, None] | None = None,
 ) -> ProfileCalls:
-    """The profiles' calls, for `collect_calls` (which reads their figures only)."""
-    return replay_many(reader, project=project, knobs=[k for _, k in profiles], streams=streams, figures_only=True)
+    """The profiles' calls, for `collect_calls` (which reads their figures only); `events`: see `replay_many`."""
+    knobs = [k for _, k in profiles]
+    return replay_many(reader, project=project, knobs=knobs, streams=streams, figures_only=True, events=events)
 
 
 async def compare_profiles(
@@ -527,137 +535,3 @@ def price_note(cmp: Comparison) -> str:
     if cmp.model is None:
         return "no price (model unknown; pass --model)"
     return f"no price for {cmp.model} (add it to prices.yml)"
-
-
-# -- exports -----------------------------------------------------------------------------------
-COLUMNS = [
-    ("calls", "LLM calls"),
-    ("chars_sum", "input chars (sum)"),
-    ("chars_peak", "input chars (peak)"),
-    ("tokens_sum", "input tokens (sum)"),
-    ("tokens_peak", "input tokens (peak)"),
-    ("over_soft_cap", "calls over soft cap"),
-    ("compactions_recorded", "compactions (recorded)"),
-    ("compactions_simulated", "compactions (simulated, est.)"),
-    ("hard_cap_failures", "hard-cap failures"),
-    ("cache_breaks", "cache breaks"),
-    ("cached_tokens_modelled", "cached input tokens (modelled, est.)"),
-    ("cached_tokens_recorded", "cached input tokens (recorded)"),
-]
-
-
-def _cost_text(t: Totals, currency: str) -> str:
-    if t.cost is None:
-        return "no price"
-    return f"{t.cost.total:.4f} {currency}" + (" (est.)" if t.cost_estimated else "")
-
-
-def _cache_cost_text(t: Totals, currency: str) -> str:
-    if t.cost_with_cache is None:
-        return "no price" if t.cost is None else "no cache model"
-    return f"{t.cost_with_cache.total:.4f} {currency} (est.)"
-
-
-def rows(cmp: Comparison) -> list[dict[str, Any]]:
-    """One flat row per (scope, profile); scope is a run stream or `TOTAL`."""
-    out: list[dict[str, Any]] = []
-    for scope in [*cmp.runs(), "TOTAL"]:
-        for p in cmp.profiles:
-            t = p.total if scope == "TOTAL" else p.per_run.get(scope)
-            if t is None:
-                continue
-            row: dict[str, Any] = {"scope": scope, "profile": p.name}
-            row.update({key: getattr(t, key) for key, _ in COLUMNS})
-            row["cost"] = None if t.cost is None else round(t.cost.total, 6)
-            row["cost_with_cache"] = None if t.cost_with_cache is None else round(t.cost_with_cache.total, 6)
-            row["provenance"] = t.provenance
-            out.append(row)
-    return out
-
-
-def to_json(cmp: Comparison) -> dict[str, Any]:
-    return {
-        "caveat": cmp.caveat,
-        "tokens_per_byte": cmp.tokens_per_byte,
-        "tokens_ratio_source": cmp.tokens_ratio_source,
-        "model": cmp.model,
-        "price_entry": cmp.price_entry,
-        "output_tokens_recorded": cmp.output_tokens_recorded,
-        "cache_family": cmp.cache_family,
-        "profiles": [
-            {
-                "name": p.name,
-                "knobs": p.knobs,
-                "recorded_knobs": p.recorded,
-                "total": p.total.as_dict(),
-                "runs": {run: t.as_dict() for run, t in p.per_run.items()},
-            }
-            for p in cmp.profiles
-        ],
-    }
-
-
-def to_json_text(cmp: Comparison) -> str:
-    return json.dumps(to_json(cmp), indent=1, ensure_ascii=False) + "\n"
-
-
-def to_csv(cmp: Comparison) -> str:
-    buf = io.StringIO()
-    table = rows(cmp)
-    fields = ["scope", "profile", *(k for k, _ in COLUMNS), "cost", "cost_with_cache", "provenance"]
-    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    w.writeheader()
-    w.writerows(table)
-    return buf.getvalue()
-
-
-def to_markdown(cmp: Comparison, currency: str = "USD") -> str:
-    names = [p.name for p in cmp.profiles]
-    lines = [
-        f"> **{cmp.caveat}**",
-        "",
-        f"Tokens: recorded where the context is unchanged, else estimated ({cmp.tokens_ratio_source}, "
-        f"{cmp.tokens_per_byte:.3f} tokens/byte). Model: {cmp.model or 'unknown'}"
-        f"{'' if cmp.price_entry else ' (no price)'}.",
-        "",
-        "| figure | " + " | ".join(names) + " |",
-        "|---|" + "---:|" * len(names),
-    ]
-    for key, label in COLUMNS:
-        lines.append(f"| {label} | " + " | ".join(f"{getattr(p.total, key):,}" for p in cmp.profiles) + " |")
-    lines.append("| cost | " + " | ".join(_cost_text(p.total, currency) for p in cmp.profiles) + " |")
-    lines.append(
-        "| cost with cache (est.) | " + " | ".join(_cache_cost_text(p.total, currency) for p in cmp.profiles) + " |"
-    )
-    if any(p.total.cost_recorded_cache is not None for p in cmp.profiles):
-        lines.append(
-            "| cost with the recorded cache usage | "
-            + " | ".join(
-                "-" if p.total.cost_recorded_cache is None else f"{p.total.cost_recorded_cache.total:.4f} {currency}"
-                for p in cmp.profiles
-            )
-            + " |"
-        )
-    lines.append(
-        "| cache model error (modelled − recorded cached tokens) | "
-        + " | ".join(
-            f"{p.total.cached_tokens_modelled - p.total.cached_tokens_recorded:+,}" if p.recorded else "-"
-            for p in cmp.profiles
-        )
-        + " |"
-    )
-    lines.append("| figures | " + " | ".join(p.total.provenance for p in cmp.profiles) + " |")
-    lines += ["", "Per run stream (input tokens sum / peak, compactions, hard-cap failures):", ""]
-    lines += ["| run | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    for run in cmp.runs():
-        cells = []
-        for p in cmp.profiles:
-            t = p.per_run.get(run)
-            cells.append(
-                "-"
-                if t is None
-                else f"{t.tokens_sum:,} / {t.tokens_peak:,}, {t.compactions_recorded}+{t.compactions_simulated}est, "
-                f"{t.hard_cap_failures}"
-            )
-        lines.append(f"| {run} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"

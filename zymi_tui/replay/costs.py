@@ -43,8 +43,17 @@ class CacheFamily(BaseModel):
     read: float | None = Field(default=None, ge=0)  # x input price; None: the model's cached_input price
     write: float = Field(default=1.0, ge=0)  # x input price for tokens written to the cache
     min_tokens: int = Field(default=1024, ge=0)  # the shortest cacheable prefix
+    # model-name prefix -> its own shortest cacheable prefix (the longest matching prefix wins)
+    min_tokens_by_model: dict[str, int] = Field(default_factory=dict)
     step_tokens: int = Field(default=1, gt=0)  # the cached part grows in steps of this many tokens
     ttl_seconds: float = Field(default=300, gt=0)  # unused this long, the prefix is gone
+
+    def for_model(self, model: str | None) -> CacheFamily:
+        """The family with `min_tokens` of `model` (its longest prefix in `min_tokens_by_model`)."""
+        hits = [pre for pre in self.min_tokens_by_model if model and model.startswith(pre)]
+        if not hits:
+            return self
+        return self.model_copy(update={"min_tokens": self.min_tokens_by_model[max(hits, key=len)]})
 
 
 class PriceTable(BaseModel):
@@ -57,7 +66,11 @@ class PriceTable(BaseModel):
 
     def cache_family(self, model: str | None, provider: str | None) -> tuple[str, CacheFamily] | None:
         """The family of a provider that names one (zymi's anthropic provider), else of the model name
-        (longest prefix), else of the provider."""
+        (longest prefix), else of the provider; with the model's own minimum cacheable prefix."""
+        found = self._family(model, provider)
+        return None if found is None else (found[0], found[1].for_model(model))
+
+    def _family(self, model: str | None, provider: str | None) -> tuple[str, CacheFamily] | None:
         families = self.cache if self.cache is not None else builtin_cache_families()
         for name, fam in families.items():
             if provider and provider in fam.providers and fam.mode == "explicit":

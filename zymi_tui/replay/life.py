@@ -39,9 +39,11 @@ class LifeRow:
     text: str
     bytes: int
     masked_bytes: int
-    rent: int = 0  # bytes carried over all calls (full bytes in full, masked bytes masked)
+    rent: int = 0  # bytes x calls sent in full (`zymi-tui rent`'s measure)
+    carried: int = 0  # bytes carried over all calls (full bytes in full, masked bytes masked)
     calls_full: int = 0
     calls_masked: int = 0
+    first_call: int = 1 << 62  # the first call whose list holds it (sent, masked or forgotten)
 
     @property
     def label(self) -> str:
@@ -62,7 +64,8 @@ class MessageLife:
     def build(cls, stream_id: str, rows: Sequence[CallContext]) -> MessageLife:
         calls = [
             r for r in rows
-            if r.stream_id == stream_id and not r.is_compaction and r.rendered is not None and r.rendered.shape
+            if r.stream_id == stream_id and not r.is_compaction and not r.hard_cap_failure and r.rendered is not None
+            and not r.rendered.hard_cap_exceeded and r.rendered.shape
         ]  # fmt: skip
         life = cls(stream_id, calls)
         life._collect()
@@ -112,13 +115,18 @@ class MessageLife:
                     a, b, m = bisect.bisect_right(ns, i), bisect.bisect_right(cuts, i), bisect.bisect_right(masks, i)
                     full = max(0, min(b, m if can_mask else b) - a)
                     masked = max(0, b - max(a, m)) if can_mask else 0
+                    first = members[a] if a < len(members) else None
                 else:
                     present = [s for s in shapes if s.cut <= i < s.n]
                     masked = sum(1 for s in present if can_mask and i < s.mask_end)
                     full = len(present) - masked
+                    first = next((c for c, s in zip(members, shapes, strict=True) if i < s.n), None)
                 row.calls_full += full
                 row.calls_masked += masked
-                row.rent += full * row.bytes + masked * row.masked_bytes
+                row.rent += full * row.bytes
+                row.carried += full * row.bytes + masked * row.masked_bytes
+                if first is not None:
+                    row.first_call = min(row.first_call, first)
 
     # -- cells ------------------------------------------------------------------------------------
     def state(self, row: int, call: int) -> int:
@@ -129,7 +137,7 @@ class MessageLife:
             if i < s.cut:
                 return FORGOTTEN
             return MASKED if i < s.mask_end and maskable(s.tail, i) else FULL
-        if r.seq > self.calls[call].sequence:
+        if r.seq > self.calls[call].sequence or call < r.first_call:
             return NOT_YET
         if r.role == "summary" or self._compacted(call, r.seq):
             return COMPACTED

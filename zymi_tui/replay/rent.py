@@ -94,7 +94,9 @@ async def observation_rent(
     replay under `base` with that observation_window and report what each would have saved."""
     recorded = [c async for c in replay(None) if c.stream_id == stream_id]
     observations: dict[int, Observation] = {}
-    rent = Rent(stream_id, calls=sum(1 for c in recorded if not c.is_compaction))
+    sent = [c for c in recorded if not c.is_compaction and not c.hard_cap_failure and c.rendered is not None
+            and not c.rendered.hard_cap_exceeded]  # fmt: skip
+    rent = Rent(stream_id, calls=len(sent))  # the agent calls sent, as `replay`, `compare` and `advise` count them
     rent.chars_total = _walk(recorded, observations, what_if=False)
     if window is not None and base is not None:
         knobs = {**base, "observation_window": window}

@@ -20,7 +20,7 @@ from zymi_tui.context.knobs import ContextKnobs, make_knobs
 from zymi_tui.engine.tools import definition_bytes
 from zymi_tui.errors import UserError
 from zymi_tui.events.store import EventReader, run_of, step_of
-from zymi_tui.replay.advice import Advice, Finding, advise, effect_line, profile_name, to_json, to_markdown
+from zymi_tui.replay.advice import Advice, Finding, advise, head_lines, recommendation_lines, to_json, to_markdown
 from zymi_tui.replay.calls import recorded_knobs
 from zymi_tui.replay.costs import PriceError, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
@@ -55,8 +55,9 @@ class AdviceScreen(ActionScreen):
     """
     HELP_TITLE = "Advice"
     HELP_INTRO = (
-        "`zymi-tui advise` on this store: each finding with its signal, evidence, a recommended change and its "
-        "effect replayed here (same trajectory assumed)."
+        "`zymi-tui advise` on this store: each finding with its signal, evidence, and the knob sets searched for "
+        "it, each replayed here (same trajectory assumed) against keeping the current knobs on one objective (cost "
+        "with cache, else tokens sent; no added hard-cap failure): the best that wins, or nothing to change."
     )
     NAV = (Nav("↑ ↓", "move between findings"),)
     ACTIONS: ClassVar[tuple[Act, ...]] = (
@@ -110,9 +111,8 @@ class AdviceScreen(ActionScreen):
         self.advice = a = msg.advice
         t = Text()
         t.append(f"{len(a.findings)} finding(s) over {a.calls} agent calls", style="bold")
-        t.append(
-            f" · model {a.model or 'unknown'} ({a.price_entry or 'no price'}, cache model {a.cache_family or 'none'})"
-        )
+        for line in head_lines(a)[1:]:
+            t.append("\n" + clean(line))
         t.append(f"\n⚠ {a.caveat}", style="yellow")
         head.update(t)
         options = self.query_one(OptionList)
@@ -150,19 +150,19 @@ class AdviceScreen(ActionScreen):
             t.append("  • " + clean(e) + "\n")
         rec = f.recommendation
         if rec is not None:
-            t.append("\n→ " + clean(rec.text) + "\n", style="green")
+            t.append("\n→ " + clean(rec.text) + "\n", style="dim" if rec.nothing_to_change else "green")
+            for line in recommendation_lines(rec):
+                t.append("  " + clean(line) + "\n")
             if rec.knobs is not None:
-                t.append(f"  knobs {profile_name(rec.knobs)}\n")
                 t.append("  e: open the knob editor with them · f: fork the run with them\n", style="cyan")
-            if rec.effect is not None:
-                t.append(f"  replayed on this store (estimated): {effect_line(rec.effect)}\n")
-            if rec.not_replayed:
-                t.append(f"  not replayed: {rec.not_replayed}\n", style="dim")
         self.query_one("#advice-detail", Static).update(t)
 
     def _target(self) -> tuple[Finding, str, ContextKnobs] | None:
         """The highlighted finding, the step stream to apply it to and its knobs (None: said why)."""
         f = self.current()
+        if f is not None and f.recommendation is not None and f.recommendation.nothing_to_change:
+            self.notify("nothing to change: no knob set tried beats the current knobs")
+            return None
         if f is None or f.recommendation is None or f.recommendation.knobs is None:
             self.notify("this finding's recommendation is not a change of knobs")
             return None

@@ -1,7 +1,7 @@
 """The message-life grid (dashboard `L`): one row per Layer C message of a step stream, one column
 per agent call (downsampled to the width), each cell in full / masked / forgotten / compacted away
 / dropped by fresh / not yet there. The cursor shows the message at that call and why; `r` sorts
-rows by rent (bytes x calls carried), `/` finds a text, `p` re-renders under another profile
+rows by rent (bytes x calls sent in full), `/` finds a text, `p` re-renders under another profile
 (what-if) and marks the cells that change."""
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ class LifeScreen(ActionScreen):
     )
     ACTIONS: ClassVar[tuple[Act, ...]] = (
         Act("escape", "close", "Back", "Close the grid and go back to the dashboard.", "back close"),
-        Act("r", "sort", "Sort", "Rows by rent (bytes x calls carried) or by sequence.", "sort rent order"),
+        Act("r", "sort", "Sort", "Rows by rent (bytes x calls sent in full, as `zymi-tui rent`) or by sequence.",
+            "sort rent order"),
         Act("slash", "find", "Find", "Find a text in the stream's messages; the cursor goes to the first.",
             "find search text"),
         Act("n", "next_match", "Next", "The next message that matches the last find.", "next match find"),
@@ -182,7 +183,7 @@ class LifeScreen(ActionScreen):
         t = Text()
         t.append(f"{len(life.rows)} messages × {len(life.calls)} calls", style="bold")
         t.append(f" ({len(cols)} columns shown)" if len(cols) < len(life.calls) else "")
-        t.append(f" · rows by {'rent (bytes × calls carried)' if self.by_rent else 'sequence'}")
+        t.append(f" · rows by {'rent (bytes × calls in full)' if self.by_rent else 'sequence'}")
         shape = life.shape(len(life.calls) - 1)
         t.append(f"\nrecorded knobs: {shape.knobs.describe()}")
         if self.whatif is not None:
@@ -231,8 +232,8 @@ class LifeScreen(ActionScreen):
         c = life.calls[call]
         t = Text()
         t.append(clean(f"seq {row.seq} {row.tool or row.role}", one_line=True), style="bold")
-        t.append(f" · {row.bytes:,} bytes · rent {row.rent:,} ({row.calls_full} calls in full, "
-                 f"{row.calls_masked} masked)")  # fmt: skip
+        t.append(f" · {row.bytes:,} bytes · rent {row.rent:,} ({row.calls_full} calls in full; "
+                 f"{row.calls_masked} masked, {row.carried:,} bytes carried in all)")  # fmt: skip
         t.append("\n" + clean(f"at call {call + 1}/{len(life.calls)} (seq {c.sequence}): {life.why(r, call)}"))
         if self.whatif is not None:
             wr, wc = self.whatif.row_at(row.key), self.whatif.call_at(c.sequence)

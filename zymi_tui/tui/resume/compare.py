@@ -16,7 +16,7 @@ from zymi_tui.context.knobs import describe_knobs
 from zymi_tui.events.store import EventReader, StoreError
 from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen
-from zymi_tui.tui.resume.figures import RunFigures, answer_diff, figure_rows, run_figures
+from zymi_tui.tui.resume.figures import ForkSpan, RunFigures, answer_diff, figure_rows, span_figures
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.widgets import FittingFooter
 
@@ -100,6 +100,7 @@ class ForkCompareScreen(ActionScreen):
         self.reader, self.parent_stream, self.fork_stream = reader, parent, fork
         self.soft_cap, self.hard_cap = soft_cap, hard_cap
         self.figures: tuple[RunFigures, RunFigures] | None = None
+        self.span: ForkSpan | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -137,10 +138,12 @@ class ForkCompareScreen(ActionScreen):
             self.prices = load_prices()
         except PriceError as e:
             self.notify(f"no cost: {e}", severity="warning")
-        self.show(run_figures(self.parent_stream, a), run_figures(self.fork_stream, b))
+        parent, fork, span = span_figures(self.parent_stream, a, self.fork_stream, b)
+        self.show(parent, fork, span)
 
-    def show(self, parent: RunFigures, fork: RunFigures) -> None:
+    def show(self, parent: RunFigures, fork: RunFigures, span: ForkSpan | None = None) -> None:
         self.figures = (parent, fork)
+        self.span = span
         head = Text()
         head.append("parent ", style="dim")
         head.append(clean(parent.stream_id) + "\n", style="bold")
@@ -150,6 +153,8 @@ class ForkCompareScreen(ActionScreen):
             head.append(clean(f"  (forked at '{fork.fork_at_step}')"))
         if fork.knobs:
             head.append("\n" + clean(f"fork's knobs for the re-run steps: {describe_knobs(fork.knobs)}"), style="dim")
+        if span is not None:
+            head.append("\n" + clean(span.describe() + " (figures, curves and answers alike)"), style="yellow")
         self.query_one("#cmp-head", Static).update(head)
         self.query_one("#cmp-table", Static).update(figures_table(parent, fork, self.prices, self.model))
         caps: list[tuple[int, str]] = []

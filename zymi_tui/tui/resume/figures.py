@@ -17,6 +17,7 @@ from zymi_tui.events.kinds import (
     LlmCallCompleted,
     LlmCallStarted,
     PipelineCompleted,
+    PipelineRequested,
     ResumeForked,
     WorkflowNodeStarted,
 )
@@ -56,6 +57,68 @@ class RunFigures:
                 return None
             total += cost_of(table, found[1], input_tokens=inp, cached_input_tokens=cached, output_tokens=out).total
         return total
+
+
+@dataclass(frozen=True)
+class ForkSpan:
+    """What a fork re-ran, and so what of its parent it is compared with: the parent's request (turn) whose
+    inputs the fork took, and the steps it re-executed (frozen steps are copies: left out on both sides)."""
+
+    parent_correlation_id: str | None
+    steps: frozenset[str]
+    turn: int = 1
+    turns: int = 1
+
+    def describe(self) -> str:
+        others = f"; the parent's other {self.turns - 1} turn(s) left out" if self.turns > 1 else ""
+        return (
+            f"compared on the span the fork re-ran: turn {self.turn} of {self.turns}, steps "
+            f"{', '.join(sorted(self.steps)) or '(none yet)'}{others}"
+        )
+
+    def in_parent(self, se: StoredEvent) -> bool:
+        step = step_of(se.event.stream_id)
+        return se.event.correlation_id == self.parent_correlation_id and (step is None or step in self.steps)
+
+    def in_fork(self, se: StoredEvent) -> bool:
+        step = step_of(se.event.stream_id)
+        return step is None or step in self.steps
+
+
+def fork_span(parent: Sequence[StoredEvent], fork: Sequence[StoredEvent]) -> ForkSpan | None:
+    """The span of `fork` (None: not a fork). The re-run steps are those ResumeForked names (our engine
+    records them), else the steps with events written after the fork was made (copies keep old times)."""
+    forked = next((se for se in fork if isinstance(se.event.kind, ResumeForked)), None)
+    if forked is None:
+        return None
+    k = forked.event.kind
+    assert isinstance(k, ResumeForked)
+    extra = (k.model_extra or {}).get("zymi_tui")
+    recorded = extra.get("re_executed") if isinstance(extra, dict) else None
+    if isinstance(recorded, list):
+        steps = frozenset(str(x) for x in recorded)
+    else:
+        since = forked.event.timestamp
+        steps = frozenset(
+            st for se in fork if (st := step_of(se.event.stream_id)) is not None and se.event.timestamp >= since
+        )
+    requests = [se.event.correlation_id for se in parent if isinstance(se.event.kind, PipelineRequested)]
+    turn = requests.index(k.parent_correlation_id) + 1 if k.parent_correlation_id in requests else 1
+    return ForkSpan(k.parent_correlation_id, steps, turn, max(len(requests), 1))
+
+
+def span_figures(
+    parent_id: str, parent: Sequence[StoredEvent], fork_id: str, fork: Sequence[StoredEvent]
+) -> tuple[RunFigures, RunFigures, ForkSpan | None]:
+    """Both runs' figures on the same span: the turn and the steps the fork re-ran."""
+    span = fork_span(parent, fork)
+    if span is None:
+        return run_figures(parent_id, parent), run_figures(fork_id, fork), None
+    return (
+        run_figures(parent_id, [se for se in parent if span.in_parent(se)]),
+        run_figures(fork_id, [se for se in fork if span.in_fork(se)]),
+        span,
+    )
 
 
 def run_figures(stream_id: str, events: Sequence[StoredEvent]) -> RunFigures:

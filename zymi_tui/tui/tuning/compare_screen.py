@@ -15,15 +15,8 @@ from textual.widgets import DataTable, Input, Label, Static
 from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.calls import recorded_knobs
-from zymi_tui.replay.compare import (
-    CAVEAT,
-    COLUMNS,
-    Comparison,
-    price_note,
-    to_csv,
-    to_json_text,
-    to_markdown,
-)
+from zymi_tui.replay.compare import CAVEAT, Comparison, price_note
+from zymi_tui.replay.compare_report import COLUMNS, recorded_cache_note, to_csv, to_json_text, to_markdown
 from zymi_tui.tui.actions import Act, Nav
 from zymi_tui.tui.safe_text import clean
 from zymi_tui.tui.tuning.job_screen import JobScreen
@@ -53,7 +46,11 @@ def total_rows(cmp: Comparison) -> list[list[str]]:
     for p in cmp.profiles:
         c = p.total.cost
         costs.append(
-            "no price" if c is None else f"{c.total:.4f} {currency}" + (" est." if p.total.cost_estimated else "")
+            "no price"
+            if c is None
+            else f"{c.total:.4f} {currency}"
+            + (" est." if p.total.cost_estimated else "")
+            + recorded_cache_note(p.total)
         )
     rows.append(["cost", *costs])
     rows.append(["figures", *(p.total.provenance for p in cmp.profiles)])

@@ -1,0 +1,215 @@
+"""`advise`: the store replayed under the current knobs (pass one: the signals and the baseline), then every
+candidate knob set the signals searched, in one more pass (each event decoded once for all of them), each
+judged against keeping the current knobs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+from zymi_tui.context.knobs import ContextKnobs, make_knobs
+from zymi_tui.events.replay_kinds import ReplayEvent
+from zymi_tui.events.store import EventReader
+from zymi_tui.replay.advice.model import (
+    Advice,
+    Baseline,
+    Finding,
+    KnobDict,
+    Recommendation,
+    compactions,
+    objective_for,
+    profile_name,
+    project_facts,
+)
+from zymi_tui.replay.advice.search import effect, rank, settle, verdict
+from zymi_tui.replay.advice.signals import (
+    Signals,
+    ToolBytes,
+    chat_under_coding_defaults,
+    hard_cap_exceeded,
+    hard_cap_near_miss,
+    knobs_not_biting,
+    negative_bytes_saved,
+    runtime_context_unset,
+    store_facts,
+)
+from zymi_tui.replay.advice.signals_cache import anthropic_no_cache, anthropic_system_overwritten, cache_breaks
+from zymi_tui.replay.advice.signals_tools import dominant_tool, fresh_mode_candidate, large_tool_result, unused_tools
+from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_events
+from zymi_tui.replay.compare import ProfileCalls, Totals, compare_profiles, knob_dict, recorded_output, replay_profiles
+from zymi_tui.replay.costs import PriceTable
+
+DETECTORS = (
+    hard_cap_exceeded,
+    hard_cap_near_miss,
+    knobs_not_biting,
+    negative_bytes_saved,
+    chat_under_coding_defaults,
+    runtime_context_unset,
+    dominant_tool,
+    large_tool_result,
+    cache_breaks,
+    anthropic_no_cache,
+    anthropic_system_overwritten,
+    fresh_mode_candidate,
+    unused_tools,
+)
+
+
+def baseline_of(t: Totals, value: float) -> Baseline:
+    def money(c: Any) -> float | None:
+        return None if c is None else round(c.total, 6)
+
+    return Baseline(
+        agent_calls=t.agent_calls,
+        calls=t.calls,
+        tokens_sum=t.tokens_sum,
+        tokens_provenance=t.provenance,
+        chars_sum=t.chars_sum,
+        chars_peak=t.chars_peak,
+        compactions=compactions(t),
+        hard_cap_failures=t.hard_cap_failures,
+        cache_breaks=t.cache_breaks,
+        objective_value=round(value, 6),
+        cost_with_cache=money(t.cost_with_cache),
+        cost_recorded_cache=money(t.cost_recorded_cache),
+        cached_tokens_recorded=t.cached_tokens_recorded,
+        cache_creation_tokens_recorded=t.cache_creation_tokens_recorded,
+    )
+
+
+async def advise(
+    reader: EventReader,
+    project: Path | None,
+    *,
+    prices: PriceTable | None = None,
+    model: str | None = None,
+    tool_bytes: ToolBytes | None = None,
+    streams: Sequence[str] | None = None,
+) -> Advice:
+    """Read the store, replay it under the current knobs, detect the signals, and replay every candidate
+    they search (two passes over the store); keep what beats the current knobs on the objective."""
+    base = recorded_knobs(project)
+    kd = knob_dict(base)
+    facts = project_facts(project)
+    model = model or facts.model
+    output = await recorded_output(reader, streams)
+    rows: list[CallContext] = []
+    decoded: list[ReplayEvent] = []  # pass one's events, replayed again by pass two (decoded once)
+
+    async def recording() -> AsyncGenerator[ReplayEvent, None]:
+        async with aclosing(replay_events(reader, streams)) as events:
+            async for se in events:
+                decoded.append(se)
+                yield se
+
+    async def tee() -> ProfileCalls:
+        async for i, call in replay_profiles(reader, project, [("recorded", None)], streams, recording()):
+            rows.append(call)
+            yield i, call
+
+    common: dict[str, Any] = {
+        "recorded_knobs": base,
+        "prices": prices,
+        "model": model,
+        "provider": facts.provider,
+        "output": output,
+    }
+    cmp0 = await compare_profiles(tee(), [("recorded", None)], **common)
+    signals = Signals(rows, cmp0, base, facts, await store_facts(reader), tool_bytes, prices)
+    findings = [f for detect in DETECTORS for f in detect(signals)]
+    candidates: dict[str, KnobDict] = {}
+    for f in findings:
+        for k in f.recommendation.candidates if f.recommendation else []:
+            candidates.setdefault(profile_name(k), k)
+    before = cmp0.profiles[0].total
+    totals = await _replay_candidates(reader, project, rows, candidates, streams, common, decoded)
+    obj = objective_for(before, prices.currency if prices is not None else "USD")
+    for f in findings:
+        rec = f.recommendation
+        if rec is not None and rec.candidates:
+            settle(rec, obj, before, totals)
+    found = prices.price_for(model) if prices is not None else None
+    advice = Advice(
+        findings,
+        kd,
+        model,
+        found[0] if found else None,
+        cmp0.cache_family,
+        before.agent_calls,
+        objective=obj,
+        baseline=baseline_of(before, obj.value(before)),
+        best=_best(findings, candidates, totals, before, obj),
+        tried=len(candidates),
+    )
+    advice.caveat += foreign_caveat(rows)
+    return advice
+
+
+def foreign_caveat(rows: Sequence[CallContext]) -> str:
+    """What the figures mean for a foreign agent's calls (spans: docs/telemetry-in.md#recorded-and-what-if)."""
+    foreign = [r for r in rows if r.foreign and not r.is_compaction and not r.hard_cap_failure]
+    if not foreign:
+        return ""
+    rewritten = sum(r.rendered is not None and r.rendered.chars != r.recorded_chars for r in foreign)
+    text = (
+        f"; {len(foreign)} calls are a foreign agent's (taken in from its spans): the knobs named are zymi's "
+        "(the agent had none), and the base line is its history replayed with nothing masked"
+    )
+    if rewritten:
+        return text + f": {rewritten} of its calls sent less than that (it rewrote its history itself)"
+    return text + ", which is exactly what it sent"
+
+
+async def _replay_candidates(
+    reader: EventReader,
+    project: Path | None,
+    rows: list[CallContext],
+    candidates: dict[str, KnobDict],
+    streams: Sequence[str] | None,
+    common: dict[str, Any],
+    decoded: list[ReplayEvent],
+) -> dict[str, Totals]:
+    """Every candidate's totals, from one pass over pass one's decoded events (pass one's rows calibrate
+    tokens per byte, as in `compare`)."""
+    if not candidates:
+        return {}
+
+    async def again() -> AsyncGenerator[ReplayEvent, None]:
+        for se in decoded:
+            yield se
+
+    tried: list[tuple[str, ContextKnobs | None]] = [
+        (n, make_knobs(dict(k), f"advice {n}")) for n, k in candidates.items()
+    ]
+
+    async def calls() -> ProfileCalls:  # the recorded rows of pass one, then every candidate in one pass
+        for row in rows:
+            yield 0, row
+        async for i, call in replay_profiles(reader, project, tried, streams, again()):
+            yield i + 1, call
+
+    cmp = await compare_profiles(calls(), [("recorded", None), *tried], **common)
+    return {p.name: p.total for p in cmp.profiles[1:]}
+
+
+def _best(
+    findings: list[Finding], candidates: dict[str, KnobDict], totals: dict[str, Totals], before: Totals, obj: Any
+) -> Recommendation | None:
+    """The best knob set of every one tried, when it beats keeping the current knobs."""
+    winners = [(n, t) for n, t in totals.items() if verdict(obj, before, t) is None]
+    if not winners:
+        return None
+    name, after = min(winners, key=lambda o: rank(obj, o[1]))
+    knobs = candidates[name]
+    signals = [f.signal for f in findings if f.recommendation is not None and f.recommendation.knobs == knobs]
+    verb = "recommends" if len(signals) == 1 else "recommend"
+    return Recommendation(
+        f"the best of {len(totals)} knob set(s) tried" + (f" ({', '.join(signals)} {verb} it)" if signals else ""),
+        knobs=knobs,
+        effect=effect(obj, name, after, before, knobs),
+        searched="every knob set the findings searched",
+        tried=len(totals),
+    )
