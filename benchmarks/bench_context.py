@@ -31,7 +31,7 @@ from pathlib import Path
 
 from zymi_tui.context.builder import ContextBuilder, Prefix
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.events import replay_kinds
+from zymi_tui.events import kinds
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import (
     ContextCompacted,
@@ -102,7 +102,7 @@ def builder_work(events: list[ReplayEvent], naive: bool) -> float:
         stream = se.stream_id
         if STEP_MARK not in stream:
             continue
-        call = isinstance(se.kind, replay_kinds.LlmCallStarted)
+        call = isinstance(se.kind, kinds.LlmCallStarted)
         if naive:
             if call:
                 fresh = ContextBuilder(knobs, prefix)
@@ -206,7 +206,7 @@ def bench_rerender(n_events: int) -> None:
         ctx = builder.build(knobs=k)
         _ = ctx.entries, ctx.wire()
         one.append((time.perf_counter() - t0) * 1000)
-    calls = sum(isinstance(se.kind, replay_kinds.LlmCallStarted) for se in events)
+    calls = sum(isinstance(se.kind, kinds.LlmCallStarted) for se in events)
     print(
         f"2a. one call re-rendered under edited knobs, {n_events}-event stream ({calls} calls), kept state: "
         f"p50 {statistics.median(one):.2f} ms, p95 {p95(one):.2f} ms over {len(one)} knob sets (aim <= 20 ms)"

@@ -5,7 +5,8 @@ correlation id."""
 
 from __future__ import annotations
 
-from zymi_tui.events.replay_kinds import LlmCallStarted, PipelineRequested, ReplayEvent, WorkflowNodeStarted
+from zymi_tui.events.kinds import LlmCallStarted, PipelineRequested, WorkflowNodeStarted
+from zymi_tui.events.replay_kinds import ReplayEvent
 from zymi_tui.replay.calls import CallContext
 from zymi_tui.telemetry.export_calls import RunTracker
 from zymi_tui.telemetry.lhar_export import agent_role
@@ -25,13 +26,23 @@ def _row(stream: str, *, compaction: bool = False) -> CallContext:
 
 def test_a_pipeline_requested_inside_an_open_run_is_nested_and_its_calls_are_subagent() -> None:
     t = RunTracker()
-    t.feed(_event(1, "pipeline-main-1", "c1", PipelineRequested("main")))
-    t.feed(_event(2, "pipeline-main-1", "c1", WorkflowNodeStarted("work", 'agent=coder, task="x"')))
-    t.feed(_event(3, "pipeline-sub-2", "c1", PipelineRequested("sub")))  # requested from main's step
-    t.feed(_event(4, "pipeline-sub-2", "c1", WorkflowNodeStarted("dig", "agent=digger")))
-    main_call = _event(5, "pipeline-main-1:step:work", "c1", LlmCallStarted(1, 2, 10))
-    sub_call = _event(6, "pipeline-sub-2:step:dig", "c1", LlmCallStarted(1, 2, 10))
-    compaction = _event(7, "pipeline-main-1:step:work", "other", LlmCallStarted(0, 2, 10), source="compaction")
+    t.feed(_event(1, "pipeline-main-1", "c1", PipelineRequested(pipeline="main")))
+    t.feed(_event(2, "pipeline-main-1", "c1", WorkflowNodeStarted(node_id="work", description='agent=coder, task="x"')))
+    t.feed(_event(3, "pipeline-sub-2", "c1", PipelineRequested(pipeline="sub")))  # requested from main's step
+    t.feed(_event(4, "pipeline-sub-2", "c1", WorkflowNodeStarted(node_id="dig", description="agent=digger")))
+    main_call = _event(
+        5, "pipeline-main-1:step:work", "c1", LlmCallStarted(iteration=1, message_count=2, approx_context_chars=10)
+    )
+    sub_call = _event(
+        6, "pipeline-sub-2:step:dig", "c1", LlmCallStarted(iteration=1, message_count=2, approx_context_chars=10)
+    )
+    compaction = _event(
+        7,
+        "pipeline-main-1:step:work",
+        "other",
+        LlmCallStarted(iteration=0, message_count=2, approx_context_chars=10),
+        source="compaction",
+    )
     main_run, sub_run = t.step_of(main_call).run, t.step_of(sub_call).run
     assert (main_run.nested, sub_run.nested) == (False, True)
     assert t.step_of(sub_call).agent == "digger"
@@ -44,7 +55,7 @@ def test_a_pipeline_requested_inside_an_open_run_is_nested_and_its_calls_are_sub
 
 def test_a_step_nested_in_a_step_is_subagent() -> None:
     t = RunTracker()
-    t.feed(_event(1, "chat-1", "c1", PipelineRequested("chat")))
+    t.feed(_event(1, "chat-1", "c1", PipelineRequested(pipeline="chat")))
     run = t.run_of(_event(2, "chat-1", "c1", None))
     assert agent_role(_row("chat-1:step:reply"), run) == "main"
     assert agent_role(_row("chat-1:step:reply:step:helper"), run) == "subagent"

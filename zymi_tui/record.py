@@ -512,3 +512,20 @@ def _union_checker(members: tuple[Any, ...]) -> Checker:
         raise _Refused
 
     return union
+
+
+MISSING: Any = _MISSING  # a field's default when it has none
+
+
+def record_fields(cls: type[Record]) -> list[tuple[str, Any, Any, Any]]:
+    """Each field of `cls` in order: its name, evaluated annotation, default (`MISSING` if none), factory."""
+    hints = _hints(cls)
+    return [(name, hints[name], spec.default, spec.factory) for name, spec in cls._FIELDS.items()]
+
+
+def built(cls: type[R], values: dict[str, Any], extra: dict[str, Any] | None) -> R:
+    """`cls` from values already checked against its fields (by a msgspec struct derived from them), in
+    field order; not checked again."""
+    made = cls.__new__(cls)
+    _fill(made, values, set(values), extra if cls._EXTRA == "allow" else None)
+    return made

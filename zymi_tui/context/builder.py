@@ -31,6 +31,7 @@ from zymi_tui.context.masking import (
     message_bytes,
     placeholder,
 )
+from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import (
     AssistantMessage,
     MessageModel,
@@ -40,13 +41,7 @@ from zymi_tui.events.messages import (
     UserMessage,
     to_wire,
 )
-from zymi_tui.events.replay_kinds import (
-    ContextCompacted,
-    LlmCallCompleted,
-    ReplayEvent,
-    ToolCallCompleted,
-    UserMessageReceived,
-)
+from zymi_tui.events.replay_kinds import ReplayEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
 
 COMPACTION_PROMPT = (

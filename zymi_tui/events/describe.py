@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from zymi_tui.events import kinds as k
 from zymi_tui.events.envelope import Event
@@ -43,9 +43,10 @@ class Line(NamedTuple):  # a tuple: made for every row a search reads, in a frac
 
 
 def describe(event: Event) -> Line:
-    if event.is_unknown:
-        return unknown_line(event.type_name, event.kind.to_data())
-    return describe_kind(event.type_name, event.kind)
+    kind = event.kind
+    if isinstance(kind, k.UnknownKind):
+        return unknown_line(kind.type_name, kind.to_data())
+    return describe_kind(kind.type_name, kind)
 
 
 def unknown_line(type_name: str, data: Any) -> Line:
@@ -53,10 +54,17 @@ def unknown_line(type_name: str, data: Any) -> Line:
     return Line("?", f"Unknown: {type_name}", "warning", 0, cut(json.dumps(data, ensure_ascii=False), 80))
 
 
-def describe_kind(t: str, d: Any) -> Line:
-    """The line of a known kind `t` from its payload `d`: the whole model (`kinds`) or a struct with the same
-    fields (`row_lines`, which decodes only a row's payload); the fields are read by name."""
+def describe_kind(t: str, d: k.EventData) -> Line:
+    """The line of the known kind `t` from its payload `d` (of the class `kinds` declares for `t`)."""
     return _LINES[t](d)
+
+
+K = TypeVar("K", bound=k.EventData)
+
+
+def _by(kind: type[K], line: Callable[[K], Line]) -> tuple[str, Callable[[Any], Line]]:
+    """A kind's name and how its line is made (typed: the checker reads `line` as taking `kind`)."""
+    return kind.__name__, line
 
 
 def _outcome(ok: bool, label: str, indent: int, detail: str) -> Line:
@@ -64,93 +72,126 @@ def _outcome(ok: bool, label: str, indent: int, detail: str) -> Line:
     return Line("✓", label, "success", indent, detail) if ok else Line("✗", label, "failure", indent, detail)
 
 
-def _pipeline_completed(d: Any) -> Line:
+def _pipeline_completed(d: k.PipelineCompleted) -> Line:
     tail = "ok" if d.success else f"FAIL error={cut(d.error or '', 60)}"
     return _outcome(d.success, "Pipeline done", 0, f"pipeline={d.pipeline} {tail}")
 
 
-def _output_resolved(d: Any) -> Line:
+def _output_resolved(d: k.OutputResolved) -> Line:
     extra = f" (any_of, skipped {len(d.via.skipped or [])})" if d.via.form == "any_of" else ""
     return Line("↳", "Output", "info", 0, f"→ {d.chosen_step}{extra}")
 
 
-def _memory_written(d: Any) -> Line:
+def _memory_written(d: k.MemoryWritten) -> Line:
     over = " (overwrite)" if d.previous_value_seq is not None else ""
     return Line("+", "Memory", "info", 1, f"{d.key}{over} = {cut(d.value, 60)}")
 
 
-def _context_compacted(d: Any) -> Line:
+def _context_compacted(d: k.ContextCompacted) -> Line:
     lo, hi = d.replaces_seq_range
     return Line("~", "Compact", "warning" if d.bytes_saved < 0 else "info", 1,
                 f"seq={lo}..={hi} {saved_words(d.bytes_saved)}")  # fmt: skip
 
 
-def _llm_call_started(d: Any) -> Line:
+def _llm_call_started(d: k.LlmCallStarted) -> Line:
     label = "Compaction call" if d.iteration == 0 else "LLM call"
     return Line("·", label, "default", 2,
                 f"iter={d.iteration} msgs={d.message_count} {d.approx_context_chars} B")  # fmt: skip
 
 
-def _llm_call_completed(d: Any) -> Line:
+def _llm_call_completed(d: k.LlmCallCompleted) -> Line:
     usage = f"tokens={d.usage.input_tokens}in/{d.usage.output_tokens}out" if d.usage else "tokens=?"
     tools = " +tools" if d.has_tool_calls else ""
     return Line("✓", "LLM done", "success", 2, f"{usage}{tools} {cut(d.content_preview or '', 60)}")
 
 
-def _reasoning_answered(d: Any) -> Line:
+def _reasoning_answered(d: k.ReasoningAnswered) -> Line:
     return Line("✗" if d.is_error else "↳", "Reasoning failed" if d.is_error else "Reasoned",
                 "failure" if d.is_error else "success", 2, f"by {d.answered_by}: {cut(d.answer, 60)}")  # fmt: skip
 
 
-_LINES: dict[str, Callable[[Any], Line]] = {  # by the kind's type name
-    "PipelineRequested": lambda d: Line(
-        "●", "Pipeline", "info", 0, f"pipeline={d.pipeline} inputs=[{', '.join(d.inputs)}]"
-    ),
-    "PipelineCompleted": _pipeline_completed,
-    "ResumeForked": lambda d: Line(
-        "↩", "Resume", "highlight", 0, f"from {cut(d.parent_stream_id, 40)} at step '{d.fork_at_step}'"
-    ),
-    "UserMessageReceived": lambda d: Line("@", "User", "info", 0, f"{d.connector}: {cut(message_text(d.content), 80)}"),
-    "ScheduledTaskTriggered": lambda d: Line("*", "Scheduled", "info", 0, f"{d.entry_id}: {cut(d.task, 60)}"),
-    "ResponseReady": lambda d: Line("»", "Response", "success", 0, cut(d.content, 80)),
-    "WorkflowStarted": lambda d: Line(
-        "◆", "Workflow", "info", 0, f"{d.node_count} node(s) — {cut(d.user_message, 60)}"
-    ),
-    "WorkflowCompleted": lambda d: _outcome(d.success, "WF done", 0, "ok" if d.success else "FAIL"),
-    "OutputResolved": _output_resolved,
-    "WorkflowNodeStarted": lambda d: Line("▸", f"WF:{d.node_id}", "info", 1, cut(d.description, 80)),
-    "WorkflowNodeCompleted": lambda d: _outcome(d.success, f"WF:{d.node_id}", 1, "ok" if d.success else "FAIL"),
-    "StepSkipped": lambda d: Line("⊘", f"WF:{d.step_id}", "dim", 1, f"skipped ({d.reason})"),
-    "ShellSessionStarted": lambda d: Line("$", "Shell", "info", 1, f"{d.shell_path} pid={d.pid}"),
-    "ShellSessionClosed": lambda d: Line("$", "Shell closed", "dim", 1, f"reason={d.reason}"),
-    "MemoryWritten": _memory_written,
-    "MemoryDeleted": lambda d: Line("✗", "Memory del", "warning", 1, d.key),
-    "ContextCompacted": _context_compacted,
-    "LlmCallStarted": _llm_call_started,
-    "LlmCallCompleted": _llm_call_completed,
-    "LlmCallFailed": lambda d: Line("✗", "LLM failed", "failure", 2, f"{d.elapsed_ms}ms {cut(d.error, 80)}"),
-    "ToolCallRequested": lambda d: Line("⚙", f"Tool: {d.tool_name}", "highlight", 2, cut(d.arguments, 80)),
-    "ToolCallCompleted": lambda d: _outcome(
-        not d.is_error, "Tool done", 2, f"{d.duration_ms}ms {cut(d.result or d.result_preview, 60)}"
-    ),
-    "IntentionEmitted": lambda d: Line("!", "Intention", "warning", 2, d.intention_tag),
-    "IntentionEvaluated": lambda d: Line("=", "Contract", "warning", 2, f"{d.intention_tag}: {cut(d.verdict, 70)}"),
-    "ApprovalRequested": lambda d: Line("?", "Approval", "warning", 2, f"{d.channel}: {cut(d.description, 70)}"),
-    "ApprovalGranted": lambda d: Line("✓", "Approved", "success", 2, f"by {d.decided_by}"),
-    "ApprovalDenied": lambda d: Line("✗", "Denied", "failure", 2, f"by {d.decided_by}: {d.reason or ''}"),
-    "ReasoningRequested": lambda d: Line("?", "Reasoning", "warning", 2, f"{d.channel}: {cut(d.prompt, 70)}"),
-    "ReasoningAnswered": _reasoning_answered,
-    "McpServerConnected": lambda d: Line("◆", "MCP up", "success", 0, f"{d.server} ({d.tool_count} tools)"),
-    "McpServerDisconnected": lambda d: Line(
-        "◇", "MCP down", "info" if d.reason == "shutdown" else "warning", 0, f"{d.server} — {d.reason}"
-    ),
-    "OutboundDispatched": lambda d: Line(
-        "↗", f"→{d.sink}", "success", 0, f"{d.sink_type} HTTP {d.status} (on {d.triggered_by})"
-    ),
-    "OutboundFailed": lambda d: Line("⚠", f"→{d.sink} FAIL", "failure", 0, f"{d.sink_type}: {cut(d.reason, 60)}"),
-    "AgentProcessingStarted": lambda d: Line("▸", "Processing", "default", 1, f"conversation={d.conversation_id}"),
-    "AgentProcessingCompleted": lambda d: _outcome(d.success, "Completed", 1, f"conversation={d.conversation_id}"),
-}
+_LINES: dict[str, Callable[[Any], Line]] = dict(  # by the kind's type name
+    [
+        _by(
+            k.PipelineRequested,
+            lambda d: Line("●", "Pipeline", "info", 0, f"pipeline={d.pipeline} inputs=[{', '.join(d.inputs)}]"),
+        ),
+        _by(k.PipelineCompleted, _pipeline_completed),
+        _by(
+            k.ResumeForked,
+            lambda d: Line(
+                "↩", "Resume", "highlight", 0, f"from {cut(d.parent_stream_id, 40)} at step '{d.fork_at_step}'"
+            ),
+        ),
+        _by(
+            k.UserMessageReceived,
+            lambda d: Line("@", "User", "info", 0, f"{d.connector}: {cut(message_text(d.content), 80)}"),
+        ),
+        _by(k.ScheduledTaskTriggered, lambda d: Line("*", "Scheduled", "info", 0, f"{d.entry_id}: {cut(d.task, 60)}")),
+        _by(k.ResponseReady, lambda d: Line("»", "Response", "success", 0, cut(d.content, 80))),
+        _by(
+            k.WorkflowStarted,
+            lambda d: Line("◆", "Workflow", "info", 0, f"{d.node_count} node(s) — {cut(d.user_message, 60)}"),
+        ),
+        _by(k.WorkflowCompleted, lambda d: _outcome(d.success, "WF done", 0, "ok" if d.success else "FAIL")),
+        _by(k.OutputResolved, _output_resolved),
+        _by(k.WorkflowNodeStarted, lambda d: Line("▸", f"WF:{d.node_id}", "info", 1, cut(d.description, 80))),
+        _by(
+            k.WorkflowNodeCompleted, lambda d: _outcome(d.success, f"WF:{d.node_id}", 1, "ok" if d.success else "FAIL")
+        ),
+        _by(k.StepSkipped, lambda d: Line("⊘", f"WF:{d.step_id}", "dim", 1, f"skipped ({d.reason})")),
+        _by(k.ShellSessionStarted, lambda d: Line("$", "Shell", "info", 1, f"{d.shell_path} pid={d.pid}")),
+        _by(k.ShellSessionClosed, lambda d: Line("$", "Shell closed", "dim", 1, f"reason={d.reason}")),
+        _by(k.MemoryWritten, _memory_written),
+        _by(k.MemoryDeleted, lambda d: Line("✗", "Memory del", "warning", 1, d.key)),
+        _by(k.ContextCompacted, _context_compacted),
+        _by(k.LlmCallStarted, _llm_call_started),
+        _by(k.LlmCallCompleted, _llm_call_completed),
+        _by(k.LlmCallFailed, lambda d: Line("✗", "LLM failed", "failure", 2, f"{d.elapsed_ms}ms {cut(d.error, 80)}")),
+        _by(k.ToolCallRequested, lambda d: Line("⚙", f"Tool: {d.tool_name}", "highlight", 2, cut(d.arguments, 80))),
+        _by(
+            k.ToolCallCompleted,
+            lambda d: _outcome(
+                not d.is_error, "Tool done", 2, f"{d.duration_ms}ms {cut(d.result or d.result_preview, 60)}"
+            ),
+        ),
+        _by(k.IntentionEmitted, lambda d: Line("!", "Intention", "warning", 2, d.intention_tag)),
+        _by(
+            k.IntentionEvaluated,
+            lambda d: Line("=", "Contract", "warning", 2, f"{d.intention_tag}: {cut(d.verdict, 70)}"),
+        ),
+        _by(
+            k.ApprovalRequested, lambda d: Line("?", "Approval", "warning", 2, f"{d.channel}: {cut(d.description, 70)}")
+        ),
+        _by(k.ApprovalGranted, lambda d: Line("✓", "Approved", "success", 2, f"by {d.decided_by}")),
+        _by(k.ApprovalDenied, lambda d: Line("✗", "Denied", "failure", 2, f"by {d.decided_by}: {d.reason or ''}")),
+        _by(k.ReasoningRequested, lambda d: Line("?", "Reasoning", "warning", 2, f"{d.channel}: {cut(d.prompt, 70)}")),
+        _by(k.ReasoningAnswered, _reasoning_answered),
+        _by(k.McpServerConnected, lambda d: Line("◆", "MCP up", "success", 0, f"{d.server} ({d.tool_count} tools)")),
+        _by(
+            k.McpServerDisconnected,
+            lambda d: Line(
+                "◇", "MCP down", "info" if d.reason == "shutdown" else "warning", 0, f"{d.server} — {d.reason}"
+            ),
+        ),
+        _by(
+            k.OutboundDispatched,
+            lambda d: Line("↗", f"→{d.sink}", "success", 0, f"{d.sink_type} HTTP {d.status} (on {d.triggered_by})"),
+        ),
+        _by(
+            k.OutboundFailed,
+            lambda d: Line("⚠", f"→{d.sink} FAIL", "failure", 0, f"{d.sink_type}: {cut(d.reason, 60)}"),
+        ),
+        _by(
+            k.AgentProcessingStarted,
+            lambda d: Line("▸", "Processing", "default", 1, f"conversation={d.conversation_id}"),
+        ),
+        _by(
+            k.AgentProcessingCompleted,
+            lambda d: _outcome(d.success, "Completed", 1, f"conversation={d.conversation_id}"),
+        ),
+    ]
+)
 
 
 def full_detail(event: Event) -> list[tuple[str, str]]:

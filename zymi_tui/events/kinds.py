@@ -1,4 +1,6 @@
-"""Every zymi-core 0.9.3 event kind (docs/engine.md#event-kinds; zymi's events/mod.rs), field for field.
+"""Every zymi-core 0.9.3 event kind (docs/engine.md#event-kinds; zymi's events/mod.rs), field for field:
+the one declaration of each kind's fields. The fast readers' msgspec structs are derived from these
+classes (`kind_json`), never written again.
 
 Each class is the `data` object of `{"type": <class name>, "data": {...}}`. Fields keep zymi's
 order, so dumping a model gives zymi's exact JSON. Unknown extra fields (which zymi's readers

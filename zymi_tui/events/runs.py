@@ -5,7 +5,7 @@ and start; the first `PipelineCompleted` of the same pipeline gives status and d
 (cli/runs_data.rs). A chat stream served by `zymi serve` therefore shows as one run; a *turn*
 pairs each `PipelineRequested` with the `PipelineCompleted` of its correlation id instead.
 Only the three bookkeeping kinds are read (through the kind index), never the whole store, and
-of those only the fields a run shows (`lean`), not whole events.
+of those the envelope's few fields a run shows (`lean`), not whole events.
 """
 
 from __future__ import annotations
@@ -13,18 +13,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from zymi_tui.events.lean import (
-    RUN_FIELDS,
-    LeanError,
-    PipelineCompleted,
-    PipelineRequested,
-    ResumeForkedFields,
-    RunEnvelope,
-    RunFields,
-    payload,
-    run_envelope,
-)
+from zymi_tui.events.kind_json import read_kind
+from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested, ResumeForked
+from zymi_tui.events.lean import LeanError, run_envelope
 from zymi_tui.events.store import EventReader, RawRow
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
@@ -32,6 +25,7 @@ from zymi_tui.events.writers import Writer, store_writers
 
 RUN_TAGS = ["pipeline_requested", "pipeline_completed", "resume_forked"]
 INTERRUPTED = "interrupted"
+_RUN_TYPES = frozenset({"PipelineRequested", "PipelineCompleted", "ResumeForked"})
 PAGE = 5000
 
 
@@ -105,9 +99,9 @@ class _Mark:
     """One bookkeeping event: its global id, envelope and the payload fields a run needs."""
 
     global_id: int
-    env: RunEnvelope
+    env: Any  # `lean.run_envelope`
     ns: int  # its timestamp
-    fields: RunFields
+    fields: PipelineRequested | PipelineCompleted | ResumeForked
 
 
 def _outcome(done: _Mark | None, started: int) -> tuple[str, int | None, str | None, str | None]:
@@ -187,10 +181,10 @@ async def _marks(reader: EventReader, rows: list[Tagged]) -> _Marks:
     for (gid, stream_id, seq, data), tag in rows:
         try:
             env = run_envelope(data)
-            decoder = RUN_FIELDS.get(env.kind.type)
-            if decoder is None:
+            if env.kind.type not in _RUN_TYPES:
                 continue  # the kind_tag column names a bookkeeping kind its JSON does not hold
-            mark = _Mark(gid, env, parse_timestamp_ns(env.timestamp), payload(env, decoder))
+            fields: Any = read_kind(env)
+            mark = _Mark(gid, env, parse_timestamp_ns(env.timestamp), fields)
         except (LeanError, ValueError) as e:
             reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
             if tag == RUN_TAGS[0]:
@@ -284,7 +278,7 @@ def _stream_runs(marks: list[_Mark], unread: list[_Unread], turns: bool) -> list
     if not requests and not unread:
         return []
     fork = next(
-        (Fork(k.parent_stream_id, k.fork_at_step) for m in marks if isinstance(k := m.fields, ResumeForkedFields)),
+        (Fork(k.parent_stream_id, k.fork_at_step) for m in marks if isinstance(k := m.fields, ResumeForked)),
         None,
     )
     completions = [m for m in marks if isinstance(m.fields, PipelineCompleted)]

@@ -39,9 +39,7 @@ from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
 from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import EventDecodeError
-from zymi_tui.events.kinds import snake_tag
-from zymi_tui.events.messages import AssistantMessage
-from zymi_tui.events.replay_kinds import (
+from zymi_tui.events.kinds import (
     ContextCompacted,
     LlmCallCompleted,
     LlmCallFailed,
@@ -50,14 +48,14 @@ from zymi_tui.events.replay_kinds import (
     MemoryWritten,
     PipelineCompleted,
     PipelineRequested,
-    ReplayEvent,
     ToolCallCompleted,
     UserMessageReceived,
     WorkflowNodeCompleted,
     WorkflowNodeStarted,
-    decode_replay_row,
-    replay_event,
+    snake_tag,
 )
+from zymi_tui.events.messages import AssistantMessage
+from zymi_tui.events.replay_kinds import ReplayEvent, decode_replay_row, replay_event
 from zymi_tui.events.store import STEP_MARK, EventReader, RowPage, run_of
 from zymi_tui.events.stored import BadRow
 from zymi_tui.project.reader import read_project
@@ -228,7 +226,7 @@ class StepDescription:
 
 def self_described(kind: WorkflowNodeStarted) -> StepDescription | None:
     """The step's own description, when zymi-tui's engine wrote it (zymi's readers ignore the field)."""
-    extra = kind.zymi_tui
+    extra = (kind.model_extra or {}).get("zymi_tui")
     if not isinstance(extra, dict) or not isinstance(extra.get("system_prompt"), str):
         return None
     try:

@@ -26,8 +26,8 @@ from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.factory import open_reader
+from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted
 from zymi_tui.events.location import StoreLocation
-from zymi_tui.events.replay_kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.calls import replay_events
 from zymi_tui.replay.compare import (

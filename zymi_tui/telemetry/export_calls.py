@@ -18,15 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zymi_tui.context.builder import fast_ts_ns
-from zymi_tui.events.replay_kinds import (
+from zymi_tui.events.kinds import (
     PipelineCompleted,
     PipelineRequested,
-    ReplayEvent,
     UserMessageReceived,
     WorkflowNodeCompleted,
     WorkflowNodeStarted,
-    replay_event,
 )
+from zymi_tui.events.replay_kinds import ReplayEvent, replay_event
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 from zymi_tui.events.tail import tail
 from zymi_tui.replay.calls import CallContext, make_replayer, replay_events, stream_ends

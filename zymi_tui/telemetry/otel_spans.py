@@ -18,15 +18,10 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from zymi_tui.context.builder import fast_ts_ns
+from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted, ToolCallCompleted
 from zymi_tui.events.messages import AssistantMessage, MessageModel, to_wire
-from zymi_tui.events.replay_kinds import (
-    LlmCallCompleted,
-    LlmCallFailed,
-    LlmCallStarted,
-    ReplayEvent,
-    ToolCallCompleted,
-    Usage,
-)
+from zymi_tui.events.messages import TokenUsage as Usage
+from zymi_tui.events.replay_kinds import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.calls import CallContext
 from zymi_tui.telemetry.export_calls import Ended, Run, RunTracker, Step, hex_id

@@ -10,14 +10,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from zymi_tui.events.lean import (
-    CONTEXT_COMPACTED,
-    LLM_CALL_COMPLETED,
-    LLM_CALL_STARTED,
-    LeanError,
-    payload,
-    run_envelope,
-)
+from zymi_tui.events.kind_json import CONTEXT_COMPACTED, LLM_CALL_COMPLETED, read_kind
+from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.lean import LeanError, payload, run_envelope
 from zymi_tui.events.store import RawRow, step_of
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
@@ -111,7 +106,8 @@ class CallCollector:
                     se = StoredEvent(gid, decode_event(data, seq), data)
                 self._seen(gid, ns)
                 if kind == "LlmCallStarted":
-                    d = payload(env, LLM_CALL_STARTED)
+                    d = read_kind(env)
+                    assert isinstance(d, LlmCallStarted)
                     self._started(gid, env.stream_id, seq, ns, d.iteration, d.message_count, d.approx_context_chars)
                 elif kind == "LlmCallCompleted":
                     c = payload(env, LLM_CALL_COMPLETED)

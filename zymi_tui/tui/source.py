@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zymi_tui.errors import UserError
-from zymi_tui.events.lean import LLM_CALL_STARTED, LeanError, envelope, payload
+from zymi_tui.events.kind_json import read_kind
+from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.lean import LeanError, envelope
 from zymi_tui.events.runs import RunSummary, newest_runs, turn_ranges
 from zymi_tui.events.store import EventReader, run_of, step_prefix
 from zymi_tui.events.stored import BadRow, StoredEvent
@@ -87,14 +89,8 @@ async def read_peaks(reader: EventReader, turn_of: dict[str, str]) -> AsyncItera
         for gid, stream_id, seq, data in page.rows:
             try:
                 env = envelope(data)
-                if env.kind.type == "LlmCallStarted":
-                    _peak(
-                        out,
-                        env.stream_id,
-                        env.correlation_id,
-                        payload(env, LLM_CALL_STARTED).approx_context_chars,
-                        turn_of,
-                    )
+                if env.kind.type == "LlmCallStarted" and isinstance(d := read_kind(env), LlmCallStarted):
+                    _peak(out, env.stream_id, env.correlation_id, d.approx_context_chars, turn_of)
             except LeanError as e:
                 reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
         if out:

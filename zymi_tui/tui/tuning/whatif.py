@@ -27,8 +27,9 @@ from zymi_tui.context.builder import (
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.hashchain import ChainRow, ChainScan
-from zymi_tui.events.replay_kinds import LlmCallStarted as ReplayCallStarted
-from zymi_tui.events.replay_kinds import WorkflowNodeCompleted, replay_event
+from zymi_tui.events.kinds import LlmCallStarted as ReplayCallStarted
+from zymi_tui.events.kinds import WorkflowNodeCompleted
+from zymi_tui.events.replay_kinds import replay_event
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,

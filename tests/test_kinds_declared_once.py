@@ -1,0 +1,53 @@
+"""Each event kind's fields are declared once (`events.kinds`): no other module declares a class named
+after a kind, and a fast reader (a replay, a search) hands out the very kind a whole-event reader does."""
+
+from __future__ import annotations
+
+import ast
+import sqlite3
+from pathlib import Path
+
+from zymi_tui.events.envelope import decode_event
+from zymi_tui.events.kinds import KNOWN_KINDS
+from zymi_tui.events.replay_kinds import decode_replay_row
+from zymi_tui.events.row_lines import row_line
+
+from .conftest import SCENARIOS, oracle_db
+
+PACKAGE = Path(__file__).resolve().parents[1] / "zymi_tui"
+NAMES = set(KNOWN_KINDS) | {"TokenUsage", "Usage", "OutputVia"}
+
+
+def _declared(tree: ast.AST) -> set[str]:
+    """Class names a module declares: `class X` and `msgspec.defstruct("X", ...)` with a literal name."""
+    found = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "defstruct"]
+    named = [c.args[0] for c in calls if c.args and isinstance(c.args[0], ast.Constant)]
+    return found | {a.value for a in named if isinstance(a.value, str)}
+
+
+def test_no_module_but_kinds_declares_a_kind() -> None:
+    where: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for name in _declared(ast.parse(path.read_text())):
+            base = name.removeprefix("_").removesuffix("Fields").removesuffix("Json")
+            if base in NAMES:
+                where.setdefault(base, []).append(str(path.relative_to(PACKAGE)))
+    twice = {k: v for k, v in where.items() if len(v) > 1}
+    assert not twice, f"declared in more than one place: {twice}"
+
+
+def test_a_fast_reader_hands_out_the_whole_event_kind() -> None:
+    con = sqlite3.connect(f"file:{oracle_db(SCENARIOS[0])}?mode=ro", uri=True)
+    rows = con.execute("SELECT id, sequence, data FROM events ORDER BY id").fetchall()
+    con.close()
+    seen = set()
+    for gid, seq, data in rows:
+        whole = decode_event(data, seq).kind
+        replayed = decode_replay_row(whole.type_name, gid, seq, data).kind
+        if replayed is not None:
+            assert type(replayed) is type(whole)
+            assert replayed.to_data() == whole.to_data()
+            seen.add(whole.type_name)
+        assert row_line(data, seq)[0] == whole.type_name
+    assert {"LlmCallCompleted", "UserMessageReceived", "ToolCallCompleted"} <= seen
