@@ -1,0 +1,1 @@
+"""Files zymi-tui ships and reads at run time: bashlex tables, default prices, sample stores, the web page."""

@@ -90,8 +90,8 @@ class OnceFooter(FittingFooter):
     """Textual's Footer, rebuilt once per burst of binding changes instead of once per change.
 
     At start-up the screen is pushed, focused and the app focused: three signals, and Textual's Footer
-    rebuilds all its keys after each (every key restyled one by one: ~0.1 s of CPU a time for the
-    dashboard's 25 keys, on the UI thread while the first runs list waits). A rebuild always shows the
+    rebuilds all its keys after each (every key restyled one by one, on the UI thread while the first
+    runs list waits). A rebuild always shows the
     bindings as they are when it runs, so one pending rebuild serves every signal before it.
     """
 

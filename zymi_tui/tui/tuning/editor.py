@@ -109,10 +109,10 @@ class Quiet(Static):
 class KnobInput(Input):
     """A knob's field. Every change of its value goes to `typed` at once, within the key's handling,
     so what the screen draws for it joins the frame that shows the key (`Input.Changed` arrives after
-    that frame: the figures then waited for the screen's next update, 17-33 ms later). Textual's Input
-    sets its virtual size to its text's width on every keystroke, and a new virtual size lays the
-    whole screen out (10-30 ms per key on a long stream's editor); here it is at least the field's
-    width, so a value that fits changes nothing."""
+    that frame, and the figures would wait for the screen's next update). Textual's Input sets its
+    virtual size to its text's width on every keystroke, and a new virtual size lays the whole screen
+    out; here it is at least the field's width, so a value that fits changes nothing (figures:
+    docs/performance-notes.md)."""
 
     def __init__(self, value: str, typed: Callable[[str, str], object], *, knob: str) -> None:
         self.typed, self.knob = typed, knob
@@ -343,14 +343,14 @@ class TuningScreen(ActionScreen):
         if picked is not None and picked.rendered is not None:
             await asyncio.to_thread(prepare_recorded, picked.rendered)
         # the loaded run and the base replay live as long as the editor: kept out of the collector's
-        # full walks while it is open (on the UI thread they cost ~140 ms of CPU per edit on a 10k stream)
+        # full walks while it is open (on the UI thread they would cost an edit its frame)
         gc.freeze()
 
     # -- the collector --------------------------------------------------------------------------
     def hold_collector(self) -> None:
         """No cyclic collection from an edit until its what-if is on screen (`release_collector`): a
-        full one walks what the last what-ifs left (20-180 ms on a 10k-event stream), and it came in
-        the middle of an edit every few edits (where the what-if's allocations made it due)."""
+        full one walks what the last what-ifs left, and it came in the middle of an edit every few edits
+        (where the what-if's allocations made it due)."""
         if not self.gc_hold_since:
             self.gc_hold.enter_context(gc_paused())
         self.gc_hold_since = time.perf_counter()
@@ -376,8 +376,8 @@ class TuningScreen(ActionScreen):
             self.set_timer(RECLAIM_IDLE_S, self.reclaim)
 
     def reclaim(self) -> None:
-        """What was frozen alive and has become garbage since (Textual's widgets replaced, ~75 KB an
-        edit on a 10k-event stream) collected, in one full walk (~0.2-0.3 s), once the editor is idle."""
+        """What was frozen alive and has become garbage since (Textual's widgets replaced at each edit)
+        collected, in one full walk, once the editor is idle."""
         if self.gc_hold_since or time.perf_counter() - self.released < RECLAIM_IDLE_S:
             return  # an edit came: the next one's release asks again
         gc.unfreeze()
@@ -404,7 +404,7 @@ class TuningScreen(ActionScreen):
 
     def retire(self, *lists: list[CallContext] | None) -> None:
         """Lists of rows about to be replaced on screen: let go of after the next frame (freeing a
-        what-if's thousands of rows takes ~10 ms of the UI thread, which then came before the frame
+        what-if's thousands of rows takes the UI thread a while, which then came before the frame
         showing the new what-if, wherever the last reference went)."""
         kept = [calls for calls in lists if calls]
         if not kept:
