@@ -29,8 +29,9 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
-from zymi_tui.context.builder import ContextBuilder, Prefix
+from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.context.rendered import Prefix
 from zymi_tui.events import kinds
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import (

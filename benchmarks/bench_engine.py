@@ -47,7 +47,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from zymi_tui.context.builder import ContextBuilder, Prefix  # noqa: E402
+from zymi_tui.context.builder import ContextBuilder  # noqa: E402
+from zymi_tui.context.rendered import Prefix  # noqa: E402
 from zymi_tui.engine.approvals import DenyAll  # noqa: E402
 from zymi_tui.engine.chat import chat_pipeline, send  # noqa: E402
 from zymi_tui.engine.loader import load_workspace  # noqa: E402

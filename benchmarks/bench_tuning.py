@@ -32,8 +32,9 @@ from pathlib import Path
 
 from textual.widgets import Input
 
-from zymi_tui.context.builder import ContextBuilder, Prefix
+from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import PROFILES, ContextKnobs
+from zymi_tui.context.rendered import Prefix
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, LlmCallStarted, ToolCallCompleted

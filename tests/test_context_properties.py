@@ -13,9 +13,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from zymi_tui.context.builder import COMPACTED_HEADER, ContextBuilder, Prefix
+from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.masking import mask_assistant, mask_tool_result, memory_text, message_bytes
+from zymi_tui.context.rendered import COMPACTED_HEADER, Prefix
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import (
@@ -285,18 +286,18 @@ item = st.tuples(st.sampled_from(["assistant", "tool", "user", "summary"]), text
 
 
 def _raw(seq: int, kind: str, text: str) -> Any:
-    from zymi_tui.context import builder as b
+    from zymi_tui.context import layer_c as b
 
     call = ToolCallInfo(id=f"c{seq}", name="read_file", arguments="{}")
     made: dict[str, tuple[MessageModel, int]] = {
-        "assistant": (AssistantMessage(content=text, tool_calls=(call,)), b._ASSISTANT),
-        "tool": (ToolResultMessage(tool_call_id=f"c{seq - 1}", content=text), b._TOOL),
-        "user": (UserMessage(content=text), b._OTHER),
-        "summary": (UserMessage(content=COMPACTED_HEADER + text), b._OTHER),
+        "assistant": (AssistantMessage(content=text, tool_calls=(call,)), b.ASSISTANT),
+        "tool": (ToolResultMessage(tool_call_id=f"c{seq - 1}", content=text), b.TOOL),
+        "user": (UserMessage(content=text), b.OTHER),
+        "summary": (UserMessage(content=COMPACTED_HEADER + text), b.OTHER),
     }
     message, code = made[kind]
     note = "summary" if kind == "summary" else None
-    return b._Raw(seq, 0, message, message_bytes(message), code, note)
+    return b.Item(seq, 0, message, message_bytes(message), code, note)
 
 
 @given(st.lists(item, max_size=30), st.lists(item, max_size=6), st.data())
@@ -304,17 +305,17 @@ def _raw(seq: int, kind: str, text: str) -> Any:
 def test_a_tail_extended_from_another_equals_appending_its_items(
     base_items: list[tuple[str, str]], own_items: list[tuple[str, str]], data: st.DataObject
 ) -> None:
-    """`_Tail.extend` (what `ContextBuilder.follow` uses: running sums and turns copied from the base
+    """`Tail.extend` (what `ContextBuilder.follow` uses: running sums and turns copied from the base
     tail) leaves the tail exactly as appending the same items one by one, wherever the copied range
     starts (a tool result first, an open turn of its own, a summary inside)."""
-    from zymi_tui.context.builder import _Tail
+    from zymi_tui.context.layer_c import Tail
 
-    base = _Tail()
+    base = Tail()
     for seq, (kind, text) in enumerate(base_items):
         base.append(_raw(seq, kind, text))
     start = data.draw(st.integers(0, len(base_items)))
     end = data.draw(st.integers(start, len(base_items)))
-    one_by_one, extended = _Tail(), _Tail()
+    one_by_one, extended = Tail(), Tail()
     for seq, (kind, text) in enumerate(own_items):  # the same raws in both: a tail of its own first
         raw = _raw(1000 + seq, kind, text)
         one_by_one.append(raw)
@@ -322,6 +323,6 @@ def test_a_tail_extended_from_another_equals_appending_its_items(
     for i in range(start, end):
         one_by_one.append(base.items[i])
     extended.extend(base, start, end)
-    for slot in _Tail.__slots__:
+    for slot in Tail.__slots__:
         assert getattr(extended, slot) == getattr(one_by_one, slot), slot
     assert extended.head is one_by_one.head

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zymi_tui.context.builder import RenderedContext
 from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.context.rendered import RenderedContext
 from zymi_tui.replay.calls import CallContext
 from zymi_tui.replay.compare import ProfileRun, RecordedOutput, calibrate, call_figures, summarize
 from zymi_tui.replay.costs import parse_prices

@@ -15,8 +15,8 @@ import pytest
 
 from benchmarks.make_long_run import write_clones
 from tests.conftest import ORACLE, SCENARIOS
-from zymi_tui.context.builder import ContextEntry
 from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.messages import to_wire

@@ -6,8 +6,8 @@ optional inputs); this module only fills in a run's inputs and earlier steps' ou
 
 from __future__ import annotations
 
-from zymi_tui.context.builder import Prefix
 from zymi_tui.context.masking import floor_bytes
+from zymi_tui.context.rendered import Prefix
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.reader import Project, StepSpec
 

@@ -16,8 +16,10 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from zymi_tui.context.builder import Prefix, Shape, _Raw, _Tail, layer_c_bytes
+from zymi_tui.context.layer_c import Item, Tail
 from zymi_tui.context.masking import memory_text
+from zymi_tui.context.rendered import Prefix, Shape
+from zymi_tui.context.splice import layer_c_bytes
 
 
 @dataclass(frozen=True)
@@ -61,18 +63,18 @@ def _b_key(shape: Shape) -> tuple[Hashable, int] | None:
     return ("memory", frozenset(text.splitlines())), len(text.encode())
 
 
-def maskable(tail: _Tail, i: int) -> bool:
+def maskable(tail: Tail, i: int) -> bool:
     """Whether Layer C item `i` looks different once its turn is masked."""
     r = tail.items[i]
     return r.masked_for != -1 and (r.masked_text is not None or r.masked_bytes != r.bytes) and tail.in_turn(i)
 
 
-def _masked(tail: _Tail, i: int, mask_end: int) -> bool:
+def _masked(tail: Tail, i: int, mask_end: int) -> bool:
     """Whether Layer C item `i` is shown in a form other than its full one."""
     return i < mask_end and maskable(tail, i)
 
 
-def _c_key(r: _Raw, masked: bool) -> Hashable:
+def _c_key(r: Item, masked: bool) -> Hashable:
     return (r.seq, r.kind, masked, r.message.content if r.note is not None else None)
 
 

@@ -12,8 +12,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from zymi_tui.context.builder import ContextBuilder, Prefix, RenderedContext
+from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.context.rendered import Prefix, RenderedContext
 from zymi_tui.engine.bash_parser import preload as preload_bashlex
 from zymi_tui.engine.config import AgentConfig, StepConfig
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, Provider, ProviderError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from zymi_tui.context.builder import ContextEntry
+from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.replay.calls import CallContext
 

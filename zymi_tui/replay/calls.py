@@ -22,20 +22,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from zymi_tui.context.builder import (
-    COMPACTION_PROMPT,
-    CompactionPlan,
-    ContextBuilder,
-    ContextEntry,
-    Converted,
-    Prefix,
-    RenderedContext,
-    Shape,
-    fast_ts_ns,
-)
+from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
+from zymi_tui.context.layer_c import Converted, fast_ts_ns
 from zymi_tui.context.masking import message_bytes
 from zymi_tui.context.prefix import ProjectPrefixes
+from zymi_tui.context.rendered import COMPACTION_PROMPT, CompactionPlan, ContextEntry, Prefix, RenderedContext, Shape
 from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
 from zymi_tui.errors import UserError
 from zymi_tui.events.envelope import EventDecodeError

@@ -3,7 +3,7 @@ forgotten, compacted away, dropped by `context.mode: fresh`, or not yet there â€
 
 Built from the `Shape` each replayed call keeps, so a cell costs a dictionary lookup and the
 rent (bytes x calls carried) of every message is exact without visiting every (message, call)
-pair: within one Layer C list (`_Tail`) a message's calls in full, then masked, then forgotten
+pair: within one Layer C list (`Tail`) a message's calls in full, then masked, then forgotten
 are contiguous runs found by bisection over the calls' (n, cut, mask_end), which only grow.
 """
 
@@ -14,8 +14,9 @@ import itertools
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from zymi_tui.context.builder import Shape, _Raw, _Tail
+from zymi_tui.context.layer_c import Item, Tail
 from zymi_tui.context.masking import memory_text
+from zymi_tui.context.rendered import Shape
 from zymi_tui.context.reuse import maskable
 from zymi_tui.events.messages import AssistantMessage, ToolResultMessage, message_text
 from zymi_tui.replay.calls import CallContext
@@ -24,7 +25,7 @@ FULL, MASKED, FORGOTTEN, COMPACTED, FRESH, NOT_YET = range(6)
 STATE_NAMES = ("in full", "masked", "forgotten", "compacted away", "dropped by context.mode: fresh", "not yet there")
 
 
-def _key(raw: _Raw) -> Hashable:
+def _key(raw: Item) -> Hashable:
     return (raw.seq, raw.kind, raw.note)
 
 
@@ -77,7 +78,7 @@ class MessageLife:
         assert shape is not None
         return shape
 
-    def _tails(self) -> dict[int, _Tail]:
+    def _tails(self) -> dict[int, Tail]:
         return {id(self.shape(c).tail): self.shape(c).tail for c in range(len(self.calls))}
 
     def _collect(self) -> None:
@@ -218,7 +219,7 @@ class DiffLine:
     bytes: int  # what the change did to the context's size (+ grew, - shrank)
 
 
-def _shown(shape: Shape) -> dict[Hashable, tuple[int, bool, _Raw]]:
+def _shown(shape: Shape) -> dict[Hashable, tuple[int, bool, Item]]:
     """Layer C of a call: key -> (bytes as sent, masked, item)."""
     t = shape.tail
     out = {}
@@ -229,7 +230,7 @@ def _shown(shape: Shape) -> dict[Hashable, tuple[int, bool, _Raw]]:
     return out
 
 
-def _what(raw: _Raw) -> str:
+def _what(raw: Item) -> str:
     kind = "summary" if raw.note is not None and raw.message.role == "system" else raw.message.role
     return f"seq {raw.seq} {kind}"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from zymi_tui.context.builder import ContextEntry
+from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import AssistantMessage, MessageModel, message_text
 from zymi_tui.events.stored import StoredEvent

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from zymi_tui.context.builder import ContextEntry
+from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.messages import AssistantMessage, ToolResultMessage
 from zymi_tui.replay.calls import CallContext
 

@@ -17,7 +17,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 
-from zymi_tui.context.builder import fast_ts_ns
+from zymi_tui.context.layer_c import fast_ts_ns
 from zymi_tui.events.kinds import (
     PipelineCompleted,
     PipelineRequested,

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from zymi_tui import __version__
-from zymi_tui.context.builder import ContextEntry
+from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.context.tokens import estimate_text_tokens
 from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.messages import AssistantMessage, SystemMessage, ToolResultMessage, UserMessage

@@ -17,7 +17,7 @@ from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from zymi_tui.context.builder import fast_ts_ns
+from zymi_tui.context.layer_c import fast_ts_ns
 from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted, ToolCallCompleted
 from zymi_tui.events.messages import AssistantMessage, MessageModel, to_wire
 from zymi_tui.events.messages import TokenUsage as Usage

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zymi_tui.context.builder import ContextEntry
+from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.messages import AssistantMessage, ToolResultMessage, message_text
 from zymi_tui.replay.calls import CallContext
 from zymi_tui.tui.safe_text import clean

@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Collapsible, Input, Markdown, Static
 
-from zymi_tui.context.builder import RenderedContext
+from zymi_tui.context.rendered import RenderedContext
 from zymi_tui.tui.chat.transcript import Turn, shown_text
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.safe_text import clean, safe_text

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from zymi_tui.context.builder import ContextEntry, RenderedContext
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs, KnobError, make_knobs, parse_set
+from zymi_tui.context.rendered import ContextEntry, RenderedContext
 from zymi_tui.events.messages import message_text
 from zymi_tui.replay.calls import CallContext
 

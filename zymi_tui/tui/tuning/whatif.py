@@ -13,19 +13,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zymi_tui.context.builder import (
-    BuildMark,
-    ContextBuilder,
-    Converted,
-    Prefix,
-    RenderedContext,
-    Segment,
-    Splice,
-    rerender,
-    spliced_context,
-)
+from zymi_tui.context.builder import BuildMark, ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
+from zymi_tui.context.layer_c import Converted
 from zymi_tui.context.prefix import ProjectPrefixes
+from zymi_tui.context.rendered import Prefix, RenderedContext
+from zymi_tui.context.splice import Segment, Splice, rerender, spliced_context
 from zymi_tui.events.hashchain import ChainRow, ChainScan
 from zymi_tui.events.kinds import LlmCallStarted as ReplayCallStarted
 from zymi_tui.events.kinds import WorkflowNodeCompleted

@@ -1,0 +1,219 @@
+"""Layer C of zymi's ContextBuilder: the step stream's events converted to messages once (timestamp,
+message, bytes, masked forms) and kept in a list with turn boundaries and running byte sums."""
+
+from __future__ import annotations
+
+import bisect
+import copy
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from zymi_tui.context.masking import (
+    CONTENT_PREVIEW_BYTES,
+    ELLIPSIS,
+    floor_bytes,
+    message_bytes,
+    placeholder,
+)
+from zymi_tui.events.kinds import LlmCallCompleted, ToolCallCompleted, UserMessageReceived
+from zymi_tui.events.messages import (
+    AssistantMessage,
+    MessageModel,
+    ToolCallInfo,
+    ToolResultMessage,
+)
+from zymi_tui.events.replay_kinds import ReplayEvent
+from zymi_tui.events.timestamps import parse_timestamp_ns
+
+ASSISTANT, TOOL, OTHER = 0, 1, 2
+
+
+@dataclass(slots=True)
+class Item:
+    """A step-stream event that becomes a Layer C message (converted once)."""
+
+    seq: int
+    ts: int
+    message: MessageModel
+    bytes: int
+    kind: int
+    note: str | None = None  # a summary's or a simulated message's reason
+    simulated: bool = False
+    masked_for: int = -1  # id() of the turn head its masked form was made for (0: an assistant)
+    masked_text: str | None = None  # the masked content (None: unchanged)
+    masked_bytes: int = 0
+    masked: MessageModel | None = None  # the masked message, made when first shown
+    calls: dict[str, ToolCallInfo] | None = None  # an assistant's tool calls by id
+
+    def masked_message(self) -> MessageModel:
+        if self.masked is None:
+            m = self.message
+            if self.masked_text is None:
+                self.masked = m
+            elif isinstance(m, AssistantMessage):
+                self.masked = AssistantMessage(content=self.masked_text, tool_calls=m.tool_calls)
+            else:
+                assert isinstance(m, ToolResultMessage)
+                self.masked = ToolResultMessage(tool_call_id=m.tool_call_id, content=self.masked_text)
+        return self.masked
+
+
+def kind_of(message: MessageModel) -> int:
+    if isinstance(message, AssistantMessage):
+        return ASSISTANT
+    if isinstance(message, ToolResultMessage):
+        return TOOL
+    return OTHER
+
+
+class Tail:
+    """Layer C before forget/masking, with turn boundaries and running byte sums."""
+
+    __slots__ = ("cum_full", "cum_masked", "head", "hidden_by_fresh", "items", "summaries", "turn_ends", "turn_starts")
+
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+        self.turn_starts: list[int] = []
+        self.turn_ends: list[int] = []
+        self.cum_full: list[int] = [0]
+        self.cum_masked: list[int] = [0]
+        self.head: Item | None = None  # the assistant of the open turn
+        self.summaries = 0  # `[compacted history]` messages among the items
+        self.hidden_by_fresh = 0  # stored items older than the fresh cutoff
+
+    def append(self, raw: Item) -> None:
+        n = len(self.items)
+        masked_bytes = raw.bytes
+        if raw.kind == ASSISTANT:
+            self.turn_starts.append(n)
+            self.turn_ends.append(n + 1)
+            self.head = raw
+            if raw.masked_for != 0:
+                content = raw.message.content
+                if raw.simulated:  # no real text: only its estimated size is cut
+                    raw.masked_text, raw.masked_bytes = (
+                        None,
+                        min(raw.bytes, CONTENT_PREVIEW_BYTES + len(ELLIPSIS.encode())),
+                    )
+                elif content is not None and raw.bytes > CONTENT_PREVIEW_BYTES:
+                    raw.masked_text = floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
+                    raw.masked_bytes = len(raw.masked_text.encode())
+                else:
+                    raw.masked_text, raw.masked_bytes = None, raw.bytes
+                raw.masked, raw.masked_for = None, 0
+            masked_bytes = raw.masked_bytes
+        elif raw.kind == TOOL and self.head is not None:
+            self.turn_ends[-1] = n + 1
+            if raw.masked_for != id(self.head):
+                head = self.head
+                if head.calls is None:
+                    head.calls = {c.id: c for c in head.message.tool_calls}  # type: ignore[union-attr]
+                msg = raw.message
+                assert isinstance(msg, ToolResultMessage)
+                raw.masked_text = placeholder(head.calls.get(msg.tool_call_id), msg.content, raw.bytes)
+                raw.masked_bytes = len(raw.masked_text.encode())
+                raw.masked, raw.masked_for = None, id(head)
+            masked_bytes = raw.masked_bytes
+        else:
+            self.head = None
+            if raw.note is not None and raw.kind == OTHER:
+                self.summaries += 1
+        self.items.append(raw)
+        self.cum_full.append(self.cum_full[-1] + raw.bytes)
+        self.cum_masked.append(self.cum_masked[-1] + masked_bytes)
+
+    def extend(self, base: Tail, start: int, end: int) -> None:
+        """Append `base`'s items [start, end) as `append` does one by one, from `base`'s running sums
+        and turns, where `base` appended the same items (the same objects: their masked forms are
+        made already) in the same turns: true from the first item that is not a tool result (a tool
+        result joins this tail's open turn, which may not be the one it joined in `base`)."""
+        items = base.items
+        while start < end and items[start].kind == TOOL:
+            self.append(items[start])
+            start += 1
+        if start >= end:
+            return
+        off = len(self.items) - start
+        full, masked = self.cum_full[-1] - base.cum_full[start], self.cum_masked[-1] - base.cum_masked[start]
+        self.items += items[start:end]
+        self.cum_full += [v + full for v in base.cum_full[start + 1 : end + 1]]
+        self.cum_masked += [v + masked for v in base.cum_masked[start + 1 : end + 1]]
+        lo = bisect.bisect_left(base.turn_starts, start)
+        hi = bisect.bisect_left(base.turn_starts, end)
+        self.turn_starts += [t + off for t in base.turn_starts[lo:hi]]
+        self.turn_ends += [min(t, end) + off for t in base.turn_ends[lo:hi]]
+        # the open turn's assistant: the last turn's, if its items run to the end (else an item that is
+        # not part of a turn came after it, or no turn started: `append` left None)
+        self.head = items[base.turn_starts[hi - 1]] if hi > lo and min(base.turn_ends[hi - 1], end) == end else None
+        self.summaries += sum(1 for r in items[start:end] if r.kind == OTHER and r.note is not None)
+
+    def clone(self) -> Tail:
+        other = copy.copy(self)
+        other.items, other.turn_starts, other.turn_ends = list(self.items), list(self.turn_starts), list(self.turn_ends)
+        other.cum_full, other.cum_masked = list(self.cum_full), list(self.cum_masked)
+        return other
+
+    def in_turn(self, index: int) -> bool:
+        """Whether item `index` belongs to a turn (so has a masked form)."""
+        t = bisect.bisect_right(self.turn_starts, index) - 1
+        return t >= 0 and index < self.turn_ends[t]
+
+
+def to_message(event: Any) -> MessageModel | None:
+    """The Layer C message of an event kind, or None for kinds zymi skips."""
+    if isinstance(event, LlmCallCompleted):
+        if event.response_message is not None:
+            return event.response_message
+        return AssistantMessage(content=event.content_preview, tool_calls=())
+    if isinstance(event, ToolCallCompleted):
+        return ToolResultMessage(tool_call_id=event.call_id, content=event.result or event.result_preview)
+    if isinstance(event, UserMessageReceived):
+        return event.content
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _utc_seconds(date_time: str) -> int:
+    """`YYYY-MM-DDTHH:MM:SS` (UTC) in seconds since the epoch; events of one second share the result."""
+    return int(datetime.fromisoformat(date_time + "+00:00").timestamp())
+
+
+@lru_cache(maxsize=1024)
+def fast_ts_ns(text: str) -> int:
+    """`parse_timestamp_ns` with a fast path for zymi's `YYYY-MM-DDTHH:MM:SS[.f]Z`; remembered, as an
+    event's timestamp is asked for by every replayer it is fed to, and more than once by each."""
+    if len(text) >= 20 and text[-1] == "Z" and text[10] == "T" and (len(text) == 20 or text[19] == "."):
+        secs = _utc_seconds(text[:19])
+        frac = text[20:-1]
+        return secs * 1_000_000_000 + (int(frac.ljust(9, "0")[:9]) if frac else 0)
+    return parse_timestamp_ns(text)
+
+
+def convert(ev: ReplayEvent) -> tuple[int, Item | None]:
+    """An event's timestamp (ns) and its Layer C message (None: a kind zymi skips)."""
+    message = to_message(ev.kind)
+    ts = fast_ts_ns(ev.timestamp)
+    return ts, None if message is None else Item(ev.sequence, ts, message, message_bytes(message), kind_of(message))
+
+
+class Converted:
+    """The Layer C message of each event, converted once (timestamp, message, bytes, masked forms) and
+    shared by every builder fed the same events: a what-if re-run of a stream starts from these.
+    The masked form of an item depends only on its turn's head, which the re-runs share, so the
+    items can be shared too."""
+
+    def __init__(self, *, keep_all: bool = True) -> None:
+        """`keep_all=False`: only the last event's (builders fed one event after another, as the
+        replayers of one pass over a store under several knob sets are; memory stays flat)."""
+        self._by_id: dict[int, tuple[ReplayEvent, int, Item | None]] = {}
+        self._keep_all = keep_all
+
+    def get(self, ev: ReplayEvent) -> tuple[int, Item | None]:
+        hit = self._by_id.get(id(ev))
+        if hit is None or hit[0] is not ev:
+            if not self._keep_all:
+                self._by_id.clear()
+            hit = self._by_id[id(ev)] = (ev, *convert(ev))
+        return hit[1], hit[2]
