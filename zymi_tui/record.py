@@ -15,11 +15,11 @@ refuses), and a discriminated union tries only the member its discriminator name
 
 from __future__ import annotations
 
-import inspect
 import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, ClassVar, Self, TypeVar, dataclass_transform
 
 R = TypeVar("R", bound="Record")
@@ -63,6 +63,17 @@ def field(*, default: Any = _MISSING, default_factory: Any = None, **rules: Any)
     if not rules.keys() <= _RULES:
         raise TypeError(f"field(): unknown rules {sorted(rules.keys() - _RULES)}")
     return Spec(default, default_factory, rules)
+
+
+def _annotations(cls: type) -> dict[str, Any]:
+    """The annotations a class declares itself, as `inspect.get_annotations` reads them on Python 3.11,
+    without importing `inspect` (which imports `ast`: a large part of a command's start-up)."""
+    found: dict[str, Any] | None = cls.__dict__.get("__annotations__")  # noqa: RUF063
+    if found is None and "__annotate__" in cls.__dict__:  # a Python that makes them lazily (3.14)
+        import inspect
+
+        return inspect.get_annotations(cls)
+    return found or {}
 
 
 class _Refused(Exception):
@@ -113,7 +124,7 @@ class Record:
             cls.__hash__ = Record._frozen_hash  # type: ignore[method-assign,assignment]
             cls.__setattr__ = Record._frozen_setattr  # type: ignore[method-assign,assignment]
         fields = dict(cls._FIELDS)
-        for name, annotation in inspect.get_annotations(cls).items():
+        for name, annotation in _annotations(cls).items():
             if str(annotation).startswith("ClassVar"):
                 continue
             value = cls.__dict__.get(name, _MISSING)
@@ -159,13 +170,19 @@ class Record:
     @property
     def model_extra(self) -> dict[str, Any] | None:
         """The keys it was given that are not fields, with `extra="allow"` (else None)."""
-        extra: dict[str, Any] | None = getattr(self, "__pydantic_extra__")  # noqa: B009  # a slot pydantic-core fills
+        try:
+            extra: dict[str, Any] | None = _GET_EXTRA(self)  # a slot pydantic-core fills
+        except AttributeError:  # made by `builder` with no extra keys
+            extra = {} if type(self)._EXTRA == "allow" else None
         return extra
 
     @property
     def model_fields_set(self) -> set[str]:
         """The fields given when it was made (the others took their defaults)."""
-        given: set[str] = getattr(self, "__pydantic_fields_set__")  # noqa: B009  # a slot pydantic-core fills
+        try:
+            given: set[str] = _GET_FIELDS_SET(self)  # a slot pydantic-core fills
+        except AttributeError:  # made by `builder`: every field was given
+            given = set(self.__dict__)
         return given
 
     @classmethod
@@ -273,6 +290,8 @@ _SET_DICT = object.__setattr__
 _SET_FIELDS_SET = Record.__dict__["__pydantic_fields_set__"].__set__  # the slots' own setters: no lookup
 _SET_EXTRA = Record.__dict__["__pydantic_extra__"].__set__
 _SET_PRIVATE = Record.__dict__["__pydantic_private__"].__set__
+_GET_EXTRA = partial(Record.__dict__["__pydantic_extra__"].__get__)
+_GET_FIELDS_SET = partial(Record.__dict__["__pydantic_fields_set__"].__get__)
 
 
 def _fill(record: Record, values: dict[str, Any], given: set[str], extra: dict[str, Any] | None) -> None:
@@ -319,7 +338,7 @@ def _hints(cls: type[Record]) -> dict[str, Any]:
         hints: dict[str, Any] = {}
         for klass in reversed(cls.__mro__[: cls.__mro__.index(Record)]):
             scope = vars(sys.modules[klass.__module__])
-            for name, annotation in inspect.get_annotations(klass).items():
+            for name, annotation in _annotations(klass).items():
                 if name in cls._FIELDS:
                     hints[name] = _evaluated(annotation, scope)
         cls._HINTS = hints
@@ -526,6 +545,21 @@ def record_fields(cls: type[Record]) -> list[tuple[str, Any, Any, Any]]:
 def built(cls: type[R], values: dict[str, Any], extra: dict[str, Any] | None) -> R:
     """`cls` from values already checked against its fields (by a msgspec struct derived from them), in
     field order; not checked again."""
-    made = cls.__new__(cls)
-    _fill(made, values, set(values), extra if cls._EXTRA == "allow" else None)
+    made: R = builder(cls)(values, extra)
     return made
+
+
+def builder(cls: type[R]) -> Callable[[dict[str, Any], dict[str, Any] | None], R]:
+    """What `built` does for `cls`, bound once (a fast reader makes one record per row): only the
+    fields are set, and the extra keys when there are some (`model_extra` and `model_fields_set`
+    read an unset slot as none and all)."""
+    new, allow, set_dict, set_extra = object.__new__, cls._EXTRA == "allow", _SET_DICT, _SET_EXTRA
+
+    def make(values: dict[str, Any], extra: dict[str, Any] | None) -> R:
+        made: R = new(cls)
+        set_dict(made, "__dict__", values)
+        if extra and allow:
+            set_extra(made, extra)
+        return made
+
+    return make

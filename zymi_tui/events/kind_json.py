@@ -20,7 +20,7 @@ import msgspec
 from zymi_tui.events import kinds
 from zymi_tui.events.lean import Envelope, payload
 from zymi_tui.events.messages import MessageModel, parse_message_json
-from zymi_tui.record import MISSING, Record, built, record_fields
+from zymi_tui.record import MISSING, Record, builder, record_fields
 
 NULL = msgspec.Raw(b"null")
 EXTRA = "zymi_tui"  # the one extra field a fast reader keeps (what our engine records about a run)
@@ -92,40 +92,42 @@ def _converter(t: Any) -> Callable[[Any], Any] | None:
         return lambda raw: parse_message_json(bytes(raw))
     for arg in (t, *typing.get_args(t)):
         if isinstance(arg, type) and issubclass(arg, Record):
-            record = arg
-            return lambda v: None if v is None else to_record(record, v)
+            make = _maker(arg)
+            return lambda v: None if v is None else make(v)
     return None
 
 
-_CONVERTERS: dict[type[Record], list[tuple[str, Callable[[Any], Any]]]] = {}
+def _maker(cls: type[Record], extra: bool = False) -> Callable[[Any], Any]:
+    """What makes the record `cls` from a struct decoded by `struct_of(cls, extra=extra)` (checked by
+    msgspec: not again). Made once per class: a replay makes one for every row it reads."""
+    converters = [(n, c) for n, h, _, _ in record_fields(cls) if (c := _converter(h)) is not None]
+    build, asdict, unset = builder(cls), msgspec.structs.asdict, msgspec.UNSET
 
+    def make(value: Any) -> Any:
+        values = asdict(value)
+        for name, convert in converters:
+            values[name] = convert(values[name])
+        return build(values, None)
 
-def _converters(cls: type[Record]) -> list[tuple[str, Callable[[Any], Any]]]:
-    found = _CONVERTERS.get(cls)
-    if found is None:
-        found = _CONVERTERS[cls] = [(n, c) for n, h, _, _ in record_fields(cls) if (c := _converter(h)) is not None]
-    return found
-
-
-def to_record(cls: type[Record], value: Any, extra: dict[str, Any] | None = None) -> Any:
-    """The record `cls` from a struct decoded by `struct_of(cls)` (checked by msgspec: not again)."""
-    values = msgspec.structs.asdict(value)
-    for name, convert in _converters(cls):
-        values[name] = convert(values[name])
-    if EXTRA in values:
+    def make_with_extra(value: Any) -> Any:
+        values = asdict(value)
+        for name, convert in converters:
+            values[name] = convert(values[name])
         found = values.pop(EXTRA)
-        extra = {} if found is msgspec.UNSET else {EXTRA: found}
-    return built(cls, values, extra)
+        return build(values, None if found is unset else {EXTRA: found})
 
-
-def to_kind(type_name: str, value: Any) -> kinds.EventData:
-    """The kind `type_name` from its `PAYLOADS` struct."""
-    kind: kinds.EventData = to_record(kinds.KNOWN_KINDS[type_name], value, {})
-    return kind
+    return make_with_extra if extra else make
 
 
 # the struct each known kind's `data` is decoded into: every field, and the `zymi_tui` extra
 PAYLOADS: dict[str, Any] = {name: struct_of(cls, extra=True) for name, cls in kinds.KNOWN_KINDS.items()}
+_KINDS = {name: _maker(cls, extra=True) for name, cls in kinds.KNOWN_KINDS.items()}
+
+
+def to_kind(type_name: str, value: Any) -> kinds.EventData:
+    """The kind `type_name` from its `PAYLOADS` struct."""
+    kind: kinds.EventData = _KINDS[type_name](value)
+    return kind
 
 
 def envelope_decoder(type_name: str, payload: Any, envelope: Any = Envelope) -> msgspec.json.Decoder[Any]:

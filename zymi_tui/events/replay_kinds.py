@@ -30,6 +30,9 @@ ReplayKind = (
 REPLAY_TYPES = frozenset(cls.__name__ for cls in ReplayKind.__args__)  # the kinds' type names
 
 
+_ROWS = {name: row_decoder(name) for name in REPLAY_TYPES}  # KeyError for another kind
+
+
 class ReplayEvent(msgspec.Struct, frozen=True):
     """An event as a replay (and the context builder) reads it; `kind` is None for the other kinds."""
 
@@ -47,9 +50,7 @@ def decode_replay_row(type_name: str, global_id: int, sequence: int, data: str) 
     strict checks refuse (or of another kind) is decoded by `decode_event`, which raises
     `EventDecodeError` for a row a whole-event reader refuses."""
     try:
-        if type_name not in REPLAY_TYPES:
-            raise KeyError(type_name)
-        env = row_decoder(type_name).decode(data)
+        env = _ROWS[type_name].decode(data)
         datetime.fromisoformat(env.timestamp[:19])  # the pattern checked the form; this checks the ranges
         kind: Any = to_kind(type_name, env.kind.data)
     except (KeyError, *DECODE_ERRORS):  # a message refused by its model raises pydantic's ValueError
