@@ -36,6 +36,7 @@ from zymi_tui.events import kinds
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import (
     ContextCompacted,
+    EventKind,
     LlmCallCompleted,
     LlmCallStarted,
     ToolCallCompleted,
@@ -129,7 +130,7 @@ def synthetic_stream(n_events: int, seed: int = 7) -> list[StoredEvent]:
     builder = ContextBuilder(knobs, Prefix("You are a careful coding agent.", "Read the modules one by one."))
     events: list[StoredEvent] = []
 
-    def emit(kind: object, source: str = "engine") -> None:
+    def emit(kind: EventKind, source: str = "engine") -> None:
         seq = len(events) + 1
         ev = Event(
             id=str(uuid.UUID(int=seq + 10)),
@@ -272,7 +273,7 @@ def main() -> None:
             f"ratio {(decode + naive) / scan:.2f}x the bare scan"
         )
     n_naive = min(a.stream_events, 3000)  # naive is quadratic in the stream's length: keep it short
-    long = synthetic_stream(n_naive)
+    long = [replay_event(se) for se in synthetic_stream(n_naive)]
     t_inc, t_naive = builder_work(long, naive=False), builder_work(long, naive=True)
     print(
         f"   one {n_naive}-event step stream, every call: incremental {t_inc * 1000:.0f} ms, "
