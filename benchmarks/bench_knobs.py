@@ -48,7 +48,8 @@ import pyte
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
-from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
+from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.store_replay import recorded_knobs, replay_store
 from zymi_tui.tui.tuning.model import diff_contexts
 
 ROOT = Path(__file__).resolve().parents[1]

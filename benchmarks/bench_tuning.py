@@ -45,7 +45,7 @@ from zymi_tui.events.sqlite import SqliteWriter
 from zymi_tui.events.store import EventReader
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.timestamps import format_timestamp
-from zymi_tui.replay.calls import replay_store
+from zymi_tui.replay.store_replay import replay_store
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS
 from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.editor import TuningScreen

@@ -239,7 +239,7 @@ async def test_the_inspector_and_context_say_sent_not_differs(tmp_path: Path) ->
     the figures part; `context` heads the recorded figures `sent by the agent`."""
     from zymi_tui.events.factory import open_reader
     from zymi_tui.events.location import SqliteStore
-    from zymi_tui.replay.calls import context_at
+    from zymi_tui.replay.store_replay import context_at
     from zymi_tui.tui.model_inspector import REWRITTEN, figures
 
     reqs = [r for r in requests("coding_default") if r["kind"] == "agent"]

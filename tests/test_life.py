@@ -8,9 +8,9 @@ import pytest
 from tests.conftest import ORACLE, SCENARIOS
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
-from zymi_tui.replay.calls import replay_store
 from zymi_tui.replay.life import FULL, MASKED, MessageLife
 from zymi_tui.replay.rent import observation_rent
+from zymi_tui.replay.store_replay import replay_store
 
 
 @pytest.mark.parametrize("name", [s for s in SCENARIOS if (ORACLE / s / "project").is_dir()])

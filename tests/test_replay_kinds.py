@@ -14,7 +14,7 @@ import pytest
 from zymi_tui.events.envelope import EventDecodeError, decode_event
 from zymi_tui.events.replay_kinds import ReplayEvent, decode_replay_row, replay_event
 from zymi_tui.events.stored import StoredEvent
-from zymi_tui.replay.calls import REPLAY_KINDS, TYPE_BY_TAG
+from zymi_tui.replay.call_context import REPLAY_KINDS, TYPE_BY_TAG
 
 from .conftest import SCENARIOS, oracle_db
 

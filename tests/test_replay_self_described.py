@@ -9,7 +9,7 @@ import pytest
 
 from zymi_tui.commands.common import run_async
 from zymi_tui.events.sqlite import SqliteReader
-from zymi_tui.replay.calls import replay_store
+from zymi_tui.replay.store_replay import replay_store
 
 from .conftest import ROOT
 

@@ -16,10 +16,11 @@ from tests.conftest import ORACLE, SCENARIOS
 from zymi_tui.context.knobs import PROFILES, ContextKnobs, project_knobs
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.calls import CallContext, replay_store
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.compare import compare_profiles, knob_dict, recorded_output, replay_profiles
 from zymi_tui.replay.presence import FULL, MASKED, NOT_YET, presence
 from zymi_tui.replay.rent import observation_rent
+from zymi_tui.replay.store_replay import replay_store
 
 
 def expected(name: str) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ import pytest
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.rendered import RenderedContext
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.compare import ProfileRun, RecordedOutput, calibrate, call_figures, summarize
 from zymi_tui.replay.costs import parse_prices
 from zymi_tui.replay.sweep import SweepError, grid_profiles, pareto_front, parse_values

@@ -21,7 +21,8 @@ from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.messages import to_wire
 from zymi_tui.events.store import STEP_MARK
-from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
+from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.store_replay import recorded_knobs, replay_store
 from zymi_tui.tui.tuning.whatif import FOLLOWED, StreamWhatIf, load_run
 
 

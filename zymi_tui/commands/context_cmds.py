@@ -18,18 +18,16 @@ from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.cache import reuse_json
-from zymi_tui.replay.call_markdown import context_markdown
-from zymi_tui.replay.calls import (
+from zymi_tui.replay.call_context import (
     AGENT_KNOBS,
     PROJECT_KNOBS,
     SAME_TRAJECTORY,
     STORE_KNOBS,
     UNKNOWN_KNOBS,
     CallContext,
-    context_at,
-    recorded_knobs,
-    replay_store,
 )
+from zymi_tui.replay.call_markdown import context_markdown
+from zymi_tui.replay.store_replay import context_at, recorded_knobs, replay_store
 
 from .common import (
     EXIT_OK,

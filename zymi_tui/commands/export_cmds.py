@@ -12,7 +12,8 @@ from typing import Any, TextIO
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.store import STEP_MARK, EventReader, step_of
-from zymi_tui.replay.calls import CallContext, recorded_knobs
+from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.telemetry.export_calls import follow, walk
 from zymi_tui.telemetry.lhar_export import ExportMeta, LharBuilder
 from zymi_tui.telemetry.lhar_files import LharFiles, lhar_target

@@ -24,7 +24,7 @@ from zymi_tui.events.store import STEP_MARK, EventReader, run_of, step_of, step_
 from .common import CommandError
 
 if TYPE_CHECKING:
-    from zymi_tui.replay.calls import CallContext
+    from zymi_tui.replay.call_context import CallContext
 
 RUN_HELP = "a run stream, as `zymi-tui runs` lists them"
 STEP_STREAM_HELP = "a step stream, `<run>:step:<step id>` (`zymi-tui events -r RUN` shows them)"

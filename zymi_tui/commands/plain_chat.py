@@ -30,7 +30,8 @@ from zymi_tui.events.kinds import LlmCallStarted
 
 async def last_call_summary(rt: Runtime, stream: str, root: Path) -> str:
     """`/context` in the line-based chat: the last LLM call's context, layer by layer (as the model got it)."""
-    from zymi_tui.replay.calls import ReplayError, context_at  # only when asked: `run` starts without it
+    from zymi_tui.replay.call_context import ReplayError  # only when asked: `run` starts without it
+    from zymi_tui.replay.store_replay import context_at
 
     events = await rt.reader.read_stream(stream, include_steps=True)
     call = next(

@@ -23,7 +23,7 @@ from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.locate import Located
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_store
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.compare import (
     CAVEAT,
     Comparison,
@@ -37,6 +37,7 @@ from zymi_tui.replay.compare_report import to_csv, to_json_text, to_markdown
 from zymi_tui.replay.costs import PriceTable, load_prices
 from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
+from zymi_tui.replay.store_replay import recorded_knobs, replay_store
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
 
 from .common import EXIT_OK, CommandError, add_store_arg, close_reader, err, located, out, raw_line, run_async

@@ -1,5 +1,6 @@
 """Store-level replay of the context engine (used by `replay`, `context` and the TUI)."""
 
-from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, ReplayError, context_at, replay_store
+from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext, ReplayError
+from zymi_tui.replay.store_replay import context_at, replay_store
 
 __all__ = ["SAME_TRAJECTORY", "CallContext", "ReplayError", "context_at", "replay_store"]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.costs import CacheFamily
 
 NS = 1_000_000_000

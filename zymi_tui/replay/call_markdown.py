@@ -8,7 +8,7 @@ from typing import Any
 
 from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.messages import AssistantMessage
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 
 
 def _text(entry: ContextEntry) -> str:

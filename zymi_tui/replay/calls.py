@@ -10,27 +10,20 @@ same range; elsewhere a simulated summary of estimated size is inserted.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import heapq
-import re
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import aclosing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
 from zymi_tui.context.builder import ContextBuilder
-from zymi_tui.context.knobs import ContextKnobs, project_knobs
+from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.layer_c import Converted, fast_ts_ns
-from zymi_tui.context.masking import message_bytes
 from zymi_tui.context.prefix import ProjectPrefixes
-from zymi_tui.context.rendered import COMPACTION_PROMPT, CompactionPlan, ContextEntry, Prefix, RenderedContext, Shape
+from zymi_tui.context.rendered import CompactionPlan, Prefix, RenderedContext, Shape
 from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
-from zymi_tui.errors import UserError
-from zymi_tui.events.envelope import EventDecodeError
 from zymi_tui.events.kinds import (
     ContextCompacted,
     LlmCallCompleted,
@@ -40,100 +33,26 @@ from zymi_tui.events.kinds import (
     MemoryWritten,
     PipelineCompleted,
     PipelineRequested,
-    ToolCallCompleted,
-    UserMessageReceived,
     WorkflowNodeCompleted,
     WorkflowNodeStarted,
-    snake_tag,
 )
 from zymi_tui.events.messages import AssistantMessage
-from zymi_tui.events.replay_kinds import ReplayEvent, decode_replay_row, replay_event
-from zymi_tui.events.store import STEP_MARK, EventReader, RowPage, run_of
-from zymi_tui.events.stored import BadRow
-from zymi_tui.project.reader import read_project
-
-PAGE = 2000
-# the kinds a replay reads: Layer C, the prefix and memory, failures (docs/context.md#layers, #memory, #hard-cap)
-TYPE_BY_TAG = {
-    snake_tag(k.__name__): k.__name__
-    for k in (
-        LlmCallStarted, LlmCallCompleted, LlmCallFailed, ToolCallCompleted, UserMessageReceived, ContextCompacted,
-        PipelineRequested, MemoryWritten, MemoryDeleted, WorkflowNodeStarted, WorkflowNodeCompleted, PipelineCompleted,
-    )
-}  # fmt: skip
-REPLAY_KINDS = tuple(TYPE_BY_TAG)
-HARD_CAP_ERROR = re.compile(r"^\[(?P<step>[^\]]+)\] context build failed: context exceeds hard cap: (?P<n>\d+) chars")
-DEFAULT_SUMMARY_RATIO = 0.10  # used only when the store has no recorded compaction to learn from
-MAX_SUMMARY_BYTES = 4096  # a compaction reply is capped at max_tokens 1024 (~4 bytes/token)
-SAME_TRAJECTORY = "what-if: assumes the same trajectory (the recorded tool calls and answers)"
-# where a call's recorded knobs come from: the project's runtime.context, the store (our engine
-# records them on each step's WorkflowNodeStarted), or nowhere (replayed under the engine defaults)
-PROJECT_KNOBS, STORE_KNOBS, UNKNOWN_KNOBS = "project", "store", "unknown"
-# a foreign agent's calls, taken in from its spans (docs/telemetry-in.md): zymi's builder never ran; the
-# recorded context is what the agent sent, and the replay under the recorded knobs is its own history
-# with nothing masked or dropped
-AGENT_KNOBS = "agent"
-AGENT_SENT = "sent by the agent (its spans): zymi's builder never ran for this call"
-
-
-class ReplayError(UserError):
-    """An unknown stream or sequence, or a prefix that cannot be known; one line for a person."""
-
-    title = "Replay"
-
-
-@dataclass
-class CallContext:
-    """One LLM call (or one failed build) of a store, with its rebuilt context."""
-
-    stream_id: str
-    sequence: int  # of the LlmCallStarted (a failed build: where it would have been)
-    global_id: int
-    iteration: int  # 0 = a compaction call
-    is_compaction: bool
-    recorded_chars: int  # a failed build: the total in the recorded error; a simulated call: 0
-    recorded_message_count: int
-    recorded_input_tokens: int | None  # usage of the matching LlmCallCompleted (includes cached)
-    rendered: RenderedContext | None  # None when the prefix cannot be known (no project)
-    prefix_inferred: bool
-    hard_cap_failure: bool = False  # a recorded build that failed the hard cap (no LlmCallStarted)
-    simulated: bool = False  # a what-if compaction with no recorded counterpart
-    whatif: bool = False
-    note: str = ""
-    compaction_plan: CompactionPlan | None = None  # a compaction call: the span, range and bytes it covers
-    prefix_basis: str | None = None  # Layer A inferred: how its size was found (the figures are estimates)
-    knobs_source: str = UNKNOWN_KNOBS  # the recorded knobs: PROJECT_KNOBS, STORE_KNOBS, AGENT_KNOBS or UNKNOWN_KNOBS
-    # usage of the matching LlmCallCompleted: provider-reported cache figures and output
-    recorded_cached_tokens: int | None = None
-    recorded_cache_creation_tokens: int | None = None
-    recorded_output_tokens: int | None = None
-    ts_ns: int | None = None  # the LlmCallStarted's timestamp (cache lifetimes)
-    reuse: PrefixReuse | None = None  # an agent call: the prefix shared with the stream's previous agent call
-    correlation_id: str | None = None  # the run the call belongs to
-    finish_reason: str | None = None  # of the matching LlmCallCompleted
-    done_ts_ns: int | None = None  # its timestamp
-    pipeline: str | None = None
-    _done: bool = field(default=False, repr=False)
-    _drop: bool = field(default=False, repr=False)
-
-    @property
-    def chars(self) -> int | None:
-        return None if self.rendered is None else self.rendered.chars
-
-    @property
-    def message_count(self) -> int | None:
-        return None if self.rendered is None else self.rendered.message_count
-
-    @property
-    def foreign(self) -> bool:
-        """A call of a foreign agent: its recorded figures are what it sent, not a zymi build."""
-        return self.knobs_source == AGENT_KNOBS
-
-    @property
-    def guessed(self) -> list[str]:
-        """What this call's rebuild guesses because no project (nor the store) says it."""
-        return [what for what, yes in (("Layer A", self.prefix_inferred),
-                                       ("the recorded knobs", self.knobs_source == UNKNOWN_KNOBS)) if yes]  # fmt: skip
+from zymi_tui.events.replay_kinds import ReplayEvent
+from zymi_tui.events.store import STEP_MARK, run_of
+from zymi_tui.replay.call_context import (
+    AGENT_KNOBS,
+    HARD_CAP_ERROR,
+    PROJECT_KNOBS,
+    SAME_TRAJECTORY,
+    STORE_KNOBS,
+    UNKNOWN_KNOBS,
+    CallContext,
+    CallState,
+    StepDescription,
+    exceeds_hard_cap,
+    self_described,
+)
+from zymi_tui.replay.simulated import SummaryEstimate, compaction_context
 
 
 @dataclass
@@ -154,84 +73,6 @@ class _Step:
     knobs_source: str = UNKNOWN_KNOBS  # where this step run's recorded knobs come from
     started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, docs/context.md#fresh-mode)
     whatif: bool = False  # a foreign agent's step under knobs asked for explicitly (not its own policy)
-
-
-class SummaryEstimate:
-    """Simulated summary sizes: the recorded summaries' compression ratio (bytes out / span in)."""
-
-    def __init__(self) -> None:
-        self.summary_bytes = 0
-        self.span_bytes = 0
-
-    def learn(self, summary: str, bytes_saved: int) -> None:
-        n = len(summary.encode())
-        self.summary_bytes += n
-        self.span_bytes += n + bytes_saved
-
-    def estimate(self, span_bytes: int) -> tuple[int, str]:
-        if self.span_bytes > 0:
-            ratio = self.summary_bytes / self.span_bytes
-            basis = f"ratio {ratio:.1%} of the recorded summaries"
-        else:
-            ratio, basis = DEFAULT_SUMMARY_RATIO, f"assumed ratio {DEFAULT_SUMMARY_RATIO:.0%} (no recorded summary)"
-        return max(1, min(MAX_SUMMARY_BYTES, round(span_bytes * ratio))), basis
-
-
-def compaction_context(plan: CompactionPlan, knobs: ContextKnobs, *, simulated: bool = False) -> RenderedContext:
-    """The compaction call's own request: the fixed prompt and the masked span."""
-    system, user = plan.request_messages
-    lo, hi = plan.replaces_seq_range
-    entries = [
-        ContextEntry(system, "A", message_bytes(system), "compaction prompt (fixed)"),
-        ContextEntry(user, "C", message_bytes(user), f"masked span of seq {lo}..{hi}, {plan.turns} turn(s)"),
-    ]
-    chars = sum(e.bytes for e in entries)
-    return RenderedContext(
-        chars=chars,
-        message_count=2,
-        compaction=None,
-        hard_cap_exceeded=False,
-        knobs=knobs,
-        layer_bytes={"A": len(COMPACTION_PROMPT.encode()), "B": 0, "C": entries[1].bytes},
-        _make_entries=lambda: entries,
-    )
-
-
-@dataclass(frozen=True)
-class CallState:
-    """A step stream's builder, its run's memory, and whether the last call was a compaction."""
-
-    builder: ContextBuilder
-    memory: list[tuple[str, str]]
-    post_compaction: bool
-
-
-@dataclass(frozen=True)
-class StepDescription:
-    """What our engine records on an agent step's WorkflowNodeStarted (extra field `zymi_tui`)."""
-
-    prefix: Prefix
-    fresh_cutoff_ns: int | None
-    knobs: ContextKnobs | None
-    origin: str | None = None  # "otel": a foreign agent's step, taken in from its spans
-
-
-def self_described(kind: WorkflowNodeStarted) -> StepDescription | None:
-    """The step's own description, when zymi-tui's engine wrote it (zymi's readers ignore the field)."""
-    extra = (kind.model_extra or {}).get("zymi_tui")
-    if not isinstance(extra, dict) or not isinstance(extra.get("system_prompt"), str):
-        return None
-    try:
-        knobs = ContextKnobs.model_validate(extra["knobs"]) if isinstance(extra.get("knobs"), dict) else None
-    except ValueError:
-        knobs = None
-    cutoff = extra.get("fresh_cutoff_ns") if extra.get("context_mode") == "fresh" else None
-    return StepDescription(
-        Prefix(extra["system_prompt"], str(extra.get("task") or "")),
-        cutoff if isinstance(cutoff, int) else None,
-        knobs,
-        str(extra["origin"]) if extra.get("origin") else None,
-    )
 
 
 class Replayer:
@@ -341,7 +182,7 @@ class Replayer:
         out = [
             r
             for r in self.queue
-            if not r._drop and not (r.hard_cap_failure and not r.recorded_chars and not _exceeds(r))
+            if not r._drop and not (r.hard_cap_failure and not r.recorded_chars and not exceeds_hard_cap(r))
         ]
         self.queue.clear()
         return out
@@ -378,9 +219,9 @@ class Replayer:
                 if m and row.stream_id.endswith(f"{STEP_MARK}{m['step']}"):
                     row.recorded_chars = int(m["n"])
                     row.note = f"recorded: {kind.error}"
-                    if row.whatif and not _exceeds(row):
+                    if row.whatif and not exceeds_hard_cap(row):
                         row.note += "; under these knobs the build passes the hard cap"
-                elif not _exceeds(row):
+                elif not exceeds_hard_cap(row):
                     row._drop = True  # the step failed for another reason
                 row._done = True
 
@@ -652,264 +493,3 @@ class Replayer:
         if recorded:
             row.recorded_chars, row.recorded_message_count = plan.request_chars, 2
         return row
-
-
-def _exceeds(row: CallContext) -> bool:
-    return row.rendered is not None and row.rendered.hard_cap_exceeded
-
-
-async def replay_events(
-    reader: EventReader, streams: Sequence[str] | None, kinds: Sequence[str] = REPLAY_KINDS
-) -> AsyncGenerator[ReplayEvent, None]:
-    """The events a replay reads, in global order: every event of the runs of `streams`, else the
-    kinds the context depends on across the store (decoded as `replay_kinds` reads them); `kinds`:
-    only some of those kinds are needed (the other kinds may come too, with `streams`)."""
-    if streams:
-        runs = sorted({run_of(s) for s in streams})
-        batches = [await reader.read_stream(r, include_steps=True) for r in runs]
-        merged = sorted((se for batch in batches for se in batch), key=lambda se: se.global_id)
-        for se in merged:
-            yield replay_event(se)
-        return
-    # only the kinds the context depends on, page by page per kind, merged in global order
-    # (decoding is most of a replay's cost; the other kinds are half of a typical store); each kind's
-    # next page is read (on the reader's thread or connection) while this one is decoded and replayed
-    buffers: dict[str, deque[ReplayEvent]] = {}
-    ahead: dict[str, asyncio.Future[RowPage]] = {}
-
-    async def take(tag: str, page: RowPage) -> deque[ReplayEvent]:
-        if page.rows_scanned == PAGE:
-            ahead[tag] = asyncio.ensure_future(reader.read_rows(page.last_global_id, PAGE, tag=tag))
-            await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
-        return _decoded(reader, tag, page)
-
-    try:
-        for tag in kinds:
-            buffers[tag] = await take(tag, await reader.read_rows(0, PAGE, tag=tag))
-        heap = [(buf[0].global_id, tag) for tag, buf in buffers.items() if buf]
-        heapq.heapify(heap)
-        while heap:
-            _, tag = heapq.heappop(heap)
-            buf = buffers[tag]
-            yield buf.popleft()
-            if not buf and tag in ahead:
-                buf = buffers[tag] = await take(tag, await ahead.pop(tag))
-            if buf:
-                heapq.heappush(heap, (buf[0].global_id, tag))
-    finally:
-        for future in ahead.values():
-            future.cancel()
-
-
-def _decoded(reader: EventReader, tag: str, page: RowPage) -> deque[ReplayEvent]:
-    """One page of one kind's rows, decoded (an unreadable row is reported in `reader.problems` and
-    skipped)."""
-    type_name = TYPE_BY_TAG[tag]
-    out: deque[ReplayEvent] = deque()
-    for gid, stream_id, seq, data in page.rows:
-        try:
-            out.append(decode_replay_row(type_name, gid, seq, data))
-        except EventDecodeError as e:
-            reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
-    return out
-
-
-def agent_knobs(events: Sequence[ReplayEvent], stream_id: str) -> ContextKnobs | None:
-    """The recorded knobs of a foreign agent's step (its own policy, docs/telemetry-in.md#recorded-and-what-if),
-    None if `stream_id` is not one."""
-    run, _, step = stream_id.partition(STEP_MARK)
-    for se in events:
-        kind = se.kind
-        if se.stream_id == run and isinstance(kind, WorkflowNodeStarted) and kind.node_id == step:
-            described = self_described(kind)
-            if described is not None and described.origin == "otel":
-                return described.knobs
-    return None
-
-
-def recorded_knobs(project: Path | None) -> ContextKnobs:
-    return project_knobs(read_project(project)) if project is not None else ContextKnobs()
-
-
-async def stream_ends(reader: EventReader) -> dict[str, int]:
-    """Each stream's last global id, as the store holds now."""
-    return {s.stream_id: s.last_global_id for s in await reader.streams()}
-
-
-def make_replayer(project: Path | None, knobs: ContextKnobs | None = None) -> Replayer:
-    """A replayer for a store recorded with `project` (knobs=None: the recorded knobs)."""
-    return make_replayers(project, [knobs])[0]
-
-
-def make_replayers(project: Path | None, knobs: Sequence[ContextKnobs | None]) -> list[Replayer]:
-    """One replayer per knob set (None: the recorded knobs), the project read once."""
-    if project is None:
-        return [Replayer(None, ContextKnobs(), k or ContextKnobs(), explicit=k is not None) for k in knobs]
-    read = read_project(project)
-    recorded, prefixes = project_knobs(read), ProjectPrefixes(read)
-    return [Replayer(prefixes, recorded, k or recorded, explicit=k is not None) for k in knobs]
-
-
-async def replay_store(
-    reader: EventReader,
-    *,
-    project: Path | None,
-    knobs: ContextKnobs | None = None,
-    streams: Sequence[str] | None = None,
-) -> AsyncIterator[CallContext]:
-    """Every LLM call (and failed build) in store order, of the store as it was when the replay began
-    (later events are not read). knobs=None: the recorded knobs."""
-    async for _, row in replay_many(reader, project=project, knobs=[knobs], streams=streams):
-        yield row
-
-
-async def replay_many(
-    reader: EventReader,
-    *,
-    project: Path | None,
-    knobs: Sequence[ContextKnobs | None],
-    streams: Sequence[str] | None = None,
-    figures_only: bool = False,
-    events: AsyncGenerator[ReplayEvent, None] | None = None,
-) -> AsyncIterator[tuple[int, CallContext]]:
-    """`replay_store` under several knob sets in one pass: each event is read and decoded once
-    and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row).
-
-    `figures_only`: the caller reads only a row's figures (`compare.call_figures`, with its own soft
-    cap), not its knobs or messages: what-if knob sets that differ only in soft_cap_chars are then
-    replayed by one replayer for as long as every build falls on the same side of all their soft caps
-    (they make the same decisions), and share its rows; a set is forked off (`Replayer.fork`) just
-    before the first build that would decide otherwise for it, and joins its family's replayer again
-    once both are idle (`Replayer.idle_before`: between runs, when every step has been dropped).
-
-    `events`: the events `replay_events(reader, streams)` gives, already decoded (`advise` replays the
-    events of its first pass again, not decoding them twice)."""
-    replayers = make_replayers(project, knobs)
-    if len(replayers) > 1:  # each event's message converted once for every knob set
-        shared = Converted(keep_all=False)
-        for replayer in replayers:
-            replayer.converted = shared
-    ends = await stream_ends(reader)
-    for replayer in replayers:
-        replayer.forget_finished(ends)
-    groups = _groups(replayers) if figures_only else [_Group(r, [i], i) for i, r in enumerate(replayers)]
-    families = len(groups)
-    top = max(ends.values(), default=0)
-    wanted = set(streams) if streams else None
-    source = replay_events(reader, streams) if events is None else events
-    async with aclosing(source) as decoded:  # its read-ahead stopped on a break
-        async for se in decoded:
-            if se.global_id > top:
-                break
-            if len(groups) > families and STEP_MARK not in se.stream_id:
-                groups = _rejoined(groups, se)
-            for group in groups:  # a group split off here is appended, so fed this event too
-                if len(group.members) > 1:
-                    groups += group.split_before(se, replayers)
-                group.replayer.feed(se)
-                for row in group.replayer.ready():
-                    if wanted is None or row.stream_id in wanted:
-                        for i in group.members:
-                            yield i, row
-    for group in groups:
-        for row in group.replayer.flush():
-            if wanted is None or row.stream_id in wanted:
-                for i in group.members:
-                    yield i, row
-
-
-@dataclass
-class _Group:
-    """Knob sets (`members`, indices) replayed by one replayer, which runs under the knobs of one of them."""
-
-    replayer: Replayer
-    members: list[int]
-    family: object  # the groups of one family differ only in their members' soft caps
-
-    def split_before(self, se: ReplayEvent, replayers: list[Replayer]) -> list[_Group]:
-        """Fork off the members whose soft cap puts the build `se` is about to make on the other side
-        of it than the replayer's own: the new group starts from the state before `se` and also
-        delivers the rows made so far that are not yet out (they are the same for all members)."""
-        chars = self.replayer.next_build_chars(se)
-        if chars is None:
-            return []
-        over = chars > self.replayer.knobs.soft_cap_chars
-        other = [i for i in self.members if (chars > replayers[i].knobs.soft_cap_chars) != over]
-        if not other:
-            return []
-        self.members = [i for i in self.members if i not in other]
-        fork = self.replayer.fork(replayers[other[0]].knobs, lockstep=True)
-        fork.queue = deque(self.replayer.queue)
-        return [_Group(fork, other, self.family)]
-
-
-def _groups(replayers: list[Replayer]) -> list[_Group]:
-    """What-if replayers whose knobs differ only in soft_cap_chars start as one group; others alone."""
-    groups: dict[object, _Group] = {}
-    for i, r in enumerate(replayers):
-        k = r.knobs
-        key = (k.observation_window, k.forget_after_turns, k.min_tail_turns, k.hard_cap_chars) if r.whatif else i
-        if key in groups:
-            groups[key].members.append(i)
-        else:
-            groups[key] = _Group(r, [i], key)
-    return list(groups.values())
-
-
-def _rejoined(groups: list[_Group], se: ReplayEvent) -> list[_Group]:
-    """`groups` with the groups of one family that are idle before `se` joined into the first of them."""
-    first: dict[object, _Group] = {}
-    out = []
-    for group in groups:
-        joined = first.get(group.family)
-        if joined is not None and group.replayer.idle_before(se):
-            joined.members = sorted(joined.members + group.members)
-            continue
-        if joined is None and group.replayer.idle_before(se):
-            first[group.family] = group
-        out.append(group)
-    return out
-
-
-async def context_at(
-    reader: EventReader,
-    stream_id: str,
-    sequence: int,
-    *,
-    project: Path | None,
-    knobs: ContextKnobs | None = None,
-) -> CallContext:
-    """One call's context (the LlmCallStarted at `sequence` on `stream_id`)."""
-    call, _ = await context_with_previous(reader, stream_id, sequence, project=project, knobs=knobs)
-    return call
-
-
-async def context_with_previous(
-    reader: EventReader,
-    stream_id: str,
-    sequence: int,
-    *,
-    project: Path | None,
-    knobs: ContextKnobs | None = None,
-) -> tuple[CallContext, CallContext | None]:
-    """One call's context, and the stream's agent call before it (None: the first)."""
-    known = {s.stream_id for s in await reader.streams()}
-    if stream_id not in known:
-        sample = ", ".join(sorted(s for s in known if STEP_MARK in s)[:5])
-        raise ReplayError(f"unknown stream {stream_id!r}; step streams with LLM calls include: {sample}")
-    seen: list[int] = []
-    previous: CallContext | None = None
-    compaction: CallContext | None = None  # a what-if compaction made just before the call at `sequence`
-    async for row in replay_store(reader, project=project, knobs=knobs, streams=[stream_id]):
-        if row.sequence == sequence and not row.hard_cap_failure:
-            if not (row.whatif and row.is_compaction):
-                return row, previous
-            compaction = compaction or row
-        if not row.simulated:
-            seen.append(row.sequence)
-        if not row.is_compaction and not row.hard_cap_failure and row.rendered is not None:
-            previous = row
-    if compaction is not None:
-        return compaction, previous
-    calls = ", ".join(str(s) for s in seen[:20]) + (" ..." if len(seen) > 20 else "")
-    raise ReplayError(f"no LLM call at {stream_id} seq {sequence}; its LlmCallStarted sequences are: {calls}")

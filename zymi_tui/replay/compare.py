@@ -20,8 +20,9 @@ from zymi_tui.events.kinds import LlmCallCompleted
 from zymi_tui.events.replay_kinds import ReplayEvent
 from zymi_tui.events.store import EventReader, run_of
 from zymi_tui.replay.cache import CacheModel
-from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, replay_many
+from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext
 from zymi_tui.replay.costs import CacheFamily, Cost, ModelPrice, PriceTable, cost_of
+from zymi_tui.replay.store_replay import replay_many
 
 CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
 HEURISTIC_TOKENS_PER_BYTE = 0.28  # docs/context.md#knobs: "roughly chars x 0.28 = tokens for English"

@@ -19,7 +19,7 @@ from zymi_tui.context.masking import memory_text
 from zymi_tui.context.rendered import Shape
 from zymi_tui.context.reuse import maskable
 from zymi_tui.events.messages import AssistantMessage, ToolResultMessage, message_text
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 
 FULL, MASKED, FORGOTTEN, COMPACTED, FRESH, NOT_YET = range(6)
 STATE_NAMES = ("in full", "masked", "forgotten", "compacted away", "dropped by context.mode: fresh", "not yet there")

@@ -11,7 +11,7 @@ from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import AssistantMessage, MessageModel, message_text
 from zymi_tui.events.stored import StoredEvent
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 
 FULL, MASKED, FORGOTTEN, COMPACTED, ABSENT, NOT_YET = "full", "masked", "forgotten", "compacted", "absent", "not yet"
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.messages import AssistantMessage, ToolResultMessage
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 
 Replay = Callable[[dict[str, int | None] | None], AsyncIterator[CallContext]]
 

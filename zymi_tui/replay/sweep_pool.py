@@ -29,7 +29,6 @@ from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import STEP_MARK
-from zymi_tui.replay.calls import replay_events
 from zymi_tui.replay.compare import (
     CallFigure,
     Comparison,
@@ -46,6 +45,7 @@ from zymi_tui.replay.compare import (
     ratio_of,
     replay_profiles,
 )
+from zymi_tui.replay.store_replay import replay_events
 
 TICK_S = 0.25  # how often the parent reports the workers' progress
 # a worker makes figures and builders by the hundred thousand: at Python's default (700 new objects)

@@ -28,7 +28,8 @@ from zymi_tui.events.kinds import (
 from zymi_tui.events.replay_kinds import ReplayEvent, replay_event
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 from zymi_tui.events.tail import tail
-from zymi_tui.replay.calls import CallContext, make_replayer, replay_events, stream_ends
+from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.store_replay import make_replayer, replay_events, stream_ends
 
 AGENT = re.compile(r"^agent=([^,]+)")  # zymi's WorkflowNodeStarted description: `agent=coder, task="..."`
 

@@ -27,7 +27,7 @@ from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.messages import AssistantMessage, SystemMessage, ToolResultMessage, UserMessage
 from zymi_tui.events.replay_kinds import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Run, RunTracker, Step, hex_id
 from zymi_tui.telemetry.otel_content import tool_definitions
 from zymi_tui.telemetry.otel_spans import Bodies

@@ -23,7 +23,7 @@ from zymi_tui.events.messages import AssistantMessage, MessageModel, to_wire
 from zymi_tui.events.messages import TokenUsage as Usage
 from zymi_tui.events.replay_kinds import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Ended, Run, RunTracker, Step, hex_id
 from zymi_tui.telemetry.otel_content import as_json, output_messages, split_messages, tool_definitions
 from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, make_span

@@ -21,8 +21,8 @@ from zymi_tui.engine.tools import definition_bytes
 from zymi_tui.errors import UserError
 from zymi_tui.events.store import EventReader, run_of, step_of
 from zymi_tui.replay.advice import Advice, Finding, advise, head_lines, recommendation_lines, to_json, to_markdown
-from zymi_tui.replay.calls import recorded_knobs
 from zymi_tui.replay.costs import PriceError, load_prices
+from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.store_job import with_reader

@@ -461,7 +461,7 @@ class MainScreen(ActionScreen):
     @work(thread=True, exclusive=True, group="masking", exit_on_error=False, description="a run's masking")
     def find_masking(self, key: RunKey, streams: list[str]) -> None:
         """Replay the run's step streams with the context engine: where masking really starts."""
-        from zymi_tui.replay.calls import replay_store
+        from zymi_tui.replay.store_replay import replay_store
         from zymi_tui.tui.model_inspector import is_masked
 
         steps = {step_of(stream) or RUN_GROUP for stream in streams}

@@ -20,9 +20,10 @@ from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.messages import AssistantMessage, message_text
 from zymi_tui.events.store import EventReader, step_of
 from zymi_tui.events.stored import StoredEvent
+from zymi_tui.replay.call_context import AGENT_SENT, CallContext
 from zymi_tui.replay.call_markdown import context_markdown
-from zymi_tui.replay.calls import AGENT_SENT, CallContext, context_with_previous
 from zymi_tui.replay.life import call_diff
+from zymi_tui.replay.store_replay import context_with_previous
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.model_inspector import bar_cells, figures, preview, role_of, window_segments

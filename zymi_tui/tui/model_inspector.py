@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.messages import AssistantMessage, ToolResultMessage, message_text
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.tui.safe_text import clean
 
 

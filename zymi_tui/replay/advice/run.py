@@ -37,9 +37,10 @@ from zymi_tui.replay.advice.signals import (
 )
 from zymi_tui.replay.advice.signals_cache import anthropic_no_cache, anthropic_system_overwritten, cache_breaks
 from zymi_tui.replay.advice.signals_tools import dominant_tool, fresh_mode_candidate, large_tool_result, unused_tools
-from zymi_tui.replay.calls import CallContext, recorded_knobs, replay_events
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.compare import ProfileCalls, Totals, compare_profiles, knob_dict, recorded_output, replay_profiles
 from zymi_tui.replay.costs import PriceTable
+from zymi_tui.replay.store_replay import recorded_knobs, replay_events
 
 DETECTORS = (
     hard_cap_exceeded,

@@ -13,7 +13,7 @@ from zymi_tui.events.kinds import ContextCompacted, ToolCallRequested
 from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.replay.advice.model import Finding, KnobDict, ProjectFacts, Recommendation
 from zymi_tui.replay.advice.search import Grid, distinct
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.compare import Comparison, ProfileRun, knob_dict
 from zymi_tui.replay.costs import PriceTable
 

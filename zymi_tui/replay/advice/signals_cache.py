@@ -11,7 +11,7 @@ from zymi_tui.events.messages import SystemMessage
 from zymi_tui.replay.advice.model import MIN_COST_GAIN, Finding, Recommendation
 from zymi_tui.replay.advice.signals import Signals
 from zymi_tui.replay.cache import predict
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.costs import cost_of
 
 CACHE_BREAK_SHARE = 0.5  # the policy breaks the prefix on most calls that have a previous one

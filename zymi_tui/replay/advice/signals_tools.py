@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from zymi_tui.events.messages import AssistantMessage, ToolResultMessage
 from zymi_tui.replay.advice.model import Finding, Recommendation
 from zymi_tui.replay.advice.signals import Signals, step_of_stream, values_text
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 
 LARGE_RESULT_SHARE = 0.25  # a tool result above this share of the soft cap
 DOMINANT_SHARE = 0.5  # one tool's results above this share of all input bytes

@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from zymi_tui.engine.chat import PROJECT_PROFILE, profile_names
 from zymi_tui.events.messages import message_text
-from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext
+from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.chat.session import ChatSession
 from zymi_tui.tui.chat.widgets import context_bar

@@ -32,7 +32,8 @@ from zymi_tui.events.envelope import Event
 from zymi_tui.events.store import STEP_MARK, EventWriter
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.errors import ProjectError
-from zymi_tui.replay.calls import CallContext, ReplayError, context_at
+from zymi_tui.replay.call_context import CallContext, ReplayError
+from zymi_tui.replay.store_replay import context_at
 from zymi_tui.tui.chat.transcript import CANCELLED
 
 DEFAULT_TIMEOUT_S = 120.0

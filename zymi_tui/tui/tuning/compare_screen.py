@@ -14,9 +14,9 @@ from textual.widgets import DataTable, Input, Label, Static
 
 from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
 from zymi_tui.events.location import StoreLocation
-from zymi_tui.replay.calls import recorded_knobs
 from zymi_tui.replay.compare import CAVEAT, Comparison, price_note
 from zymi_tui.replay.compare_report import COLUMNS, recorded_cache_note, to_csv, to_json_text, to_markdown
+from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.tui.actions import Act, Nav
 from zymi_tui.tui.safe_text import clean
 from zymi_tui.tui.tuning.job_screen import JobScreen

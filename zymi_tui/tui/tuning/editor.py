@@ -28,7 +28,7 @@ from zymi_tui.context.knobs import KNOB_NAMES, PROFILES, ContextKnobs, KnobError
 from zymi_tui.context.tokens import load_encoding
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.reader import PROJECT_FILE
-from zymi_tui.replay.calls import SAME_TRAJECTORY, CallContext, recorded_knobs
+from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext
 from zymi_tui.replay.compare import knob_dict
 from zymi_tui.replay.profiles_io import (
     ProfileFileError,
@@ -38,6 +38,7 @@ from zymi_tui.replay.profiles_io import (
     runtime_context_block,
     save_profile,
 )
+from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.tuning.curve_view import CurveView

@@ -13,7 +13,7 @@ from functools import cached_property
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs, KnobError, make_knobs, parse_set
 from zymi_tui.context.rendered import ContextEntry, RenderedContext
 from zymi_tui.events.messages import message_text
-from zymi_tui.replay.calls import CallContext
+from zymi_tui.replay.call_context import CallContext
 
 ADDED, DROPPED, MASKED, UNMASKED, COMPACTED, CHANGED = "added", "dropped", "masked", "unmasked", "compacted", "changed"
 IN_RANGE = "inside a compacted range"  # the reason of a compacted message

@@ -37,7 +37,10 @@ from zymi_tui.events.store import (
 )
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.calls import CallContext, Replayer, SummaryEstimate, agent_knobs, replay_store
+from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.calls import Replayer
+from zymi_tui.replay.simulated import SummaryEstimate
+from zymi_tui.replay.store_replay import agent_knobs, replay_store
 
 
 @dataclass
