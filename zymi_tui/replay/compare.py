@@ -21,7 +21,7 @@ from zymi_tui.events.replay_kinds import ReplayEvent
 from zymi_tui.events.store import EventReader, run_of
 from zymi_tui.replay.cache import CacheModel
 from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext
-from zymi_tui.replay.costs import CacheFamily, Cost, ModelPrice, PriceTable, cost_of
+from zymi_tui.replay.costs import CacheFamily, Cost, ModelPrice, PriceTable, Pricing, cost_of, pricing
 from zymi_tui.replay.store_replay import replay_many
 
 CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
@@ -487,8 +487,8 @@ def finish(
     ratio, source = calibrate(runs[basis].calls) if basis is not None else (HEURISTIC_TOKENS_PER_BYTE, "heuristic")
     how = pricing(prices, model, provider)
     for run in runs:
-        how.summarize(run, ratio, output)
-    return how.comparison(runs, ratio, source, model, output)
+        summarize(run, ratio, how.price, output or RecordedOutput(), how.cache_family)
+    return comparison_of(how, runs, ratio, source, model, output)
 
 
 def basis_index(runs: Sequence[ProfileRun]) -> int | None:
@@ -496,37 +496,23 @@ def basis_index(runs: Sequence[ProfileRun]) -> int | None:
     return next((i for i, r in enumerate(runs) if r.recorded), 0 if runs else None)
 
 
-@dataclass(frozen=True)
-class Pricing:
-    """The price table's entry for the model (if any) and the cache family of its provider (if any)."""
-
-    price: tuple[PriceTable, ModelPrice] | None
-    price_entry: str | None
-    family: tuple[str, CacheFamily] | None
-
-    def summarize(self, run: ProfileRun, ratio: float, output: RecordedOutput | None) -> None:
-        summarize(run, ratio, self.price, output or RecordedOutput(), self.family[1] if self.family else None)
-
-    def tally(self, ratio: float, *, per_run: bool = True) -> Tally:
-        return Tally(ratio, self.family[1] if self.family else None, per_run=per_run)
-
-    def close(self, tally: Tally, run: ProfileRun, output: RecordedOutput | None) -> None:
-        tally.close(run, self.price, output or RecordedOutput())
-
-    def comparison(
-        self, runs: list[ProfileRun], ratio: float, source: str, model: str | None, output: RecordedOutput | None
-    ) -> Comparison:
-        """The comparison of `runs`, each already summarized."""
-        return Comparison(
-            runs, ratio, source, model, self.price_entry, sum((output or RecordedOutput()).agent_by_run.values()),
-            cache_family=self.family[0] if self.family else None,
-        )  # fmt: skip
+def tally_for(how: Pricing, ratio: float, *, per_run: bool = True) -> Tally:
+    """A running tally of calls priced as `how` says."""
+    return Tally(ratio, how.cache_family, per_run=per_run)
 
 
-def pricing(prices: PriceTable | None, model: str | None, provider: str | None) -> Pricing:
-    found = prices.price_for(model) if prices is not None else None
-    family = prices.cache_family(model, provider) if prices is not None else None
-    return Pricing(None if found is None or prices is None else (prices, found[1]), found[0] if found else None, family)
+def close_tally(how: Pricing, tally: Tally, run: ProfileRun, output: RecordedOutput | None) -> None:
+    tally.close(run, how.price, output or RecordedOutput())
+
+
+def comparison_of(
+    how: Pricing, runs: list[ProfileRun], ratio: float, source: str, model: str | None, output: RecordedOutput | None
+) -> Comparison:
+    """The comparison of `runs`, each already summarized, priced as `how` says."""
+    return Comparison(
+        runs, ratio, source, model, how.price_entry, sum((output or RecordedOutput()).agent_by_run.values()),
+        cache_family=how.family[0] if how.family else None,
+    )  # fmt: skip
 
 
 def price_note(cmp: Comparison) -> str:

@@ -192,3 +192,23 @@ def load_prices(path: Path | None = None) -> PriceTable:
     except OSError as e:
         raise PriceError(f"{path}: cannot read the price table ({e.strerror or e})") from None
     return parse_prices(text, str(path))
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """The price table's entry for a model (if any) and the cache family of its provider (if any)."""
+
+    price: tuple[PriceTable, ModelPrice] | None
+    price_entry: str | None
+    family: tuple[str, CacheFamily] | None
+
+    @property
+    def cache_family(self) -> CacheFamily | None:
+        return self.family[1] if self.family else None
+
+
+def pricing(prices: PriceTable | None, model: str | None, provider: str | None) -> Pricing:
+    """How calls of `model` (served by `provider`) are priced under `prices`."""
+    found = prices.price_for(model) if prices is not None else None
+    family = prices.cache_family(model, provider) if prices is not None else None
+    return Pricing(None if found is None or prices is None else (prices, found[1]), found[0] if found else None, family)

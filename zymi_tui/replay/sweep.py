@@ -14,8 +14,8 @@ from zymi_tui.cores import usable_cores
 from zymi_tui.errors import UserError
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
-from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, knob_dict, pricing, replay_profiles
-from zymi_tui.replay.costs import PriceTable
+from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, knob_dict, replay_profiles
+from zymi_tui.replay.costs import PriceTable, pricing
 from zymi_tui.replay.sweep_pool import replay_on_pool
 
 DEFAULT_WINDOWS = (2, 4, 6, 8, 10, 15, 20)

@@ -32,19 +32,22 @@ from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.compare import (
     CallFigure,
     Comparison,
-    Pricing,
     Profiles,
     Progress,
     RecordedOutput,
     Tally,
     Totals,
     basis_index,
+    close_tally,
     collect_calls,
+    comparison_of,
     profile_runs,
     profiles_label,
     ratio_of,
     replay_profiles,
+    tally_for,
 )
+from zymi_tui.replay.costs import Pricing
 from zymi_tui.replay.store_replay import replay_events
 
 TICK_S = 0.25  # how often the parent reports the workers' progress
@@ -175,7 +178,7 @@ class _Tallies:
 
     def _start(self) -> None:
         ratio, _ = ratio_of(*_sums[:])
-        self.tallies = [self.share.pricing.tally(ratio, per_run=False) for _ in range(self.count)]
+        self.tallies = [tally_for(self.share.pricing, ratio, per_run=False) for _ in range(self.count)]
         held, self.held = self.held, []
         for index, figures in held:
             for f in figures:
@@ -203,7 +206,7 @@ async def _share(share: Share) -> Totalled:
     tallies.wait()
     assert tallies.tallies is not None
     for run, tally in zip(runs, tallies.tallies, strict=True):
-        share.pricing.close(tally, run, share.output)
+        close_tally(share.pricing, tally, run, share.output)
     return [run.total for run in runs]
 
 
@@ -296,7 +299,7 @@ async def replay_on_pool(
             for index, total in zip(share, future.result(), strict=True):
                 runs[index].total = total
         ratio, source = ratio_of(*summing.result())
-        return pricing.comparison(runs, ratio, source, model, output)
+        return comparison_of(pricing, runs, ratio, source, model, output)
     except BaseException:
         stop.set()
         for future in futures:
