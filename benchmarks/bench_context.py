@@ -43,7 +43,7 @@ from zymi_tui.events.kinds import (
     ToolCallRequested,
 )
 from zymi_tui.events.messages import AssistantMessage, ToolCallInfo
-from zymi_tui.events.replay_kinds import ReplayEvent, replay_event
+from zymi_tui.events.replay_view import ReplayEvent, replay_event
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.events.stored import StoredEvent

@@ -59,7 +59,7 @@ from zymi_tui.engine.runtime import close_runtime, open_runtime  # noqa: E402
 from zymi_tui.events.envelope import Event  # noqa: E402
 from zymi_tui.events.kinds import LlmCallCompleted, ToolCallCompleted, WorkflowCompleted  # noqa: E402
 from zymi_tui.events.messages import AssistantMessage, TokenUsage, ToolCallInfo  # noqa: E402
-from zymi_tui.events.replay_kinds import replay_event  # noqa: E402
+from zymi_tui.events.replay_view import replay_event  # noqa: E402
 from zymi_tui.events.store import EventWriter  # noqa: E402
 from zymi_tui.events.timestamps import parse_timestamp_ns  # noqa: E402
 

@@ -240,7 +240,7 @@ async def test_the_inspector_and_context_say_sent_not_differs(tmp_path: Path) ->
     from zymi_tui.events.factory import open_reader
     from zymi_tui.events.location import SqliteStore
     from zymi_tui.replay.store_replay import context_at
-    from zymi_tui.tui.model_inspector import REWRITTEN, figures
+    from zymi_tui.tui.state.inspector import REWRITTEN, figures
 
     reqs = [r for r in requests("coding_default") if r["kind"] == "agent"]
     (tmp_path / "capture.lhar").write_text(lhar_from(reqs, responses=False))

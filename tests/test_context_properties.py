@@ -28,7 +28,7 @@ from zymi_tui.events.messages import (
     UserMessage,
     to_wire,
 )
-from zymi_tui.events.replay_kinds import replay_event
+from zymi_tui.events.replay_view import replay_event
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.timestamps import format_timestamp
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from zymi_tui.events.envelope import decode_event
 from zymi_tui.events.kinds import KNOWN_KINDS
-from zymi_tui.events.replay_kinds import decode_replay_row
-from zymi_tui.events.row_lines import row_line
+from zymi_tui.events.replay_view import decode_replay_row
+from zymi_tui.events.row_describe import row_line
 
 from .conftest import SCENARIOS, oracle_db
 

@@ -21,7 +21,7 @@ import pytest
 from tests.conftest import cloned_runs, zymi_tui_bin
 from tests.test_postgres_helpers import pg_url  # noqa: F401  (a fixture)
 from tests.waiting import LIMIT
-from zymi_tui.events.rows import COPY_MARK
+from zymi_tui.events.whole_rows import COPY_MARK
 
 INTERRUPT_AT = 30
 

@@ -1,4 +1,4 @@
-"""A replay decodes the rows it reads with msgspec (`replay_kinds`): it must read every row exactly as
+"""A replay decodes the rows it reads with msgspec (`replay_view`): it must read every row exactly as
 the whole-event decoder does (the same fields, the same messages), and refuse the same rows with the
 same words."""
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from zymi_tui.events.envelope import EventDecodeError, decode_event
-from zymi_tui.events.replay_kinds import ReplayEvent, decode_replay_row, replay_event
+from zymi_tui.events.replay_view import ReplayEvent, decode_replay_row, replay_event
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.replay.call_context import REPLAY_KINDS, TYPE_BY_TAG
 

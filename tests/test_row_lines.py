@@ -1,4 +1,4 @@
-"""The events search reads a long run's rows with msgspec (`row_lines`) to make the line each row shows:
+"""The events search reads a long run's rows with msgspec (`row_describe`) to make the line each row shows:
 for every row it must give the line `describe` gives of the whole pydantic event, byte for byte, and
 refuse the rows the whole-event decoder refuses, in the same words."""
 
@@ -18,11 +18,11 @@ from tests.test_replay_kinds import DATA, edit
 from tests.test_replay_kinds import EDITS as REPLAY_EDITS
 from tests.test_replay_kinds import rows as replay_rows
 from tests.test_store_write import SAMPLES
-from zymi_tui.events import row_lines
+from zymi_tui.events import row_describe
 from zymi_tui.events.describe import Line, describe
 from zymi_tui.events.envelope import Event, EventDecodeError, decode_event
 from zymi_tui.events.kinds import KNOWN_KINDS, parse_kind
-from zymi_tui.events.row_lines import row_line
+from zymi_tui.events.row_describe import row_line
 
 from .conftest import ROOT, SCENARIOS, oracle_db
 
@@ -62,7 +62,7 @@ def whole_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         handed.append(data)
         return decode_event(data, sequence)
 
-    monkeypatch.setattr(row_lines, "decode_event", counted)
+    monkeypatch.setattr(row_describe, "decode_event", counted)
     return handed
 
 

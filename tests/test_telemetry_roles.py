@@ -6,7 +6,7 @@ correlation id."""
 from __future__ import annotations
 
 from zymi_tui.events.kinds import LlmCallStarted, PipelineRequested, WorkflowNodeStarted
-from zymi_tui.events.replay_kinds import ReplayEvent
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import RunTracker
 from zymi_tui.telemetry.lhar_export import agent_role

@@ -26,8 +26,8 @@ from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.inspector import InspectorScreen
 from zymi_tui.tui.model import format_size
-from zymi_tui.tui.model_events import Header
 from zymi_tui.tui.plot import ContextPlot
+from zymi_tui.tui.state.events import Header
 from zymi_tui.tui.tuning.editor import TuningScreen
 from zymi_tui.tui.widgets import EventsList
 
@@ -442,7 +442,7 @@ async def test_events_written_while_the_plot_is_collected_reach_it(
     are listed at once and given to the collector once it has read the run."""
     import threading
 
-    from zymi_tui.tui.model_plot import CallCollector
+    from zymi_tui.tui.state.plot import CallCollector
 
     monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
     db = copy_store(long_store, tmp_path / "grow")

@@ -13,10 +13,10 @@ from zymi_tui.events.runs import list_runs
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.tui.model import RunKey, RunsModel, format_duration, format_size
-from zymi_tui.tui.model_events import RUN_GROUP, EventsModel, Header
-from zymi_tui.tui.model_graph import StepDef, build_graph, load_pipeline_steps, ranks_of
-from zymi_tui.tui.model_plot import collect_calls, downsample
 from zymi_tui.tui.source import knobs_of
+from zymi_tui.tui.state.events import RUN_GROUP, EventsModel, Header
+from zymi_tui.tui.state.graph import StepDef, build_graph, load_pipeline_steps, ranks_of
+from zymi_tui.tui.state.plot import collect_calls, downsample
 
 
 async def _events(name: str, stream: str | None = None) -> list:  # type: ignore[type-arg]

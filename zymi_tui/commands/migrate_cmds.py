@@ -5,7 +5,7 @@ recomputed), then `stream_heads`, so every chain verifies on the target. The cop
 batches, one transaction each, in id order, so an interrupted copy leaves a prefix of the source:
 running the command again checks that the target holds exactly the source's rows up to its
 highest id and copies only what comes after. Until the copy ends, the target holds a mark
-(`events.rows.COPY_MARK`) that `verify` and `runs` report: a half-copied store is never taken
+(`events.whole_rows.COPY_MARK`) that `verify` and `runs` report: a half-copied store is never taken
 for a whole one. Only the `timestamp` column changes form, as zymi's
 two schemas differ: TIMESTAMPTZ (microseconds) in Postgres, RFC 3339 text in SQLite; Postgres to
 SQLite writes the event's own timestamp from its data, exactly what zymi's SQLite store writes.
@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from zymi_tui.events.factory import open_row_source, open_row_target
 from zymi_tui.events.location import POSTGRES_SCHEMES, SqliteStore, StoreLocation, location_of
-from zymi_tui.events.rows import Head, RowSource, RowTarget
+from zymi_tui.events.whole_rows import Head, RowSource, RowTarget
 from zymi_tui.project.locate import DEFAULT_DB, locate_store, project_store
 from zymi_tui.project.reader import is_project
 

@@ -1,6 +1,6 @@
 """`zymi-tui runs`: runs as zymi pairs them (or one per chat turn), read from the bookkeeping kinds.
 
-Its own module so that listing runs imports the store readers and `lean` only: no pydantic model
+Its own module so that listing runs imports the store readers and `row_envelope` only: no pydantic model
 of the event kinds (tests/test_cli_start.py checks it).
 """
 

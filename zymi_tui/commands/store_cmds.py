@@ -10,7 +10,7 @@ from datetime import datetime
 from zymi_tui.events.describe import describe
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
-from zymi_tui.events.lean import LeanError, checked_stream_id, with_sequence
+from zymi_tui.events.row_envelope import LeanError, checked_stream_id, with_sequence
 from zymi_tui.events.store import EventReader, RawRow, step_of
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.tail import tail

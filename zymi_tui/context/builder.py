@@ -30,7 +30,7 @@ from zymi_tui.events.messages import (
     MessageModel,
     SystemMessage,
 )
-from zymi_tui.events.replay_kinds import ReplayEvent
+from zymi_tui.events.replay_view import ReplayEvent
 
 
 @dataclass(slots=True)

@@ -24,7 +24,7 @@ from zymi_tui.events.messages import (
     ToolCallInfo,
     ToolResultMessage,
 )
-from zymi_tui.events.replay_kinds import ReplayEvent
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
 
 ASSISTANT, TOOL, OTHER = 0, 1, 2

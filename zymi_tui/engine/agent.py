@@ -32,7 +32,7 @@ from zymi_tui.events.kinds import (
     WorkflowNodeCompleted,
 )
 from zymi_tui.events.messages import AssistantMessage, message_text, to_wire
-from zymi_tui.events.replay_kinds import replay_event
+from zymi_tui.events.replay_view import replay_event
 from zymi_tui.events.store import EventReader
 from zymi_tui.events.stored import StoredEvent
 

@@ -7,8 +7,8 @@ pay for importing asyncpg.
 from __future__ import annotations
 
 from zymi_tui.events.location import PostgresStore, SqliteStore, StoreLocation
-from zymi_tui.events.rows import CopyInProgress, RowSource, RowTarget
 from zymi_tui.events.store import EventReader, EventWriter
+from zymi_tui.events.whole_rows import CopyInProgress, RowSource, RowTarget
 
 
 async def open_reader(location: StoreLocation) -> EventReader:

@@ -18,8 +18,8 @@ from typing import Any, Literal
 import msgspec
 
 from zymi_tui.events import kinds
-from zymi_tui.events.lean import Envelope, payload
 from zymi_tui.events.messages import MessageModel, parse_message_json
+from zymi_tui.events.row_envelope import Envelope, payload
 from zymi_tui.record import MISSING, Record, builder, record_fields
 
 NULL = msgspec.Raw(b"null")
@@ -162,8 +162,9 @@ def decoder_of(struct: Any) -> msgspec.json.Decoder[Any]:
 
 
 def read_kind(env: Any) -> kinds.EventData:
-    """The kind of a checked envelope (`lean.envelope`, `lean.run_envelope`) of a known kind, its payload
-    decoded whole; raises `LeanError` for a payload that does not read, and KeyError for an unknown kind."""
+    """The kind of a checked envelope (`row_envelope.envelope`, `row_envelope.run_envelope`) of a known
+    kind, its payload decoded whole; raises `LeanError` for a payload that does not read, and KeyError
+    for an unknown kind."""
     name = env.kind.type
     return to_kind(name, payload(env, decoder_of(PAYLOADS[name])))
 

@@ -1,5 +1,5 @@
 """What an event's id and timestamp look like in the stored JSON: the envelope checks them when it
-reads or makes an event, the lean reader when it reads a few fields (each without loading the other)."""
+reads or makes an event, `row_envelope` when it reads a few fields (each without loading the other)."""
 
 _HYPHENATED = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 # The forms Rust's `Uuid::try_parse` accepts: hyphenated, urn:uuid:, {braced}, simple (32 hex).

@@ -5,7 +5,7 @@ and start; the first `PipelineCompleted` of the same pipeline gives status and d
 (cli/runs_data.rs). A chat stream served by `zymi serve` therefore shows as one run; a *turn*
 pairs each `PipelineRequested` with the `PipelineCompleted` of its correlation id instead.
 Only the three bookkeeping kinds are read (through the kind index), never the whole store, and
-of those the envelope's few fields a run shows (`lean`), not whole events.
+of those the envelope's few fields a run shows (`row_envelope`), not whole events.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from zymi_tui.events.kind_json import read_kind
 from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested, ResumeForked
-from zymi_tui.events.lean import LeanError, run_envelope
+from zymi_tui.events.row_envelope import LeanError, run_envelope
 from zymi_tui.events.store import EventReader, RawRow
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns

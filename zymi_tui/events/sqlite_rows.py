@@ -12,8 +12,8 @@ from typing import Any
 import aiosqlite
 
 from zymi_tui.events.postgres import sqlite_column_time
-from zymi_tui.events.rows import COLUMNS, COPY_MARK, DATA, TS, CopyInProgress, Head, Row
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter, explain_sqlite_error
+from zymi_tui.events.whole_rows import COLUMNS, COPY_MARK, DATA, TS, CopyInProgress, Head, Row
 
 
 class SqliteRows:

@@ -1,7 +1,7 @@
 """What a store's reader hands out: events with their row id, and the rows it could not read.
 
 No pydantic here: a reader that only lists runs, passes rows through or checks the hash chain
-imports this module, the backends and `lean`, never the whole-event model. `envelope` (the
+imports this module, the backends and `row_envelope`, never the whole-event model. `envelope` (the
 pydantic `Event` of every kind) is loaded the first time a reader decodes whole events.
 """
 

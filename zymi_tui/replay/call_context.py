@@ -12,7 +12,7 @@ from zymi_tui.context.rendered import CompactionPlan, Prefix, RenderedContext
 from zymi_tui.context.reuse import PrefixReuse
 from zymi_tui.errors import UserError
 from zymi_tui.events.kinds import WorkflowNodeStarted, snake_tag
-from zymi_tui.events.replay_kinds import ReplayKind
+from zymi_tui.events.replay_view import ReplayKind
 
 PAGE = 2000
 # the kinds a replay reads: Layer C, the prefix and memory, failures (docs/context.md#layers, #memory, #hard-cap)

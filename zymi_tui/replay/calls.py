@@ -37,7 +37,7 @@ from zymi_tui.events.kinds import (
     WorkflowNodeStarted,
 )
 from zymi_tui.events.messages import AssistantMessage
-from zymi_tui.events.replay_kinds import ReplayEvent
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK, run_of
 from zymi_tui.replay.call_context import (
     AGENT_KNOBS,

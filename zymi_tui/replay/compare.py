@@ -17,7 +17,7 @@ from typing import Any
 
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs
 from zymi_tui.events.kinds import LlmCallCompleted
-from zymi_tui.events.replay_kinds import ReplayEvent
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader, run_of
 from zymi_tui.replay.cache import CacheModel
 from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext

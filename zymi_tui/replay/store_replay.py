@@ -18,7 +18,7 @@ from zymi_tui.events.envelope import EventDecodeError
 from zymi_tui.events.kinds import (
     WorkflowNodeStarted,
 )
-from zymi_tui.events.replay_kinds import ReplayEvent, decode_replay_row, replay_event
+from zymi_tui.events.replay_view import ReplayEvent, decode_replay_row, replay_event
 from zymi_tui.events.store import STEP_MARK, EventReader, RowPage, run_of
 from zymi_tui.events.stored import BadRow
 from zymi_tui.project.reader import read_project
@@ -37,7 +37,7 @@ async def replay_events(
     reader: EventReader, streams: Sequence[str] | None, kinds: Sequence[str] = REPLAY_KINDS
 ) -> AsyncGenerator[ReplayEvent, None]:
     """The events a replay reads, in global order: every event of the runs of `streams`, else the
-    kinds the context depends on across the store (decoded as `replay_kinds` reads them); `kinds`:
+    kinds the context depends on across the store (decoded as `replay_view` reads them); `kinds`:
     only some of those kinds are needed (the other kinds may come too, with `streams`)."""
     if streams:
         runs = sorted({run_of(s) for s in streams})

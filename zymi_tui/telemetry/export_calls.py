@@ -25,7 +25,7 @@ from zymi_tui.events.kinds import (
     WorkflowNodeCompleted,
     WorkflowNodeStarted,
 )
-from zymi_tui.events.replay_kinds import ReplayEvent, replay_event
+from zymi_tui.events.replay_view import ReplayEvent, replay_event
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 from zymi_tui.events.tail import tail
 from zymi_tui.replay.call_context import CallContext

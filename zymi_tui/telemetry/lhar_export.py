@@ -25,7 +25,7 @@ from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.context.tokens import estimate_text_tokens
 from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.messages import AssistantMessage, SystemMessage, ToolResultMessage, UserMessage
-from zymi_tui.events.replay_kinds import ReplayEvent
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Run, RunTracker, Step, hex_id

@@ -21,7 +21,7 @@ from zymi_tui.context.layer_c import fast_ts_ns
 from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted, ToolCallCompleted
 from zymi_tui.events.messages import AssistantMessage, MessageModel, to_wire
 from zymi_tui.events.messages import TokenUsage as Usage
-from zymi_tui.events.replay_kinds import ReplayEvent
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Ended, Run, RunTracker, Step, hex_id

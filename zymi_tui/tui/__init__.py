@@ -1,1 +1,1 @@
-"""The Textual dashboard (`zymi-tui observe`). Pure models live in model*.py; widgets never do IO."""
+"""The Textual dashboard (`zymi-tui observe`). What it shows lives in state/ as plain data; widgets never do IO."""

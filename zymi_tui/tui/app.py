@@ -53,9 +53,6 @@ from zymi_tui.tui.messages import (
     TailBatch,
 )
 from zymi_tui.tui.model import RunKey, RunsModel, format_size
-from zymi_tui.tui.model_events import RUN_GROUP, EventsModel
-from zymi_tui.tui.model_graph import build_graph, load_pipeline_steps
-from zymi_tui.tui.model_plot import PLOT_TAGS, WORKFLOW_TAGS, CallCollector, StepCalls
 from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.source import (
@@ -69,6 +66,9 @@ from zymi_tui.tui.source import (
     read_run,
     store_from_spans,
 )
+from zymi_tui.tui.state.events import RUN_GROUP, EventsModel
+from zymi_tui.tui.state.graph import build_graph, load_pipeline_steps
+from zymi_tui.tui.state.plot import PLOT_TAGS, WORKFLOW_TAGS, CallCollector, StepCalls
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
 from zymi_tui.tui.widgets import CursorList, EventsList, OnceFooter, RunsList
@@ -429,7 +429,7 @@ class MainScreen(ActionScreen):
     @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="a search in a run")
     def search_run(self, key: RunKey, needle: str, gids: list[int]) -> None:
         """A long run's events matching `needle`, found a page at a time (as the list's own search matches)."""
-        from zymi_tui.tui.model_events import search_rows
+        from zymi_tui.tui.state.events import search_rows
 
         async def job(reader: EventReader) -> None:
             worker = get_current_worker()
@@ -462,7 +462,7 @@ class MainScreen(ActionScreen):
     def find_masking(self, key: RunKey, streams: list[str]) -> None:
         """Replay the run's step streams with the context engine: where masking really starts."""
         from zymi_tui.replay.store_replay import replay_store
-        from zymi_tui.tui.model_inspector import is_masked
+        from zymi_tui.tui.state.inspector import is_masked
 
         steps = {step_of(stream) or RUN_GROUP for stream in streams}
 

@@ -7,8 +7,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from zymi_tui.tui.model import format_size
-from zymi_tui.tui.model_graph import GLYPH, Graph
 from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.state.graph import GLYPH, Graph
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "running": "yellow", "skipped": "bright_black", "pending": "dim"}
 

@@ -8,8 +8,8 @@ from zymi_tui.events.runs import RunSummary
 from zymi_tui.events.store import IndexRow
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.tui.model import RunKey
-from zymi_tui.tui.model_graph import StepDef
-from zymi_tui.tui.model_plot import CallCollector
+from zymi_tui.tui.state.graph import StepDef
+from zymi_tui.tui.state.plot import CallCollector
 
 
 class RunsLoaded(Message):

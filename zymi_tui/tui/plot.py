@@ -11,8 +11,9 @@ from textual.color import Color
 from textual.message import Message
 from textual.widget import Widget
 
-from zymi_tui.tui.model_events import RUN_GROUP
-from zymi_tui.tui.model_plot import (
+from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.state.events import RUN_GROUP
+from zymi_tui.tui.state.plot import (
     CallPoint,
     StepCalls,
     downsample,
@@ -22,7 +23,6 @@ from zymi_tui.tui.model_plot import (
     x_values,
     y_ticks,
 )
-from zymi_tui.tui.safe_text import clean, safe_text
 
 if TYPE_CHECKING:
     from textual.theme import Theme

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from zymi_tui.errors import UserError
 from zymi_tui.events.kind_json import read_kind
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.lean import LeanError, envelope
+from zymi_tui.events.row_envelope import LeanError, envelope
 from zymi_tui.events.runs import RunSummary, newest_runs, turn_ranges
 from zymi_tui.events.store import EventReader, run_of, step_prefix
 from zymi_tui.events.stored import BadRow, StoredEvent
@@ -81,7 +81,7 @@ async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:
 
 async def read_peaks(reader: EventReader, turn_of: dict[str, str]) -> AsyncIterator[dict[RunKey, int]]:
     """Peak approx_context_chars per run and per turn, from the `llm_call_started` index, in pages;
-    of each row only the envelope and `approx_context_chars` are read (`lean`), not the whole event."""
+    of each row only the envelope and `approx_context_chars` are read (`row_envelope`), not the whole event."""
     cursor = 0
     while True:
         page = await reader.read_rows(cursor, PAGE, tag="llm_call_started")

@@ -23,8 +23,8 @@ from textual.widgets import Footer
 from zymi_tui.events.store import IndexRow
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.model import RunsModel, format_duration, format_size, local_time
-from zymi_tui.tui.model_events import EventsModel, Header, clock
 from zymi_tui.tui.safe_text import clean
+from zymi_tui.tui.state.events import EventsModel, Header, clock
 
 KIND_COLOURS = {"success": "success", "failure": "error", "warning": "warning", "info": "primary",
                 "highlight": "accent", "dim": "foreground-muted", "default": "foreground"}  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
-from zymi_tui.events.replay_kinds import ReplayEvent
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.model import (
     Advice,

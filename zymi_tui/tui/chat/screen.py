@@ -32,9 +32,9 @@ from zymi_tui.tui.chat.session import ChatSession
 from zymi_tui.tui.chat.transcript import Transcript
 from zymi_tui.tui.chat.widgets import PromptInput, TurnView, context_bar
 from zymi_tui.tui.model import format_size
-from zymi_tui.tui.model_plot import collect_calls
 from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.state.plot import collect_calls
 from zymi_tui.tui.widgets import FittingFooter
 
 REDRAW_S = 0.2  # turn views: at most this often

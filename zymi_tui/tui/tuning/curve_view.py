@@ -10,7 +10,7 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
-from zymi_tui.tui.model_plot import human, x_ticks, y_ticks
+from zymi_tui.tui.state.plot import human, x_ticks, y_ticks
 from zymi_tui.tui.tuning.model import Curve
 
 # the dot (dx, dy) of a braille cell (2 dots wide, 4 high) is this bit of its character (U+2800 + bits)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual_plotext import PlotextPlot
 
-from zymi_tui.tui.model_plot import downsample
+from zymi_tui.tui.state.plot import downsample
 
 COLOURS = ["cyan", "magenta", "green", "yellow", "blue", "red"]
 

@@ -22,7 +22,7 @@ from zymi_tui.context.splice import Segment, Splice, rerender, spliced_context
 from zymi_tui.events.hashchain import ChainRow, ChainScan
 from zymi_tui.events.kinds import LlmCallStarted as ReplayCallStarted
 from zymi_tui.events.kinds import WorkflowNodeCompleted
-from zymi_tui.events.replay_kinds import replay_event
+from zymi_tui.events.replay_view import replay_event
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, replace
 
 from zymi_tui.events.kind_json import CONTEXT_COMPACTED, LLM_CALL_COMPLETED, read_kind
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.lean import LeanError, payload, run_envelope
+from zymi_tui.events.row_envelope import LeanError, payload, run_envelope
 from zymi_tui.events.store import RawRow, step_of
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
-from zymi_tui.tui.model_events import RUN_GROUP
+from zymi_tui.tui.state.events import RUN_GROUP
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +94,7 @@ class CallCollector:
 
     def feed_rows(self, rows: Iterable[RawRow]) -> list[BadRow]:
         """Rows as stored (a long run's pages): of a call or a compaction only the fields drawn are decoded
-        (`lean`), a workflow event whole. Returns the rows that could not be read (left out)."""
+        (`row_envelope`), a workflow event whole. Returns the rows that could not be read (left out)."""
         from zymi_tui.events.envelope import EventDecodeError, decode_event
 
         bad: list[BadRow] = []

@@ -16,8 +16,8 @@ from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.levels import step_levels
 from zymi_tui.project.reader import read_project
-from zymi_tui.tui.model_events import RUN_GROUP
-from zymi_tui.tui.model_plot import StepCalls
+from zymi_tui.tui.state.events import RUN_GROUP
+from zymi_tui.tui.state.plot import StepCalls
 
 GLYPH = {"pending": "·", "running": "◷", "ok": "✓", "failed": "✗", "skipped": "⊘"}
 

@@ -3,7 +3,7 @@
 A search over a long run describes every row it reads: here a row is decoded in one typed pass into the
 struct `kind_json` derives from the kind's declaration in `kinds`, the kind is made from it, and the line
 is made by `describe_kind`, as from a whole event. Every check `decode_event` makes is made (the envelope
-as `lean` checks it, each field by its type, strictly); a row these checks refuse, or of a kind not known
+as `row_envelope` checks it, each field by its type, strictly); a row these checks refuse, or of a kind not known
 here, is decoded by `decode_event` itself, so a row reads, and is refused, exactly as a whole-event reader
 reads or refuses it.
 """
@@ -15,7 +15,7 @@ from datetime import datetime
 from zymi_tui.events.describe import Line, describe, describe_kind
 from zymi_tui.events.envelope import decode_event
 from zymi_tui.events.kind_json import row_decoder, to_kind
-from zymi_tui.events.lean import DECODE_ERRORS
+from zymi_tui.events.row_envelope import DECODE_ERRORS
 
 _KIND_AT = '"kind":{"type":"'  # where zymi writes the kind's name
 

@@ -445,11 +445,11 @@ def searched_text(line: Line, type_name: str) -> str:
 
 def search_rows(rows: list[RawRow], needle: str) -> tuple[list[int], list[BadRow]]:
     """`matches` over rows as stored (a long run's pages): the ids found, and the rows that cannot be read.
-    A row is described from a partial decode (`row_lines`: the same line, refused in the same words); a
+    A row is described from a partial decode (`row_describe`: the same line, refused in the same words); a
     row that cannot be read is never a hit, even when its text holds `needle`: it is not an event the list
     shows, and is reported (the banner's unreadable rows) instead."""
     from zymi_tui.events.envelope import EventDecodeError
-    from zymi_tui.events.row_lines import row_line
+    from zymi_tui.events.row_describe import row_line
 
     found: list[int] = []
     bad: list[BadRow] = []

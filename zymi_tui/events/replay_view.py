@@ -3,7 +3,7 @@
 A replay reads about half the rows of a store: a row of a kind below is decoded with msgspec in one
 typed pass (`kind_json`, whose structs are derived from `kinds`), and its payload is the kind itself
 (`kinds.LlmCallCompleted`, ...), so the context builder sees one type whichever way an event reached it.
-Every check `envelope.decode_event` makes is made here (the envelope as `lean` checks it, a payload's
+Every check `envelope.decode_event` makes is made here (the envelope as `row_envelope` checks it, a payload's
 fields by type, strictly); a row these checks refuse, or whose kind is not a replay kind, is decoded by
 `decode_event` itself, so a replay accepts, refuses and words a row exactly as a whole-event reader does.
 """
@@ -18,7 +18,7 @@ import msgspec
 from zymi_tui.events import kinds as k
 from zymi_tui.events.envelope import decode_event
 from zymi_tui.events.kind_json import EXTRA, row_decoder, to_kind
-from zymi_tui.events.lean import DECODE_ERRORS
+from zymi_tui.events.row_envelope import DECODE_ERRORS
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.record import built
 
