@@ -19,7 +19,7 @@ from tests.conftest import ORACLE
 from tests.waiting import pilot_until, workers_idle
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import EventReader
-from zymi_tui.tui.tuning import editor
+from zymi_tui.tui.tuning import collector
 from zymi_tui.tui.tuning.app import TuningApp
 from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.diff_table import DiffTable
@@ -107,7 +107,9 @@ async def test_edits_by_keys_show_the_full_replays_figures(
         assert curve is not None and curve.known is None
         assert dict(zip(curve.sequences, curve.what_if, strict=True)) == want_curve
         # the cyclic collector, held from the first key, runs again once the what-if is on screen
-        await pilot_until(pilot, lambda: not screen.gc_hold_since, "the collector released", limit=1.0)  # < 2 s hold
+        await pilot_until(
+            pilot, lambda: not screen.collector.held_since, "the collector released", limit=1.0
+        )  # < 2 s hold
         assert gc.isenabled()
 
 
@@ -219,21 +221,21 @@ class _Cycle:
 async def test_garbage_frozen_with_an_edit_is_reclaimed_once_idle(monkeypatch: pytest.MonkeyPatch) -> None:
     """What is alive when an edit is released is frozen out of the collector's walks; what of it has
     become garbage since is collected once the editor has been idle after `RECLAIM_EVERY` edits."""
-    monkeypatch.setattr(editor, "RECLAIM_EVERY", 2)
-    monkeypatch.setattr(editor, "RECLAIM_IDLE_S", 0.05)
+    monkeypatch.setattr(collector, "RECLAIM_EVERY", 2)
+    monkeypatch.setattr(collector, "RECLAIM_IDLE_S", 0.05)
     app = editor_app()
     async with app.run_test(size=(160, 50)) as pilot:
         screen = await loaded(app, pilot)
         cycle = _Cycle()
         gone = weakref.ref(cycle)
         await pilot.press("tab", "backspace", "backspace", "2")  # edit 1: released, `cycle` frozen alive
-        await pilot_until(pilot, lambda: screen.frozen_edits == 1, "the first edit released")
+        await pilot_until(pilot, lambda: screen.collector.frozen_edits == 1, "the first edit released")
         del cycle  # garbage now, but frozen: no collection walks it
         gc.collect()
         assert gone() is not None
         await pilot.press("backspace", "3")  # edit 2: the second since the last reclaim
         await pilot_until(pilot, lambda: gone() is None, "the frozen garbage reclaimed")
-        assert screen.frozen_edits == 0
+        assert screen.collector.frozen_edits == 0
 
 
 async def test_a_failure_making_the_picked_call_on_the_key_leaves_it_to_the_worker(

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import gc
 import math
 import threading
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
 from pathlib import Path
 from typing import ClassVar
 
@@ -41,6 +39,7 @@ from zymi_tui.replay.profiles_io import (
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.tui.actions import Act, ActionModal, ActionScreen, Nav
 from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.tuning.collector import EditCollector
 from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.diff_table import DiffTable
 from zymi_tui.tui.tuning.model import CallDiff, Curve, KnobForm, curve, diff_contexts, prepare_recorded
@@ -50,9 +49,6 @@ from zymi_tui.tui.widgets import FittingFooter
 RECORDED = "recorded"
 PENDING_NOTICE_S = 0.1  # a running what-if says so after this long (if its picked call is not drawn yet)
 PAINT_WAIT_S = 0.25  # the longest a what-if waits for its picked call's frame before going on
-GC_HOLD_MAX_S = 2.0  # the longest the cyclic collector is held for an edit that never draws
-RECLAIM_EVERY = 100  # edits between two full collections of what the editor froze (see `reclaim`)
-RECLAIM_IDLE_S = 1.0  # ... made once no edit has come for this long
 PICK_HERE_S = 0.025  # the picked call's what-if is made on the UI thread if it took at most this long last time
 PICK_HERE_MAX_S = 0.1  # and given up there (then made by the worker) if it takes longer than this
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)
@@ -276,9 +272,7 @@ class TuningScreen(ActionScreen):
         self.errors_due = False  # the knobs' errors and state are to be drawn with the summary
         self._agents: dict[int, tuple[list[CallContext], int, list[CallContext]]] = {}  # see agent_calls
         self.drawn: tuple[CallDiff | None, int] | None = None  # the diff the table shows, for the call picked
-        self.gc_hold = ExitStack()  # see hold_collector
-        self.gc_hold_since = 0.0  # when the collector was last held for an edit (0: it is not held)
-        self.frozen_edits, self.released = 0, 0.0  # edits frozen since the last `reclaim`; the last release
+        self.collector = EditCollector(self.set_timer)  # the cyclic collector held around each edit
         self.profiles: dict[str, ContextKnobs] = dict(PROFILES)
         try:
             self.profiles.update(user_profiles())
@@ -311,8 +305,7 @@ class TuningScreen(ActionScreen):
         yield FittingFooter()
 
     def on_unmount(self) -> None:
-        self.gc_hold.close()
-        gc.unfreeze()  # what the editor kept is the collector's again once it is closed
+        self.collector.close()
 
     def on_mount(self) -> None:
         self.sub_title = self.stream_id
@@ -343,48 +336,7 @@ class TuningScreen(ActionScreen):
         picked = self.picked_call(self.recorded_calls)
         if picked is not None and picked.rendered is not None:
             await asyncio.to_thread(prepare_recorded, picked.rendered)
-        # the loaded run and the base replay live as long as the editor: kept out of the collector's
-        # full walks while it is open (on the UI thread they would cost an edit its frame)
-        gc.freeze()
-
-    # -- the collector --------------------------------------------------------------------------
-    def hold_collector(self) -> None:
-        """No cyclic collection from an edit until its what-if is on screen (`release_collector`): a
-        full one walks what the last what-ifs left, and it came in the middle of an edit every few edits
-        (where the what-if's allocations made it due)."""
-        if not self.gc_hold_since:
-            self.gc_hold.enter_context(gc_paused())
-        self.gc_hold_since = time.perf_counter()
-        self.set_timer(GC_HOLD_MAX_S, self.release_stale_collector)
-
-    def release_stale_collector(self) -> None:
-        """A hold that no what-if ended (one that failed never draws)."""
-        if self.gc_hold_since and time.perf_counter() - self.gc_hold_since >= GC_HOLD_MAX_S:
-            self.release_collector()
-
-    def release_collector(self) -> None:
-        """The edit is on screen: what it left is collected now, at rest, and what lives on (the
-        what-if shown) is kept out of later collections' walks (each then walks one edit's objects)."""
-        if not self.gc_hold_since:
-            return
-        self.gc_hold.close()
-        self.gc_hold_since = 0.0
-        gc.collect()
-        gc.freeze()
-        self.frozen_edits += 1
-        self.released = time.perf_counter()
-        if self.frozen_edits >= RECLAIM_EVERY:
-            self.set_timer(RECLAIM_IDLE_S, self.reclaim)
-
-    def reclaim(self) -> None:
-        """What was frozen alive and has become garbage since (Textual's widgets replaced at each edit)
-        collected, in one full walk, once the editor is idle."""
-        if self.gc_hold_since or time.perf_counter() - self.released < RECLAIM_IDLE_S:
-            return  # an edit came: the next one's release asks again
-        gc.unfreeze()
-        gc.collect()
-        gc.freeze()
-        self.frozen_edits = 0
+        self.collector.keep_loaded()
 
     # -- state ----------------------------------------------------------------------------------
     def agent_calls(self, calls: list[CallContext]) -> list[CallContext]:
@@ -488,9 +440,9 @@ class TuningScreen(ActionScreen):
             self.what_if_calls, self.diff, self.diff_knobs, self.last_ms, self.pending = None, None, None, None, False
             self.partial = None
             self.workers.cancel_group(self, "whatif")
-            self.redraw(then=self.release_collector)
+            self.redraw(then=self.collector.release)
             return False
-        self.hold_collector()
+        self.collector.hold()
         self.started = time.perf_counter()
         self.pending, self.partial = True, []
         diff = self.picked_here(knobs)
@@ -594,7 +546,7 @@ class TuningScreen(ActionScreen):
         self.what_if_calls, self.diff, self.last_ms, self.pending = message.calls, message.diff, message.ms, False
         self.diff_knobs = message.knobs
         self.partial = None
-        self.redraw(then=self.release_collector)
+        self.redraw(then=self.collector.release)
         self.redraw_ms = (time.perf_counter() - self.started) * 1000  # edit -> redrawn (the benchmark reads it)
 
     # -- drawing --------------------------------------------------------------------------------
