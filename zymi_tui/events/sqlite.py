@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +22,7 @@ import aiosqlite
 
 from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text, hash_v2
+from zymi_tui.events.sqlite_file import check_store_file, is_wal, note_store
 from zymi_tui.events.store import (
     STEP_MARK,
     IdRow,
@@ -68,7 +68,6 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS events (
 HASH_MIGRATION = """ALTER TABLE events ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
                  ALTER TABLE events ADD COLUMN hash TEXT NOT NULL DEFAULT '';"""
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LOCK_WAIT_S in all
 LOCK_WAIT_S = 5.0
 
@@ -162,30 +161,6 @@ def _is_locked(err: BaseException) -> bool:
     return "locked" in low or "busy" in low
 
 
-def _check_header(path: Path) -> None:
-    st = stat_store_path(path)
-    if st is None:
-        raise StoreError(f"no event store at {path}: no such file")
-    if stat.S_ISDIR(st.st_mode):
-        raise StoreError(f"{path} is a folder: pass the .db file, or the project folder that holds .zymi/")
-    try:
-        with path.open("rb") as f:
-            head = f.read(len(SQLITE_MAGIC))
-    except OSError as e:
-        raise StoreError(f"cannot read {path}: {e.strerror}") from None
-    if not head:
-        raise StoreError(f"{path} is empty: not a zymi event store (nothing has been written to it)")
-    if head != SQLITE_MAGIC:
-        raise StoreError(f"{path} is not a SQLite database: pass a zymi events.db or a project folder")
-
-
-def _is_wal(path: Path) -> bool:
-    """Bytes 18-19 of the header are 2 in WAL mode (1 for rollback journals)."""
-    with path.open("rb") as f:
-        head = f.read(20)
-    return len(head) == 20 and head[18] == 2
-
-
 def _drop(ahead: tuple[object, asyncio.Future[list[Any]]] | None) -> None:
     """Discard a read-ahead: cancel it, or consume its error so none is logged as never retrieved."""
     if ahead is None:
@@ -223,12 +198,13 @@ class SqliteReader(RowDecoder):
         """Open read-only. A WAL store in a folder we cannot write, with no `-wal` file (so no writer
         is active), cannot get its `-shm` index: it is then read as an immutable snapshot."""
         p = Path(path).expanduser()
-        _check_header(p)
+        check_store_file(p)
+        note_store(p)
         try:
             return await cls._open(p, immutable=False)
         except StoreError as e:
             # a read-only mount says "unable to open"; a folder without write permission, "readonly database"
-            if not ("unable to open" in str(e) or "readonly database" in str(e)) or not _is_wal(p):
+            if not ("unable to open" in str(e) or "readonly database" in str(e)) or not is_wal(p):
                 raise
             if Path(f"{p}-wal").exists():
                 raise StoreError(
@@ -622,9 +598,8 @@ class SqliteWriter:
     @classmethod
     async def open(cls, path: str | Path) -> SqliteWriter:
         p = Path(path).expanduser()
-        st = stat_store_path(p)
-        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > 0:
-            _check_header(p)
+        stat_store_path(p)  # a FIFO is never opened (opening one waits for a writer)
+        note_store(p)
         thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zymi-tui-writer")
         opening = asyncio.get_running_loop().run_in_executor(thread, _open_for_writing, p)
         try:
