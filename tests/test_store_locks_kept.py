@@ -1,7 +1,7 @@
 """A process that holds a store open keeps SQLite's locks on it, whatever else it opens meanwhile.
 
 POSIX drops every fcntl lock a process holds on a file when it closes ANY descriptor of that file
-("How To Corrupt An SQLite Database File", §2.2). Our reader used to read the header with `open()`
+("How To Corrupt An SQLite Database File", section 2.2). Our reader used to read the header with `open()`
 beside the writer's connection (`zymi-tui run` opens both): the writer's lock vanished, the next
 process to close its connection believed itself the last one, checkpointed and deleted the WAL under
 the writer, and the writer's later commits went to a deleted file (issue 29: 4 writers corrupted

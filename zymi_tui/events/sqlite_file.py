@@ -2,7 +2,7 @@
 
 POSIX record locks (fcntl) belong to a process and a file, not to a descriptor: closing ANY
 descriptor of a file drops every lock the process holds on it, SQLite's own included ("How To
-Corrupt An SQLite Database File", §2.2). A process that holds a connection to a store and opens
+Corrupt An SQLite Database File", section 2.2). A process that holds a connection to a store and opens
 and closes the same file with `open()` (to read its header, say) leaves its connection unlocked:
 another process then checkpoints and resets the WAL under it, and the store is corrupted (4
 writers corrupted it in 5 of 5 trials, issue 29). So here:
