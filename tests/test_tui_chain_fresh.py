@@ -52,3 +52,16 @@ async def test_new_events_after_the_check_make_it_stale_until_checked_again(
         monkeypatch.setattr("zymi_tui.tui.chain_freshness.RECHECK_S", 0.0)
         await pilot_until(pilot, lambda: "6 stream(s) verified" in banner(main), "the store checked again")
         assert "changed since" not in banner(main)
+
+
+async def test_a_store_sqlite_finds_damaged_is_said_so_in_the_banner(tmp_path: Path) -> None:
+    from tests.test_verify_table import concurrent_writers
+
+    db = tmp_path / "events.db"
+    concurrent_writers(db)
+    app = make_app(db)
+    async with app.run_test(size=(160, 40)) as pilot:
+        main = await settle(app, pilot)
+        await pilot_until(pilot, lambda: "the store is damaged" in banner(main), "the damage in the banner", limit=60)
+        assert "Rowid 203 out of order" in banner(main)
+        assert "stream(s) verified" not in banner(main) and "chain ✓" not in run_info(main)
