@@ -17,7 +17,7 @@ from .conftest import requires_zymi
 pytestmark = requires_zymi
 
 ROUNDS = 8
-SECONDS = 30.0  # no round starts after this: the test takes this and one round at most
+SECONDS = 20.0  # no round starts after this: the test takes this and one round at most
 
 
 def test_chaos_rounds_keep_every_event_and_a_sound_store(tmp_path: Path) -> None:
