@@ -305,12 +305,14 @@ class MainScreen(ActionScreen):
             from zymi_tui.events.verify import verify_store
 
             stamp = store_stamp(self.target.store, self.last_gid)  # before the first row is read
+            began = time.monotonic()
             report = await verify_store(reader)
             broken: dict[str, str] = {}
             for v in report.verdicts:
                 if not v.ok:
                     broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
-            self.post_message(ChainChecked(broken, len(report.verdicts), report.damage, stamp))
+            took = time.monotonic() - began
+            self.post_message(ChainChecked(broken, len(report.verdicts), report.damage, stamp, took))
 
         self.in_thread(job)
 
@@ -542,7 +544,7 @@ class MainScreen(ActionScreen):
     def on_chain_checked(self, msg: ChainChecked) -> None:
         self.broken = msg.broken
         self.verified = msg.streams
-        self.chain_freshness.landed(msg.stamp, msg.damage)
+        self.chain_freshness.landed(msg.stamp, msg.damage, msg.took)
         for stream in msg.broken:
             self.runs.mark_broken(stream)
         self.query_one(RunsList).refresh()
