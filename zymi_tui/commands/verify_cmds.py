@@ -59,9 +59,17 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
         "tail or stream is caught). Names the first bad sequence. A SQLite store is read from its table, "
         "not an index, and checked by SQLite itself (PRAGMA quick_check, and each index against the table)."
     )
-    p.epilog = "exit status: 0 every chain holds, 1 a chain is broken, 2 the store cannot be read"
+    p.epilog = (
+        "exit status: 0 every chain holds, 1 a chain is broken or SQLite finds the store damaged, "
+        "2 the store cannot be read"
+    )
     add_store_arg(p)
-    p.add_argument("-s", "--stream", metavar="STREAM", help="verify this one stream only (a run or a step stream)")
+    p.add_argument(
+        "-s",
+        "--stream",
+        metavar="STREAM",
+        help="report this one stream only (a run or a step stream; the whole store is still scanned)",
+    )
     p.add_argument(
         "--thorough",
         action="store_true",
