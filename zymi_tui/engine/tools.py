@@ -33,6 +33,7 @@ from zymi_tui.events.kinds import (
     ShellSessionClosed,
     ShellSessionStarted,
 )
+from zymi_tui.events.sqlite_file import keep_if_store_file
 
 BUILTIN_DEFINITIONS: dict[str, dict[str, Any]] = {
     "execute_shell_command": {
@@ -373,7 +374,8 @@ class ToolRunner:
         if judged is None:
             raise ToolFailure(f"failed to read {full}: unresolvable path")
         try:
-            with open(open_judged(judged, os.O_RDONLY), encoding="utf-8") as f:
+            fd = open_judged(judged, os.O_RDONLY)
+            with open(fd, encoding="utf-8", closefd=not keep_if_store_file(fd)) as f:
                 content = f.read()
         except LinkOnTheWay as e:
             raise ToolFailure(f"failed to read {full}: {e.strerror}") from None
@@ -401,7 +403,7 @@ class ToolRunner:
         except OSError as e:
             raise ToolFailure(f"failed to write {full}: {_os_error(e)}") from None
         try:
-            with open(fd, "w", encoding="utf-8") as f:
+            with open(fd, "w", encoding="utf-8", closefd=not keep_if_store_file(fd)) as f:
                 f.write(content)
         except OSError as e:
             raise ToolFailure(f"failed to write {full}: {_os_error(e)}") from None

@@ -31,6 +31,7 @@ from zymi_tui.events.tail import tail
 from zymi_tui.events.writers import store_writers
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.base_app import SafeApp
+from zymi_tui.tui.chain_freshness import ChainFreshness, store_stamp
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.help import DASHBOARD_NAV, DASHBOARD_PANELS
 from zymi_tui.tui.lineage import lineage_text
@@ -173,6 +174,7 @@ class MainScreen(ActionScreen):
         self.turn_of: dict[str, str] = {}  # correlation id -> stream (for turns)
         self.broken: dict[str, str] = {}
         self.verified: int | None = None
+        self.chain_freshness = ChainFreshness()
         self.pipeline_steps: dict[str, tuple[object, str | None]] = {}
         self.plot_dirty = False
         # the selected run is being read (not Textual's `loading`, which would cover the screen with dots)
@@ -338,12 +340,15 @@ class MainScreen(ActionScreen):
             # the hash chains' module (and hashlib) load here, once every run is listed, not before the first frame
             from zymi_tui.events.verify import verify_store
 
-            verdicts = await verify_store(reader)
+            stamp = store_stamp(self.target.store, self.last_gid)  # before the first row is read
+            began = time.monotonic()
+            report = await verify_store(reader)
             broken: dict[str, str] = {}
-            for v in verdicts:
+            for v in report.verdicts:
                 if not v.ok:
                     broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
-            self.post_message(ChainChecked(broken, len(verdicts)))
+            took = time.monotonic() - began
+            self.post_message(ChainChecked(broken, len(report.verdicts), report.damage, stamp, took))
 
         self.in_thread(job)
 
@@ -492,7 +497,9 @@ class MainScreen(ActionScreen):
             self.post_message(PipelineLoaded(key, None, e.one_line()))
 
     def _check_store_file(self) -> None:
-        """One stat a second: a store deleted while open is said so (the tail sees no new rows)."""
+        """One stat a second: a store deleted while open is said so (the tail sees no new rows); a
+        store changed since its hash chains were checked is checked again."""
+        self._recheck_chains_if_changed()
         if not isinstance(self.target.store, SqliteStore) or self.target.store.path.exists():
             return
         text = f"{self.target.store} was deleted: showing what was already loaded"
@@ -515,6 +522,15 @@ class MainScreen(ActionScreen):
     def on_liveness_checked(self, msg: LivenessChecked) -> None:
         if self.runs.summaries is msg.before:  # else the list was read again meanwhile, liveness with it
             self.show_runs(msg.after, complete=self.runs_complete)
+
+    def _recheck_chains_if_changed(self) -> None:
+        was_stale = self.chain_freshness.stale
+        due = self.chain_freshness.recheck_now(store_stamp(self.target.store, self.last_gid))
+        if self.chain_freshness.stale and not was_stale:
+            self.update_banner()
+            self.update_run_info()
+        if due and not any(w.group == "verify" and w.is_running for w in self.workers):
+            self.verify_chains()
 
     def worker_failed(self, group: str, line: str) -> None:
         if group == "run":
@@ -581,6 +597,7 @@ class MainScreen(ActionScreen):
     def on_chain_checked(self, msg: ChainChecked) -> None:
         self.broken = msg.broken
         self.verified = msg.streams
+        self.chain_freshness.landed(msg.stamp, msg.damage, msg.took)
         for stream in msg.broken:
             self.runs.mark_broken(stream)
         self.query_one(RunsList).refresh()
@@ -969,7 +986,7 @@ class MainScreen(ActionScreen):
         chain = self.broken.get(key.stream_id)
         if chain:
             t.append("\n" + clean(f"⚠ hash chain does not verify: {chain}", one_line=True), style="bold red")
-        elif self.verified is not None:
+        elif self.verified is not None and not self.chain_freshness.stale and not self.chain_freshness.damage:
             t.append("  chain ✓", style="green")
         if s.error:
             t.append("\n" + clean(f"error: {s.error}", one_line=True, max_cells=200), style="red")
@@ -993,6 +1010,27 @@ class MainScreen(ActionScreen):
         self.query_one("#events").border_title = safe_text("Events · " + " · ".join(parts), one_line=True)
         self.query_one("#events-title", Static).display = False
 
+    def _chain_banner(self) -> list[tuple[str, str]]:
+        """What the banner says of the last hash-chain check, and whether it still holds."""
+        fresh = self.chain_freshness
+        again = ", the store changed since: checking again…" if fresh.stale else ""
+        parts: list[tuple[str, str]] = []
+        if fresh.damage:
+            found = f" · the store is damaged ({len(fresh.damage)} finding(s)): {fresh.damage[0]}{again}"
+            parts.append((clean(found, one_line=True, max_cells=200), "bold red"))
+        if self.broken:
+            parts.append((f" · {len(self.broken)} run(s) fail the hash-chain check{again}", "bold red"))
+        elif self.chain_problem is not None:
+            parts.append((" · hash chains not checked (see the notification)", "yellow"))
+        elif self.verified is None:
+            parts.append((" · checking hash chains…", "dim"))
+        elif fresh.stale:
+            changed = f" · the store changed since {self.verified} stream(s) were verified: checking again…"
+            parts.append((changed, "yellow"))
+        elif not fresh.damage:
+            parts.append((f" · {self.verified} stream(s) verified", "dim"))
+        return parts
+
     def update_banner(self) -> None:
         parts: list[tuple[str, str]] = []
         if self.target.banner:
@@ -1003,14 +1041,7 @@ class MainScreen(ActionScreen):
                       " · live", "bold yellow" if self.frozen else "green"))  # fmt: skip
         if self.runs.follow_newest:
             parts.append((" · following newest run", "cyan"))
-        if self.broken:
-            parts.append((f" · {len(self.broken)} run(s) fail the hash-chain check", "bold red"))
-        elif self.chain_problem is not None:
-            parts.append((" · hash chains not checked (see the notification)", "yellow"))
-        elif self.verified is None:
-            parts.append((" · checking hash chains…", "dim"))
-        else:
-            parts.append((f" · {self.verified} stream(s) verified", "dim"))
+        parts += self._chain_banner()
         if self.reader is not None:
             self.bad_rows.update({b.global_id: b.describe() for b in self.reader.problems})
         if self.bad_rows:
