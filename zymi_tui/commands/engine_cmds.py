@@ -137,7 +137,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 "  note:  runtime.context not set — using engine defaults; see docs/context.md for chat/coding profiles"
             )
         try:
-            await serve(rt, served, args.poll_interval_ms, say)
+            await serve(rt, served, args.poll_interval_ms, say, insecure=args.insecure)
         finally:
             await close_runtime(rt)
         return EXIT_OK
@@ -174,5 +174,11 @@ def _serve_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll-interval-ms", type=int, default=100, metavar="N", help="store poll interval (default 100)")
     p.add_argument("-d", "--dir", metavar="DIR", help=DIR_HELP)
     p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="let an http_inbound connector without `auth` listen on a non-loopback address (anyone who can "
+        "reach it can drive the agent)",
+    )
     p.set_defaults(func=cmd_serve)
     # `chat` is registered by chat_cmds (the chat screen; `chat --plain` runs plain_chat.cmd_chat)

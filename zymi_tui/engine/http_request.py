@@ -18,7 +18,7 @@ MAX_BODY = 2 * 1024 * 1024  # zymi answers 413 above 2 MB
 LINGER_S = 0.5  # after a refusal, how long unread request bytes are drained (so the answer is seen)
 
 REASONS = {
-    100: "Continue", 200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+    100: "Continue", 200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
     405: "Method Not Allowed", 408: "Request Timeout", 413: "Payload Too Large",
     431: "Request Header Fields Too Large", 501: "Not Implemented", 503: "Service Unavailable",
 }  # fmt: skip
@@ -75,6 +75,8 @@ async def read_head(reader: asyncio.StreamReader) -> Head:
 def body_length(head: Head) -> int | None:
     """The declared body length (None: chunked); 413 above MAX_BODY, before any of it is read."""
     coding = head.headers.get("transfer-encoding", "").lower()
+    if coding and "content-length" in head.headers:  # the request-smuggling shape (RFC 9112 §6.3)
+        raise Refusal(400, "bad_request", "both transfer-encoding and content-length: refused")
     if coding:
         if coding != "chunked":
             raise Refusal(501, "unsupported_transfer_encoding", f"transfer-encoding `{coding}` is not supported")

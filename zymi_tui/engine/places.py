@@ -90,7 +90,8 @@ class Places:
         real = root.resolve()
         own = [real / p for p in PROTECTED]
         if store is not None:
-            own.append(store.resolve())
+            real_store = store.resolve()
+            own += [real_store.with_name(real_store.name + tail) for tail in ("", "-wal", "-shm", "-journal")]
         deny = tuple(contract_glob(p) for p in (*SECRET_DENY, *deny_patterns))
         return cls(real, deny, tuple(allowed_dirs), tuple(own))
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zymi_tui.engine.config import ShellRuntime
+from zymi_tui.engine.sandbox import shell_pid
 
 MAX_OUTPUT = 1024 * 1024
 READ_CHUNK = 1 << 16
@@ -56,19 +57,32 @@ async def _reaped(proc: asyncio.subprocess.Process) -> int:
 
 
 class ShellSession:
-    def __init__(self, proc: asyncio.subprocess.Process, shell_path: str) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, shell_path: str, sandboxed: bool = False) -> None:
         self.proc = proc
         self.shell_path = shell_path
         self.lock = asyncio.Lock()
         self._rest: dict[asyncio.StreamReader, bytes] = {}
+        self.sandboxed = sandboxed
+        self._pid: int | None = None
 
     @property
     def pid(self) -> int:
-        return self.proc.pid
+        """The shell's own process (inside the sandbox: bwrap's grandchild, found once)."""
+        if self._pid is None:
+            self._pid = shell_pid(self.proc.pid) if self.sandboxed else self.proc.pid
+        return self._pid
+
+    def cwd(self) -> Path | None:
+        """The folder the shell is in now (a `cd` persists between commands); None if unknown."""
+        try:
+            return Path(os.readlink(f"/proc/{self.pid}/cwd"))
+        except OSError:
+            return None
 
     @classmethod
-    async def start(cls, config: ShellRuntime, cwd: Path) -> ShellSession:
-        args = [config.shell_path]
+    async def start(cls, config: ShellRuntime, cwd: Path, prefix: tuple[str, ...] = ()) -> ShellSession:
+        """The shell, started under `prefix` (a sandbox's command line) when one is given."""
+        args = [*prefix, config.shell_path]
         name = os.path.basename(config.shell_path)
         if config.interactive:
             args.append("-i")
@@ -94,7 +108,16 @@ class ShellSession:
             with contextlib.suppress(Exception):
                 await cls(await spawn, config.shell_path).close()
             raise
-        return cls(proc, config.shell_path)
+        session = cls(proc, config.shell_path, sandboxed=bool(prefix))
+        if prefix:
+            await session.ready()
+        return session
+
+    async def ready(self) -> None:
+        """Wait until the sandboxed shell answers (so its pid, under bwrap's, can be found)."""
+        out = await self.run("true", 30)
+        if out.exit_code != 0 or out.timed_out:
+            raise ShellError(f"the sandboxed shell did not start: {out.stderr.strip()[:200]}")
 
     async def _read_until(self, stream: asyncio.StreamReader, marker: str) -> tuple[str, str]:
         """What the stream carries before the marker's line (right-stripped), and the rest of that line.

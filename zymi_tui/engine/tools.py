@@ -22,6 +22,7 @@ from zymi_tui.engine.config import HttpImpl, ShellImpl, ShellRuntime, ToolConfig
 from zymi_tui.engine.nofollow import FolderError, LinkOnTheWay, open_judged
 from zymi_tui.engine.policy import APPROVED, Contracts, Verdict
 from zymi_tui.engine.recorder import Recorder
+from zymi_tui.engine.sandbox import Sandbox
 from zymi_tui.engine.shell import MAX_OUTPUT, ShellError, ShellSession
 from zymi_tui.events.kinds import (
     ApprovalDenied,
@@ -208,6 +209,7 @@ class ToolRunner:
         recorder: Recorder,
         approvals: ApprovalHandler | None,
         shell_config: ShellRuntime,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.root = root
         self.contracts = contracts
@@ -215,12 +217,15 @@ class ToolRunner:
         self.recorder = recorder
         self.approvals = approvals
         self.shell_config = shell_config
+        self.sandbox = sandbox or Sandbox((), "")
 
     # -- the gate ------------------------------------------------------------------------------
-    def _verdict(self, tag: str, data: dict[str, Any], name: str) -> Verdict:
+    def _verdict(self, tag: str, data: dict[str, Any], name: str, scope: RunScope) -> Verdict:
         body = data["data"]
         if data["type"] == "ExecuteShellCommand":
-            verdict = self.contracts.shell_command(body["command"])
+            shell = scope.shell
+            cwd = shell.cwd() if shell is not None and shell.proc.returncode is None else None
+            verdict = self.contracts.shell_command(body["command"], cwd)
         elif data["type"] == "WriteFile":
             verdict = self.contracts.write_file(body["path"])
         elif data["type"] == "ReadFile":
@@ -300,7 +305,7 @@ class ToolRunner:
             "orchestrator",
             corr,
         )
-        verdict = self._verdict(tag, data, name)
+        verdict = self._verdict(tag, data, name, scope)
         await rec.emit(
             scope.stream_id, IntentionEvaluated(intention_tag=tag, verdict=verdict.text()), "orchestrator", corr
         )
@@ -411,7 +416,9 @@ class ToolRunner:
         async with scope.shell_lock:
             if scope.shell is None or scope.shell.proc.returncode is not None:
                 try:
-                    scope.shell = await ShellSession.start(self.shell_config, self.root)
+                    scope.shell = await ShellSession.start(self.shell_config, self.root, self.sandbox.prefix)
+                except ShellError as e:
+                    raise ToolFailure(f"shell session error: {e}") from None
                 except OSError as e:
                     raise ToolFailure(f"shell session error: {_os_error(e)}") from None
                 await self.recorder.emit(
