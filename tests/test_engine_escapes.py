@@ -4,8 +4,10 @@ to end a scripted model cannot make the agent run six of them."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import sqlite3
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -205,3 +207,14 @@ def test_six_escapes_do_not_run_end_to_end(
     assert not (tmp_path / "elsewhere" / "evil.sh").exists()
     assert (root / "project.yml").read_text() == project_yml
     assert connections == []
+    # the engine's verdicts are the ones `policy check` gives: one gate, not two implementations
+    con = sqlite3.connect(f"file:{root / '.zymi' / 'events.db'}?mode=ro", uri=True)
+    rows = con.execute("SELECT data FROM events WHERE kind_tag = 'intention_evaluated' ORDER BY id").fetchall()
+    con.close()
+    recorded = [json.loads(d)["kind"]["data"]["verdict"].split(":")[0] for (d,) in rows]
+    checked = subprocess.run(
+        [str(BIN), "policy", "check", "--json", "-d", str(root), *six], capture_output=True, text=True, timeout=LIMIT
+    )
+    words = {"approve": "approved", "ask": "requires_approval", "deny": "denied"}
+    assert recorded == [words[json.loads(line)["verdict"]] for line in checked.stdout.splitlines()]
+    assert "approved" not in recorded
