@@ -218,3 +218,32 @@ def test_six_escapes_do_not_run_end_to_end(
     words = {"approve": "approved", "ask": "requires_approval", "deny": "denied"}
     assert recorded == [words[json.loads(line)["verdict"]] for line in checked.stdout.splitlines()]
     assert "approved" not in recorded
+
+
+# -- state a command changes for its own other words, or for the next command -------------------
+def test_a_cd_or_shopt_inside_a_command_asks(tmp_path: Path) -> None:
+    """`cd output && cat envlink` would be judged from the root (no such file) while it reads .env."""
+    ws = load_workspace(make_project(tmp_path))
+    policy = ws.project.policy.model_copy(update={"allow": ["cd *", "cat *", "shopt *", "echo *"]})
+    contracts = Contracts(policy, ws.project.contracts.file_write, ws.root)
+    assert contracts.shell_command("cd output && cat envlink").kind == ASK
+    assert contracts.shell_command("shopt -s dotglob; cat *").kind == ASK
+    assert contracts.shell_command("GLOBIGNORE=x cat *").kind == ASK
+    assert contracts.shell_command("cd output").text() == OK
+
+
+async def test_globbing_is_back_to_bash_defaults_after_each_command(tmp_path: Path) -> None:
+    """An earlier approved `shopt -s dotglob` cannot make a later `cat *` (judged without it) read .env."""
+    from zymi_tui.engine.config import ShellRuntime
+    from zymi_tui.engine.shell import ShellSession
+
+    root = make_project(tmp_path)
+    session = await ShellSession.start(ShellRuntime(), root)
+    try:
+        await session.run("shopt -s dotglob nocaseglob; GLOBIGNORE=x", 10)
+        listed = await session.run("echo *", 10)
+        code = await session.run("false", 10)
+    finally:
+        await session.close()
+    assert ".env" not in listed.stdout.split() and "project.yml" in listed.stdout.split()
+    assert code.exit_code == 1

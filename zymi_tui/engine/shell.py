@@ -13,6 +13,12 @@ from zymi_tui.engine.config import ShellRuntime
 from zymi_tui.engine.sandbox import shell_pid
 
 MAX_OUTPUT = 1024 * 1024
+# after each command, bash's globbing is put back to its defaults, the ones the policy expands words
+# with (engine/shell_words.py): an earlier approved `shopt -s dotglob` cannot make `cat *` read `.env`
+GLOB_DEFAULTS = (
+    "shopt -u dotglob nocaseglob extglob globstar nullglob failglob 2>/dev/null; unset GLOBIGNORE 2>/dev/null; "
+)
+_rc = "__zymi_rc"
 READ_CHUNK = 1 << 16
 
 
@@ -64,6 +70,7 @@ class ShellSession:
         self._rest: dict[asyncio.StreamReader, bytes] = {}
         self.sandboxed = sandboxed
         self._pid: int | None = None
+        self.reset = GLOB_DEFAULTS if os.path.basename(shell_path) == "bash" else ""
 
     @property
     def pid(self) -> int:
@@ -150,7 +157,8 @@ class ShellSession:
             if self.proc.returncode is not None:
                 raise ShellError("shell session died unexpectedly")
             tag = f"__ZYMI_END_{uuid.uuid4()}__"
-            script = f"{{ {command} ; }}; printf '\\n{tag}%d\\n' \"$?\"; printf '\\n{tag}\\n' >&2\n"
+            end = f"printf '\\n{tag}%d\\n' \"${_rc}\"; printf '\\n{tag}\\n' >&2\n"
+            script = f"{{ {command} ; }}; {_rc}=$?; {self.reset}{end}"
             self.proc.stdin.write(script.encode())
             await self.proc.stdin.drain()
             out_task = asyncio.ensure_future(self._read_until(self.proc.stdout, tag))

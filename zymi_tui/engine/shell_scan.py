@@ -37,6 +37,7 @@ WRAPPERS = {"sudo", "doas", "env", "command", "exec", "builtin", "nice", "nohup"
 _WITH_VALUE = {"-u", "-g", "-n", "-c", "-p", "-s", "-o", "-e", "-i", "-k", "-C", "-d", "-D", "-I", "-L", "-P"}
 WRITES = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
 READS = {"<", "<>"}
+MOVES = {"cd", "pushd", "popd", "shopt", "set"}  # they change what the next words name (folder, globbing)
 SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "mksh", "busybox"}
 _FORK_BOMB = re.compile(r"([^\s(){}|&;]+)\(\)\{\1\|\1&\};?")
 
@@ -54,7 +55,10 @@ class Rules:
 
 
 def worse(a: Decision, b: Decision) -> Decision:
-    return b if RANK[b[0]] > RANK[a[0]] else a
+    """The stricter of two decisions (of two alike, the first that says why)."""
+    if RANK[b[0]] > RANK[a[0]] or (RANK[b[0]] == RANK[a[0]] and not a[1] and b[1]):
+        return b
+    return a
 
 
 def _children(node: Any) -> Iterator[Any]:
@@ -173,8 +177,13 @@ def stricter(command: str, rules: Rules) -> Decision:
     try:
         trees = bashlex.parse(command)
     except (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError, TypeError):
-        return "approve", ""
+        return "approve", "the command cannot be parsed"
     verdict: Decision = "allow", ""
+    nodes = [node for tree in trees for node in _walk(tree)]
+    commands = [unwrap(_argv(n))[:1] for n in nodes if n.kind == "command"]
+    globignore = any(n.kind == "assignment" and n.word.startswith("GLOBIGNORE=") for n in nodes)
+    if globignore or (len(commands) > 1 and any(c and c[0] in MOVES for c in commands)):
+        verdict = "approve", "the command changes what its other words name (cd, shopt, set, GLOBIGNORE)"
     for tree in trees:
         for node in _walk(tree):
             if node.kind in ("commandsubstitution", "processsubstitution"):
