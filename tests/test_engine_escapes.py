@@ -35,6 +35,7 @@ def make_project(base: Path) -> Path:
     (root / "output").mkdir()
     (root / "memory").mkdir()
     (root / "output" / "notes.txt").write_text("x marks the spot\n")
+    (root / "output" / "names").write_bytes(b".env\0")
     (root / "memory" / "note.md").write_text("x\n")
     (root / "output" / "envlink").symlink_to("../.env")
     (root / "output" / "outside").symlink_to(base / "elsewhere")
@@ -84,6 +85,8 @@ ESCAPES = [  # (command, the verdict it must get); the first 10 printed secrets,
     ("ls -R .", DENY),
     ("cat '.e'*", DENY),
     ("echo x > output/../project.yml", ASK),
+    ("grep -d recurse SECRET .", DENY),
+    ("wc --files0-from=output/names", ASK),  # output/names lists .env
 ]
 
 PLAIN = [  # what a working agent needs, approved as before

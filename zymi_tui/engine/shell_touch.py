@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 NO_READ = {"echo", "printf", "true", "false", "test", "[", "cd", "pushd", "popd", "pwd", "seq", "sleep", "exit"}
-ALWAYS_TREE = {"find", "du", "tar", "rsync", "rg", "ag", "ack", "tree", "bsdtar", "scp", "duplicity"}
+ALWAYS_TREE = {"find", "du", "tar", "rsync", "rg", "ag", "ack", "tree", "bsdtar", "scp", "duplicity", "rgrep"}
 TREE_FLAGS = {  # a reader recursive only with one of these short flags (or --recursive)
     "grep": "rR", "egrep": "rR", "fgrep": "rR", "zgrep": "rR", "ls": "R", "cp": "rRa", "diff": "rR",
     "zip": "r", "chmod": "R", "chown": "R", "chgrp": "R",
@@ -24,11 +24,12 @@ LAST_IS_WRITE = {"cp", "mv", "install", "ln", "rsync", "scp"}
 ALL_WRITE = {"touch", "mkdir", "rm", "rmdir", "truncate", "shred", "chmod", "chown", "chgrp", "unlink"}
 OPAQUE_FLAGS = {
     "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
-    "tar": ("--to-command", "--checkpoint-action", "--use-compress-program", "-I", "--info-script", "-F",
-            "--new-volume-script", "--rsh-command"),
     "rsync": ("-e", "--rsh", "--rsync-path"),
     "sed": ("-i", "--in-place"),
+    "tar": ("--to-command", "--checkpoint-action", "--use-compress-program", "-I", "--info-script", "-F",
+            "--new-volume-script", "--rsh-command", "-T", "-X"),
 }  # fmt: skip
+FILE_LISTS = ("--files-from", "--files0-from", "--exclude-from")  # the files it reads, named in a file
 
 
 @dataclass
@@ -39,25 +40,31 @@ class Touches:
     opaque: str = ""  # why the command's effect cannot be told from its words
 
 
-def _recursive(name: str, options: list[str]) -> bool:
+def _recursive(name: str, words: list[str]) -> bool:
     if name in ALWAYS_TREE:
         return True
     flags = TREE_FLAGS.get(name)
     if flags is None:
         return False
-    for word in options:
+    for i, word in enumerate(words):
+        if not word.startswith("-"):
+            continue
         if word.startswith("--"):
             if word in TREE_LONG or word == "--directories" or word.startswith("--recursive"):
                 return True
         elif any(c in flags for c in word[1:]):
             return True
+        elif word[1:2] == "d" and (word == "-drecurse" or words[i + 1 : i + 2] == ["recurse"]):
+            return True  # grep -d recurse
     return False
 
 
 def _opaque(name: str, words: list[str]) -> str:
+    if any(w.startswith(FILE_LISTS) for w in words if w.startswith("-")):
+        return "the files it reads are named in another file"
     for flag in OPAQUE_FLAGS.get(name, ()):
         if any(w == flag or w.startswith(flag + "=") or (name == "sed" and w.startswith("-i")) for w in words):
-            return f"`{name} {flag}` runs or writes what its words do not show"
+            return f"`{name} {flag}`: what it runs, reads or writes is not in its words"
     return ""
 
 
@@ -98,10 +105,10 @@ def touches(name: str, words: list[list[str]], via_xargs: bool) -> Touches:
         return out
     if name in ALL_WRITE:
         out.writes.extend(args)
-        if not _recursive(name, options):
+        if not _recursive(name, flat):
             return out
     if name in LAST_IS_WRITE and len(args) >= 2:
         out.writes.append(args[-1])
         args = args[:-1]
-    (out.trees if _recursive(name, options) else out.reads).extend(args)
+    (out.trees if _recursive(name, flat) else out.reads).extend(args)
     return out
