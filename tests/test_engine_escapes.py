@@ -86,6 +86,8 @@ ESCAPES = [  # (command, the verdict it must get); the first 10 printed secrets,
     ("cat '.e'*", DENY),
     ("echo x > output/../project.yml", ASK),
     ("grep -d recurse SECRET .", DENY),
+    ("cat /dev/fd/../../../etc/shadow", ASK),  # a harmless device's name as a prefix
+    ("echo x > /dev/null/../../tmp/x", ASK),
     ("wc --files0-from=output/names", ASK),  # output/names lists .env
 ]
 

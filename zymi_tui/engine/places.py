@@ -29,8 +29,9 @@ SECRET_DENY = (
     "id_ed25519", ".netrc", ".pypirc", ".npmrc", "credentials", "*.secret",
 )  # fmt: skip
 PROTECTED = ("project.yml", "agents", "pipelines", ".git", ".zymi")  # the project's own files
-HARMLESS_READ = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/tty", "/dev/fd/")
-HARMLESS_WRITE = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/")
+# whole names (a prefix would let `/dev/fd/../../etc/shadow` through)
+HARMLESS_READ = re.compile(r"^/dev/(?:null|zero|random|urandom|stdin|tty|fd/\d+)$")
+HARMLESS_WRITE = re.compile(r"^/dev/(?:null|stdout|stderr|tty|fd/\d+)$")
 MAX_TREE = 20000  # files a recursive reader's roots may hold and still be checked one by one
 BLOCK_DEVICE = re.compile(r"^/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|md\d|dm-\d|loop\d|disk\d|sr\d)")
 NETWORK = re.compile(r"^/dev/(?:tcp|udp)(?:/|$)")
@@ -121,7 +122,7 @@ class Places:
 
     def read(self, path: str, cwd: Path | None = None) -> Decision:
         """A read of `path` from `cwd`."""
-        if path.startswith(HARMLESS_READ):
+        if HARMLESS_READ.match(path):
             return ALLOW
         real = self.resolve(path, cwd)
         if NETWORK.match(path) or (real is not None and NETWORK.match(str(real))):
@@ -137,14 +138,14 @@ class Places:
             return "deny", f"File read denied ({rx}): {path}"
         if path.startswith("/proc/"):  # `self` there is the shell, not this process: never judged as resolved
             return "approve", f"reads {path}, outside the project"
-        if not self.inside(real) and not str(real).startswith(HARMLESS_READ):
+        if not self.inside(real) and not HARMLESS_READ.match(str(real)):
             return "approve", f"reads {real}, outside the project"
         return ALLOW
 
     def write(self, path: str, cwd: Path | None = None, *, shell: bool = False) -> Decision:
         """A write of `path` from `cwd`: the file_write contract (`shell`: by a shell command, which
         may also write to the terminal's devices)."""
-        if shell and path.startswith(HARMLESS_WRITE):
+        if shell and HARMLESS_WRITE.match(path):
             return ALLOW
         real = self.resolve(path, cwd)
         if NETWORK.match(path) or (real is not None and NETWORK.match(str(real))):
