@@ -99,6 +99,27 @@ async def test_the_sandboxed_shell_cannot_write_the_project_nor_reach_the_networ
 
 
 @needs_bwrap
+async def test_the_projects_own_files_stay_read_only_inside_an_allowed_folder(tmp_path: Path) -> None:
+    from zymi_tui.engine.places import Places
+
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    (root / "project.yml").write_text("name: t\n")
+    places = Places.make(root, [], ["."], None)
+    box = make_sandbox(root, ["."], ShellRuntime(), places.protected)
+    session = await ShellSession.start(ShellRuntime(), root, box.prefix)
+    try:
+        own = await session.run("echo y > project.yml", 10)
+        git = await session.run("echo y > .git/config", 10)
+        free = await session.run("echo z > notes.txt", 10)
+    finally:
+        await session.close()
+    assert own.exit_code != 0 and git.exit_code != 0 and free.exit_code == 0
+    assert (root / "project.yml").read_text() == "name: t\n" and not (root / ".git" / "config").exists()
+    assert (root / "notes.txt").read_text() == "z\n"
+
+
+@needs_bwrap
 def test_a_run_uses_the_sandbox_when_present(
     llm: tuple[Script, int],  # noqa: F811
     listener: tuple[int, list[str]],

@@ -90,9 +90,10 @@ async def open_runtime(
     shell = ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
     file_write = ws.project.contracts.file_write
     sandbox = Sandbox((), "")
+    contracts = project_contracts(ws)
     if uses_shell(ws, pipelines):  # its start-up line is the caller's to say (`rt.tools.sandbox.line`)
-        sandbox = make_sandbox(ws.root, file_write.allowed_dirs, shell)
-    tools = ToolRunner(ws.root, project_contracts(ws), ws.tools, recorder, approvals, shell, sandbox)
+        sandbox = make_sandbox(ws.root, file_write.allowed_dirs, shell, contracts.places.protected)
+    tools = ToolRunner(ws.root, contracts, ws.tools, recorder, approvals, shell, sandbox)
     return Runtime(ws, recorder, reader, provider, tools, knobs, reasoning=reasoning, printer=printer)
 
 

@@ -71,7 +71,9 @@ def writable_dirs(root: Path, allowed_dirs: list[str]) -> list[Path]:
     return out
 
 
-def make_sandbox(root: Path, allowed_dirs: list[str], shell: ShellRuntime) -> Sandbox:
+def make_sandbox(root: Path, allowed_dirs: list[str], shell: ShellRuntime, protected: tuple[Path, ...] = ()) -> Sandbox:
+    """The sandbox for a project's shell; `protected`: what stays read-only even inside an allowed
+    folder (the project's own files: engine/places.py)."""
     if not shell.sandbox:
         return Sandbox((), "sandbox: off (runtime.shell.sandbox: false); the shell policy's parser alone decides")
     bwrap = shutil.which("bwrap")
@@ -83,6 +85,9 @@ def make_sandbox(root: Path, allowed_dirs: list[str], shell: ShellRuntime) -> Sa
     dirs = writable_dirs(real, allowed_dirs)
     for folder in dirs:
         binds += ["--bind", str(folder), str(folder)]
+    for own in protected:  # e.g. `allowed_dirs: ["."]`: project.yml, .git, the store stay read-only
+        if own.exists() and any(own.is_relative_to(folder) for folder in dirs):
+            binds += ["--ro-bind", str(own), str(own)]
     net = () if shell.network else ("--unshare-net",)
     prefix = (bwrap, *BASE, *binds, *ISOLATION, *net, "--chdir", str(real), "--")
     shown = ", ".join(os.path.relpath(d, real) if d.is_relative_to(real) else str(d) for d in dirs) or "none"
