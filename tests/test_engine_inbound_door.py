@@ -138,6 +138,7 @@ def test_serve_on_a_public_address_without_auth_needs_insecure(tmp_path: Path) -
     )
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "--insecure" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert refused.stdout == "" and not (root / ".zymi").exists()  # refused before anything started
     assert "Traceback" not in refused.stderr
     proc = subprocess.Popen(
         [zymi_tui_bin(), "serve", "chat", "--insecure", "-d", str(root)],

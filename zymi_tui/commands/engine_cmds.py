@@ -127,6 +127,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             available = ", ".join(sorted(ws.pipelines)) or "(none)"
             raise CommandError(f"pipeline(s) not found: {', '.join(missing)}. Available: {available}")
 
+    from zymi_tui.engine.connectors import check_doors
+
+    check_doors(ws.project.connectors, insecure=args.insecure)  # before the store is opened or a line said
+
     async def go() -> int:
         rt = await open_runtime(ws, served, TerminalApproval(), printer=say)
         target = ", ".join(served) if not args.all else f"any pipeline (--all): {', '.join(served)}"

@@ -81,6 +81,31 @@ def _as_string(value: Any) -> str | None:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _door(cfg: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """An http_inbound connector's name, host and auth, defaults filled in."""
+    return (
+        str(cfg.get("name") or "http_inbound"),
+        str(cfg.get("host") or "127.0.0.1"),
+        cfg.get("auth") or {"type": "none"},
+    )
+
+
+def check_door(name: str, host: str, auth: dict[str, Any], *, insecure: bool) -> None:
+    """Refuse a door without auth on an address others can reach, unless `--insecure`."""
+    if auth.get("type", "none") == "none" and not loopback(host) and not insecure:
+        raise ConnectorError(
+            f"http_inbound '{name}': host {host} is not a loopback address and no `auth` is set, "
+            "so anyone who can reach it could drive the agent; set `auth`, or pass --insecure"
+        )
+
+
+def check_doors(connectors: list[dict[str, Any]], *, insecure: bool) -> None:
+    """Before anything starts: every http_inbound door of the project is safe to open."""
+    for cfg in connectors:
+        if cfg.get("type") == "http_inbound":
+            check_door(*_door(cfg), insecure=insecure)
+
+
 class StdinConnector:
     def __init__(self, cfg: dict[str, Any], recorder: Recorder) -> None:
         self.name = str(cfg.get("name") or "stdin")
@@ -148,10 +173,8 @@ class HttpInboundConnector:
         except (KeyError, TypeError, ValueError) as e:
             raise ConnectorError(f"http_inbound connector: missing or invalid field {e}") from None
         self.corr_path = extract.get("correlation_id")
-        self.name = str(cfg.get("name") or "http_inbound")
-        self.host = str(cfg.get("host") or "127.0.0.1")
+        self.name, self.host, self.auth = _door(cfg)
         self.path = str(cfg.get("path") or "/")
-        self.auth = cfg.get("auth") or {"type": "none"}
         self.pipeline = cfg.get("pipeline")
         self.pipeline_input = str(cfg.get("pipeline_input") or "message")
         self.recorder = recorder
@@ -162,11 +185,7 @@ class HttpInboundConnector:
         self.handlers: set[asyncio.Task[None]] = set()  # one per open connection
 
     async def start(self) -> None:
-        if self.auth.get("type", "none") == "none" and not loopback(self.host) and not self.insecure:
-            raise ConnectorError(
-                f"http_inbound '{self.name}': host {self.host} is not a loopback address and no `auth` is set, "
-                "so anyone who can reach it could drive the agent; set `auth`, or pass --insecure"
-            )
+        check_door(self.name, self.host, self.auth, insecure=self.insecure)
         try:
             self.server = await asyncio.start_server(self._handle, self.host, self.port)
         except OSError as e:
