@@ -88,6 +88,7 @@ ESCAPES = [  # (command, the verdict it must get); the first 10 printed secrets,
     ("grep -d recurse SECRET .", DENY),
     ("cat /dev/fd/../../../etc/shadow", ASK),  # a harmless device's name as a prefix
     ("echo x > /dev/null/../../tmp/x", ASK),
+    ("cat .[[:alpha:]]nv", ASK),  # a POSIX class: not guessed
     ("wc --files0-from=output/names", ASK),  # output/names lists .env
 ]
 

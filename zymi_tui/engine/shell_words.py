@@ -4,7 +4,8 @@ Only what can be known before the command runs is expanded: `~` and `~/…`, `$H
 and backslashes removed, and unquoted globs (`*`, `?`, `[…]`, `[!…]`, `[^…]`) matched against the files
 there now, with bash's defaults (a leading dot is matched only by a pattern's leading dot; a pattern
 that matches nothing stays as written). A word whose value depends on the run (another variable,
-`$(…)`, backticks, `~user`, brace expansion `{a,b}` / `{1..3}`) is not guessed: `expand` returns None
+`$(…)`, backticks, `~user`, brace expansion `{a,b}` / `{1..3}`, a POSIX class `[[:alpha:]]` in a
+glob) is not guessed: `expand` returns None
 and the caller asks.
 """
 
@@ -95,6 +96,8 @@ def pattern(raw: str) -> tuple[str, str, bool]:
         else:
             if c in _GLOB:
                 globs = True
+                if c == "[" and any(t in raw[i + 1 :] for t in ("[:", "[=", "[.")):
+                    raise Unknown(raw)  # a POSIX class (`[[:alpha:]]`): bash knows it, Python's glob does not
                 if c == "[" and raw[i + 1 : i + 2] == "^":
                     pat.append("[!")
                     lit.append("[^")
