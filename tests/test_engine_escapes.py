@@ -89,6 +89,8 @@ ESCAPES = [  # (command, the verdict it must get); the first 10 printed secrets,
     ("cat /dev/fd/../../../etc/shadow", ASK),  # a harmless device's name as a prefix
     ("echo x > /dev/null/../../tmp/x", ASK),
     ("cat .[[:alpha:]]nv", ASK),  # a POSIX class: not guessed
+    ("grep -r SECRET", DENY),  # no folder named: grep reads the one it runs in
+    ("grep -r -e SECRET -e x", DENY),
     ("wc --files0-from=output/names", ASK),  # output/names lists .env
 ]
 

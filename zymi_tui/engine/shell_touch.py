@@ -20,6 +20,7 @@ TREE_FLAGS = {  # a reader recursive only with one of these short flags (or --re
     "zip": "r", "chmod": "R", "chown": "R", "chgrp": "R",
 }  # fmt: skip
 TREE_LONG = {"--recursive", "--dereference-recursive", "--archive", "--directories=recurse", "-d=recurse"}
+PATTERN_FIRST = {"grep", "egrep", "fgrep", "zgrep", "rgrep", "rg", "ag", "ack"}  # `grep PATTERN [FILE]...`
 LAST_IS_WRITE = {"cp", "mv", "install", "ln", "rsync", "scp"}
 ALL_WRITE = {"touch", "mkdir", "rm", "rmdir", "truncate", "shred", "chmod", "chown", "chgrp", "unlink"}
 OPAQUE_FLAGS = {
@@ -110,5 +111,18 @@ def touches(name: str, words: list[list[str]], via_xargs: bool) -> Touches:
     if name in LAST_IS_WRITE and len(args) >= 2:
         out.writes.append(args[-1])
         args = args[:-1]
-    (out.trees if _recursive(name, flat) else out.reads).extend(args)
+    if not _recursive(name, flat):
+        out.reads.extend(args)
+        return out
+    out.trees.extend(args)
+    if not _roots(name, options, args):
+        out.trees.append(".")  # `grep -r x`, `find`, `du`: the folder it runs in
     return out
+
+
+def _roots(name: str, options: list[str], args: list[str]) -> list[str]:
+    """The folders a recursive reader starts from, named on its line (its pattern left out)."""
+    if name not in PATTERN_FIRST:
+        return args
+    given = sum(w in ("-e", "-f", "--regexp", "--file") for w in options)  # patterns given as options
+    return args[given:] if given else args[1:]
