@@ -226,6 +226,14 @@ def test_six_escapes_do_not_run_end_to_end(
     words = {"approve": "approved", "ask": "requires_approval", "deny": "denied"}
     assert recorded == [words[json.loads(line)["verdict"]] for line in checked.stdout.splitlines()]
     assert "approved" not in recorded
+    # each question put to the human says what the gate found (zymi's own asks carry none)
+    con = sqlite3.connect(f"file:{root / '.zymi' / 'events.db'}?mode=ro", uri=True)
+    asked = [json.loads(d)["kind"]["data"] for (d,) in con.execute(
+        "SELECT data FROM events WHERE kind_tag = 'approval_requested' ORDER BY id")]  # fmt: skip
+    con.close()
+    assert len(asked) == recorded.count("requires_approval") > 0
+    assert all(a["explanation"] for a in asked), asked
+    assert "outside the project" in run.stdout or "File write outside allowed directories" in run.stdout
 
 
 # -- state a command changes for its own other words, or for the next command -------------------

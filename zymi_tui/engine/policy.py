@@ -25,7 +25,7 @@ class Verdict:
     kind: Literal["approved", "requires_approval", "denied"]
     reason: str = ""
     target: Path | None = None  # a file contract's: where the path really pointed when judged
-    why: str = ""  # what made a shell command ask (zymi's wording of `reason` does not say)
+    why: str = ""  # what the stricter gate found (zymi's wording of `reason` does not say); empty: zymi's own
 
     def text(self) -> str:
         return "approved" if self.kind == "approved" else f"{self.kind}: {self.reason}"
@@ -322,8 +322,8 @@ class Contracts:
             return APPROVED
         if decision == "deny":
             return Verdict("denied", reason)
-        why = reason or "the policy does not allow it"
-        return Verdict("requires_approval", f"Shell command requires approval: {cut_bytes(command, 100)}", why=why)
+        text = f"Shell command requires approval: {cut_bytes(command, 100)}"
+        return Verdict("requires_approval", text, why=reason)  # why: empty where zymi's own rules ask
 
     def resolve(self, path: str) -> Path | None:
         """Where `path` really points, from the project root: `..` and symlinks followed (None: nowhere,

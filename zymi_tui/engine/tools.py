@@ -239,7 +239,7 @@ class ToolRunner:
             verdict = Verdict("requires_approval", f"tool '{name}' is marked requires_approval: true")
         return verdict
 
-    async def _ask_human(self, scope: RunScope, reason: str) -> str | None:
+    async def _ask_human(self, scope: RunScope, reason: str, explanation: str | None = None) -> str | None:
         """None if granted, else the result text of a refusal."""
         rec, corr = self.recorder, scope.correlation_id
         approval_id = str(uuid.uuid4())
@@ -250,7 +250,7 @@ class ToolRunner:
                 approval_id=approval_id,
                 stream_id=scope.stream_id,
                 description=reason,
-                explanation=None,
+                explanation=explanation,
                 channel=channel,
             ),
             "orchestrator",
@@ -268,7 +268,7 @@ class ToolRunner:
             )  # fmt: skip
             return "[requires approval but no approval handler configured]"
         try:
-            decision = await asyncio.wait_for(self.approvals.decide(reason, None), 300)
+            decision = await asyncio.wait_for(self.approvals.decide(reason, explanation), 300)
         except TimeoutError:
             await rec.emit(
                 scope.stream_id,
@@ -312,7 +312,8 @@ class ToolRunner:
         if verdict.kind == "denied":
             result = f"[denied by policy] {verdict.reason}"
         else:
-            refusal = await self._ask_human(scope, verdict.reason) if verdict.kind == "requires_approval" else None
+            asks = verdict.kind == "requires_approval"
+            refusal = await self._ask_human(scope, verdict.reason, verdict.why or None) if asks else None
             if refusal is not None:
                 result = refusal
             else:
