@@ -5,6 +5,7 @@ processes: a real `bwrap`, a real shell, a real listener on loopback, a real `zy
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -117,6 +118,37 @@ async def test_the_projects_own_files_stay_read_only_inside_an_allowed_folder(tm
     assert own.exit_code != 0 and git.exit_code != 0 and free.exit_code == 0
     assert (root / "project.yml").read_text() == "name: t\n" and not (root / ".git" / "config").exists()
     assert (root / "notes.txt").read_text() == "z\n"
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Live processes whose command line holds `text`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@needs_bwrap
+async def test_ctrl_c_while_the_sandbox_starts_leaves_nothing_behind(tmp_path: Path) -> None:
+    """Cancelled at any point of its start, the sandboxed shell and its bwrap processes go, and the
+    cancellation ends (it hung: bwrap killed before its child was set up left the child holding the
+    pipes, so the wait for the process never ended)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    box = make_sandbox(root, [], ShellRuntime())
+    for delay in (0, 0.0003, 0.0007, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.008):
+        task = asyncio.ensure_future(ShellSession.start(ShellRuntime(), root, box.prefix))
+        await asyncio.sleep(delay)
+        task.cancel()
+        finished, _ = await asyncio.wait({task}, timeout=LIMIT)  # not wait_for: it would wait for a hung task
+        assert finished, f"cancelled at {delay}s, the start never ended"
+        if not task.cancelled() and task.exception() is None:
+            await task.result().close()
+        wait_until(lambda: not _processes_naming(str(root)), f"the sandbox cancelled at {delay}s to go")
 
 
 @needs_bwrap

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ GLOB_DEFAULTS = (
 )
 _rc = "__zymi_rc"
 READ_CHUNK = 1 << 16
+CLOSE_GRACE_S = 0.5  # a sandboxed shell's time to end by itself before its group is killed
 
 
 class ShellError(Exception):
@@ -113,18 +115,29 @@ class ShellSession:
             # closing its pipes and polling it, which can reap the shell before asyncio's child
             # watcher does, and the watcher then prints "Unknown child process pid N" on stderr.
             with contextlib.suppress(Exception):
-                await cls(await spawn, config.shell_path).close()
+                await cls(await spawn, config.shell_path, sandboxed=bool(prefix)).close()
             raise
         session = cls(proc, config.shell_path, sandboxed=bool(prefix))
         if prefix:
-            await session.ready()
+            try:
+                await session.ready()
+            except BaseException:  # Ctrl-C while the sandbox came up: it goes, as a half-spawned shell does
+                await asyncio.shield(session.close())
+                raise
         return session
 
     async def ready(self) -> None:
         """Wait until the sandboxed shell answers (so its pid, under bwrap's, can be found)."""
-        out = await self.run("true", 30)
+        hint = "`runtime.shell.sandbox: false` runs it bare"
+        try:
+            out = await self.run("true", 30)
+        except (ShellError, OSError) as e:
+            await self.close()
+            raise ShellError(f"the sandboxed shell did not start ({e}); {hint}") from None
         if out.exit_code != 0 or out.timed_out:
-            raise ShellError(f"the sandboxed shell did not start: {out.stderr.strip()[:200]}")
+            why = out.stderr.strip()[:200] or f"exit code {out.exit_code}"
+            await self.close()
+            raise ShellError(f"the sandboxed shell did not start ({why}); {hint}")
 
     async def _read_until(self, stream: asyncio.StreamReader, marker: str) -> tuple[str, str]:
         """What the stream carries before the marker's line (right-stripped), and the rest of that line.
@@ -189,6 +202,13 @@ class ShellSession:
         await _reaped(proc)
 
     async def close(self) -> None:
+        if self.sandboxed and self.proc.returncode is None and self.proc.stdin is not None:
+            self.proc.stdin.close()  # the shell ends at its input's end, and bwrap, reaping it, after it
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.proc.wait()), CLOSE_GRACE_S)
+        if self.sandboxed:  # bwrap, its init and the shell share the group it leads (start_new_session):
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # all go, even one killed
+                os.killpg(self.proc.pid, signal.SIGKILL)  # while it was still setting up its child
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
