@@ -148,6 +148,7 @@ def test_serve_on_a_public_address_without_auth_needs_insecure(tmp_path: Path) -
         assert proc.stdout is not None
         port, _ = announced_port(proc.stdout, "http_inbound 'inbox': listening on")
         assert port > 0
+        assert "warning: http_inbound 'inbox' on 0.0.0.0 without auth (--insecure)" in proc.stdout.readline()
     finally:
         proc.terminate()
         proc.wait(10)

@@ -12,7 +12,14 @@ import sys
 import uuid
 from collections.abc import Callable
 
-from zymi_tui.engine.connectors import ConnectorError, HttpInboundConnector, StdinConnector, StdoutOutput, clip
+from zymi_tui.engine.connectors import (
+    ConnectorError,
+    HttpInboundConnector,
+    StdinConnector,
+    StdoutOutput,
+    clip,
+    loopback,
+)
 from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline, seal_interrupted
 from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested
 from zymi_tui.events.stored import StoredEvent
@@ -110,6 +117,9 @@ async def serve(
                 if asked == 0:  # port 0: the OS picked one; the caller needs to know which
                     host = f"[{conn.host}]" if ":" in conn.host else conn.host
                     say(f"  http_inbound '{conn.name}': listening on http://{host}:{conn.port}{conn.path}")
+                if conn.auth.get("type", "none") == "none" and not loopback(conn.host):  # only with --insecure
+                    say(f"  warning: http_inbound '{conn.name}' on {conn.host} without auth (--insecure): "
+                        "anyone who can reach it can drive the agent")  # fmt: skip
             elif kind == "stdin":
                 background.append(asyncio.ensure_future(StdinConnector(cfg, rt.recorder).run()))
             else:
