@@ -34,6 +34,7 @@ from zymi_tui.text_safety import escape_controls
 from .common import (
     EXIT_OK,
     CommandError,
+    Progress,
     _stdout_is_terminal,
     add_store_arg,
     close_reader,
@@ -159,12 +160,6 @@ def row_json(row: CallContext, *, messages: bool, tokens: bool = True) -> dict[s
     return obj
 
 
-def _progress(done: int, total: int) -> None:
-    if sys.stderr.isatty():
-        sys.stderr.write(f"\rreplaying: event {done}/{total} ({100 * done // max(total, 1)}%)")
-        sys.stderr.flush()
-
-
 def _replay_or_compare(args: argparse.Namespace) -> int:
     if args.compare:
         from zymi_tui.commands.tuning_cmds import CompareRequest, compare
@@ -181,11 +176,11 @@ async def _replay(args: argparse.Namespace) -> int:
         totals = _Totals()  # running: no row is kept (a million-event replay stays flat in memory)
         table = None if args.json else StreamedTable(REPLAY_COLUMNS, styled=_stdout_is_terminal())
         streams = await run_step_streams(reader, args)
-        progress = total > 20_000 and sys.stderr.isatty() and not _stdout_is_terminal()  # else rows show it
+        progress = Progress("replaying", total)
         write = sys.stdout.write
         async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
-            if progress and totals.rows % 200 == 0:
-                _progress(row.global_id, total)
+            if totals.rows % 200 == 0:
+                progress.at(row.global_id)
             refuse_guess(row, args.strict)
             totals.add(row, args.tokens)
             if table is None:
@@ -196,8 +191,7 @@ async def _replay(args: argparse.Namespace) -> int:
                     totals.titled = True
                     table.title(INFERRED_TITLE)
                 table.row(_cells(row, args.tokens))
-        if progress:
-            sys.stderr.write("\n")
+        progress.end()
         if not totals.rows and project is None:
             raise CommandError(
                 f"{location}: no project beside the store and no recorded LLM call to infer the prefix from; "
