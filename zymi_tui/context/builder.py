@@ -439,15 +439,15 @@ class ContextBuilder:
     def set_prefix(self, prefix: Prefix, fresh_cutoff_ns: int | None = None) -> None:
         """A new run of the step: its Layer A and its fresh cutoff (Layer C carries over)."""
         self.prefix = prefix
-        if fresh_cutoff_ns != self._cutoff:
+        if fresh_cutoff_ns == self._cutoff:
+            return
+        if fresh_cutoff_ns is None:  # back to the uncut tail (kept up to date while the cutoff was set)
+            self._tail, self._uncut_tail = self._uncut(), None
+        else:
             if self._cutoff is None:
                 self._uncut_tail = self._tail
-            self._cutoff = fresh_cutoff_ns
-            if fresh_cutoff_ns is None:
-                self._tail = self._uncut()
-                self._uncut_tail = None
-            else:
-                self._tail = self._compute_tail(fresh_cutoff_ns)
+            self._tail = self._compute_tail(fresh_cutoff_ns)
+        self._cutoff = fresh_cutoff_ns
 
     def add(self, ev: ReplayEvent, converted: Converted | None = None) -> None:
         """Any event of the step stream, in sequence order (kinds zymi skips are only timed).
