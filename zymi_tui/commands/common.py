@@ -70,6 +70,27 @@ def raw_line(text: str) -> str:
     return escape_controls(text, keep="\n") if _stdout_is_terminal() else text
 
 
+PROGRESS_FROM = 20_000  # events: a store this large shows its progress (when stderr is a terminal)
+
+
+class Progress:
+    """`what: event N/TOTAL (P%)` rewritten in place on stderr, for a long output going to a pipe or file
+    while stderr is a terminal (on a terminal the output itself shows how far it is)."""
+
+    def __init__(self, what: str, total: int) -> None:
+        self.what, self.total = what, total
+        self.shown = total >= PROGRESS_FROM and sys.stderr.isatty() and not _stdout_is_terminal()
+
+    def at(self, done: int) -> None:
+        if self.shown:
+            sys.stderr.write(f"\r{self.what}: event {done}/{self.total} ({100 * done // max(self.total, 1)}%)")
+            sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+
+
 def fail(message: str) -> None:
     _console(True).print(f"[bold red]zymi-tui: error:[/] {shown(message)}", markup=True, highlight=False)
 

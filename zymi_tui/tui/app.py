@@ -317,10 +317,14 @@ class MainScreen(ActionScreen):
                 if get_current_worker().is_cancelled:
                     return
                 self.post_message(RunsLoaded(page, complete=whole))
+            # the rest: read by the process that read the first runs (on another core), or here
+            rest = drawn.rest() if drawn is not None and drawn.rest is not None and not whole else None
+            if rest is not None:
+                reader.problems.extend(rest.skipped)
             if whole:
                 summaries = page
             else:
-                summaries = await list_runs(reader, turns=True)
+                summaries = rest.summaries if rest is not None else await list_runs(reader, turns=True)
                 if get_current_worker().is_cancelled:
                     return
                 self.post_message(RunsLoaded(summaries))
