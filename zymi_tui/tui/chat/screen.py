@@ -278,7 +278,9 @@ class ChatScreen(ActionScreen):
                 await w.wait()
 
     def action_cancel_turn(self) -> None:
-        if self.busy and self.turn_worker is not None:
+        if self.busy and self.session.answered:  # Esc as the answer lands: the turn finished, it is only closing
+            self._say("the answer is in: the turn is closing, nothing to cancel")
+        elif self.busy and self.turn_worker is not None:
             self.turn_worker.cancel()
         else:
             self._say("nothing to cancel")
