@@ -142,7 +142,7 @@ async def test_esc_as_the_answer_lands_leaves_the_finished_turn_finished(tmp_pat
                 answered.set()
             return stored
 
-        recorder.emit = held_after_the_answer  # type: ignore[method-assign]
+        recorder.emit = held_after_the_answer  # type: ignore[method-assign,assignment]
         await send(pilot, "hello", wait=False)
         await wait_for(pilot, answered.is_set)
         await pilot.press("escape")
