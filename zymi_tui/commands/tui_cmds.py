@@ -7,7 +7,6 @@ import asyncio
 import gc
 import os
 import pickle
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +17,7 @@ from zymi_tui.tui.source import FirstRuns, first_runs
 from zymi_tui.tui.target import Target
 
 from . import modules_loading
-from .common import EXIT_OK, CommandError, add_store_arg, store_arg
+from .common import EXIT_OK, add_store_arg, need_terminal, store_arg
 from .flags import RUN_HELP, add_run_arg
 
 
@@ -95,8 +94,7 @@ def observe(args: argparse.Namespace) -> int:
         from zymi_tui.tui.app import DashboardApp
 
     first = reading()
-    if not sys.stdout.isatty() or not sys.stdin.isatty():
-        raise CommandError("observe needs a terminal (stdin and stdout must be a TTY)")
+    need_terminal("observe")
     app = DashboardApp(target, theme=args.theme, first=first)
     if args.own_process:  # no GC pass while the app starts (~30 young ones: 5-10 ms); on again after its first frame
         gc.disable()
