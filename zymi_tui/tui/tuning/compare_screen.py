@@ -3,6 +3,7 @@ total, with one overlay plot per run; a progress bar, cancel, and Markdown / CSV
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from rich.cells import cell_len
@@ -30,6 +31,7 @@ from zymi_tui.tui.tuning.job_screen import JobScreen
 from zymi_tui.tui.tuning.jobs import run_comparison
 from zymi_tui.tui.tuning.plots import OverlayPlot
 from zymi_tui.tui.widgets import FittingFooter
+from zymi_tui.tui.writes import failed_line, write_files
 
 RECORDED = "recorded"
 
@@ -78,7 +80,7 @@ class CompareScreen(JobScreen):
             "ctrl+o",
             "export",
             "Export",
-            "Write the comparison as Markdown, CSV and JSON in the current folder.",
+            "Write the comparison as Markdown, CSV and JSON in the export folder (named in full).",
             "export markdown csv json save",
         ),
         Act("escape", "close", "Back", "Cancel a running replay, or go back.", "back cancel close"),
@@ -86,11 +88,10 @@ class CompareScreen(JobScreen):
 
     def __init__(
         self, store: StoreLocation, *, project: Path | None, profiles: str = "recorded,chat,eval",
-        model: str | None = None, export_dir: Path | None = None,
+        model: str | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
         self.store, self.project, self.initial, self.model = store, project, profiles, model
-        self.export_dir = export_dir or Path.cwd()
         self.comparison: Comparison | None = None
         self.seconds = 0.0
 
@@ -124,9 +125,9 @@ class CompareScreen(JobScreen):
                 out.append((name, None))
                 continue
             try:
-                out.append((name, resolve_knobs(base, name, [])))
+                out.append((name, resolve_knobs(base, name, [], named_by="profile")))
             except KnobError as e:
-                self.status(str(e).replace("--profile ", "profile "), error=True)
+                self.status(str(e), error=True)
                 return None
         return out
 
@@ -191,13 +192,9 @@ class CompareScreen(JobScreen):
         if cmp is None:
             self.notify("nothing to export yet", severity="warning")
             return
-        written = []
-        for fmt, render in (("md", to_markdown), ("csv", to_csv), ("json", to_json_text)):
-            path = self.export_dir / f"zymi-tui-compare.{fmt}"
-            try:
-                path.write_text(render(cmp), encoding="utf-8")
-            except OSError as e:
-                self.notify(f"cannot write {path}: {e.strerror or e}", severity="error", markup=False)
-                return
-            written.append(path.name)
-        self.notify(f"wrote {', '.join(written)} in {self.export_dir}", markup=False)
+        files = [(f"zymi-tui-compare.{fmt}", functools.partial(render, cmp))
+                 for fmt, render in (("md", to_markdown), ("csv", to_csv), ("json", to_json_text))]  # fmt: skip
+        try:
+            self.notify(write_files(files))
+        except OSError as e:
+            self.notify(failed_line(e), severity="error")

@@ -780,6 +780,6 @@ class TuningScreen(ActionScreen):
             except ProfileFileError as e:
                 self.notify(str(e), severity="error")
                 return
-            self.notify(f"wrote {edit.path} (backup: {backup.name})")
+            self.notify(f"wrote {edit.path} (backup: {backup})")
 
         self.app.push_screen(ConfirmApply(edit), done)
