@@ -29,6 +29,7 @@ from zymi_tui.engine.runtime import close_runtime, make_provider, open_runtime
 from zymi_tui.errors import UserError
 from zymi_tui.events import kinds as k
 from zymi_tui.events.envelope import Event
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import STEP_MARK, EventWriter
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.errors import ProjectError
@@ -56,6 +57,7 @@ class ChatOptions:
     pipeline: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     demo_model: bool = False  # use the offline demo model whatever the project configures
+    store: StoreLocation | None = None  # None: the project's store; else this one (the dashboard's, opened from it)
 
 
 class TimedProvider:
@@ -135,6 +137,7 @@ class ChatSession:
     @classmethod
     async def open(cls, options: ChatOptions, approvals: ApprovalHandler | None) -> ChatSession:
         ws = load_chat_workspace(options.project_dir, options.demo_model)
+        ws.store_at = options.store
         pipeline, input_name = chat_pipeline(ws, options.pipeline)
         provider: Provider | None
         if options.demo_model:
