@@ -10,7 +10,7 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, Label, Static
 
 from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
@@ -101,7 +101,7 @@ class CompareScreen(JobScreen):
             yield Label("profiles ")
             yield Input(self.initial, id="profiles")
         yield from self.job_widgets()
-        with Horizontal(id="compare-body"):
+        with VerticalScroll(id="compare-body"):  # side by side when wide (tuning.tcss), stacked when narrow
             with Vertical(id="compare-tables"):
                 yield DataTable(id="totals", zebra_stripes=True, cursor_type="row")
                 yield DataTable(id="per-run", zebra_stripes=True, cursor_type="row")

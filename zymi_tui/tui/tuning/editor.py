@@ -205,6 +205,7 @@ class TuningScreen(ActionScreen):
 
     CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
     HAS_INPUT = True
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012  (tuning.tcss)
     FAILURE_PANELS: ClassVar[dict[str, str]] = {"load": "#summary", "whatif": "#summary"}
     HELP_TITLE = "Knob editor"
     HELP_INTRO = (
@@ -290,7 +291,7 @@ class TuningScreen(ActionScreen):
     def compose(self) -> ComposeResult:
         options = [("recorded (project)", RECORDED)] + [(name, name) for name in self.profiles]
         with Horizontal():
-            with Vertical(id="knobs"):
+            with VerticalScroll(id="knobs"):  # every knob reachable on a short terminal (Tab scrolls to it)
                 yield Label("profile")
                 yield Select(options, value=RECORDED, allow_blank=False, id="profile")
                 for name in KNOB_NAMES:
