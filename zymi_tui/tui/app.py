@@ -197,7 +197,7 @@ class MainScreen(ActionScreen):
         width, height = self.app.size
         for dimension, breakpoints in ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS)):
             self.add_class(max((at, name) for at, name in breakpoints if dimension >= at)[1])
-        yield Static(id="banner")
+        yield Static(id="banner", classes="-long" if self.target.banner else "")  # the sample's sentence whole
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield RunsList(self.runs, id="runs")
@@ -964,9 +964,12 @@ class MainScreen(ActionScreen):
                              "them) · ", "yellow"))  # fmt: skip
         if self.trouble:
             parts.insert(0, (f"⚠ {self.trouble} · ", "bold red"))
-        self.query_one("#banner", Static).update(
-            Text.assemble(*((clean(text, one_line=True), style) for text, style in parts))
-        )
+
+        def spaced(text: str) -> str:  # the separators' spaces survive the cleaning (it trims them)
+            core = clean(text, one_line=True)
+            return (" " if text[:1] == " " else "") + core.strip(" ") + (" " if text[-1:] == " " else "")
+
+        self.query_one("#banner", Static).update(Text.assemble(*((spaced(text), style) for text, style in parts)))
 
     def on_resize(self) -> None:
         self.update_banner()
