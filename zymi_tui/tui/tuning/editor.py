@@ -200,6 +200,11 @@ class ConfirmApply(ActionModal):
         self.dismiss(event.button.id == "yes")
 
 
+class KnobsPanel(VerticalScroll, inherit_bindings=False):
+    """The knobs, scrolled to the focused one (Tab) or by the mouse; no keys of its own: PgUp/PgDn in a
+    knob stay the screen's (the previous / next call)."""
+
+
 class TuningScreen(ActionScreen):
     """Knob editor for one step stream; `sequence` picks the call first shown (default: the last)."""
 
@@ -291,7 +296,7 @@ class TuningScreen(ActionScreen):
     def compose(self) -> ComposeResult:
         options = [("recorded (project)", RECORDED)] + [(name, name) for name in self.profiles]
         with Horizontal():
-            with VerticalScroll(id="knobs"):  # every knob reachable on a short terminal (Tab scrolls to it)
+            with KnobsPanel(id="knobs"):  # every knob reachable on a short terminal (Tab scrolls to it)
                 yield Label("profile")
                 yield Select(options, value=RECORDED, allow_blank=False, id="profile")
                 for name in KNOB_NAMES:
