@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
@@ -197,7 +198,9 @@ class MainScreen(ActionScreen):
         width, height = self.app.size
         for dimension, breakpoints in ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS)):
             self.add_class(max((at, name) for at, name in breakpoints if dimension >= at)[1])
-        yield Static(id="banner", classes="-long" if self.target.banner else "")  # the sample's sentence whole
+        banner = Static(id="banner")
+        banner.styles.height = self.banner_height(width)  # fixed from the first frame: the panels never move
+        yield banner
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield RunsList(self.runs, id="runs")
@@ -936,6 +939,13 @@ class MainScreen(ActionScreen):
         self.query_one("#events").border_title = safe_text("Events · " + " · ".join(parts), one_line=True)
         self.query_one("#events-title", Static).display = False
 
+    def banner_height(self, width: int) -> int:
+        """The lines the banner needs to show a banner sentence (the sample store's) whole, with the state
+        after it (about 70 cells); 1 for a store's path."""
+        if not self.target.banner:
+            return 1
+        return max(1, min(3, -(-(cell_len(self.target.banner) + 70) // max(width - 2, 20))))
+
     def update_banner(self) -> None:
         parts: list[tuple[str, str]] = []
         if self.target.banner:
@@ -972,6 +982,7 @@ class MainScreen(ActionScreen):
         self.query_one("#banner", Static).update(Text.assemble(*((spaced(text), style) for text, style in parts)))
 
     def on_resize(self) -> None:
+        self.query_one("#banner", Static).styles.height = self.banner_height(self.size.width)
         self.update_banner()
 
     # -- actions ------------------------------------------------------------------------------
