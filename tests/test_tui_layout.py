@@ -169,3 +169,23 @@ def test_the_chat_shows_its_curve_at_80x24(tmp_path: Path) -> None:
         assert plot_frames_hold(rows(term)) == []
     finally:
         term.close()
+
+
+def test_the_sample_banner_and_the_runs_rows_are_whole_at_80x24(tmp_path: Path) -> None:
+    """Bare `zymi-tui` in a folder with no store opens the bundled sample: its banner's sentence is shown to its
+    end, and each runs row shows its text whole or ends in "…", never cut mid-word at the panel's edge."""
+    empty = tmp_path / "nothing-here"
+    empty.mkdir()
+    term = Terminal(["-m", "zymi_tui"], empty, size=(80, 24))
+    try:
+        s = until(term, lambda s: "Runs (" in s and "─ Context · last #" in s, "the sample dashboard")
+        banner = " ".join(line.strip() for line in rows(term)[:3])
+        assert "SAMPLE store" in banner and "d: the demo chat." in banner, banner
+        top = next(y for y, line in enumerate(rows(term)) if "Runs (" in line)
+        end = rows(term)[top].index("╮")  # the runs panel's right border
+        listed = [line[: end + 1] for line in rows(term)[top + 1 :] if "turn" in line[:end] or "✓" in line[:end]]
+        assert listed, s
+        cut = [line for line in listed if re.search(r"[A-Za-z0-9]\s?│$", line.rstrip())]
+        assert cut == [], "\n".join(cut)
+    finally:
+        term.close()

@@ -944,7 +944,7 @@ class MainScreen(ActionScreen):
         after it (about 70 cells); 1 for a store's path."""
         if not self.target.banner:
             return 1
-        return max(1, min(3, -(-(cell_len(self.target.banner) + 70) // max(width - 2, 20))))
+        return max(1, min(4, -(-(cell_len(self.target.banner) + 70) // max(width - 2, 20))))
 
     def update_banner(self) -> None:
         parts: list[tuple[str, str]] = []
