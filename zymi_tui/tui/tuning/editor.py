@@ -200,7 +200,7 @@ class ConfirmApply(ActionModal):
         self.dismiss(event.button.id == "yes")
 
 
-class KnobsPanel(VerticalScroll, inherit_bindings=False):
+class KnobsPanel(VerticalScroll, can_focus=False, inherit_bindings=False):
     """The knobs, scrolled to the focused one (Tab) or by the mouse; no keys of its own: PgUp/PgDn in a
     knob stay the screen's (the previous / next call)."""
 
