@@ -15,16 +15,15 @@ def label_axes(plot: PlotextPlot, xs: list[float], ys: list[float], *, integer_x
     ("26752.0"); y from 0, ticks placed by the same rules as the dashboard's plot."""
     if not xs or not ys:
         return
-    plt = plot.plt
-    width, height = max(plot.size.width, 20), max(plot.size.height, 8)
+    plt = plot.plt  # tick counts fixed, not from the widget's size: it may not be laid out yet when shown
     top = max(ys) * 1.05 or 1.0
     plt.ylim(0, top)
-    yt = y_ticks(top, max(2, (height - 5) // 2))
+    yt = y_ticks(top, 5)
     plt.yticks(yt, [human(t) for t in yt])
     lo, hi = min(xs), max(xs)
     if hi == lo:
         lo, hi = lo - 1, hi + 1
-    xt = x_ticks(lo, hi, max(2, width // 12), integer=integer_x)
+    xt = x_ticks(lo, hi, 6, integer=integer_x)
     plt.xticks(xt, [human(t) for t in xt])
 
 
