@@ -68,13 +68,14 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 
 def _describe(p: argparse.ArgumentParser) -> None:
-    p.usage = "zymi-tui policy check [-h] [-d DIR] [--json] [--read PATH] [--write PATH] [COMMAND ...]"
+    p.usage = "zymi-tui policy check [-h] [-d DIR] [--json]\n       [--read PATH] [--write PATH] [COMMAND ...]"
     p.description = (
-        "The verdict the project's policy gives each COMMAND (one shell command line per argument: quote it), "
-        "and the file tools' verdict on reading or writing a PATH: approve, ask (a human must approve) or deny. "
-        "Judged by the very gate a run uses: globs, ~ and $HOME expanded against the real files, paths "
-        "resolved through symbolic links from the project root, recursive readers (grep -r, find, tar...) "
-        "judged on every file under them."
+        "The verdict the project's policy gives each COMMAND (one shell command line\n"
+        "per argument: quote it), and the file tools' verdict on reading or writing a\n"
+        "PATH: approve, ask (a human must approve) or deny. Judged by the very gate a\n"
+        "run uses: globs, ~ and $HOME expanded against the real files, paths resolved\n"
+        "through symbolic links from the project root, recursive readers (grep -r,\n"
+        "find, tar...) judged on every file under them."
     )
     p.epilog = (
         "examples:\n"
@@ -82,8 +83,10 @@ def _describe(p: argparse.ArgumentParser) -> None:
         "  zymi-tui policy check --read output/link --write project.yml\n"
         "  zymi-tui policy check --json 'grep -r TODO .'\n"
         '    {"command": "grep -r TODO .", "verdict": "approve", "reason": ""}\n\n'
-        '--json prints one object per line: {"command"|"read"|"write": ..., "verdict": '
-        '"approve"|"ask"|"deny", "reason": ...}\n'
-        "exit status: 0 every verdict is approve, 1 one asks or denies, 2 the project cannot be loaded"
+        "--json prints one object per line:\n"
+        '  {"command"|"read"|"write": ..., "verdict": "approve"|"ask"|"deny",\n'
+        '   "reason": ...}\n'
+        "exit status: 0 every verdict is approve, 1 one asks or denies, 2 the project\n"
+        "cannot be loaded"
     )
     p.formatter_class = argparse.RawDescriptionHelpFormatter

@@ -191,12 +191,13 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 def _events_args(p: argparse.ArgumentParser) -> None:
     p.description = (
-        "List a store's events in global order. `--stream RUN` includes the run's step "
-        "sub-streams (`RUN:step:*`), as zymi does. Unreadable rows are reported and skipped."
+        "List a store's events in global order. `-r RUN` includes the run's step\n"
+        "sub-streams (`RUN:step:*`), as zymi does. Unreadable rows are reported and\n"
+        "skipped."
     )
     p.epilog = (
         "examples:\n  zymi-tui events                        first 50 events of ./.zymi/events.db\n"
-        "  zymi-tui events my-project -f          follow a store another process is writing\n"
+        "  zymi-tui events my-project -f          follow a store another process writes\n"
         "  zymi-tui events run.db -k llm_call_started --all --raw | jq .kind.data"
     )
     p.formatter_class = argparse.RawDescriptionHelpFormatter

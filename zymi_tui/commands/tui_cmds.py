@@ -11,7 +11,6 @@ import pickle
 import select
 import signal
 import struct
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +23,7 @@ from zymi_tui.tui.source import FirstRuns, RestOfRuns, first_runs
 from zymi_tui.tui.target import Target
 
 from . import modules_loading
-from .common import EXIT_OK, CommandError, add_store_arg, close_reader, store_arg
+from .common import EXIT_OK, add_store_arg, close_reader, need_terminal, store_arg
 from .flags import RUN_HELP, add_run_arg
 
 
@@ -176,8 +175,7 @@ def observe(args: argparse.Namespace) -> int:
 
     try:
         first = reading()
-        if not sys.stdout.isatty() or not sys.stdin.isatty():
-            raise CommandError("observe needs a terminal (stdin and stdout must be a TTY)")
+        need_terminal("observe")
         app = DashboardApp(target, theme=args.theme, first=first)
         if args.own_process:  # no GC pass while the app starts (~30 young ones: 5-10 ms); on after its first frame
             gc.disable()

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
@@ -124,6 +125,10 @@ class MainScreen(ActionScreen):
             "inspect inspector context messages layers call why"),
         Act("K", "tune", "Tune knobs", "Edit the context knobs and see what the picked call would have been.",
             "tune knobs what-if edit window cap profile apply"),
+        Act("A", "advice", "Advice", "Findings on this store and the knobs to change, replayed on it; open the "
+            "knob editor or fork a run with them.", "advice advise findings recommend signals cache"),
+        Act("L", "life", "Message life", "Every Layer C message of the stream at every call: in full, masked, "
+            "forgotten, compacted away; rent, find, what-if.", "life message grid rent masked forgotten compacted"),
         Act("X", "compare_profiles", "Profiles", "Replay the whole store under several profiles side by side.",
             "compare profiles profile replay cost chat coding"),
         Act("W", "sweep", "Sweep", "Replay a grid of window and soft-cap values; the Pareto front of cost vs peak.",
@@ -153,10 +158,9 @@ class MainScreen(ActionScreen):
             "copy stream id clipboard"),
         Act("escape", "clear", "Clear", "Close the search, or clear the replaced-events mark.", "clear"),
         Act("q", "app.quit", "Quit", "Quit the dashboard.", "quit exit"),
-        Act("L", "life", "Message life", "Every Layer C message of the stream at every call: in full, masked, "
-            "forgotten, compacted away; rent, find, what-if.", "life message grid rent masked forgotten compacted"),
-        Act("A", "advice", "Advice", "Findings on this store and the knobs to change, replayed on it; open the "
-            "knob editor or fork a run with them.", "advice advise findings recommend signals cache"),
+        Act("ctrl+o", "export", "Export", "Write the selected run's LLM calls (LHAR, as `export --format lhar`) "
+            "and this screen (SVG) into the export folder, both named in full.",
+            "export save write lhar svg screenshot file"),
     )  # fmt: skip
 
     def __init__(self, target: Target, first: FirstRuns | None = None) -> None:
@@ -210,7 +214,9 @@ class MainScreen(ActionScreen):
         width, height = self.app.size
         for dimension, breakpoints in ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS)):
             self.add_class(max((at, name) for at, name in breakpoints if dimension >= at)[1])
-        yield Static(id="banner")
+        banner = Static(id="banner")
+        banner.styles.height = self.banner_height(width)  # fixed from the first frame: the panels never move
+        yield banner
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield RunsList(self.runs, id="runs")
@@ -1035,6 +1041,13 @@ class MainScreen(ActionScreen):
             parts.append((f" · {self.verified} stream(s) verified", "dim"))
         return parts
 
+    def banner_height(self, width: int) -> int:
+        """The lines the banner needs to show a banner sentence (the sample store's) whole, with the state
+        after it (about 70 cells); 1 for a store's path."""
+        if not self.target.banner:
+            return 1
+        return max(1, min(4, -(-(cell_len(self.target.banner) + 70) // max(width - 2, 20))))
+
     def update_banner(self) -> None:
         parts: list[tuple[str, str]] = []
         if self.target.banner:
@@ -1056,11 +1069,15 @@ class MainScreen(ActionScreen):
                              "them) · ", "yellow"))  # fmt: skip
         if self.trouble:
             parts.insert(0, (f"⚠ {self.trouble} · ", "bold red"))
-        self.query_one("#banner", Static).update(
-            Text.assemble(*((clean(text, one_line=True), style) for text, style in parts))
-        )
+
+        def spaced(text: str) -> str:  # the separators' spaces survive the cleaning (it trims them)
+            core = clean(text, one_line=True)
+            return (" " if text[:1] == " " else "") + core.strip(" ") + (" " if text[-1:] == " " else "")
+
+        self.query_one("#banner", Static).update(Text.assemble(*((spaced(text), style) for text, style in parts)))
 
     def on_resize(self) -> None:
+        self.query_one("#banner", Static).styles.height = self.banner_height(self.size.width)
         self.update_banner()
 
     # -- actions ------------------------------------------------------------------------------
@@ -1216,6 +1233,8 @@ class MainScreen(ActionScreen):
     def action_inspect(self) -> None:
         plot = self.query_one(ContextPlot)
         call = plot.picked
+        if call is None and plot.all_calls():  # nothing picked: the call the plot's title names ("last #N")
+            call = plot.all_calls()[-1]
         gid = call.global_id if call is not None else None
         row = self.events.cursor_row
         if row is not None and self.events.tag_of(row) == "llm_call_started":
@@ -1267,9 +1286,30 @@ class MainScreen(ActionScreen):
         """Chat on this project (or, on the bundled sample or without a project, a new demo project)."""
         from zymi_tui.tui.chat.hook import open_chat
 
-        problem = await open_chat(self.app, self.target.project)
+        problem, where = await open_chat(self.app, self.target.project, self.target.store)
         if problem:
             self.notify(problem, severity="error")
+        else:
+            self.app.notify(where, timeout=8)
+
+    def action_export(self) -> None:
+        if self.selected is None:
+            self.notify("select a run to export (the runs list)")
+            return
+        self.notify("exporting the run… (its calls are replayed)", timeout=3)
+        self.export_run(self.selected.stream_id, self.app.export_screenshot())
+
+    @work(thread=True, group="export", exit_on_error=False, description="the run's export")
+    def export_run(self, run: str, svg: str) -> None:
+        from zymi_tui.tui.dashboard_export import export_run
+        from zymi_tui.tui.writes import failed_line
+
+        try:
+            line = export_run(self.target.store, self.target.project, run, svg)
+        except OSError as e:
+            self.app.call_from_thread(self.notify, failed_line(e), severity="error")
+            return
+        self.app.call_from_thread(self.notify, line, timeout=10)
 
     # fork-resume: R fork the selected run, C compare a fork with its parent, P jump parent <-> fork
     def action_fork(self) -> None:
