@@ -2,6 +2,15 @@
 
     .venv/bin/python benchmarks/bench_cli.py --many /tmp/many_99k.db --coding /tmp/coding_100k.db [--repeat 5]
     .venv/bin/python benchmarks/bench_cli.py --only replay --coding /tmp/coding_1m.db --repeat 1
+    .venv/bin/python benchmarks/bench_cli.py --grid --many /tmp/many_99k.db --many /tmp/many_1m.db \
+        --long /tmp/long_100k.db --long /tmp/long_1m.db --repeat 3 [--only "replay,events"]
+
+`--grid` times every subcommand that reads a whole store (`replay` table and JSON, `context`, `compare`,
+`sweep`, `rent`, `find`, `advise`, `export` otel and lhar, `verify`, `runs`, `events --all --raw`) on
+each store given (`--many` and `--long` are repeatable: give a 100k and a 1M store of each shape),
+against the bare scan and against `zymi` where it has the command, then prints, per command and shape,
+the peak RSS of the largest store over that of the smallest (flat memory: at most 1.3x). `--only`
+takes comma-separated parts of case names (`--only "replay table,export"`): the full grid at 1M is long.
 
 Each case runs our command and its baseline alternately (ours, baseline, ours, ...), --repeat times,
 as separate processes (start-up, imports and output included; output goes to /dev/null). Printed:
@@ -18,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -54,8 +64,10 @@ class Case:
     ours: list[str]
     baseline: list[str]
     baseline_name: str
-    aim: float  # ours / baseline at most (a ratio), or seconds when `aim_seconds`
+    aim: float  # ours / baseline at most (a ratio), or seconds when `aim_seconds`; 99: no aim (info)
     aim_seconds: bool = False
+    rss_aim: float = 0  # MB at most (0: none)
+    group: str = ""  # command and store shape, for the flat-memory line (grid cases)
 
 
 def run(cmd: list[str], cwd: str | None = None) -> tuple[float, float, int, float]:
@@ -90,8 +102,8 @@ def cases(a: argparse.Namespace, work: Path) -> list[Case]:
             "runs (small store)", [*OURS, "runs", str(small)], [ZYMI, "runs", "-d", str(small)], "zymi runs", 0.3, True
         ),
     ]
-    if a.many:
-        many = Path(a.many)
+    if a.many and not a.grid:
+        many = Path(a.many[0])
         out += [
             Case(f"events --all --raw ({many.name})", [*OURS, "events", str(many), "--all", "--raw"],
                  [PY, "-c", BARE_SCAN, str(many)], "bare sqlite3+json", 2.5),
@@ -108,15 +120,74 @@ def cases(a: argparse.Namespace, work: Path) -> list[Case]:
             Case(f"replay --json ({coding.name})", [*OURS, "replay", str(coding), "--json"],
                  [PY, "-c", BARE_SCAN, str(coding)], "bare sqlite3+json", 3.0),
         ]  # fmt: skip
-    return [c for c in out if not a.only or a.only in c.name]
+    for kind, paths in (("many", a.many if a.grid else []), ("long", a.long)):
+        for path in paths:
+            out += grid_cases(Path(path), kind, work)
+    wanted = [w.strip() for w in a.only.split(",")] if a.only else []
+    return [c for c in out if not wanted or any(w in c.name for w in wanted)]
+
+
+def _busiest_step(db: Path) -> tuple[str, int]:
+    """The step stream with the most events and the sequence of its last LLM call (for context, rent, find)."""
+    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        (stream,) = c.execute(
+            "SELECT stream_id FROM events WHERE stream_id LIKE '%:step:%' GROUP BY stream_id ORDER BY count(*) DESC "
+            "LIMIT 1"
+        ).fetchone()
+        (seq,) = c.execute(
+            "SELECT max(sequence) FROM events WHERE stream_id = ? AND kind_tag = 'llm_call_started'", (stream,)
+        ).fetchone()
+    finally:
+        c.close()
+    return stream, seq
+
+
+def grid_cases(db: Path, shape: str, work: Path) -> list[Case]:
+    """Every subcommand that reads a whole store, on `db`, against the bare scan (and zymi where it has it)."""
+    tag = f"[{db.stem}]"
+    step, seq = _busiest_step(db)
+    scan, hashed, zdir = [PY, "-c", BARE_SCAN, str(db)], [PY, "-c", BARE_HASH, str(db)], str(zymi_project(db, work))
+    bare, bare_hash = "bare sqlite3+json", "bare sqlite3+hashlib"
+    store = str(db)
+    spec: list[tuple[str, list[str], list[str], str, float, float]] = [
+        ("replay table", ["replay", store], scan, bare, 3.0, 0),
+        ("replay --json", ["replay", store, "--json"], scan, bare, 2.5, 0),
+        ("context", ["context", store, "--step-stream", step, "--seq", str(seq)], scan, bare, 99, 0),
+        ("compare", ["compare", store, "--profiles", "chat,coding"], scan, bare, 99, 0),
+        ("sweep", ["sweep", store, "--window", "2,4", "--soft-cap", "40k,100k"], scan, bare, 99, 0),
+        ("rent", ["rent", store, "--step-stream", step], scan, bare, 99, 0),
+        ("find", ["find", "zz-not-in-any-context", store, "--step-stream", step], scan, bare, 99, 0),
+        ("advise", ["advise", store], scan, bare, 6.0, 0),
+        ("export otel", ["export", store, "--format", "otel"], scan, bare, 3.0, 200),
+        ("export lhar", ["export", store, "--format", "lhar"], scan, bare, 3.0, 200),
+        ("verify", ["verify", store], hashed, bare_hash, 2.0, 0),
+        ("verify vs zymi", ["verify", store], [ZYMI, "verify", "-d", zdir], "zymi verify", 99, 0),
+        ("runs", ["runs", store], scan, bare, 99, 0),
+        ("runs vs zymi", ["runs", store], [ZYMI, "runs", "-d", zdir, "-l", "100000000"], "zymi runs", 99, 0),
+        ("events --all --raw", ["events", store, "--all", "--raw"], scan, bare, 2.5, 0),
+        ("events --all --raw vs zymi", ["events", store, "--all", "--raw"],
+         [ZYMI, "events", "-d", zdir, "--raw", "-l", "100000000"], "zymi events", 1.0, 0),
+    ]  # fmt: skip
+    return [
+        Case(f"{name} {tag}", [*OURS, *argv], base, base_name, aim, rss_aim=rss, group=f"{name} ({shape})")
+        for name, argv, base, base_name, aim, rss in spec
+    ]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--many", help="a store of many small runs (make_big_store.py --from memory)")
+    ap.add_argument(
+        "--many",
+        action="append",
+        default=[],
+        help="a store of many small runs (make_big_store.py --from memory); repeatable with --grid",
+    )
+    ap.add_argument("--grid", action="store_true", help="every whole-store subcommand on each --many/--long store")
+    ap.add_argument("--long", action="append", default=[], help="(--grid) a one-long-run store (make_long_run.py)")
     ap.add_argument("--coding", help="a store of long agent runs (make_big_store.py --from coding_default)")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--only", help="run the cases whose name contains this")
+    ap.add_argument("--only", help="run the cases whose name contains one of these (comma-separated)")
     ap.add_argument("--checkout", help="time the zymi_tui package of this folder instead (a 'before' figure)")
     a = ap.parse_args()
     cwd = None
@@ -126,9 +197,15 @@ def main() -> int:
     if not Path(ZYMI).exists():
         print("bench_cli: zymi is not installed in .venv (pip install -e '.[test]')", file=sys.stderr)
         return 2
+    # an installed wheel has its bytecode; an editable checkout run with PYTHONDONTWRITEBYTECODE=1 (as on the
+    # shared machine) would compile every module at every start (0.4 s): written once here, as pip would
+    package = Path(cwd or ROOT) / "zymi_tui"
+    subprocess.run([PY, "-m", "compileall", "-q", str(package)], check=False, stdout=subprocess.DEVNULL)
     with tempfile.TemporaryDirectory(prefix="bench_cli_") as tmp:
         work = Path(tmp)
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
         print(f"{'case':44} {'ours s: median (min)':>22} {'baseline s':>18}  {'RSS MB':>14}  ours/base  aim")
+        peaks: dict[str, list[tuple[str, float]]] = {}
         for case in cases(a, work):
             ours: list[tuple[float, float, int, float]] = []
             base: list[tuple[float, float, int, float]] = []
@@ -150,9 +227,34 @@ def main() -> int:
                 + f"  [{case.baseline_name}]"
             )
             cpu_o, cpu_b = statistics.median(c for *_, c in ours), statistics.median(c for *_, c in base)
-            print(f"{'':44} CPU s {cpu_o:8.3f} {cpu_b:17.3f}  {'':14}  {cpu_o / max(cpu_b, 1e-9):8.2f}x (CPU time)")
+            rss = max(r for _, r, *_ in ours)
+            rss_aim = f"  peak RSS {rss:.0f} MB <= {case.rss_aim:.0f} MB " + (
+                "met" if rss <= case.rss_aim else "MISSED"
+            )
+            print(
+                f"{'':44} CPU s {cpu_o:8.3f} {cpu_b:17.3f}  {'':14}  {cpu_o / max(cpu_b, 1e-9):8.2f}x (CPU time)"
+                f"  load {os.getloadavg()[0]:.1f}" + (rss_aim if case.rss_aim else "")
+            )
+            if case.group:
+                peaks.setdefault(case.group, []).append((case.name, rss))
             sys.stdout.flush()
+        flat_memory(peaks)
     return 0
+
+
+def flat_memory(peaks: dict[str, list[tuple[str, float]]]) -> None:
+    """Per command and store shape: the peak RSS on the largest store over that on the smallest (the
+    stores are given smallest first)."""
+    lines = [(group, runs[0], runs[-1]) for group, runs in peaks.items() if len(runs) > 1]
+    if lines:
+        print("\nflat memory: peak RSS of the last store given over the first, aim <= 1.3x")
+    for group, (small, rss_small), (big, rss_big) in lines:
+        ratio = rss_big / max(rss_small, 1e-9)
+        print(
+            f"  {group:34} {rss_small:6.0f} MB -> {rss_big:6.0f} MB  {ratio:5.2f}x  "
+            + ("met" if ratio <= 1.3 else "MISSED")
+            + f"  ({small.split('[')[-1][:-1]} -> {big.split('[')[-1][:-1]})"
+        )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -99,6 +100,60 @@ async def help_screen(pilot: Pilot[None], main: MainScreen) -> None:
     await pilot.press("question_mark")
 
 
+def opened(screen_class: str, ready: Callable[[object], object] = lambda s: True, key: str = "") -> Step:
+    """A step: press `key` (the screen's key on the dashboard) and wait until a `screen_class` is up and `ready`."""
+
+    async def step(pilot: Pilot[None], main: MainScreen) -> None:
+        await pilot.press(key)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            await pilot.pause(0.2)
+            screen = pilot.app.screen
+            if type(screen).__name__ == screen_class and ready(screen):
+                break
+        await pilot.pause(1.0)  # a last paint (plots are drawn after their data)
+        pilot.app.clear_notifications()
+
+    return step
+
+
+# every screen a key of the dashboard opens (issue 35: each at 80x24 and at 120x40)
+EVERY_SCREEN: dict[str, Step] = {
+    "editor": opened("TuningScreen", lambda s: getattr(s, "form", None) is not None, "K"),
+    "profiles": opened("CompareScreen", lambda s: getattr(s, "comparison", None) is not None, "X"),
+    "sweep": opened("SweepScreen", lambda s: getattr(s, "result", None) is not None, "W"),
+    "life": opened("LifeScreen", key="L"),
+    "advice": opened("AdviceScreen", lambda s: getattr(s, "advice", None) is not None, "A"),
+    "fork": opened("ForkModal", key="R"),
+    "help": opened("HelpScreen", key="question_mark"),
+}
+
+
+async def chat_shot(size: tuple[int, int], path: Path, work: Path) -> None:
+    """The chat on a demo project, after one turn: the conversation and its context curve."""
+    from zymi_tui.engine.providers.demo_workspace import write_demo_project
+    from zymi_tui.tui.chat.app import ChatApp
+    from zymi_tui.tui.chat.session import ChatOptions
+
+    root = work / f"demo-{size[0]}"
+    root.mkdir(parents=True)
+    write_demo_project(root, "demo")
+    app = ChatApp(ChatOptions(project_dir=root), theme="textual-dark")
+    async with app.run_test(size=size) as pilot:
+        deadline = time.monotonic() + 60
+        while type(app.screen).__name__ != "ChatScreen" and time.monotonic() < deadline:
+            await pilot.pause(0.1)
+        screen: Any = app.screen
+        screen.query_one("#prompt").value = "audit all modules"
+        await pilot.press("enter")
+        while (screen.turn_worker is None or not screen.turn_worker.is_finished) and time.monotonic() < deadline:
+            await pilot.pause(0.2)
+        await pilot.pause(1.5)
+        app.clear_notifications()
+        app.save_screenshot(filename=path.name, path=str(path.parent))
+    print(f"wrote {path}")
+
+
 async def search(pilot: Pilot[None], main: MainScreen) -> None:
     await pilot.press("tab", "slash", *"write_memory", "enter")
 
@@ -167,6 +222,8 @@ async def main() -> int:
                 shots.append((f"{name}-main-80x24", t, (80, 24), None))
                 shots.append((f"{name}-inspector-120x40", t, (120, 40), inspect))
                 shots.append((f"{name}-inspector-80x24", t, (80, 24), inspect))
+                for screen, opens in EVERY_SCREEN.items():
+                    shots += [(f"{name}-{screen}-{w}x{h}", t, (w, h), opens) for w, h in ((80, 24), (120, 40))]
             if name == "coding_default":
                 shots.append((f"{name}-expanded-120x40", t, (120, 40), expand))
                 shots.append((f"{name}-help-120x40", t, (120, 40), help_screen))
@@ -184,6 +241,11 @@ async def main() -> int:
             svg = out / f"{name}.svg"
             await shoot(target, size, svg, step)
             pngs += to_png(svg)
+        for w, h in ((80, 24), (120, 40)):
+            svg = out / f"chat-{w}x{h}.svg"
+            await chat_shot((w, h), svg, work)
+            pngs += to_png(svg)
+            shots.append((svg.stem, shots[0][1], (w, h), None))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{len(shots)} SVG screenshot(s), {pngs} PNG(s) in {out}")

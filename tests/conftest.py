@@ -139,9 +139,11 @@ def zymi_tui_bin() -> str:
     return str(beside) if beside.exists() else "zymi-tui"
 
 
-# The only two reasons a test may skip (tests/skip_guard.py fails the run on any other): these prefixes.
+# The only reasons a test may skip (tests/skip_guard.py fails the run on any other): these prefixes.
 NO_ZYMI = "no zymi binary: the real zymi-core 0.9.3 CLI is not installed in this venv nor on PATH"
 NO_POSTGRES = "no PostgreSQL server"
+NO_BWRAP = "no usable bubblewrap"  # the OS sandbox's tests (engine/sandbox.py), with the reason after it
+NO_STRACE = "no strace"  # the oracle of what a shell command really opens (tests/test_engine_touch_oracle.py)
 requires_zymi = pytest.mark.skipif(zymi_bin() is None, reason=NO_ZYMI)
 
 

@@ -88,8 +88,20 @@ def spare(program: str) -> None:
     _spared.append(program)
 
 
+# Python's own helpers, started once by the process that needs them and ended with it (a multiprocessing
+# pool's resource tracker lives until pytest exits: killing it breaks every later pool of the session)
+_INTERPRETER_HELPERS = (
+    "from multiprocessing.resource_tracker import main",
+    "from multiprocessing.forkserver import main",
+)
+
+
 def _is_spared(cmd: str) -> bool:
     return os.path.basename(cmd.split(" ", 1)[0]).startswith(tuple(_spared))
+
+
+def _is_interpreter_helper(pid: int, cmd: str) -> bool:
+    return any(h in cmd for h in _INTERPRETER_HELPERS) and _parents().get(pid) == os.getpid()
 
 
 def left_behind(wait_s: float, *, ignore: set[int] | None = None, spared: bool = False) -> dict[int, str]:
@@ -99,6 +111,7 @@ def left_behind(wait_s: float, *, ignore: set[int] | None = None, spared: bool =
     deadline = time.monotonic() + wait_s
     while True:
         found = {pid: command_line(pid) for pid in descendants() - (ignore or set())}
+        found = {pid: cmd for pid, cmd in found.items() if not _is_interpreter_helper(pid, cmd)}
         if spared:
             found = {pid: cmd for pid, cmd in found.items() if not _is_spared(cmd)}
         if not found or time.monotonic() >= deadline:

@@ -1,9 +1,10 @@
-"""A run fails if any test skips for a reason other than the two the suite allows.
+"""A run fails if any test skips for a reason other than the four the suite allows.
 
 The recorded stores and the harness live in the repository (tests/oracle/), so a fresh clone runs every
-test. Only two things may be missing on a machine: a PostgreSQL server that can be started, and the real
-zymi binary (installed by the `test` extra). A skip for any other reason is a test that silently stopped
-running: the session ends with exit code 1 and lists them.
+test. Only four things may be missing on a machine: a PostgreSQL server that can be started, the real
+zymi binary (installed by the `test` extra), a bubblewrap that can make a sandbox (absent, or no
+user namespaces in a container), and strace (the oracle of what a shell command opens). A skip for
+any other reason is a test that silently stopped running: the session ends with exit code 1 and lists them.
 
 Loaded by tests/conftest.py (`pytest_plugins`); each session gets its own guard, so an inner pytest run
 (pytester) keeps its own list.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-ALLOWED = ("no PostgreSQL server", "no zymi binary")
+ALLOWED = ("no PostgreSQL server", "no zymi binary", "no usable bubblewrap", "no strace")
 
 
 def skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 from tests.test_chat_approvals import NEEDS_APPROVAL
 from tests.test_chat_support import (
@@ -119,3 +121,44 @@ async def test_a_hanging_provider_times_out_with_a_clear_error(tmp_path: Path) -
     done = events[-1].event.kind
     assert isinstance(done, k.PipelineCompleted) and not done.success and "no answer" in (done.error or "")
     _verified(project, len(events))
+
+
+async def test_esc_as_the_answer_lands_leaves_the_finished_turn_finished(tmp_path: Path) -> None:
+    """Esc between the turn's answer (ResponseReady, shown) and its PipelineCompleted: the turn is not failed,
+    neither in the transcript nor in the store; and quitting in that moment closes it as finished too."""
+    project = demo_project(tmp_path)
+    app = chat_app(project)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        recorder = screen.session.rt.recorder
+        real_emit = recorder.emit
+        answered, release = asyncio.Event(), asyncio.Event()
+
+        async def held_after_the_answer(stream_id: str, kind: Any, *args: Any) -> Any:
+            if answered.is_set() and not release.is_set():
+                await release.wait()  # the turn's closing events wait here
+            stored = await real_emit(stream_id, kind, *args)
+            if isinstance(kind, k.ResponseReady):
+                answered.set()
+            return stored
+
+        recorder.emit = held_after_the_answer  # type: ignore[method-assign,assignment]
+        await send(pilot, "hello", wait=False)
+        await wait_for(pilot, answered.is_set)
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        release.set()
+        await finish_turn(pilot)
+        assert [v.turn.status for v in screen.query(TurnView)] == ["done"]
+        # the second turn: quitting the app while it closes
+        release.clear()
+        answered.clear()
+        await send(pilot, "and again", wait=False)
+        await wait_for(pilot, answered.is_set)
+        quitting = asyncio.ensure_future(screen.stop_turn())
+        await pilot.pause(0.2)
+        release.set()
+        await quitting
+    done = [se.event.kind for se in await store_events(project) if isinstance(se.event.kind, k.PipelineCompleted)]
+    assert [(d.success, d.error) for d in done] == [(True, None), (True, None)]
+    _verified(project, len(await store_events(project)))

@@ -47,17 +47,20 @@ async def test_full_chat_runs_the_same_commands(tmp_path: Path) -> None:
     async with chat_app(project).run_test(size=SIZE, notifications=True) as pilot:  # toasts painted
         screen = await chat_screen(pilot)
         prompt = screen.query_one("#prompt", PromptInput)
-        prompt.value = "/help"
-        await pilot.press("enter")
+        for _ in range(2):  # twice: one copy of the commands, in the conversation, and no pop-up over it
+            prompt.value = "/help"
+            await pilot.press("enter")
+            await pilot.pause()
 
-        def toasts() -> str:
-            return " ".join(str(t.render()) for t in pilot.app.screen.query(Toast))
+        def notes() -> list[str]:
+            return [str(n.render()) for n in screen.query(".help-note")]
 
-        await wait_for(pilot, lambda: "/quit" in toasts())
-        shown = toasts()
+        await wait_for(pilot, lambda: any("/quit" in n for n in notes()))
+        (shown,) = notes()
         for usage in COMMAND_LINES:
             assert usage in shown, shown
         assert "Profiles: project, chat, coding, eval" in shown
+        assert not list(pilot.app.screen.query(Toast)), "the help is not a pop-up notice over the transcript"
         for line, hint in (("/profile chat", "profile chat"), ("/nope", "unknown command /nope")):
             prompt.value = line
             await pilot.press("enter")

@@ -20,6 +20,7 @@ from tests.waiting import LIMIT
 from zymi_tui.engine.config import FileWriteContract, PolicyConfig
 from zymi_tui.engine.policy import Contracts
 
+HOME = os.path.expanduser("~")
 SCAFFOLD = PolicyConfig(  # `zymi-tui init --example demo`'s policy, the one the holes were found with
     enabled=True,
     allow=["ls *", "cat *", "wc *", "grep *", "head *", "tail *", "echo *", "find *"],
@@ -53,8 +54,8 @@ def _ask(command: str) -> str:
         ("cat .env", "denied: File read denied (^.*\\.env$): .env"),
         ("cat < .env", "denied: File read denied (^.*\\.env$): .env"),
         ("head -n 5 config/.env.local", "denied: File read denied (^\\.env\\..*$): config/.env.local"),
-        ("cat ~/.ssh/id_rsa", "denied: File read denied (secret file): ~/.ssh/id_rsa"),
-        ("grep -r key ~/.ssh/config", "denied: File read denied (secret file): ~/.ssh/config"),
+        ("cat ~/.ssh/id_rsa", f"denied: File read denied (secret file): {HOME}/.ssh/id_rsa"),  # `~` expanded
+        ("grep -r key ~/.ssh/config", f"denied: File read denied (secret file): {HOME}/.ssh/config"),
         ("cat /proc/self/environ", "denied: File read denied (secret file): /proc/self/environ"),
         ("wc -c /proc/1/environ", "denied: File read denied (secret file): /proc/1/environ"),
         # writing outside the project asks, as write_file outside its folders does (zymi: approved)
@@ -94,9 +95,11 @@ def test_built_in_checks_are_not_fooled(command: str, expected: str, tmp_path: P
         ("cat a | cat -n b", "approved"),
         ("grep -rn TODO src | head -20", "approved"),
         ("find . -name '*.py'", "approved"),
-        ("echo hi > out.txt", "approved"),
-        ("echo hi >> notes/log.txt", "approved"),
-        ("echo hi >> notes/log.txt 2>&1", _ask("echo hi >> notes/log.txt 2>&1")),  # split at `&` again
+        # a redirection is a write under the file_write contract: no allowed_dirs here, so it asks
+        # (zymi: approved; its `write_file` of the same path asks); see tests/test_engine_escapes.py
+        ("echo hi > out.txt", _ask("echo hi > out.txt")),
+        ("echo hi >> notes/log.txt", _ask("echo hi >> notes/log.txt")),
+        ("echo hi >> notes/log.txt 2>&1", _ask("echo hi >> notes/log.txt 2>&1")),
         ("echo hi > /dev/null", "approved"),
         ("echo '$(not run)'", "approved"),
         ("echo '.env'", "approved"),  # a word, not a file read
@@ -136,7 +139,9 @@ def test_file_paths_are_resolved_before_a_contract_decides(tmp_path: Path) -> No
         "denied: File read denied (secret file): /proc/self/environ"
     )
     assert contracts.read_file("out/loop").text() == "denied: File read denied (unresolvable path): out/loop"
-    assert contracts.read_file("/etc/hostname").text() == "approved"  # reading outside stays zymi's call
+    assert contracts.read_file("/etc/hostname").text() == (  # zymi: approved
+        "requires_approval: File read outside the project requires approval: /etc/hostname"
+    )
 
 
 # -- the verdicts zymi recorded ------------------------------------------------------------------

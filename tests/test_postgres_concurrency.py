@@ -111,7 +111,7 @@ async def test_four_writer_processes_one_tailing_reader(pg_url: str, tmp_path: P
     # no gap, no duplicate sequence in any stream, every chain verifies
     assert sum(r[1] for r in per_stream) == WRITERS * PER_WRITER and len(per_stream) == STREAMS
     assert all(n == distinct == last and first == 1 for _, n, distinct, first, last in per_stream)
-    verdicts = await verify_store(reader)
+    verdicts = (await verify_store(reader)).verdicts
     assert [v.stream_id for v in verdicts if v.ok] == [f"s{i}" for i in range(STREAMS)]
     await reader.close()
 

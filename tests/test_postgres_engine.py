@@ -83,7 +83,7 @@ async def test_serve_answers_a_request_another_machine_appends(pg_url: str, tmp_
                     break
                 await asyncio.sleep(0.1)
             assert done and done[0].event.stream_id == "client-7"
-            assert [v.ok for v in await verify_store(reader)] == [True] * len(await reader.streams())
+            assert [v.ok for v in (await verify_store(reader)).verdicts] == [True] * len(await reader.streams())
         finally:
             await reader.close()
     finally:

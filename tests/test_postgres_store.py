@@ -131,7 +131,7 @@ async def test_reader_is_read_only_and_creates_nothing(pg_url: str) -> None:
         assert isinstance(reader, PostgresReader)
         try:
             assert await reader.count() == 1
-            assert [v.ok for v in await verify_store(reader)] == [True]
+            assert [v.ok for v in (await verify_store(reader)).verdicts] == [True]
             with pytest.raises(StoreError, match="read-only transaction"):
                 await reader._fetch("INSERT INTO stream_heads VALUES ('x', 1, 'y')")
         finally:

@@ -19,7 +19,7 @@ from .conftest import SCENARIOS, copy_store, oracle_db, requires_zymi, write_sql
 
 async def verify(db: Path, stream: str | None = None) -> dict[str, StreamVerdict]:
     async with await SqliteReader.open(db) as reader:
-        return {v.stream_id: v for v in await verify_store(reader, stream)}
+        return {v.stream_id: v for v in (await verify_store(reader, stream)).verdicts}
 
 
 def zymi_verify(db: Path) -> subprocess.CompletedProcess[str]:

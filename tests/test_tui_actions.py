@@ -118,7 +118,7 @@ async def test_dashboard_palette_help_and_footer_list_the_same_actions(tmp_path:
 @pytest.mark.parametrize(
     ("query", "expected"),
     [("fork", {"Fork", "Compare fork", "Parent/fork"}), ("sweep", {"Sweep"}), ("resume", {"Fork"}),
-     ("profile", {"Profiles"})],
+     ("profile", {"Profiles"}), ("export", {"Export"})],
 )  # fmt: skip
 async def test_palette_finds_actions_by_what_they_do(tmp_path: Path, query: str, expected: set[str]) -> None:
     db = scenario_copy("coding_default", tmp_path)

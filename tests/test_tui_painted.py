@@ -150,6 +150,7 @@ import asyncio
 import os
 import sys
 from zymi_tui.cli import main
+from zymi_tui.commands import tui_cmds
 from zymi_tui.tui import app
 
 release = sys.argv[2]
@@ -162,6 +163,8 @@ def held(real):  # the dashboard's own reads of the runs wait until the file `re
     return wait_then_read
 
 app.newest_runs, app.list_runs = held(app.newest_runs), held(app.list_runs)
+# and so does the whole list the start's child process reads after the newest runs (forked from this one)
+tui_cmds.list_runs = held(tui_cmds.list_runs)
 sys.argv = ["zymi-tui", "observe", sys.argv[1]]
 sys.exit(main())  # the process's own command line, as `zymi-tui observe STORE` runs it
 """
@@ -200,6 +203,22 @@ def test_the_first_frame_lists_the_newest_runs_read_beside_the_imports(tmp_path:
         release.touch()
         code = term.close()
     assert code == 0
+
+
+def test_the_first_frame_lists_every_run_when_the_child_read_them_in_time(tmp_path: Path) -> None:
+    """The start's child process reads the newest runs, then the whole list (150 runs: a few ms, where the
+    screen's modules take hundreds): the first frame painted counts every run, with their status; the
+    partial title `Runs (newest 60…)` is never painted."""
+    db = tmp_path / "many.db"
+    write_clones(db, 150 * 60, "memory", many=True)
+    term = Terminal(["-m", "zymi_tui", "observe", str(db)], tmp_path)
+    try:
+        assert term.wait_for("Runs (150)", timeout=LIMIT), "\n".join(term.screen.display)
+        assert "│»✓ main" in "\n".join(term.screen.display)
+    finally:
+        code = term.close()
+    assert code == 0
+    assert b"newest 60" not in bytes(term.raw)
 
 
 def first_row_showing(raw: bytes, size: tuple[int, int], text: str) -> int:

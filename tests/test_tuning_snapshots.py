@@ -60,9 +60,7 @@ def test_editor_snapshot(snap_compare: Any) -> None:
 
 def test_replay_screen_snapshot(snap_compare: Any, tmp_path: Path) -> None:
     db, project = store("hard_cap")
-    app = TuningApp(
-        db, lambda _r: CompareScreen(db, project=project, profiles="recorded,chat,eval", export_dir=tmp_path)
-    )
+    app = TuningApp(db, lambda _r: CompareScreen(db, project=project, profiles="recorded,chat,eval"))
     assert snap_compare(app, terminal_size=SIZE, run_before=settle)
 
 

@@ -158,8 +158,8 @@ async def test_comparison_table_matches_cli_json(tmp_path: Path, monkeypatch: py
     db, project = SqliteStore(ORACLE / name / "events.db"), ORACLE / name / "project"
     want = cli_json("compare", str(db), "--project", str(project), "--profiles", "recorded,chat", "--model", "gpt-4o",
                     "--format", "json")  # fmt: skip
-    app = TuningApp(db, lambda _r: CompareScreen(db, project=project, profiles="recorded,chat", model="gpt-4o",
-                                                 export_dir=tmp_path))  # fmt: skip
+    monkeypatch.setenv("ZYMI_TUI_EXPORT_DIR", str(tmp_path))
+    app = TuningApp(db, lambda _r: CompareScreen(db, project=project, profiles="recorded,chat", model="gpt-4o"))
     async with app.run_test(size=(200, 50)) as pilot:
         await settle(pilot)
         screen = app.screen

@@ -16,7 +16,7 @@ from .conftest import copy_store, oracle_db, write_sql
 
 async def verdicts(db: Path) -> dict[str, tuple[bool, int | None, int]]:
     async with await SqliteReader.open(db) as reader:
-        return {v.stream_id: (v.ok, v.bad_sequence, v.verified) for v in await verify_store(reader)}
+        return {v.stream_id: (v.ok, v.bad_sequence, v.verified) for v in (await verify_store(reader)).verdicts}
 
 
 def longest_stream(db: Path) -> tuple[str, int]:

@@ -53,7 +53,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(spec.name, help=spec.help)
         if spec.name == command:
             command_module(spec.name)(spec.name, p)
+            parser.set_defaults(command_parser=p)
     return parser
+
+
+def parse_line(parser: argparse.ArgumentParser, args_list: list[str]) -> argparse.Namespace:
+    """The line parsed; words no argument takes are refused by the command's own parser (its usage, not
+    the top-level one: argparse leaves them to the top-level parser)."""
+    args, extras = parser.parse_known_args(args_list)
+    if extras:
+        own: argparse.ArgumentParser = getattr(args, "command_parser", None) or parser
+        own.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
 
 
 # commands whose process ends as soon as they return: no interpreter teardown after them (exit_now)
@@ -102,7 +113,7 @@ def run_command(args_list: list[str], command: str | None, *, own_process: bool)
         atexit.register(gc.freeze)
         without_pydantic_plugins()
     with modules_loading(own_process=own_process):
-        args = build_parser(command).parse_args(args_list)
+        args = parse_line(build_parser(command), args_list)
     try:
         if own_process:  # start-up is over (zymi_tui/__init__.py): Ctrl-C is KeyboardInterrupt, handled below
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -117,8 +128,10 @@ def run_command(args_list: list[str], command: str | None, *, own_process: bool)
 
         fail(e.one_line())
         return e.exit_code
-    except BrokenPipeError:
-        sys.stderr.close()
+    except BrokenPipeError:  # the one place a closed pipe (`| head -1`) becomes a normal end: exit 0, no message
+        from zymi_tui.commands.common import drop_stdout
+
+        drop_stdout()
         return 0
     except KeyboardInterrupt:
         if own_process:  # one line, whatever a second Ctrl-C does

@@ -81,6 +81,8 @@ async def read_head(reader: asyncio.StreamReader) -> Head:
 def body_length(head: Head, limit: int = MAX_BODY) -> int | None:
     """The declared body length (None: chunked); 413 above `limit`, before any of it is read."""
     coding = head.headers.get("transfer-encoding", "").lower()
+    if coding and "content-length" in head.headers:  # the request-smuggling shape (RFC 9112 §6.3)
+        raise Refusal(400, "bad_request", "both transfer-encoding and content-length: refused")
     if coding:
         if coding != "chunked":
             raise Refusal(501, "unsupported_transfer_encoding", f"transfer-encoding `{coding}` is not supported")

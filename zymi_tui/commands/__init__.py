@@ -52,6 +52,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "resume_cmds",
         "fork a run at a step: upstream frozen, the rest re-run (zymi's `resume`), under other knobs",
     ),
+    CommandSpec("policy", "policy_cmds", "check the verdict the project's policy gives a shell command or file path"),
     CommandSpec("migrate", "migrate_cmds", "copy an event store (SQLite <-> Postgres) row for row; resumable"),
 )
 

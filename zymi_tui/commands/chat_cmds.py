@@ -49,8 +49,9 @@ def _timeout(value: str) -> float:
     return seconds
 
 
-def open_chat(args: argparse.Namespace, root: Path, *, hint: str | None = None) -> int:
-    """The chat screen on `root`; after it closes, one line on where the chat is kept."""
+def open_chat(args: argparse.Namespace, root: Path, *, hint: str | None = None, kept: bool = True) -> int:
+    """The chat screen on `root`; after it closes, one line on where the chat is kept (`kept`: the folder
+    stays; a temporary demo's caller says it was removed)."""
     from zymi_tui.tui.chat.app import ChatApp
     from zymi_tui.tui.chat.session import ChatOptions
 
@@ -69,8 +70,9 @@ def open_chat(args: argparse.Namespace, root: Path, *, hint: str | None = None) 
         return EXIT_USAGE
     if app.return_code:
         return app.return_code  # the app died: its one-line error names the log
-    resume = f"zymi-tui chat -d {shlex.quote(str(root))} -r {shlex.quote(args.run)}"
-    out.print(f"chat kept on stream {args.run!r} in the store of {root}; resume with: {resume}")
+    if kept:
+        resume = f"zymi-tui chat -d {shlex.quote(str(root))} -r {shlex.quote(args.run)}"
+        out.print(f"chat kept on stream {args.run!r} in the store of {root}; resume with: {resume}")
     return EXIT_OK
 
 
@@ -129,10 +131,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if not interactive():
             out.print(f"demo project in {root} (not a terminal: the line-based chat; /quit or Ctrl-D to leave)")
             return plain_chat(args)
-        return open_chat(args, root, hint=DEMO_HINT)
+        code = open_chat(args, root, hint=DEMO_HINT, kept=args.directory is not None)
     finally:
         if args.directory is None:
             shutil.rmtree(root, ignore_errors=True)
+    if args.directory is None and code == EXIT_OK:
+        out.print(f"the demo project in {root} was a temporary folder, now removed; `zymi-tui demo DIR` keeps one")
+    return code
 
 
 def web_command(directory: str | None) -> str:

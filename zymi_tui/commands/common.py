@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import logging
 import signal
@@ -33,7 +34,32 @@ if TYPE_CHECKING:
 def _console(stderr: bool) -> Console:
     from rich.console import Console  # 25 ms: not loaded by a command that prints no rich text (`run`)
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    class PipedConsole(Console):
+        """A closed pipe (`| head -1`) is raised as the BrokenPipeError it is (rich exits with 1 on its
+        own); `zymi_tui.cli` ends the command there with exit code 0."""
+
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    return PipedConsole(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def drop_stdout() -> None:
+    """The reader of our output went away (`zymi-tui events STORE | head -1`): stdout is pointed at
+    /dev/null, so what is still buffered, and what is printed after, goes nowhere instead of failing
+    again (Python's documented recipe for a closed pipe)."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def need_terminal(command: str) -> None:
+    """A full-screen command refuses a pipe or a file (`zymi-tui observe | head`): one line, not escape codes."""
+    if not sys.stdout.isatty() or not sys.stdin.isatty():
+        raise CommandError(f"{command} needs a terminal (stdin and stdout must be a TTY)")
 
 
 def __getattr__(name: str) -> Console:
@@ -68,6 +94,27 @@ def raw_line(text: str) -> str:
     """`--raw`/`--json` lines: byte-exact into a pipe or file, controls escaped (line breaks kept)
     when they go to a terminal."""
     return escape_controls(text, keep="\n") if _stdout_is_terminal() else text
+
+
+PROGRESS_FROM = 20_000  # events: a store this large shows its progress (when stderr is a terminal)
+
+
+class Progress:
+    """`what: event N/TOTAL (P%)` rewritten in place on stderr, for a long output going to a pipe or file
+    while stderr is a terminal (on a terminal the output itself shows how far it is)."""
+
+    def __init__(self, what: str, total: int) -> None:
+        self.what, self.total = what, total
+        self.shown = total >= PROGRESS_FROM and sys.stderr.isatty() and not _stdout_is_terminal()
+
+    def at(self, done: int) -> None:
+        if self.shown:
+            sys.stderr.write(f"\r{self.what}: event {done}/{self.total} ({100 * done // max(self.total, 1)}%)")
+            sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
 
 
 def fail(message: str) -> None:

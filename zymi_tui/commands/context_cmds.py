@@ -28,10 +28,13 @@ from zymi_tui.replay.call_context import (
 )
 from zymi_tui.replay.call_markdown import context_markdown
 from zymi_tui.replay.store_replay import context_at, recorded_knobs, replay_store
+from zymi_tui.text_safety import escape_controls
 
 from .common import (
     EXIT_OK,
     CommandError,
+    Progress,
+    _stdout_is_terminal,
     add_store_arg,
     close_reader,
     err,
@@ -50,6 +53,7 @@ from .flags import (
     resolve_step_stream,
     run_step_streams,
 )
+from .streamed_table import Cell, Column, StreamedTable
 
 PREFIX_BASIS = "per step run, the first recorded call minus the rest rebuilt"
 
@@ -162,12 +166,6 @@ def row_json(row: CallContext, *, messages: bool, tokens: bool = True) -> dict[s
     return obj
 
 
-def _progress(done: int, total: int) -> None:
-    if sys.stderr.isatty():
-        sys.stderr.write(f"\rreplaying: event {done}/{total} ({100 * done // max(total, 1)}%)")
-        sys.stderr.flush()
-
-
 def _replay_or_compare(args: argparse.Namespace) -> int:
     if args.compare:
         from zymi_tui.commands.tuning_cmds import CompareRequest, compare
@@ -182,33 +180,31 @@ async def _replay(args: argparse.Namespace) -> int:
     try:
         total = await reader.max_global_id()
         totals = _Totals()  # running: no row is kept (a million-event replay stays flat in memory)
-        table = _table() if not args.json else None
+        table = None if args.json else StreamedTable(REPLAY_COLUMNS, styled=_stdout_is_terminal())
         streams = await run_step_streams(reader, args)
+        progress = Progress("replaying", total)
+        write = sys.stdout.write
         async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
-            if totals.rows % 200 == 0 and total > 20_000:
-                _progress(row.global_id, total)
+            if totals.rows % 200 == 0:
+                progress.at(row.global_id)
             refuse_guess(row, args.strict)
             totals.add(row, args.tokens)
-            if args.json:
+            if table is None:
                 line = json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False)
-                sys.stdout.write(raw_line(line) + "\n")
-            elif table is not None:
-                _add_row(table, row, args.tokens)
-        if total > 20_000 and sys.stderr.isatty():
-            sys.stderr.write("\n")
+                write(raw_line(line) + "\n")
+            else:
+                if row.prefix_inferred and not totals.titled:
+                    totals.titled = True
+                    table.title(INFERRED_TITLE)
+                table.row(_cells(row, args.tokens))
+        progress.end()
         if not totals.rows and project is None:
             raise CommandError(
                 f"{location}: no project beside the store and no recorded LLM call to infer the prefix from; "
                 "pass --project DIR"
             )
         if table is not None:
-            if totals.prefix_inferred:
-                table.title = (
-                    "Layer A inferred (no project): '~' marks its estimated size, per step run the first recorded "
-                    "call minus the rest rebuilt; the rebuilt sizes are estimates"
-                )
-                table.title_justify = "left"
-            out.print(table)
+            table.header()  # no row: the header alone, as before
         _print_totals(totals, args.json, knobs, project, args.tokens)
         report_skipped(reader)
     finally:
@@ -216,15 +212,26 @@ async def _replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _table() -> Table:
-    t = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("stream", "seq", "it", "kind", "recorded", "rebuilt", "A", "msgs", "input tok (rec.)", "est. tok",
-                "note"):  # fmt: skip
-        t.add_column(col, justify="right" if col not in ("stream", "kind", "note") else "left")
-    return t
+INFERRED_TITLE = (
+    "Layer A inferred (no project): '~' marks its estimated size, per step run the first recorded "
+    "call minus the rest rebuilt; the rebuilt sizes are estimates"
+)
+REPLAY_COLUMNS = (
+    Column("stream", width=8),
+    Column("seq", right=True, width=5),
+    Column("it", right=True, width=3),
+    Column("kind", width=len("compaction (simulated)")),
+    Column("recorded", right=True),
+    Column("rebuilt", right=True),
+    Column("A", right=True, width=5),
+    Column("msgs", right=True),
+    Column("input tok (rec.)", right=True),
+    Column("est. tok", right=True),
+    Column("note"),
+)
 
 
-def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
+def _cells(row: CallContext, tokens: bool) -> list[str | Cell]:
     r = row.rendered
     kind = "compaction" if row.is_compaction else "agent"
     if row.hard_cap_failure:
@@ -232,31 +239,31 @@ def _add_row(t: Table, row: CallContext, tokens: bool) -> None:
     if row.simulated:
         kind += " (simulated)"
     rebuilt = "?" if r is None else str(r.chars)
-    mark = ""
-    note = []
-    if r is not None and not row.whatif and not row.simulated and r.chars != row.recorded_chars:
+    differs = r is not None and not row.whatif and not row.simulated and r.chars != row.recorded_chars
+    note: list[tuple[str, bool]] = []
+    if differs and row.foreign:
         # a foreign agent's call: no zymi build to disagree with; the agent's input is not its history appended
-        if row.foreign:
-            note.append("rewritten by the agent")
-        else:
-            mark = "[red]≠[/]"
+        note.append(("rewritten by the agent", False))
+        differs = False
     if row.prefix_inferred:
-        note.append("prefix inferred")
+        note.append((", " if note else "", False))
+        note.append(("prefix inferred", False))
     if r is not None and r.hard_cap_exceeded and not row.hard_cap_failure:
-        note.append("[red]would fail hard cap[/]")
-    t.add_row(
-        shown(row.stream_id.split(":step:")[-1]),
+        note.append((", " if note else "", False))
+        note.append(("would fail hard cap", True))
+    return [
+        escape_controls(row.stream_id.split(":step:")[-1]),
         str(row.sequence),
         str(row.iteration),
         kind,
         str(row.recorded_chars) if not row.simulated else "-",
-        rebuilt + mark,
+        Cell(((rebuilt, False), ("≠", True))) if differs else rebuilt,
         "?" if r is None else ("~" if row.prefix_inferred else "") + str(r.layer_bytes.get("A", 0)),
         "?" if r is None else str(r.message_count),
         "-" if row.recorded_input_tokens is None else str(row.recorded_input_tokens),
         "-" if not tokens or r is None else f"~{_est_tokens(row)}",
-        ", ".join(note),
-    )
+        Cell(tuple(note)) if note else "",
+    ]
 
 
 @dataclass
@@ -278,6 +285,7 @@ class _Totals:
     recorded_cache_creation: int = 0
     cache_breaks: int = 0
     prefix_inferred: bool = False
+    titled: bool = False  # the table's "Layer A inferred" line is printed
     knobs_sources: set[str] = field(default_factory=set)
     whatif_rows: int = 0
     knobs_seen: set[str] = field(default_factory=set)  # the recorded knobs the rows were rebuilt under

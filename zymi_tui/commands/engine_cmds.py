@@ -75,6 +75,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=say, reasoning=TerminalApproval())
+        if rt.tools.sandbox.line:
+            say(rt.tools.sandbox.line)
         rt.recorder.listeners.append(watch)
         try:
             result = await run_pipeline(rt, pipeline.name, inputs)
@@ -125,6 +127,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             available = ", ".join(sorted(ws.pipelines)) or "(none)"
             raise CommandError(f"pipeline(s) not found: {', '.join(missing)}. Available: {available}")
 
+    from zymi_tui.engine.connectors import check_doors
+
+    check_doors(ws.project.connectors, insecure=args.insecure)  # before the store is opened or a line said
+
     async def go() -> int:
         rt = await open_runtime(ws, served, TerminalApproval(), printer=say)
         target = ", ".join(served) if not args.all else f"any pipeline (--all): {', '.join(served)}"
@@ -132,12 +138,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         say(f"  store: {ws.store}")
         say(f"  poll:  {args.poll_interval_ms}ms")
         say("  press Ctrl+C to stop")
+        if rt.tools.sandbox.line:
+            say(f"  {rt.tools.sandbox.line}")
         if ws.project.runtime is None:
             say(
                 "  note:  runtime.context not set — using engine defaults; see docs/context.md for chat/coding profiles"
             )
         try:
-            await serve(rt, served, args.poll_interval_ms, say)
+            await serve(rt, served, args.poll_interval_ms, say, insecure=args.insecure)
         finally:
             await close_runtime(rt)
         return EXIT_OK
@@ -174,5 +182,11 @@ def _serve_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll-interval-ms", type=int, default=100, metavar="N", help="store poll interval (default 100)")
     p.add_argument("-d", "--dir", metavar="DIR", help=DIR_HELP)
     p.add_argument("--approval", choices=["terminal"], help="approval channel (only terminal)")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="let an http_inbound connector without `auth` listen on a non-loopback address (anyone who can "
+        "reach it can drive the agent)",
+    )
     p.set_defaults(func=cmd_serve)
     # `chat` is registered by chat_cmds (the chat screen; `chat --plain` runs plain_chat.cmd_chat)

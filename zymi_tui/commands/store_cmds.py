@@ -18,6 +18,7 @@ from zymi_tui.events.tail import tail
 from .common import (
     EXIT_OK,
     CommandError,
+    Progress,
     add_store_arg,
     close_reader,
     located,
@@ -72,7 +73,9 @@ async def _events(args: argparse.Namespace) -> int:
             scope = f"stream {args.run} and its step streams" if args.run else "all streams"
             out.print(f"[bold]{shown(reader.label)}[/]: {total} event(s); {shown(scope)}"
                       + ("" if limit is None else f", first {limit}"))  # fmt: skip
-        listed, _ = await _list(reader, args, tag, 0, limit)
+        progress = Progress("listing", await reader.max_global_id() if limit is None else 0)
+        listed, _ = await _list(reader, args, tag, 0, limit, progress)
+        progress.end()
         if listed == 0 and not args.raw:
             out.print("No events.")
         report_skipped(reader)
@@ -82,7 +85,12 @@ async def _events(args: argparse.Namespace) -> int:
 
 
 async def _list(
-    reader: EventReader, args: argparse.Namespace, tag: str | None, cursor: int, limit: int | None
+    reader: EventReader,
+    args: argparse.Namespace,
+    tag: str | None,
+    cursor: int,
+    limit: int | None,
+    progress: Progress | None = None,
 ) -> tuple[int, int]:
     """Print the matching events after `cursor` in global order, a page at a time: (listed, new cursor)."""
     listed = 0
@@ -92,6 +100,8 @@ async def _list(
             rows = await reader.read_rows(cursor, want, stream_id=args.run, tag=tag)
             listed += _emit_raw(rows.rows, reader)
             cursor = rows.last_global_id
+            if progress is not None:
+                progress.at(cursor)
             if rows.rows_scanned < want:
                 break
             continue
@@ -111,6 +121,8 @@ async def _list(
             _emit(se, args)
         listed += len(page)
         cursor = last
+        if progress is not None:
+            progress.at(cursor)
         if scanned < want:
             break
     return listed, cursor
@@ -179,12 +191,13 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
 
 def _events_args(p: argparse.ArgumentParser) -> None:
     p.description = (
-        "List a store's events in global order. `--stream RUN` includes the run's step "
-        "sub-streams (`RUN:step:*`), as zymi does. Unreadable rows are reported and skipped."
+        "List a store's events in global order. `-r RUN` includes the run's step\n"
+        "sub-streams (`RUN:step:*`), as zymi does. Unreadable rows are reported and\n"
+        "skipped."
     )
     p.epilog = (
         "examples:\n  zymi-tui events                        first 50 events of ./.zymi/events.db\n"
-        "  zymi-tui events my-project -f          follow a store another process is writing\n"
+        "  zymi-tui events my-project -f          follow a store another process writes\n"
         "  zymi-tui events run.db -k llm_call_started --all --raw | jq .kind.data"
     )
     p.formatter_class = argparse.RawDescriptionHelpFormatter

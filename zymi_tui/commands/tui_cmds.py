@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import os
 import pickle
-import sys
+import select
+import signal
+import struct
 from collections.abc import Callable
 from typing import Any
 
 from zymi_tui.cores import usable_cores
 from zymi_tui.events.factory import open_reader
+from zymi_tui.events.runs import list_runs
+from zymi_tui.events.store import EventReader
 from zymi_tui.tui.launch import choose_target
-from zymi_tui.tui.source import FirstRuns, first_runs
+from zymi_tui.tui.source import FirstRuns, RestOfRuns, first_runs
 from zymi_tui.tui.target import Target
 
 from . import modules_loading
-from .common import EXIT_OK, CommandError, add_store_arg, close_reader, store_arg
+from .common import EXIT_OK, add_store_arg, close_reader, need_terminal, store_arg
 from .flags import RUN_HELP, add_run_arg
 
 
@@ -43,50 +48,124 @@ async def _open(target: Target) -> FirstRuns | None:
         await close_reader(reader)
 
 
-def _read_in_child(target: Target) -> Callable[[], FirstRuns | None]:
-    """`_open` in a forked child process, on the other core while this one loads the screen's modules (in a
-    thread it would share the interpreter lock with the import); returns the function that waits for its
-    result, or raises its error (a missing or broken store: its one line)."""
-    source, sink = os.pipe()
-    child = os.fork()
-    if child == 0:  # the child: reads, writes the pickled outcome, and exits without running any exit handler
-        try:
-            os.close(source)
-            outcome: tuple[bool, object]
-            try:
-                outcome = (True, asyncio.run(_open(target)))
-            except BaseException as e:  # its error, raised by the parent
-                outcome = (False, e)
-            try:
-                data = pickle.dumps(outcome)
-            except Exception:  # an error that does not pickle: its type and text
-                data = pickle.dumps((False, RuntimeError(f"{type(outcome[1]).__name__}: {outcome[1]}")))
-            with os.fdopen(sink, "wb") as out:
-                out.write(data)
-        finally:
-            os._exit(0)
-    os.close(sink)
+async def _open_then_all(target: Target, send: Callable[[object], None]) -> None:
+    """`_open` in the child: its result sent, then (when it is not every run) the whole list of runs
+    with the rows it skipped, sent as soon as it is read (the screen may not have started yet)."""
+    first = await _open(target)
+    send(first)
+    if first is None or first.whole:
+        return
+    reader = await open_reader(target.store)
+    try:
+        send(await _all_runs(reader))
+    finally:
+        reader.problems.clear()  # sent with the runs: the dashboard names them (not this child, on its screen)
+        await reader.close()
 
-    def result() -> FirstRuns | None:
-        with os.fdopen(source, "rb") as got:
-            data = got.read()
-        os.waitpid(child, 0)
-        outcome: tuple[bool, Any] = pickle.loads(data) if data else (False, RuntimeError("the store reader died"))
+
+async def _all_runs(reader: EventReader) -> RestOfRuns:
+    last = await reader.max_global_id()
+    summaries = await list_runs(reader, turns=True)
+    return RestOfRuns(summaries, last, list(reader.problems))
+
+
+_LENGTH = struct.Struct("<Q")
+
+
+def _send(fd: int, value: object) -> None:
+    try:
+        data = pickle.dumps(value)
+    except Exception:  # an error that does not pickle: its type and text
+        data = pickle.dumps((False, RuntimeError(f"{type(value).__name__}: {value}")))
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _receive(fd: int) -> object | None:
+    """One value `_send` wrote, or None at the end of the pipe (the child is gone)."""
+
+    def exactly(n: int) -> bytes | None:
+        parts, left = [], n
+        while left:
+            part = os.read(fd, left)
+            if not part:
+                return None
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts)
+
+    head = exactly(_LENGTH.size)
+    body = None if head is None else exactly(_LENGTH.unpack(head)[0])
+    return None if body is None else pickle.loads(body)
+
+
+class _Child:
+    """`_open` in a forked child process, on the other core while this one loads the screen's modules (in a
+    thread it would share the interpreter lock with the import); then, in the same child, the whole list
+    of runs, so that the first frame lists every run with its status when it is read by then (99,000
+    events: 0.2 s of CPU), or else the dashboard's runs worker takes it from the child when it comes."""
+
+    def __init__(self, target: Target) -> None:
+        self.source, sink = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: reads, writes the pickled outcomes, and exits without any exit handler
+            try:
+                os.close(self.source)
+                try:
+                    asyncio.run(_open_then_all(target, lambda v: _send(sink, (True, v))))
+                except BaseException as e:  # its error, raised by the parent (if sent before the first value)
+                    _send(sink, (False, e))
+            finally:
+                os._exit(0)
+        os.close(sink)
+        self.open = True
+
+    def first(self) -> FirstRuns | None:
+        """`_open`'s result (raises its error: a missing or broken store, its one line); with every run
+        when the child has read them all by now."""
+        outcome: Any = _receive(self.source) or (False, RuntimeError("the store reader died"))
         ok, value = outcome
         if not ok:
+            self.stop()
             raise value
         first: FirstRuns | None = value
-        return first
+        if first is None or first.whole:
+            self.stop()
+            return first
+        if select.select([self.source], [], [], 0)[0]:
+            rest = self.rest()
+            if rest is not None:
+                return FirstRuns(rest.summaries, True, rest.last_global_id, first.skipped + rest.skipped)
+        return FirstRuns(first.summaries, False, first.last_global_id, first.skipped, rest=self.rest)
 
-    return result
+    def rest(self) -> RestOfRuns | None:
+        """The whole list of runs from the child (waited for), or None if it failed or was stopped."""
+        if not self.open:
+            return None
+        got: Any = _receive(self.source)
+        self.stop()
+        ok, value = got if got is not None else (False, None)
+        return value if ok and isinstance(value, RestOfRuns) else None
+
+    def stop(self) -> None:
+        if not self.open:
+            return
+        self.open = False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)  # done or not: nothing of it is wanted any more
+        os.waitpid(self.pid, 0)
+        os.close(self.source)
 
 
 def observe(args: argparse.Namespace) -> int:
     """`bare`: `zymi-tui` alone, on the current folder's store or else the sample (with a banner)."""
     target = choose_target(store_arg(args), args.run, project=args.project, bare=args.bare)
+    child: _Child | None = None
     if args.own_process and usable_cores() > 1:
         # the newest runs are read by a child, on another core, while the screen's modules load (~2/3 of the time)
-        reading = _read_in_child(target)
+        child = _Child(target)
+        reading = child.first
     else:  # one core (nothing runs beside the import), or a test calling cli.main: no fork of a process that may
         # run other threads
         first = asyncio.run(_open(target))
@@ -94,11 +173,14 @@ def observe(args: argparse.Namespace) -> int:
     with modules_loading(args.own_process):
         from zymi_tui.tui.app import DashboardApp
 
-    first = reading()
-    if not sys.stdout.isatty() or not sys.stdin.isatty():
-        raise CommandError("observe needs a terminal (stdin and stdout must be a TTY)")
-    app = DashboardApp(target, theme=args.theme, first=first)
-    if args.own_process:  # no GC pass while the app starts (~30 young ones: 5-10 ms); on again after its first frame
-        gc.disable()
-    app.run()
+    try:
+        first = reading()
+        need_terminal("observe")
+        app = DashboardApp(target, theme=args.theme, first=first)
+        if args.own_process:  # no GC pass while the app starts (~30 young ones: 5-10 ms); on after its first frame
+            gc.disable()
+        app.run()
+    finally:
+        if child is not None:
+            child.stop()
     return app.return_code or EXIT_OK  # 1 when the app died (the one-line error names the log)

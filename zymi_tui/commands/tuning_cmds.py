@@ -40,7 +40,18 @@ from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.store_replay import recorded_knobs, replay_store
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
 
-from .common import EXIT_OK, CommandError, add_store_arg, close_reader, err, located, out, raw_line, run_async
+from .common import (
+    EXIT_OK,
+    CommandError,
+    add_store_arg,
+    close_reader,
+    err,
+    located,
+    need_terminal,
+    out,
+    raw_line,
+    run_async,
+)
 from .flags import (
     add_runs_filter,
     add_step_args,
@@ -60,7 +71,7 @@ def profile_knobs(name: str, recorded: ContextKnobs) -> ContextKnobs | None:
     """`recorded` (or `project`) -> None (the store's own knobs); a built-in or saved profile otherwise."""
     if name in (RECORDED, "project"):
         return None
-    return resolve_knobs(recorded, name, [])
+    return resolve_knobs(recorded, name, [], named_by="--profiles")
 
 
 def project_llm(project: Path | None, key: str) -> str | None:
@@ -378,6 +389,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     location, project = located(args)
     recorded_knobs(project)  # a bad runtime.context fails here, with one line
+    need_terminal("tune")
     if args.compare:
         app = TuningApp(location, lambda _r: CompareScreen(location, project=project, profiles=args.compare))
     elif args.sweep:

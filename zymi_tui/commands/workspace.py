@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from zymi_tui.commands.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK
+from zymi_tui.commands.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, drop_stdout
 from zymi_tui.engine.loader import Workspace, find_root, load_workspace
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.project.errors import ProjectError
@@ -28,8 +28,12 @@ def load_project(directory: str | None) -> Workspace:
 
 
 def say(text: str) -> None:
-    """One line of a run's output on stdout, flushed (zymi's progress lines)."""
-    print(text, flush=True)
+    """One line of a run's output on stdout, flushed (zymi's progress lines). When the reader has gone
+    (`zymi-tui run main | head -1`) the run goes on to its end, recorded, with its output dropped."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        drop_stdout()
 
 
 def print_footer(success: bool, final_output: str | None) -> int:

@@ -99,6 +99,10 @@ class ContextBuilder:
         self._compactions: list[_Compaction] = []
         self._max_hi = -1
         self._tail = Tail()
+        # Layer C without a fresh cutoff, kept up to date while a cutoff is set (None otherwise, or
+        # not known): a step run whose Layer A is inferred tries the tail without, then with its
+        # cutoff, at every run of a long stream; recomputing the whole history each time was quadratic
+        self._uncut_tail: Tail | None = None
         self.last_seq = 0
         self.last_was_compaction = False
         self.recorded: list[RecordedCompaction] = []
@@ -109,9 +113,15 @@ class ContextBuilder:
     def set_prefix(self, prefix: Prefix, fresh_cutoff_ns: int | None = None) -> None:
         """A new run of the step: its Layer A and its fresh cutoff (Layer C carries over)."""
         self.prefix = prefix
-        if fresh_cutoff_ns != self._cutoff:
-            self._cutoff = fresh_cutoff_ns
-            self._tail = self._compute_tail(self._cutoff)
+        if fresh_cutoff_ns == self._cutoff:
+            return
+        if fresh_cutoff_ns is None:  # back to the uncut tail (kept up to date while the cutoff was set)
+            self._tail, self._uncut_tail = self._uncut(), None
+        else:
+            if self._cutoff is None:
+                self._uncut_tail = self._tail
+            self._tail = self._compute_tail(fresh_cutoff_ns)
+        self._cutoff = fresh_cutoff_ns
 
     def add(self, ev: ReplayEvent, converted: Converted | None = None) -> None:
         """Any event of the step stream, in sequence order (kinds zymi skips are only timed).
@@ -144,8 +154,12 @@ class ContextBuilder:
     def _append_raw(self, raw: Item) -> None:
         self._raw.append(raw)
         self._raw_seqs.append(raw.seq)
-        if (self._cutoff is None or raw.ts >= self._cutoff) and not self._suppressed(raw.seq):
+        if self._suppressed(raw.seq):
+            return
+        if self._cutoff is None or raw.ts >= self._cutoff:
             self._tail.append(raw)
+        if self._uncut_tail is not None:
+            self._uncut_tail.append(raw)
 
     def _suppressed(self, seq: int) -> bool:
         return seq <= self._max_hi and any(c.lo <= seq <= c.hi for c in self._compactions)
@@ -153,7 +167,16 @@ class ContextBuilder:
     def _add_compaction(self, c: _Compaction) -> None:
         self._compactions.append(c)
         self._max_hi = max(self._max_hi, c.hi)
+        self._uncut_tail = None
         self._tail = self._compute_tail(self._cutoff)
+
+    def _uncut(self) -> Tail:
+        """Layer C without the fresh cutoff (the current tail when there is none)."""
+        if self._cutoff is None:
+            return self._tail
+        if self._uncut_tail is None:
+            self._uncut_tail = self._compute_tail(None)
+        return self._uncut_tail
 
     # ---- Layer C from the items -----------------------------------------------------------
     def _visible(self, seq: int, cutoff: int | None) -> bool:
@@ -250,7 +273,7 @@ class ContextBuilder:
         (no second compaction; the stream is re-read without the fresh filter, docs/context.md#fresh-mode).
         `knobs` re-renders under other knobs without touching the builder's state.
         """
-        tail = self._tail if apply_fresh or self._cutoff is None else self._compute_tail(None)
+        tail = self._tail if apply_fresh else self._uncut()
         n = len(tail.items)
         frame = Frame(
             self.prefix,
@@ -279,6 +302,7 @@ class ContextBuilder:
         other._seen_seqs, other._seen_ts = list(self._seen_seqs), list(self._seen_ts)
         other._compactions = list(self._compactions)
         other._tail = self._tail.clone()
+        other._uncut_tail = None  # made again when needed
         other.recorded = [dataclasses.replace(rc) for rc in self.recorded]
         return other
 
@@ -321,6 +345,7 @@ class ContextBuilder:
         self._seen_ts += base._seen_ts[s0 : now.seen]
         self.recorded += [dataclasses.replace(rc) for rc in base.recorded[c0 : now.recorded]]
         self._tail.extend(now.tail, n0, now.n)
+        self._uncut_tail = None
         self.last_seq, self._last_ts, self._monotone = now.last_seq, now.last_ts, now.monotone
         self.last_was_compaction, self._pending_reply = now.last_was_compaction, now.pending_reply
         self.prefix = now.prefix

@@ -156,13 +156,16 @@ def parse_set(item: str) -> tuple[str, int | None]:
     return key, value
 
 
-def resolve_knobs(base: ContextKnobs, profile: str | None, sets: list[str]) -> ContextKnobs:
-    """`base`, replaced by `--profile P` if given, then each `--set KNOB=VALUE` applied in order."""
+def resolve_knobs(
+    base: ContextKnobs, profile: str | None, sets: list[str], *, named_by: str = "--profile"
+) -> ContextKnobs:
+    """`base`, replaced by `--profile P` if given, then each `--set KNOB=VALUE` applied in order. An unknown
+    profile's error names it as the user gave it (`named_by`: the option, or the box it was typed in)."""
     knobs = base
     if profile is not None:
         profiles = all_profiles()
         if profile not in profiles:
-            raise KnobError(f"--profile {profile!r}: unknown profile; known profiles: {', '.join(sorted(profiles))}")
+            raise KnobError(f"{named_by} {profile!r}: unknown profile; known profiles: {', '.join(sorted(profiles))}")
         knobs = profiles[profile]
     if not sets:
         return knobs

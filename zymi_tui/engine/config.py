@@ -48,6 +48,8 @@ class ShellRuntime(Record):
     max_sessions: int = field(default=32, ge=0)
     shell_path: str = "/bin/bash"
     interactive: bool = False
+    sandbox: bool = True  # zymi-tui's: run the shell in bubblewrap where it works (engine/sandbox.py)
+    network: bool = False  # zymi-tui's: the sandboxed shell may reach the network
 
 
 class RuntimeConfig(Record):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import ipaddress
 import json
 import re
 import sys
@@ -90,6 +91,31 @@ def _as_string(value: Any) -> str | None:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _door(cfg: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """An http_inbound connector's name, host and auth, defaults filled in."""
+    return (
+        str(cfg.get("name") or "http_inbound"),
+        str(cfg.get("host") or "127.0.0.1"),
+        cfg.get("auth") or {"type": "none"},
+    )
+
+
+def check_door(name: str, host: str, auth: dict[str, Any], *, insecure: bool) -> None:
+    """Refuse a door without auth on an address others can reach, unless `--insecure`."""
+    if auth.get("type", "none") == "none" and not loopback(host) and not insecure:
+        raise ConnectorError(
+            f"http_inbound '{name}': host {host} is not a loopback address and no `auth` is set, "
+            "so anyone who can reach it could drive the agent; set `auth`, or pass --insecure"
+        )
+
+
+def check_doors(connectors: list[dict[str, Any]], *, insecure: bool) -> None:
+    """Before anything starts: every http_inbound door of the project is safe to open."""
+    for cfg in connectors:
+        if cfg.get("type") == "http_inbound":
+            check_door(*_door(cfg), insecure=insecure)
+
+
 class StdinConnector:
     def __init__(self, cfg: dict[str, Any], recorder: Recorder) -> None:
         self.name = str(cfg.get("name") or "stdin")
@@ -117,10 +143,36 @@ class StdinConnector:
 
 
 UNAUTHORIZED = {"error": "unauthorized", "detail": "authentication failed"}
+MAX_STREAM_ID = 256  # bytes (UTF-8)
+LOG_CLIENT_CHARS = 200  # of a client's input, at most, in a line of the log
+WILDCARD = {"0.0.0.0", "::", ""}
+
+
+def clip(text: str, limit: int = LOG_CLIENT_CHARS) -> str:
+    """A client's text for the log: at most `limit` characters, the cut said."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
+def loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_part(value: str) -> tuple[str, str]:
+    """(host, port) of a Host header or an Origin's authority (`[::1]:8080`, `name:80`, `name`)."""
+    if value.startswith("["):
+        host, _, rest = value[1:].partition("]")
+        return host.lower(), rest.lstrip(":")
+    host, _, port = value.rpartition(":") if value.count(":") == 1 else (value, "", "")
+    return host.lower(), port
 
 
 class HttpInboundConnector:
-    def __init__(self, cfg: dict[str, Any], recorder: Recorder) -> None:
+    def __init__(self, cfg: dict[str, Any], recorder: Recorder, *, insecure: bool = False) -> None:
         try:
             self.port = int(cfg["port"])
             extract = cfg["extract"]
@@ -128,19 +180,19 @@ class HttpInboundConnector:
         except (KeyError, TypeError, ValueError) as e:
             raise ConnectorError(f"http_inbound connector: missing or invalid field {e}") from None
         self.corr_path = extract.get("correlation_id")
-        self.name = str(cfg.get("name") or "http_inbound")
-        self.host = str(cfg.get("host") or "127.0.0.1")
+        self.name, self.host, self.auth = _door(cfg)
         self.path = str(cfg.get("path") or "/")
-        self.auth = cfg.get("auth") or {"type": "none"}
         self.pipeline = cfg.get("pipeline")
         self.pipeline_input = str(cfg.get("pipeline_input") or "message")
         self.recorder = recorder
+        self.insecure = insecure  # `serve --insecure`: a non-loopback address without auth is allowed
         self.server: asyncio.Server | None = None
         self.head_timeout = HEAD_TIMEOUT_S
         self.request_timeout = REQUEST_TIMEOUT_S
         self.handlers: set[asyncio.Task[None]] = set()  # one per open connection
 
     async def start(self) -> None:
+        check_door(self.name, self.host, self.auth, insecure=self.insecure)
         try:
             self.server = await asyncio.start_server(self._handle, self.host, self.port)
         except OSError as e:
@@ -162,6 +214,21 @@ class HttpInboundConnector:
     @property
     def open_connections(self) -> int:
         return len(self.handlers)
+
+    def _same_site(self, head: Head) -> bool:
+        """Without auth: the Host names the bound address, and an Origin (a browser's) is that very site.
+        A page on another site (or a DNS name rebound to this address) is refused."""
+        host, port = _host_part(head.headers.get("host", ""))
+        names = {self.host.strip("[]").lower()}
+        if loopback(self.host):
+            names |= {"localhost", "127.0.0.1", "::1"}
+        if self.host not in WILDCARD and (host not in names or port not in ("", str(self.port))):
+            return False
+        origin = head.headers.get("origin")
+        if origin is None:
+            return True
+        scheme, _, authority = origin.partition("://")
+        return scheme == "http" and _host_part(authority) in {(host, port), (host, port or str(self.port))}
 
     def _bearer_ok(self, head: Head) -> bool:
         return hmac.compare_digest(head.headers.get("authorization", ""), f"Bearer {self.auth.get('token', '')}")
@@ -206,6 +273,8 @@ class HttpInboundConnector:
         if head.method != "POST":
             return 405, None
         kind = self.auth.get("type", "none")
+        if kind == "none" and not self._same_site(head):
+            return 403, {"error": "forbidden", "detail": "cross-site request: foreign Origin or Host (set `auth`)"}
         if kind == "bearer" and not self._bearer_ok(head):
             return 401, UNAUTHORIZED
         length = body_length(head)
@@ -226,6 +295,8 @@ class HttpInboundConnector:
         if stream is None or content is None:
             field = "extract.stream_id" if stream is None else "extract.content"
             return 400, {"error": "extract_failed", "detail": f"{field}: no match"}
+        if not stream or len(stream.encode("utf-8")) > MAX_STREAM_ID:
+            return 400, {"error": "invalid_stream_id", "detail": f"stream id must be 1 to {MAX_STREAM_ID} bytes"}
         bad = next((c for c in stream if unicodedata.category(c) == "Cc"), None)
         if bad is not None:
             return 400, {

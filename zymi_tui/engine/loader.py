@@ -36,11 +36,13 @@ class Workspace:
     agents: dict[str, AgentConfig] = field(default_factory=dict)
     pipelines: dict[str, PipelineConfig] = field(default_factory=dict)
     tools: dict[str, ToolConfig] = field(default_factory=dict)
+    store_at: StoreLocation | None = None  # a store chosen by the caller (the one a dashboard shows)
 
     @property
     def store(self) -> StoreLocation:
-        """Where runs are recorded: what project.yml's `store:` names, else `<root>/.zymi/events.db`."""
-        return project_store(self.root)
+        """Where runs are recorded: `store_at` when set, else what project.yml's `store:` names, else
+        `<root>/.zymi/events.db`."""
+        return self.store_at or project_store(self.root)
 
     def pipeline(self, name: str) -> PipelineConfig:
         if name not in self.pipelines:

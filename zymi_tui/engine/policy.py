@@ -12,16 +12,12 @@ from pathlib import Path
 from typing import Literal
 
 from zymi_tui.engine.config import FileWriteContract, PolicyConfig
-from zymi_tui.engine.shell_scan import Rules, secret_place, stricter, worse
+from zymi_tui.engine.places import Places, normalize_components, rust_escape
+from zymi_tui.engine.shell_scan import Rules, stricter, worse
 from zymi_tui.engine.templating import cut_bytes
 
-SECRET_DENY = (
-    "*.env", ".env", ".env.*", "*.key", "*.pem", "*.pfx", "*.p12", "id_rsa", "id_dsa", "id_ecdsa",
-    "id_ed25519", ".netrc", ".pypirc", ".npmrc", "credentials", "*.secret",
-)  # fmt: skip
 SUSPICIOUS = ("eval", "source")
 MAX_DEPTH = 10
-_RUST_META = set("\\.+*?()|[]{}^$#&-~")
 
 
 @dataclass(frozen=True)
@@ -29,6 +25,7 @@ class Verdict:
     kind: Literal["approved", "requires_approval", "denied"]
     reason: str = ""
     target: Path | None = None  # a file contract's: where the path really pointed when judged
+    why: str = ""  # what the stricter gate found (zymi's wording of `reason` does not say); empty: zymi's own
 
     def text(self) -> str:
         return "approved" if self.kind == "approved" else f"{self.kind}: {self.reason}"
@@ -37,12 +34,8 @@ class Verdict:
 APPROVED = Verdict("approved")
 
 
-def _rust_escape(text: str) -> str:
-    return "".join("\\" + c if c in _RUST_META else c for c in text)
-
-
 def _policy_glob(pattern: str) -> re.Pattern[str]:
-    body = "".join(".*" if c == "*" else "." if c == "?" else _rust_escape(c) for c in pattern)
+    body = "".join(".*" if c == "*" else "." if c == "?" else rust_escape(c) for c in pattern)
     return re.compile("^" + body + "$", re.IGNORECASE)
 
 
@@ -285,45 +278,27 @@ class ShellPolicy:
         return (worst if evaluated else "approve"), ""
 
 
-def _normalize_components(path: str) -> list[str]:
-    absolute = path.startswith("/")
-    out: list[str] = []
-    for comp in path.split("/"):
-        if comp in ("", "."):
-            continue
-        if comp == "..":
-            if out and out[-1] != "..":
-                out.pop()
-            elif not absolute:
-                out.append("..")
-        else:
-            out.append(comp)
-    return out
-
-
-def _contract_glob(pattern: str) -> re.Pattern[str]:
-    return re.compile("^" + _rust_escape(pattern).replace("\\*", ".*").replace("\\?", ".") + "$")
-
-
 class Contracts:
     """Shell policy + file contracts: zymi's `ContractEngine`, made stricter where zymi's own rules
-    mean to deny (engine/shell_scan.py; file paths resolved against the project root)."""
+    mean to deny or ask (engine/shell_scan.py, engine/places.py: paths resolved from the project root)."""
 
-    def __init__(self, policy: PolicyConfig, file_write: FileWriteContract, root: Path) -> None:
+    def __init__(
+        self, policy: PolicyConfig, file_write: FileWriteContract, root: Path, store: Path | None = None
+    ) -> None:
         self.shell = ShellPolicy(policy)
         self.file_write = file_write
-        self.root = root.resolve()
-        self.deny = [_contract_glob(p) for p in (*SECRET_DENY, *file_write.deny_patterns)]
-        self.rules = Rules(judge=self._judge, denied_by_rule=self.shell.denied_by_rule, secret=self._denied)
+        self.places = Places.make(root, file_write.deny_patterns, file_write.allowed_dirs, store)
+        self.root = self.places.root
+        self.cwd = self.root  # the shell's folder while a command is judged
+        self.rules = Rules(
+            judge=self._judge,
+            denied_by_rule=self.shell.denied_by_rule,
+            read=lambda p: self.places.read(p, self.cwd),
+            tree=lambda p: self.places.read_tree(p, self.cwd),
+            write=lambda p: self.places.write(p, self.cwd, shell=True),
+            cwd=lambda: self.cwd,
+        )
         self._depth = 0
-
-    def _denied(self, path: str) -> str | None:
-        norm = ("/" if path.startswith("/") else "") + "/".join(_normalize_components(path))
-        base = norm.rsplit("/", 1)[-1]
-        for rx in self.deny:
-            if rx.match(norm) or rx.match(base):
-                return rx.pattern
-        return None
 
     def _judge(self, command: str) -> tuple[str, str]:
         """zymi's decision on `command`, raised by the scan (never lowered)."""
@@ -336,41 +311,34 @@ class Contracts:
         finally:
             self._depth -= 1
 
-    def shell_command(self, command: str) -> Verdict:
-        decision, reason = self._judge(command.strip())
+    def shell_command(self, command: str, cwd: Path | None = None) -> Verdict:
+        """The verdict on `command` run in `cwd` (default: the project root)."""
+        self.cwd = cwd or self.root
+        try:
+            decision, reason = self._judge(command.strip())
+        finally:
+            self.cwd = self.root
         if decision == "allow":
             return APPROVED
         if decision == "deny":
             return Verdict("denied", reason)
-        return Verdict("requires_approval", f"Shell command requires approval: {cut_bytes(command, 100)}")
+        text = f"Shell command requires approval: {cut_bytes(command, 100)}"
+        return Verdict("requires_approval", text, why=reason)  # why: empty where zymi's own rules ask
 
     def resolve(self, path: str) -> Path | None:
         """Where `path` really points, from the project root: `..` and symlinks followed (None: nowhere,
         e.g. a symlink loop or a NUL byte)."""
-        try:
-            return (self.root / path).resolve()
-        except (OSError, ValueError, RuntimeError):
-            return None
-
-    def _denied_resolved(self, path: str) -> str | None:
-        """The deny pattern the given path, or the file it really is, matches."""
-        real = self.resolve(path)
-        if real is None:
-            return "unresolvable path"
-        inside = real.relative_to(self.root).as_posix() if real.is_relative_to(self.root) else str(real)
-        if secret_place(str(real)):
-            return "secret file"
-        return self._denied(path) or self._denied(inside)
+        return self.places.resolve(path)
 
     def read_file(self, path: str) -> Verdict:
         """The verdict on reading `path`, with the real file it judged (`target`): the read must open that
         file and no other (engine/nofollow.py), whatever the path points to by then."""
-        rx = self._denied_resolved(path)
-        return (
-            Verdict("denied", f"File read denied ({rx}): {path}")
-            if rx
-            else replace(APPROVED, target=self.resolve(path))
-        )
+        decision, reason = self.places.read(path)
+        if decision == "deny":
+            return Verdict("denied", reason)
+        if decision == "approve":
+            return Verdict("requires_approval", f"File read outside the project requires approval: {path}", why=reason)
+        return replace(APPROVED, target=self.resolve(path))
 
     def write_file(self, path: str) -> Verdict:
         """The verdict on writing `path`, with the real file it judged (`target`): the write must land
@@ -378,17 +346,14 @@ class Contracts:
         return replace(self._write_verdict(path), target=self.resolve(path))
 
     def _write_verdict(self, path: str) -> Verdict:
-        rx = self._denied_resolved(path)
-        if rx:
-            return Verdict("denied", f"File write denied ({rx}): {path}")
-        if not self.file_write.allowed_dirs:
-            return Verdict("requires_approval", f"No allowed_dirs configured, file write requires approval: {path}")
-        real = self.resolve(path)
-        target = _normalize_components(path)
-        for d in self.file_write.allowed_dirs:
-            parts = _normalize_components(d)
-            lexical = target[: len(parts)] == parts and len(target) >= len(parts)  # zymi's test
-            folder = self.resolve(d)
-            if lexical and real is not None and folder is not None and real.is_relative_to(folder):
-                return APPROVED  # and the write really lands there
+        decision, reason = self.places.write(path)
+        if decision == "deny":
+            return Verdict("denied", reason)
+        if decision == "approve":
+            return Verdict("requires_approval", reason)
+        target = normalize_components(path)
+        for d in self.file_write.allowed_dirs:  # zymi's own test, on the path as written, comes too
+            parts = normalize_components(d)
+            if target[: len(parts)] == parts and len(target) >= len(parts):
+                return APPROVED
         return Verdict("requires_approval", f"File write outside allowed directories: {path}")

@@ -4,6 +4,7 @@ bookkeeping events."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -235,6 +236,12 @@ class PipelineRun:
             return await self._run()
         except asyncio.CancelledError:
             await asyncio.shield(self._stop_interrupted())
+            raise
+        except BaseException:  # a crash of our own code: the run's shell must not outlive it (serve goes on)
+            shell, self.scope.shell = self.scope.shell, None
+            if shell is not None:
+                with contextlib.suppress(Exception):
+                    await shell.close()
             raise
 
     async def _stop_interrupted(self) -> None:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from zymi_tui.context.knobs import ContextKnobs, section_knobs
 from zymi_tui.engine.approvals import ApprovalHandler
-from zymi_tui.engine.config import LlmConfig, ShellRuntime
+from zymi_tui.engine.config import LlmConfig, ShellImpl, ShellRuntime
 from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.policy import Contracts
 from zymi_tui.engine.providers import build_provider
 from zymi_tui.engine.providers.base import Provider
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.runner import Printer, Runtime
+from zymi_tui.engine.sandbox import Sandbox, make_sandbox
 from zymi_tui.engine.tools import ToolRunner
 from zymi_tui.events.factory import open_reader, open_writer
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.reader import PROJECT_FILE
 from zymi_tui.record import Invalid
@@ -21,6 +23,27 @@ from zymi_tui.record import Invalid
 def workspace_knobs(ws: Workspace) -> ContextKnobs:
     """`runtime.context:` of the loaded project.yml (engine defaults when absent; unknown keys ignored)."""
     return section_knobs(ws.project.runtime.context if ws.project.runtime else None, ws.root / PROJECT_FILE)
+
+
+def project_contracts(ws: Workspace) -> Contracts:
+    """The gate of a project's tool calls: its policy and file contracts, its store protected."""
+    store = ws.store.path if isinstance(ws.store, SqliteStore) else None
+    return Contracts(ws.project.policy, ws.project.contracts.file_write, ws.root, store)
+
+
+def uses_shell(ws: Workspace, pipelines: list[str]) -> bool:
+    """Whether a step of these pipelines can run a shell command (an agent's built-in, or a shell tool)."""
+    for name in pipelines:
+        for step in ws.pipelines[name].steps:
+            agent = ws.agents.get(step.agent or "") if step.kind == "agent" else None
+            tools = agent.tools if agent is not None else [step.tool or ""]
+            for tool in tools:
+                declared = ws.tools.get(tool)
+                if tool == "execute_shell_command":
+                    return True
+                if declared is not None and isinstance(declared.implementation, ShellImpl):
+                    return True
+    return False
 
 
 def needs_llm(ws: Workspace, pipelines: list[str]) -> bool:
@@ -65,14 +88,12 @@ async def open_runtime(
         raise
     recorder = Recorder(writer)
     shell = ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
-    tools = ToolRunner(
-        ws.root,
-        Contracts(ws.project.policy, ws.project.contracts.file_write, ws.root),
-        ws.tools,
-        recorder,
-        approvals,
-        shell,
-    )
+    file_write = ws.project.contracts.file_write
+    sandbox = Sandbox((), "")
+    contracts = project_contracts(ws)
+    if uses_shell(ws, pipelines):  # its start-up line is the caller's to say (`rt.tools.sandbox.line`)
+        sandbox = make_sandbox(ws.root, file_write.allowed_dirs, shell, contracts.places.protected)
+    tools = ToolRunner(ws.root, contracts, ws.tools, recorder, approvals, shell, sandbox)
     return Runtime(ws, recorder, reader, provider, tools, knobs, reasoning=reasoning, printer=printer)
 
 

@@ -12,7 +12,14 @@ import sys
 import uuid
 from collections.abc import Callable
 
-from zymi_tui.engine.connectors import ConnectorError, HttpInboundConnector, StdinConnector, StdoutOutput
+from zymi_tui.engine.connectors import (
+    ConnectorError,
+    HttpInboundConnector,
+    StdinConnector,
+    StdoutOutput,
+    clip,
+    loopback,
+)
 from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline, seal_interrupted
 from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested
 from zymi_tui.events.stored import StoredEvent
@@ -42,7 +49,8 @@ class Router:
             return
         corr = stored.event.correlation_id or str(uuid.uuid4())
         stream = stored.event.stream_id
-        self.say(f"  -> received PipelineRequested for '{kind.pipeline}' (corr={corr}, stream={stream})")
+        shown = f"  -> received PipelineRequested for '{kind.pipeline}' (corr={clip(corr)}, stream={clip(stream)})"
+        self.say(shown)
         task = asyncio.ensure_future(self.serve_one(kind.pipeline, dict(kind.inputs), corr, stream))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -90,7 +98,9 @@ def _write_stdout(text: str) -> None:
     sys.stdout.flush()
 
 
-async def serve(rt: Runtime, served: list[str], poll_ms: int, say: Callable[[str], None]) -> None:
+async def serve(
+    rt: Runtime, served: list[str], poll_ms: int, say: Callable[[str], None], *, insecure: bool = False
+) -> None:
     router = Router(rt, served, say)
     rt.recorder.listeners.append(router.on_event)
     project = rt.workspace.project
@@ -104,13 +114,16 @@ async def serve(rt: Runtime, served: list[str], poll_ms: int, say: Callable[[str
         for cfg in project.connectors:
             kind = cfg.get("type")
             if kind == "http_inbound":
-                conn = HttpInboundConnector(cfg, rt.recorder)
+                conn = HttpInboundConnector(cfg, rt.recorder, insecure=insecure)
                 asked = conn.port
                 await conn.start()
                 http.append(conn)
                 if asked == 0:  # port 0: the OS picked one; the caller needs to know which
                     host = f"[{conn.host}]" if ":" in conn.host else conn.host
                     say(f"  http_inbound '{conn.name}': listening on http://{host}:{conn.port}{conn.path}")
+                if conn.auth.get("type", "none") == "none" and not loopback(conn.host):  # only with --insecure
+                    say(f"  warning: http_inbound '{conn.name}' on {conn.host} without auth (--insecure): "
+                        "anyone who can reach it can drive the agent")  # fmt: skip
             elif kind == "stdin":
                 background.append(asyncio.ensure_future(StdinConnector(cfg, rt.recorder).run()))
             else:

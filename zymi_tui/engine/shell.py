@@ -5,14 +5,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from zymi_tui.engine.config import ShellRuntime
+from zymi_tui.engine.sandbox import shell_pid
 
 MAX_OUTPUT = 1024 * 1024
+# after each command, bash's globbing is put back to its defaults, the ones the policy expands words
+# with (engine/shell_words.py): an earlier approved `shopt -s dotglob` cannot make `cat *` read `.env`
+GLOB_DEFAULTS = (
+    "shopt -u dotglob nocaseglob extglob globstar nullglob failglob 2>/dev/null; unset GLOBIGNORE 2>/dev/null; "
+)
+_rc = "__zymi_rc"
 READ_CHUNK = 1 << 16
+CLOSE_GRACE_S = 0.5  # a sandboxed shell's time to end by itself before its group is killed
 
 
 class ShellError(Exception):
@@ -56,19 +65,33 @@ async def _reaped(proc: asyncio.subprocess.Process) -> int:
 
 
 class ShellSession:
-    def __init__(self, proc: asyncio.subprocess.Process, shell_path: str) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, shell_path: str, sandboxed: bool = False) -> None:
         self.proc = proc
         self.shell_path = shell_path
         self.lock = asyncio.Lock()
         self._rest: dict[asyncio.StreamReader, bytes] = {}
+        self.sandboxed = sandboxed
+        self._pid: int | None = None
+        self.reset = GLOB_DEFAULTS if os.path.basename(shell_path) == "bash" else ""
 
     @property
     def pid(self) -> int:
-        return self.proc.pid
+        """The shell's own process (inside the sandbox: bwrap's grandchild, found once)."""
+        if self._pid is None:
+            self._pid = shell_pid(self.proc.pid) if self.sandboxed else self.proc.pid
+        return self._pid
+
+    def cwd(self) -> Path | None:
+        """The folder the shell is in now (a `cd` persists between commands); None if unknown."""
+        try:
+            return Path(os.readlink(f"/proc/{self.pid}/cwd"))
+        except OSError:
+            return None
 
     @classmethod
-    async def start(cls, config: ShellRuntime, cwd: Path) -> ShellSession:
-        args = [config.shell_path]
+    async def start(cls, config: ShellRuntime, cwd: Path, prefix: tuple[str, ...] = ()) -> ShellSession:
+        """The shell, started under `prefix` (a sandbox's command line) when one is given."""
+        args = [*prefix, config.shell_path]
         name = os.path.basename(config.shell_path)
         if config.interactive:
             args.append("-i")
@@ -92,9 +115,29 @@ class ShellSession:
             # closing its pipes and polling it, which can reap the shell before asyncio's child
             # watcher does, and the watcher then prints "Unknown child process pid N" on stderr.
             with contextlib.suppress(Exception):
-                await cls(await spawn, config.shell_path).close()
+                await cls(await spawn, config.shell_path, sandboxed=bool(prefix)).close()
             raise
-        return cls(proc, config.shell_path)
+        session = cls(proc, config.shell_path, sandboxed=bool(prefix))
+        if prefix:
+            try:
+                await session.ready()
+            except BaseException:  # Ctrl-C while the sandbox came up: it goes, as a half-spawned shell does
+                await asyncio.shield(session.close())
+                raise
+        return session
+
+    async def ready(self) -> None:
+        """Wait until the sandboxed shell answers (so its pid, under bwrap's, can be found)."""
+        hint = "`runtime.shell.sandbox: false` runs it bare"
+        try:
+            out = await self.run("true", 30)
+        except (ShellError, OSError) as e:
+            await self.close()
+            raise ShellError(f"the sandboxed shell did not start ({e}); {hint}") from None
+        if out.exit_code != 0 or out.timed_out:
+            why = out.stderr.strip()[:200] or f"exit code {out.exit_code}"
+            await self.close()
+            raise ShellError(f"the sandboxed shell did not start ({why}); {hint}")
 
     async def _read_until(self, stream: asyncio.StreamReader, marker: str) -> tuple[str, str]:
         """What the stream carries before the marker's line (right-stripped), and the rest of that line.
@@ -127,7 +170,8 @@ class ShellSession:
             if self.proc.returncode is not None:
                 raise ShellError("shell session died unexpectedly")
             tag = f"__ZYMI_END_{uuid.uuid4()}__"
-            script = f"{{ {command} ; }}; printf '\\n{tag}%d\\n' \"$?\"; printf '\\n{tag}\\n' >&2\n"
+            end = f"printf '\\n{tag}%d\\n' \"${_rc}\"; printf '\\n{tag}\\n' >&2\n"
+            script = f"{{ {command} ; }}; {_rc}=$?; {self.reset}{end}"
             self.proc.stdin.write(script.encode())
             await self.proc.stdin.drain()
             out_task = asyncio.ensure_future(self._read_until(self.proc.stdout, tag))
@@ -158,6 +202,13 @@ class ShellSession:
         await _reaped(proc)
 
     async def close(self) -> None:
+        if self.sandboxed and self.proc.returncode is None and self.proc.stdin is not None:
+            self.proc.stdin.close()  # the shell ends at its input's end, and bwrap, reaping it, after it
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.proc.wait()), CLOSE_GRACE_S)
+        if self.sandboxed:  # bwrap, its init and the shell share the group it leads (start_new_session):
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # all go, even one killed
+                os.killpg(self.proc.pid, signal.SIGKILL)  # while it was still setting up its child
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()

@@ -9,12 +9,12 @@ on a real parse of the command (bashlex), can only raise it:
   bare command by the deny rules and the built-in checks;
 - a fork bomb is found whatever its spacing;
 - writing to a block device (`>/dev/sda`, `> /dev/nvme0n1`, `dd of=/dev/…`) is a disk overwrite;
-- naming a secret file (the file contracts' deny list: `.env`, `id_rsa`, …, `~/.ssh/*`,
-  `/proc/*/environ`) in a command is denied as reading it through `read_file` is;
-- writing outside the project (an absolute path, `~`, or `..` out of it) by redirection, `tee` or
-  `dd of=` asks for approval, as `write_file` outside its allowed folders does.
+- what each command will touch (engine/shell_touch.py), its words expanded as bash would against the
+  real tree (engine/shell_words.py), is judged as the file tools judge it (engine/places.py): secrets,
+  network devices and block devices denied, reads outside the project and writes outside the
+  file_write contract (or into the project's own files) asking; redirections are writes and reads too.
 
-A command bashlex cannot parse gets at least approval.
+A command bashlex cannot parse, or a word only the run can tell, gets at least approval.
 """
 
 from __future__ import annotations
@@ -22,9 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from zymi_tui.engine.bash_parser import load as load_bashlex
+from zymi_tui.engine.shell_touch import touches
+from zymi_tui.engine.shell_words import expand
 
 Decision = tuple[str, str]  # ("allow" | "approve" | "deny", deny reason)
 RANK = {"allow": 0, "approve": 1, "deny": 2}
@@ -33,11 +36,10 @@ WRAPPERS = {"sudo", "doas", "env", "command", "exec", "builtin", "nice", "nohup"
             "xargs", "setsid", "ionice", "chroot", "unbuffer"}  # fmt: skip
 _WITH_VALUE = {"-u", "-g", "-n", "-c", "-p", "-s", "-o", "-e", "-i", "-k", "-C", "-d", "-D", "-I", "-L", "-P"}
 WRITES = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
-HARMLESS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero")
-_BLOCK_DEVICE = re.compile(r"^/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|md\d|dm-\d|loop\d|disk\d|sr\d)")
+READS = {"<", "<>"}
+MOVES = {"cd", "pushd", "popd", "shopt", "set"}  # they change what the next words name (folder, globbing)
+SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "mksh", "busybox"}
 _FORK_BOMB = re.compile(r"([^\s(){}|&;]+)\(\)\{\1\|\1&\};?")
-_PROC_SECRET = re.compile(r"^/proc/[^/]+/(?:task/[^/]+/)?(?:environ|mem)$")
-NO_READ = {"echo", "printf", "true", "false", "test", "["}  # builtins that print or test words, not files
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,17 @@ class Rules:
 
     judge: Callable[[str], Decision]  # the whole policy, on a command of its own
     denied_by_rule: Callable[[str], Decision | None]  # zymi's deny globs and built-in checks on one fragment
-    secret: Callable[[str], str | None]  # the contracts' deny pattern a path matches, if any
+    read: Callable[[str], Decision]  # a read of a path (from the shell's folder), as the file tools judge it
+    tree: Callable[[str], Decision]  # a recursive read of everything under a path
+    write: Callable[[str], Decision]  # a write of a path, under the file_write contract
+    cwd: Callable[[], Path]  # the folder the command runs in
 
 
 def worse(a: Decision, b: Decision) -> Decision:
-    return b if RANK[b[0]] > RANK[a[0]] else a
+    """The stricter of two decisions (of two alike, the first that says why)."""
+    if RANK[b[0]] > RANK[a[0]] or (RANK[b[0]] == RANK[a[0]] and not a[1] and b[1]):
+        return b
+    return a
 
 
 def _children(node: Any) -> Iterator[Any]:
@@ -88,81 +96,76 @@ def unwrap(argv: list[str]) -> list[str]:
     return words
 
 
-def outside_project(path: str) -> bool:
-    """True for an absolute path, a home path or a relative path that climbs out with `..`."""
-    if path.startswith(("/", "~")):
-        return True
-    depth = 0
-    for part in path.split("/"):
-        if part == "..":
-            depth -= 1
-            if depth < 0:
-                return True
-        elif part not in ("", "."):
-            depth += 1
-    return False
+def _words(nodes: list[Any], command: str, rules: Rules) -> list[list[str]] | None:
+    """Each word node's expansion (None: one only the run can tell)."""
+    out: list[list[str]] = []
+    for node in nodes:
+        words = expand(command[node.pos[0] : node.pos[1]], rules.cwd())
+        if words is None:
+            return None
+        out.append(words)
+    return out
 
 
-def secret_place(path: str) -> bool:
-    """A process's environment or memory, or anything in an `.ssh` folder."""
-    return bool(_PROC_SECRET.match(path)) or "/.ssh/" in f"/{path}"
-
-
-def _secret(path: str, rules: Rules) -> str | None:
-    bare = path.split("=", 1)[1] if path.startswith("-") and "=" in path else path
-    if not bare or bare.startswith("-"):
-        return None
-    return "secret file" if secret_place(bare) else rules.secret(bare)
-
-
-def _write_target(path: str, rules: Rules) -> Decision:
-    if path.startswith(HARMLESS) or path.isdigit() or path == "-" or path.startswith("/dev/fd/"):
-        return "allow", ""
-    if _BLOCK_DEVICE.match(path):
-        return "deny", "Blocked: Disk overwrite"
-    pattern = _secret(path, rules)
-    if pattern is not None:
-        return "deny", f"File write denied ({pattern}): {path}"
-    if outside_project(path):
-        return "approve", ""
+def _inner_script(name: str, args: list[str], rules: Rules) -> Decision:
+    """`bash -c SCRIPT` and `eval WORDS`: the script judged as a command of its own."""
+    if name == "eval":
+        return rules.judge(" ".join(args)) if args else ("allow", "")
+    for i, word in enumerate(args):
+        if word.startswith("-") and not word.startswith("--") and "c" in word and i + 1 < len(args):
+            return rules.judge(args[i + 1])
     return "allow", ""
 
 
-def _command(node: Any, rules: Rules) -> Decision:
-    argv = unwrap(_argv(node))
+def _each(paths: list[str], judge: Callable[[str], Decision], verdict: Decision) -> Decision:
+    for path in paths:
+        verdict = worse(verdict, judge(path))
+        if verdict[0] == "deny":
+            break
+    return verdict
+
+
+def _command(node: Any, command: str, rules: Rules) -> Decision:
+    nodes = [p for p in node.parts if p.kind == "word"]
+    argv = unwrap([p.word for p in nodes])
     if not argv:
         return "allow", ""
     verdict: Decision = rules.denied_by_rule(" ".join(argv)) or ("allow", "")
     if verdict[0] == "deny":
         return verdict
+    heads = {w.lstrip("\\").rsplit("/", 1)[-1] for w in (p.word for p in nodes[: len(nodes) - len(argv) + 1])}
+    words = _words(nodes[len(nodes) - len(argv) + 1 :], command, rules)
+    if words is None:
+        return worse(verdict, ("approve", "a word of the command is only known when it runs"))
     name = argv[0].lower()
-    if name not in NO_READ:
-        for word in argv[1:]:
-            pattern = _secret(word, rules)
-            if pattern is not None:
-                return "deny", f"File read denied ({pattern}): {word}"
-    if name == "tee":
-        for word in argv[1:]:
-            if not word.startswith("-"):
-                verdict = worse(verdict, _write_target(word, rules))
-    if name == "dd":
-        for word in argv[1:]:
-            if word.startswith("of="):
-                verdict = worse(verdict, _write_target(word[3:], rules))
+    if name in SHELLS or name == "eval":
+        verdict = worse(verdict, _inner_script(name, argv[1:], rules))
+    touched = touches(name, words, via_xargs="xargs" in heads)
+    verdict = _each(touched.writes, rules.write, verdict)
+    verdict = _each(touched.reads, rules.read, verdict)
+    verdict = _each(touched.trees, rules.tree, verdict)
+    if touched.opaque:
+        verdict = worse(verdict, ("approve", touched.opaque))
     return verdict
 
 
-def _redirect(node: Any, rules: Rules) -> Decision:
+def _redirect(node: Any, command: str, rules: Rules) -> Decision:
     target = node.output
     if not hasattr(target, "kind") or target.kind != "word":
         return "allow", ""  # `2>&1`: a file descriptor
+    if node.type not in WRITES and node.type not in READS:
+        return "allow", ""  # a here-document or here-string: no file
+    if node.type == ">&" and (target.word.isdigit() or target.word == "-"):
+        return "allow", ""  # `>&2`: a file descriptor
+    paths = expand(command[target.pos[0] : target.pos[1]], rules.cwd())
+    if paths is None:
+        return "approve", "a redirection's target is only known when it runs"
+    verdict: Decision = "allow", ""
     if node.type in WRITES:
-        return _write_target(target.word, rules)
-    if node.type == "<":
-        pattern = _secret(target.word, rules)
-        if pattern is not None:
-            return "deny", f"File read denied ({pattern}): {target.word}"
-    return "allow", ""
+        verdict = _each(paths, rules.write, verdict)
+    if node.type in READS:
+        verdict = _each(paths, rules.read, verdict)
+    return verdict
 
 
 def stricter(command: str, rules: Rules) -> Decision:
@@ -174,17 +177,22 @@ def stricter(command: str, rules: Rules) -> Decision:
     try:
         trees = bashlex.parse(command)
     except (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError, TypeError):
-        return "approve", ""
+        return "approve", "the command cannot be parsed"
     verdict: Decision = "allow", ""
+    nodes = [node for tree in trees for node in _walk(tree)]
+    commands = [unwrap(_argv(n))[:1] for n in nodes if n.kind == "command"]
+    globignore = any(n.kind == "assignment" and n.word.startswith("GLOBIGNORE=") for n in nodes)
+    if globignore or (len(commands) > 1 and any(c and c[0] in MOVES for c in commands)):
+        verdict = "approve", "the command changes what its other words name (cd, shopt, set, GLOBIGNORE)"
     for tree in trees:
         for node in _walk(tree):
             if node.kind in ("commandsubstitution", "processsubstitution"):
                 start, end = node.command.pos
                 found = rules.judge(command[start:end])
             elif node.kind == "command":
-                found = _command(node, rules)
+                found = _command(node, command, rules)
             elif node.kind == "redirect":
-                found = _redirect(node, rules)
+                found = _redirect(node, command, rules)
             else:
                 continue
             verdict = worse(verdict, found)

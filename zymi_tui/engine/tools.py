@@ -22,6 +22,7 @@ from zymi_tui.engine.config import HttpImpl, ShellImpl, ShellRuntime, ToolConfig
 from zymi_tui.engine.nofollow import FolderError, LinkOnTheWay, open_judged
 from zymi_tui.engine.policy import APPROVED, Contracts, Verdict
 from zymi_tui.engine.recorder import Recorder
+from zymi_tui.engine.sandbox import Sandbox
 from zymi_tui.engine.shell import MAX_OUTPUT, ShellError, ShellSession
 from zymi_tui.events.kinds import (
     ApprovalDenied,
@@ -33,6 +34,7 @@ from zymi_tui.events.kinds import (
     ShellSessionClosed,
     ShellSessionStarted,
 )
+from zymi_tui.events.sqlite_file import keep_if_store_file
 
 BUILTIN_DEFINITIONS: dict[str, dict[str, Any]] = {
     "execute_shell_command": {
@@ -208,6 +210,7 @@ class ToolRunner:
         recorder: Recorder,
         approvals: ApprovalHandler | None,
         shell_config: ShellRuntime,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.root = root
         self.contracts = contracts
@@ -215,12 +218,15 @@ class ToolRunner:
         self.recorder = recorder
         self.approvals = approvals
         self.shell_config = shell_config
+        self.sandbox = sandbox or Sandbox((), "")
 
     # -- the gate ------------------------------------------------------------------------------
-    def _verdict(self, tag: str, data: dict[str, Any], name: str) -> Verdict:
+    def _verdict(self, tag: str, data: dict[str, Any], name: str, scope: RunScope) -> Verdict:
         body = data["data"]
         if data["type"] == "ExecuteShellCommand":
-            verdict = self.contracts.shell_command(body["command"])
+            shell = scope.shell
+            cwd = shell.cwd() if shell is not None and shell.proc.returncode is None else None
+            verdict = self.contracts.shell_command(body["command"], cwd)
         elif data["type"] == "WriteFile":
             verdict = self.contracts.write_file(body["path"])
         elif data["type"] == "ReadFile":
@@ -234,7 +240,7 @@ class ToolRunner:
             verdict = Verdict("requires_approval", f"tool '{name}' is marked requires_approval: true")
         return verdict
 
-    async def _ask_human(self, scope: RunScope, reason: str) -> str | None:
+    async def _ask_human(self, scope: RunScope, reason: str, explanation: str | None = None) -> str | None:
         """None if granted, else the result text of a refusal."""
         rec, corr = self.recorder, scope.correlation_id
         approval_id = str(uuid.uuid4())
@@ -245,7 +251,7 @@ class ToolRunner:
                 approval_id=approval_id,
                 stream_id=scope.stream_id,
                 description=reason,
-                explanation=None,
+                explanation=explanation,
                 channel=channel,
             ),
             "orchestrator",
@@ -263,7 +269,7 @@ class ToolRunner:
             )  # fmt: skip
             return "[requires approval but no approval handler configured]"
         try:
-            decision = await asyncio.wait_for(self.approvals.decide(reason, None), 300)
+            decision = await asyncio.wait_for(self.approvals.decide(reason, explanation), 300)
         except TimeoutError:
             await rec.emit(
                 scope.stream_id,
@@ -300,14 +306,15 @@ class ToolRunner:
             "orchestrator",
             corr,
         )
-        verdict = self._verdict(tag, data, name)
+        verdict = self._verdict(tag, data, name, scope)
         await rec.emit(
             scope.stream_id, IntentionEvaluated(intention_tag=tag, verdict=verdict.text()), "orchestrator", corr
         )
         if verdict.kind == "denied":
             result = f"[denied by policy] {verdict.reason}"
         else:
-            refusal = await self._ask_human(scope, verdict.reason) if verdict.kind == "requires_approval" else None
+            asks = verdict.kind == "requires_approval"
+            refusal = await self._ask_human(scope, verdict.reason, verdict.why or None) if asks else None
             if refusal is not None:
                 result = refusal
             else:
@@ -373,7 +380,8 @@ class ToolRunner:
         if judged is None:
             raise ToolFailure(f"failed to read {full}: unresolvable path")
         try:
-            with open(open_judged(judged, os.O_RDONLY), encoding="utf-8") as f:
+            fd = open_judged(judged, os.O_RDONLY)
+            with open(fd, encoding="utf-8", closefd=not keep_if_store_file(fd)) as f:
                 content = f.read()
         except LinkOnTheWay as e:
             raise ToolFailure(f"failed to read {full}: {e.strerror}") from None
@@ -401,7 +409,7 @@ class ToolRunner:
         except OSError as e:
             raise ToolFailure(f"failed to write {full}: {_os_error(e)}") from None
         try:
-            with open(fd, "w", encoding="utf-8") as f:
+            with open(fd, "w", encoding="utf-8", closefd=not keep_if_store_file(fd)) as f:
                 f.write(content)
         except OSError as e:
             raise ToolFailure(f"failed to write {full}: {_os_error(e)}") from None
@@ -411,7 +419,9 @@ class ToolRunner:
         async with scope.shell_lock:
             if scope.shell is None or scope.shell.proc.returncode is not None:
                 try:
-                    scope.shell = await ShellSession.start(self.shell_config, self.root)
+                    scope.shell = await ShellSession.start(self.shell_config, self.root, self.sandbox.prefix)
+                except ShellError as e:
+                    raise ToolFailure(f"shell session error: {e}") from None
                 except OSError as e:
                     raise ToolFailure(f"shell session error: {_os_error(e)}") from None
                 await self.recorder.emit(

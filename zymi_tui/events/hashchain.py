@@ -2,8 +2,9 @@
 
 v2: `"v2:" + hex(sha256(b"v2" + event_id + u64le(sequence) + data + prev_hash))`;
 v1 (bare hex): `sha256(event_id + data + prev_hash)`; empty: a legacy row, exempt.
-Verification walks a stream by sequence, checks each `prev_hash` link and each hash, then
-compares the last row with `stream_heads` (which catches a deleted tail or stream).
+Verification walks a stream by sequence, checks each `prev_hash` link and each hash, and that
+the sequences run 1, 2, 3… with no gap or repeat (zymi does not check this: a chain rewritten over
+removed rows passes its check), then compares the last row with `stream_heads` (which catches a deleted tail or stream).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class ChainWalker:
             verdict.problem = f"row {row.global_id}: the sequence column is not an integer ({str(row.sequence)[:40]!r})"
             verdict.bad_global_id = row.global_id
             return False
-        self.last_sequence = row.sequence
+        previous, self.last_sequence = self.last_sequence, row.sequence
         computed = recompute(row.event_id, row.sequence, row.data, row.prev_hash, row.hash)
         if computed is None:
             verdict.legacy += 1
@@ -114,6 +115,13 @@ class ChainWalker:
             verdict.problem = (
                 f"hash mismatch at sequence {row.sequence} (event {row.event_id}): "
                 f"the row's data or id was changed after it was written"
+            )
+        elif row.sequence == previous:
+            verdict.problem = f"two rows hold sequence {row.sequence} (the second: event {row.event_id})"
+        elif row.sequence != previous + 1:
+            verdict.problem = (
+                f"sequence gap: sequence {row.sequence} follows {previous} (event {row.event_id}), "
+                "though every link holds: rows were removed and the chain rewritten"
             )
         if verdict.problem:
             verdict.bad_sequence, verdict.bad_global_id = row.sequence, row.global_id
@@ -149,6 +157,9 @@ class ChainScan:
         self.heads = heads
         self.walkers: dict[str, ChainWalker] = {}
         self.out_of_order: set[str] = set()
+        # what the store's engine finds wrong below the rows (SQLite's quick_check, an index that
+        # disagrees with its table), each a line for a person; set by the backend that scans
+        self.damage: list[str] = []
 
     def _walker(self, stream_id: object) -> ChainWalker:
         text = column_text(stream_id)
@@ -165,7 +176,7 @@ class ChainScan:
             # `prev` equal to the last verified hash (or "" before the first) is ASCII text: it encodes
             if (
                 type(seq) is int
-                and seq > walker.last_sequence
+                and seq == walker.last_sequence + 1
                 and prev == walker.expected_prev
                 and verdict.problem is None
             ):

@@ -505,7 +505,7 @@ class PostgresReader(RowDecoder):
     ) -> RowPage:
         return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
 
-    async def scan_chains(self, heads: dict[str, tuple[int, str]]) -> ChainScan:
+    async def scan_chains(self, heads: dict[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
         return await scan_by_stream(self, heads)  # rows commit out of id order here: each stream is read whole
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:

@@ -9,9 +9,7 @@ statement, so a concurrent writer never waits on us. Writing uses zymi's exact D
 from __future__ import annotations
 
 import asyncio
-import functools
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +21,8 @@ import aiosqlite
 
 from zymi_tui.events.atomic import Transactions
 from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text, hash_v2
+from zymi_tui.events.sqlite_check import NOT_UTF8, TEXT_ANY, pragma_check, scan_store
+from zymi_tui.events.sqlite_file import check_store_file, is_wal, note_store
 from zymi_tui.events.store import (
     STEP_MARK,
     IdRow,
@@ -68,14 +68,12 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS events (
 HASH_MIGRATION = """ALTER TABLE events ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
                  ALTER TABLE events ADD COLUMN hash TEXT NOT NULL DEFAULT '';"""
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LOCK_WAIT_S in all
 LOCK_WAIT_S = 5.0
 
 T = TypeVar("T")
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
-SCAN_CHUNK = 500  # rows `scan_chains` reads between looks at whether it was cancelled
 ID_BATCH = 500  # ids bound in one `IN (...)` (under SQLite's oldest limit of 999 variables)
 DENSE_SPAN = 2  # `kinds_of` reads the kind index over ids spanning less than this many times their number
 MAX_UNION = 400  # streams merged in one statement by `newest` (SQLite allows 500 SELECTs in a compound)
@@ -86,13 +84,6 @@ _STREAMS_IN_RANGE = """WITH RECURSIVE s(id) AS (
     SELECT (SELECT min(stream_id) FROM events WHERE stream_id > s.id AND stream_id < CAST(?3 AS TEXT))
     FROM s WHERE s.id IS NOT NULL
 ) SELECT id FROM s WHERE id IS NOT NULL"""
-
-# Once a store shows TEXT that is not valid UTF-8, its reader decodes TEXT with `surrogateescape`:
-# the value still reads (bad bytes kept as lone surrogates, encoded back to the same bytes), so one
-# bad row is reported and skipped instead of failing the whole page. Clean stores keep SQLite's
-# own decoding, which is faster.
-_TEXT = functools.partial(str, encoding="utf-8", errors="surrogateescape")
-_NOT_UTF8 = "Could not decode to UTF-8"
 
 
 def _chain_row(gid: int, event_id: Any, seq: Any, data: Any, prev: Any, digest: Any) -> ChainRow:
@@ -162,30 +153,6 @@ def _is_locked(err: BaseException) -> bool:
     return "locked" in low or "busy" in low
 
 
-def _check_header(path: Path) -> None:
-    st = stat_store_path(path)
-    if st is None:
-        raise StoreError(f"no event store at {path}: no such file")
-    if stat.S_ISDIR(st.st_mode):
-        raise StoreError(f"{path} is a folder: pass the .db file, or the project folder that holds .zymi/")
-    try:
-        with path.open("rb") as f:
-            head = f.read(len(SQLITE_MAGIC))
-    except OSError as e:
-        raise StoreError(f"cannot read {path}: {e.strerror}") from None
-    if not head:
-        raise StoreError(f"{path} is empty: not a zymi event store (nothing has been written to it)")
-    if head != SQLITE_MAGIC:
-        raise StoreError(f"{path} is not a SQLite database: pass a zymi events.db or a project folder")
-
-
-def _is_wal(path: Path) -> bool:
-    """Bytes 18-19 of the header are 2 in WAL mode (1 for rollback journals)."""
-    with path.open("rb") as f:
-        head = f.read(20)
-    return len(head) == 20 and head[18] == 2
-
-
 def _drop(ahead: tuple[object, asyncio.Future[list[Any]]] | None) -> None:
     """Discard a read-ahead: cancel it, or consume its error so none is logged as never retrieved."""
     if ahead is None:
@@ -223,12 +190,13 @@ class SqliteReader(RowDecoder):
         """Open read-only. A WAL store in a folder we cannot write, with no `-wal` file (so no writer
         is active), cannot get its `-shm` index: it is then read as an immutable snapshot."""
         p = Path(path).expanduser()
-        _check_header(p)
+        check_store_file(p)
+        note_store(p)
         try:
             return await cls._open(p, immutable=False)
         except StoreError as e:
             # a read-only mount says "unable to open"; a folder without write permission, "readonly database"
-            if not ("unable to open" in str(e) or "readonly database" in str(e)) or not _is_wal(p):
+            if not ("unable to open" in str(e) or "readonly database" in str(e)) or not is_wal(p):
                 raise
             if Path(f"{p}-wal").exists():
                 raise StoreError(
@@ -290,8 +258,8 @@ class SqliteReader(RowDecoder):
                 if _is_locked(e) and time.monotonic() < deadline:
                     await asyncio.sleep(0.05)
                     continue
-                if _NOT_UTF8 in str(e) and self._conn.text_factory is not _TEXT:
-                    self._conn.text_factory = _TEXT
+                if NOT_UTF8 in str(e) and self._conn.text_factory is not TEXT_ANY:
+                    self._conn.text_factory = TEXT_ANY
                     continue
                 raise explain_sqlite_error(self.label, e) from None
 
@@ -458,43 +426,44 @@ class SqliteReader(RowDecoder):
         )
         return [_chain_row(*r) for r in rows]
 
-    async def scan_chains(self, heads: dict[str, tuple[int, str]]) -> ChainScan:
+    async def scan_chains(self, heads: dict[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
         """One pass over the table in global order, in a thread with a connection of its own: each row
         is hashed as soon as it is read, while its bytes are fresh in memory (pages of rows held for
-        another thread to hash cost as much again as the hashing). A cancelled caller stops it within
-        a chunk of rows."""
+        another thread to hash cost as much again as the hashing). SQLite's own check runs beside it,
+        in another thread (see `sqlite_check`). A cancelled caller stops both soon."""
         stop = threading.Event()
         try:
-            return await asyncio.to_thread(self._scan_chains, heads, stop)
+            scan, found = await asyncio.gather(
+                asyncio.to_thread(self._scan_chains, heads, stop),
+                asyncio.to_thread(self._pragma_check, stop, thorough),
+            )
         finally:
             stop.set()
+        scan.damage[:0] = found
+        return scan
 
     def _scan_chains(self, heads: dict[str, tuple[int, str]], stop: threading.Event) -> ChainScan:
-        conn = sqlite3.connect(self._uri, uri=True)
+        conn = self._check_connection()
         try:
-            conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
-            # what the hash covers, as the bytes it covers (no text decoded to be encoded again); a store
-            # in UTF-16 (zymi writes UTF-8) is read as text, which `ChainScan` checks row by row
-            utf8 = conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
-            event_id, data = ("CAST(event_id AS BLOB)", "CAST(data AS BLOB)") if utf8 else ("event_id", "data")
-            hashes = "prev_hash, hash" if self._has_hash else "'', ''"
-            sql = f"SELECT id, {event_id}, stream_id, sequence, {data}, {hashes} FROM events ORDER BY id"
-            for text_factory in (str, _TEXT):  # SQLite's own decoding unless some text is not UTF-8
-                conn.text_factory = text_factory
-                scan = ChainScan(heads)
-                try:
-                    cursor = conn.execute(sql)
-                    while not stop.is_set() and (rows := cursor.fetchmany(SCAN_CHUNK)):
-                        scan.feed(rows)
-                    return scan
-                except sqlite3.OperationalError as e:
-                    if _NOT_UTF8 not in str(e) or text_factory is _TEXT:
-                        raise
-            raise AssertionError("unreachable: the second pass decodes any text")
+            return scan_store(conn, heads, stop, has_hash=self._has_hash)
         except sqlite3.Error as e:
             raise explain_sqlite_error(self.label, e) from None
         finally:
             conn.close()
+
+    def _pragma_check(self, stop: threading.Event, thorough: bool) -> list[str]:
+        conn = self._check_connection()
+        try:
+            return pragma_check(conn, stop, thorough=thorough)
+        except sqlite3.Error as e:
+            raise explain_sqlite_error(self.label, e) from None
+        finally:
+            conn.close()
+
+    def _check_connection(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._uri, uri=True, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
+        return conn
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         if not self._has_heads:
@@ -622,9 +591,8 @@ class SqliteWriter:
     @classmethod
     async def open(cls, path: str | Path) -> SqliteWriter:
         p = Path(path).expanduser()
-        st = stat_store_path(p)
-        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > 0:
-            _check_header(p)
+        stat_store_path(p)  # a FIFO is never opened (opening one waits for a writer)
+        note_store(p)
         thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zymi-tui-writer")
         opening = asyncio.get_running_loop().run_in_executor(thread, _open_for_writing, p)
         try:

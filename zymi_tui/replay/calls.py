@@ -106,7 +106,8 @@ class Replayer:
         self.estimate = SummaryEstimate()
         # with `forget_finished`: each stream's last global id, and when each step's builder can go
         self.ends: dict[str, int] = {}
-        self._expiry: list[tuple[int, str]] = []
+        self._expiry: list[tuple[int, bool, str]] = []  # (when, a run?, its key or the step's stream)
+        self._run_ends: dict[str, int] = {}  # a run's key: the last event of its run stream(s)
         self._peeked: tuple[ReplayEvent, RenderedContext] | None = None  # `next_build_chars`' build, for `feed`
 
     def forget_finished(self, ends: dict[str, int]) -> None:
@@ -130,10 +131,8 @@ class Replayer:
         other._peeked = None
         runs: dict[int, _Run] | None = None  # lockstep: the same runs
         if not lockstep:
-            runs = {
-                id(run): _Run(run.pipeline, dict(run.inputs), dict(run.memory), dict(run.outputs))
-                for run in self.runs.values()
-            }
+            held = [*self.runs.values(), *(st.run for st in self.steps.values() if st.run is not None)]
+            runs = {id(run): _Run(run.pipeline, dict(run.inputs), dict(run.memory), dict(run.outputs)) for run in held}
             other.runs = {key: runs[id(run)] for key, run in self.runs.items()}
         other.steps = {}
         for stream, st in self.steps.items():
@@ -145,6 +144,7 @@ class Replayer:
         other.pending = {stream: deque(rows) for stream, rows in self.pending.items()}
         other.estimate = copy.copy(self.estimate)
         other._expiry = list(self._expiry)
+        other._run_ends = dict(self._run_ends)
         return other
 
     def idle_before(self, se: ReplayEvent) -> bool:
@@ -156,8 +156,17 @@ class Replayer:
         return not self.steps and not self.queue
 
     # -- helpers ------------------------------------------------------------------------------
-    def _run(self, key: str) -> _Run:
-        return self.runs.setdefault(key, _Run())
+    def _run(self, key: str, stream: str) -> _Run:
+        """The run of `key`, read by its run stream's events: dropped once the replay has passed the last
+        of them (its steps keep it as long as they need it), so memory stays flat in the store's size."""
+        run = self.runs.get(key)
+        if run is None:
+            run = self.runs[key] = _Run()
+        end = self.ends.get(stream)
+        if end is not None and end > self._run_ends.get(key, -1):
+            self._run_ends[key] = end
+            heapq.heappush(self._expiry, (end, True, key))
+        return run
 
     def _step(self, stream: str) -> _Step:
         st = self.steps.get(stream)
@@ -167,7 +176,8 @@ class Replayer:
             source = PROJECT_KNOBS if self.project is not None else UNKNOWN_KNOBS
             st = self.steps[stream] = _Step(builder, infer=True, knobs_source=source)
             if self.ends:
-                heapq.heappush(self._expiry, (max(self.ends.get(stream, 0), self.ends.get(run_of(stream), 0)), stream))
+                end = max(self.ends.get(stream, 0), self.ends.get(run_of(stream), 0))
+                heapq.heappush(self._expiry, (end, False, stream))
         return st
 
     def ready(self) -> list[CallContext]:
@@ -190,7 +200,12 @@ class Replayer:
     # -- events -------------------------------------------------------------------------------
     def _expire(self, global_id: int) -> None:
         while self._expiry and self._expiry[0][0] < global_id:
-            self.steps.pop(heapq.heappop(self._expiry)[1], None)
+            end, is_run, name = heapq.heappop(self._expiry)
+            if not is_run:
+                self.steps.pop(name, None)
+            elif self._run_ends.get(name) == end:  # else its run stream (or another of its streams) goes on
+                del self._run_ends[name]
+                self.runs.pop(name, None)
 
     def feed(self, se: ReplayEvent) -> None:
         self._expire(se.global_id)
@@ -203,19 +218,21 @@ class Replayer:
         ev, kind = se, se.kind
         key = ev.correlation_id or ev.stream_id
         if isinstance(kind, PipelineRequested):
-            run = self._run(key)
+            run = self._run(key, ev.stream_id)
             run.pipeline, run.inputs = kind.pipeline, dict(kind.inputs)
         elif isinstance(kind, MemoryWritten):
-            self._run(key).memory[kind.key] = kind.value
+            self._run(key, ev.stream_id).memory[kind.key] = kind.value
         elif isinstance(kind, MemoryDeleted):
-            self._run(key).memory.pop(kind.key, None)
+            self._run(key, ev.stream_id).memory.pop(kind.key, None)
         elif isinstance(kind, WorkflowNodeStarted):
-            self._start_step(ev.stream_id, kind.node_id, self._run(key), ev.timestamp, self_described(kind))
+            self._start_step(
+                ev.stream_id, kind.node_id, self._run(key, ev.stream_id), ev.timestamp, self_described(kind)
+            )
         elif isinstance(kind, WorkflowNodeCompleted) and not kind.success:
             self._failed_step(se, f"{ev.stream_id}{STEP_MARK}{kind.node_id}")
         elif isinstance(kind, PipelineCompleted) and kind.error:
             m = HARD_CAP_ERROR.match(kind.error)
-            for row in self._run(key).failure_rows:
+            for row in self._run(key, ev.stream_id).failure_rows:
                 if m and row.stream_id.endswith(f"{STEP_MARK}{m['step']}"):
                     row.recorded_chars = int(m["n"])
                     row.note = f"recorded: {kind.error}"

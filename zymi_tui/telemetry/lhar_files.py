@@ -41,6 +41,11 @@ def lhar_target(output: str | None, sessions: int) -> LharTarget:
     return LharTarget(Path(output) if output is not None else None, False)
 
 
+def opening_line(conversation: str, model: str, first: dict[str, Any]) -> dict[str, Any]:
+    """A session's line, written before its first entry (started when that entry was)."""
+    return session_line(conversation, None, model) | {"started_at": first["timestamp"]}
+
+
 def file_name(conversation: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", conversation).strip("._") or "session"
 
@@ -84,8 +89,7 @@ class LharFiles:
         f = self._file(conversation)
         if conversation not in self.started:
             self.started.add(conversation)
-            first = session_line(conversation, None, self.model) | {"started_at": entry["timestamp"]}
-            f.write(json.dumps(first, ensure_ascii=False) + "\n")
+            f.write(json.dumps(opening_line(conversation, self.model, entry), ensure_ascii=False) + "\n")
         f.write(json.dumps(entry, ensure_ascii=False) + "\n")
         self.entries += 1
 

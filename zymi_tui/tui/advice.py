@@ -5,7 +5,6 @@ applied at the call that shows it, `f` forks that run with it (resume)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import ClassVar, Protocol
 
 from rich.text import Text
@@ -28,6 +27,7 @@ from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
 from zymi_tui.tui.widgets import FittingFooter
+from zymi_tui.tui.writes import failed_line, write_files
 
 
 class Dashboard(Protocol):
@@ -196,14 +196,15 @@ class AdviceScreen(ActionScreen):
         if self.advice is None:
             self.notify("the advice is not ready yet")
             return
-        md, js = Path("zymi-advice.md"), Path("zymi-advice.json")
+        advice = self.advice
+        files = [
+            ("zymi-advice.md", lambda: to_markdown(advice)),
+            ("zymi-advice.json", lambda: json.dumps(to_json(advice), indent=1, ensure_ascii=False) + "\n"),
+        ]
         try:
-            md.write_text(to_markdown(self.advice), encoding="utf-8")
-            js.write_text(json.dumps(to_json(self.advice), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            self.notify(write_files(files))
         except OSError as e:
-            self.notify(f"cannot write the report: {e.strerror or e}", severity="error")
-            return
-        self.notify(f"wrote {md} and {js}")
+            self.notify(failed_line(e), severity="error")
 
     def action_close(self) -> None:
         self.dismiss()

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
@@ -31,6 +32,7 @@ from zymi_tui.events.tail import tail
 from zymi_tui.events.writers import store_writers
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.base_app import SafeApp
+from zymi_tui.tui.chain_freshness import ChainFreshness, store_stamp
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.help import DASHBOARD_NAV, DASHBOARD_PANELS
 from zymi_tui.tui.lineage import lineage_text
@@ -123,6 +125,10 @@ class MainScreen(ActionScreen):
             "inspect inspector context messages layers call why"),
         Act("K", "tune", "Tune knobs", "Edit the context knobs and see what the picked call would have been.",
             "tune knobs what-if edit window cap profile apply"),
+        Act("A", "advice", "Advice", "Findings on this store and the knobs to change, replayed on it; open the "
+            "knob editor or fork a run with them.", "advice advise findings recommend signals cache"),
+        Act("L", "life", "Message life", "Every Layer C message of the stream at every call: in full, masked, "
+            "forgotten, compacted away; rent, find, what-if.", "life message grid rent masked forgotten compacted"),
         Act("X", "compare_profiles", "Profiles", "Replay the whole store under several profiles side by side.",
             "compare profiles profile replay cost chat coding"),
         Act("W", "sweep", "Sweep", "Replay a grid of window and soft-cap values; the Pareto front of cost vs peak.",
@@ -152,10 +158,9 @@ class MainScreen(ActionScreen):
             "copy stream id clipboard"),
         Act("escape", "clear", "Clear", "Close the search, or clear the replaced-events mark.", "clear"),
         Act("q", "app.quit", "Quit", "Quit the dashboard.", "quit exit"),
-        Act("L", "life", "Message life", "Every Layer C message of the stream at every call: in full, masked, "
-            "forgotten, compacted away; rent, find, what-if.", "life message grid rent masked forgotten compacted"),
-        Act("A", "advice", "Advice", "Findings on this store and the knobs to change, replayed on it; open the "
-            "knob editor or fork a run with them.", "advice advise findings recommend signals cache"),
+        Act("ctrl+o", "export", "Export", "Write the selected run's LLM calls (LHAR, as `export --format lhar`) "
+            "and this screen (SVG) into the export folder, both named in full.",
+            "export save write lhar svg screenshot file"),
     )  # fmt: skip
 
     def __init__(self, target: Target, first: FirstRuns | None = None) -> None:
@@ -173,6 +178,7 @@ class MainScreen(ActionScreen):
         self.turn_of: dict[str, str] = {}  # correlation id -> stream (for turns)
         self.broken: dict[str, str] = {}
         self.verified: int | None = None
+        self.chain_freshness = ChainFreshness()
         self.pipeline_steps: dict[str, tuple[object, str | None]] = {}
         self.plot_dirty = False
         # the selected run is being read (not Textual's `loading`, which would cover the screen with dots)
@@ -208,7 +214,9 @@ class MainScreen(ActionScreen):
         width, height = self.app.size
         for dimension, breakpoints in ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS)):
             self.add_class(max((at, name) for at, name in breakpoints if dimension >= at)[1])
-        yield Static(id="banner")
+        banner = Static(id="banner")
+        banner.styles.height = self.banner_height(width)  # fixed from the first frame: the panels never move
+        yield banner
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield RunsList(self.runs, id="runs")
@@ -315,10 +323,14 @@ class MainScreen(ActionScreen):
                 if get_current_worker().is_cancelled:
                     return
                 self.post_message(RunsLoaded(page, complete=whole))
+            # the rest: read by the process that read the first runs (on another core), or here
+            rest = drawn.rest() if drawn is not None and drawn.rest is not None and not whole else None
+            if rest is not None:
+                reader.problems.extend(rest.skipped)
             if whole:
                 summaries = page
             else:
-                summaries = await list_runs(reader, turns=True)
+                summaries = rest.summaries if rest is not None else await list_runs(reader, turns=True)
                 if get_current_worker().is_cancelled:
                     return
                 self.post_message(RunsLoaded(summaries))
@@ -338,12 +350,15 @@ class MainScreen(ActionScreen):
             # the hash chains' module (and hashlib) load here, once every run is listed, not before the first frame
             from zymi_tui.events.verify import verify_store
 
-            verdicts = await verify_store(reader)
+            stamp = store_stamp(self.target.store, self.last_gid)  # before the first row is read
+            began = time.monotonic()
+            report = await verify_store(reader)
             broken: dict[str, str] = {}
-            for v in verdicts:
+            for v in report.verdicts:
                 if not v.ok:
                     broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
-            self.post_message(ChainChecked(broken, len(verdicts)))
+            took = time.monotonic() - began
+            self.post_message(ChainChecked(broken, len(report.verdicts), report.damage, stamp, took))
 
         self.in_thread(job)
 
@@ -492,7 +507,9 @@ class MainScreen(ActionScreen):
             self.post_message(PipelineLoaded(key, None, e.one_line()))
 
     def _check_store_file(self) -> None:
-        """One stat a second: a store deleted while open is said so (the tail sees no new rows)."""
+        """One stat a second: a store deleted while open is said so (the tail sees no new rows); a
+        store changed since its hash chains were checked is checked again."""
+        self._recheck_chains_if_changed()
         if not isinstance(self.target.store, SqliteStore) or self.target.store.path.exists():
             return
         text = f"{self.target.store} was deleted: showing what was already loaded"
@@ -515,6 +532,15 @@ class MainScreen(ActionScreen):
     def on_liveness_checked(self, msg: LivenessChecked) -> None:
         if self.runs.summaries is msg.before:  # else the list was read again meanwhile, liveness with it
             self.show_runs(msg.after, complete=self.runs_complete)
+
+    def _recheck_chains_if_changed(self) -> None:
+        was_stale = self.chain_freshness.stale
+        due = self.chain_freshness.recheck_now(store_stamp(self.target.store, self.last_gid))
+        if self.chain_freshness.stale and not was_stale:
+            self.update_banner()
+            self.update_run_info()
+        if due and not any(w.group == "verify" and w.is_running for w in self.workers):
+            self.verify_chains()
 
     def worker_failed(self, group: str, line: str) -> None:
         if group == "run":
@@ -581,6 +607,7 @@ class MainScreen(ActionScreen):
     def on_chain_checked(self, msg: ChainChecked) -> None:
         self.broken = msg.broken
         self.verified = msg.streams
+        self.chain_freshness.landed(msg.stamp, msg.damage, msg.took)
         for stream in msg.broken:
             self.runs.mark_broken(stream)
         self.query_one(RunsList).refresh()
@@ -969,7 +996,7 @@ class MainScreen(ActionScreen):
         chain = self.broken.get(key.stream_id)
         if chain:
             t.append("\n" + clean(f"⚠ hash chain does not verify: {chain}", one_line=True), style="bold red")
-        elif self.verified is not None:
+        elif self.verified is not None and not self.chain_freshness.stale and not self.chain_freshness.damage:
             t.append("  chain ✓", style="green")
         if s.error:
             t.append("\n" + clean(f"error: {s.error}", one_line=True, max_cells=200), style="red")
@@ -993,6 +1020,34 @@ class MainScreen(ActionScreen):
         self.query_one("#events").border_title = safe_text("Events · " + " · ".join(parts), one_line=True)
         self.query_one("#events-title", Static).display = False
 
+    def _chain_banner(self) -> list[tuple[str, str]]:
+        """What the banner says of the last hash-chain check, and whether it still holds."""
+        fresh = self.chain_freshness
+        again = ", the store changed since: checking again…" if fresh.stale else ""
+        parts: list[tuple[str, str]] = []
+        if fresh.damage:
+            found = f" · the store is damaged ({len(fresh.damage)} finding(s)): {fresh.damage[0]}{again}"
+            parts.append((clean(found, one_line=True, max_cells=200), "bold red"))
+        if self.broken:
+            parts.append((f" · {len(self.broken)} run(s) fail the hash-chain check{again}", "bold red"))
+        elif self.chain_problem is not None:
+            parts.append((" · hash chains not checked (see the notification)", "yellow"))
+        elif self.verified is None:
+            parts.append((" · checking hash chains…", "dim"))
+        elif fresh.stale:
+            changed = f" · the store changed since {self.verified} stream(s) were verified: checking again…"
+            parts.append((changed, "yellow"))
+        elif not fresh.damage:
+            parts.append((f" · {self.verified} stream(s) verified", "dim"))
+        return parts
+
+    def banner_height(self, width: int) -> int:
+        """The lines the banner needs to show a banner sentence (the sample store's) whole, with the state
+        after it (about 70 cells); 1 for a store's path."""
+        if not self.target.banner:
+            return 1
+        return max(1, min(4, -(-(cell_len(self.target.banner) + 70) // max(width - 2, 20))))
+
     def update_banner(self) -> None:
         parts: list[tuple[str, str]] = []
         if self.target.banner:
@@ -1003,14 +1058,7 @@ class MainScreen(ActionScreen):
                       " · live", "bold yellow" if self.frozen else "green"))  # fmt: skip
         if self.runs.follow_newest:
             parts.append((" · following newest run", "cyan"))
-        if self.broken:
-            parts.append((f" · {len(self.broken)} run(s) fail the hash-chain check", "bold red"))
-        elif self.chain_problem is not None:
-            parts.append((" · hash chains not checked (see the notification)", "yellow"))
-        elif self.verified is None:
-            parts.append((" · checking hash chains…", "dim"))
-        else:
-            parts.append((f" · {self.verified} stream(s) verified", "dim"))
+        parts += self._chain_banner()
         if self.reader is not None:
             self.bad_rows.update({b.global_id: b.describe() for b in self.reader.problems})
         if self.bad_rows:
@@ -1021,11 +1069,15 @@ class MainScreen(ActionScreen):
                              "them) · ", "yellow"))  # fmt: skip
         if self.trouble:
             parts.insert(0, (f"⚠ {self.trouble} · ", "bold red"))
-        self.query_one("#banner", Static).update(
-            Text.assemble(*((clean(text, one_line=True), style) for text, style in parts))
-        )
+
+        def spaced(text: str) -> str:  # the separators' spaces survive the cleaning (it trims them)
+            core = clean(text, one_line=True)
+            return (" " if text[:1] == " " else "") + core.strip(" ") + (" " if text[-1:] == " " else "")
+
+        self.query_one("#banner", Static).update(Text.assemble(*((spaced(text), style) for text, style in parts)))
 
     def on_resize(self) -> None:
+        self.query_one("#banner", Static).styles.height = self.banner_height(self.size.width)
         self.update_banner()
 
     # -- actions ------------------------------------------------------------------------------
@@ -1181,6 +1233,8 @@ class MainScreen(ActionScreen):
     def action_inspect(self) -> None:
         plot = self.query_one(ContextPlot)
         call = plot.picked
+        if call is None and plot.all_calls():  # nothing picked: the call the plot's title names ("last #N")
+            call = plot.all_calls()[-1]
         gid = call.global_id if call is not None else None
         row = self.events.cursor_row
         if row is not None and self.events.tag_of(row) == "llm_call_started":
@@ -1232,9 +1286,30 @@ class MainScreen(ActionScreen):
         """Chat on this project (or, on the bundled sample or without a project, a new demo project)."""
         from zymi_tui.tui.chat.hook import open_chat
 
-        problem = await open_chat(self.app, self.target.project)
+        problem, where = await open_chat(self.app, self.target.project, self.target.store)
         if problem:
             self.notify(problem, severity="error")
+        else:
+            self.app.notify(where, timeout=8)
+
+    def action_export(self) -> None:
+        if self.selected is None:
+            self.notify("select a run to export (the runs list)")
+            return
+        self.notify("exporting the run… (its calls are replayed)", timeout=3)
+        self.export_run(self.selected.stream_id, self.app.export_screenshot())
+
+    @work(thread=True, group="export", exit_on_error=False, description="the run's export")
+    def export_run(self, run: str, svg: str) -> None:
+        from zymi_tui.tui.dashboard_export import export_run
+        from zymi_tui.tui.writes import failed_line
+
+        try:
+            line = export_run(self.target.store, self.target.project, run, svg)
+        except OSError as e:
+            self.app.call_from_thread(self.notify, failed_line(e), severity="error")
+            return
+        self.app.call_from_thread(self.notify, line, timeout=10)
 
     # fork-resume: R fork the selected run, C compare a fork with its parent, P jump parent <-> fork
     def action_fork(self) -> None:

@@ -31,6 +31,24 @@ class SafeApp(UserErrorApp[None]):
     ) -> None:
         super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
 
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """The palette's Screenshot: written into the export folder (tui/writes.py; Textual's default,
+        ~/Downloads, may not exist) and named in full. In a browser (textual-serve) it is downloaded."""
+        if self.is_web or path is not None:
+            return super().deliver_screenshot(filename, path, time_format)
+        from textual._files import generate_datetime_filename
+
+        from zymi_tui.tui.writes import failed_line, write_files
+
+        name = filename or generate_datetime_filename(self.title or "zymi-tui", ".svg", time_format)
+        try:
+            self.notify(write_files([(name, self.export_screenshot)]), title="Screenshot")
+        except OSError as e:
+            self.notify(failed_line(e), title="Screenshot", severity="error")
+        return None
+
     def _handle_exception(self, error: Exception) -> None:
         """Textual's hook for an unhandled exception: a worker's UserError is shown (errors_view); anything
         else exits the app, with one line and a log instead of a traceback."""

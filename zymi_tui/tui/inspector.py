@@ -31,6 +31,7 @@ from zymi_tui.tui.source import knobs_of
 from zymi_tui.tui.state.inspector import bar_cells, figures, preview, role_of, window_segments
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.widgets import FittingFooter
+from zymi_tui.tui.writes import failed_line, write_files
 
 
 class CallRebuilt(Message):
@@ -43,7 +44,7 @@ class CallRebuilt(Message):
 
 class InspectorScreen(ActionScreen):
     CSS_PATH = str(Path(__file__).with_name("inspector.tcss"))
-    FAILURE_PANELS: ClassVar[dict[str, str]] = {"rebuild": "#summary"}
+    FAILURE_PANELS: ClassVar[dict[str, str]] = {"rebuild": "#summary", "step": "#summary"}
     HELP_TITLE = "Call inspector"
     HELP_INTRO = (
         "The context one LLM call saw, rebuilt by the context engine: layer A (system prompt and task), "
@@ -53,8 +54,13 @@ class InspectorScreen(ActionScreen):
     NAV = (Nav("↑ ↓ PgUp PgDn", "move in the messages; the selected one is shown whole below"),)
     ACTIONS = (
         Act("escape,q", "close", "Back", "Close the inspector and go back to the dashboard.", "back close"),
+        Act("p", "step_call(-1)", "Prev call", "The previous LLM call of this step stream.", "previous call back"),
+        Act("n", "step_call(1)", "Next call", "The next LLM call of this step stream.", "next call forward"),
+        Act("d", "diff", "Diff", "Every change from the previous call (what was added, masked, forgotten, "
+            "compacted, changed), in the panel below.", "diff changes previous call compare"),
         Act("ctrl+o", "export", "Export", "Write this call's exact request body (JSON) and its context "
-            "(Markdown: layers, reasons, sizes) to files in the current folder.", "export save json markdown body"),
+            "(Markdown: layers, reasons, sizes) into the export folder, named in full.",
+            "export save json markdown body"),
     )  # fmt: skip
 
     def __init__(self, call: StoredEvent, store: StoreLocation, project: Path | None) -> None:
@@ -68,8 +74,9 @@ class InspectorScreen(ActionScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="inspector"):
-            yield Static(id="summary")
-            yield Static(id="bar")
+            with VerticalScroll(id="top"):  # the figures scroll in their share of a short terminal
+                yield Static(id="summary")
+                yield Static(id="bar")
             yield DataTable(id="messages", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="message"):
                 yield Static(id="message-text")
@@ -80,12 +87,43 @@ class InspectorScreen(ActionScreen):
         self.query_one("#summary", Static).update(
             safe_text(f"rebuilding the context of {ev.stream_id} seq {ev.sequence}…")
         )
-        table = self.query_one(DataTable)
-        for name, width in (("#", 3), ("layer", 5), ("role", 20), ("bytes", 7), ("tokens", 6), ("reason", 40),
-                            ("text", None)):  # fmt: skip
-            table.add_column(name, width=width)
         self.query_one("#messages").border_title = "Messages sent (layer A prefix, B memory, C history)"
         self.rebuild()
+
+    def action_step_call(self, delta: int) -> None:
+        self.neighbour(delta)
+
+    @work(thread=True, exclusive=True, group="step", exit_on_error=False)
+    def neighbour(self, delta: int) -> None:
+        """Move to the stream's previous (delta -1) or next (+1) LLM call, and rebuild it."""
+        ev = self.call.event
+
+        async def job(reader: EventReader) -> list[StoredEvent]:
+            page = await reader.read_kind_page("llm_call_started", stream_id=ev.stream_id, after_global_id=0,
+                                               limit=1_000_000)  # fmt: skip
+            return [se for se in page if se.event.stream_id == ev.stream_id]
+
+        calls = with_reader(self.store, job)
+        seqs = [se.event.sequence for se in calls]
+        at = seqs.index(ev.sequence) if ev.sequence in seqs else -1
+        if at < 0 or not 0 <= at + delta < len(calls):
+            where = "first" if delta < 0 else "last"
+            self.app.call_from_thread(self.notify, f"this is the stream's {where} LLM call")
+            return
+        self.app.call_from_thread(self.go_to, calls[at + delta])
+
+    def go_to(self, call: StoredEvent) -> None:
+        self.call = call
+        self.rebuilt = self.previous = None
+        self.on_mount()
+
+    def action_diff(self) -> None:
+        call = self.rebuilt
+        if call is None:
+            return
+        full = diff_text(call, self.previous, shown=None)
+        self.query_one("#message-text", Static).update(full or Text("no previous call to compare with"))
+        self.query_one("#message").border_title = "vs the previous call: every change"
 
     @work(thread=True, exclusive=True, group="rebuild", exit_on_error=False)
     def rebuild(self) -> None:
@@ -169,10 +207,15 @@ class InspectorScreen(ActionScreen):
     def fill_table(self) -> None:
         call = self.rebuilt
         table = self.query_one(DataTable)
-        table.clear()
+        table.clear(columns=True)
         if call is None or call.rendered is None:
             return
         entries = call.rendered.entries
+        reasons = [clean(e.reason, one_line=True) for e in [*entries, *call.rendered.dropped]]
+        reason_width = min(max([6, *(len(r) for r in reasons)]), 90)  # whole: the text column scrolls instead
+        for name, width in (("#", 3), ("layer", 5), ("role", 14), ("bytes", 7), ("tokens", 6),
+                            ("reason", reason_width), ("text", None)):  # fmt: skip
+            table.add_column(name, width=width)
         for i, e in enumerate(entries, 1):
             style = "dim" if e.reason.startswith(("masked", "cut")) else ""
             table.add_row(Text(str(i)), Text(e.layer), safe_text(role_of(e)), Text(str(e.bytes)), Text(str(e.tokens)),
@@ -194,6 +237,7 @@ class InspectorScreen(ActionScreen):
         rows = call.rendered.entries + call.rendered.dropped
         if not 0 <= index < len(rows):
             return
+        self.query_one("#message").border_title = f"message {index + 1} of {len(rows)}"
         e = rows[index]
         t = Text()
         t.append(
@@ -217,18 +261,15 @@ class InspectorScreen(ActionScreen):
         body = bodies.body(call.rendered.wire(), pipeline=call.pipeline, step=step_of(call.stream_id),
                            compaction=call.is_compaction)  # fmt: skip
         stem = re.sub(r"[^\w.-]", "_", call.stream_id)[:120] + f"-seq{call.sequence}"  # a file name from store text
-        md, js = Path(f"{stem}.md"), Path(f"{stem}.json")
+        files = [(f"{stem}.md", lambda: context_markdown(call, body))]
+        if body is not None:
+            files.append((f"{stem}.json", lambda: json.dumps(body, indent=1, ensure_ascii=False) + "\n"))
         try:
-            md.write_text(context_markdown(call, body), encoding="utf-8")
-            if body is not None:
-                js.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            line = write_files(files)
         except OSError as e:
-            self.notify(f"cannot write {stem}: {e.strerror or e}", severity="error")
+            self.notify(failed_line(e), severity="error")
             return
-        wrote = f"{md}" + (
-            f" and {js}" if body is not None else f" (no request body: {bodies.problem or 'no project'})"
-        )
-        self.notify(f"wrote {wrote}")
+        self.notify(line + ("" if body is not None else f" (no request body: {bodies.problem or 'no project'})"))
 
     def action_close(self) -> None:
         self.dismiss()
@@ -252,8 +293,9 @@ def cache_text(call: CallContext) -> Text:
     return t
 
 
-def diff_text(call: CallContext, previous: CallContext | None) -> Text:
-    """The call against the stream's previous one: added, masked, forgot, compacted, changed (bytes)."""
+def diff_text(call: CallContext, previous: CallContext | None, shown: int | None = 4) -> Text:
+    """The call against the stream's previous one: added, masked, forgot, compacted, changed (bytes); the
+    `shown` largest changes listed (None: all), and how many more there are."""
     t = Text()
     shape = call.rendered.shape if call.rendered is not None else None
     prev = previous.rendered.shape if previous is not None and previous.rendered is not None else None
@@ -269,6 +311,9 @@ def diff_text(call: CallContext, previous: CallContext | None) -> Text:
         if mine:
             t.append(f"{change} {len(mine)} ({sum(d.bytes for d in mine):+,} B)  ")
     t.append("\n")
-    for d in sorted(lines, key=lambda d: -abs(d.bytes))[:4]:
+    ranked = sorted(lines, key=lambda d: -abs(d.bytes))
+    for d in ranked[:shown]:
         t.append(clean(f"  {d.change:9} {d.what} {d.bytes:+,} B", one_line=True) + "\n", style="dim")
+    if shown is not None and len(ranked) > shown:
+        t.append(f"  … {len(ranked) - shown} more (d: every change)\n", style="dim")
     return t

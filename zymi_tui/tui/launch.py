@@ -40,7 +40,7 @@ def choose_target(
                     f"no event store in {here} (expected .zymi/events.db or events.db) and the sample store is not "
                     f"installed: {OPEN_YOUR_OWN}"
                 ) from None
-            banner = f"SAMPLE store (no store in {here}): {OPEN_YOUR_OWN}; press d for the demo chat"
+            banner = f"SAMPLE store (no store in {here}): open yours with `zymi-tui observe PATH`; d: the demo chat."
             return Target(sample.store, sample.project, run, banner)
         return Target(found.store, found.project, run)
     found = locate(store, project=project, cwd=here)

@@ -64,10 +64,15 @@ class StoreTrouble(Message):
 
 
 class ChainChecked(Message):
-    def __init__(self, broken: dict[str, str], streams: int) -> None:
+    def __init__(
+        self, broken: dict[str, str], streams: int, damage: list[str], stamp: tuple[int, ...], took: float
+    ) -> None:
         super().__init__()
         self.broken = broken  # run stream -> first problem
         self.streams = streams
+        self.damage = damage  # what SQLite finds wrong with the store, one line each
+        self.stamp = stamp  # the store's stamp when the check began (`chain_freshness`)
+        self.took = took  # seconds the check took
 
 
 class PipelineLoaded(Message):

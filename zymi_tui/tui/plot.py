@@ -259,8 +259,11 @@ class ContextPlot(Widget, can_focus=True):
         for mx, my, glyph, colour, text in sorted(markers, key=lambda m: m[2] != "▲"):
             plt.scatter([mx], [my], marker=glyph, color=colour)
             if labelled < max(1, width // 40) or glyph == "▲":  # words where they fit; the events list has them all
-                plt.text(f" {text}", x=mx, y=min(my + y_top * 0.06, y_top * 0.97), color=colour, alignment="left",
-                         background="default")  # fmt: skip
+                # a label that would run into the right axis ends at its marker instead (it was cut: "saved 1┤6k")
+                per_cell = (hi - lo) / max(width - 12, 10)
+                right = mx + (len(text) + 2) * per_cell > hi
+                plt.text(f"{text} " if right else f" {text}", x=mx, y=min(my + y_top * 0.06, y_top * 0.97),
+                         color=colour, alignment="right" if right else "left", background="default")  # fmt: skip
                 labelled += 1
         if self.picked is not None:
             px = self._x_of(self.picked)

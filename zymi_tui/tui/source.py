@@ -7,8 +7,8 @@ yield to the event loop between pages, so a 100,000-event run never freezes the 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,17 @@ class FirstRuns:
     whole: bool  # they are every run of the store (the whole list is not read again)
     last_global_id: int  # the store's last event when they were read: the live tail starts after it
     skipped: list[BadRow]  # rows that could not be read
+    # not every run: waits for the whole list read by another process (None if it could not)
+    rest: Callable[[], RestOfRuns | None] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class RestOfRuns:
+    """Every run of the store, read after `FirstRuns` by the process that read those."""
+
+    summaries: list[RunSummary]
+    last_global_id: int
+    skipped: list[BadRow]
 
 
 async def first_runs(reader: EventReader, n: int = FIRST_RUNS) -> FirstRuns:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from rich.color import Color as RichColor
 from rich.segment import Segment
 from rich.style import Style
@@ -246,6 +246,24 @@ class CursorList(ScrollView, can_focus=True):
         return strip
 
 
+def fit_cells(segments: list[Segment], width: int) -> list[Segment]:
+    """The segments cut to `width` cells; a cut ends in "…", never mid-word without a mark ("15.7k messa")."""
+    if sum(cell_len(seg.text) for seg in segments) <= width:
+        return segments
+    out: list[Segment] = []
+    room = max(width - 1, 0)
+    for seg in segments:
+        if room <= 0:
+            break
+        text = seg.text
+        if cell_len(text) > room:
+            text = set_cell_size(text, room)
+        out.append(Segment(text, seg.style))
+        room -= cell_len(text)
+    style = out[-1].style if out else None
+    return [*out, Segment("…", style)]
+
+
 class RunsList(CursorList):
     """Every run, newest first; chat turns indented under their stream."""
 
@@ -286,15 +304,20 @@ class RunsList(CursorList):
         out.append(Segment(s.glyph + " ", colour))
         if row.broken_chain:
             out.append(Segment("⚠ ", st.kind["failure"]))
+        narrow = width < 50  # the 80-column layout: the name, the peak and the prompt; time and duration below
         if not row.is_turn and row.turns > 1:
-            out.append(Segment(clean(f"{s.stream_id} · {row.turns} turns · {s.pipeline}") + " ", st.header))
+            head = f"{s.stream_id} · {row.turns} turns" + ("" if narrow else f" · {s.pipeline}")
+            room = max(width - 14, 8) if narrow else width  # narrow: the peak (8 cells) stays in view
+            out.append(Segment(clean(head, one_line=True, max_cells=room) + " ", st.header))
         elif not row.is_turn:
             name = clean(s.pipeline, one_line=True, max_cells=14)
             out.append(Segment(name + " " * (15 - cell_len(name)), st.bold))
-        out.append(Segment(f"{local_time(s.started_ns)} {format_duration(s.duration_ms):>8} ", st.muted))
+        if not narrow:
+            out.append(Segment(f"{local_time(s.started_ns)} {format_duration(s.duration_ms):>8} ", st.muted))
         out.append(Segment(f"{format_size(row.peak_chars):>7} ", st.kind["info"]))
         if row.is_turn or row.turns == 1:
-            out.append(Segment(clean(s.prompt, one_line=True, max_cells=max(width, 1)), st.muted))
+            out.append(Segment(clean(s.prompt, one_line=True), st.muted))
+        return fit_cells(out, width)
         return out
 
     @property

@@ -277,8 +277,19 @@ class ChatScreen(ActionScreen):
             with contextlib.suppress(Exception):  # a cancelled or failed worker is what we waited for
                 await w.wait()
 
+    def show_help(self) -> None:
+        """The commands, in the conversation (one copy, at its end): pop-up notices stacked over the transcript
+        at each /help and hid it."""
+        conversation = self.query_one("#conversation", VerticalScroll)
+        for old in conversation.query(".help-note"):
+            old.remove()
+        conversation.mount(Static(safe_text(help_text(profile_names()), "dim"), classes="help-note"))
+        conversation.scroll_end(animate=False)
+
     def action_cancel_turn(self) -> None:
-        if self.busy and self.turn_worker is not None:
+        if self.busy and self.session.answered:  # Esc as the answer lands: the turn finished, it is only closing
+            self._say("the answer is in: the turn is closing, nothing to cancel")
+        elif self.busy and self.turn_worker is not None:
             self.turn_worker.cancel()
         else:
             self._say("nothing to cancel")
@@ -296,7 +307,7 @@ class ChatScreen(ActionScreen):
             self.action_context()
         elif slash.command == "help":
             self._say(FIRST_HINT)
-            self.app.notify(help_text(profile_names()), title="chat commands", timeout=30, markup=False)
+            self.show_help()
         else:
             self._say(unknown_command(slash), "yellow")
         return True

@@ -29,6 +29,7 @@ from zymi_tui.engine.runtime import close_runtime, make_provider, open_runtime
 from zymi_tui.errors import UserError
 from zymi_tui.events import kinds as k
 from zymi_tui.events.envelope import Event
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import STEP_MARK, EventWriter
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.errors import ProjectError
@@ -57,6 +58,7 @@ class ChatOptions:
     pipeline: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     demo_model: bool = False  # use the offline demo model whatever the project configures
+    store: StoreLocation | None = None  # None: the project's store; else this one (the dashboard's, opened from it)
 
 
 class TimedProvider:
@@ -123,6 +125,7 @@ class ChatSession:
         self.listeners: list[Listener] = []
         self._open_turn: str | None = None  # correlation id of the turn being written
         self._sealed: set[str] = set()
+        self._answers: dict[str, str] = {}  # correlation id -> the turn's answer (ResponseReady)
         self._open_calls: dict[str, StoredEvent] = {}  # step stream -> LlmCallStarted without its end
         self._open_tools: dict[str, StoredEvent] = {}  # call id -> ToolCallRequested without its result
         self._open_approvals: dict[str, StoredEvent] = {}  # approval id -> ApprovalRequested without a decision
@@ -135,6 +138,7 @@ class ChatSession:
     @classmethod
     async def open(cls, options: ChatOptions, approvals: ApprovalHandler | None) -> ChatSession:
         ws = load_chat_workspace(options.project_dir, options.demo_model)
+        ws.store_at = options.store
         pipeline, input_name = chat_pipeline(ws, options.pipeline)
         provider: Provider | None
         if options.demo_model:
@@ -224,6 +228,8 @@ class ChatSession:
         d = ev.kind
         if isinstance(d, k.UserMessageReceived) and STEP_MARK not in ev.stream_id:
             self._open_turn = ev.correlation_id
+        elif isinstance(d, k.ResponseReady) and ev.correlation_id:
+            self._answers[ev.correlation_id] = d.content
         elif isinstance(d, k.PipelineCompleted) and ev.correlation_id:
             self._sealed.add(ev.correlation_id)
         elif isinstance(d, k.LlmCallStarted):
@@ -256,6 +262,12 @@ class ChatSession:
                     await asyncio.shield(self._sealing)
             raise
 
+    @property
+    def answered(self) -> bool:
+        """The running turn has its answer (ResponseReady): what is left is closing it, nothing to cancel."""
+        corr = self._open_turn
+        return corr is not None and corr not in self._sealed and corr in self._answers
+
     async def seal_cancelled(self) -> None:
         """Close a cancelled turn as zymi closes a failed one: what was open fails, PipelineCompleted says why.
 
@@ -267,6 +279,11 @@ class ChatSession:
         if corr is None or corr in self._sealed:
             return
         rec = self.rt.recorder
+        if corr in self._answers:  # cancelled (the app quitting) after its answer: a finished turn stays finished
+            done = k.PipelineCompleted(pipeline=self.pipeline.name, success=True, final_output=self._answers[corr])
+            await rec.emit(self.stream, done, "zymi-serve", corr)
+            await rec.checkpoint()
+            return
         now = time.time_ns()
         for approval_id, asked in list(self._open_approvals.items()):
             denied = k.ApprovalDenied(

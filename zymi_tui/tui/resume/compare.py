@@ -18,6 +18,7 @@ from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.resume.figures import ForkSpan, RunFigures, answer_diff, figure_rows, span_figures
 from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.tuning.plots import label_axes
 from zymi_tui.tui.widgets import FittingFooter
 
 DIFF_STYLE = {"same": "", "del": "red strike", "ins": "bold green"}
@@ -45,9 +46,12 @@ class CurvesPlot(PlotextPlot):
             if ys:
                 plt.plot(list(range(1, len(ys) + 1)), ys, label=label, color=colour, marker="braille")
         longest = max((len(ys) for _, ys, _ in self.series), default=0)
+        shown = [float(y) for _, ys, _ in self.series for y in ys]
         for cap, colour in self.caps:
             if longest and cap <= 2 * max((max(ys, default=0) for _, ys, _ in self.series), default=0):
                 plt.hline(cap, color=colour)
+                shown.append(float(cap))
+        label_axes(self, [1.0, float(max(longest, 1))], shown, integer_x=True)
         self.refresh()
 
 

@@ -3,13 +3,14 @@ total, with one overlay plot per run; a progress bar, cancel, and Markdown / CSV
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, Label, Static
 
 from zymi_tui.context.knobs import ContextKnobs, KnobError, resolve_knobs
@@ -23,6 +24,7 @@ from zymi_tui.tui.tuning.job_screen import JobScreen
 from zymi_tui.tui.tuning.jobs import run_comparison
 from zymi_tui.tui.tuning.plots import OverlayPlot
 from zymi_tui.tui.widgets import FittingFooter
+from zymi_tui.tui.writes import failed_line, write_files
 
 RECORDED = "recorded"
 
@@ -75,7 +77,7 @@ class CompareScreen(JobScreen):
             "ctrl+o",
             "export",
             "Export",
-            "Write the comparison as Markdown, CSV and JSON in the current folder.",
+            "Write the comparison as Markdown, CSV and JSON in the export folder (named in full).",
             "export markdown csv json save",
         ),
         Act("escape", "close", "Back", "Cancel a running replay, or go back.", "back cancel close"),
@@ -83,11 +85,10 @@ class CompareScreen(JobScreen):
 
     def __init__(
         self, store: StoreLocation, *, project: Path | None, profiles: str = "recorded,chat,eval",
-        model: str | None = None, export_dir: Path | None = None,
+        model: str | None = None,
     ) -> None:  # fmt: skip
         super().__init__()
         self.store, self.project, self.initial, self.model = store, project, profiles, model
-        self.export_dir = export_dir or Path.cwd()
         self.comparison: Comparison | None = None
         self.seconds = 0.0
 
@@ -97,7 +98,7 @@ class CompareScreen(JobScreen):
             yield Label("profiles ")
             yield Input(self.initial, id="profiles")
         yield from self.job_widgets()
-        with Horizontal(id="compare-body"):
+        with VerticalScroll(id="compare-body"):  # side by side when wide (tuning.tcss), stacked when narrow
             with Vertical(id="compare-tables"):
                 yield DataTable(id="totals", zebra_stripes=True, cursor_type="row")
                 yield DataTable(id="per-run", zebra_stripes=True, cursor_type="row")
@@ -121,9 +122,9 @@ class CompareScreen(JobScreen):
                 out.append((name, None))
                 continue
             try:
-                out.append((name, resolve_knobs(base, name, [])))
+                out.append((name, resolve_knobs(base, name, [], named_by="profile")))
             except KnobError as e:
-                self.status(str(e).replace("--profile ", "profile "), error=True)
+                self.status(str(e), error=True)
                 return None
         return out
 
@@ -188,13 +189,9 @@ class CompareScreen(JobScreen):
         if cmp is None:
             self.notify("nothing to export yet", severity="warning")
             return
-        written = []
-        for fmt, render in (("md", to_markdown), ("csv", to_csv), ("json", to_json_text)):
-            path = self.export_dir / f"zymi-tui-compare.{fmt}"
-            try:
-                path.write_text(render(cmp), encoding="utf-8")
-            except OSError as e:
-                self.notify(f"cannot write {path}: {e.strerror or e}", severity="error", markup=False)
-                return
-            written.append(path.name)
-        self.notify(f"wrote {', '.join(written)} in {self.export_dir}", markup=False)
+        files = [(f"zymi-tui-compare.{fmt}", functools.partial(render, cmp))
+                 for fmt, render in (("md", to_markdown), ("csv", to_csv), ("json", to_json_text))]  # fmt: skip
+        try:
+            self.notify(write_files(files))
+        except OSError as e:
+            self.notify(failed_line(e), severity="error")

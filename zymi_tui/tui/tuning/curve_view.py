@@ -98,7 +98,7 @@ class CurveView(Widget):
         top = top * 1.05 or 1.0
         ticks = y_ticks(top, max(1, (height - 4) // 3))
         label_w = max(cell_len(human(t)) for t in ticks) + 1
-        cells, rows = width - label_w - 1, height - 4  # the plot area, between the axis and the margin
+        cells, rows = width - label_w - 2, height - 4  # the plot area, between the left axis and the right frame
         key = (id(c.recorded), n, top, cells, rows)
         if self._recorded is None or self._recorded[0] != key:
             self._recorded = (key, plot_dots(list[int | None](c.recorded), n, top, cells, rows))
@@ -141,6 +141,7 @@ class CurveView(Widget):
                 else:
                     char, style = marks.get((row, cell), (" ", Style()))
                     segments.append(Segment(char, base + style))
+            segments.append(Segment("│", base + AXIS))  # the frame: nothing is drawn right of it
             lines.append(Strip(Segment.simplify(segments)).extend_cell_length(width, base))
         axis: list[Segment] = []
         end = 0  # cells of the axis line used so far

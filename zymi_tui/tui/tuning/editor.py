@@ -197,11 +197,17 @@ class ConfirmApply(ActionModal):
         self.dismiss(event.button.id == "yes")
 
 
+class KnobsPanel(VerticalScroll, can_focus=False, inherit_bindings=False):
+    """The knobs, scrolled to the focused one (Tab) or by the mouse; no keys of its own: PgUp/PgDn in a
+    knob stay the screen's (the previous / next call)."""
+
+
 class TuningScreen(ActionScreen):
     """Knob editor for one step stream; `sequence` picks the call first shown (default: the last)."""
 
     CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
     HAS_INPUT = True
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012  (tuning.tcss)
     FAILURE_PANELS: ClassVar[dict[str, str]] = {"load": "#summary", "whatif": "#summary"}
     HELP_TITLE = "Knob editor"
     HELP_INTRO = (
@@ -285,7 +291,7 @@ class TuningScreen(ActionScreen):
     def compose(self) -> ComposeResult:
         options = [("recorded (project)", RECORDED)] + [(name, name) for name in self.profiles]
         with Horizontal():
-            with Vertical(id="knobs"):
+            with KnobsPanel(id="knobs"):  # every knob reachable on a short terminal (Tab scrolls to it)
                 yield Label("profile")
                 yield Select(options, value=RECORDED, allow_blank=False, id="profile")
                 for name in KNOB_NAMES:
@@ -737,6 +743,6 @@ class TuningScreen(ActionScreen):
             except ProfileFileError as e:
                 self.notify(str(e), severity="error")
                 return
-            self.notify(f"wrote {edit.path} (backup: {backup.name})")
+            self.notify(f"wrote {edit.path} (backup: {backup})")
 
         self.app.push_screen(ConfirmApply(edit), done)

@@ -41,6 +41,7 @@ class JobScreen(ActionScreen):
 
     CSS_PATH = str(Path(__file__).with_name("tuning.tcss"))
     HAS_INPUT = True
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]  # noqa: RUF012  (tuning.tcss: tables whole below 140)
     JOB: ClassVar[str] = "job"
     PROGRESS: ClassVar[str] = ""  # before a tick's label: "replaying under " chat… 40%
     DONE_VERB: ClassVar[str] = "done"  # "replayed in 1.23 s"

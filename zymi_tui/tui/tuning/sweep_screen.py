@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Input, Label, Static
 
 from zymi_tui.events.location import StoreLocation
@@ -68,7 +68,7 @@ class SweepScreen(JobScreen):
             yield Label(" soft_cap_chars ")
             yield Input(self.caps_text, id="caps")
         yield from self.job_widgets()
-        with Horizontal(id="sweep-body"):
+        with VerticalScroll(id="sweep-body"):  # side by side when wide (tuning.tcss), stacked when narrow
             yield DataTable(id="points", zebra_stripes=True, cursor_type="row")
             yield ScatterPlot(id="scatter")
         yield FittingFooter()
@@ -98,8 +98,7 @@ class SweepScreen(JobScreen):
         self.result = result
         self.status(f"{len(self.result.points)} points · ★ Pareto front "
                     "(total input tokens vs peak) · ✗ would fail the hard cap")  # fmt: skip
-        header = ["", "window", "soft cap", "input tokens", "peak tokens", "compactions est.", "hard-cap fails",
-                  "figures"]  # fmt: skip
+        header = ["", "window", "soft cap", "input tok", "peak tok", "compactions", "hard-cap ✗", "figures"]
         fill_table(self.query_one("#points", DataTable), header, sweep_rows(self.result))
         self.query_one(ScatterPlot).show(
             [(float(p.tokens_sum), float(p.tokens_peak), p.pareto, f"w{p.observation_window}/s{p.soft_cap_chars}")

@@ -118,7 +118,7 @@ class MemoryReader:
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         return []
 
-    async def scan_chains(self, heads: dict[str, tuple[int, str]]) -> ChainScan:
+    async def scan_chains(self, heads: dict[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
         return await scan_by_stream(self, heads)
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:

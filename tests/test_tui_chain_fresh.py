@@ -1,0 +1,67 @@
+"""The dashboard's hash-chain verdict follows the store: a check that the store has since outgrown
+is not shown as current, and a row changed in place after the check (which the tail, reading only
+new rows, never sees) turns the banner red once the store is checked again."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.tui_support import append_copy_of_run, make_app, scenario_copy, settle
+from tests.waiting import pilot_until
+from zymi_tui.tui.app import MainScreen
+
+
+def banner(main: MainScreen) -> str:
+    return str(main.query_one("#banner").render())
+
+
+def run_info(main: MainScreen) -> str:
+    return str(main.query_one("#run-info").render())
+
+
+async def test_a_row_changed_after_the_check_turns_the_banner_red(tmp_path: Path) -> None:
+    db = scenario_copy("memory", tmp_path)
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        await pilot_until(pilot, lambda: "stream(s) verified" in banner(main), "the first check")
+        assert "chain ✓" in run_info(main)
+        con = sqlite3.connect(db)
+        con.execute('UPDATE events SET data = replace(data, \'"source":"\', \'"source":"x\') WHERE id = 7')
+        con.commit()
+        con.close()
+        await pilot_until(pilot, lambda: "fail the hash-chain check" in banner(main), "the check run again", limit=60)
+        assert "stream(s) verified" not in banner(main)
+
+
+async def test_new_events_after_the_check_make_it_stale_until_checked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = scenario_copy("memory", tmp_path)
+    app = make_app(db)
+    monkeypatch.setattr("zymi_tui.tui.chain_freshness.RECHECK_S", 3600.0)  # no second check in this test
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        await pilot_until(pilot, lambda: "3 stream(s) verified" in banner(main), "the first check")
+        await append_copy_of_run(db)
+        await pilot_until(pilot, lambda: "the store changed since 3 stream(s)" in banner(main), "the stale verdict")
+        assert "chain ✓" not in run_info(main)
+        monkeypatch.setattr("zymi_tui.tui.chain_freshness.RECHECK_S", 0.0)
+        await pilot_until(pilot, lambda: "6 stream(s) verified" in banner(main), "the store checked again")
+        assert "changed since" not in banner(main)
+
+
+async def test_a_store_sqlite_finds_damaged_is_said_so_in_the_banner(tmp_path: Path) -> None:
+    from tests.test_verify_table import concurrent_writers
+
+    db = tmp_path / "events.db"
+    concurrent_writers(db)
+    app = make_app(db)
+    async with app.run_test(size=(160, 40)) as pilot:
+        main = await settle(app, pilot)
+        await pilot_until(pilot, lambda: "the store is damaged" in banner(main), "the damage in the banner", limit=60)
+        assert "Rowid 203 out of order" in banner(main)
+        assert "stream(s) verified" not in banner(main) and "chain ✓" not in run_info(main)
