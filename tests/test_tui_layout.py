@@ -23,7 +23,7 @@ from tests.test_tui_painted import Terminal
 from tests.waiting import LIMIT
 
 SIZES = [(80, 24), (120, 40)]
-# zymi's ContextConfig knobs (spec/engine.md §5.2), each an input of the knob editor
+# zymi's five context knobs (docs/context.md#knobs), each an input of the knob editor
 KNOBS = ["observation_window", "soft_cap_chars", "hard_cap_chars", "min_tail_turns", "forget_after_turns"]
 BRAILLE = re.compile(r"[\u2801-\u28ff]")
 RAW_FLOAT = re.compile(r"(?<![\d.,])\d{3,}\.\d(?![\d%])")  # 26752.0, 137722.0: plotext's own tick labels

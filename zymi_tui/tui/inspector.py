@@ -87,13 +87,15 @@ class InspectorScreen(ActionScreen):
         self.query_one("#summary", Static).update(
             safe_text(f"rebuilding the context of {ev.stream_id} seq {ev.sequence}…")
         )
-        self.query_one("#messages").border_title = "Messages sent (layer A prefix, B memory, C history)"
+        messages = self.query_one("#messages")
+        messages.border_title = "Messages sent (layer A prefix, B memory, C history)"
+        messages.focus()  # the keys walk the messages; the figures' scroll above is reached with tab
         self.rebuild()
 
     def action_step_call(self, delta: int) -> None:
         self.neighbour(delta)
 
-    @work(thread=True, exclusive=True, group="step", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="step", exit_on_error=False, description="the neighbouring call")
     def neighbour(self, delta: int) -> None:
         """Move to the stream's previous (delta -1) or next (+1) LLM call, and rebuild it."""
         ev = self.call.event
