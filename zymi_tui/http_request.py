@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 from dataclasses import dataclass
 
@@ -149,3 +150,45 @@ async def answer(
     writer.close()
     with contextlib.suppress(OSError):
         await writer.wait_closed()
+
+
+WILDCARD = {"0.0.0.0", "::", ""}  # a bind address that is every interface
+
+
+def is_loopback(host: str) -> bool:
+    """`localhost` or a loopback address (`127.0.0.1`, `[::1]`)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_part(value: str) -> tuple[str, str]:
+    """(host, port) of a Host header or an Origin's authority (`[::1]:8080`, `name:80`, `name`)."""
+    if value.startswith("["):
+        host, _, rest = value[1:].partition("]")
+        return host.lower(), rest.lstrip(":")
+    host, _, port = value.rpartition(":") if value.count(":") == 1 else (value, "", "")
+    return host.lower(), port
+
+
+def foreign_site(head: Head, bound_host: str, bound_port: int) -> str | None:
+    """Why a request is not meant for this server (None: it is): its Host must name the bound address (any
+    loopback name when bound to loopback) and port, and an Origin (a browser's) must be that very site. A
+    page on another site, or a DNS name rebound to this address, is refused."""
+    raw = head.headers.get("host", "")
+    host, port = host_part(raw)
+    names = {bound_host.strip("[]").lower()}
+    if is_loopback(bound_host):
+        names |= {"localhost", "127.0.0.1", "::1"}
+    if bound_host not in WILDCARD and (host not in names or port not in ("", str(bound_port))):
+        return f"Host {raw[:200]!r} is not this server"
+    origin = head.headers.get("origin")
+    if origin is None:
+        return None
+    scheme, _, authority = origin.partition("://")
+    if scheme == "http" and host_part(authority) in {(host, port), (host, port or str(bound_port))}:
+        return None
+    return f"Origin {origin[:200]!r} is not this server"

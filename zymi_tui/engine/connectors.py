@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import ipaddress
 import json
 import re
 import sys
@@ -31,6 +30,8 @@ from zymi_tui.http_request import (
     Refusal,
     answer,
     body_length,
+    foreign_site,
+    is_loopback,
     read_body,
     read_head,
 )
@@ -102,7 +103,7 @@ def _door(cfg: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
 
 def check_door(name: str, host: str, auth: dict[str, Any], *, insecure: bool) -> None:
     """Refuse a door without auth on an address others can reach, unless `--insecure`."""
-    if auth.get("type", "none") == "none" and not loopback(host) and not insecure:
+    if auth.get("type", "none") == "none" and not is_loopback(host) and not insecure:
         raise ConnectorError(
             f"http_inbound '{name}': host {host} is not a loopback address and no `auth` is set, "
             "so anyone who can reach it could drive the agent; set `auth`, or pass --insecure"
@@ -145,30 +146,11 @@ class StdinConnector:
 UNAUTHORIZED = {"error": "unauthorized", "detail": "authentication failed"}
 MAX_STREAM_ID = 256  # bytes (UTF-8)
 LOG_CLIENT_CHARS = 200  # of a client's input, at most, in a line of the log
-WILDCARD = {"0.0.0.0", "::", ""}
 
 
 def clip(text: str, limit: int = LOG_CLIENT_CHARS) -> str:
     """A client's text for the log: at most `limit` characters, the cut said."""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
-
-
-def loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _host_part(value: str) -> tuple[str, str]:
-    """(host, port) of a Host header or an Origin's authority (`[::1]:8080`, `name:80`, `name`)."""
-    if value.startswith("["):
-        host, _, rest = value[1:].partition("]")
-        return host.lower(), rest.lstrip(":")
-    host, _, port = value.rpartition(":") if value.count(":") == 1 else (value, "", "")
-    return host.lower(), port
 
 
 class HttpInboundConnector:
@@ -216,19 +198,8 @@ class HttpInboundConnector:
         return len(self.handlers)
 
     def _same_site(self, head: Head) -> bool:
-        """Without auth: the Host names the bound address, and an Origin (a browser's) is that very site.
-        A page on another site (or a DNS name rebound to this address) is refused."""
-        host, port = _host_part(head.headers.get("host", ""))
-        names = {self.host.strip("[]").lower()}
-        if loopback(self.host):
-            names |= {"localhost", "127.0.0.1", "::1"}
-        if self.host not in WILDCARD and (host not in names or port not in ("", str(self.port))):
-            return False
-        origin = head.headers.get("origin")
-        if origin is None:
-            return True
-        scheme, _, authority = origin.partition("://")
-        return scheme == "http" and _host_part(authority) in {(host, port), (host, port or str(self.port))}
+        """Without auth: the request is meant for this very server (http_request.foreign_site)."""
+        return foreign_site(head, self.host, self.port) is None
 
     def _bearer_ok(self, head: Head) -> bool:
         return hmac.compare_digest(head.headers.get("authorization", ""), f"Bearer {self.auth.get('token', '')}")

@@ -18,11 +18,11 @@ from zymi_tui.engine.connectors import (
     StdinConnector,
     StdoutOutput,
     clip,
-    loopback,
 )
 from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline, seal_interrupted
 from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested
 from zymi_tui.events.stored import StoredEvent
+from zymi_tui.http_request import is_loopback
 
 OWN_IDS_KEPT = 8192
 
@@ -121,7 +121,7 @@ async def serve(
                 if asked == 0:  # port 0: the OS picked one; the caller needs to know which
                     host = f"[{conn.host}]" if ":" in conn.host else conn.host
                     say(f"  http_inbound '{conn.name}': listening on http://{host}:{conn.port}{conn.path}")
-                if conn.auth.get("type", "none") == "none" and not loopback(conn.host):  # only with --insecure
+                if conn.auth.get("type", "none") == "none" and not is_loopback(conn.host):  # only with --insecure
                     say(f"  warning: http_inbound '{conn.name}' on {conn.host} without auth (--insecure): "
                         "anyone who can reach it can drive the agent")  # fmt: skip
             elif kind == "stdin":

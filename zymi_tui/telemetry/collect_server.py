@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import zlib
 from collections.abc import Callable
 
@@ -24,6 +23,8 @@ from zymi_tui.http_request import (
     Refusal,
     answer,
     body_length,
+    foreign_site,
+    is_loopback,
     read_body,
     read_head,
 )
@@ -34,22 +35,12 @@ TRACES_PATH = "/v1/traces"
 MAX_OTLP_BODY = 16 * 1024 * 1024  # as received (compressed or not)
 MAX_INFLATED = 64 * 1024 * 1024  # a gzip body once inflated
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
-LOOPBACK_NAMES = ("localhost",)
 
 
 class CollectError(UserError):
     """The receiver cannot start; one line."""
 
     title = "Collect"
-
-
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_binding(host: str, token: str | None) -> None:
@@ -59,13 +50,6 @@ def check_binding(host: str, token: str | None) -> None:
             f"--host {host} is not loopback: a token is required (--token or ZYMI_TUI_COLLECT_TOKEN), "
             "sent by the exporter as `Authorization: Bearer <token>`"
         )
-
-
-def host_name(host: str) -> str:
-    """The name of a `Host` header, without its port (`[::1]:4318` -> `::1`)."""
-    if host.startswith("["):
-        return host[1 : host.find("]")]
-    return host.rsplit(":", 1)[0]
 
 
 def inflate(body: bytes) -> bytes:
@@ -153,15 +137,7 @@ class Collector:
 
     def _foreign(self, head: Head) -> str | None:
         """Why the request's Host or Origin is not this receiver (None: they are)."""
-        host = head.headers.get("host", "")
-        if is_loopback(self.host) and not is_loopback(host_name(host)):
-            return f"Host {host!r} is not this loopback receiver"
-        origin = head.headers.get("origin")
-        if origin is not None:
-            allowed = {f"http://{n}:{self.port}" for n in ("127.0.0.1", "localhost", "[::1]", self.host)}
-            if origin.lower() not in allowed:
-                return f"Origin {origin!r} is not this receiver"
-        return None
+        return foreign_site(head, self.host, self.port)
 
     async def _request(self, reader: asyncio.StreamReader) -> tuple[int, dict[str, str] | None, tuple[bytes, str]]:
         """Everything decidable on the head (path, method, Host, Origin, token, type, size) is decided
