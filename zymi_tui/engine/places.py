@@ -79,6 +79,16 @@ def _block_device(path: str, real: Path) -> bool:
         return False
 
 
+def _never_through(path: str, real: Path | None) -> Decision | None:
+    """A path no read or write may go through, as written or resolved: a network socket, or a process's
+    view of the file system."""
+    if NETWORK.match(path) or (real is not None and NETWORK.match(str(real))):
+        return "deny", f"Blocked: network connection through {path}"
+    if _PROC_VIEW.match(path) or (real is not None and _PROC_VIEW.match(str(real))):
+        return "deny", f"Blocked: a process's view of the file system through {path}"
+    return None
+
+
 @dataclass(frozen=True)
 class Places:
     root: Path  # resolved
@@ -125,10 +135,9 @@ class Places:
         if HARMLESS_READ.match(path):
             return ALLOW
         real = self.resolve(path, cwd)
-        if NETWORK.match(path) or (real is not None and NETWORK.match(str(real))):
-            return "deny", f"Blocked: network connection through {path}"
-        if _PROC_VIEW.match(path) or (real is not None and _PROC_VIEW.match(str(real))):
-            return "deny", f"Blocked: a process's view of the file system through {path}"
+        blocked = _never_through(path, real)
+        if blocked is not None:
+            return blocked
         if real is None:
             return "deny", f"File read denied (unresolvable path): {path}"
         if _block_device(path, real):
@@ -148,10 +157,9 @@ class Places:
         if shell and HARMLESS_WRITE.match(path):
             return ALLOW
         real = self.resolve(path, cwd)
-        if NETWORK.match(path) or (real is not None and NETWORK.match(str(real))):
-            return "deny", f"Blocked: network connection through {path}"
-        if _PROC_VIEW.match(path) or (real is not None and _PROC_VIEW.match(str(real))):
-            return "deny", f"Blocked: a process's view of the file system through {path}"
+        blocked = _never_through(path, real)
+        if blocked is not None:
+            return blocked
         if real is None:
             return "deny", f"File write denied (unresolvable path): {path}"
         if _block_device(path, real):
