@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import socket
 import sqlite3
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -154,3 +156,30 @@ def sha256(path: Path) -> str:
 def snapshot_dir(folder: Path) -> dict[str, str]:
     """Every file in a folder with its checksum: to prove a read left no byte and no file behind."""
     return {p.name: sha256(p) for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[str]]]:
+    """A TCP port on loopback noting each connection made to it ("connected"): what a sandbox must stop."""
+    got: list[str] = []
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            got.append("connected")
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], got
+    stop.set()
+    thread.join()
+    server.close()

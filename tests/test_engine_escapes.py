@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import subprocess
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -151,36 +148,9 @@ def test_the_shell_folder_is_where_paths_are_resolved(contracts: Contracts) -> N
 
 
 # -- end to end ----------------------------------------------------------------------------------
-@pytest.fixture
-def listener() -> Iterator[tuple[int, list[bytes]]]:
-    """A TCP port on loopback recording whatever connects to it."""
-    got: list[bytes] = []
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            got.append(b"connected")
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1], got
-    stop.set()
-    thread.join()
-    server.close()
-
-
 def test_six_escapes_do_not_run_end_to_end(
     llm: tuple[Script, int],  # noqa: F811
-    listener: tuple[int, list[bytes]],
+    listener: tuple[int, list[str]],
     tmp_path: Path,
 ) -> None:
     script, port = llm

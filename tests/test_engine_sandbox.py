@@ -8,11 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,32 +23,6 @@ from zymi_tui.engine.shell import ShellSession
 
 PROBLEM = bwrap_problem(shutil.which("bwrap"))
 needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"{NO_BWRAP}: {PROBLEM}")
-
-
-@pytest.fixture
-def listener() -> Iterator[tuple[int, list[str]]]:
-    got: list[str] = []
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            got.append("connected")
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1], got
-    stop.set()
-    thread.join()
-    server.close()
 
 
 def test_without_bwrap_the_start_up_line_says_the_parser_alone_decides(

@@ -4,7 +4,10 @@ receiver (one request per connection).
 Nothing is read that is not needed to answer: the head is limited in size, the body's length is
 checked from `Content-Length` before a byte of it is read (or counted while reading a chunked
 body), and the caller decides on the head alone (path, method, bearer token) before asking for the
-body. A client too slow or silent is cut off by the caller's timeouts.
+body. A client too slow or silent is cut off by the door's timeouts. `OneRequestDoor` is the server
+side both doors share: at most MAX_CONNECTIONS open (more are answered 503), the whole request within
+`request_timeout`, a refusal answered with its status, and `stop` dropping what is still open; what a
+request means is each door's `respond`.
 """
 
 from __future__ import annotations
@@ -192,3 +195,71 @@ def foreign_site(head: Head, bound_host: str, bound_port: int) -> str | None:
     if scheme == "http" and host_part(authority) in {(host, port), (host, port or str(bound_port))}:
         return None
     return f"Origin {origin[:200]!r} is not this server"
+
+
+Reply = tuple[int, dict[str, str] | None, tuple[bytes, str] | None]  # status, JSON payload, raw body + type
+
+
+class OneRequestDoor:
+    """Listens on `host:port` (port 0: the OS picks one, read back after `listen`)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.server: asyncio.Server | None = None
+        self.handlers: set[asyncio.Task[None]] = set()  # one per open connection
+        self.head_timeout, self.request_timeout = HEAD_TIMEOUT_S, REQUEST_TIMEOUT_S
+
+    async def listen(self) -> None:
+        """Bind (OSError as the OS words it: each door turns it into its own error)."""
+        self.server = await asyncio.start_server(self._handle, self.host, self.port)
+        self.port = int(self.server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop listening and drop the connections still open."""
+        if self.server is not None:
+            self.server.close()
+        handlers = list(self.handlers)
+        for task in handlers:
+            task.cancel()
+        if handlers:
+            await asyncio.wait(handlers)
+        if self.server is not None:
+            await self.server.wait_closed()
+
+    @property
+    def open_connections(self) -> int:
+        return len(self.handlers)
+
+    async def respond(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Reply:
+        """Read one request (its head within `head_timeout`) and say what to answer; a `Refusal` is answered too."""
+        raise NotImplementedError
+
+    def refused(self, status: int, payload: dict[str, str] | None) -> None:
+        """Told of every answer of status 400 or more (a door may log it)."""
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        busy = len(self.handlers) >= MAX_CONNECTIONS
+        if task is not None:
+            self.handlers.add(task)
+        try:
+            if busy:
+                await answer(reader, writer, 503, {"error": "busy", "detail": "too many open connections"})
+                return
+            raw: tuple[bytes, str] | None = None
+            try:
+                status, payload, raw = await asyncio.wait_for(self.respond(reader, writer), self.request_timeout)
+            except Refusal as e:
+                status, payload = e.status, e.payload
+            except TimeoutError:
+                status, payload = 408, {"error": "timeout", "detail": "the request did not arrive in time"}
+            except ConnectionError:
+                writer.close()
+                return
+            if status >= 400:
+                self.refused(status, payload)
+            await answer(reader, writer, status, payload, raw=raw)
+        except asyncio.CancelledError:  # `stop`: the connection is dropped, quietly
+            writer.close()
+        finally:
+            self.handlers.discard(task)

@@ -23,12 +23,9 @@ from zymi_tui.events.kinds import PipelineRequested, UserMessageReceived, snake_
 from zymi_tui.events.messages import UserMessage
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.http_request import (
-    HEAD_TIMEOUT_S,
-    MAX_CONNECTIONS,
-    REQUEST_TIMEOUT_S,
     Head,
-    Refusal,
-    answer,
+    OneRequestDoor,
+    Reply,
     body_length,
     foreign_site,
     is_loopback,
@@ -153,49 +150,29 @@ def clip(text: str, limit: int = LOG_CLIENT_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
 
 
-class HttpInboundConnector:
+class HttpInboundConnector(OneRequestDoor):
     def __init__(self, cfg: dict[str, Any], recorder: Recorder, *, insecure: bool = False) -> None:
         try:
-            self.port = int(cfg["port"])
+            port = int(cfg["port"])
             extract = cfg["extract"]
             self.stream_path, self.content_path = str(extract["stream_id"]), str(extract["content"])
         except (KeyError, TypeError, ValueError) as e:
             raise ConnectorError(f"http_inbound connector: missing or invalid field {e}") from None
         self.corr_path = extract.get("correlation_id")
-        self.name, self.host, self.auth = _door(cfg)
+        self.name, host, self.auth = _door(cfg)
+        super().__init__(host, port)
         self.path = str(cfg.get("path") or "/")
         self.pipeline = cfg.get("pipeline")
         self.pipeline_input = str(cfg.get("pipeline_input") or "message")
         self.recorder = recorder
         self.insecure = insecure  # `serve --insecure`: a non-loopback address without auth is allowed
-        self.server: asyncio.Server | None = None
-        self.head_timeout = HEAD_TIMEOUT_S
-        self.request_timeout = REQUEST_TIMEOUT_S
-        self.handlers: set[asyncio.Task[None]] = set()  # one per open connection
 
     async def start(self) -> None:
         check_door(self.name, self.host, self.auth, insecure=self.insecure)
         try:
-            self.server = await asyncio.start_server(self._handle, self.host, self.port)
+            await self.listen()
         except OSError as e:
             raise ConnectorError(f"http_inbound '{self.name}': cannot listen on {self.host}:{self.port}: {e}") from None
-        self.port = int(self.server.sockets[0].getsockname()[1])  # the one bound (port 0: the OS picked it)
-
-    async def stop(self) -> None:
-        """Stop listening and drop the connections still open."""
-        if self.server is not None:
-            self.server.close()
-        handlers = list(self.handlers)
-        for task in handlers:
-            task.cancel()
-        if handlers:
-            await asyncio.wait(handlers)
-        if self.server is not None:
-            await self.server.wait_closed()
-
-    @property
-    def open_connections(self) -> int:
-        return len(self.handlers)
 
     def _same_site(self, head: Head) -> bool:
         """Without auth: the request is meant for this very server (http_request.foreign_site)."""
@@ -209,71 +186,50 @@ class HttpInboundConnector:
         want = str(self.auth.get("prefix") or "") + mac
         return hmac.compare_digest(head.headers.get(str(self.auth.get("header", "")).lower(), ""), want)
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        busy = len(self.handlers) >= MAX_CONNECTIONS
-        if task is not None:
-            self.handlers.add(task)
-        try:
-            if busy:
-                await answer(reader, writer, 503, {"error": "busy", "detail": "too many open connections"})
-                return
-            try:
-                status, payload = await asyncio.wait_for(self._request(reader, writer), self.request_timeout)
-            except Refusal as e:
-                status, payload = e.status, e.payload
-            except TimeoutError:
-                status, payload = 408, {"error": "timeout", "detail": "the request did not arrive in time"}
-            except ConnectionError:
-                writer.close()
-                return
-            await answer(reader, writer, status, payload)
-        except asyncio.CancelledError:  # `stop`: the connection is dropped, quietly
-            writer.close()
-        finally:
-            self.handlers.discard(task)
-
-    async def _request(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> tuple[int, dict[str, str] | None]:
+    async def respond(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Reply:
         """Decide on the head alone what can be decided there (path, method, bearer token, size);
         only then read the body."""
         head = await asyncio.wait_for(read_head(reader), self.head_timeout)
         if head.path != self.path:
-            return 404, None
+            return 404, None, None
         if head.method != "POST":
-            return 405, None
+            return 405, None, None
         kind = self.auth.get("type", "none")
         if kind == "none" and not self._same_site(head):
-            return 403, {"error": "forbidden", "detail": "cross-site request: foreign Origin or Host (set `auth`)"}
+            return (
+                403,
+                {"error": "forbidden", "detail": "cross-site request: foreign Origin or Host (set `auth`)"},
+                None,
+            )
         if kind == "bearer" and not self._bearer_ok(head):
-            return 401, UNAUTHORIZED
+            return 401, UNAUTHORIZED, None
         length = body_length(head)
         if head.headers.get("expect", "").lower() == "100-continue":
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         body = await read_body(reader, length)
         if kind == "hmac" and not self._hmac_ok(head, body):
-            return 401, UNAUTHORIZED
+            return 401, UNAUTHORIZED, None
         try:
             parsed = json.loads(body)
         except (ValueError, RecursionError) as e:
-            return 400, {"error": "invalid_json", "detail": str(e)}
+            return 400, {"error": "invalid_json", "detail": str(e)}, None
         try:
             stream = _as_string(json_path(self.stream_path, parsed))
             content = _as_string(json_path(self.content_path, parsed))
         except ConnectorError as e:
-            return 400, {"error": "extract_failed", "detail": str(e)}
+            return 400, {"error": "extract_failed", "detail": str(e)}, None
         if stream is None or content is None:
             field = "extract.stream_id" if stream is None else "extract.content"
-            return 400, {"error": "extract_failed", "detail": f"{field}: no match"}
+            return 400, {"error": "extract_failed", "detail": f"{field}: no match"}, None
         if not stream or len(stream.encode("utf-8")) > MAX_STREAM_ID:
-            return 400, {"error": "invalid_stream_id", "detail": f"stream id must be 1 to {MAX_STREAM_ID} bytes"}
+            return 400, {"error": "invalid_stream_id", "detail": f"stream id must be 1 to {MAX_STREAM_ID} bytes"}, None
         bad = next((c for c in stream if unicodedata.category(c) == "Cc"), None)
         if bad is not None:
-            return 400, {
-                "error": "invalid_stream_id",
-                "detail": f"stream id contains control character U+{ord(bad):04X}",
-            }
+            return (
+                400,
+                {"error": "invalid_stream_id", "detail": f"stream id contains control character U+{ord(bad):04X}"},
+                None,
+            )
         corr = _as_string(json_path(self.corr_path, parsed)) if isinstance(self.corr_path, str) else None
         try:
             corr = str(uuid.UUID(corr)) if corr else None
@@ -288,7 +244,7 @@ class HttpInboundConnector:
             pipeline_input=self.pipeline_input,
             correlation_id=corr,
         )
-        return 200, None
+        return 200, None, None
 
 
 _TEMPLATE = re.compile(r"\{\{\s*event\.(\w+)(\s*\|\s*tojson)?\s*\}\}")

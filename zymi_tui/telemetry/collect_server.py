@@ -16,12 +16,10 @@ from collections.abc import Callable
 
 from zymi_tui.errors import UserError
 from zymi_tui.http_request import (
-    HEAD_TIMEOUT_S,
-    MAX_CONNECTIONS,
-    REQUEST_TIMEOUT_S,
     Head,
+    OneRequestDoor,
     Refusal,
-    answer,
+    Reply,
     body_length,
     foreign_site,
     is_loopback,
@@ -66,7 +64,7 @@ def inflate(body: bytes) -> bytes:
     return out
 
 
-class Collector:
+class Collector(OneRequestDoor):
     """Listens on `host:port` and hands every batch of spans to `sink`."""
 
     def __init__(
@@ -79,67 +77,29 @@ class Collector:
     ) -> None:
         """`sink` may be given after `start` (the store is opened once the port is bound)."""
         check_binding(host, token)
-        self.sink, self.host, self.port, self.token, self.say = sink, host, port, token, say
-        self.server: asyncio.Server | None = None
-        self.handlers: set[asyncio.Task[None]] = set()
+        super().__init__(host, port)
+        self.sink, self.token, self.say = sink, token, say
         self.lock = asyncio.Lock()  # batches are written one at a time, in arrival order
-        self.head_timeout, self.request_timeout = HEAD_TIMEOUT_S, REQUEST_TIMEOUT_S
 
     async def start(self) -> None:
         try:
-            self.server = await asyncio.start_server(self._handle, self.host, self.port)
+            await self.listen()
         except OSError as e:
             raise CollectError(f"cannot listen on {self.host}:{self.port}: {e.strerror or e}") from None
-        self.port = int(self.server.sockets[0].getsockname()[1])
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            self.server.close()
-        handlers = list(self.handlers)
-        for task in handlers:
-            task.cancel()
-        if handlers:
-            await asyncio.wait(handlers)
-        if self.server is not None:
-            await self.server.wait_closed()
 
     @property
     def endpoint(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}{TRACES_PATH}"
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        busy = len(self.handlers) >= MAX_CONNECTIONS
-        if task is not None:
-            self.handlers.add(task)
-        try:
-            if busy:
-                await answer(reader, writer, 503, {"error": "busy", "detail": "too many open connections"})
-                return
-            raw: tuple[bytes, str] | None = None
-            try:
-                status, payload, raw = await asyncio.wait_for(self._request(reader), self.request_timeout)
-            except Refusal as e:
-                status, payload = e.status, e.payload
-            except TimeoutError:
-                status, payload = 408, {"error": "timeout", "detail": "the request did not arrive in time"}
-            except ConnectionError:
-                writer.close()
-                return
-            if status >= 400:
-                self.say(f"refused ({status}): {payload['detail'] if payload else ''}")
-            await answer(reader, writer, status, payload, raw=raw)
-        except asyncio.CancelledError:
-            writer.close()
-        finally:
-            self.handlers.discard(task)
+    def refused(self, status: int, payload: dict[str, str] | None) -> None:
+        self.say(f"refused ({status}): {payload['detail'] if payload else ''}")
 
     def _foreign(self, head: Head) -> str | None:
         """Why the request's Host or Origin is not this receiver (None: they are)."""
         return foreign_site(head, self.host, self.port)
 
-    async def _request(self, reader: asyncio.StreamReader) -> tuple[int, dict[str, str] | None, tuple[bytes, str]]:
+    async def respond(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Reply:
         """Everything decidable on the head (path, method, Host, Origin, token, type, size) is decided
         before the body is read."""
         head = await asyncio.wait_for(read_head(reader), self.head_timeout)
