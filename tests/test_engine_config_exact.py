@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -156,3 +157,22 @@ def test_a_plain_scalar_where_a_string_is_wanted_is_that_string(tmp_path: Path, 
     ws = load_workspace(root, {})
     text = "true" if value is True else str(value)
     assert ws.project.name == text and ws.project.variables == {"a": text}
+
+
+def test_loading_a_project_its_knobs_and_prices_imports_no_pydantic() -> None:
+    """msgspec is what the events layer already imports: reading settings adds no validating library."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from zymi_tui.engine.loader import load_workspace\n"
+        "from zymi_tui.engine.runtime import workspace_knobs\n"
+        "from zymi_tui.replay.costs import load_prices\n"
+        "ws = load_workspace(Path(sys.argv[1]), {})\n"
+        "assert ws.pipelines and ws.agents and workspace_knobs(ws) and load_prices().models, ws\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))\n"
+    )
+    project = Path(__file__).parent / "oracle" / "coding_default" / "project"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(project)], capture_output=True, text=True, timeout=LIMIT, check=True
+    )
+    assert done.stdout.strip() == "[]"

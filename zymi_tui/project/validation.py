@@ -60,7 +60,7 @@ def _converted(doc: Any, cls: Any) -> Any:
             what = parsed["what"]
             stringified = _stringified(doc, steps, what, by_key=bool(parsed["key"])) if _as_text(cls, steps) else None
             if stringified is None:
-                refused = _refusal(doc, steps, what, by_key=bool(parsed["key"]))
+                refused = _refusal(doc, _named(doc, cls, steps), what, by_key=bool(parsed["key"]))
                 if re.match(r"Invalid (enum )?value ", what) and (accepted := _choices(cls, steps)):
                     refused = Refused(refused.path, f"{refused.problem}: {', '.join(accepted)}")
                 raise refused from None
@@ -142,6 +142,8 @@ def _stringified(doc: Any, steps: list[str | int], what: str, *, by_key: bool) -
         r"Expected `str`, got `(int|float|bool|null)`$|Expected `str \| null`, got `(int|float|bool)`$", what
     ):
         return None
+    if "..." in steps[:-1]:
+        return None
     if steps and steps[-1] == "...":  # a value of a mapping of strings: msgspec does not say which one
         mapping = _at(doc, steps[:-1])
         fixed = {k: v if _scalar_text(v) is None else _scalar_text(v) for k, v in mapping.items()}
@@ -181,12 +183,32 @@ def _dotted(steps: list[str | int]) -> str:
     return out
 
 
+def _named(doc: Any, cls: Any, steps: list[str | int]) -> list[str | int]:
+    """`steps` with each `...` (a value of a mapping: msgspec does not say which) replaced by the key of the
+    first value that does not fit (the path stops there when none is found)."""
+    named: list[str | int] = []
+    for step in steps:
+        if step != "...":
+            named.append(step)
+            continue
+        mapping, kind = _at(doc, named), _along(cls, [*named, "..."])[1]
+        bad = next((k for k, v in mapping.items() if kind is not None and not _fits(v, kind)), None)
+        if bad is None:
+            break
+        named.append(bad)
+    return named
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    try:
+        msgspec.convert(value, kind, strict=True)
+    except msgspec.ValidationError:
+        return False
+    return True
+
+
 def _refusal(doc: Any, steps: list[str | int], what: str, *, by_key: bool) -> Refused:
     """msgspec's message made one for a person: the key path, what was expected and what was given."""
-    if steps and steps[-1] == "...":  # name the key of the value that does not fit
-        mapping = _at(doc, steps[:-1])
-        bad = next((k for k, v in mapping.items() if not isinstance(v, str)), None)
-        steps = [*steps[:-1], str(bad)] if bad is not None else steps[:-1]
     path = _dotted(steps)
     given = _at(doc, steps) if not by_key else None
     if m := re.match(r"Expected `([^`]+)`, got `[^`]+`$", what):
