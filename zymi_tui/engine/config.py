@@ -2,9 +2,9 @@
 
 A document becomes a struct through `zymi_tui.project.validation.convert`: strictly, as zymi's serde loader
 reads it (integers are integers, within their Rust type's bounds; a plain scalar where a string is wanted
-is that string), and a refusal names the key path and what was wrong. Unknown keys are ignored everywhere,
-as zymi does. Fields zymi parses but never uses are kept so that a project written for zymi loads
-unchanged.
+is that string, except in the structs marked `EXACT_TYPES`), and a refusal names the key path and what
+was wrong. Unknown keys are ignored everywhere, as zymi does. Fields zymi parses but never uses are kept
+so that a project written for zymi loads unchanged.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from msgspec import Meta, Struct, field
 from zymi_tui.project.validation import Refused, convert
 
 U32 = Annotated[int, Meta(ge=0, le=2**32 - 1)]  # zymi's u32 fields
-EXACT = "zymi reads it through a buffered enum: a string must be a string (zymi_tui.project.validation)"
 U64 = Annotated[int, Meta(ge=0)]  # zymi's u64 and usize fields (msgspec bounds stop at int64)
+EXACT = "zymi reads it through a buffered enum: a string must be a string (zymi_tui.project.validation)"
 
 
 class LlmConfig(Struct, kw_only=True):
