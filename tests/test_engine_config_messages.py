@@ -45,6 +45,11 @@ CASES = {
         "tools/t.yml",
         ['implementation.kind: the string "ftp" is not one of the accepted values: http, shell'],
     ),
+    "a newline in the value": (
+        {"project.yml": f'name: t\n{LLM}defaults: {{max_tokens: "a\\nb"}}\n'},
+        "project.yml",
+        ['defaults.max_tokens: expected an integer, got the string "a\\nb"'],
+    ),
     "a list given a string": (
         {"project.yml": f"name: t\n{LLM}policy: {{enabled: true, allow: 'ls *'}}\n"},
         "project.yml",

@@ -28,14 +28,21 @@ _KINDS = {
     "int | null": "an integer or null", "array | null": "a list", "object | null": "a mapping",
 }  # fmt: skip
 _MAX_RETRIES = 1000  # scalars read as strings, one retry each
+_SHOWN = 60  # characters of a refused string shown
 
 
 class Refused(ValueError):
     """A document that does not fit its type: where (a key path, "" for the whole document) and why."""
 
     def __init__(self, path: str, problem: str) -> None:
+        path, problem = _one_line(path), _one_line(problem)
         super().__init__(f"{path}: {problem}" if path else problem)
         self.path, self.problem = path, problem
+
+
+def _one_line(text: str) -> str:
+    """`text` with every unprintable character (a newline in a YAML key or value) escaped as Python would."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def convert(doc: Any, cls: type[T]) -> T:
@@ -168,7 +175,7 @@ def _replaced(doc: Any, steps: list[str | int], value: Any) -> Any:
 
 def _shown(value: Any) -> str:
     if isinstance(value, str):
-        return f'the string "{value}"'
+        return f'the string "{value if len(value) <= _SHOWN else value[: _SHOWN - 1] + "…"}"'
     if isinstance(value, bool) or value is None:
         return {True: "true", False: "false", None: "null"}[value]
     if isinstance(value, int | float):
