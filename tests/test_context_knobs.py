@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from pathlib import Path
 
 import pytest
@@ -97,3 +99,17 @@ def test_store_without_project_or_calls_exit_2(tmp_path: Path, capsys: pytest.Ca
         c.execute("DELETE FROM events WHERE stream_id LIKE '%:step:%'")
     assert main(["replay", str(db)]) == 2
     assert "no project beside the store and no recorded LLM call" in capsys.readouterr().err
+
+
+def test_knobs_are_frozen_hashable_pickled_and_replaced() -> None:
+    knobs = ContextKnobs(soft_cap_chars=5)
+    assert {knobs: 1}[ContextKnobs(soft_cap_chars=5)] == 1 and knobs != ContextKnobs()
+    assert pickle.loads(pickle.dumps(knobs)) == knobs == copy.deepcopy(knobs)
+    with pytest.raises(AttributeError):
+        knobs.soft_cap_chars = 3  # type: ignore[misc]
+    assert knobs.replaced(hard_cap_chars=7 * 10**5).values() == {
+        "observation_window": 10, "soft_cap_chars": 5, "hard_cap_chars": 700_000, "min_tail_turns": 4,
+        "forget_after_turns": None,
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="must be >= soft_cap_chars"):
+        knobs.replaced(hard_cap_chars=4)

@@ -243,7 +243,7 @@ def test_structure_properties(plan: list[Any], k: ContextKnobs) -> None:
     # a tool call and its results are never separated: a turn of the unforgotten tail is kept whole or not at all,
     # and its messages stay adjacent and in order
     kept = [e.source_seq for e in tail]
-    full = _feed(ContextBuilder(k.model_copy(update={"forget_after_turns": None}), PREFIX), events).build(MEMORY)
+    full = _feed(ContextBuilder(k.replaced(forget_after_turns=None), PREFIX), events).build(MEMORY)
     full_tail = [e for e in full.entries if e.layer == "C"]
     for is_turn, start, end in segments([e.message for e in full_tail]):
         if is_turn:
@@ -255,7 +255,7 @@ def test_structure_properties(plan: list[Any], k: ContextKnobs) -> None:
                 assert kept[i : i + len(members)] == members
     # masking never grows an assistant message (its tool calls stay verbatim); a masked result is a placeholder
     # carrying the original size (it CAN be longer than a tiny result: see test_masking_can_grow_a_tiny_result)
-    unmasked = _feed(ContextBuilder(k.model_copy(update={"observation_window": 10**6}), PREFIX), events).build(MEMORY)
+    unmasked = _feed(ContextBuilder(k.replaced(observation_window=10**6), PREFIX), events).build(MEMORY)
     originals = {e.source_seq: e for e in unmasked.entries if e.layer == "C"}
     for e in tail:
         orig = originals[e.source_seq]

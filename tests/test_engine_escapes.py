@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tests.test_engine_failures import BIN, Script, _answer, llm  # noqa: F401  (llm: a fixture)
@@ -210,7 +211,7 @@ def test_six_escapes_do_not_run_end_to_end(
 def test_a_cd_or_shopt_inside_a_command_asks(tmp_path: Path) -> None:
     """`cd output && cat envlink` would be judged from the root (no such file) while it reads .env."""
     ws = load_workspace(make_project(tmp_path))
-    policy = ws.project.policy.model_copy(update={"allow": ["cd *", "cat *", "shopt *", "echo *"]})
+    policy = msgspec.structs.replace(ws.project.policy, allow=["cd *", "cat *", "shopt *", "echo *"])
     contracts = Contracts(policy, ws.project.contracts.file_write, ws.root)
     assert contracts.shell_command("cd output && cat envlink").kind == ASK
     assert contracts.shell_command("shopt -s dotglob; cat *").kind == ASK

@@ -19,6 +19,7 @@ from tests.test_engine_failures import BIN, Script, _answer, _project, llm  # no
 from tests.waiting import LIMIT
 from zymi_tui.engine.config import FileWriteContract, PolicyConfig
 from zymi_tui.engine.policy import Contracts
+from zymi_tui.project.validation import convert
 
 HOME = os.path.expanduser("~")
 SCAFFOLD = PolicyConfig(  # `zymi-tui init --example demo`'s policy, the one the holes were found with
@@ -168,8 +169,8 @@ def _recorded(scenario: str) -> list[tuple[dict[str, Any], str]]:
 def test_every_recorded_verdict_is_reproduced(scenario: str) -> None:
     project = ORACLE / scenario / "project"
     doc = yaml.safe_load((project / "project.yml").read_text(encoding="utf-8"))
-    policy = PolicyConfig.model_validate(doc.get("policy") or {})
-    file_write = FileWriteContract.model_validate((doc.get("contracts") or {}).get("file_write") or {})
+    policy = convert(doc.get("policy") or {}, PolicyConfig)
+    file_write = convert((doc.get("contracts") or {}).get("file_write") or {}, FileWriteContract)
     contracts = Contracts(policy, file_write, project)
     recorded = _recorded(scenario)
     assert recorded

@@ -32,9 +32,7 @@ def _expected(name: str) -> dict[tuple[str, int], dict[str, int]]:
 
 async def test_recorded_compactions_are_reused_while_they_apply(tmp_path: Path) -> None:
     # only the hard cap moves: every compaction decision is the recorded one, so every call is the recorded one
-    knobs = project_knobs(read_project(ORACLE / "coding_compaction" / "project")).model_copy(
-        update={"hard_cap_chars": 50_000}
-    )
+    knobs = project_knobs(read_project(ORACLE / "coding_compaction" / "project")).replaced(hard_cap_chars=50_000)
     rows = await _replay("coding_compaction", tmp_path, knobs)
     expected = _expected("coding_compaction")
     agent = [r for r in rows if not r.is_compaction]
@@ -62,7 +60,7 @@ async def test_new_compactions_are_simulated_and_marked(tmp_path: Path) -> None:
 
 async def test_hard_cap_under_other_knobs(tmp_path: Path) -> None:
     project = project_knobs(read_project(ORACLE / "hard_cap" / "project"))
-    rows = await _replay("hard_cap", tmp_path, project.model_copy(update={"hard_cap_chars": 10**8}))
+    rows = await _replay("hard_cap", tmp_path, project.replaced(hard_cap_chars=10**8))
     failure = next(r for r in rows if r.hard_cap_failure)
     assert failure.rendered is not None and not failure.rendered.hard_cap_exceeded
     assert (failure.rendered.chars, failure.recorded_chars) == (6629, 6629)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.context.knobs import ContextKnobs, make_knobs
 from zymi_tui.context.rendered import RenderedContext
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.compare import ProfileRun, RecordedOutput, calibrate, call_figures, summarize
@@ -47,7 +47,7 @@ def test_pareto_front_minimises_both() -> None:
 
 
 def test_grid_raises_hard_cap_to_soft_cap() -> None:
-    grid = grid_profiles(ContextKnobs.model_validate(KNOBS), [2, 4], [500, 3000])
+    grid = grid_profiles(make_knobs(KNOBS, "test"), [2, 4], [500, 3000])
     assert [name for name, _ in grid] == ["w2/s500", "w2/s3000", "w4/s500", "w4/s3000"]
     hard = [k.hard_cap_chars if k is not None else None for _, k in grid]
     assert hard[1] == 3000 and hard[0] == 2000

@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
 import yaml
 
 from zymi_tui.errors import UserError
 from zymi_tui.project.reader import Project
-from zymi_tui.record import Invalid, Record
+from zymi_tui.project.validation import Refused, check, convert
 
 KNOB_NAMES = ("observation_window", "soft_cap_chars", "hard_cap_chars", "min_tail_turns", "forget_after_turns")
 
@@ -27,25 +28,32 @@ class KnobError(UserError):
     title = "Knobs"
 
 
-class ContextKnobs(Record, frozen=True, extra="forbid", strict=True):
-    """zymi's `ContextConfig` (context_builder.rs): every size is in UTF-8 bytes."""
+Knob = Annotated[int, msgspec.Meta(ge=0)]  # zymi's usize
 
-    observation_window: int = 10
-    soft_cap_chars: int = 400_000
-    hard_cap_chars: int = 600_000
-    min_tail_turns: int = 4
-    forget_after_turns: int | None = None
 
-    def _check(self) -> None:
-        for name in KNOB_NAMES:
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f"{name}={value}: must be an integer >= 0")
+class ContextKnobs(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """zymi's `ContextConfig` (context_builder.rs): every size is in UTF-8 bytes. Made from settings by
+    `make_knobs` (which checks them); made in code from constants, or `knobs.replaced(...)`."""
+
+    observation_window: Knob = 10
+    soft_cap_chars: Knob = 400_000
+    hard_cap_chars: Knob = 600_000
+    min_tail_turns: Knob = 4
+    forget_after_turns: Knob | None = None
+
+    def __post_init__(self) -> None:  # run by msgspec.convert, as by the constructor
         if self.hard_cap_chars < self.soft_cap_chars:
             raise ValueError(f"hard_cap_chars={self.hard_cap_chars}: must be >= soft_cap_chars ({self.soft_cap_chars})")
 
+    def values(self) -> dict[str, int | None]:
+        """The knobs by name, in declaration order (the `knobs` recorded with a run)."""
+        return msgspec.structs.asdict(self)
+
+    def replaced(self, **changes: int | None) -> ContextKnobs:
+        return msgspec.structs.replace(self, **changes)
+
     def describe(self) -> str:
-        return describe_knobs(self.model_dump())
+        return describe_knobs(self.values())
 
 
 def describe_knobs(values: Mapping[str, object]) -> str:
@@ -68,24 +76,22 @@ PROFILES: dict[str, ContextKnobs] = {
 }
 
 
-def _first_error(e: Invalid, where: str, given: dict[str, Any]) -> KnobError:
-    first = e.errors()[0]
-    key = ".".join(str(p) for p in first["loc"])
-    msg = str(first["msg"]).removeprefix("Value error, ")
-    if not key:
-        return KnobError(f"{where}: {msg}")
-    if first["type"] == "extra_forbidden":
-        return KnobError(f"{where}: unknown knob `{key}`; known knobs: {', '.join(KNOB_NAMES)}")
-    value = given.get(key, first.get("input"))
-    return KnobError(f"{where}: {key}={value!r}: {msg}")
-
-
 def make_knobs(values: dict[str, Any], where: str) -> ContextKnobs:
-    """Validate a mapping of knobs (missing ones take the engine defaults)."""
+    """Validate a mapping of knobs (missing ones take the engine defaults); `where` names their source."""
+    unknown = [str(k) for k in values if k not in KNOB_NAMES]
+    if unknown:
+        raise KnobError(f"{where}: unknown knob `{unknown[0]}`; known knobs: {', '.join(KNOB_NAMES)}")
+    for name, value in values.items():  # one by one: the message names the knob and its value
+        kind = Knob | None if name == "forget_after_turns" else Knob
+        try:
+            check(value, kind)
+        except Refused:
+            accepted = "an integer >= 0" + (" or null (off)" if name == "forget_after_turns" else "")
+            raise KnobError(f"{where}: {name}={value!r}: must be {accepted}") from None
     try:
-        return ContextKnobs.model_validate(values)
-    except Invalid as e:
-        raise _first_error(e, where, values) from None
+        return convert(values, ContextKnobs)
+    except Refused as e:  # the caps' order, checked by `__post_init__`
+        raise KnobError(f"{where}: {e.problem}") from None
 
 
 def project_knobs(project: Project) -> ContextKnobs:
@@ -169,7 +175,7 @@ def resolve_knobs(
         knobs = profiles[profile]
     if not sets:
         return knobs
-    values: dict[str, Any] = knobs.model_dump()
+    values: dict[str, Any] = knobs.values()
     for item in sets:
         key, value = parse_set(item)
         values[key] = value

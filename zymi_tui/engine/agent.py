@@ -80,7 +80,7 @@ def describe(setup: AgentSetup, provider: Provider) -> dict[str, Any]:
         "task": setup.user_message,
         "context_mode": setup.step.context.mode,
         "fresh_cutoff_ns": setup.fresh_cutoff_ns,
-        "knobs": setup.knobs.model_dump(),
+        "knobs": setup.knobs.values(),
         "provider": provider.name,
         "model": provider.model,
         "max_tokens": setup.max_tokens,

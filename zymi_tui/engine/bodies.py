@@ -27,8 +27,7 @@ class RequestBodies:
                 self.ws = load_workspace(project, environ={})
             except ProjectError as e:
                 self.problem = f"{project}: request bodies left out ({e.message})"
-        llm = self.ws.project.llm if self.ws is not None else None
-        self.llm = llm if isinstance(llm, LlmConfig) else None
+        self.llm: LlmConfig | None = self.ws.llm if self.ws is not None else None
 
     @property
     def model(self) -> str:

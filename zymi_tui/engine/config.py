@@ -1,19 +1,28 @@
-"""The schema of a zymi project's YAML files (docs/engine.md#project-file), as records (`zymi_tui.record`):
-a project whose values have their exact types is made without pydantic, which is loaded only for a
-project it has to coerce or refuse (and words what it refuses).
+"""The schema of a zymi project's YAML files (docs/engine.md#project-file), as msgspec structs.
 
-Unknown keys are ignored everywhere, as zymi does. Fields zymi parses but never uses are kept
+A document becomes a struct through `zymi_tui.project.validation.convert`: strictly, as zymi's serde loader
+reads it (integers are integers, within their Rust type's bounds; a plain scalar where a string is wanted
+is that string, except in the structs marked `EXACT_TYPES`), and a refusal names the key path and what
+was wrong. Unknown keys are ignored everywhere, as zymi does. Fields zymi parses but never uses are kept
 so that a project written for zymi loads unchanged.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from zymi_tui.record import Record, field
+from msgspec import Meta, Struct, field
+
+from zymi_tui.project.validation import Refused, convert
+
+U32 = Annotated[int, Meta(ge=0, le=2**32 - 1)]  # zymi's u32 fields
+U64 = Annotated[int, Meta(ge=0)]  # zymi's u64 and usize fields (msgspec bounds stop at int64)
+EXACT = "zymi reads it through a buffered enum: a string must be a string (zymi_tui.project.validation)"
 
 
-class LlmConfig(Record):
+class LlmConfig(Struct, kw_only=True):
+    EXACT_TYPES: ClassVar[str] = EXACT
+
     provider: str
     model: str = ""
     base_url: str | None = None
@@ -21,48 +30,48 @@ class LlmConfig(Record):
     stream: bool = False
 
 
-class Defaults(Record):
-    timeout_secs: int = field(default=30, ge=0)
-    max_iterations: int = field(default=10, ge=0)
-    max_tokens: int = field(default=4096, ge=0)
+class Defaults(Struct, kw_only=True):
+    timeout_secs: U64 = 30
+    max_iterations: U64 = 10
+    max_tokens: U32 = 4096
 
 
-class PolicyConfig(Record):
+class PolicyConfig(Struct, kw_only=True):
     enabled: bool = False
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
     require_approval: list[str] = field(default_factory=list)
 
 
-class FileWriteContract(Record):
+class FileWriteContract(Struct, kw_only=True):
     allowed_dirs: list[str] = field(default_factory=list)
     deny_patterns: list[str] = field(default_factory=list)
 
 
-class Contracts(Record):
+class Contracts(Struct, kw_only=True):
     file_write: FileWriteContract = field(default_factory=FileWriteContract)
 
 
-class ShellRuntime(Record):
-    idle_timeout_seconds: int = field(default=600, ge=0)
-    max_sessions: int = field(default=32, ge=0)
+class ShellRuntime(Struct, kw_only=True):
+    idle_timeout_seconds: U64 = 600
+    max_sessions: U64 = 32
     shell_path: str = "/bin/bash"
     interactive: bool = False
     sandbox: bool = True  # zymi-tui's: run the shell in bubblewrap where it works (engine/sandbox.py)
     network: bool = False  # zymi-tui's: the sandboxed shell may reach the network
 
 
-class RuntimeConfig(Record):
+class RuntimeConfig(Struct, kw_only=True):
     shell: ShellRuntime = field(default_factory=ShellRuntime)
-    context: dict[str, Any] | None = None
+    context: dict[str, Any] = field(default_factory=dict)  # the knobs (context/knobs.py); null refused, as zymi does
 
 
-class ProjectConfig(Record):
+class ProjectConfig(Struct, kw_only=True):
     name: str
     schema_version: str | None = None
     version: str | None = None
     variables: dict[str, str] = field(default_factory=dict)
-    llm: LlmConfig | str | dict[str, Any] | None = None
+    llm: str | dict[str, Any] | None = None  # an inline mapping is read by `inline_llm`
     defaults: Defaults = field(default_factory=Defaults)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     contracts: Contracts = field(default_factory=Contracts)
@@ -74,30 +83,30 @@ class ProjectConfig(Record):
     store: str | None = None
 
 
-class AgentConfig(Record):
+class AgentConfig(Struct, kw_only=True):
     name: str
     description: str | None = None
     model: str | None = None
     system_prompt: str | None = None
     tools: list[str] = field(default_factory=list)
-    max_iterations: int | None = field(default=None, ge=0)
-    max_tokens: int | None = field(default=None, ge=0)
-    timeout_secs: int | None = field(default=None, ge=0)
+    max_iterations: U64 | None = None
+    max_tokens: U32 | None = None
+    timeout_secs: U64 | None = None
     policy: PolicyConfig | None = None
 
 
-class PipelineInput(Record):
+class PipelineInput(Struct, kw_only=True):
     name: str
     type: Literal["string", "integer", "number", "boolean", "object", "array"] = "string"
     required: bool = False
     description: str | None = None
 
 
-class StepContext(Record):
+class StepContext(Struct, kw_only=True):
     mode: Literal["inherit", "fresh"] = "inherit"
 
 
-class StepConfig(Record):
+class StepConfig(Struct, kw_only=True):
     id: str
     agent: str | None = None
     task: str | None = None
@@ -116,12 +125,14 @@ class StepConfig(Record):
         return "tool" if self.tool is not None else "agent"
 
 
-class OutputConfig(Record):
+class OutputConfig(Struct, kw_only=True):
+    EXACT_TYPES: ClassVar[str] = EXACT
+
     step: str | None = None
     any_of: list[str] | None = None
 
 
-class PipelineConfig(Record):
+class PipelineConfig(Struct, kw_only=True):
     name: str
     description: str | None = None
     inputs: list[PipelineInput] = field(default_factory=list)
@@ -133,24 +144,42 @@ class PipelineConfig(Record):
         return next((s for s in self.steps if s.id == step_id), None)
 
 
-class HttpImpl(Record):
-    kind: Literal["http"]
+class HttpImpl(Struct, kw_only=True, tag_field="kind", tag="http"):
+    EXACT_TYPES: ClassVar[str] = EXACT
+
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
     url: str
     headers: dict[str, str] = field(default_factory=dict)
     body_template: str | None = None
 
 
-class ShellImpl(Record):
-    kind: Literal["shell"]
+class ShellImpl(Struct, kw_only=True, tag_field="kind", tag="shell"):
+    EXACT_TYPES: ClassVar[str] = EXACT
+
     command_template: str
-    timeout_secs: int = field(default=30, ge=0)
+    timeout_secs: U64 | None = 30  # null as zymi takes it (recorded as given)
 
 
-class ToolConfig(Record):
+class ToolConfig(Struct, kw_only=True):
     name: str
     description: str
     parameters: Any
-    implementation: HttpImpl | ShellImpl = field(discriminator="kind")
+    implementation: HttpImpl | ShellImpl
     requires_approval: bool | None = None
     no_resume: bool | None = None
+
+
+def inline_llm(project: ProjectConfig) -> LlmConfig | None:
+    """project.yml's `llm:` when it is an inline mapping (not `use:` a named provider, not a name), as zymi
+    reads it: `provider` and `model` required (`model` may be left out for zymi-tui's `demo` provider).
+    Raises `Refused` with the key path from `llm`."""
+    llm = project.llm
+    if not isinstance(llm, dict) or "use" in llm:
+        return None
+    try:
+        config = convert(llm, LlmConfig)
+    except Refused as e:
+        raise Refused(f"llm.{e.path}" if e.path else "llm", e.problem) from None
+    if "model" not in llm and config.provider != "demo":
+        raise Refused("llm", "missing field `model`")
+    return config

@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from zymi_tui.engine.config import AgentConfig, PipelineConfig, ProjectConfig, StepConfig, ToolConfig
+from zymi_tui.context.knobs import section_knobs
+from zymi_tui.engine.config import (
+    AgentConfig,
+    LlmConfig,
+    PipelineConfig,
+    ProjectConfig,
+    StepConfig,
+    ToolConfig,
+    inline_llm,
+)
 from zymi_tui.engine.dag import plan_levels
 from zymi_tui.engine.templating import STEP_REF
 from zymi_tui.engine.when_expr import WhenError, parse_when
@@ -21,12 +30,12 @@ from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.locate import project_store
 from zymi_tui.project.reader import PROJECT_FILE
 from zymi_tui.project.templating import resolve_env_only, resolve_full
+from zymi_tui.project.validation import Refused, convert
 from zymi_tui.project.yamlfile import parse_yaml, read_text, yaml_files
-from zymi_tui.record import Invalid, Record
 
 BUILTIN_TOOLS = ("execute_shell_command", "write_file", "read_file", "write_memory", "spawn_sub_agent")
 
-M = TypeVar("M", bound=Record)
+M = TypeVar("M")
 
 
 @dataclass
@@ -37,6 +46,7 @@ class Workspace:
     pipelines: dict[str, PipelineConfig] = field(default_factory=dict)
     tools: dict[str, ToolConfig] = field(default_factory=dict)
     store_at: StoreLocation | None = None  # a store chosen by the caller (the one a dashboard shows)
+    llm: LlmConfig | None = None  # project.yml's `llm:` when it is an inline mapping (`inline_llm`)
 
     @property
     def store(self) -> StoreLocation:
@@ -71,22 +81,28 @@ def load_dotenv(paths: list[Path], environ: dict[str, str] | None = None) -> Non
                 env[key] = value
 
 
-def _describe_validation(e: Invalid) -> str:
-    first = e.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
-    msg = first["msg"]
-    if first["type"] == "missing":
-        return f"{loc}: missing field `{first['loc'][-1]}`"
-    return f"{loc}: {msg}"
-
-
 def _model(cls: type[M], doc: Any, path: Path) -> M:
     if not isinstance(doc, dict):
         raise ProjectError(f"invalid YAML in {path}: expected a mapping at the top level")
     try:
-        return cls.model_validate(doc)
-    except Invalid as e:
-        raise ProjectError(f"invalid YAML in {path}: {_describe_validation(e)}") from None
+        return convert(doc, cls)
+    except Refused as e:
+        raise ProjectError(f"invalid YAML in {path}: {e}") from None
+
+
+STEP_KEYS_NULL_IS_ABSENT = ("agent", "task", "tool", "args", "ask", "channel", "when", "context")
+
+
+def _steps_as_zymi_reads(pipeline_doc: dict[str, Any]) -> dict[str, Any]:
+    """A pipeline document with the step keys zymi reads as absent when null (`task: null`) left out."""
+    steps = pipeline_doc.get("steps")
+    if not isinstance(steps, list):
+        return pipeline_doc
+    kept = [
+        {k: v for k, v in s.items() if v is not None or k not in STEP_KEYS_NULL_IS_ABSENT} if isinstance(s, dict) else s
+        for s in steps
+    ]
+    return {**pipeline_doc, "steps": kept}
 
 
 def _step_kind_errors(pipeline_doc: dict[str, Any], path: Path) -> None:
@@ -122,6 +138,9 @@ def _step_kind_errors(pipeline_doc: dict[str, Any], path: Path) -> None:
             raise ProjectError(
                 f"invalid YAML in {path}: `output:` cannot specify both `step:` and `any_of:` (ADR-0029)"
             )
+        for key in ("step", "any_of"):
+            if key in output and output[key] is None:
+                raise ProjectError(f"invalid YAML in {path}: output.{key}: expected a string, got null")
         if "step" not in output and "any_of" not in output:
             keys = ", ".join(str(k) for k in output)
             raise ProjectError(
@@ -143,6 +162,11 @@ def load_workspace(root: Path, environ: Mapping[str, str] | None = None) -> Work
         environ = os.environ
     text = resolve_env_only(read_text(project_file), str(project_file.resolve()), environ)
     ws = Workspace(root, _model(ProjectConfig, parse_yaml(text, project_file), project_file))
+    try:
+        ws.llm = inline_llm(ws.project)
+    except Refused as e:
+        raise ProjectError(f"invalid YAML in {project_file}: {e}") from None
+    section_knobs(ws.project.runtime.context if ws.project.runtime else None, project_file)  # refused now, not mid-run
     variables = dict(ws.project.variables)
     variables["project.name"] = ws.project.name
     if ws.project.version is not None:
@@ -167,6 +191,7 @@ def load_workspace(root: Path, environ: Mapping[str, str] | None = None) -> Work
         ws.agents[agent.name] = agent
     for path, doc in docs("pipelines"):
         if isinstance(doc, dict):
+            doc = _steps_as_zymi_reads(doc)
             _step_kind_errors(doc, path)
         pipeline = _model(PipelineConfig, doc, path)
         claim("pipeline", pipeline.name, path)

@@ -90,7 +90,7 @@ class KnobChoice:
         return self.profile is not None or bool(self.sets)
 
     def record(self) -> dict[str, Any]:
-        return {"knobs": self.knobs.model_dump(), "profile": self.profile, "sets": list(self.sets)}
+        return {"knobs": self.knobs.values(), "profile": self.profile, "sets": list(self.sets)}
 
     def describe(self) -> str:
         asked = " ".join([f"--profile {self.profile}"] * (self.profile is not None) + [f"--set {s}" for s in self.sets])

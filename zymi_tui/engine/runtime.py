@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from zymi_tui.context.knobs import ContextKnobs, section_knobs
 from zymi_tui.engine.approvals import ApprovalHandler
-from zymi_tui.engine.config import LlmConfig, ShellImpl, ShellRuntime
+from zymi_tui.engine.config import ShellImpl, ShellRuntime
 from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.policy import Contracts
-from zymi_tui.engine.providers import build_provider
+from zymi_tui.engine.providers import ProviderConfigError, build_provider
 from zymi_tui.engine.providers.base import Provider
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.runner import Printer, Runtime
@@ -17,7 +17,6 @@ from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.reader import PROJECT_FILE
-from zymi_tui.record import Invalid
 
 
 def workspace_knobs(ws: Workspace) -> ContextKnobs:
@@ -61,11 +60,11 @@ def make_provider(ws: Workspace, required: bool) -> Provider | None:
         return None
     if isinstance(llm, str) or (isinstance(llm, dict) and "use" in llm):
         raise ProjectError("cannot resolve `llm:` in project.yml: named providers are not supported by zymi-tui")
+    assert ws.llm is not None  # an inline mapping, the only `llm:` left, read by the loader
     try:
-        config = llm if isinstance(llm, LlmConfig) else LlmConfig.model_validate(llm)
-    except Invalid as e:
-        raise ProjectError(str(e).splitlines()[0]) from None
-    return build_provider(config)
+        return build_provider(ws.llm)
+    except ProviderConfigError as e:  # zymi's words, and where the setting is
+        raise ProviderConfigError(f"{ws.root / PROJECT_FILE}: {e.message}") from None
 
 
 async def open_runtime(

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from zymi_tui.context.builder import ContextBuilder
-from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.context.knobs import ContextKnobs, KnobError, make_knobs
 from zymi_tui.context.rendered import CompactionPlan, Prefix, RenderedContext
 from zymi_tui.context.reuse import PrefixReuse
 from zymi_tui.errors import UserError
@@ -117,8 +117,8 @@ def self_described(kind: WorkflowNodeStarted) -> StepDescription | None:
     if not isinstance(extra, dict) or not isinstance(extra.get("system_prompt"), str):
         return None
     try:
-        knobs = ContextKnobs.model_validate(extra["knobs"]) if isinstance(extra.get("knobs"), dict) else None
-    except ValueError:
+        knobs = make_knobs(extra["knobs"], "recorded knobs") if isinstance(extra.get("knobs"), dict) else None
+    except KnobError:
         knobs = None
     cutoff = extra.get("fresh_cutoff_ns") if extra.get("context_mode") == "fresh" else None
     return StepDescription(

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
+import msgspec
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from msgspec import Meta, Struct, field
 
 from zymi_tui.context.knobs import config_dir
 from zymi_tui.errors import UserError
+from zymi_tui.project.validation import Refused, convert
 
 PRICES_FILE = "prices.yml"
 
@@ -22,46 +24,44 @@ class PriceError(UserError):
     title = "Prices"
 
 
-class ModelPrice(BaseModel):
+Price = Annotated[float, Meta(ge=0)]
+Positive = Annotated[float, Meta(gt=0)]
+
+
+class ModelPrice(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Prices of one model, per `PriceTable.per_tokens` tokens."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    input: float = Field(ge=0)
-    cached_input: float | None = Field(default=None, ge=0)  # None: cached tokens cost the input price
-    output: float = Field(ge=0)
+    input: Price
+    cached_input: Price | None = None  # None: cached tokens cost the input price
+    output: Price
 
 
-class CacheFamily(BaseModel):
+class CacheFamily(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """How one provider family caches a prompt prefix, and what it bills for it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     models: tuple[str, ...] = ()  # model-name prefixes of the family
     providers: tuple[str, ...] = ()  # zymi `llm.provider` values that always mean this family
     mode: Literal["automatic", "explicit"] = "automatic"  # explicit: only up to a cache_control breakpoint
-    read: float | None = Field(default=None, ge=0)  # x input price; None: the model's cached_input price
-    write: float = Field(default=1.0, ge=0)  # x input price for tokens written to the cache
-    min_tokens: int = Field(default=1024, ge=0)  # the shortest cacheable prefix
+    read: Price | None = None  # x input price; None: the model's cached_input price
+    write: Price = 1.0  # x input price for tokens written to the cache
+    min_tokens: Annotated[int, Meta(ge=0)] = 1024  # the shortest cacheable prefix
     # model-name prefix -> its own shortest cacheable prefix (the longest matching prefix wins)
-    min_tokens_by_model: dict[str, int] = Field(default_factory=dict)
-    step_tokens: int = Field(default=1, gt=0)  # the cached part grows in steps of this many tokens
-    ttl_seconds: float = Field(default=300, gt=0)  # unused this long, the prefix is gone
+    min_tokens_by_model: dict[str, int] = field(default_factory=dict)
+    step_tokens: Annotated[int, Meta(gt=0)] = 1  # the cached part grows in steps of this many tokens
+    ttl_seconds: Positive = 300  # unused this long, the prefix is gone
 
     def for_model(self, model: str | None) -> CacheFamily:
         """The family with `min_tokens` of `model` (its longest prefix in `min_tokens_by_model`)."""
         hits = [pre for pre in self.min_tokens_by_model if model and model.startswith(pre)]
         if not hits:
             return self
-        return self.model_copy(update={"min_tokens": self.min_tokens_by_model[max(hits, key=len)]})
+        return msgspec.structs.replace(self, min_tokens=self.min_tokens_by_model[max(hits, key=len)])
 
 
-class PriceTable(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class PriceTable(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     currency: str = "USD"
-    per_tokens: int = Field(default=1_000_000, gt=0)
-    models: dict[str, ModelPrice] = Field(default_factory=dict)
+    per_tokens: Annotated[int, Meta(gt=0)] = 1_000_000
+    models: dict[str, ModelPrice] = field(default_factory=dict)
     cache: dict[str, CacheFamily] | None = None  # None: the built-in table's families
 
     def cache_family(self, model: str | None, provider: str | None) -> tuple[str, CacheFamily] | None:
@@ -171,13 +171,11 @@ def parse_prices(text: str, label: str) -> PriceTable:
     if not isinstance(raw, dict):
         raise PriceError(f"{label}: expected a mapping with `models:` (model -> input/cached_input/output)")
     try:
-        return PriceTable.model_validate(raw)
-    except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
+        return convert(raw, PriceTable)
+    except Refused as e:
         raise PriceError(
-            f"{label}: `{loc}`: {first['msg']}; accepted: models: {{NAME: {{input: USD, cached_input: USD, "
-            "output: USD}}}} per per_tokens tokens"
+            f"{label}: `{e.path}`: {e.problem}; accepted: models: {{NAME: {{input: USD, cached_input: USD, "
+            "output: USD}} per per_tokens tokens"
         ) from None
 
 

@@ -271,7 +271,7 @@ class SpanSink:
         st = run.steps[key] = _Step(f"{run.stream}:step:{node}", node, run, expected)
         extra: dict[str, Any] = {
             "origin": ORIGIN, "agent": node, "system_prompt": system, "task": task, "context_mode": "carry",
-            "fresh_cutoff_ns": None, "knobs": AGENT_OWN_KNOBS.model_dump(), "provider": s.service,
+            "fresh_cutoff_ns": None, "knobs": AGENT_OWN_KNOBS.values(), "provider": s.service,
             "model": content.model, "convention": content.convention,
         }  # fmt: skip
         started = WorkflowNodeStarted.model_validate(

@@ -47,8 +47,9 @@ def build_provider(config: LlmConfig) -> Provider:
 
         return AnthropicProvider(config.model, config.base_url or "https://api.anthropic.com/v1", config.api_key)
     raise ProviderConfigError(
-        f"failed to create LLM provider: invalid LLM config: unknown provider `{name}` — expected one of: "
-        "openai, anthropic, ollama, vllm, together (or demo, zymi-tui's offline model)"
+        "failed to create LLM provider: invalid LLM config: "
+        f"llm.provider: unknown provider `{name}` — expected one of: openai, anthropic, ollama, vllm, together "
+        "(or demo, zymi-tui's offline model)"
     )
 
 

@@ -255,7 +255,7 @@ class StreamWhatIf:
         self.path = REPLAYED  # how the last `run` was made
         self._base: _Base | None = None
         self._base_lock = threading.Lock()
-        self.base_knobs = self.recorded.model_copy(update={"soft_cap_chars": NEVER, "hard_cap_chars": NEVER})
+        self.base_knobs = self.recorded.replaced(soft_cap_chars=NEVER, hard_cap_chars=NEVER)
         step = stream_id.split(STEP_MARK, 1)[-1]
         # a failed step makes rows whose fate depends on the hard cap: those streams are always replayed
         self.forkable = self.base_knobs != self.recorded and not any(
