@@ -159,7 +159,7 @@ AGENT_CAPS = "the agent's own: calls taken in from its spans (zymi masked nothin
 def from_spans(stored: StoredEvent) -> bool:
     """A step `collect`/`import` took in from a foreign agent's spans (docs/telemetry-in.md#mapping)."""
     kind = stored.event.kind
-    extra = (kind.model_extra or {}).get("zymi_tui") if hasattr(kind, "model_extra") else None
+    extra = kind.engine_notes
     return stored.event.tag == "workflow_node_started" and isinstance(extra, dict) and extra.get("origin") == "otel"
 
 
