@@ -112,8 +112,9 @@ class UnknownKind(msgspec.Struct, frozen=True, kw_only=True):
         return self.data
 
 
-# One kind a line: a table of the 35, read as zymi declares them. Only a kind with a required field
-# after an optional one says `kw_only=True` (its fields still decode and dump in the order written).
+# One kind a line: a table of the 35, read as zymi declares them. `frozen=True` on each is for the type
+# checker (msgspec inherits it); only a kind with a required field after an optional one says
+# `kw_only=True` (its fields still decode and dump in the order written).
 # fmt: off
 # -- Inbound
 class UserMessageReceived(EventData, frozen=True): content: Message; connector: str
