@@ -57,21 +57,27 @@ def _decode_slowly(data: str, sequence: int) -> Event:
     try:
         env = envelope(data)
         cls = KNOWN_KINDS.get(env.kind.type)
-        kind: EventKind = UnknownKind(type_name=env.kind.type, data=_json(env.kind.data)) if cls is None else (
-            payload(env, decoder_of(cls)))  # fmt: skip
+        if cls is None:
+            kind: EventKind = UnknownKind(type_name=env.kind.type, data=_json(env.kind.data))
+        else:
+            kind = payload(env, decoder_of(cls))
     except LeanError as e:
         raise EventDecodeError(str(e)) from None
     return stored_event(env, kind, sequence)
 
 
 def _json(raw: msgspec.Raw) -> Any:
-    """An unknown kind's data as `json` reads it (numbers kept as written), refused where msgspec refuses
-    it: a `\\udXXX` escape that is not half of a pair is JSON syntax but no text (zymi refuses it too)."""
+    """An unknown kind's data as `json` reads it (numbers kept as written). A `\\udXXX` escape that is
+    not half of a pair is JSON syntax but no text: refused, as msgspec and zymi refuse it."""
+    text = bytes(raw)
     try:
-        msgspec.json.decode(raw)
+        if b"\\ud" in text or b"\\uD" in text:  # rare: zymi writes non-ASCII text as UTF-8, not as escapes
+            msgspec.json.decode(text)
+        return json.loads(text)
+    except RecursionError:
+        raise LeanError("data nests too deeply to be read (JSON arrays/objects inside each other)") from None
     except DECODE_ERRORS as e:
         raise LeanError(f"kind.data: {e}") from None
-    return json.loads(bytes(raw))
 
 
 def _around_bad_byte(text: str) -> str:
