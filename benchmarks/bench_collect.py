@@ -35,8 +35,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.kinds import Event, LlmCallStarted
 from zymi_tui.events.sqlite import SqliteWriter
 
 ROOT = Path(__file__).resolve().parents[1]

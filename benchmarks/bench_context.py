@@ -33,9 +33,9 @@ from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.rendered import Prefix
 from zymi_tui.events import kinds
-from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import (
     ContextCompacted,
+    Event,
     EventKind,
     LlmCallCompleted,
     LlmCallStarted,

@@ -56,8 +56,12 @@ from zymi_tui.engine.providers.base import LlmRequest, LlmResponse  # noqa: E402
 from zymi_tui.engine.providers.demo import DemoProvider  # noqa: E402
 from zymi_tui.engine.providers.demo_workspace import write_demo_project  # noqa: E402
 from zymi_tui.engine.runtime import close_runtime, open_runtime  # noqa: E402
-from zymi_tui.events.envelope import Event  # noqa: E402
-from zymi_tui.events.kinds import LlmCallCompleted, ToolCallCompleted, WorkflowCompleted  # noqa: E402
+from zymi_tui.events.kinds import (  # noqa: E402
+    Event,
+    LlmCallCompleted,
+    ToolCallCompleted,
+    WorkflowCompleted,
+)
 from zymi_tui.events.messages import AssistantMessage, TokenUsage, ToolCallInfo  # noqa: E402
 from zymi_tui.events.replay_view import replay_event  # noqa: E402
 from zymi_tui.events.store import EventWriter  # noqa: E402

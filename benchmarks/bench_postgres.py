@@ -34,9 +34,8 @@ from pathlib import Path
 
 import asyncpg
 
-from zymi_tui.events.envelope import Event
 from zymi_tui.events.factory import open_reader, open_writer
-from zymi_tui.events.kinds import ResponseReady
+from zymi_tui.events.kinds import Event, ResponseReady
 from zymi_tui.events.location import location_of
 from zymi_tui.events.sqlite import SqliteWriter
 from zymi_tui.events.tail import DEFAULT_POLL_S, tail
@@ -45,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STREAMS = 8
 WRITER = """
 import asyncio, json, os, sys, time
-from zymi_tui.events.envelope import Event
+from zymi_tui.events.kinds import Event
 from zymi_tui.events.kinds import ResponseReady
 from zymi_tui.events.factory import open_writer
 from zymi_tui.events.location import location_of

@@ -27,8 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.kinds import Event, LlmCallStarted
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
 from zymi_tui.events.store import run_of
 from zymi_tui.events.tail import tail

@@ -35,9 +35,8 @@ from textual.widgets import Input
 from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import PROFILES, ContextKnobs
 from zymi_tui.context.rendered import Prefix
-from zymi_tui.events.envelope import Event
 from zymi_tui.events.factory import open_reader
-from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, LlmCallStarted, ToolCallCompleted
+from zymi_tui.events.kinds import ContextCompacted, Event, LlmCallCompleted, LlmCallStarted, ToolCallCompleted
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.messages import AssistantMessage, ToolCallInfo
 from zymi_tui.events.replay_view import replay_event
@@ -87,7 +86,7 @@ async def write_long_stream(path: Path, n_events: int, seed: int = 7) -> int:
                    timestamp=format_timestamp(1_800_000_000_000_000_000 + written * 1_000_000),
                    correlation_id=corr, source=source)  # fmt: skip
         written += 1
-        builder.add(replay_event(StoredEvent(written, ev.model_copy(update={"sequence": written}), "")))
+        builder.add(replay_event(StoredEvent(written, ev.stored_as(written), "")))
         batch.append(ev)
 
     it = 0

@@ -70,7 +70,7 @@ output:
 # appends `n` events to a shared stream; prints each id once its append has returned
 APPENDER = """
 import asyncio, sys
-from zymi_tui.events.envelope import Event
+from zymi_tui.events.kinds import Event
 from zymi_tui.events.kinds import UserMessageReceived
 from zymi_tui.events.messages import UserMessage
 from zymi_tui.events.sqlite import SqliteWriter

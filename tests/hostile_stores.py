@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from tests.conftest import ORACLE
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import ContextCompacted, UnknownKind, parse_kind
+from zymi_tui.events.kinds import ContextCompacted, Event, UnknownKind, parse_kind
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
 from zymi_tui.events.stored import StoredEvent
 
@@ -58,7 +59,7 @@ def rewrite(ev: Event, f: Callable[[str], str]) -> Event:
         kind = parse_kind(ev.kind.type_name, data)
     except ValueError:  # a field that must parse (a number as text, an enum): keep the event as it was
         return ev
-    return ev.model_copy(update={"kind": kind})
+    return msgspec.structs.replace(ev, kind=kind)
 
 
 async def _read(db: Path) -> list[StoredEvent]:
@@ -121,7 +122,7 @@ async def make_store(name: str, root: Path, source: str = SOURCE) -> tuple[Path,
             run, _, rest = stream.partition(":")
             return renamed[run] + (":" + rest if rest else "")
 
-        events = [rewrite(ev, lambda s, x=suffix: s + x).model_copy(update={"stream_id": rename(ev.stream_id)})
+        events = [msgspec.structs.replace(rewrite(ev, lambda s, x=suffix: s + x), stream_id=rename(ev.stream_id))
                   for ev in events]  # fmt: skip
     elif name == "huge_result":
         events = _huge(events)
@@ -135,7 +136,7 @@ async def make_store(name: str, root: Path, source: str = SOURCE) -> tuple[Path,
             if isinstance(ev.kind, ContextCompacted):
                 seen += 1
                 if seen == 3:
-                    events[i] = ev.model_copy(update={"kind": ev.kind.model_copy(update={"bytes_saved": -1204})})
+                    events[i] = msgspec.structs.replace(ev, kind=msgspec.structs.replace(ev.kind, bytes_saved=-1204))
     elif name == "empty":
         events = []
         project = None

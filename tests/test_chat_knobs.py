@@ -41,7 +41,7 @@ async def test_a_profile_switched_between_turns_shapes_the_next_call(tmp_path: P
         assert "under profile chat (same trajectory assumed)" in bar
     events = await store_events(project)
     started = [se.event.kind for se in events if isinstance(se.event.kind, k.WorkflowNodeStarted)]
-    recorded = [s.model_extra["zymi_tui"]["knobs"] for s in started]  # type: ignore[index]
+    recorded = [s.engine_notes["knobs"] for s in started]
     assert recorded[1] == PROFILES["chat"].values() and recorded[0] != recorded[1]
     # the next call is what the context engine builds under the chat profile for the same stream
     calls = [se for se in events if isinstance(se.event.kind, k.LlmCallStarted) and se.event.kind.iteration > 0]

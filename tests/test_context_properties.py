@@ -17,8 +17,7 @@ from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.masking import mask_assistant, mask_tool_result, memory_text, message_bytes
 from zymi_tui.context.rendered import COMPACTED_HEADER, Prefix
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
+from zymi_tui.events.kinds import ContextCompacted, Event, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import (
     AssistantMessage,
     MessageModel,

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from zymi_tui.cli import main
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.kinds import Event, LlmCallStarted
 from zymi_tui.events.sqlite import SqliteWriter
 
 

@@ -51,3 +51,29 @@ def test_a_fast_reader_hands_out_the_whole_event_kind() -> None:
             seen.add(whole.type_name)
         assert row_line(data, seq)[0] == whole.type_name
     assert {"LlmCallCompleted", "UserMessageReceived", "ToolCallCompleted"} <= seen
+
+
+ENVELOPE_FIELDS = {"id", "stream_id", "timestamp", "correlation_id", "source"}
+
+
+def test_the_envelope_is_declared_once() -> None:
+    """One class holds the envelope's fields; a reader's envelope (`row_envelope`) is derived from it."""
+    where = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                fields = {
+                    a.target.id for a in node.body if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name)
+                }
+                if fields >= ENVELOPE_FIELDS:
+                    where.append(f"{path.relative_to(PACKAGE)}:{node.name}")
+    assert where == ["events/kinds.py:Event"]
+
+
+def test_the_events_layer_has_one_model_style() -> None:
+    """No module of events/ imports the hand-made record framework (`zymi_tui/record.py`)."""
+    for path in (PACKAGE / "events").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert "zymi_tui.record" not in imported, path

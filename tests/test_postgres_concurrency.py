@@ -19,8 +19,7 @@ import asyncpg
 import pytest
 
 from zymi_tui.events import postgres
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import ResponseReady
+from zymi_tui.events.kinds import Event, ResponseReady
 from zymi_tui.events.postgres import PostgresReader, PostgresWriter
 from zymi_tui.events.tail import DEFAULT_POLL_S, tail
 from zymi_tui.events.verify import verify_store
@@ -35,7 +34,7 @@ WRITERS, PER_WRITER, STREAMS = 4, 1000, 6
 # logs the id of each event once its append (its commit) has returned.
 WRITER = """
 import asyncio, json, sys
-from zymi_tui.events.envelope import Event
+from zymi_tui.events.kinds import Event
 from zymi_tui.events.kinds import ResponseReady
 from zymi_tui.events.factory import open_writer
 from zymi_tui.events.location import location_of

@@ -7,9 +7,8 @@ import re
 import urllib.parse
 
 from tests.waiting import pilot_until
-from zymi_tui.events.envelope import Event
 from zymi_tui.events.factory import open_writer
-from zymi_tui.events.kinds import PipelineRequested
+from zymi_tui.events.kinds import Event, PipelineRequested
 from zymi_tui.events.location import location_of
 from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.target import Target

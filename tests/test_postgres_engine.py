@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from zymi_tui.events.envelope import Event
 from zymi_tui.events.factory import open_reader, open_writer
-from zymi_tui.events.kinds import PipelineRequested
+from zymi_tui.events.kinds import Event, PipelineRequested
 from zymi_tui.events.location import location_of
 from zymi_tui.events.verify import verify_store
 

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from zymi_tui.events.envelope import Event
 from zymi_tui.events.factory import open_writer
-from zymi_tui.events.kinds import ResponseReady
+from zymi_tui.events.kinds import Event, ResponseReady
 from zymi_tui.events.location import location_of
 
 from .conftest import SCENARIOS, copy_store, oracle_db, zymi_bin

@@ -12,9 +12,8 @@ import asyncpg
 import pytest
 
 from tests.waiting import LIMIT
-from zymi_tui.events.envelope import Event
 from zymi_tui.events.factory import open_reader, open_writer
-from zymi_tui.events.kinds import ResponseReady
+from zymi_tui.events.kinds import Event, ResponseReady
 from zymi_tui.events.location import location_of
 from zymi_tui.events.postgres import PostgresReader, PostgresWriter
 from zymi_tui.events.store import StoreError

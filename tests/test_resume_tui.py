@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from rich.console import Console
 from textual.widgets import Static
@@ -230,8 +231,7 @@ def test_fork_of_a_chat_is_compared_with_the_turn_it_re_ran(tmp_path: Path) -> N
     """A fork of chat-42 at `reply` re-runs turn 1 only: the parent's figures and answer are turn 1's (the
     comparison showed all 16 turns of the parent against the fork's one). The fork here replays turn 1's
     recorded events, so both sides must be equal, and equal to turn 1 read from the store by SQL."""
-    from zymi_tui.events.envelope import Event
-    from zymi_tui.events.kinds import PipelineRequested, ResumeForked
+    from zymi_tui.events.kinds import Event, PipelineRequested, ResumeForked
     from zymi_tui.events.stored import StoredEvent
     from zymi_tui.tui.resume.figures import span_figures
 
@@ -245,10 +245,10 @@ def test_fork_of_a_chat_is_compared_with_the_turn_it_re_ran(tmp_path: Path) -> N
     fork_id = "pipeline-chat-fork"
     head = [
         Event.new(fork_id, PipelineRequested(pipeline="chat", inputs={}), "engine", C2),
-        Event.new(fork_id, ResumeForked.model_validate({"parent_stream_id": "chat-42", "parent_correlation_id": corr,
-                  "fork_at_step": "reply", "zymi_tui": {"re_executed": ["reply"]}}), "engine", C2),
+        Event.new(fork_id, ResumeForked(parent_stream_id="chat-42", parent_correlation_id=corr,
+                  fork_at_step="reply", zymi_tui={"re_executed": ["reply"]}), "engine", C2),
     ]  # fmt: skip
-    copies = [se.event.model_copy(update={"stream_id": se.event.stream_id.replace("chat-42", fork_id, 1)})
+    copies = [msgspec.structs.replace(se.event, stream_id=se.event.stream_id.replace("chat-42", fork_id, 1))
               for se in turn1 if not isinstance(se.event.kind, PipelineRequested)]  # fmt: skip
     fork = [StoredEvent(10_000 + i, e, "") for i, e in enumerate([*head, *copies])]
     p, f, span = span_figures("chat-42", parent, fork_id, fork)

@@ -20,8 +20,8 @@ from tests.test_replay_kinds import rows as replay_rows
 from tests.test_store_write import SAMPLES
 from zymi_tui.events import row_describe
 from zymi_tui.events.describe import Line, describe
-from zymi_tui.events.envelope import Event, EventDecodeError, decode_event
-from zymi_tui.events.kinds import KNOWN_KINDS, parse_kind
+from zymi_tui.events.envelope import EventDecodeError, decode_event
+from zymi_tui.events.kinds import KNOWN_KINDS, Event, parse_kind
 from zymi_tui.events.row_describe import row_line
 
 from .conftest import ROOT, SCENARIOS, oracle_db

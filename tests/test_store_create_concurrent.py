@@ -23,7 +23,7 @@ ROUNDS = 3
 # Imports first, then every process waits for the same instant, so the opens really overlap.
 SCRIPT = """
 import asyncio, sys, time
-from zymi_tui.events.envelope import Event
+from zymi_tui.events.kinds import Event
 from zymi_tui.events.kinds import UserMessageReceived
 from zymi_tui.events.messages import UserMessage
 from zymi_tui.events.sqlite import SqliteWriter

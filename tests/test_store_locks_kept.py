@@ -20,8 +20,7 @@ import sys
 from pathlib import Path
 
 from tests.waiting import LIMIT
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import UserMessageReceived
+from zymi_tui.events.kinds import Event, UserMessageReceived
 from zymi_tui.events.messages import UserMessage
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
 from zymi_tui.events.sqlite_file import keep_if_store_file

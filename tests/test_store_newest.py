@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from zymi_tui.events import sqlite as backend
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.kinds import Event, LlmCallStarted
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
 
 from .conftest import copy_store, oracle_db

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from zymi_tui.events import sqlite as backend
-from zymi_tui.events.envelope import Event
 from zymi_tui.events.factory import open_reader, open_writer
-from zymi_tui.events.kinds import LlmCallStarted
+from zymi_tui.events.kinds import Event, LlmCallStarted
 from zymi_tui.events.location import location_of
 from zymi_tui.events.sqlite import SqliteReader
 from zymi_tui.events.store import EventReader

@@ -23,7 +23,7 @@ N = 2000
 
 WRITER = """
 import asyncio, sys
-from zymi_tui.events.envelope import Event
+from zymi_tui.events.kinds import Event
 from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.sqlite import SqliteWriter
 

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.waiting import LIMIT
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import KNOWN_KINDS, parse_kind
+from zymi_tui.events.kinds import KNOWN_KINDS, Event, parse_kind
 from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
 from zymi_tui.events.timestamps import format_timestamp
 
@@ -121,7 +120,7 @@ async def test_round_trip_reads_back_equal(tmp_path: Path) -> None:
     async with await SqliteReader.open(db) as reader:
         back = await reader.read_stream(run, include_steps=True)
         assert reader.problems == []
-    assert [se.event.model_copy(update={"sequence": 0}) for se in back] == events
+    assert [se.event.stored_as(0) for se in back] == events
     assert [se.data for se in back] == [ev.to_json() for ev in events]
     by_stream: dict[str, list[int]] = {}
     for se in back:

@@ -8,8 +8,7 @@ import sqlite3
 import uuid
 from pathlib import Path
 
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import WorkflowCompleted
+from zymi_tui.events.kinds import Event, WorkflowCompleted
 from zymi_tui.events.sqlite import SqliteWriter
 
 

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.waiting import LIMIT
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import PipelineRequested, ToolCallCompleted
+from zymi_tui.events.kinds import Event, PipelineRequested, ToolCallCompleted
 from zymi_tui.events.sqlite import SqliteWriter
 from zymi_tui.text_safety import escape_controls
 

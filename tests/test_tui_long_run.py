@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
@@ -108,7 +109,7 @@ async def append_the_last_call_again(db: Path) -> None:
     assert [se.event.tag for se in last_two] == ["llm_call_started", "llm_call_completed"]
     async with await SqliteWriter.open(db) as w:
         for se in last_two:
-            await w.append(se.event.model_copy(update={"id": str(uuid.uuid4())}))
+            await w.append(msgspec.structs.replace(se.event, id=str(uuid.uuid4())))
 
 
 async def test_the_run_opens_with_its_rows_plot_and_graph(db: Path, path: str) -> None:

@@ -8,6 +8,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+import msgspec
+
 from tests.conftest import ORACLE, copy_store
 from tests.waiting import LIMIT
 from zymi_tui.events.location import SqliteStore
@@ -82,5 +84,5 @@ async def append_copy_of_run(db: Path) -> str:
         for se in events:
             ev = se.event
             stream = ev.stream_id.replace(run.stream_id, new_stream)
-            await w.append(ev.model_copy(update={"id": str(uuid.uuid4()), "stream_id": stream}))
+            await w.append(msgspec.structs.replace(ev, id=str(uuid.uuid4()), stream_id=stream))
     return new_stream

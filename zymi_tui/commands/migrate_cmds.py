@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from zymi_tui.events.factory import open_row_source, open_row_target
-from zymi_tui.events.location import POSTGRES_SCHEMES, SqliteStore, StoreLocation, location_of
+from zymi_tui.events.location import POSTGRES_SCHEMES, SqliteStore, StoreLocation, location_of, same_store
 from zymi_tui.events.whole_rows import Head, RowSource, RowTarget
 from zymi_tui.project.locate import DEFAULT_DB, locate_store, project_store
 from zymi_tui.project.reader import is_project
@@ -68,7 +68,7 @@ async def _heads(src: RowSource, dst: RowTarget) -> tuple[list[Head], int]:
 async def migrate(src_arg: str, dst_arg: str, batch: int) -> int:
     src_loc = locate_store(src_arg)
     dst_loc = _target_location(dst_arg)
-    if src_loc.same_as(dst_loc):
+    if same_store(src_loc, dst_loc):
         raise CommandError(f"SRC and DST are the same store ({src_loc})")
     src = await open_row_source(src_loc)
     try:

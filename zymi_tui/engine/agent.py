@@ -115,11 +115,10 @@ class AgentStep:
         self.builder.add(replay_event(stored))
         return stored
 
-    def _label(self, kind: type[EventData], data: dict[str, Any]) -> EventData:
-        """Events that carry a model's words say which provider spoke (the demo model is labelled)."""
-        data = dict(data)
-        data["zymi_tui"] = {"provider": self.provider.name, "model": self.provider.model}
-        return kind.model_validate(data)
+    def _label(self) -> dict[str, Any]:
+        """What an event that carries a model's words records (`zymi_tui`): which provider spoke (the demo
+        model is labelled)."""
+        return {"provider": self.provider.name, "model": self.provider.model}
 
     async def _compact(self, ctx: RenderedContext) -> RenderedContext:
         plan = ctx.compaction
@@ -137,14 +136,12 @@ class AgentStep:
         summary = resp.content or ""
         message = AssistantMessage(content=resp.content, tool_calls=tuple(resp.tool_calls))
         await self._emit(
-            self._label(
-                LlmCallCompleted,
-                {
-                    "response_message": message,
-                    "has_tool_calls": False,
-                    "usage": resp.usage,
-                    "content_preview": cut_bytes(summary, 100),
-                },
+            LlmCallCompleted(
+                response_message=message,
+                has_tool_calls=False,
+                usage=resp.usage,
+                content_preview=cut_bytes(summary, 100),
+                zymi_tui=self._label(),
             ),
             "compaction",
             corr,
@@ -224,11 +221,12 @@ class AgentStep:
                 )
 
     async def _completed(self, resp: LlmResponse) -> None:
-        data: dict[str, Any] = {
-            "response_message": AssistantMessage(content=resp.content, tool_calls=tuple(resp.tool_calls)),
-            "has_tool_calls": bool(resp.tool_calls),
-            "usage": resp.usage,
-            "content_preview": None if resp.content is None else cut_bytes(resp.content, 100),
-            "finish_reason": resp.finish_reason,
-        }
-        await self._emit(self._label(LlmCallCompleted, data))
+        completed = LlmCallCompleted(
+            response_message=AssistantMessage(content=resp.content, tool_calls=tuple(resp.tool_calls)),
+            has_tool_calls=bool(resp.tool_calls),
+            usage=resp.usage,
+            content_preview=None if resp.content is None else cut_bytes(resp.content, 100),
+            finish_reason=resp.finish_reason,
+            zymi_tui=self._label(),
+        )
+        await self._emit(completed)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from zymi_tui.events.envelope import Event
-from zymi_tui.events.kinds import EventData
+from zymi_tui.events.kinds import Event, EventData
 from zymi_tui.events.store import EventWriter
 from zymi_tui.events.stored import StoredEvent
 

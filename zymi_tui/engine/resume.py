@@ -27,8 +27,8 @@ from zymi_tui.engine.dag import plan_levels
 from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.runner import ResumeHook, RunHalted, RunResult, Runtime, run_pipeline, seal_interrupted
 from zymi_tui.errors import UserError
-from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import (
+    Event,
     LlmCallCompleted,
     PipelineCompleted,
     PipelineRequested,
@@ -42,8 +42,6 @@ from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.errors import ProjectError
-
-KNOBS_FIELD = "zymi_tui"  # the extra field of ResumeForked: {"knobs": {...}, "profile": ..., "sets": [...]}
 
 
 class ResumeError(UserError):
@@ -245,13 +243,11 @@ async def _bootstrap(reader: EventReader, plan: ResumePlan, stream: str, corr: s
         Event.new(stream, PipelineRequested(pipeline=plan.pipeline, inputs=plan.inputs), "engine", corr),
         Event.new(
             stream,
-            ResumeForked.model_validate(
-                {
-                    "parent_stream_id": plan.parent_stream_id,
-                    "parent_correlation_id": plan.parent_correlation_id,
-                    "fork_at_step": plan.fork_at_step,
-                    KNOBS_FIELD: knobs.record() | {"re_executed": plan.re_executed},
-                }
+            ResumeForked(
+                parent_stream_id=plan.parent_stream_id,
+                parent_correlation_id=plan.parent_correlation_id,
+                fork_at_step=plan.fork_at_step,
+                zymi_tui=knobs.record() | {"re_executed": plan.re_executed},
             ),
             "engine",
             corr,

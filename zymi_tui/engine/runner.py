@@ -152,12 +152,10 @@ class PipelineRun:
             fresh_cutoff_ns=cutoff,
         )
         assert rt.provider is not None
-        started = WorkflowNodeStarted.model_validate(
-            {
-                "node_id": step.id,
-                "description": f'agent={agent.name}, task="{cut_bytes(task, 80)}"',
-                "zymi_tui": describe(setup, rt.provider),
-            }
+        started = WorkflowNodeStarted(
+            node_id=step.id,
+            description=f'agent={agent.name}, task="{cut_bytes(task, 80)}"',
+            zymi_tui=describe(setup, rt.provider),
         )
         await self.emit(started)
         return await AgentStep(setup, self.scope, rt.provider, rt.recorder, rt.reader, rt.tools).run()

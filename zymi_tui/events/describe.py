@@ -9,10 +9,10 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from zymi_tui.events import kinds as k
-from zymi_tui.events.envelope import Event
+from zymi_tui.events.kinds import Event
 from zymi_tui.events.messages import AssistantMessage, message_text
 
 
@@ -46,7 +46,7 @@ def describe(event: Event) -> Line:
     kind = event.kind
     if isinstance(kind, k.UnknownKind):
         return unknown_line(kind.type_name, kind.to_data())
-    return describe_kind(kind.type_name, kind)
+    return describe_kind(kind)
 
 
 def unknown_line(type_name: str, data: Any) -> Line:
@@ -54,17 +54,19 @@ def unknown_line(type_name: str, data: Any) -> Line:
     return Line("?", f"Unknown: {type_name}", "warning", 0, cut(json.dumps(data, ensure_ascii=False), 80))
 
 
-def describe_kind(t: str, d: k.EventData) -> Line:
-    """The line of the known kind `t` from its payload `d` (of the class `kinds` declares for `t`)."""
-    return _LINES[t](d)
+def describe_kind(d: k.EventData) -> Line:
+    """The line of a known kind."""
+    return _LINES[type(d)](d)
 
 
 K = TypeVar("K", bound=k.EventData)
+Describe = Callable[[k.EventData], Line]
 
 
-def _by(kind: type[K], line: Callable[[K], Line]) -> tuple[str, Callable[[Any], Line]]:
-    """A kind's name and how its line is made (typed: the checker reads `line` as taking `kind`)."""
-    return kind.__name__, line
+def _by(kind: type[K], line: Callable[[K], Line]) -> tuple[type[k.EventData], Describe]:
+    """A kind and how its line is made: `line` is typed as taking that kind, and `_LINES` hands it only
+    that kind's payloads (it is looked up by the payload's own class)."""
+    return kind, cast(Describe, line)
 
 
 def _outcome(ok: bool, label: str, indent: int, detail: str) -> Line:
@@ -110,7 +112,7 @@ def _reasoning_answered(d: k.ReasoningAnswered) -> Line:
                 "failure" if d.is_error else "success", 2, f"by {d.answered_by}: {cut(d.answer, 60)}")  # fmt: skip
 
 
-_LINES: dict[str, Callable[[Any], Line]] = dict(  # by the kind's type name
+_LINES: dict[type[k.EventData], Describe] = dict(  # by the kind's class
     [
         _by(
             k.PipelineRequested,

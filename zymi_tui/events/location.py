@@ -27,9 +27,6 @@ class SqliteStore:
     def __str__(self) -> str:
         return str(self.path)
 
-    def same_as(self, other: StoreLocation) -> bool:
-        return isinstance(other, SqliteStore) and self.path.resolve() == other.path.resolve()
-
 
 @dataclass(frozen=True, slots=True)
 class PostgresStore:
@@ -38,11 +35,15 @@ class PostgresStore:
     def __str__(self) -> str:
         return redact_url(self.url)
 
-    def same_as(self, other: StoreLocation) -> bool:
-        return isinstance(other, PostgresStore) and self.url == other.url
-
 
 StoreLocation = SqliteStore | PostgresStore
+
+
+def same_store(a: StoreLocation, b: StoreLocation) -> bool:
+    """Whether two locations name one store (a SQLite file by its resolved path, a URL as written)."""
+    if isinstance(a, SqliteStore) and isinstance(b, SqliteStore):
+        return a.path.resolve() == b.path.resolve()
+    return a == b
 
 
 def location_of(text: str | Path) -> StoreLocation:

@@ -4,49 +4,50 @@
 `{"UserMultimodal": {"parts": [{"Text": "..."}, {"ImageBase64": {...}}]}}`,
 `{"Assistant": {"content": "..."|null, "tool_calls": [{"id", "name", "arguments"}]}}`,
 `{"ToolResult": {"tool_call_id": "...", "content": "..."}}` (docs/engine.md#envelope).
+
+Each variant is a struct of what it holds (for the assistant and a tool result, exactly the object
+under the tag). msgspec reads no externally tagged union, so an event kind's message field is typed
+`Message`, which msgspec hands to `decode_hook` as the plain JSON value: the hook reads it through
+`_TaggedJson` (one optional field per tag, unknown tags refused) and returns the variant.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import abc
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
-from zymi_tui.record import Check, Record, field
+import msgspec
+from msgspec import UNSET, UnsetType
 
 
-class ToolCallInfo(Record, frozen=True):
+class ToolCallInfo(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     name: str
     arguments: str
 
 
-class _Tagged(Record, frozen=True, extra="forbid"):
-    """A variant read from zymi's externally tagged JSON through validation aliases (`{"User": ..}`),
-    so pydantic-core reads it straight from the JSON text; built in code by field name (then pydantic
-    is not needed: a record)."""
+class SystemMessage(msgspec.Struct, frozen=True, kw_only=True):
+    role: ClassVar[Literal["system"]] = "system"
+    content: str
 
 
-class SystemMessage(_Tagged, frozen=True):
-    role: Literal["system"] = "system"
-    content: str = field(validation_alias="System")
+class UserMessage(msgspec.Struct, frozen=True, kw_only=True):
+    role: ClassVar[Literal["user"]] = "user"
+    content: str
 
 
-class UserMessage(_Tagged, frozen=True):
-    role: Literal["user"] = "user"
-    content: str = field(validation_alias="User")
+class TextPart(msgspec.Struct, frozen=True, kw_only=True):
+    text: str
 
 
-class TextPart(_Tagged, frozen=True):
-    text: str = field(validation_alias="Text")
+class ImagePart(msgspec.Struct, frozen=True, kw_only=True):
+    media_type: str
+    data: str
 
 
-class ImagePart(_Tagged, frozen=True):
-    media_type: str = field(validation_alias=("ImageBase64", "media_type"))
-    data: str = field(validation_alias=("ImageBase64", "data"))
-
-
-class UserMultimodalMessage(_Tagged, frozen=True):
-    role: Literal["user_multimodal"] = "user_multimodal"
-    parts: tuple[TextPart | ImagePart, ...] = field(validation_alias=("UserMultimodal", "parts"))
+class UserMultimodalMessage(msgspec.Struct, frozen=True, kw_only=True):
+    role: ClassVar[Literal["user_multimodal"]] = "user_multimodal"
+    parts: tuple[TextPart | ImagePart, ...]
 
     @property
     def content(self) -> str:
@@ -54,29 +55,85 @@ class UserMultimodalMessage(_Tagged, frozen=True):
         return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
 
 
-class AssistantMessage(_Tagged, frozen=True):
-    role: Literal["assistant"] = "assistant"
-    content: str | None = field(validation_alias=("Assistant", "content"))
-    tool_calls: tuple[ToolCallInfo, ...] = field(default=(), validation_alias=("Assistant", "tool_calls"))
+class AssistantMessage(msgspec.Struct, frozen=True, kw_only=True):
+    role: ClassVar[Literal["assistant"]] = "assistant"
+    content: str | None
+    tool_calls: tuple[ToolCallInfo, ...] = ()
 
 
-class ToolResultMessage(_Tagged, frozen=True):
-    role: Literal["tool"] = "tool"
-    tool_call_id: str = field(validation_alias=("ToolResult", "tool_call_id"))
-    content: str = field(validation_alias=("ToolResult", "content"))
+class ToolResultMessage(msgspec.Struct, frozen=True, kw_only=True):
+    role: ClassVar[Literal["tool"]] = "tool"
+    tool_call_id: str
+    content: str
 
 
 MessageModel = SystemMessage | UserMessage | UserMultimodalMessage | AssistantMessage | ToolResultMessage
 
 
-class _InOrder(Check):
-    """A union pydantic tries in its order (its `left_to_right` mode), the first that fits taken."""
+class _AnyMessage(abc.ABC):  # noqa: B024  # no methods: only a type the variants are registered with
+    """What msgspec sees of a message field: a type it does not know (so it calls `decode_hook`), of
+    which every variant is an instance (so it accepts what the hook returns)."""
 
-    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
-        schema = handler(source)
-        if schema.get("type") == "union":
-            schema["mode"] = "left_to_right"
-        return schema
+
+for _variant in MessageModel.__args__:
+    _AnyMessage.register(_variant)
+
+if TYPE_CHECKING:
+    Message: TypeAlias = MessageModel
+else:
+    Message = _AnyMessage
+
+
+class _PartJson(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    Text: str | UnsetType = UNSET
+    ImageBase64: ImagePart | UnsetType = UNSET
+
+
+class _MultimodalJson(msgspec.Struct, frozen=True):
+    parts: tuple[_PartJson, ...]
+
+
+class _TaggedJson(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A message as zymi writes it: exactly one of these keys."""
+
+    Assistant: AssistantMessage | UnsetType = UNSET
+    User: str | UnsetType = UNSET
+    ToolResult: ToolResultMessage | UnsetType = UNSET
+    System: str | UnsetType = UNSET
+    UserMultimodal: _MultimodalJson | UnsetType = UNSET
+
+
+def _part(part: _PartJson) -> TextPart | ImagePart:
+    if isinstance(part.Text, str) and part.ImageBase64 is UNSET:
+        return TextPart(text=part.Text)
+    if isinstance(part.ImageBase64, ImagePart) and part.Text is UNSET:
+        return part.ImageBase64
+    raise ValueError("a message part holds exactly one of `Text`, `ImageBase64`")
+
+
+def _message(tagged: _TaggedJson) -> MessageModel:
+    found = [v for v in (tagged.Assistant, tagged.User, tagged.ToolResult, tagged.System, tagged.UserMultimodal)
+             if v is not UNSET]  # fmt: skip
+    if len(found) != 1:
+        raise ValueError("a message holds exactly one of `System`, `User`, `UserMultimodal`, `Assistant`, `ToolResult`")
+    if isinstance(tagged.User, str):
+        return UserMessage(content=tagged.User)
+    if isinstance(tagged.System, str):
+        return SystemMessage(content=tagged.System)
+    if isinstance(tagged.UserMultimodal, _MultimodalJson):
+        return UserMultimodalMessage(parts=tuple(_part(p) for p in tagged.UserMultimodal.parts))
+    if isinstance(tagged.Assistant, AssistantMessage):
+        return tagged.Assistant
+    assert isinstance(tagged.ToolResult, ToolResultMessage)  # the one left
+    return tagged.ToolResult
+
+
+def decode_hook(kind: type, value: Any) -> Any:
+    """msgspec's `dec_hook` for a `Message` field: the variant from its plain JSON value (raises
+    `ValueError`, which msgspec words with the field's path, for anything else)."""
+    if kind is _AnyMessage:
+        return _message(msgspec.convert(value, _TaggedJson))
+    raise NotImplementedError(f"no decoder for {kind}")
 
 
 def dump_message(message: MessageModel) -> dict[str, Any]:
@@ -101,26 +158,17 @@ def dump_message(message: MessageModel) -> dict[str, Any]:
     return {"UserMultimodal": {"parts": parts}}
 
 
-# Tried in this order, most frequent first (every LlmCallCompleted holds an Assistant message), so
-# a valid message is usually accepted at the first try, with no failed attempt to build errors for.
-Message = Annotated[
-    AssistantMessage | UserMessage | ToolResultMessage | SystemMessage | UserMultimodalMessage, _InOrder()
-]
-_MESSAGE: Any = None  # pydantic's reader of message JSON, made at its first use (a writer never needs it)
+_MESSAGE = msgspec.json.Decoder(Message, dec_hook=decode_hook)
 
 
-def parse_message_json(data: bytes) -> MessageModel:
-    """A `Message` from its externally tagged JSON text, validated as an event's message field is."""
-    global _MESSAGE
-    if _MESSAGE is None:
-        from pydantic import TypeAdapter
-
-        _MESSAGE = TypeAdapter(Message)
-    message: MessageModel = _MESSAGE.validate_json(data)
+def parse_message_json(data: bytes | str) -> MessageModel:
+    """A `Message` from its externally tagged JSON text; raises `msgspec.ValidationError` or
+    `msgspec.DecodeError`."""
+    message: MessageModel = _MESSAGE.decode(data)
     return message
 
 
-class TokenUsage(Record, frozen=True):
+class TokenUsage(msgspec.Struct, frozen=True, kw_only=True):
     """Provider-reported usage. `input_tokens` already includes cached tokens."""
 
     input_tokens: int

@@ -61,7 +61,7 @@ from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
 from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
 
 if TYPE_CHECKING:
-    from zymi_tui.events.envelope import Event
+    from zymi_tui.events.kinds import Event
 
 # zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
 SCHEMA = """
@@ -577,7 +577,7 @@ class PostgresWriter:
             event.correlation_id, event.causation_id, event.source, prev, digest,
         )  # fmt: skip
         await conn.execute(_HEAD, event.stream_id, seq, digest)
-        return StoredEvent(int(gid), event.model_copy(update={"sequence": seq}), data)
+        return StoredEvent(int(gid), event.stored_as(seq), data)
 
     async def checkpoint(self) -> None:
         """Nothing to do: Postgres has no WAL file of ours to fold back (SQLite's PASSIVE checkpoint)."""

@@ -1,8 +1,8 @@
 """What a replay reads of an event: its envelope and the payload of the kinds the context depends on.
 
 A replay reads about half the rows of a store: a row of a kind below is decoded with msgspec in one
-typed pass (`kind_json`, whose structs are derived from `kinds`), and its payload is the kind itself
-(`kinds.LlmCallCompleted`, ...), so the context builder sees one type whichever way an event reached it.
+typed pass (`kind_json`) straight into the kind's struct (`kinds.LlmCallCompleted`, ...), so the context
+builder sees one type whichever way an event reached it.
 Every check `envelope.decode_event` makes is made here (the envelope as `row_envelope` checks it, a payload's
 fields by type, strictly); a row these checks refuse, or whose kind is not a replay kind, is decoded by
 `decode_event` itself, so a replay accepts, refuses and words a row exactly as a whole-event reader does.
@@ -10,17 +10,14 @@ fields by type, strictly); a row these checks refuse, or whose kind is not a rep
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import msgspec
 
 from zymi_tui.events import kinds as k
 from zymi_tui.events.envelope import decode_event
-from zymi_tui.events.kind_json import EXTRA, row_decoder, to_kind
-from zymi_tui.events.row_envelope import DECODE_ERRORS
+from zymi_tui.events.kind_json import decode_row
 from zymi_tui.events.stored import StoredEvent
-from zymi_tui.record import built
 
 ReplayKind = (
     k.PipelineRequested | k.PipelineCompleted | k.MemoryWritten | k.MemoryDeleted | k.WorkflowNodeStarted
@@ -28,9 +25,6 @@ ReplayKind = (
     | k.LlmCallCompleted | k.UserMessageReceived
 )  # fmt: skip
 REPLAY_TYPES = frozenset(cls.__name__ for cls in ReplayKind.__args__)  # the kinds' type names
-
-
-_ROWS = {name: row_decoder(name) for name in REPLAY_TYPES}  # KeyError for another kind
 
 
 class ReplayEvent(msgspec.Struct, frozen=True):
@@ -49,25 +43,15 @@ def decode_replay_row(type_name: str, global_id: int, sequence: int, data: str) 
     """A stored row of the kind `type_name` (its `kind_tag` column) as a replay reads it. A row these
     strict checks refuse (or of another kind) is decoded by `decode_event`, which raises
     `EventDecodeError` for a row a whole-event reader refuses."""
-    try:
-        env = _ROWS[type_name].decode(data)
-        datetime.fromisoformat(env.timestamp[:19])  # the pattern checked the form; this checks the ranges
-        kind: Any = to_kind(type_name, env.kind.data)
-    except (KeyError, *DECODE_ERRORS):  # a message refused by its model raises pydantic's ValueError
+    env = decode_row(type_name, data) if type_name in REPLAY_TYPES else None
+    if env is None:
         return replay_event(StoredEvent(global_id, decode_event(data, sequence), data))
+    kind: Any = env.kind.data
     return ReplayEvent(global_id, env.stream_id, sequence, env.timestamp, env.source, env.correlation_id, kind)
 
 
 def replay_event(stored: StoredEvent) -> ReplayEvent:
-    """The replay's view of a decoded event (of its extra fields, only `zymi_tui` is kept, as by the
-    fast path)."""
+    """The replay's view of a decoded event."""
     ev = stored.event
-    kind: Any = _view(ev.kind) if isinstance(ev.kind, k.EventData) and ev.kind.type_name in REPLAY_TYPES else None
+    kind: Any = ev.kind if ev.kind.type_name in REPLAY_TYPES else None
     return ReplayEvent(stored.global_id, ev.stream_id, ev.sequence, ev.timestamp, ev.source, ev.correlation_id, kind)
-
-
-def _view(kind: k.EventData) -> k.EventData:
-    extra = kind.model_extra or {}
-    if extra.keys() <= {EXTRA}:
-        return kind
-    return built(type(kind), dict(kind.__dict__), {k: v for k, v in extra.items() if k == EXTRA})

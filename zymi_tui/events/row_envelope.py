@@ -12,16 +12,13 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
-from zymi_tui.events.patterns import TIMESTAMP_PATTERN, UUID_PATTERN
+from zymi_tui.events.kinds import Event
 
 T = TypeVar("T")
-
-Uuid = Annotated[str, msgspec.Meta(pattern=UUID_PATTERN)]
-Timestamp = Annotated[str, msgspec.Meta(pattern=TIMESTAMP_PATTERN)]
 
 
 class LeanError(ValueError):
@@ -33,65 +30,69 @@ class Kind(msgspec.Struct, frozen=True):
     data: msgspec.Raw = msgspec.Raw(b"null")  # left as text unless a reader decodes it
 
 
-class Envelope(msgspec.Struct, frozen=True):
-    id: Uuid
-    stream_id: str
-    timestamp: Timestamp
-    kind: Kind
-    source: str
-    sequence: int = 0
-    correlation_id: Uuid | None = None
-    causation_id: Uuid | None = None
-
-
 def _derived(name: str, types: dict[str, Any], keep: tuple[str, ...] = ()) -> Any:
-    """`Envelope` with the fields in `types` typed anew (only those in `keep`, when given)."""
-    fields = [(f.name, types.get(f.name, f.type), f.default) for f in msgspec.structs.fields(Envelope)]
-    return msgspec.defstruct(name, [f for f in fields if not keep or f[0] in keep], frozen=True)
+    """`kinds.Event` with the fields in `types` typed anew (only those in `keep`, when given), and its
+    `kind` as `Kind`."""
+    types = {"kind": Kind, **types}
+    fields = [(f.name, types.get(f.name, f.type), f.default) for f in msgspec.structs.fields(Event)]
+    return msgspec.defstruct(name, [f for f in fields if not keep or f[0] in keep], frozen=True, kw_only=True)
 
 
+# the envelope as stored, its fields checked as `decode_event` checks them, the kind's payload left as text
+Envelope = _derived("Envelope", {})
 # the same checks with the UUIDs parsed in C (the common forms): twice as fast as the patterns
 _UuidEnvelope = _derived("UuidEnvelope", {"id": uuid.UUID, "correlation_id": uuid.UUID | None,
                                           "causation_id": uuid.UUID | None})  # fmt: skip
 
 
-_ENVELOPE = msgspec.json.Decoder(Envelope)
-_UUID_ENVELOPE = msgspec.json.Decoder(_UuidEnvelope)
+_ENVELOPE: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Envelope)
+_UUID_ENVELOPE: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_UuidEnvelope)
 # ValueError includes a str holding undecodable bytes (surrogateescape); RecursionError, JSON nested
 # deeper than the decoder's stack
 DECODE_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError)
 
 
 def _lean_error(e: BaseException) -> LeanError:
-    """One of `DECODE_ERRORS` worded for a person."""
+    """One of `DECODE_ERRORS` worded for a person: what was expected of a field, not its regex."""
     if isinstance(e, UnicodeError):
         return LeanError("data is not valid UTF-8")
     if isinstance(e, RecursionError):
         return LeanError("data nests too deeply to be read (JSON arrays/objects inside each other)")
-    return LeanError(str(e))
+    if isinstance(e, msgspec.DecodeError) and not isinstance(e, msgspec.ValidationError):
+        return LeanError(f"invalid JSON: {e}")
+    text = str(e)
+    if "matching regex" in text:  # a pattern of the envelope: a UUID or the timestamp
+        where = text.rpartition("`$.")[2].rstrip("`")
+        return LeanError(f"{where}: {'not an RFC 3339 timestamp' if where == 'timestamp' else 'not a UUID'}")
+    return LeanError(text)
 
 
-def envelope(data: str | bytes) -> Envelope:
-    """The checked envelope of a `data` column, its fields as stored; the kind's payload is not decoded."""
+def _checked(decoder: msgspec.json.Decoder[T], data: str | bytes) -> T:
+    """`data` decoded by `decoder` (an envelope), its timestamp's ranges checked too."""
     if not isinstance(data, str):
         raise LeanError("the data column is not text")
     try:
-        env = _ENVELOPE.decode(data)
-        datetime.fromisoformat(env.timestamp[:19])
+        env = decoder.decode(data)
     except DECODE_ERRORS as e:
         raise _lean_error(e) from None
+    try:
+        datetime.fromisoformat(env.timestamp[:19])  # type: ignore[attr-defined]  # every envelope has one
+    except ValueError as e:
+        raise LeanError(f"timestamp: {e}") from None
     return env
+
+
+def envelope(data: str | bytes) -> Any:
+    """The checked envelope of a `data` column, its fields as stored; the kind's payload is not decoded."""
+    return _checked(_ENVELOPE, data)
 
 
 def checked_stream_id(data: str | bytes) -> str:
     """Check a `data` column's envelope as `envelope` does (faster) and return its stream id."""
-    if not isinstance(data, str):
-        raise LeanError("the data column is not text")
     try:
-        env = _UUID_ENVELOPE.decode(data)
-        datetime.fromisoformat(env.timestamp[:19])
-    except DECODE_ERRORS:
-        return envelope(data).stream_id  # a braced or urn: UUID, or an error worded by the full check
+        env = _checked(_UUID_ENVELOPE, data)
+    except LeanError:
+        env = envelope(data)  # a braced or urn: UUID, or an error worded by the full check
     stream_id: str = env.stream_id
     return stream_id
 

@@ -38,7 +38,7 @@ from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
 from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
 if TYPE_CHECKING:
-    from zymi_tui.events.envelope import Event
+    from zymi_tui.events.kinds import Event
 
 # zymi's DDL, verbatim (events/store/sqlite.rs), so `sqlite_master` reads the same.
 SCHEMA = """CREATE TABLE IF NOT EXISTS events (
@@ -697,7 +697,7 @@ class SqliteWriter:
         ).lastrowid  # fmt: skip
         conn.execute(_APPEND_STREAM_HEAD, (event.stream_id, seq, digest))
         assert gid is not None
-        return StoredEvent(gid, event.model_copy(update={"sequence": seq}), data)
+        return StoredEvent(gid, event.stored_as(seq), data)
 
     async def checkpoint(self) -> None:
         """`PRAGMA wal_checkpoint(PASSIVE)`, as zymi runs after a run's terminal event (ADR-0030).

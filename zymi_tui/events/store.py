@@ -18,7 +18,7 @@ from zymi_tui.events.hashchain import ChainRow, ChainScan, scan_rows
 from zymi_tui.events.stored import BadRow, StoredEvent
 
 if TYPE_CHECKING:
-    from zymi_tui.events.envelope import Event
+    from zymi_tui.events.kinds import Event
 
 
 class StoreError(UserError):

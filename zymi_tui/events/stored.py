@@ -1,8 +1,8 @@
 """What a store's reader hands out: events with their row id, and the rows it could not read.
 
-No pydantic here: a reader that only lists runs, passes rows through or checks the hash chain
-imports this module, the backends and `row_envelope`, never the whole-event model. `envelope` (the
-pydantic `Event` of every kind) is loaded the first time a reader decodes whole events.
+A reader that only lists runs, passes rows through or checks the hash chain imports this module, the
+backends and `row_envelope`, never the whole-event reader: `envelope` (and the decoder of every kind)
+is loaded the first time a reader decodes whole events.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from zymi_tui.events.envelope import Event
+    from zymi_tui.events.kinds import Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +52,8 @@ class RowDecoder:
         rows = list(rows)
         if not rows:  # a tail's empty poll loads nothing (the dashboard polls before its first frame settles)
             return []
-        # imported here, not at the top: the whole-event model (pydantic, every kind) is loaded
-        # only by a reader that decodes whole events (see the module docstring)
+        # imported here, not at the top: the whole-event reader is loaded only by a reader that
+        # decodes whole events (see the module docstring)
         from zymi_tui.events.envelope import EventDecodeError, decode_event
 
         out: list[StoredEvent] = []

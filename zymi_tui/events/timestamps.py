@@ -1,7 +1,7 @@
 """Event timestamps: RFC 3339 text as zymi writes it, and nanoseconds since the epoch.
 
 Plain functions, no model: the readers that never build a whole event (runs, replay, verify) use
-them without loading the pydantic envelope.
+them without loading the whole-event reader.
 """
 
 from __future__ import annotations

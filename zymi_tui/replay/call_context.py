@@ -113,7 +113,7 @@ class StepDescription:
 
 def self_described(kind: WorkflowNodeStarted) -> StepDescription | None:
     """The step's own description, when zymi-tui's engine wrote it (zymi's readers ignore the field)."""
-    extra = (kind.model_extra or {}).get("zymi_tui")
+    extra = kind.engine_notes
     if not isinstance(extra, dict) or not isinstance(extra.get("system_prompt"), str):
         return None
     try:

@@ -23,8 +23,8 @@ from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.masking import message_bytes
-from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import (
+    Event,
     EventData,
     LlmCallCompleted,
     LlmCallStarted,
@@ -162,11 +162,7 @@ class SpanSink:
         """The model calls the store already holds from spans: taken in again (a file imported twice, a
         batch retried across a restart), they are dropped as duplicates."""
         for stored in await reader.read_kinds([LlmCallStarted.TAG]):
-            extra = (
-                (stored.event.kind.model_extra or {}).get("zymi_tui")
-                if isinstance(stored.event.kind, EventData)
-                else None
-            )
+            extra = stored.event.kind.engine_notes
             if isinstance(extra, dict) and extra.get("origin") == ORIGIN:
                 self.seen[f"{extra.get('trace_id')}/{extra.get('span_id')}"] = None
 
@@ -274,9 +270,7 @@ class SpanSink:
             "fresh_cutoff_ns": None, "knobs": AGENT_OWN_KNOBS.values(), "provider": s.service,
             "model": content.model, "convention": content.convention,
         }  # fmt: skip
-        started = WorkflowNodeStarted.model_validate(
-            {"node_id": node, "description": f"agent={node} (spans of {s.service})", "zymi_tui": extra}
-        )
+        started = WorkflowNodeStarted(node_id=node, description=f"agent={node} (spans of {s.service})", zymi_tui=extra)
         await self._emit(run.stream, started, run.corr, s.start_ns)
         return st
 
@@ -308,10 +302,10 @@ class SpanSink:
         st.iteration += 1
         extra = {"origin": ORIGIN, "span_id": s.span_id, "trace_id": s.trace_id,
                  "history": REWRITTEN if rewritten else APPEND_ONLY}  # fmt: skip
-        started = LlmCallStarted.model_validate({
-            "iteration": st.iteration, "message_count": len(sent),
-            "approx_context_chars": sum(message_bytes(m) for m in sent), "zymi_tui": extra,
-        })  # fmt: skip
+        started = LlmCallStarted(
+            iteration=st.iteration, message_count=len(sent),
+            approx_context_chars=sum(message_bytes(m) for m in sent), zymi_tui=extra,
+        )  # fmt: skip
         await self._emit(st.stream, started, run.corr, s.start_ns)
         self.stats.calls += 1
         st.unanswered = (s, content)

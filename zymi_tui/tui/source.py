@@ -66,7 +66,7 @@ async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:
     A turn's events are found on the run's index (ids first) and only they are read: a turn of a long
     chat stream costs its own rows, not the whole stream's.
     """
-    # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
+    # the event readers load with the first decoded event, not with the dashboard's first frame
     from zymi_tui.events.kinds import StepSkipped, WorkflowNodeStarted
 
     run = await reader.read_stream(key.stream_id)
@@ -113,7 +113,7 @@ async def read_peaks(reader: EventReader, turn_of: dict[str, str]) -> AsyncItera
 
 
 def peaks_of(events: list[StoredEvent], turn_of: dict[str, str]) -> dict[RunKey, int]:
-    # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
+    # the event readers load with the first decoded event, not with the dashboard's first frame
     from zymi_tui.events.kinds import LlmCallStarted
 
     out: dict[RunKey, int] = {}
@@ -159,7 +159,7 @@ AGENT_CAPS = "the agent's own: calls taken in from its spans (zymi masked nothin
 def from_spans(stored: StoredEvent) -> bool:
     """A step `collect`/`import` took in from a foreign agent's spans (docs/telemetry-in.md#mapping)."""
     kind = stored.event.kind
-    extra = (kind.model_extra or {}).get("zymi_tui") if hasattr(kind, "model_extra") else None
+    extra = kind.engine_notes
     return stored.event.tag == "workflow_node_started" and isinstance(extra, dict) and extra.get("origin") == "otel"
 
 

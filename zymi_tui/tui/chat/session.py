@@ -28,7 +28,7 @@ from zymi_tui.engine.runner import Runtime
 from zymi_tui.engine.runtime import close_runtime, make_provider, open_runtime
 from zymi_tui.errors import UserError
 from zymi_tui.events import kinds as k
-from zymi_tui.events.envelope import Event
+from zymi_tui.events.kinds import Event
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import STEP_MARK, EventWriter
 from zymi_tui.events.stored import StoredEvent

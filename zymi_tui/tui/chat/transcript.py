@@ -98,7 +98,7 @@ class Transcript:
             if d.iteration > 0:
                 turn.llm_calls += 1
         elif isinstance(d, k.LlmCallCompleted):
-            extra = (d.model_extra or {}).get("zymi_tui")
+            extra = d.engine_notes
             if isinstance(extra, dict) and extra.get("model"):
                 turn.model = f"{extra.get('provider')}/{extra['model']}"
         elif isinstance(d, k.LlmCallFailed):

@@ -93,7 +93,7 @@ def fork_span(parent: Sequence[StoredEvent], fork: Sequence[StoredEvent]) -> For
         return None
     k = forked.event.kind
     assert isinstance(k, ResumeForked)
-    extra = (k.model_extra or {}).get("zymi_tui")
+    extra = k.engine_notes
     recorded = extra.get("re_executed") if isinstance(extra, dict) else None
     if isinstance(recorded, list):
         steps = frozenset(str(x) for x in recorded)
@@ -128,7 +128,7 @@ def run_figures(stream_id: str, events: Sequence[StoredEvent]) -> RunFigures:
     for se in sorted(events, key=lambda e: e.global_id):
         k = se.event.kind
         if isinstance(k, WorkflowNodeStarted):
-            extra = (k.model_extra or {}).get("zymi_tui")
+            extra = k.engine_notes
             if isinstance(extra, dict) and isinstance(extra.get("model"), str):
                 models[k.node_id] = extra["model"]
         if isinstance(k, LlmCallStarted):
@@ -152,7 +152,7 @@ def run_figures(stream_id: str, events: Sequence[StoredEvent]) -> RunFigures:
             f.error, f.answer = k.error, k.final_output
         elif isinstance(k, ResumeForked) and se.event.stream_id == stream_id:
             f.fork_at_step = k.fork_at_step
-            extra = (k.model_extra or {}).get("zymi_tui")
+            extra = k.engine_notes
             if isinstance(extra, dict) and isinstance(extra.get("knobs"), dict):
                 f.knobs = extra["knobs"]
     return f

@@ -17,7 +17,7 @@ from zymi_tui.engine.resume import ForkOutcome, KnobChoice, ResumeError, ResumeP
 from zymi_tui.engine.runtime import close_runtime, open_runtime
 from zymi_tui.errors import UserError
 from zymi_tui.events.describe import describe
-from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.location import StoreLocation, same_store
 from zymi_tui.events.store import EventReader, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.timestamps import format_timestamp
@@ -60,7 +60,7 @@ def load_project(project: Path | None, store: StoreLocation) -> Workspace:
     if project is None:
         raise ResumeError("forking needs the project folder (open the dashboard on a project, or pass -d DIR)")
     ws = load_workspace(project)
-    if not ws.store.same_as(store):
+    if not same_store(ws.store, store):
         raise ResumeError(f"the project {project} writes to {ws.store}, not to the store shown ({store})")
     return ws
 

@@ -202,7 +202,7 @@ class EventsModel:
     def line_of(self, se: StoredEvent) -> Line:
         line = self._lines.get(se.global_id)
         if line is None:
-            # how events read (and the kinds, pydantic) load with the first event drawn, not the first frame
+            # how events read (and the kinds) load with the first event drawn, not the first frame
             from zymi_tui.events.describe import describe
 
             line = self._lines[se.global_id] = describe(se.event)

@@ -71,7 +71,7 @@ def build_graph(pipeline: str, steps: list[StepDef] | None, problem: str | None,
                 events: Iterable[StoredEvent], calls: dict[str, StepCalls]) -> Graph:  # fmt: skip
     """Nodes with status (from the run's workflow events; others are ignored), LLM call count and last
     context size (from the plot's calls per step)."""
-    # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
+    # the event readers load with the first decoded event, not with the dashboard's first frame
     from zymi_tui.events import kinds as k
 
     started: list[str] = []

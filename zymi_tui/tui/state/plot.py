@@ -76,7 +76,7 @@ class CallCollector:
 
     def feed(self, events: Iterable[StoredEvent]) -> None:
         """Decoded events (a small run's, or live ones)."""
-        # the event kinds (pydantic) load with the first decoded event, not with the dashboard's first frame
+        # the event readers load with the first decoded event, not with the dashboard's first frame
         from zymi_tui.events import kinds as k
 
         for se in events:
