@@ -11,7 +11,6 @@ import importlib
 import os
 import signal
 import sys
-import types
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
@@ -96,22 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def without_pydantic_plugins() -> None:
-    """pydantic looks for plugins at its first validation: it imports `importlib.metadata` (and with it
-    email, csv, zipfile, ...) and reads every installed distribution's entry points, ~20-30 ms of each
-    process that validates anything. zymi-tui uses no pydantic plugin, and a third-party one (an
-    observability hook installed in the same environment) has no business in its validation: the
-    loader is one that finds none. (`PYDANTIC_DISABLE_PLUGINS` skips the scan but not the imports.)"""
-    loader = types.ModuleType("pydantic.plugin._loader")
-    loader.get_plugins = tuple  # type: ignore[attr-defined]  # no plugins: ()
-    sys.modules.setdefault(loader.__name__, loader)
-
-
 def run_command(args_list: list[str], command: str | None, *, own_process: bool) -> int:
     if own_process:
         # what is left is freed by the exit itself, not traced by the interpreter's last GC pass (~70 ms)
         atexit.register(gc.freeze)
-        without_pydantic_plugins()
     with modules_loading(own_process=own_process):
         args = parse_line(build_parser(command), args_list)
     try:

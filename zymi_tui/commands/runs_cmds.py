@@ -1,7 +1,7 @@
 """`zymi-tui runs`: runs as zymi pairs them (or one per chat turn), read from the bookkeeping kinds.
 
-Its own module so that listing runs imports the store readers and `row_envelope` only: no pydantic model
-of the event kinds (tests/test_cli_start.py checks it).
+Its own module so that listing runs imports the store readers and `row_envelope` only: not the whole-event
+reader of the event kinds (tests/test_cli_start.py checks it).
 """
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ def _peak(out: dict[RunKey, int], stream_id: str, cid: str | None, chars: int, t
 
 def knobs_of(project: Path | None) -> tuple[ContextKnobs, str]:
     """The project's recorded knobs (`runtime.context`), or the engine defaults and why."""
-    # the knobs model (pydantic) and yaml load here, in the dashboard's start, not before its first frame
+    # the knobs model and yaml load here, in the dashboard's start, not before its first frame
     from zymi_tui.context.knobs import ContextKnobs, project_knobs
 
     if project is None:
