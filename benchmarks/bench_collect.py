@@ -37,7 +37,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent / "zymi-tui"

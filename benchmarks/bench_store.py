@@ -29,7 +29,8 @@ from pathlib import Path
 
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.store import run_of
 from zymi_tui.events.tail import tail
 

@@ -12,7 +12,7 @@ import pytest
 from zymi_tui.cli import main
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 
 def make_store(path: Path, n: int) -> list[str]:

@@ -16,7 +16,7 @@ from tests.tui_support import make_app, settle
 from tests.waiting import LIMIT, pilot_until
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import list_runs, newest_runs
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.dashboard import loaders
 from zymi_tui.tui.model import RunKey

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from zymi_tui.events import sqlite as backend
+from zymi_tui.events import sqlite_read as backend
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.location import location_of
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import EventReader
 from zymi_tui.tui.tuning.whatif import load_run
 

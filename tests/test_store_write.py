@@ -14,7 +14,8 @@ import pytest
 from tests.waiting import LIMIT
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import KNOWN_KINDS, parse_kind
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.timestamps import format_timestamp
 
 from .conftest import requires_zymi, zymi_bin

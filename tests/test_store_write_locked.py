@@ -10,7 +10,7 @@ from pathlib import Path
 
 from zymi_tui.events.envelope import Event
 from zymi_tui.events.kinds import WorkflowCompleted
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 
 def event(stream: str) -> Event:
