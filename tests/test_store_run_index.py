@@ -15,7 +15,7 @@ from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.location import location_of
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import EventReader
-from zymi_tui.tui.tuning.whatif import load_run
+from zymi_tui.tui.tuning.memory_reader import load_run
 
 from .conftest import copy_store, oracle_db
 from .test_postgres_helpers import pg_url

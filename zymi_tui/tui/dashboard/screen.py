@@ -16,12 +16,13 @@ from zymi_tui.events.factory import open_reader
 from zymi_tui.events.store import StoreError
 from zymi_tui.tui.actions import Act
 from zymi_tui.tui.dashboard.launchers import DashboardLaunchers
+from zymi_tui.tui.footers import OnceFooter
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.help import DASHBOARD_NAV, DASHBOARD_PANELS
 from zymi_tui.tui.messages import StoreTrouble
 from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.source import knobs_of
-from zymi_tui.tui.widgets import EventsList, OnceFooter, RunsList
+from zymi_tui.tui.widgets import EventsList, RunsList
 
 REDRAW_S = 0.25
 LIVENESS_S = 2.0  # how often runs listed as running are checked for a live writer (events/writers.py)

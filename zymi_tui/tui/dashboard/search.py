@@ -12,9 +12,10 @@ from textual.worker import get_current_worker
 from zymi_tui.events.store import EventReader
 from zymi_tui.tui.dashboard.filters import DashboardFilters
 from zymi_tui.tui.dashboard.loaders import id_pages
+from zymi_tui.tui.footers import OnceFooter
 from zymi_tui.tui.messages import SearchHits
 from zymi_tui.tui.model import RunKey
-from zymi_tui.tui.widgets import EventsList, OnceFooter, RunsList
+from zymi_tui.tui.widgets import EventsList, RunsList
 
 SEARCH_SHOWN_S = 0.5  # a long run's search shows the hits found so far at most this often
 
@@ -67,7 +68,7 @@ class DashboardSearch(DashboardFilters):
     @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="a search in a run")
     def search_run(self, key: RunKey, needle: str, gids: list[int]) -> None:
         """A long run's events matching `needle`, found a page at a time (as the list's own search matches)."""
-        from zymi_tui.tui.state.events import search_rows
+        from zymi_tui.tui.state.event_search import search_rows
 
         async def job(reader: EventReader) -> None:
             worker = get_current_worker()

@@ -22,15 +22,16 @@ from zymi_tui.replay.call_context import SAME_TRAJECTORY
 from zymi_tui.replay.compare import knob_dict
 from zymi_tui.replay.profiles_io import ProfileFileError, apply_edit, plan_apply, runtime_context_block, save_profile
 from zymi_tui.tui.actions import Act, Nav
+from zymi_tui.tui.footers import FittingFooter
 from zymi_tui.tui.safe_text import safe_text
 from zymi_tui.tui.tuning.curve_view import CurveView
 from zymi_tui.tui.tuning.diff_table import DiffTable
 from zymi_tui.tui.tuning.editor_parts import ConfirmApply, KnobInput, KnobsPanel, Quiet
 from zymi_tui.tui.tuning.editor_state import DIFF_LABELS, RECORDED, STATUS_STYLE
 from zymi_tui.tui.tuning.editor_whatif import EditorWhatIf
+from zymi_tui.tui.tuning.memory_reader import load_run, replay_stream
 from zymi_tui.tui.tuning.model import diff_contexts, prepare_recorded
-from zymi_tui.tui.tuning.whatif import StreamWhatIf, load_run, replay_stream
-from zymi_tui.tui.widgets import FittingFooter
+from zymi_tui.tui.tuning.whatif import StreamWhatIf
 
 
 class TuningScreen(EditorWhatIf):

@@ -11,8 +11,9 @@ from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.tui.actions import ActionScreen
 from zymi_tui.tui.tuning.collector import EditCollector
+from zymi_tui.tui.tuning.memory_reader import MemoryReader
 from zymi_tui.tui.tuning.model import CallDiff, Curve, KnobForm
-from zymi_tui.tui.tuning.whatif import MemoryReader, StreamWhatIf
+from zymi_tui.tui.tuning.whatif import StreamWhatIf
 
 RECORDED = "recorded"
 MAX_ROWS = 120  # rows of the message tables (a long stream has thousands of messages)

@@ -14,10 +14,10 @@ from textual.worker import get_current_worker
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.replay.call_context import CallContext
+from zymi_tui.tui.tuning.collector import gc_paused
 from zymi_tui.tui.tuning.editor_drawing import EditorDrawing
 from zymi_tui.tui.tuning.editor_parts import Quiet, WhatIfPartial, WhatIfPicked, WhatIfReady
 from zymi_tui.tui.tuning.model import CallDiff, diff_contexts
-from zymi_tui.tui.tuning.whatif import gc_paused
 
 PENDING_NOTICE_S = 0.1  # a running what-if says so after this long (if its picked call is not drawn yet)
 PAINT_WAIT_S = 0.25  # the longest a what-if waits for its picked call's frame before going on
