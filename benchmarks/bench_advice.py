@@ -35,7 +35,7 @@ from bench_context import shared, synthetic_stream
 from zymi_tui.context.knobs import PROFILES
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.replay.life import MessageLife
 from zymi_tui.tui.life import load_life
 

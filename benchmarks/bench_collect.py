@@ -36,7 +36,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from zymi_tui.events.kinds import Event, LlmCallStarted
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent / "zymi-tui"

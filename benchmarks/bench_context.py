@@ -44,7 +44,7 @@ from zymi_tui.events.kinds import (
 )
 from zymi_tui.events.messages import AssistantMessage, ToolCallInfo
 from zymi_tui.events.replay_view import ReplayEvent, replay_event
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.timestamps import format_timestamp

@@ -37,7 +37,7 @@ import asyncpg
 from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.kinds import Event, ResponseReady
 from zymi_tui.events.location import location_of
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.tail import DEFAULT_POLL_S, tail
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from zymi_tui.events.kinds import Event, LlmCallStarted
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.store import run_of
 from zymi_tui.events.tail import tail
 

@@ -40,7 +40,7 @@ from zymi_tui.events.kinds import ContextCompacted, Event, LlmCallCompleted, Llm
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.messages import AssistantMessage, ToolCallInfo
 from zymi_tui.events.replay_view import replay_event
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.store import EventReader
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.timestamps import format_timestamp

@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 from zymi_tui.events.hashchain import hash_v2
-from zymi_tui.events.sqlite import SCHEMA
+from zymi_tui.events.sqlite_schema import SCHEMA
 from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
 
 ORACLE = Path(__file__).resolve().parents[1] / "tests" / "oracle"

@@ -73,7 +73,7 @@ import asyncio, sys
 from zymi_tui.events.kinds import Event
 from zymi_tui.events.kinds import UserMessageReceived
 from zymi_tui.events.messages import UserMessage
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 async def go(db, tag, n):
     writer = await SqliteWriter.open(db)

@@ -20,7 +20,8 @@ import msgspec
 
 from tests.conftest import ORACLE
 from zymi_tui.events.kinds import ContextCompacted, Event, UnknownKind, parse_kind
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.stored import StoredEvent
 
 MARKUP = " [/x] [bold]b[/bold] [[a]] [link=https://example.com]l[/link] [compacted history] [[script:m5]] сообщение"

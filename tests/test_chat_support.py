@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from tests.waiting import LIMIT
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, Provider
 from zymi_tui.engine.providers.demo_workspace import write_demo_project
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.chat.app import ChatApp
 from zymi_tui.tui.chat.screen import ChatScreen

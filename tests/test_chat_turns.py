@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import copy_store, oracle_db
 from zymi_tui.events.runs import list_runs
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.source import read_run
 

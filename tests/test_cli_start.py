@@ -77,7 +77,7 @@ def test_lean_readers_never_load_the_event_model(argv: list[str]) -> None:
     whole-event reader (and pydantic, and Textual) is never imported, not even after the run."""
     store = str(ORACLE / "chat_profile" / "events.db")
     loaded = modules_after_running(argv[0], store, *argv[1:])
-    assert "zymi_tui.events.sqlite" in loaded  # the store was really read
+    assert "zymi_tui.events.sqlite_read" in loaded  # the store was really read
     assert not [m for m in loaded if m.startswith(LEAN_READERS)]
 
 

@@ -17,9 +17,9 @@ import pytest
 
 from tests.waiting import LIMIT
 from zymi_tui.cli import main
-from zymi_tui.events import sqlite as backend
+from zymi_tui.events import sqlite_read as backend
 from zymi_tui.events.kinds import Event, LlmCallStarted
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 from .conftest import (
     SCENARIOS,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ORACLE, SCENARIOS, copy_store
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.replay import CallContext, replay_store
 
 

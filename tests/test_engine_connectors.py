@@ -13,7 +13,7 @@ import pytest
 
 from zymi_tui.engine.connectors import HttpInboundConnector, json_path
 from zymi_tui.engine.recorder import Recorder
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 
 async def _serve(tmp_path: Path, cfg: dict[str, Any]) -> tuple[HttpInboundConnector, Recorder, list[Any]]:

@@ -20,7 +20,7 @@ from tests.conftest import zymi_tui_bin
 from tests.waiting import LIMIT, announced_port, bounded
 from zymi_tui.engine.connectors import HttpInboundConnector
 from zymi_tui.engine.recorder import Recorder
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 MB = 1024 * 1024
 

@@ -11,7 +11,7 @@ import pytest
 
 from zymi_tui.cli import main
 from zymi_tui.events.kinds import Event, LlmCallStarted
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 
 def make_store(path: Path, n: int) -> list[str]:

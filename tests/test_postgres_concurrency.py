@@ -18,9 +18,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from zymi_tui.events import postgres
+from zymi_tui.events import postgres_read
 from zymi_tui.events.kinds import Event, ResponseReady
-from zymi_tui.events.postgres import PostgresReader, PostgresWriter
+from zymi_tui.events.postgres_read import PostgresReader
+from zymi_tui.events.postgres_write import PostgresWriter
 from zymi_tui.events.tail import DEFAULT_POLL_S, tail
 from zymi_tui.events.verify import verify_store
 
@@ -168,7 +169,7 @@ async def test_a_lower_id_committed_later_is_not_skipped(gap: Gap) -> None:
 async def test_a_rolled_back_id_is_passed_promptly(gap: Gap) -> None:
     await gap.tx.rollback()
     await gap.conn.close()
-    assert postgres.GIVE_UP_S >= 30  # so the very next read passing id 2 is not the give-up path
+    assert postgres_read.GIVE_UP_S >= 30  # so the very next read passing id 2 is not the give-up path
     page = await gap.reader.read_after(1, 100)
     assert [e.global_id for e in page.events] == [3] and page.last_global_id == 3
 
@@ -176,7 +177,7 @@ async def test_a_rolled_back_id_is_passed_promptly(gap: Gap) -> None:
 async def test_a_gap_held_open_too_long_is_skipped_then_delivered_late(
     gap: Gap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(postgres, "GIVE_UP_S", 0.3)
+    monkeypatch.setattr(postgres_read, "GIVE_UP_S", 0.3)
     assert (await gap.reader.read_after(1, 100)).events == []
     await asyncio.sleep(0.35)
     page = await gap.reader.read_after(1, 100)

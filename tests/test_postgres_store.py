@@ -15,7 +15,8 @@ from tests.waiting import LIMIT
 from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.kinds import Event, ResponseReady
 from zymi_tui.events.location import location_of
-from zymi_tui.events.postgres import PostgresReader, PostgresWriter
+from zymi_tui.events.postgres_read import PostgresReader
+from zymi_tui.events.postgres_write import PostgresWriter
 from zymi_tui.events.store import StoreError
 from zymi_tui.events.verify import verify_store
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.replay.store_replay import make_replayer, replay_events, replay_store, stream_ends
 
 from .conftest import cloned_runs

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from zymi_tui.commands.common import run_async
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.replay.store_replay import replay_store
 
 from .conftest import ROOT

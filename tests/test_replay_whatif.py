@@ -12,7 +12,7 @@ from zymi_tui.cli import main
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.masking import message_bytes
 from zymi_tui.events.messages import message_text
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay import CallContext, context_at, replay_store
 

@@ -16,9 +16,9 @@ from tests.tui_support import make_app, settle
 from tests.waiting import LIMIT, pilot_until
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import list_runs, newest_runs
-from zymi_tui.events.sqlite import SqliteReader
-from zymi_tui.tui import app as app_module
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.tui.app import DashboardApp, MainScreen
+from zymi_tui.tui.dashboard import loaders
 from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.source import first_runs
 from zymi_tui.tui.target import Target
@@ -96,8 +96,8 @@ async def test_the_first_frame_lists_the_runs_read_before_the_start(
 
         return wait_then_read
 
-    monkeypatch.setattr(app_module, "newest_runs", held(newest_runs))
-    monkeypatch.setattr(app_module, "list_runs", held(list_runs))
+    monkeypatch.setattr(loaders, "newest_runs", held(newest_runs))
+    monkeypatch.setattr(loaders, "list_runs", held(list_runs))
     app = DashboardApp(Target(SqliteStore(db)), theme="textual-dark", first=first)
     try:
         async with app.run_test(size=(120, 40)) as pilot:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from zymi_tui.events.runs import list_runs
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.tui.model import RunKey, RunsModel
 from zymi_tui.tui.source import read_peaks
 

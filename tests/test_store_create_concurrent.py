@@ -26,7 +26,7 @@ import asyncio, sys, time
 from zymi_tui.events.kinds import Event
 from zymi_tui.events.kinds import UserMessageReceived
 from zymi_tui.events.messages import UserMessage
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.store import StoreError
 
 async def go(path, n):

@@ -22,8 +22,9 @@ from pathlib import Path
 from tests.waiting import LIMIT
 from zymi_tui.events.kinds import Event, UserMessageReceived
 from zymi_tui.events.messages import UserMessage
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
 from zymi_tui.events.sqlite_file import keep_if_store_file
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 # another process: open, read, close (the last connection to close checkpoints and deletes the WAL)
 OTHER = (

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from zymi_tui.events import sqlite as backend
+from zymi_tui.events import sqlite_read as backend
 from zymi_tui.events.kinds import Event, LlmCallStarted
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 from .conftest import copy_store, oracle_db
 

@@ -14,7 +14,8 @@ import pytest
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import KIND_BY_TAG, UnknownKind
 from zymi_tui.events.location import SqliteStore
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.store import StoreError
 from zymi_tui.project.locate import locate_store
 
@@ -186,7 +187,7 @@ async def test_wal_store_without_shm_in_a_read_only_folder(tmp_path: Path) -> No
     code = (
         "import asyncio, sys\n"
         "from pathlib import Path\n"
-        "from zymi_tui.events.sqlite import SqliteReader\n"
+        "from zymi_tui.events.sqlite_read import SqliteReader\n"
         "probe = Path(sys.argv[1]).with_name('probe')\n"
         "try:\n"
         "    probe.touch()\n"

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from zymi_tui.events import sqlite as backend
+from zymi_tui.events import sqlite_read as backend
 from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.kinds import Event, LlmCallStarted
 from zymi_tui.events.location import location_of
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import EventReader
-from zymi_tui.tui.tuning.whatif import load_run
+from zymi_tui.tui.tuning.memory_reader import load_run
 
 from .conftest import copy_store, oracle_db
 from .test_postgres_helpers import pg_url

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.waiting import LIMIT
-from zymi_tui.events import sqlite as backend
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+from zymi_tui.events import sqlite_read as backend
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.store import EventReader, StoreLocked
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.tail import tail
@@ -25,7 +26,7 @@ WRITER = """
 import asyncio, sys
 from zymi_tui.events.kinds import Event
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 async def main(db, n):
     writer = await SqliteWriter.open(db)

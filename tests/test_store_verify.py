@@ -11,7 +11,7 @@ import pytest
 
 from tests.waiting import LIMIT
 from zymi_tui.events.hashchain import StreamVerdict
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.verify import verify_store
 
 from .conftest import SCENARIOS, copy_store, oracle_db, requires_zymi, write_sql, zymi_bin

@@ -13,7 +13,8 @@ import pytest
 
 from tests.waiting import LIMIT
 from zymi_tui.events.kinds import KNOWN_KINDS, Event, parse_kind
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.timestamps import format_timestamp
 
 from .conftest import requires_zymi, zymi_bin

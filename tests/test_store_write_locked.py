@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 
 from zymi_tui.events.kinds import Event, WorkflowCompleted
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 
 
 def event(stream: str) -> Event:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.waiting import LIMIT
 from zymi_tui.events.kinds import Event, PipelineRequested, ToolCallCompleted
-from zymi_tui.events.sqlite import SqliteWriter
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.text_safety import escape_controls
 
 HOSTILE = "clear:\x1b[2J nul:\x00 bell:\x07 rtl:\u202eevil\u202c c1:\x9b del:\x7f"

@@ -193,7 +193,8 @@ async def test_knob_editor_keys_work_with_the_cursor_in_a_knob(tmp_path: Path) -
     from tests.conftest import ORACLE
     from zymi_tui.events.store import EventReader
     from zymi_tui.tui.tuning.app import TuningApp
-    from zymi_tui.tui.tuning.editor import ConfirmApply, TuningScreen
+    from zymi_tui.tui.tuning.editor import TuningScreen
+    from zymi_tui.tui.tuning.editor_parts import ConfirmApply
 
     db = scenario_copy("coding_default", tmp_path)
     project = db.parent / "project"

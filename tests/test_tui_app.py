@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 from tests.conftest import ORACLE
 from tests.tui_support import make_app, scenario_copy, settle, sql
 from tests.waiting import LIMIT, pilot_until
-from zymi_tui.events.sqlite import SCHEMA as SqliteSchema
+from zymi_tui.events.sqlite_schema import SCHEMA as SqliteSchema
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.tui.inspector import InspectorScreen
 from zymi_tui.tui.plot import ContextPlot

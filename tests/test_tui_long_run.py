@@ -21,7 +21,8 @@ from textual.widgets import Static
 from tests.conftest import copy_store
 from tests.tui_support import make_app, settle, sql
 from tests.waiting import LIMIT, pilot_until
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.stored import BadRow
 from zymi_tui.tui.app import DashboardApp, MainScreen
 from zymi_tui.tui.graph_view import GraphView

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import ORACLE, oracle_db
 from tests.tui_support import sql
 from zymi_tui.events.runs import list_runs
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.tui.model import RunKey, RunsModel, format_duration, format_size
 from zymi_tui.tui.source import knobs_of

@@ -151,7 +151,7 @@ import os
 import sys
 from zymi_tui.cli import main
 from zymi_tui.commands import tui_cmds
-from zymi_tui.tui import app
+from zymi_tui.tui.dashboard import loaders
 
 release = sys.argv[2]
 
@@ -162,7 +162,7 @@ def held(real):  # the dashboard's own reads of the runs wait until the file `re
         return await real(*args, **kwargs)
     return wait_then_read
 
-app.newest_runs, app.list_runs = held(app.newest_runs), held(app.list_runs)
+loaders.newest_runs, loaders.list_runs = held(loaders.newest_runs), held(loaders.list_runs)
 # and so does the whole list the start's child process reads after the newest runs (forked from this one)
 tui_cmds.list_runs = held(tui_cmds.list_runs)
 sys.argv = ["zymi-tui", "observe", sys.argv[1]]

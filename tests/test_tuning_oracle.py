@@ -14,7 +14,7 @@ import yaml
 
 from tests.conftest import ORACLE, SCENARIOS
 from zymi_tui.context.knobs import PROFILES, ContextKnobs, project_knobs
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.compare import compare_profiles, knob_dict, recorded_output, replay_profiles

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from zymi_tui.events.hashchain import ChainRow, ChainWalker, column_text
-from zymi_tui.events.sqlite import SqliteReader
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.verify import verify_store
 
 from .conftest import copy_store, oracle_db, write_sql

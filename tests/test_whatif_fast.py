@@ -23,7 +23,8 @@ from zymi_tui.events.messages import to_wire
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_replay import recorded_knobs, replay_store
-from zymi_tui.tui.tuning.whatif import FOLLOWED, StreamWhatIf, load_run
+from zymi_tui.tui.tuning.memory_reader import load_run
+from zymi_tui.tui.tuning.whatif import FOLLOWED, StreamWhatIf
 
 
 def entry(e: ContextEntry) -> tuple[Any, ...]:

@@ -74,7 +74,8 @@ async def append_copy_of_run(db: Path) -> str:
     import uuid
 
     from zymi_tui.events.runs import list_runs
-    from zymi_tui.events.sqlite import SqliteReader, SqliteWriter
+    from zymi_tui.events.sqlite_read import SqliteReader
+    from zymi_tui.events.sqlite_write import SqliteWriter
 
     async with await SqliteReader.open(db) as r:
         run = (await list_runs(r))[-1]

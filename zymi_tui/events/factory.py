@@ -14,10 +14,10 @@ from zymi_tui.events.whole_rows import CopyInProgress, RowSource, RowTarget
 async def open_reader(location: StoreLocation) -> EventReader:
     """Open a store for reading; raises StoreError with a one-line reason."""
     if isinstance(location, PostgresStore):
-        from zymi_tui.events.postgres import PostgresReader
+        from zymi_tui.events.postgres_read import PostgresReader
 
         return await PostgresReader.open(location.url)
-    from zymi_tui.events.sqlite import SqliteReader
+    from zymi_tui.events.sqlite_read import SqliteReader
 
     return await SqliteReader.open(location.path)
 
@@ -25,10 +25,10 @@ async def open_reader(location: StoreLocation) -> EventReader:
 async def open_writer(location: StoreLocation) -> EventWriter:
     """Open (creating if needed) a store for appending, exactly as zymi writes."""
     if isinstance(location, PostgresStore):
-        from zymi_tui.events.postgres import PostgresWriter
+        from zymi_tui.events.postgres_write import PostgresWriter
 
         return await PostgresWriter.open(location.url)
-    from zymi_tui.events.sqlite import SqliteWriter
+    from zymi_tui.events.sqlite_write import SqliteWriter
 
     assert isinstance(location, SqliteStore)
     return await SqliteWriter.open(location.path)

@@ -9,7 +9,8 @@ from typing import Any
 import asyncpg
 
 from zymi_tui.events.location import redact_url
-from zymi_tui.events.postgres import PostgresReader, column_time, connect_pool, explain_pg_error, schema_pool
+from zymi_tui.events.postgres_read import PostgresReader
+from zymi_tui.events.postgres_schema import column_time, connect_pool, explain_pg_error, schema_pool
 from zymi_tui.events.store import StoreError
 from zymi_tui.events.timestamps import parse_timestamp_ns
 from zymi_tui.events.whole_rows import COLUMNS, COPY_MARK, TS, CopyInProgress, Head, Row

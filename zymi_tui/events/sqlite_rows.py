@@ -11,8 +11,10 @@ from typing import Any
 
 import aiosqlite
 
-from zymi_tui.events.postgres import sqlite_column_time
-from zymi_tui.events.sqlite import SqliteReader, SqliteWriter, explain_sqlite_error
+from zymi_tui.events.postgres_schema import sqlite_column_time
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_schema import explain_sqlite_error
+from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.whole_rows import COLUMNS, COPY_MARK, DATA, TS, CopyInProgress, Head, Row
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, Self
 
 from zymi_tui.errors import UserError
 from zymi_tui.events.hashchain import ChainRow, ChainScan, scan_rows
@@ -126,6 +128,29 @@ class EventWriter(Protocol):
     async def checkpoint(self) -> None: ...
 
 
+class Closable(ABC):
+    """What every backend's reader and writer share: `async with` one closes it on the way out."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class BatchAppender(Closable):
+    """What every backend's writer shares: `append` is `append_many` of one event (one transaction)."""
+
+    @abstractmethod
+    async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]: ...
+
+    async def append(self, event: Event) -> StoredEvent:
+        return (await self.append_many([event]))[0]
+
+
 async def rows_from_events(
     reader: EventReader, after_global_id: int, limit: int, *, stream_id: str | None, tag: str | None
 ) -> RowPage:
@@ -158,6 +183,13 @@ STEP_MARK = ":step:"
 
 def step_prefix(run_stream: str) -> str:
     return run_stream + STEP_MARK
+
+
+def step_range(run_stream: str) -> tuple[str, str]:
+    """Bounds such that `lo <= s < hi` (byte order) holds exactly for `<run_stream>:step:*`: a range an
+    index serves, where a prefix match may not."""
+    lo = step_prefix(run_stream)
+    return lo, lo[:-1] + chr(ord(STEP_MARK[-1]) + 1)
 
 
 def run_of(stream_id: str) -> str:

@@ -23,10 +23,10 @@ from zymi_tui.replay.advice import Advice, Finding, advise, head_lines, recommen
 from zymi_tui.replay.costs import PriceError, load_prices
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
+from zymi_tui.tui.footers import FittingFooter
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
-from zymi_tui.tui.widgets import FittingFooter
 from zymi_tui.tui.writes import failed_line, write_files
 
 

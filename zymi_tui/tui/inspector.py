@@ -25,12 +25,12 @@ from zymi_tui.replay.call_markdown import context_markdown
 from zymi_tui.replay.life import call_diff
 from zymi_tui.replay.store_replay import context_with_previous
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
+from zymi_tui.tui.footers import FittingFooter
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.source import knobs_of
 from zymi_tui.tui.state.inspector import bar_cells, figures, preview, role_of, window_segments
 from zymi_tui.tui.store_job import with_reader
-from zymi_tui.tui.widgets import FittingFooter
 from zymi_tui.tui.writes import failed_line, write_files
 
 

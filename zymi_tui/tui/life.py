@@ -26,9 +26,9 @@ from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext
 from zymi_tui.replay.life import COMPACTED, FORGOTTEN, FRESH, FULL, MASKED, NOT_YET, STATE_NAMES, MessageLife
 from zymi_tui.replay.store_replay import make_replayers, replay_events
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
+from zymi_tui.tui.footers import FittingFooter
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.store_job import with_reader
-from zymi_tui.tui.widgets import FittingFooter
 
 CELLS = {FULL: ("█", "green"), MASKED: ("▒", "yellow"), FORGOTTEN: ("░", "magenta"), COMPACTED: ("×", "red"),
          FRESH: ("~", "blue"), NOT_YET: ("·", "grey50")}  # fmt: skip

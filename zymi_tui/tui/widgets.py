@@ -9,22 +9,19 @@ from rich.color import Color as RichColor
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.color import Color, ColorParseError
 from textual.geometry import Size
 from textual.message import Message
-from textual.screen import Screen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widget import Widget
-from textual.widgets import Footer
 
 from zymi_tui.events.store import IndexRow
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.model import RunsModel, format_duration, format_size, local_time
 from zymi_tui.tui.safe_text import clean
-from zymi_tui.tui.state.events import EventsModel, Header, clock
+from zymi_tui.tui.state.event_detail import clock
+from zymi_tui.tui.state.events import EventsModel, Header
 
 KIND_COLOURS = {"success": "success", "failure": "error", "warning": "warning", "info": "primary",
                 "highlight": "accent", "dim": "foreground-muted", "default": "foreground"}  # fmt: skip
@@ -48,66 +45,6 @@ class ThemedStyles:
         self.bold = Style(bold=True)
         self.header = Style(color=colour("accent"), bold=True)
         self.mark = Style(color=colour("warning"), bold=True)
-
-
-class FittingFooter(Footer):
-    """Textual's Footer showing only the key hints that fit whole: those past the width (left of the command
-    palette's hint, which stays on the right) are left out, where Textual cuts the last one mid-word
-    ("^s Sa"). Every action is still in `?`/F1 and the palette. Each screen's footer is one of these."""
-
-    def compose(self) -> ComposeResult:
-        for hint in super().compose():  # shown by `fit`, once they are measured: never drawn cut for a frame
-            hint.display = hint.has_class("-command-palette")
-            yield hint
-
-    async def recompose(self) -> None:
-        await super().recompose()
-        self.fit()
-
-    def on_resize(self) -> None:
-        self.fit()
-
-    def fit(self) -> None:
-        """Show the hints, in order, while each fits whole beside the palette's; hide the rest."""
-        if not self.size.width:  # not laid out yet: fitted when it is (on_resize)
-            return
-        container, viewport = self.size, self.app.size
-
-        def width(hint: Widget) -> int:
-            return hint.get_content_width(container, viewport) + hint.styles.gutter.width + hint.styles.margin.width
-
-        hints = list(self.children)
-        room = self.size.width - sum(width(h) for h in hints if h.has_class("-command-palette"))
-        fits = True
-        for hint in hints:
-            if not hint.has_class("-command-palette"):
-                room -= width(hint)
-                fits = fits and room >= 0
-                hint.display = fits
-
-
-class OnceFooter(FittingFooter):
-    """Textual's Footer, rebuilt once per burst of binding changes instead of once per change.
-
-    At start-up the screen is pushed, focused and the app focused: three signals, and Textual's Footer
-    rebuilds all its keys after each (every key restyled one by one, on the UI thread while the first
-    runs list waits). A rebuild always shows the
-    bindings as they are when it runs, so one pending rebuild serves every signal before it.
-    """
-
-    _rebuild_pending = False
-
-    def bindings_changed(self, screen: Screen[object]) -> None:
-        self._bindings_ready = True
-        if not screen.app.app_focus or not self.is_attached or screen is not self.screen:
-            return
-        if not self._rebuild_pending:
-            self._rebuild_pending = True
-            self.call_after_refresh(self._rebuild)
-
-    async def _rebuild(self) -> None:
-        self._rebuild_pending = False
-        await self.recompose()
 
 
 class CursorList(ScrollView, can_focus=True):

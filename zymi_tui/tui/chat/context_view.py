@@ -22,9 +22,9 @@ from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.chat.session import ChatSession
 from zymi_tui.tui.chat.widgets import context_bar
+from zymi_tui.tui.footers import FittingFooter
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.safe_text import clean, safe_text
-from zymi_tui.tui.widgets import FittingFooter
 
 ROLE = {"SystemMessage": "system", "UserMessage": "user", "AssistantMessage": "assistant", "ToolResultMessage": "tool"}
 

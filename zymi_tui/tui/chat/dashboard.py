@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from zymi_tui.tui.actions import Act
-from zymi_tui.tui.app import MainScreen
 from zymi_tui.tui.chat.session import ChatSession
+from zymi_tui.tui.dashboard.screen import MainScreen
 from zymi_tui.tui.target import Target
 
 

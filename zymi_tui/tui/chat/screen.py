@@ -31,11 +31,11 @@ from zymi_tui.tui.chat.context_view import ContextScreen
 from zymi_tui.tui.chat.session import ChatSession
 from zymi_tui.tui.chat.transcript import Transcript
 from zymi_tui.tui.chat.widgets import PromptInput, TurnView, context_bar
+from zymi_tui.tui.footers import FittingFooter
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.plot import ContextPlot
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.state.plot import collect_calls
-from zymi_tui.tui.widgets import FittingFooter
 
 REDRAW_S = 0.2  # turn views: at most this often
 REPLOT_S = 1.0  # the plot while a turn runs (a plot render costs ~0.1 s); at once when it ends

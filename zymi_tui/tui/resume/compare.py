@@ -16,10 +16,10 @@ from zymi_tui.context.knobs import describe_knobs
 from zymi_tui.events.store import EventReader, StoreError
 from zymi_tui.replay.costs import PriceError, PriceTable, load_prices
 from zymi_tui.tui.actions import Act, ActionScreen
+from zymi_tui.tui.footers import FittingFooter
 from zymi_tui.tui.resume.figures import ForkSpan, RunFigures, answer_diff, figure_rows, span_figures
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.tuning.plots import label_axes
-from zymi_tui.tui.widgets import FittingFooter
 
 DIFF_STYLE = {"same": "", "del": "red strike", "ins": "bold green"}
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING
 
-from zymi_tui.events.store import IndexRow, RawRow, step_of
-from zymi_tui.events.stored import BadRow, StoredEvent
-from zymi_tui.tui.safe_text import clean, wrap_cells
+from zymi_tui.events.store import IndexRow, step_of
+from zymi_tui.events.stored import StoredEvent
+from zymi_tui.tui.state.event_detail import detail_rows, wrap_detail
+from zymi_tui.tui.state.event_search import matches
 
 if TYPE_CHECKING:
     from zymi_tui.events.describe import Line
@@ -427,77 +427,5 @@ class EventsModel:
         return row[1] == stream and lo <= row[2] <= hi
 
 
-def matches(se: StoredEvent, needle: str, line: Line | None = None) -> bool:
-    """What the events search finds: `needle` (lower case) in the line shown, the kind's name or the raw JSON."""
-    if needle in se.data.lower():
-        return True
-    if line is None:
-        from zymi_tui.events.describe import describe  # loaded with the first event decoded (see line_of)
-
-        line = describe(se.event)
-    return needle in searched_text(line, se.event.type_name)
-
-
-def searched_text(line: Line, type_name: str) -> str:
-    """What of an event's line the search looks in (besides its stored JSON), lower case."""
-    return f"{line.label} {line.detail} {type_name}".lower()
-
-
-def search_rows(rows: list[RawRow], needle: str) -> tuple[list[int], list[BadRow]]:
-    """`matches` over rows as stored (a long run's pages): the ids found, and the rows that cannot be read.
-    A row is described from a partial decode (`row_describe`: the same line, refused in the same words); a
-    row that cannot be read is never a hit, even when its text holds `needle`: it is not an event the list
-    shows, and is reported (the banner's unreadable rows) instead."""
-    from zymi_tui.events.envelope import EventDecodeError
-    from zymi_tui.events.row_describe import row_line
-
-    found: list[int] = []
-    bad: list[BadRow] = []
-    for gid, stream_id, seq, data in rows:
-        try:
-            type_name, line = row_line(data, seq)
-        except EventDecodeError as e:
-            bad.append(BadRow(gid, stream_id, seq, str(e)))
-            continue
-        if needle in data.lower() or needle in searched_text(line, type_name):
-            found.append(gid)
-    return found, bad
-
-
 def index_row(se: StoredEvent) -> IndexRow:
     return (se.global_id, se.event.stream_id, se.event.sequence, se.event.tag)
-
-
-def clock(se: StoredEvent) -> str:
-    return datetime.fromtimestamp(se.event.timestamp_ns / 1e9).strftime("%H:%M:%S")
-
-
-def detail_rows(se: StoredEvent, replaced: list[tuple[IndexRow, StoredEvent | None]]) -> list[tuple[str, str]]:
-    """The full payload, plus for a compaction the list of events it replaced (those not read yet by kind)."""
-    from zymi_tui.events import kinds as k  # loaded by the event itself (see EventsModel.line_of)
-    from zymi_tui.events.describe import describe, full_detail
-
-    rows = [("global id", str(se.global_id)), *full_detail(se.event)]
-    d = se.event.kind
-    if isinstance(d, k.ContextCompacted):
-        lo, hi = d.replaces_seq_range
-        rows.append(("replaced", f"{len(replaced)} event(s), seq {lo}..={hi} (press g to jump to them)"))
-        for (_, _, seq, tag), e in replaced:
-            if e is None:
-                rows.append((f"  #{seq}", f"{tag} (reading…)"))
-            else:
-                line = describe(e.event)
-                rows.append((f"  #{seq}", f"{line.label}: {line.detail}"))
-    return rows
-
-
-def wrap_detail(rows: list[tuple[str, str]], width: int) -> list[str]:
-    """`key: value` lines, display-safe, values wrapped at `width` terminal cells (never mid-grapheme)."""
-    out: list[str] = []
-    for key, value in rows:
-        first = True
-        for para in value.split("\n") or [""]:
-            text = clean(f"{key}: {para}" if first else f"  {para}").expandtabs(4)
-            first = False
-            out += wrap_cells(text, width, "  ")
-    return out

@@ -11,15 +11,40 @@ garbage is collected in one walk once the editor is idle (figures: docs/performa
 from __future__ import annotations
 
 import gc
+import threading
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
-
-from zymi_tui.tui.tuning.whatif import gc_paused
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 
 GC_HOLD_MAX_S = 2.0  # the longest the cyclic collector is held for an edit that never draws
 RECLAIM_EVERY = 100  # edits between two full collections of what the editor froze (see `reclaim`)
 RECLAIM_IDLE_S = 1.0  # ... made once no edit has come for this long
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0  # what-ifs running with the cyclic garbage collector paused
+_gc_was_enabled = False
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a what-if runs (threads may overlap: it is on again
+    when the last one ends, if it was on before the first). A replay allocates thousands of rows
+    that live on, so full collections (each a walk over every object of the loaded run) come every
+    few edits and doubled or tripled an edit's time; reference counting still frees the rest."""
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 class EditCollector:

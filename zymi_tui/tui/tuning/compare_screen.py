@@ -19,11 +19,11 @@ from zymi_tui.replay.compare import CAVEAT, Comparison, price_note
 from zymi_tui.replay.compare_report import COLUMNS, recorded_cache_note, to_csv, to_json_text, to_markdown
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.tui.actions import Act, Nav
+from zymi_tui.tui.footers import FittingFooter
 from zymi_tui.tui.safe_text import clean
 from zymi_tui.tui.tuning.job_screen import JobScreen
 from zymi_tui.tui.tuning.jobs import run_comparison
 from zymi_tui.tui.tuning.plots import OverlayPlot
-from zymi_tui.tui.widgets import FittingFooter
 from zymi_tui.tui.writes import failed_line, write_files
 
 RECORDED = "recorded"

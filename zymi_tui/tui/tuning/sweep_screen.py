@@ -15,11 +15,11 @@ from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.compare import CAVEAT
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, Sweep, SweepError, parse_values
 from zymi_tui.tui.actions import Act
+from zymi_tui.tui.footers import FittingFooter
 from zymi_tui.tui.tuning.compare_screen import fill_table
 from zymi_tui.tui.tuning.job_screen import JobScreen
 from zymi_tui.tui.tuning.jobs import run_sweep
 from zymi_tui.tui.tuning.plots import ScatterPlot
-from zymi_tui.tui.widgets import FittingFooter
 
 
 def sweep_rows(result: Sweep) -> list[list[str]]:

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import bisect
 import copy
-import gc
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from zymi_tui.context.builder import BuildMark, ContextBuilder
@@ -19,122 +17,17 @@ from zymi_tui.context.layer_c import Converted
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.context.rendered import Prefix, RenderedContext
 from zymi_tui.context.splice import Segment, Splice, rerender, spliced_context
-from zymi_tui.events.hashchain import ChainRow, ChainScan
 from zymi_tui.events.kinds import LlmCallStarted as ReplayCallStarted
 from zymi_tui.events.kinds import WorkflowNodeCompleted
 from zymi_tui.events.replay_view import replay_event
-from zymi_tui.events.store import (
-    STEP_MARK,
-    EventReader,
-    IdRow,
-    Page,
-    RawRow,
-    RowPage,
-    StreamInfo,
-    rows_from_events,
-    run_of,
-    scan_by_stream,
-)
-from zymi_tui.events.stored import BadRow, StoredEvent
+from zymi_tui.events.store import STEP_MARK, run_of
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.calls import Replayer
 from zymi_tui.replay.simulated import SummaryEstimate
-from zymi_tui.replay.store_replay import agent_knobs, replay_store
-
-
-@dataclass
-class MemoryReader:
-    """An EventReader over events already in memory (one run stream and its step streams)."""
-
-    events: list[StoredEvent]
-    label: str = "memory"
-    problems: list[BadRow] = field(default_factory=list)
-
-    async def close(self) -> None:
-        return None
-
-    async def count(self) -> int:
-        return len(self.events)
-
-    async def max_global_id(self) -> int:
-        return self.events[-1].global_id if self.events else 0
-
-    async def streams(self) -> list[StreamInfo]:
-        seen: dict[str, list[int]] = {}
-        for se in self.events:
-            seen.setdefault(se.event.stream_id, []).append(se.global_id)
-        return [StreamInfo(s, len(ids), ids[0], ids[-1]) for s, ids in seen.items()]
-
-    async def read_after(self, after_global_id: int, limit: int) -> Page:
-        page = [se for se in self.events if se.global_id > after_global_id][:limit]
-        return Page(page, page[-1].global_id if page else after_global_id, len(page))
-
-    async def read_stream(
-        self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
-    ) -> list[StoredEvent]:
-        prefix = stream_id + STEP_MARK
-        out = [
-            se
-            for se in self.events
-            if se.global_id > after_global_id
-            and (se.event.stream_id == stream_id or (include_steps and se.event.stream_id.startswith(prefix)))
-        ]
-        if not include_steps:
-            out.sort(key=lambda se: se.event.sequence)
-        return out if limit is None else out[:limit]
-
-    async def newest(self, stream_id: str, n: int, *, include_steps: bool = False) -> list[StoredEvent]:
-        return (await self.read_stream(stream_id, include_steps=include_steps))[-n:]
-
-    async def run_ids(self, stream_id: str) -> list[IdRow]:
-        run = await self.read_stream(stream_id, include_steps=True)
-        return [(se.global_id, se.event.stream_id, se.event.sequence) for se in run]
-
-    async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
-        wanted = set(ids)
-        return [se for se in self.events if se.global_id in wanted]
-
-    async def kinds_of(self, ids: list[int]) -> dict[int, str]:
-        return {se.global_id: se.event.tag for se in await self.read_ids(ids)}
-
-    async def read_id_rows(self, ids: list[int]) -> list[RawRow]:
-        return [(se.global_id, se.event.stream_id, se.event.sequence, se.data) for se in await self.read_ids(ids)]
-
-    async def read_kinds(self, tags: list[str], after_global_id: int = 0) -> list[StoredEvent]:
-        return [se for se in self.events if se.global_id > after_global_id and se.event.kind.tag in tags]
-
-    async def read_kind_page(
-        self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
-    ) -> list[StoredEvent]:
-        hits = [se for se in await self.read_kinds([tag], after_global_id) if stream_id in (None, se.event.stream_id)]
-        return hits[:limit]
-
-    async def read_rows(
-        self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
-    ) -> RowPage:
-        return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
-
-    async def chain_rows(self, stream_id: str) -> list[ChainRow]:
-        return []
-
-    async def scan_chains(self, heads: dict[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
-        return await scan_by_stream(self, heads)
-
-    async def stream_heads(self) -> dict[str, tuple[int, str]]:
-        return {}
-
-
-async def load_run(reader: EventReader, stream_id: str) -> MemoryReader:
-    """The run of a step stream (all its steps), read once."""
-    return MemoryReader(await reader.read_stream(run_of(stream_id), include_steps=True), label=reader.label)
-
-
-async def replay_stream(
-    memory: MemoryReader, project: Path | None, stream_id: str, knobs: ContextKnobs | None
-) -> list[CallContext]:
-    return [c async for c in replay_store(memory, project=project, knobs=knobs, streams=[stream_id])]
-
+from zymi_tui.replay.store_replay import agent_knobs
+from zymi_tui.tui.tuning.collector import gc_paused
+from zymi_tui.tui.tuning.memory_reader import MemoryReader
 
 # how the last what-if was made: from the base replay's builder states (figures only, the builder
 # brought to a call only where its total passes the soft cap), or by a replay of the events (from a
@@ -168,32 +61,6 @@ class _Follow:
     index: dict[int, int]  # an agent call's position among them, by its sequence
     ns: list[int]  # at each call: the base tail's length
     ab: list[int]  # at each call: its Layer A and memory's bytes (knob-independent)
-
-
-_gc_lock = threading.Lock()
-_gc_pauses = 0  # what-ifs running with the cyclic garbage collector paused
-_gc_was_enabled = False
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a what-if runs (threads may overlap: it is on again
-    when the last one ends, if it was on before the first). A replay allocates thousands of rows
-    that live on, so full collections (each a walk over every object of the loaded run) come every
-    few edits and doubled or tripled an edit's time; reference counting still frees the rest."""
-    global _gc_pauses, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pauses == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_was_enabled:
-                gc.enable()
 
 
 @dataclass

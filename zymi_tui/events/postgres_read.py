@@ -1,4 +1,5 @@
-"""Postgres backend (asyncpg), schema- and write-compatible with zymi-core 0.9.3 (events/store/postgres.rs).
+"""The Postgres reader (asyncpg) of a store schema- and write-compatible with zymi-core 0.9.3
+(events/store/postgres.rs); the writer is postgres_write.py, the schema and pools postgres_schema.py.
 
 asyncpg rather than psycopg: it is already a dependency, it is asyncio-native like the rest of the
 store (no thread pool), it has a connection pool built in, and its binary protocol plus COPY
@@ -32,22 +33,17 @@ Tail the primary: a hot standby's `pg_locks` does not show the primary's writers
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import socket
 import time
-import urllib.parse
-from collections.abc import AsyncIterator, Iterable, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
 import asyncpg
 
-from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.hashchain import ChainRow, ChainScan, hash_v2
+from zymi_tui.events.hashchain import ChainRow, ChainScan
 from zymi_tui.events.location import redact_url
+from zymi_tui.events.postgres_schema import connect_pool, explain_pg_error, first_connection, schema_present
 from zymi_tui.events.store import (
-    STEP_MARK,
+    Closable,
     IdRow,
     Page,
     RawRow,
@@ -56,46 +52,11 @@ from zymi_tui.events.store import (
     StreamInfo,
     rows_from_events,
     scan_by_stream,
+    step_range,
 )
 from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
-from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
 
-if TYPE_CHECKING:
-    from zymi_tui.events.kinds import Event
-
-# zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
-SCHEMA = """
-    CREATE TABLE IF NOT EXISTS events (
-        id BIGSERIAL PRIMARY KEY,
-        event_id TEXT NOT NULL UNIQUE,
-        stream_id TEXT NOT NULL,
-        sequence BIGINT NOT NULL,
-        timestamp TIMESTAMPTZ NOT NULL,
-        kind_tag TEXT NOT NULL,
-        data TEXT NOT NULL,
-        correlation_id TEXT,
-        causation_id TEXT,
-        source TEXT NOT NULL,
-        prev_hash TEXT NOT NULL DEFAULT '',
-        hash TEXT NOT NULL DEFAULT ''
-    );
-    CREATE UNIQUE INDEX IF NOT EXISTS idx_events_stream_seq
-        ON events(stream_id, sequence);
-    CREATE INDEX IF NOT EXISTS idx_events_correlation
-        ON events(correlation_id);
-    CREATE INDEX IF NOT EXISTS idx_events_kind
-        ON events(kind_tag);
-    CREATE TABLE IF NOT EXISTS stream_heads (
-        stream_id TEXT PRIMARY KEY,
-        last_sequence BIGINT NOT NULL,
-        last_hash TEXT NOT NULL
-    );
-"""
-SCHEMA_OBJECTS = ("events", "stream_heads", "idx_events_stream_seq", "idx_events_correlation", "idx_events_kind")
-
-CONNECT_TIMEOUT_S = 10.0
 READER_POOL = 4
-WRITER_POOL = 4
 CONTIGUITY_SCAN = 50_000  # check "no id missing" by counting when the new range is at most this wide
 PREFIX_SCAN = 100_000
 WRITER_WAIT_S = 0.1
@@ -110,170 +71,12 @@ _WRITERS = """SELECT virtualtransaction FROM pg_locks
       AND relation = 'events'::regclass
       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
       AND pid <> pg_backend_pid()"""
-_NEXT = """SELECT
-        COALESCE(MAX(sequence), 0) + 1 AS next_seq,
-        COALESCE(
-            (SELECT hash FROM events WHERE stream_id = $1 ORDER BY sequence DESC LIMIT 1),
-            ''
-        ) AS prev_hash
-    FROM events
-    WHERE stream_id = $1"""
-_INSERT = """INSERT INTO events
-        (event_id, stream_id, sequence, timestamp, kind_tag, data,
-         correlation_id, causation_id, source, prev_hash, hash)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-    RETURNING id"""
-_HEAD = """INSERT INTO stream_heads (stream_id, last_sequence, last_hash)
-    VALUES ($1, $2, $3)
-    ON CONFLICT (stream_id) DO UPDATE SET
-        last_sequence = EXCLUDED.last_sequence,
-        last_hash = EXCLUDED.last_hash"""
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def column_time(timestamp_ns: int) -> datetime:
-    """The TIMESTAMPTZ value zymi stores: microseconds, truncated (chrono -> postgres-types)."""
-    return _EPOCH + timedelta(microseconds=timestamp_ns // 1000)
-
-
-def sqlite_column_time(data: str, value: datetime) -> str:
-    """The SQLite `timestamp` column for a Postgres row: the event's own timestamp in `+00:00` form,
-    as zymi's SQLite store writes it (the TIMESTAMPTZ has lost the nanoseconds)."""
-    try:
-        stamp = json.loads(data)["timestamp"]
-        return format_timestamp(parse_timestamp_ns(stamp), zulu=False)
-    except (ValueError, KeyError, TypeError, IndexError):
-        delta = value - _EPOCH
-        return format_timestamp((delta // timedelta(microseconds=1)) * 1000, zulu=False)
-
-
-def check_url(url: str) -> None:
-    """A URL Python's parser rejects (a port past 65535, an unclosed IPv6 bracket), as one line."""
-    where = redact_url(url)
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError as e:
-        if "IPv6" in str(e):
-            raise StoreError(f"invalid postgres URL {where}: a `[` in the host is not closed (IPv6: [::1])") from None
-        raise StoreError(f"invalid postgres URL {where}: {e}") from None
-    try:
-        port = parts.port
-    except ValueError:
-        port = 0
-    if port == 0:
-        raise StoreError(f"invalid postgres URL {where}: the port must be a number from 1 to 65535")
-
-
-def _scrub(url: str, text: str) -> str:
-    try:
-        password = urllib.parse.urlsplit(url).password
-    except ValueError:
-        return text
-    if password:
-        for secret in {password, urllib.parse.unquote(password)}:
-            text = text.replace(secret, "***")
-    return text
-
-
-def explain_pg_error(url: str, err: BaseException) -> StoreError:
-    """One line that says what went wrong with the server, never showing the password."""
-    where = redact_url(url)
-    text = _scrub(url, str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__)
-    if isinstance(err, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError):
-        msg = f"cannot connect to {where}: {text} (check the user and password in the URL)"
-    elif isinstance(err, asyncpg.InvalidCatalogNameError):
-        msg = f"cannot connect to {where}: {text} (create it, or fix the database name in the URL)"
-    elif isinstance(err, socket.gaierror):
-        msg = f"cannot connect to {where}: unknown host ({text})"
-    elif isinstance(err, ConnectionRefusedError):
-        msg = f"cannot connect to {where}: connection refused (is PostgreSQL running and listening there?)"
-    elif isinstance(err, TimeoutError):
-        msg = f"cannot connect to {where}: no answer within {CONNECT_TIMEOUT_S:g} s (check the host and port)"
-    elif isinstance(err, OSError):
-        msg = f"cannot connect to {where}: {text}"
-    elif isinstance(err, ValueError | asyncpg.ClientConfigurationError):
-        msg = f"invalid postgres URL {where}: {text}"
-    elif isinstance(err, asyncpg.PostgresError):
-        msg = f"{where}: PostgreSQL error: {text}"
-    else:
-        msg = f"{where}: {type(err).__name__}: {text}"
-    return StoreError(msg)
-
-
-_CONNECT_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
-
-
-async def _keep_session(conn: asyncpg.Connection) -> None:
-    """Nothing to reset when a connection goes back to the pool: we never change session state
-    (no SET, no session-level advisory lock, no LISTEN), so asyncpg's reset round trip is skipped."""
-
-
-async def connect_pool(url: str, *, read_only: bool, max_size: int) -> asyncpg.Pool:
-    """A small pool; read-only pools make every transaction read-only on the server side."""
-    check_url(url)
-    settings = {"application_name": "zymi-tui"}
-    if read_only:
-        settings["default_transaction_read_only"] = "on"
-    try:
-        pool = await asyncpg.create_pool(
-            url, min_size=1, max_size=max_size, timeout=CONNECT_TIMEOUT_S, server_settings=settings,
-            reset=_keep_session,
-        )  # fmt: skip
-    except _CONNECT_ERRORS as e:
-        raise explain_pg_error(url, e) from None
-    assert pool is not None
-    return pool
-
-
-async def schema_present(conn: asyncpg.Connection) -> set[str]:
-    rows = await conn.fetch("SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(name) IS NOT NULL",
-                            list(SCHEMA_OBJECTS))  # fmt: skip
-    return {r[0] for r in rows}
-
-
-async def ensure_schema(conn: asyncpg.Connection) -> None:
-    """zymi's DDL when anything is missing, serialised so that concurrent first writers do not race."""
-    if await schema_present(conn) == set(SCHEMA_OBJECTS):
-        return
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('zymi-tui schema', 0))")
-        await conn.execute(SCHEMA)
-
-
-@contextlib.asynccontextmanager
-async def _first_connection(pool: asyncpg.Pool, url: str) -> AsyncIterator[asyncpg.Connection]:
-    """A connection of a new `pool`, to check the store with; on any failure the pool is closed (and a
-    server error worded for a person)."""
-    try:
-        async with pool.acquire() as conn:
-            yield conn
-    except asyncpg.PostgresError as e:
-        await pool.close()
-        raise explain_pg_error(url, e) from None
-    except BaseException:
-        await pool.close()
-        raise
-
-
-async def schema_pool(url: str, *, max_size: int) -> asyncpg.Pool:
-    """A read-write pool on a store whose schema `ensure_schema` has made sure of (closed on failure)."""
-    pool = await connect_pool(url, read_only=False, max_size=max_size)
-    async with _first_connection(pool, url) as conn:
-        await ensure_schema(conn)
-    return pool
-
-
-def _steps_bounds(stream_id: str) -> tuple[str, str]:
-    """`lo <= s < hi` (byte order, COLLATE "C") holds exactly for `<stream_id>:step:*`."""
-    lo = stream_id + STEP_MARK
-    return lo, lo[:-1] + chr(ord(STEP_MARK[-1]) + 1)
 
 
 _STEPS = '(stream_id = $1 OR (stream_id COLLATE "C" >= $2 AND stream_id COLLATE "C" < $3))'
 
 
-class PostgresReader(RowDecoder):
+class PostgresReader(RowDecoder, Closable):
     """A read-only view of a Postgres event store."""
 
     def __init__(self, url: str, pool: asyncpg.Pool) -> None:
@@ -293,7 +96,7 @@ class PostgresReader(RowDecoder):
     async def open(cls, url: str) -> PostgresReader:
         pool = await connect_pool(url, read_only=True, max_size=READER_POOL)
         reader = cls(url, pool)
-        async with _first_connection(pool, url) as conn:
+        async with first_connection(pool, url) as conn:
             present = await schema_present(conn)
             if "events" not in present:
                 raise StoreError(
@@ -313,12 +116,6 @@ class PostgresReader(RowDecoder):
 
     async def close(self) -> None:
         await self._pool.close()
-
-    async def __aenter__(self) -> PostgresReader:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def _fetch(self, sql: str, *params: Any) -> list[Any]:
         try:
@@ -430,7 +227,7 @@ class PostgresReader(RowDecoder):
     ) -> list[StoredEvent]:
         top = await self.horizon()
         if include_steps:
-            lo, hi = _steps_bounds(stream_id)
+            lo, hi = step_range(stream_id)
             sql = f"{_ROW} WHERE {_STEPS} AND id > $4 AND id <= $5 ORDER BY id LIMIT $6"
             rows = await self._fetch(sql, stream_id, lo, hi, after_global_id, top, limit)
         else:
@@ -442,7 +239,7 @@ class PostgresReader(RowDecoder):
         top = await self.horizon()
         # ids first (index only), then those rows: the run's data is never sorted
         if include_steps:
-            lo, hi = _steps_bounds(stream_id)
+            lo, hi = step_range(stream_id)
             ids = f"SELECT id FROM events WHERE {_STEPS} AND id <= $4 ORDER BY id DESC LIMIT $5"
             rows = await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", stream_id, lo, hi, top, n)
         else:
@@ -460,7 +257,7 @@ class PostgresReader(RowDecoder):
 
     async def run_ids(self, stream_id: str) -> list[IdRow]:
         top = await self.horizon()
-        lo, hi = _steps_bounds(stream_id)
+        lo, hi = step_range(stream_id)
         rows = await self._fetch(
             f"SELECT id, stream_id, sequence FROM events WHERE {_STEPS} AND id <= $4 ORDER BY id",
             stream_id,
@@ -493,7 +290,7 @@ class PostgresReader(RowDecoder):
                 tag, after_global_id, top, limit,
             )  # fmt: skip
         else:
-            lo, hi = _steps_bounds(stream_id)
+            lo, hi = step_range(stream_id)
             rows = await self._fetch(
                 f"{_ROW} WHERE {_STEPS} AND kind_tag = $4 AND id > $5 AND id <= $6 ORDER BY id LIMIT $7",
                 stream_id, lo, hi, tag, after_global_id, top, limit,
@@ -521,63 +318,3 @@ class PostgresReader(RowDecoder):
             return {}
         rows = await self._fetch("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
         return {s: (int(seq), h) for s, seq, h in rows}
-
-
-class PostgresWriter:
-    """Appends events exactly as zymi's `PostgresEventStore::append` does."""
-
-    def __init__(self, url: str, pool: asyncpg.Pool) -> None:
-        self.url = url
-        self.label = redact_url(url)
-        self._pool = pool
-        self._transactions = Transactions()
-
-    @classmethod
-    async def open(cls, url: str) -> PostgresWriter:
-        return cls(url, await schema_pool(url, max_size=WRITER_POOL))
-
-    async def close(self) -> None:
-        await self._transactions.finish()
-        await self._pool.close()
-
-    async def __aenter__(self) -> PostgresWriter:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def append(self, event: Event) -> StoredEvent:
-        return (await self.append_many([event]))[0]
-
-    def append_now(self, event: Event) -> StoredEvent | None:
-        """Never: every append waits on the server."""
-        return None
-
-    async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
-        """Append in one transaction (zymi appends one event per transaction; so does `append`).
-        The transaction commits or rolls back even if the caller is cancelled meanwhile."""
-        return await self._transactions.run(self._append_tx(events))
-
-    async def _append_tx(self, events: Sequence[Event]) -> list[StoredEvent]:
-        try:
-            async with self._pool.acquire() as conn, conn.transaction():
-                return [await self._insert(conn, e) for e in events]
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as e:
-            raise explain_pg_error(self.url, e) from None
-
-    async def _insert(self, conn: asyncpg.Connection, event: Event) -> StoredEvent:
-        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", event.stream_id)
-        row = await conn.fetchrow(_NEXT, event.stream_id)
-        seq, prev = int(row["next_seq"]), str(row["prev_hash"])
-        data = event.to_json()
-        digest = hash_v2(event.id, seq, data, prev)
-        gid = await conn.fetchval(
-            _INSERT,
-            event.id, event.stream_id, seq, column_time(event.timestamp_ns), event.tag, data,
-            event.correlation_id, event.causation_id, event.source, prev, digest,
-        )  # fmt: skip
-        await conn.execute(_HEAD, event.stream_id, seq, digest)
-        return StoredEvent(int(gid), event.stored_as(seq), data)
-
-    async def checkpoint(self) -> None:
-        """Nothing to do: Postgres has no WAL file of ours to fold back (SQLite's PASSIVE checkpoint)."""

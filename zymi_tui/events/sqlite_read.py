@@ -1,9 +1,9 @@
-"""SQLite backend (aiosqlite), byte-compatible with zymi-core 0.9.3 (docs/engine.md#sqlite-store).
+"""The SQLite reader (aiosqlite) of a store byte-compatible with zymi-core 0.9.3 (docs/engine.md#sqlite-store).
 
 Reading opens the file with `mode=ro`: no DDL, no journal-mode switch, no write of any kind
 (zymi's own readers create their schema and switch the file to WAL). Every read is one short
-statement, so a concurrent writer never waits on us. Writing uses zymi's exact DDL, pragmas,
-`BEGIN IMMEDIATE` transaction, `MAX(sequence)+1`, v2 hash and `stream_heads` upsert.
+statement, so a concurrent writer never waits on us. The writer is sqlite_write.py, zymi's schema
+sqlite_schema.py.
 """
 
 from __future__ import annotations
@@ -12,66 +12,21 @@ import asyncio
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import aiosqlite
 
-from zymi_tui.events.atomic import Transactions
-from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text, hash_v2
+from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text
 from zymi_tui.events.sqlite_check import NOT_UTF8, TEXT_ANY, pragma_check, scan_store
 from zymi_tui.events.sqlite_file import check_store_file, is_wal, note_store
-from zymi_tui.events.store import (
-    STEP_MARK,
-    IdRow,
-    Page,
-    RawRow,
-    RowPage,
-    StoreError,
-    StoreLocked,
-    StreamInfo,
-    stat_store_path,
-)
+from zymi_tui.events.sqlite_schema import LOCK_WAIT_S, explain_sqlite_error, is_locked
+from zymi_tui.events.store import Closable, IdRow, Page, RawRow, RowPage, StoreError, StreamInfo, step_range
 from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
 from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
-if TYPE_CHECKING:
-    from zymi_tui.events.kinds import Event
-
-# zymi's DDL, verbatim (events/store/sqlite.rs), so `sqlite_master` reads the same.
-SCHEMA = """CREATE TABLE IF NOT EXISTS events (
-                 id INTEGER PRIMARY KEY AUTOINCREMENT,
-                 event_id TEXT NOT NULL UNIQUE,
-                 stream_id TEXT NOT NULL,
-                 sequence INTEGER NOT NULL,
-                 timestamp TEXT NOT NULL,
-                 kind_tag TEXT NOT NULL,
-                 data TEXT NOT NULL,
-                 correlation_id TEXT,
-                 causation_id TEXT,
-                 source TEXT NOT NULL
-             );
-             CREATE INDEX IF NOT EXISTS idx_events_stream_seq
-                 ON events(stream_id, sequence);
-             CREATE INDEX IF NOT EXISTS idx_events_correlation
-                 ON events(correlation_id);
-             CREATE INDEX IF NOT EXISTS idx_events_kind
-                 ON events(kind_tag);
-             CREATE TABLE IF NOT EXISTS stream_heads (
-                 stream_id TEXT PRIMARY KEY,
-                 last_sequence INTEGER NOT NULL,
-                 last_hash TEXT NOT NULL
-             );"""
-
-HASH_MIGRATION = """ALTER TABLE events ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
-                 ALTER TABLE events ADD COLUMN hash TEXT NOT NULL DEFAULT '';"""
-
 READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LOCK_WAIT_S in all
-LOCK_WAIT_S = 5.0
-
-T = TypeVar("T")
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 ID_BATCH = 500  # ids bound in one `IN (...)` (under SQLite's oldest limit of 999 variables)
@@ -110,27 +65,6 @@ def _run_and_steps(where: str) -> str:
     )
 
 
-def explain_sqlite_error(path: str, err: BaseException) -> StoreError:
-    """One line that says what is wrong with the file and what to do."""
-    text = str(err)
-    low = text.lower()
-    if "locked" in low or "busy" in low:
-        return StoreLocked(
-            f"{path} is locked by another process and stayed locked for {LOCK_WAIT_S:.0f} s: try again "
-            "in a moment, or stop the process that holds it"
-        )
-    if "not a database" in low:
-        return StoreError(f"{path} is not a SQLite database: pass a zymi events.db or a project folder")
-    if "malformed" in low or "disk image" in low or "truncat" in low:
-        return StoreError(
-            f"{path} is damaged (SQLite: {text}); it may be truncated. Restore it from a copy, "
-            "or try `sqlite3 FILE .recover` on a copy"
-        )
-    if "unable to open" in low:
-        return StoreError(f"cannot open {path}: {text} (check that it exists and is readable)")
-    return StoreError(f"{path}: SQLite error: {text}")
-
-
 async def _connect(database: str, **kwargs: Any) -> aiosqlite.Connection:
     return await aiosqlite.connect(database, **kwargs)
 
@@ -148,11 +82,6 @@ async def connect(database: str, **kwargs: Any) -> aiosqlite.Connection:
         raise
 
 
-def _is_locked(err: BaseException) -> bool:
-    low = str(err).lower()
-    return "locked" in low or "busy" in low
-
-
 def _drop(ahead: tuple[object, asyncio.Future[list[Any]]] | None) -> None:
     """Discard a read-ahead: cancel it, or consume its error so none is logged as never retrieved."""
     if ahead is None:
@@ -164,13 +93,7 @@ def _drop(ahead: tuple[object, asyncio.Future[list[Any]]] | None) -> None:
         future.exception()
 
 
-def _range_for_steps(stream_id: str) -> tuple[str, str]:
-    """Bounds such that `lo <= s < hi` holds exactly for `<stream_id>:step:*` (index-friendly)."""
-    lo = stream_id + STEP_MARK
-    return lo, lo[:-1] + chr(ord(STEP_MARK[-1]) + 1)
-
-
-class SqliteReader(RowDecoder):
+class SqliteReader(RowDecoder, Closable):
     """A read-only view of a SQLite event store."""
 
     def __init__(self, path: Path, uri: str, conn: aiosqlite.Connection, has_hash: bool) -> None:
@@ -241,12 +164,6 @@ class SqliteReader(RowDecoder):
         self._ahead = None
         await self._conn.close()
 
-    async def __aenter__(self) -> SqliteReader:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """One short read; retries while a writer holds a lock (up to LOCK_WAIT_S), then explains."""
         deadline = time.monotonic() + LOCK_WAIT_S
@@ -255,7 +172,7 @@ class SqliteReader(RowDecoder):
             try:
                 return list(await self._conn.execute_fetchall(sql, params))
             except sqlite3.Error as e:
-                if _is_locked(e) and time.monotonic() < deadline:
+                if is_locked(e) and time.monotonic() < deadline:
                     await asyncio.sleep(0.05)
                     continue
                 if NOT_UTF8 in str(e) and self._conn.text_factory is not TEXT_ANY:
@@ -319,7 +236,7 @@ class SqliteReader(RowDecoder):
         if stream_id is not None:
             where = "+id > ?" + ("" if tag is None else " AND +kind_tag = ?")
             cond = (after_global_id,) if tag is None else (after_global_id, tag)
-            lo, hi = _range_for_steps(stream_id)
+            lo, hi = step_range(stream_id)
             params = (stream_id, *cond, lo, hi, *cond, limit)
             rows = await self._fetch(_run_and_steps(where) + " ORDER BY id LIMIT ?", params)
         elif tag is not None:
@@ -346,7 +263,7 @@ class SqliteReader(RowDecoder):
         would cost in proportion to the run, not to `n`."""
         streams = [stream_id]
         if include_steps:
-            lo, hi = _range_for_steps(stream_id)
+            lo, hi = step_range(stream_id)
             streams += [s for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi))]
         if len(streams) <= MAX_UNION:
             newest = (
@@ -355,7 +272,7 @@ class SqliteReader(RowDecoder):
             ids = f"SELECT id FROM ({' UNION ALL '.join([newest] * len(streams))}) ORDER BY id DESC LIMIT ?"
             params: list[Any] = [v for s in streams for v in (s, n)] + [n]
         else:  # a run of very many steps: all its ids, sorted
-            lo, hi = _range_for_steps(stream_id)
+            lo, hi = step_range(stream_id)
             ids = (
                 "SELECT id FROM events WHERE stream_id = CAST(? AS TEXT) UNION ALL SELECT id FROM events "
                 "WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) ORDER BY id DESC LIMIT ?"
@@ -367,7 +284,7 @@ class SqliteReader(RowDecoder):
         """Stream by stream from the (stream_id, sequence) index alone (it covers id: the table is not
         read), merged by id: no stream column read per row, and each stream's rows already in id order
         (the sort merges runs)."""
-        lo, hi = _range_for_steps(stream_id)
+        lo, hi = step_range(stream_id)
         streams = [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
         out: list[IdRow] = []
         for stream in streams:
@@ -470,247 +387,3 @@ class SqliteReader(RowDecoder):
             return {}
         rows = await self._fetch("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
         return {column_text(s): (seq, column_text(h)) for s, seq, h in rows}
-
-
-_SCHEMA_OBJECTS = ("events", "stream_heads", "idx_events_stream_seq", "idx_events_correlation", "idx_events_kind")
-
-
-def _schema_complete(conn: sqlite3.Connection) -> bool:
-    marks = ",".join("?" * len(_SCHEMA_OBJECTS))
-    row = conn.execute(
-        f"SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN ({marks})), "
-        "(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name IN ('prev_hash', 'hash'))",
-        _SCHEMA_OBJECTS,
-    ).fetchone()
-    return bool(row == (len(_SCHEMA_OBJECTS), 2))
-
-
-def _create_schema(conn: sqlite3.Connection) -> None:
-    """zymi's DDL and hash-column migration, safe when several processes create the same new store at
-    once: the column check and the ALTERs run inside one `BEGIN IMMEDIATE` (zymi checks, then alters,
-    unlocked: two of them can both add `prev_hash`, and the second fails with "duplicate column
-    name"). A store that already has it all is not locked at all."""
-    if _schema_complete(conn):
-        return
-    conn.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for another creator
-    try:
-        for statement in (*SCHEMA.split(";"), *HASH_MIGRATION.split(";")):
-            if not statement.strip():
-                continue
-            if statement.strip().startswith("ALTER") and _has_hash_columns(conn):
-                continue
-            conn.execute(statement)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-
-
-def _has_hash_columns(conn: sqlite3.Connection) -> bool:
-    row = conn.execute("SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'hash'").fetchone()
-    return bool(row and row[0])
-
-
-WRITE_BUSY_MS = 5000  # zymi's busy_timeout
-
-
-class _Busy(Exception):
-    """Another connection holds the write lock: the append waits for it on the writer's thread."""
-
-
-def _switch_to_wal_and_schema(conn: sqlite3.Connection) -> None:
-    """WAL and the schema, retried while the store is locked, up to the busy timeout. SQLite answers
-    "database is locked" at once, without its busy wait, where waiting could deadlock (a reader asking
-    for the write lock while another new writer switches the same new file to WAL): seen in 1 of ~6
-    runs of twelve processes creating one store at once."""
-    deadline = time.monotonic() + WRITE_BUSY_MS / 1000
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL").fetchall()
-            _create_schema(conn)
-            return
-        except sqlite3.OperationalError as e:
-            if not _is_locked(e) or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.01)
-
-
-def _open_for_writing(path: Path) -> sqlite3.Connection:
-    """The writer's connection: zymi's pragmas and schema, then no busy wait (an append that finds the
-    store locked waits on the writer's thread, never in the event loop)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-    except (OSError, sqlite3.Error) as e:
-        raise StoreError(f"cannot open {path} for writing: {e}") from None
-    try:
-        # the wait first: switching a new file to WAL takes a lock another new writer may hold
-        conn.execute(f"PRAGMA busy_timeout={WRITE_BUSY_MS}")
-        _switch_to_wal_and_schema(conn)
-        conn.execute("PRAGMA busy_timeout=0")
-    except BaseException as e:
-        conn.close()
-        if isinstance(e, sqlite3.Error):
-            raise explain_sqlite_error(str(path), e) from None
-        raise
-    return conn
-
-
-_APPEND_HEAD = (
-    "SELECT COALESCE(MAX(sequence), 0) + 1, COALESCE("
-    "(SELECT hash FROM events WHERE stream_id = ?1 ORDER BY sequence DESC LIMIT 1), ''"
-    ") FROM events WHERE stream_id = ?1"
-)
-_APPEND_ROW = (
-    "INSERT INTO events (event_id, stream_id, sequence, timestamp, kind_tag, data, correlation_id, "
-    "causation_id, source, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
-)
-_APPEND_STREAM_HEAD = (
-    "INSERT INTO stream_heads (stream_id, last_sequence, last_hash) VALUES (?1, ?2, ?3) "
-    "ON CONFLICT(stream_id) DO UPDATE SET last_sequence = excluded.last_sequence, last_hash = excluded.last_hash"
-)
-
-
-class SqliteWriter:
-    """Appends events exactly as zymi's `SqliteEventStore::append` does.
-
-    An append (BEGIN IMMEDIATE … COMMIT, one short transaction) runs in the event loop: handing it
-    to a thread and back cost more than the append itself. Only when another connection holds the
-    write lock does it go to the writer's own thread, to wait there (zymi's 5 s busy timeout); opening,
-    the WAL checkpoint and closing run there too. The asyncio lock lets one of them use the
-    connection at a time."""
-
-    def __init__(self, path: Path, conn: sqlite3.Connection, thread: ThreadPoolExecutor) -> None:
-        self.path = path
-        self.label = str(path)
-        self._conn = conn
-        self._thread = thread
-        self._lock = asyncio.Lock()
-        self._transactions = Transactions()
-
-    @classmethod
-    async def open(cls, path: str | Path) -> SqliteWriter:
-        p = Path(path).expanduser()
-        stat_store_path(p)  # a FIFO is never opened (opening one waits for a writer)
-        note_store(p)
-        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zymi-tui-writer")
-        opening = asyncio.get_running_loop().run_in_executor(thread, _open_for_writing, p)
-        try:
-            # if the caller is cancelled meanwhile (Ctrl-C), the connection is still waited for and closed
-            conn = await asyncio.shield(opening)
-        except BaseException:
-            await asyncio.wait({opening})
-            if not opening.cancelled() and opening.exception() is None:
-                thread.submit(opening.result().close).result()
-            thread.shutdown(wait=False)
-            raise
-        return cls(p, conn, thread)
-
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
-
-    async def close(self) -> None:
-        await self._transactions.finish()
-        try:
-            await self._call(self._conn.close)
-        finally:
-            self._thread.shutdown(wait=False)
-
-    async def __aenter__(self) -> SqliteWriter:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def append(self, event: Event) -> StoredEvent:
-        return (await self.append_many([event]))[0]
-
-    def append_now(self, event: Event) -> StoredEvent | None:
-        """With nothing else of this writer under way and the store not locked by another connection,
-        the transaction runs here and now: no await in it (no cancellation can land inside), no task
-        and no loop turns around it. None (nothing written) otherwise."""
-        return out[0] if (out := self._now([(event, event.to_json())])) else None
-
-    def _now(self, rows: list[tuple[Event, str]]) -> list[StoredEvent] | None:
-        if self._lock.locked() or not self._transactions.idle():
-            return None
-        try:
-            return self._append_sync(rows, wait=False)
-        except _Busy:
-            return None
-
-    async def append_many(self, events: Sequence[Event]) -> list[StoredEvent]:
-        """Append in one transaction (zymi appends one event per transaction; so does `append`).
-        The transaction commits or rolls back even if the caller is cancelled meanwhile."""
-        rows = [(e, e.to_json()) for e in events]
-        done = self._now(rows)
-        if done is not None:
-            return done
-        # another of this writer's transactions is under way, or another connection holds the write
-        # lock: in turn, waiting on the writer's thread
-        return await self._transactions.run(self._append_tx(rows))
-
-    async def _append_tx(self, rows: list[tuple[Event, str]]) -> list[StoredEvent]:
-        async with self._lock:
-            try:
-                return self._append_sync(rows, wait=False)
-            except _Busy:
-                return await self._call(self._append_sync, rows, True)
-
-    def _append_sync(self, rows: list[tuple[Event, str]], wait: bool) -> list[StoredEvent]:
-        """BEGIN IMMEDIATE, each row as zymi appends it, COMMIT (or ROLLBACK). Without `wait`, a store
-        locked by another connection raises `_Busy` before anything is written."""
-        conn = self._conn
-        if wait:
-            conn.execute(f"PRAGMA busy_timeout={WRITE_BUSY_MS}")
-        try:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as e:
-                if not wait and _is_locked(e):
-                    raise _Busy from None
-                raise
-            out = [self._insert(conn, event, data) for event, data in rows]
-            conn.execute("COMMIT")
-        except BaseException as e:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if isinstance(e, sqlite3.Error):
-                raise explain_sqlite_error(self.label, e) from None
-            raise
-        finally:
-            if wait:
-                conn.execute("PRAGMA busy_timeout=0")
-        return out
-
-    @staticmethod
-    def _insert(conn: sqlite3.Connection, event: Event, data: str) -> StoredEvent:
-        row = conn.execute(_APPEND_HEAD, (event.stream_id,)).fetchall()[0]  # read to the end: no statement left open
-        seq, prev = int(row[0]), str(row[1])
-        digest = hash_v2(event.id, seq, data, prev)
-        gid = conn.execute(
-            _APPEND_ROW,
-            (
-                event.id, event.stream_id, seq, event.column_timestamp(), event.tag, data,
-                event.correlation_id, event.causation_id, event.source, prev, digest,
-            ),
-        ).lastrowid  # fmt: skip
-        conn.execute(_APPEND_STREAM_HEAD, (event.stream_id, seq, digest))
-        assert gid is not None
-        return StoredEvent(gid, event.stored_as(seq), data)
-
-    async def checkpoint(self) -> None:
-        """`PRAGMA wal_checkpoint(PASSIVE)`, as zymi runs after a run's terminal event (ADR-0030).
-        Taken in turn with the appends and finished even if the caller is cancelled."""
-        await self._transactions.run(self._checkpoint_tx())
-
-    async def _checkpoint_tx(self) -> None:
-        async with self._lock:
-            await self._call(self._checkpoint_sync)
-
-    def _checkpoint_sync(self) -> None:
-        try:
-            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        except sqlite3.Error as e:
-            if not _is_locked(e):
-                raise explain_sqlite_error(self.label, e) from None

@@ -1,0 +1,242 @@
+"""The dashboard's workers that read the store: the runs list, a run (whole, or a long run's index, kinds and
+rows), its figures, its masking, its pipeline, the hash chains, the live tail and the runs' writers. Each
+posts what it read as a message (tui/messages.py); results.py applies them."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from textual import work
+from textual.worker import get_current_worker
+
+from zymi_tui.errors import UserError
+from zymi_tui.events.location import SqliteStore
+from zymi_tui.events.runs import RunSummary, list_runs, newest_runs, with_liveness
+from zymi_tui.events.store import EventReader, IndexRow, StoreError, run_of, step_of
+from zymi_tui.events.tail import tail
+from zymi_tui.events.writers import store_writers
+from zymi_tui.tui.chain_freshness import store_stamp
+from zymi_tui.tui.dashboard.state import DashboardState
+from zymi_tui.tui.messages import (
+    CallsCollected,
+    ChainChecked,
+    EventRead,
+    LivenessChecked,
+    MaskingFound,
+    PeaksLoaded,
+    PipelineLoaded,
+    RunIndexed,
+    RunKinds,
+    RunPage,
+    RunRows,
+    RunsLoaded,
+    StoreTrouble,
+    TailBatch,
+)
+from zymi_tui.tui.model import RunKey
+from zymi_tui.tui.source import FIRST_RUNS, FirstRuns, read_peaks, read_run
+from zymi_tui.tui.state.events import RUN_GROUP
+from zymi_tui.tui.state.graph import load_pipeline_steps
+from zymi_tui.tui.state.plot import PLOT_TAGS, WORKFLOW_TAGS, CallCollector
+
+TAIL_POLL_S = 0.1
+FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then all of them
+# A run of more events than this is shown from its index (ids first), its rows read as they are drawn;
+# its plot, graph and search are made by workers reading its pages. ZYMI_TUI_SPARSE_EVENTS sets it
+# (the tests lower it to take this path on a small store).
+SPARSE_EVENTS = 5000
+PAGE_IDS = 500  # rows a worker reads (and decodes) at a time
+
+
+def sparse_threshold() -> int:
+    return int(os.environ.get("ZYMI_TUI_SPARSE_EVENTS", SPARSE_EVENTS))
+
+
+def id_pages(gids: list[int]) -> Iterable[list[int]]:
+    return (gids[i : i + PAGE_IDS] for i in range(0, len(gids), PAGE_IDS))
+
+
+class DashboardLoaders(DashboardState):
+    """The store's readers (Textual workers, each in a group of its own: a new read cancels the last)."""
+
+    @work(thread=True, exclusive=True, group="runs", exit_on_error=False, description="the runs list")
+    def reload_runs(self, *, newest_first: bool = False, drawn: FirstRuns | None = None) -> None:
+        """All runs; with `newest_first`, the newest screenful is read and drawn before the rest;
+        `drawn`: that screenful is already drawn (then the rest is read, if it was not every run)."""
+
+        async def job(reader: EventReader) -> None:
+            page, whole = (drawn.summaries, drawn.whole) if drawn is not None else ([], False)
+            if newest_first and drawn is None:
+                page, whole = await newest_runs(reader, FIRST_RUNS, turns=True)
+                if get_current_worker().is_cancelled:
+                    return
+                self.post_message(RunsLoaded(page, complete=whole))
+            # the rest: read by the process that read the first runs (on another core), or here
+            rest = drawn.rest() if drawn is not None and drawn.rest is not None and not whole else None
+            if rest is not None:
+                reader.problems.extend(rest.skipped)
+            if whole:
+                summaries = page
+            else:
+                summaries = rest.summaries if rest is not None else await list_runs(reader, turns=True)
+                if get_current_worker().is_cancelled:
+                    return
+                self.post_message(RunsLoaded(summaries))
+            turn_of = {s.correlation_id: s.stream_id for s in summaries if s.turns_on_stream > 1 and s.correlation_id}
+            if not self.peaks_loaded:
+                self.peaks_loaded = True
+                async for peaks in read_peaks(reader, turn_of):
+                    if get_current_worker().is_cancelled:
+                        return
+                    self.post_message(PeaksLoaded(peaks))
+
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
+    def verify_chains(self) -> None:
+        async def job(reader: EventReader) -> None:
+            # the hash chains' module (and hashlib) load here, once every run is listed, not before the first frame
+            from zymi_tui.events.verify import verify_store
+
+            stamp = store_stamp(self.target.store, self.last_gid)  # before the first row is read
+            began = time.monotonic()
+            report = await verify_store(reader)
+            broken: dict[str, str] = {}
+            for v in report.verdicts:
+                if not v.ok:
+                    broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
+            took = time.monotonic() - began
+            self.post_message(ChainChecked(broken, len(report.verdicts), report.damage, stamp, took))
+
+        self.in_thread(job)
+
+    @work(exclusive=True, group="tail", exit_on_error=False)
+    async def tail_store(self) -> None:
+        assert self.reader is not None
+        path = (
+            self.target.store.path if isinstance(self.target.store, SqliteStore) else None
+        )  # a URL is never "deleted"
+        try:
+            async for batch in tail(self.reader, self.last_gid, poll_s=TAIL_POLL_S):
+                self.post_message(TailBatch(batch))
+                if path is not None and not path.exists():
+                    break
+        except StoreError as e:
+            self.post_message(StoreTrouble(f"live updates stopped: {e}"))
+
+    @work(thread=True, exclusive=True, group="run", exit_on_error=False, description="a run's index")
+    def load_run(self, key: RunKey) -> None:
+        async def job(reader: EventReader) -> None:
+            if key.correlation_id is None:  # a long run: its newest events are shown while the rest loads
+                head = await reader.newest(key.stream_id, FIRST_PAGE, include_steps=True)
+                if len(head) == FIRST_PAGE and not get_current_worker().is_cancelled:
+                    self.post_message(RunPage(key, head, True, False))
+                ids = await reader.run_ids(key.stream_id)
+                if len(ids) > sparse_threshold():  # ids first: the rows are read as they are drawn, the kinds next
+                    rows = [(gid, stream, seq, "") for gid, stream, seq in ids]
+                    if not get_current_worker().is_cancelled:
+                        self.post_message(RunIndexed(key, rows, head))
+                    return
+            events = await read_run(reader, key)
+            if not get_current_worker().is_cancelled:
+                self.post_message(RunPage(key, events, True, True))
+
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="kinds", exit_on_error=False, description="a run's kinds")
+    def read_kinds(self, key: RunKey, rows: list[IndexRow]) -> None:
+        """The kind of every row of a long run listed from its ids (the filters, pickers and plot need them)."""
+
+        async def job(reader: EventReader) -> None:
+            kinds = await reader.kinds_of([gid for gid, *_ in rows])
+            if not get_current_worker().is_cancelled:
+                self.post_message(RunKinds(key, kinds))
+
+        self.in_thread(job)
+
+    @work(thread=True, group="rows", exit_on_error=False, description="a page of events")
+    def load_rows(self, key: RunKey, gids: list[int]) -> None:
+        """Rows of a long run the events list drew before they were read."""
+
+        async def job(reader: EventReader) -> None:
+            self.post_message(RunRows(key, await reader.read_ids(gids), gids))
+
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="collect", exit_on_error=False, description="a run's figures")
+    def collect_run(self, key: RunKey, rows: list[IndexRow]) -> None:
+        """A long run's plot and graph: its LLM-call, compaction and workflow rows read a page at a time
+        (of a call only the fields drawn are decoded) and fed to a collector that keeps the calls, not the
+        events). A row whose kind column names no known kind (an unknown or a hostile one) is read too: its
+        data says what it is, as when a small run is read whole (and an unreadable one is counted)."""
+        from zymi_tui.events.kinds import KIND_BY_TAG  # the kinds load with the first event decoded, not at start
+
+        wanted = [gid for gid, _, _, tag in rows if tag in PLOT_TAGS or tag in WORKFLOW_TAGS or tag not in KIND_BY_TAG]
+
+        async def job(reader: EventReader) -> None:
+            collector = CallCollector(self.window, self.forget_after)
+            worker = get_current_worker()
+            first = await reader.read_ids([rows[0][0]]) if rows else []  # x = seconds since the run started
+            collector.t0 = first[0].event.timestamp_ns if first else None
+            for n, page in enumerate(id_pages(wanted), 1):
+                reader.problems += collector.feed_rows(await reader.read_id_rows(page))
+                if worker.is_cancelled:
+                    return
+                if n % 20 == 0:  # the curve grows as it is read
+                    self.post_message(CallsCollected(key, collector.snapshot(), False))
+            collector.last_gid = max(collector.last_gid, rows[-1][0] if rows else 0)
+            self.post_message(CallsCollected(key, collector, True))
+
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="event", exit_on_error=False, description="one event")
+    def read_event(self, key: RunKey, gid: int) -> None:
+        """One event of a long run read whole (the inspector opens on it)."""
+
+        async def job(reader: EventReader) -> None:
+            found = await reader.read_ids([gid])
+            self.post_message(EventRead(key, found[0] if found else None))
+
+        self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="masking", exit_on_error=False, description="a run's masking")
+    def find_masking(self, key: RunKey, streams: list[str]) -> None:
+        """Replay the run's step streams with the context engine: where masking really starts."""
+        from zymi_tui.replay.store_replay import replay_store
+        from zymi_tui.tui.state.inspector import is_masked
+
+        steps = {step_of(stream) or RUN_GROUP for stream in streams}
+
+        async def job(reader: EventReader) -> None:
+            first: dict[str, int] = {}
+            async for row in replay_store(reader, project=self.target.project, streams=streams):
+                if get_current_worker().is_cancelled:
+                    return
+                if row.is_compaction or row.simulated or row.rendered is None:
+                    continue
+                step = step_of(row.stream_id) or RUN_GROUP
+                if step not in first and any(e.layer == "C" and is_masked(e) for e in row.rendered.entries):
+                    first[step] = row.global_id
+                    if len(first) == len(steps):  # every step's answer found: a long run is not replayed to its end
+                        break
+            self.post_message(MaskingFound(key, first))
+
+        if self.target.project is not None:
+            self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="pipeline", exit_on_error=False, description="a pipeline's graph")
+    def load_pipeline(self, key: RunKey, pipeline: str) -> None:
+        try:
+            steps = load_pipeline_steps(self.target.project, pipeline)
+            self.post_message(PipelineLoaded(key, steps, None))
+        except UserError as e:
+            self.post_message(PipelineLoaded(key, None, e.one_line()))
+
+    @work(thread=True, exclusive=True, group="writers", exit_on_error=False, description="the runs' writers")
+    def check_writers(self, store: Path, before: list[RunSummary]) -> None:
+        after = with_liveness(before, store_writers(store))
+        if after != before:
+            self.post_message(LivenessChecked(before, after))
