@@ -17,32 +17,20 @@ from zymi_tui.events.location import redact_url
 from zymi_tui.events.store import StoreError
 from zymi_tui.events.timestamps import format_timestamp, parse_timestamp_ns
 
-# zymi's DDL, verbatim (events/store/postgres.rs SCHEMA_SQL).
+# zymi's DDL (events/store/postgres.rs SCHEMA_SQL), statement for statement, one to a line: unlike
+# SQLite's `sqlite_master`, Postgres keeps no statement text, so only the statements must match.
 SCHEMA = """
     CREATE TABLE IF NOT EXISTS events (
-        id BIGSERIAL PRIMARY KEY,
-        event_id TEXT NOT NULL UNIQUE,
-        stream_id TEXT NOT NULL,
-        sequence BIGINT NOT NULL,
-        timestamp TIMESTAMPTZ NOT NULL,
-        kind_tag TEXT NOT NULL,
-        data TEXT NOT NULL,
-        correlation_id TEXT,
-        causation_id TEXT,
-        source TEXT NOT NULL,
-        prev_hash TEXT NOT NULL DEFAULT '',
-        hash TEXT NOT NULL DEFAULT ''
+        id BIGSERIAL PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, stream_id TEXT NOT NULL,
+        sequence BIGINT NOT NULL, timestamp TIMESTAMPTZ NOT NULL, kind_tag TEXT NOT NULL, data TEXT NOT NULL,
+        correlation_id TEXT, causation_id TEXT, source TEXT NOT NULL,
+        prev_hash TEXT NOT NULL DEFAULT '', hash TEXT NOT NULL DEFAULT ''
     );
-    CREATE UNIQUE INDEX IF NOT EXISTS idx_events_stream_seq
-        ON events(stream_id, sequence);
-    CREATE INDEX IF NOT EXISTS idx_events_correlation
-        ON events(correlation_id);
-    CREATE INDEX IF NOT EXISTS idx_events_kind
-        ON events(kind_tag);
+    CREATE UNIQUE INDEX IF NOT EXISTS idx_events_stream_seq ON events(stream_id, sequence);
+    CREATE INDEX IF NOT EXISTS idx_events_correlation ON events(correlation_id);
+    CREATE INDEX IF NOT EXISTS idx_events_kind ON events(kind_tag);
     CREATE TABLE IF NOT EXISTS stream_heads (
-        stream_id TEXT PRIMARY KEY,
-        last_sequence BIGINT NOT NULL,
-        last_hash TEXT NOT NULL
+        stream_id TEXT PRIMARY KEY, last_sequence BIGINT NOT NULL, last_hash TEXT NOT NULL
     );
 """
 SCHEMA_OBJECTS = ("events", "stream_heads", "idx_events_stream_seq", "idx_events_correlation", "idx_events_kind")
