@@ -107,7 +107,7 @@ class _YaccHook:
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None:
             return None
-        self.real, spec.loader = spec.loader, self  # type: ignore[assignment]  (a loader by its methods)
+        self.real, spec.loader = spec.loader, self  # type: ignore[assignment]  # a loader by its methods
         return spec
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
