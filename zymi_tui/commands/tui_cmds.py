@@ -181,44 +181,33 @@ async def _check_chains(target: Target) -> tuple[dict[str, str], int, list[str],
 
 
 class _ChainChild:
-    """The hash-chain check in a child forked at launch (small then: before the screen's modules load),
-    told to begin by the dashboard once its first frame is drawn (begun at once, it took a core from the
-    screen's start and the runs list). On a core of its own, where in a thread of the dashboard the hashing
-    held the interpreter lock against drawing (so it waited for every run to be listed), and with its
-    memory given back when it ends. The dashboard takes its outcome (`outcome`) in its `verify_chains`
-    worker; later checks run there."""
+    """The hash-chain check, begun at launch in a forked child: on a core of its own (in a thread of the
+    dashboard, the hashing held the interpreter lock against drawing, so it waited for every run to be
+    listed first), and with its memory given back when it ends. The dashboard takes its outcome
+    (`outcome`) in its `verify_chains` worker; later checks run there."""
 
     def __init__(self, target: Target) -> None:
         from zymi_tui.tui.chain_freshness import store_stamp
 
         self.files = store_stamp(target.store, 0)[:-1]  # the store's files before the first row is read
         self.source, sink = os.pipe()
-        wait, self.go = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:
             try:
                 os.close(self.source)
-                os.close(self.go)
                 try:
-                    if os.read(wait, 1):  # nothing: the dashboard ended without asking
-                        _send(sink, (True, asyncio.run(_check_chains(target))))
+                    _send(sink, (True, asyncio.run(_check_chains(target))))
                 except BaseException as e:
                     _send(sink, (False, e))
             finally:
                 os._exit(0)
         os.close(sink)
-        os.close(wait)
         self.open = True
 
     def outcome(self) -> ChainOutcome | None:
-        """Begin the check and wait for what `ChainChecked` carries; None when the check failed (the
-        dashboard then checks in its own worker and reports the error there)."""
+        """What `ChainChecked` carries (waited for), or None when the check failed (the dashboard then
+        checks in its own worker and reports the error there)."""
         if not self.open:
-            return None
-        try:
-            os.write(self.go, b"g")
-        except OSError:  # the child is gone
-            self.stop()
             return None
         got: Any = _receive(self.source)
         self.stop()
@@ -235,7 +224,6 @@ class _ChainChild:
             os.kill(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
         os.close(self.source)
-        os.close(self.go)
 
 
 def observe(args: argparse.Namespace) -> int:

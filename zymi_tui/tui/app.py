@@ -240,8 +240,8 @@ class MainScreen(ActionScreen):
         if self.first is not None:
             self.bad_rows.update({b.global_id: b.describe() for b in self.first.skipped})
             self.show_runs(self.first.summaries, complete=self.first.whole)
-        if self.early_chains is not None:  # begun once the first frame is drawn, shown with or without every run
-            self.call_after_refresh(self.verify_chains)
+        if self.early_chains is not None:  # its outcome is shown once it comes, with or without every run drawn
+            self.verify_chains()
         self.update_banner()
         # `zymi-tui observe` keeps the garbage collector off from its imports to the first frame (tui_cmds)
         self.call_after_refresh(gc.enable)
@@ -599,7 +599,7 @@ class MainScreen(ActionScreen):
         if complete and not self.runs_seen:
             self.runs_seen = True
             runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
-            if self.first is None or self.first.chains is None:  # else begun after the first frame (on_mount)
+            if self.first is None or self.first.chains is None:  # else begun at launch (on_mount)
                 self.verify_chains()  # after the runs, so hashing the store does not delay drawing them
 
     def on_peaks_loaded(self, msg: PeaksLoaded) -> None:
