@@ -5,16 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import gc
 import os
 import pickle
 import select
 import signal
 import struct
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from zymi_tui.cores import usable_cores
 from zymi_tui.events.factory import open_reader
@@ -27,9 +25,6 @@ from zymi_tui.tui.target import Target
 from . import modules_loading
 from .common import EXIT_OK, add_store_arg, close_reader, need_terminal, store_arg
 from .flags import RUN_HELP, add_run_arg
-
-if TYPE_CHECKING:
-    from zymi_tui.tui.chain_freshness import ChainOutcome
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
@@ -163,80 +158,14 @@ class _Child:
         os.close(self.source)
 
 
-async def _check_chains(target: Target) -> tuple[dict[str, str], int, list[str], int, float]:
-    """The dashboard's hash-chain check (`verify_store`), in the chain child: the runs that fail it, the
-    streams checked, the store's damage, its last global id when the check began, the seconds it took."""
-    from zymi_tui.events.verify import verify_store
-    from zymi_tui.tui.chain_freshness import broken_runs
-
-    began = time.monotonic()
-    reader = await open_reader(target.store)
-    try:
-        last = await reader.max_global_id()
-        report = await verify_store(reader)
-    finally:
-        reader.problems.clear()  # rows it cannot read are named by the dashboard's own readers
-        await reader.close()
-    return broken_runs(report), len(report.verdicts), report.damage, last, time.monotonic() - began
-
-
-class _ChainChild:
-    """The hash-chain check, begun at launch in a forked child: on a core of its own (in a thread of the
-    dashboard, the hashing held the interpreter lock against drawing, so it waited for every run to be
-    listed first), and with its memory given back when it ends. The dashboard takes its outcome
-    (`outcome`) in its `verify_chains` worker; later checks run there."""
-
-    def __init__(self, target: Target) -> None:
-        from zymi_tui.tui.chain_freshness import store_stamp
-
-        self.files = store_stamp(target.store, 0)[:-1]  # the store's files before the first row is read
-        self.source, sink = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:
-            try:
-                os.close(self.source)
-                try:
-                    _send(sink, (True, asyncio.run(_check_chains(target))))
-                except BaseException as e:
-                    _send(sink, (False, e))
-            finally:
-                os._exit(0)
-        os.close(sink)
-        self.open = True
-
-    def outcome(self) -> ChainOutcome | None:
-        """What `ChainChecked` carries (waited for), or None when the check failed (the dashboard then
-        checks in its own worker and reports the error there)."""
-        if not self.open:
-            return None
-        got: Any = _receive(self.source)
-        self.stop()
-        if got is None or not got[0]:
-            return None
-        broken, streams, damage, last, took = got[1]
-        return broken, streams, damage, (*self.files, last), took
-
-    def stop(self) -> None:
-        if not self.open:
-            return
-        self.open = False
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        os.waitpid(self.pid, 0)
-        os.close(self.source)
-
-
 def observe(args: argparse.Namespace) -> int:
     """`bare`: `zymi-tui` alone, on the current folder's store or else the sample (with a banner)."""
     target = choose_target(store_arg(args), args.run, project=args.project, bare=args.bare)
     child: _Child | None = None
-    chains: _ChainChild | None = None
     if args.own_process and usable_cores() > 1:
         # the newest runs are read by a child, on another core, while the screen's modules load (~2/3 of the time)
         child = _Child(target)
         reading = child.first
-        if target.run is None:  # the runs list shows the check's marks (with a run named, its screen checks)
-            chains = _ChainChild(target)
     else:  # one core (nothing runs beside the import), or a test calling cli.main: no fork of a process that may
         # run other threads
         first = asyncio.run(_open(target))
@@ -246,15 +175,12 @@ def observe(args: argparse.Namespace) -> int:
 
     try:
         first = reading()
-        if first is not None and chains is not None:
-            first = dataclasses.replace(first, chains=chains.outcome)
         need_terminal("observe")
         app = DashboardApp(target, theme=args.theme, first=first)
         if args.own_process:  # no GC pass while the app starts (~30 young ones: 5-10 ms); on after its first frame
             gc.disable()
         app.run()
     finally:
-        for process in (child, chains):
-            if process is not None:
-                process.stop()
+        if child is not None:
+            child.stop()
     return app.return_code or EXIT_OK  # 1 when the app died (the one-line error names the log)

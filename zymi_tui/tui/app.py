@@ -32,7 +32,7 @@ from zymi_tui.events.tail import tail
 from zymi_tui.events.writers import store_writers
 from zymi_tui.tui.actions import Act, ActionScreen
 from zymi_tui.tui.base_app import SafeApp
-from zymi_tui.tui.chain_freshness import ChainFreshness, broken_runs, store_stamp
+from zymi_tui.tui.chain_freshness import ChainFreshness, store_stamp
 from zymi_tui.tui.graph_view import GraphView
 from zymi_tui.tui.help import DASHBOARD_NAV, DASHBOARD_PANELS
 from zymi_tui.tui.lineage import lineage_text
@@ -168,7 +168,6 @@ class MainScreen(ActionScreen):
         super().__init__()
         self.target = target
         self.first = first
-        self.early_chains = first.chains if first is not None else None
         self.runs = RunsModel()
         self.events = EventsModel()
         self.reader: EventReader | None = None
@@ -240,8 +239,6 @@ class MainScreen(ActionScreen):
         if self.first is not None:
             self.bad_rows.update({b.global_id: b.describe() for b in self.first.skipped})
             self.show_runs(self.first.summaries, complete=self.first.whole)
-        if self.early_chains is not None:  # its outcome is shown once it comes, with or without every run drawn
-            self.verify_chains()
         self.update_banner()
         # `zymi-tui observe` keeps the garbage collector off from its imports to the first frame (tui_cmds)
         self.call_after_refresh(gc.enable)
@@ -353,15 +350,15 @@ class MainScreen(ActionScreen):
             # the hash chains' module (and hashlib) load here, once every run is listed, not before the first frame
             from zymi_tui.events.verify import verify_store
 
-            early, self.early_chains = self.early_chains, None  # begun at launch in another process (tui_cmds)
-            if early is not None and (outcome := early()) is not None:
-                self.post_message(ChainChecked(*outcome))
-                return
             stamp = store_stamp(self.target.store, self.last_gid)  # before the first row is read
             began = time.monotonic()
             report = await verify_store(reader)
+            broken: dict[str, str] = {}
+            for v in report.verdicts:
+                if not v.ok:
+                    broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
             took = time.monotonic() - began
-            self.post_message(ChainChecked(broken_runs(report), len(report.verdicts), report.damage, stamp, took))
+            self.post_message(ChainChecked(broken, len(report.verdicts), report.damage, stamp, took))
 
         self.in_thread(job)
 
@@ -599,8 +596,7 @@ class MainScreen(ActionScreen):
         if complete and not self.runs_seen:
             self.runs_seen = True
             runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
-            if self.first is None or self.first.chains is None:  # else begun at launch (on_mount)
-                self.verify_chains()  # after the runs, so hashing the store does not delay drawing them
+            self.verify_chains()  # after the runs, so hashing the store does not delay drawing them
 
     def on_peaks_loaded(self, msg: PeaksLoaded) -> None:
         for key, chars in msg.peaks.items():

@@ -15,30 +15,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from zymi_tui.events.location import SqliteStore, StoreLocation
-from zymi_tui.events.store import run_of
-
-if TYPE_CHECKING:
-    from zymi_tui.events.verify import StoreReport
 
 RECHECK_S = 5.0  # at least this long between the end of one check and the start of the next
 IDLE_SHARE = 4.0  # ... and at least this many times the last check's duration
 
 Stamp = tuple[int, ...]
-# a check's outcome as `ChainChecked` carries it: run stream -> first problem, streams checked, the store's
-# damage, its stamp when the check began, the seconds the check took
-ChainOutcome = tuple[dict[str, str], int, list[str], Stamp, float]
-
-
-def broken_runs(report: StoreReport) -> dict[str, str]:
-    """Each run with a stream whose chain fails (the run's stream or a step's), and its first problem."""
-    broken: dict[str, str] = {}
-    for v in report.verdicts:
-        if not v.ok:
-            broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
-    return broken
 
 
 def _file_stamp(path: Path) -> tuple[int, int]:

@@ -24,7 +24,6 @@ from zymi_tui.tui.model import RunKey
 
 if TYPE_CHECKING:
     from zymi_tui.context.knobs import ContextKnobs
-    from zymi_tui.tui.chain_freshness import ChainOutcome
 
 PAGE = 2000
 FIRST_RUNS = 60  # runs (requests) drawn before the whole list is read: more than a tall screenful
@@ -40,8 +39,6 @@ class FirstRuns:
     skipped: list[BadRow]  # rows that could not be read
     # not every run: waits for the whole list read by another process (None if it could not)
     rest: Callable[[], RestOfRuns | None] | None = field(default=None, compare=False)
-    # the hash-chain check begun at launch in another process: waits for its outcome (None if it failed)
-    chains: Callable[[], ChainOutcome | None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
