@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from datetime import datetime
 
-from zymi_tui.events.describe import describe
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
+from zymi_tui.events.raw_lines import page_lines
 from zymi_tui.events.row_envelope import LeanError, checked_stream_id, with_sequence
 from zymi_tui.events.store import EventReader, RawRow, step_of
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.tail import tail
 
+from . import common
 from .common import (
     EXIT_OK,
     CommandError,
@@ -22,7 +24,6 @@ from .common import (
     add_store_arg,
     close_reader,
     located,
-    out,
     raw_line,
     report_skipped,
     run_async,
@@ -46,6 +47,8 @@ def _kind_tag(value: str) -> str:
 
 
 def _print_human(se: StoredEvent, run_stream: str | None) -> None:
+    from zymi_tui.events.describe import describe  # not loaded by `--raw`
+
     ev = se.event
     line = describe(ev)
     t = datetime.fromtimestamp(ev.timestamp_ns / 1e9).strftime("%H:%M:%S.%f")[:-3]
@@ -54,7 +57,7 @@ def _print_human(se: StoredEvent, run_stream: str | None) -> None:
         where = f"{ev.stream_id} "
     style = STYLE[line.style]
     icon = f"[{style}]{line.icon}[/]" if style else line.icon
-    out.print(
+    common.out.print(
         f"[bright_black]#{se.global_id:<6}[/] {t} {'  ' * line.indent}{icon} {shown(where)}"
         f"[bold]{shown(line.label)}[/] [bright_black]seq {ev.sequence}[/]  {shown(line.detail)}"
     )
@@ -71,13 +74,13 @@ async def _events(args: argparse.Namespace) -> int:
         if not args.raw:
             total = await reader.count()
             scope = f"stream {args.run} and its step streams" if args.run else "all streams"
-            out.print(f"[bold]{shown(reader.label)}[/]: {total} event(s); {shown(scope)}"
+            common.out.print(f"[bold]{shown(reader.label)}[/]: {total} event(s); {shown(scope)}"
                       + ("" if limit is None else f", first {limit}"))  # fmt: skip
         progress = Progress("listing", await reader.max_global_id() if limit is None else 0)
         listed, _ = await _list(reader, args, tag, 0, limit, progress)
         progress.end()
         if listed == 0 and not args.raw:
-            out.print("No events.")
+            common.out.print("No events.")
         report_skipped(reader)
         return EXIT_OK
     finally:
@@ -145,7 +148,9 @@ async def _follow(reader: EventReader, args: argparse.Namespace, tag: str | None
         cursor = max(cursor, end)
     report_skipped(reader)
     if not args.raw:
-        out.print(f"[bright_black]following {shown(reader.label)}: new events appear as they land (Ctrl-C stops)[/]")
+        common.out.print(
+            f"[bright_black]following {shown(reader.label)}: new events appear as they land (Ctrl-C stops)[/]"
+        )
     sys.stdout.flush()
     async for batch in tail(reader, cursor, poll_s=args.poll_ms / 1000):
         for se in batch:
@@ -164,7 +169,14 @@ def _matches(se: StoredEvent, stream: str | None, tag: str | None) -> bool:
 
 def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
     """Write each row's stored JSON with its real sequence; a row whose envelope is unreadable is
-    reported and skipped. The kind's payload is passed through unread. Returns the rows written."""
+    reported and skipped. The kind's payload is passed through unread. Returns the rows written.
+    A page zymi wrote is written in one piece (`raw_lines`) where no control needs escaping."""
+    if not _to_terminal():
+        made = page_lines(rows)
+        if made is not None:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(made)
+            return len(rows)
     lines = []
     for gid, stream_id, seq, data in rows:
         try:
@@ -174,6 +186,11 @@ def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
     if lines:
         sys.stdout.write(raw_line("\n".join(lines)) + "\n")
     return len(lines)
+
+
+@functools.cache
+def _to_terminal() -> bool:
+    return sys.stdout.isatty()
 
 
 def _emit(se: StoredEvent, args: argparse.Namespace) -> None:

@@ -10,11 +10,9 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.context.rendered import Prefix, RenderedContext
 from zymi_tui.engine.bash_parser import preload as preload_bashlex
 from zymi_tui.engine.config import AgentConfig, StepConfig
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, Provider, ProviderError
@@ -32,9 +30,11 @@ from zymi_tui.events.kinds import (
     WorkflowNodeCompleted,
 )
 from zymi_tui.events.messages import AssistantMessage, message_text, to_wire
-from zymi_tui.events.replay_view import replay_event
 from zymi_tui.events.store import EventReader
 from zymi_tui.events.stored import StoredEvent
+
+if TYPE_CHECKING:
+    from zymi_tui.context.rendered import RenderedContext
 
 
 class StepError(Exception):
@@ -106,13 +106,19 @@ class AgentStep:
         self.reader = reader
         self.tools = tools
         self.stream = f"{scope.stream_id}:step:{setup.step.id}"
+        # the context builder's modules load with the first step, after the run's first events are written
+        from zymi_tui.context.builder import ContextBuilder
+        from zymi_tui.context.rendered import Prefix
+        from zymi_tui.events.replay_view import replay_event
+
+        self._replay = replay_event
         self.builder = ContextBuilder(
             setup.knobs, Prefix(setup.system_prompt, setup.user_message), fresh_cutoff_ns=setup.fresh_cutoff_ns
         )
 
     async def _emit(self, kind: EventData, source: str = "engine", corr: str | None = None) -> StoredEvent:
         stored = await self.recorder.emit(self.stream, kind, source, corr or self.scope.correlation_id)
-        self.builder.add(replay_event(stored))
+        self.builder.add(self._replay(stored))
         return stored
 
     def _label(self) -> dict[str, Any]:
@@ -163,7 +169,7 @@ class AgentStep:
     async def run(self) -> StepResult:
         setup, step_id = self.setup, self.setup.step.id
         for stored in await self.reader.read_stream(self.stream):
-            self.builder.add(replay_event(stored))
+            self.builder.add(self._replay(stored))
         iteration = 0
         while True:
             iteration += 1

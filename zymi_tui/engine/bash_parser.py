@@ -13,23 +13,26 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.abc
 import importlib.machinery
 import json
 import sys
 import threading
 from collections.abc import Callable
-from importlib import resources
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 TABLES = "bashlex_tables.json"
 
 
 def tables_path() -> Path:
-    return Path(str(resources.files("zymi_tui"))) / "data" / TABLES
+    # beside the package's modules (not `importlib.resources`: its import, with tempfile and shutil, was
+    # ~5 ms of every `run` before its first event)
+    return Path(__file__).resolve().parent.parent / "data" / TABLES
 
 
 def fingerprint(pdict: dict[str, Any]) -> str:
@@ -88,14 +91,15 @@ def _read_tables() -> dict[str, Any] | None:
     return data
 
 
-class _YaccHook(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _YaccHook:
     """Loads `bashlex.yacc` as usual, then puts `replace(module)` in place of its `yacc()`: bashlex's
     package imports its parser (which calls `yacc.yacc()`) as soon as any part of it is imported, so the
-    generator can only be swapped while its module is being loaded."""
+    generator can only be swapped while its module is being loaded. A meta path finder and loader by
+    its methods (`importlib.abc`'s bases would load importlib.resources, tempfile and shutil with it)."""
 
     def __init__(self, replace: Callable[[ModuleType], Callable[..., Any]]) -> None:
         self.replace = replace
-        self.real: importlib.abc.Loader | None = None
+        self.real: Loader | None = None  # the loader `PathFinder` found
 
     def find_spec(self, fullname: str, path: Any, target: ModuleType | None = None) -> ModuleSpec | None:
         if fullname != "bashlex.yacc":
@@ -103,7 +107,7 @@ class _YaccHook(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None:
             return None
-        self.real, spec.loader = spec.loader, self
+        self.real, spec.loader = spec.loader, self  # type: ignore[assignment]  # a loader by its methods
         return spec
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
