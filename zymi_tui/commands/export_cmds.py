@@ -18,8 +18,9 @@ from zymi_tui.telemetry.export_calls import follow, walk
 from zymi_tui.telemetry.lhar_export import ExportMeta, LharBuilder
 from zymi_tui.telemetry.lhar_files import LharFiles, lhar_target
 from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
+from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
 from zymi_tui.telemetry.otlp_push import OtlpPusher
-from zymi_tui.telemetry.otlp_wire import SpanBatcher, json_lines_writer, resource_attributes
+from zymi_tui.telemetry.otlp_wire import SpanBatcher, resource_attributes
 
 from .common import EXIT_OK, CommandError, add_store_arg, close_reader, err, located, run_async, warn
 from .flags import add_runs_filter, run_step_streams
@@ -28,7 +29,7 @@ from .tuning_cmds import write_or_print
 
 def row_body(bodies: RequestBodies, row: CallContext) -> dict[str, Any] | None:
     """The exact request body of a replayed call (None without a project or a rebuilt context)."""
-    if row.rendered is None:
+    if row.rendered is None or bodies.ws is None:  # no project: no body (and no wire form to make)
         return None
     return bodies.body(row.rendered.wire(), pipeline=row.pipeline, step=step_of(row.stream_id),
                        compaction=row.is_compaction)  # fmt: skip
@@ -163,8 +164,10 @@ async def _otel(args: argparse.Namespace) -> int:
         raise
     options = TraceOptions(model=bodies.model, provider=bodies.provider, content=not args.no_content)
     builder = TraceBuilder(options, lambda row: row_body(bodies, row))
-    send = pusher if pusher is not None else json_lines_writer(out or sys.stdout)
-    batcher = SpanBatcher(send, resource_attributes(args.service))
+    resource = resource_attributes(args.service)
+    batcher: SpanBatcher | OtlpJsonLines = (
+        SpanBatcher(pusher, resource) if pusher is not None else OtlpJsonLines(out or sys.stdout, resource)
+    )
     try:
         if args.follow:
             async for se, rows in follow(reader, project, on_idle=batcher.flush):

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
 from zymi_tui.context.layer_c import fast_ts_ns
 from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted, ToolCallCompleted
 from zymi_tui.events.messages import AssistantMessage, MessageModel, to_wire
@@ -26,7 +24,7 @@ from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Ended, Run, RunTracker, Step, hex_id
 from zymi_tui.telemetry.otel_content import as_json, output_messages, split_messages, tool_definitions
-from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, make_span
+from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, SpanData, make_span
 
 Bodies = Callable[[CallContext], dict[str, Any] | None]  # the exact request body of a call, if known
 
@@ -67,8 +65,8 @@ class TraceBuilder:
     waiting: dict[str, deque[_Call]] = field(default_factory=dict)  # per step stream, awaiting completion
     tool_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, arguments)
 
-    def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[Span]:
-        out: list[Span] = []
+    def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[SpanData]:
+        out: list[SpanData] = []
         if se is not None and STEP_MARK in se.stream_id:
             span = self._step_event(se)
             if span is not None:
@@ -85,7 +83,7 @@ class TraceBuilder:
         return out
 
     # -- events on a step stream ------------------------------------------------------------------
-    def _step_event(self, se: ReplayEvent) -> Span | None:
+    def _step_event(self, se: ReplayEvent) -> SpanData | None:
         kind, ts = se.kind, fast_ts_ns(se.timestamp)
         if isinstance(kind, LlmCallStarted):
             step = self.tracker.step_of(se)
@@ -115,7 +113,7 @@ class TraceBuilder:
             return self._tool(se, kind, ts)
         return None
 
-    def _tool(self, se: ReplayEvent, kind: ToolCallCompleted, ts: int) -> Span:
+    def _tool(self, se: ReplayEvent, kind: ToolCallCompleted, ts: int) -> SpanData:
         step = self.tracker.step_of(se)
         name, arguments = self.tool_calls.pop(kind.call_id, ("unknown", ""))
         content = self.options.content
@@ -147,7 +145,7 @@ class TraceBuilder:
         )
 
     # -- LLM calls ----------------------------------------------------------------------------------
-    def _chat(self, call: _Call, row: CallContext | None) -> Span:
+    def _chat(self, call: _Call, row: CallContext | None) -> SpanData:
         body = self.bodies(row) if row is not None else None
         messages: list[dict[str, Any]] | None = None
         if body is not None and isinstance(body.get("messages"), list):
@@ -189,13 +187,13 @@ class TraceBuilder:
         )
 
     # -- steps and runs -----------------------------------------------------------------------------
-    def _ended(self, ended: Ended, *, incomplete: bool = False) -> Span:
+    def _ended(self, ended: Ended, *, incomplete: bool = False) -> SpanData:
         if ended.step is not None:
             return self._step_span(ended.step, ended.ok, incomplete)
         assert ended.run is not None
         return self._run_span(ended.run, ended.ok, ended.error, incomplete)
 
-    def _step_span(self, step: Step, ok: bool, incomplete: bool) -> Span:
+    def _step_span(self, step: Step, ok: bool, incomplete: bool) -> SpanData:
         attrs: dict[str, AttrValue] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": step.agent,
@@ -218,7 +216,7 @@ class TraceBuilder:
             error=None if ok else f"step {step.node_id} failed",
         )
 
-    def _run_span(self, run: Run, ok: bool, error: str | None, incomplete: bool) -> Span:
+    def _run_span(self, run: Run, ok: bool, error: str | None, incomplete: bool) -> SpanData:
         name = run.pipeline or run.stream
         user = run.user_message if self.options.content and run.user_message is not None else None
         attrs: dict[str, AttrValue] = {
@@ -246,7 +244,7 @@ class TraceBuilder:
             error=None if ok else (error or "the run failed"),
         )
 
-    def _rest(self) -> list[Span]:
+    def _rest(self) -> list[SpanData]:
         """At the end of the store: the calls, steps and runs nothing closed."""
         out = [self._chat(call, None) for call in self.calls.values()]
         self.calls.clear()
