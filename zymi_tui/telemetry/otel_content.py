@@ -11,10 +11,12 @@ are the rest of what was sent, in order, so the two together are the whole reque
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
+from json.encoder import encode_basestring as quoted
 from typing import Any
 
-from zymi_tui.events.messages import AssistantMessage, MessageModel, to_wire
+from zymi_tui.events.messages import AssistantMessage, MessageModel, SystemMessage, to_wire
 
 
 def _arguments(text: Any) -> Any:
@@ -75,6 +77,11 @@ def split_messages(
     return [], [genai_message(m) for m in messages]
 
 
+def instruction_parts(message: SystemMessage) -> list[dict[str, Any]]:
+    """`gen_ai.system_instructions` of a call whose first message is `message` (its system prompt)."""
+    return _content_parts(message.content)
+
+
 def output_messages(message: MessageModel | None, finish_reason: str | None) -> list[dict[str, Any]]:
     """The model's answer as `gen_ai.output.messages` (empty when the call recorded none)."""
     if message is None:
@@ -104,3 +111,50 @@ def tool_definitions(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class QuotedText(str):
+    """A text that also carries its JSON string form (`quoted`), made once from the JSON forms of its
+    parts: the OTLP/JSON writer puts it out as is instead of escaping the whole text again."""
+
+    quoted: str
+
+    @classmethod
+    def joined(cls, raw: Sequence[str], escaped: Sequence[str]) -> QuotedText:
+        """`[` + the parts joined by `,` + `]` (a JSON array of the parts' JSON texts); `escaped`: each
+        part as `encode_basestring` writes it, without its quotes (escaping goes character by character,
+        so the escaped whole is the escaped parts put together)."""
+        text = cls("[" + ",".join(raw) + "]")
+        text.quoted = '"[' + ",".join(escaped) + ']"'
+        return text
+
+
+OPEN_STREAMS = 64  # step streams whose messages' texts are kept (a step's next call reuses them)
+
+
+class InputMessages:
+    """`gen_ai.input.messages` of each call, from the JSON texts of its messages: a step's calls share
+    most of their messages, so each message's text is made once and kept for the step's next call
+    (only the messages of the last call of the `OPEN_STREAMS` latest step streams are held)."""
+
+    def __init__(self) -> None:
+        self.texts: OrderedDict[str, dict[int, tuple[MessageModel, str, str]]] = OrderedDict()
+
+    def text(self, stream: str, messages: Sequence[MessageModel]) -> QuotedText:
+        old = self.texts.pop(stream, {})
+        new: dict[int, tuple[MessageModel, str, str]] = {}
+        for m in messages:
+            hit = old.get(id(m))
+            if hit is None or hit[0] is not m:
+                raw = as_json(genai_message(to_wire(m)))
+                hit = (m, raw, quoted(raw)[1:-1])
+            new[id(m)] = hit
+        self.texts[stream] = new
+        if len(self.texts) > OPEN_STREAMS:
+            self.texts.popitem(last=False)
+        parts = [new[id(m)] for m in messages]
+        return QuotedText.joined([p[1] for p in parts], [p[2] for p in parts])
+
+    def forget(self, stream: str) -> None:
+        """The step is over: its messages' texts are not needed again."""
+        self.texts.pop(stream, None)

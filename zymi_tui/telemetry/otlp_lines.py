@@ -16,6 +16,7 @@ from json.encoder import encode_basestring as quoted
 from typing import TextIO
 
 from zymi_tui import __version__
+from zymi_tui.telemetry.otel_content import QuotedText
 from zymi_tui.telemetry.otlp_wire import BATCH_SPANS, SCOPE, AttrValue, SpanData
 
 STATUS_OK, STATUS_ERROR = "{}", 2  # an unset Status; STATUS_CODE_ERROR
@@ -29,6 +30,8 @@ def _double(v: float) -> str:
 
 def any_value_json(value: str | int | float | bool | Sequence[str]) -> str:
     """An `AnyValue` (the branches in `otlp_wire.any_value`'s order)."""
+    if isinstance(value, QuotedText):
+        return '{"stringValue":' + value.quoted + "}"
     if isinstance(value, str):
         return '{"stringValue":' + quoted(value) + "}"
     if isinstance(value, bool):
