@@ -11,7 +11,6 @@ are the rest of what was sent, in order, so the two together are the whole reque
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Sequence
 from json.encoder import encode_basestring as quoted
 from typing import Any
@@ -129,32 +128,12 @@ class QuotedText(str):
         return text
 
 
-OPEN_STREAMS = 64  # step streams whose messages' texts are kept (a step's next call reuses them)
+def message_texts(m: MessageModel) -> tuple[str, str]:
+    """A message's JSON text as `gen_ai.input.messages` holds it, and that text escaped (no quotes)."""
+    raw = as_json(genai_message(to_wire(m)))
+    return raw, quoted(raw)[1:-1]
 
 
-class InputMessages:
-    """`gen_ai.input.messages` of each call, from the JSON texts of its messages: a step's calls share
-    most of their messages, so each message's text is made once and kept for the step's next call
-    (only the messages of the last call of the `OPEN_STREAMS` latest step streams are held)."""
-
-    def __init__(self) -> None:
-        self.texts: OrderedDict[str, dict[int, tuple[MessageModel, str, str]]] = OrderedDict()
-
-    def text(self, stream: str, messages: Sequence[MessageModel]) -> QuotedText:
-        old = self.texts.pop(stream, {})
-        new: dict[int, tuple[MessageModel, str, str]] = {}
-        for m in messages:
-            hit = old.get(id(m))
-            if hit is None or hit[0] is not m:
-                raw = as_json(genai_message(to_wire(m)))
-                hit = (m, raw, quoted(raw)[1:-1])
-            new[id(m)] = hit
-        self.texts[stream] = new
-        if len(self.texts) > OPEN_STREAMS:
-            self.texts.popitem(last=False)
-        parts = [new[id(m)] for m in messages]
-        return QuotedText.joined([p[1] for p in parts], [p[2] for p in parts])
-
-    def forget(self, stream: str) -> None:
-        """The step is over: its messages' texts are not needed again."""
-        self.texts.pop(stream, None)
+def input_messages(texts: Sequence[tuple[str, str]]) -> QuotedText:
+    """`gen_ai.input.messages` from its messages' `message_texts`."""
+    return QuotedText.joined([t[0] for t in texts], [t[1] for t in texts])

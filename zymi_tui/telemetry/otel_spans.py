@@ -23,10 +23,12 @@ from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Ended, Run, RunTracker, Step, hex_id
+from zymi_tui.telemetry.message_cache import MessageCache
 from zymi_tui.telemetry.otel_content import (
-    InputMessages,
     as_json,
+    input_messages,
     instruction_parts,
+    message_texts,
     output_messages,
     split_messages,
     tool_definitions,
@@ -71,7 +73,7 @@ class TraceBuilder:
     calls: dict[tuple[str, int], _Call] = field(default_factory=dict)
     waiting: dict[str, deque[_Call]] = field(default_factory=dict)  # per step stream, awaiting completion
     tool_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, arguments)
-    inputs: InputMessages = field(default_factory=InputMessages)
+    inputs: MessageCache[tuple[str, str]] = field(default_factory=lambda: MessageCache(message_texts))
 
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[SpanData]:
         out: list[SpanData] = []
@@ -206,7 +208,7 @@ class TraceBuilder:
                 system = instruction_parts(models[0])
                 attrs["gen_ai.system_instructions"] = as_json(system) if system else None
                 models = models[1:]
-            attrs["gen_ai.input.messages"] = self.inputs.text(call.stream, models)
+            attrs["gen_ai.input.messages"] = input_messages(self.inputs.values(call.stream, models))
         return attrs | _tools_and_output(body, call)
 
     # -- steps and runs -----------------------------------------------------------------------------
