@@ -22,7 +22,18 @@ from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
 from zymi_tui.telemetry.otlp_push import OtlpPusher
 from zymi_tui.telemetry.otlp_wire import SpanBatcher, resource_attributes
 
-from .common import EXIT_OK, CommandError, add_store_arg, close_reader, err, located, run_async, warn
+from .common import (
+    EXIT_OK,
+    PROGRESS_FROM,
+    CommandError,
+    Progress,
+    add_store_arg,
+    close_reader,
+    err,
+    located,
+    run_async,
+    warn,
+)
 from .flags import add_runs_filter, run_step_streams
 from .tuning_cmds import write_or_print
 
@@ -173,8 +184,13 @@ async def _otel(args: argparse.Namespace) -> int:
             async for se, rows in follow(reader, project, on_idle=batcher.flush):
                 batcher.add(builder.feed(se, rows))
         else:
+            progress = await _progress(reader, to_stdout=pusher is None and out is None)
             async for se, rows in walk(reader, project, streams):
                 batcher.add(builder.feed(se, rows))
+                if se is not None and se.global_id >= progress.next_at:
+                    progress.at(se.global_id)
+                    progress.next_at = se.global_id + PROGRESS_EVERY
+            progress.end()
         batcher.flush()
     finally:
         await close_reader(reader)
@@ -184,6 +200,27 @@ async def _otel(args: argparse.Namespace) -> int:
     elif args.output:
         err.print(f"wrote {batcher.spans} spans to {Path(args.output).resolve()}")
     return EXIT_OK
+
+
+PROGRESS_EVERY = 500  # events between two progress lines
+
+
+class ExportProgress(Progress):
+    """`exporting: event N/TOTAL` on stderr when it is a terminal and the export is not on it, every
+    `PROGRESS_EVERY` events."""
+
+    next_at = 0
+
+    def end(self) -> None:
+        self.at(self.total)
+        super().end()
+
+
+async def _progress(reader: EventReader, *, to_stdout: bool) -> ExportProgress:
+    progress = ExportProgress("exporting", await reader.max_global_id())
+    if not to_stdout:  # written to files or a collector: the terminal shows nothing else meanwhile
+        progress.shown = progress.total >= PROGRESS_FROM and sys.stderr.isatty()
+    return progress
 
 
 def _close(pusher: OtlpPusher | None, out: TextIO | None) -> None:
@@ -210,12 +247,17 @@ async def _lhar(args: argparse.Namespace) -> int:
         meta = ExportMeta(bodies.model, bodies.provider, recorded_knobs(project).hard_cap_chars // 4)
         builder = LharBuilder(meta, lambda row: row_body(bodies, row))
         files = LharFiles(target, meta.model)
+        progress = await _progress(reader, to_stdout=target.path is None)
         try:
             async for se, rows in walk(reader, project, streams):
                 for conversation, entry in builder.feed(se, rows):
                     files.write(conversation, entry)
+                if se is not None and se.global_id >= progress.next_at:
+                    progress.at(se.global_id)
+                    progress.next_at = se.global_id + PROGRESS_EVERY
         finally:
             files.close()
+        progress.end()
     finally:
         await close_reader(reader)
     if target is not None:
