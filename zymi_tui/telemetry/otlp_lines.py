@@ -45,11 +45,28 @@ def any_value_json(value: str | int | float | bool | Sequence[str]) -> str:
     return '{"arrayValue":{"values":[' + ",".join('{"stringValue":' + quoted(v) + "}" for v in value) + "]}}"
 
 
+_KEYS: dict[str, str] = {}  # attribute names as JSON key-value openings (a few dozen names)
+
+
 def attributes_json(attrs: Mapping[str, AttrValue]) -> str:
     """The attributes that have a value (None: left out), as the items of a JSON array."""
-    return ",".join(
-        '{"key":' + quoted(k) + ',"value":' + any_value_json(v) + "}" for k, v in attrs.items() if v is not None
-    )
+    parts = []
+    for k, v in attrs.items():
+        if v is None:
+            continue
+        head = _KEYS.get(k)
+        if head is None:
+            head = '{"key":' + quoted(k) + ',"value":'
+            if len(_KEYS) < 4096:
+                _KEYS[k] = head
+        t = type(v)
+        if t is str:
+            parts.append(head + '{"stringValue":' + quoted(v) + "}}")  # type: ignore[arg-type]
+        elif t is int:
+            parts.append(f'{head}{{"intValue":"{v}"}}}}')
+        else:
+            parts.append(head + any_value_json(v) + "}")
+    return ",".join(parts)
 
 
 def span_json(s: SpanData) -> str:
