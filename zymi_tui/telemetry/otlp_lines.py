@@ -37,7 +37,7 @@ def any_value_json(value: str | int | float | bool | Sequence[str]) -> str:
     if isinstance(value, bool):
         return '{"boolValue":true}' if value else '{"boolValue":false}'
     if isinstance(value, int):
-        return '{"intValue":"' + str(value) + '"}'
+        return '{"intValue":"' + str(int(value)) + '"}'
     if isinstance(value, float):
         return '{"doubleValue":' + _double(value) + "}"
     if not value:
