@@ -160,7 +160,8 @@ def grid_cases(db: Path, shape: str, work: Path) -> list[Case]:
         ("find", ["find", "zz-not-in-any-context", store, "--step-stream", step], scan, bare, 99, 0),
         ("advise", ["advise", store], scan, bare, 6.0, 0),
         ("export otel", ["export", store, "--format", "otel"], scan, bare, 3.0, 200),
-        ("export lhar", ["export", store, "--format", "lhar"], scan, bare, 3.0, 200),
+        # a folder: stdout takes one session, a store of many runs has one per run (one file each)
+        ("export lhar", ["export", store, "--format", "lhar", "-o", f"{work}/lhar_{db.stem}/"], scan, bare, 3.0, 200),
         ("verify", ["verify", store], hashed, bare_hash, 2.0, 0),
         ("verify vs zymi", ["verify", store], [ZYMI, "verify", "-d", zdir], "zymi verify", 99, 0),
         ("runs", ["runs", store], scan, bare, 99, 0),

@@ -18,17 +18,29 @@ from zymi_tui.telemetry.export_calls import follow, walk
 from zymi_tui.telemetry.lhar_export import ExportMeta, LharBuilder
 from zymi_tui.telemetry.lhar_files import LharFiles, lhar_target
 from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
+from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
 from zymi_tui.telemetry.otlp_push import OtlpPusher
-from zymi_tui.telemetry.otlp_wire import SpanBatcher, json_lines_writer, resource_attributes
+from zymi_tui.telemetry.otlp_wire import SpanBatcher, resource_attributes
 
-from .common import EXIT_OK, CommandError, add_store_arg, close_reader, err, located, run_async, warn
+from .common import (
+    EXIT_OK,
+    PROGRESS_FROM,
+    CommandError,
+    Progress,
+    add_store_arg,
+    close_reader,
+    err,
+    located,
+    run_async,
+    warn,
+)
 from .flags import add_runs_filter, run_step_streams
 from .tuning_cmds import write_or_print
 
 
 def row_body(bodies: RequestBodies, row: CallContext) -> dict[str, Any] | None:
     """The exact request body of a replayed call (None without a project or a rebuilt context)."""
-    if row.rendered is None:
+    if row.rendered is None or bodies.ws is None:  # no project: no body (and no wire form to make)
         return None
     return bodies.body(row.rendered.wire(), pipeline=row.pipeline, step=step_of(row.stream_id),
                        compaction=row.is_compaction)  # fmt: skip
@@ -163,15 +175,22 @@ async def _otel(args: argparse.Namespace) -> int:
         raise
     options = TraceOptions(model=bodies.model, provider=bodies.provider, content=not args.no_content)
     builder = TraceBuilder(options, lambda row: row_body(bodies, row))
-    send = pusher if pusher is not None else json_lines_writer(out or sys.stdout)
-    batcher = SpanBatcher(send, resource_attributes(args.service))
+    resource = resource_attributes(args.service)
+    batcher: SpanBatcher | OtlpJsonLines = (
+        SpanBatcher(pusher, resource) if pusher is not None else OtlpJsonLines(out or sys.stdout, resource)
+    )
     try:
         if args.follow:
             async for se, rows in follow(reader, project, on_idle=batcher.flush):
                 batcher.add(builder.feed(se, rows))
         else:
+            progress = await _progress(reader, to_stdout=pusher is None and out is None)
             async for se, rows in walk(reader, project, streams):
                 batcher.add(builder.feed(se, rows))
+                if se is not None and se.global_id >= progress.next_at:
+                    progress.at(se.global_id)
+                    progress.next_at = se.global_id + PROGRESS_EVERY
+            progress.end()
         batcher.flush()
     finally:
         await close_reader(reader)
@@ -181,6 +200,27 @@ async def _otel(args: argparse.Namespace) -> int:
     elif args.output:
         err.print(f"wrote {batcher.spans} spans to {Path(args.output).resolve()}")
     return EXIT_OK
+
+
+PROGRESS_EVERY = 500  # events between two progress lines
+
+
+class ExportProgress(Progress):
+    """`exporting: event N/TOTAL` on stderr when it is a terminal and the export is not on it, every
+    `PROGRESS_EVERY` events."""
+
+    next_at = 0
+
+    def end(self) -> None:
+        self.at(self.total)
+        super().end()
+
+
+async def _progress(reader: EventReader, *, to_stdout: bool) -> ExportProgress:
+    progress = ExportProgress("exporting", await reader.max_global_id())
+    if not to_stdout:  # written to files or a collector: the terminal shows nothing else meanwhile
+        progress.shown = progress.total >= PROGRESS_FROM and sys.stderr.isatty()
+    return progress
 
 
 def _close(pusher: OtlpPusher | None, out: TextIO | None) -> None:
@@ -207,12 +247,17 @@ async def _lhar(args: argparse.Namespace) -> int:
         meta = ExportMeta(bodies.model, bodies.provider, recorded_knobs(project).hard_cap_chars // 4)
         builder = LharBuilder(meta, lambda row: row_body(bodies, row))
         files = LharFiles(target, meta.model)
+        progress = await _progress(reader, to_stdout=target.path is None)
         try:
             async for se, rows in walk(reader, project, streams):
                 for conversation, entry in builder.feed(se, rows):
                     files.write(conversation, entry)
+                if se is not None and se.global_id >= progress.next_at:
+                    progress.at(se.global_id)
+                    progress.next_at = se.global_id + PROGRESS_EVERY
         finally:
             files.close()
+        progress.end()
     finally:
         await close_reader(reader)
     if target is not None:

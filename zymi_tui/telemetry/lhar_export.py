@@ -22,13 +22,14 @@ from typing import Any
 
 from zymi_tui import __version__
 from zymi_tui.context.rendered import ContextEntry
-from zymi_tui.context.tokens import estimate_text_tokens
+from zymi_tui.context.tokens import estimate_message_tokens, estimate_text_tokens
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.messages import AssistantMessage, SystemMessage, ToolResultMessage, UserMessage
+from zymi_tui.events.messages import AssistantMessage, MessageModel, SystemMessage, ToolResultMessage, UserMessage
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Run, RunTracker, Step, hex_id
+from zymi_tui.telemetry.message_cache import MessageCache
 from zymi_tui.telemetry.otel_content import tool_definitions
 from zymi_tui.telemetry.otel_spans import Bodies
 
@@ -77,35 +78,37 @@ def _category(i: int, e: ContextEntry) -> str:
     return "assistant_text"
 
 
-def _tool_calls(entries: Sequence[ContextEntry]) -> list[dict[str, Any]]:
+def message_tool_calls(message: MessageModel) -> list[dict[str, Any]]:
+    """context-lens's `tool_calls` items of one message (an assistant message's calls)."""
     calls: list[dict[str, Any]] = []
-    for e in entries:
-        if isinstance(e.message, AssistantMessage):
-            for c in e.message.tool_calls:
-                try:
-                    args: Any = json.loads(c.arguments)
-                except ValueError:
-                    args = c.arguments
-                calls.append(
-                    {
-                        "name": c.name,
-                        "call_id": c.id,
-                        "arguments": args if isinstance(args, dict | str) else c.arguments,
-                    }
-                )
+    if isinstance(message, AssistantMessage):
+        for c in message.tool_calls:
+            try:
+                args: Any = json.loads(c.arguments)
+            except ValueError:
+                args = c.arguments
+            calls.append(
+                {"name": c.name, "call_id": c.id, "arguments": args if isinstance(args, dict | str) else c.arguments}
+            )
     return calls
 
 
+def message_figures(message: MessageModel) -> tuple[int, list[dict[str, Any]]]:
+    """What an entry needs of a message: its estimated tokens and its tool calls."""
+    return estimate_message_tokens(message), message_tool_calls(message)
+
+
 def composition(
-    entries: Sequence[ContextEntry], tools: Sequence[dict[str, Any]]
+    entries: Sequence[ContextEntry], tools: Sequence[dict[str, Any]], entry_tokens: Sequence[int] | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The context by category (context-lens's composition), tool definitions included, and the tokens
-    of each category. Tokens are estimates (the tokenizer of the context figures)."""
+    of each category. Tokens are estimates (the tokenizer of the context figures): `entry_tokens`, each
+    entry's, when known."""
     tokens: dict[str, int] = dict.fromkeys(COMPOSITION, 0)
     counts: dict[str, int] = dict.fromkeys(COMPOSITION, 0)
     for i, e in enumerate(entries):
         cat = _category(i, e)
-        tokens[cat] += e.tokens
+        tokens[cat] += e.tokens if entry_tokens is None else entry_tokens[i]
         counts[cat] += 1
     if tools:
         tokens["tool_definitions"] = estimate_text_tokens(json.dumps(list(tools), ensure_ascii=False))
@@ -146,6 +149,9 @@ class LharBuilder:
     sequence: dict[str, int] = field(default_factory=dict)  # per conversation: entries so far
     previous: dict[str, int] = field(default_factory=dict)  # per step stream: the last agent call's tokens
     compacted: set[str] = field(default_factory=set)  # step streams whose last call was a compaction
+    figures: MessageCache[tuple[int, list[dict[str, Any]]]] = field(
+        default_factory=lambda: MessageCache(message_figures)
+    )  # per step stream: its context's messages' tokens and tool calls
 
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[tuple[str, dict[str, Any]]]:
         if se is not None:
@@ -154,6 +160,7 @@ class LharBuilder:
             ended = self.tracker.feed(se)
             if ended is not None and ended.step is not None:  # its stream's figures are not needed again
                 self.previous.pop(ended.step.stream, None)
+                self.figures.forget(ended.step.stream)
                 self.compacted.discard(ended.step.stream)
         out = []
         for row in rows:
@@ -166,7 +173,14 @@ class LharBuilder:
         assert r.rendered is not None
         body = self.bodies(r)
         tools = (body or {}).get("tools") or []
-        comp, tokens = composition(r.rendered.entries, tools)
+        entries = r.rendered.entries
+        figures = self.figures.values(r.stream_id, [e.message for e in entries])
+        # an entry of Layer A or a simulated one is sized from its bytes (ContextEntry.tokens); the others
+        # count their message's tokens
+        entry_tokens = [
+            e.tokens if e.layer == "A" or e.simulated else f[0] for e, f in zip(entries, figures, strict=True)
+        ]
+        comp, tokens = composition(entries, tools, entry_tokens)
         total = sum(tokens.values())
         role = agent_role(r, step.run)
         detected = False
@@ -248,7 +262,7 @@ class LharBuilder:
                     "compaction_detected": detected,
                 },
                 "tool_definitions": _definitions(tools),
-                "tool_calls": _tool_calls(r.rendered.entries),
+                "tool_calls": [c for f in figures for c in f[1]],
                 "security": {"alerts": [], "summary": {"high": 0, "medium": 0, "info": 0}},
             },
             "raw": {"request_body": body, "response_body": None},

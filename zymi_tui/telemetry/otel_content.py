@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from json.encoder import encode_basestring as quoted
 from typing import Any
 
-from zymi_tui.events.messages import AssistantMessage, MessageModel, to_wire
+from zymi_tui.events.messages import AssistantMessage, MessageModel, SystemMessage, to_wire
 
 
 def _arguments(text: Any) -> Any:
@@ -75,6 +76,11 @@ def split_messages(
     return [], [genai_message(m) for m in messages]
 
 
+def instruction_parts(message: SystemMessage) -> list[dict[str, Any]]:
+    """`gen_ai.system_instructions` of a call whose first message is `message` (its system prompt)."""
+    return _content_parts(message.content)
+
+
 def output_messages(message: MessageModel | None, finish_reason: str | None) -> list[dict[str, Any]]:
     """The model's answer as `gen_ai.output.messages` (empty when the call recorded none)."""
     if message is None:
@@ -104,3 +110,30 @@ def tool_definitions(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class QuotedText(str):
+    """A text that also carries its JSON string form (`quoted`), made once from the JSON forms of its
+    parts: the OTLP/JSON writer puts it out as is instead of escaping the whole text again."""
+
+    quoted: str
+
+    @classmethod
+    def joined(cls, raw: Sequence[str], escaped: Sequence[str]) -> QuotedText:
+        """`[` + the parts joined by `,` + `]` (a JSON array of the parts' JSON texts); `escaped`: each
+        part as `encode_basestring` writes it, without its quotes (escaping goes character by character,
+        so the escaped whole is the escaped parts put together)."""
+        text = cls("[" + ",".join(raw) + "]")
+        text.quoted = '"[' + ",".join(escaped) + ']"'
+        return text
+
+
+def message_texts(m: MessageModel) -> tuple[str, str]:
+    """A message's JSON text as `gen_ai.input.messages` holds it, and that text escaped (no quotes)."""
+    raw = as_json(genai_message(to_wire(m)))
+    return raw, quoted(raw)[1:-1]
+
+
+def input_messages(texts: Sequence[tuple[str, str]]) -> QuotedText:
+    """`gen_ai.input.messages` from its messages' `message_texts`."""
+    return QuotedText.joined([t[0] for t in texts], [t[1] for t in texts])

@@ -15,18 +15,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
 from zymi_tui.context.layer_c import fast_ts_ns
 from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted, ToolCallCompleted
-from zymi_tui.events.messages import AssistantMessage, MessageModel, to_wire
+from zymi_tui.events.messages import AssistantMessage, MessageModel, SystemMessage
 from zymi_tui.events.messages import TokenUsage as Usage
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Ended, Run, RunTracker, Step, hex_id
-from zymi_tui.telemetry.otel_content import as_json, output_messages, split_messages, tool_definitions
-from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, make_span
+from zymi_tui.telemetry.message_cache import MessageCache
+from zymi_tui.telemetry.otel_content import (
+    as_json,
+    input_messages,
+    instruction_parts,
+    message_texts,
+    output_messages,
+    split_messages,
+    tool_definitions,
+)
+from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, SpanData, make_span
 
 Bodies = Callable[[CallContext], dict[str, Any] | None]  # the exact request body of a call, if known
 
@@ -66,9 +73,10 @@ class TraceBuilder:
     calls: dict[tuple[str, int], _Call] = field(default_factory=dict)
     waiting: dict[str, deque[_Call]] = field(default_factory=dict)  # per step stream, awaiting completion
     tool_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, arguments)
+    inputs: MessageCache[tuple[str, str]] = field(default_factory=lambda: MessageCache(message_texts))
 
-    def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[Span]:
-        out: list[Span] = []
+    def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[SpanData]:
+        out: list[SpanData] = []
         if se is not None and STEP_MARK in se.stream_id:
             span = self._step_event(se)
             if span is not None:
@@ -85,7 +93,7 @@ class TraceBuilder:
         return out
 
     # -- events on a step stream ------------------------------------------------------------------
-    def _step_event(self, se: ReplayEvent) -> Span | None:
+    def _step_event(self, se: ReplayEvent) -> SpanData | None:
         kind, ts = se.kind, fast_ts_ns(se.timestamp)
         if isinstance(kind, LlmCallStarted):
             step = self.tracker.step_of(se)
@@ -115,7 +123,7 @@ class TraceBuilder:
             return self._tool(se, kind, ts)
         return None
 
-    def _tool(self, se: ReplayEvent, kind: ToolCallCompleted, ts: int) -> Span:
+    def _tool(self, se: ReplayEvent, kind: ToolCallCompleted, ts: int) -> SpanData:
         step = self.tracker.step_of(se)
         name, arguments = self.tool_calls.pop(kind.call_id, ("unknown", ""))
         content = self.options.content
@@ -147,14 +155,8 @@ class TraceBuilder:
         )
 
     # -- LLM calls ----------------------------------------------------------------------------------
-    def _chat(self, call: _Call, row: CallContext | None) -> Span:
+    def _chat(self, call: _Call, row: CallContext | None) -> SpanData:
         body = self.bodies(row) if row is not None else None
-        messages: list[dict[str, Any]] | None = None
-        if body is not None and isinstance(body.get("messages"), list):
-            messages = body["messages"]
-        elif row is not None and row.rendered is not None:  # no project: the rebuilt context, less a guessed prefix
-            entries = row.rendered.entries
-            messages = [to_wire(e.message) for e in entries if not (row.prefix_inferred and e.layer == "A")]
         model = str((body or {}).get("model") or self.options.model)
         u = call.usage
         attrs: dict[str, AttrValue] = {
@@ -174,7 +176,7 @@ class TraceBuilder:
             "openinference.span.kind": "LLM",
         }
         if self.options.content:
-            attrs |= _content(messages, body, call, prompt_first=body is not None or not (row and row.prefix_inferred))
+            attrs |= self._content(row, body, call)
         attrs |= _figures(call, row)
         return make_span(
             trace_id=call.run.trace_id,
@@ -188,14 +190,36 @@ class TraceBuilder:
             error=call.error,
         )
 
+    def _content(self, row: CallContext | None, body: dict[str, Any] | None, call: _Call) -> dict[str, AttrValue]:
+        """Prompts and answer. The messages sent are the rebuilt context's (the body is made of them,
+        in wire form): their texts come from `self.inputs`, made once per message of a step."""
+        sent = body.get("messages") if body is not None else None
+        entries = row.rendered.entries if row is not None and row.rendered is not None else None
+        if isinstance(sent, list) and (entries is None or len(sent) != len(entries)):
+            return _content(sent, body, call, prompt_first=True) | _tools_and_output(body, call)
+        attrs: dict[str, AttrValue] = {}
+        if row is not None and entries is not None:  # no project: the rebuilt context, less a guessed prefix
+            if isinstance(sent, list):
+                models = [e.message for e in entries]
+            else:
+                models = [e.message for e in entries if not (row.prefix_inferred and e.layer == "A")]
+            prompt_first = body is not None or not row.prefix_inferred
+            if prompt_first and models and isinstance(models[0], SystemMessage):
+                system = instruction_parts(models[0])
+                attrs["gen_ai.system_instructions"] = as_json(system) if system else None
+                models = models[1:]
+            attrs["gen_ai.input.messages"] = input_messages(self.inputs.values(call.stream, models))
+        return attrs | _tools_and_output(body, call)
+
     # -- steps and runs -----------------------------------------------------------------------------
-    def _ended(self, ended: Ended, *, incomplete: bool = False) -> Span:
+    def _ended(self, ended: Ended, *, incomplete: bool = False) -> SpanData:
         if ended.step is not None:
+            self.inputs.forget(ended.step.stream)
             return self._step_span(ended.step, ended.ok, incomplete)
         assert ended.run is not None
         return self._run_span(ended.run, ended.ok, ended.error, incomplete)
 
-    def _step_span(self, step: Step, ok: bool, incomplete: bool) -> Span:
+    def _step_span(self, step: Step, ok: bool, incomplete: bool) -> SpanData:
         attrs: dict[str, AttrValue] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": step.agent,
@@ -218,7 +242,7 @@ class TraceBuilder:
             error=None if ok else f"step {step.node_id} failed",
         )
 
-    def _run_span(self, run: Run, ok: bool, error: str | None, incomplete: bool) -> Span:
+    def _run_span(self, run: Run, ok: bool, error: str | None, incomplete: bool) -> SpanData:
         name = run.pipeline or run.stream
         user = run.user_message if self.options.content and run.user_message is not None else None
         attrs: dict[str, AttrValue] = {
@@ -246,7 +270,7 @@ class TraceBuilder:
             error=None if ok else (error or "the run failed"),
         )
 
-    def _rest(self) -> list[Span]:
+    def _rest(self) -> list[SpanData]:
         """At the end of the store: the calls, steps and runs nothing closed."""
         out = [self._chat(call, None) for call in self.calls.values()]
         self.calls.clear()
@@ -272,6 +296,11 @@ def _content(
         system, inputs = split_messages(messages, prompt_first=prompt_first)
         attrs["gen_ai.system_instructions"] = as_json(system) if system else None
         attrs["gen_ai.input.messages"] = as_json(inputs)
+    return attrs
+
+
+def _tools_and_output(body: dict[str, Any] | None, call: _Call) -> dict[str, AttrValue]:
+    attrs: dict[str, AttrValue] = {}
     tools = (body or {}).get("tools")
     if isinstance(tools, list) and tools:
         attrs["gen_ai.tool.definitions"] = as_json(tool_definitions(tools))

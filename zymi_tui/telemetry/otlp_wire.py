@@ -6,9 +6,8 @@ line, as the OpenTelemetry Collector's file exporter writes them)."""
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any, NamedTuple, cast
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -41,6 +40,21 @@ def key_values(attrs: Mapping[str, AttrValue]) -> list[KeyValue]:
     return [KeyValue(key=k, value=any_value(v)) for k, v in attrs.items() if v is not None]
 
 
+class SpanData(NamedTuple):
+    """A span as the exporters make it, before it is written (`otlp_lines.span_json`) or pushed
+    (`span_proto`): ids in hex (32 and 16 digits); `error`: the status message of a failed operation."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    kind: int  # Span.SpanKind: INTERNAL, CLIENT
+    start_ns: int
+    end_ns: int  # at least start_ns
+    attrs: Mapping[str, AttrValue]
+    error: str | None = None
+
+
 def make_span(
     *,
     trace_id: str,
@@ -52,29 +66,34 @@ def make_span(
     end_ns: int,
     attrs: Mapping[str, AttrValue],
     error: str | None = None,
-) -> Span:
+) -> SpanData:
     """A span; ids in hex (32 and 16 digits); `error`: the status message of a failed operation."""
-    status = Status(code=Status.STATUS_CODE_ERROR, message=error) if error is not None else Status()
+    return SpanData(trace_id, span_id, parent_id, name, kind, start_ns, max(start_ns, end_ns), attrs, error)
+
+
+def span_proto(s: SpanData) -> Span:
+    """The span as the OpenTelemetry project's protobuf message (what a collector is sent)."""
+    status = Status(code=Status.STATUS_CODE_ERROR, message=s.error) if s.error is not None else Status()
     return Span(
-        trace_id=bytes.fromhex(trace_id),
-        span_id=bytes.fromhex(span_id),
-        parent_span_id=bytes.fromhex(parent_id) if parent_id else b"",
-        name=name,
-        kind=kind,
-        start_time_unix_nano=start_ns,
-        end_time_unix_nano=max(start_ns, end_ns),
-        attributes=key_values(attrs),
+        trace_id=bytes.fromhex(s.trace_id),
+        span_id=bytes.fromhex(s.span_id),
+        parent_span_id=bytes.fromhex(s.parent_id) if s.parent_id else b"",
+        name=s.name,
+        kind=cast(Span.SpanKind.ValueType, s.kind),
+        start_time_unix_nano=s.start_ns,
+        end_time_unix_nano=s.end_ns,
+        attributes=key_values(s.attrs),
         status=status,
     )
 
 
-def export_request(spans: Sequence[Span], resource: Mapping[str, AttrValue]) -> ExportTraceServiceRequest:
+def export_request(spans: Sequence[SpanData], resource: Mapping[str, AttrValue]) -> ExportTraceServiceRequest:
     scope = InstrumentationScope(name=SCOPE, version=__version__)
     return ExportTraceServiceRequest(
         resource_spans=[
             ResourceSpans(
                 resource=Resource(attributes=key_values(resource)),
-                scope_spans=[ScopeSpans(scope=scope, spans=spans)],
+                scope_spans=[ScopeSpans(scope=scope, spans=[span_proto(s) for s in spans])],
             )
         ]
     )
@@ -111,10 +130,10 @@ class SpanBatcher:
         size: int = BATCH_SPANS,
     ) -> None:
         self.send, self.resource, self.size = send, dict(resource), size
-        self.pending: list[Span] = []
+        self.pending: list[SpanData] = []
         self.spans = 0
 
-    def add(self, spans: Sequence[Span]) -> None:
+    def add(self, spans: Sequence[SpanData]) -> None:
         self.pending.extend(spans)
         self.spans += len(spans)
         if len(self.pending) >= self.size:
@@ -124,12 +143,3 @@ class SpanBatcher:
         while self.pending:
             batch, self.pending = self.pending[: self.size], self.pending[self.size :]
             self.send(export_request(batch, self.resource))
-
-
-def json_lines_writer(out: TextIO) -> Callable[[ExportTraceServiceRequest], None]:
-    """A `send` that writes each request as one OTLP/JSON line."""
-
-    def write(request: ExportTraceServiceRequest) -> None:
-        out.write(json.dumps(otlp_json(request), ensure_ascii=False, separators=(",", ":")) + "\n")
-
-    return write

@@ -1,0 +1,132 @@
+"""OTLP/JSON lines written span by span: one `ExportTraceServiceRequest` a line, `BATCH_SPANS` spans
+a line, as the OpenTelemetry Collector's file exporter writes them, each span's text written as soon
+as the span is made (nothing but the open line's count is held).
+
+The text is protobuf's JSON mapping of the request (`otlp_wire.otlp_json`: lowerCamelCase keys in
+field-number order, fields at their default left out, 64-bit integers as strings, enums as numbers,
+ids in hex) put in compact JSON, written here directly: going through protobuf messages and
+`json_format` cost more than the rest of the export together.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from json.encoder import encode_basestring as quoted
+from typing import TextIO
+
+from zymi_tui import __version__
+from zymi_tui.telemetry.otel_content import QuotedText
+from zymi_tui.telemetry.otlp_wire import BATCH_SPANS, SCOPE, AttrValue, SpanData
+
+STATUS_OK, STATUS_ERROR = "{}", 2  # an unset Status; STATUS_CODE_ERROR
+
+
+def _double(v: float) -> str:
+    if math.isfinite(v):
+        return repr(v)
+    return '"NaN"' if math.isnan(v) else '"Infinity"' if v > 0 else '"-Infinity"'
+
+
+def any_value_json(value: str | int | float | bool | Sequence[str]) -> str:
+    """An `AnyValue` (the branches in `otlp_wire.any_value`'s order)."""
+    if isinstance(value, QuotedText):
+        return '{"stringValue":' + value.quoted + "}"
+    if isinstance(value, str):
+        return '{"stringValue":' + quoted(value) + "}"
+    if isinstance(value, bool):
+        return '{"boolValue":true}' if value else '{"boolValue":false}'
+    if isinstance(value, int):
+        return '{"intValue":"' + str(int(value)) + '"}'
+    if isinstance(value, float):
+        return '{"doubleValue":' + _double(value) + "}"
+    if not value:
+        return '{"arrayValue":{}}'
+    return '{"arrayValue":{"values":[' + ",".join('{"stringValue":' + quoted(v) + "}" for v in value) + "]}}"
+
+
+_KEYS: dict[str, str] = {}  # attribute names as JSON key-value openings (a few dozen names)
+
+
+def attributes_json(attrs: Mapping[str, AttrValue]) -> str:
+    """The attributes that have a value (None: left out), as the items of a JSON array."""
+    parts = []
+    for k, v in attrs.items():
+        if v is None:
+            continue
+        head = _KEYS.get(k)
+        if head is None:
+            head = '{"key":' + quoted(k) + ',"value":'
+            if len(_KEYS) < 4096:
+                _KEYS[k] = head
+        t = type(v)
+        if t is str:
+            parts.append(head + '{"stringValue":' + quoted(v) + "}}")  # type: ignore[arg-type]
+        elif t is int:
+            parts.append(f'{head}{{"intValue":"{v}"}}}}')
+        else:
+            parts.append(head + any_value_json(v) + "}")
+    return ",".join(parts)
+
+
+def span_json(s: SpanData) -> str:
+    """One span as OTLP/JSON (compact, the fields protobuf's JSON mapping writes, in its order)."""
+    parts = ['{"traceId":"', s.trace_id, '","spanId":"', s.span_id, '"']
+    if s.parent_id:
+        parts += [',"parentSpanId":"', s.parent_id, '"']
+    if s.name:
+        parts += [',"name":', quoted(s.name)]
+    if s.kind:
+        parts.append(f',"kind":{s.kind}')
+    if s.start_ns:
+        parts.append(f',"startTimeUnixNano":"{s.start_ns}"')
+    if s.end_ns:
+        parts.append(f',"endTimeUnixNano":"{s.end_ns}"')
+    attrs = attributes_json(s.attrs)
+    if attrs:
+        parts += [',"attributes":[', attrs, "]"]
+    if s.error is None:
+        parts.append(',"status":{}}')
+    elif s.error:
+        parts += [',"status":{"message":', quoted(s.error), f',"code":{STATUS_ERROR}}}}}']
+    else:
+        parts.append(f',"status":{{"code":{STATUS_ERROR}}}}}')
+    return "".join(parts)
+
+
+def line_head(resource: Mapping[str, AttrValue]) -> str:
+    """What a line holds before its first span: the resource and the instrumentation scope."""
+    attrs = attributes_json(resource)
+    res = '{"attributes":[' + attrs + "]}" if attrs else "{}"
+    scope = '{"name":' + quoted(SCOPE) + ',"version":' + quoted(__version__) + "}"
+    return '{"resourceSpans":[{"resource":' + res + ',"scopeSpans":[{"scope":' + scope + ',"spans":['
+
+
+LINE_TAIL = "]}]}]}\n"
+
+
+class OtlpJsonLines:
+    """Writes spans to `out` as they are added: a line is opened with its first span and closed at
+    its `size`-th (or at `flush`)."""
+
+    def __init__(self, out: TextIO, resource: Mapping[str, AttrValue], size: int = BATCH_SPANS) -> None:
+        self.out, self.head, self.size = out, line_head(resource), size
+        self.in_line = 0  # spans written to the open line
+        self.spans = 0
+
+    def add(self, spans: Sequence[SpanData]) -> None:
+        write = self.out.write
+        for s in spans:
+            write((self.head if self.in_line == 0 else ",") + span_json(s))
+            self.in_line += 1
+            if self.in_line == self.size:
+                write(LINE_TAIL)
+                self.in_line = 0
+        self.spans += len(spans)
+
+    def flush(self) -> None:
+        """Close the open line (the spans so far are out: `--follow` calls it when idle)."""
+        if self.in_line:
+            self.out.write(LINE_TAIL)
+            self.in_line = 0
+        self.out.flush()
