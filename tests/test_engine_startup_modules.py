@@ -15,7 +15,7 @@ def test_the_run_commands_modules_leave_the_context_builder_for_the_first_step()
         "import sys\n"
         "from zymi_tui.cli import build_parser\n"
         "build_parser('run')\n"  # the run command's modules, as `zymi-tui run` imports them
-        "import zymi_tui.engine.runtime, zymi_tui.engine.runner, zymi_tui.events.sqlite\n"
+        "import zymi_tui.engine.runtime, zymi_tui.engine.runner, zymi_tui.events.sqlite_write\n"
         f"print(sorted(m for m in {LATER!r} if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 from datetime import datetime
@@ -171,11 +170,16 @@ def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
     """Write each row's stored JSON with its real sequence; a row whose envelope is unreadable is
     reported and skipped. The kind's payload is passed through unread. Returns the rows written.
     A page zymi wrote is written in one piece (`raw_lines`) where no control needs escaping."""
-    if not _to_terminal():
+    out = sys.stdout
+    if not out.isatty():
         made = page_lines(rows)
         if made is not None:
-            sys.stdout.flush()
-            sys.stdout.buffer.write(made)
+            out.flush()
+            binary = getattr(out, "buffer", None)  # none when stdout is a text stream in memory
+            if binary is not None:
+                binary.write(made)
+            else:
+                out.write(made.decode())
             return len(rows)
     lines = []
     for gid, stream_id, seq, data in rows:
@@ -186,11 +190,6 @@ def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
     if lines:
         sys.stdout.write(raw_line("\n".join(lines)) + "\n")
     return len(lines)
-
-
-@functools.cache
-def _to_terminal() -> bool:
-    return sys.stdout.isatty()
 
 
 def _emit(se: StoredEvent, args: argparse.Namespace) -> None:
