@@ -39,8 +39,9 @@ async def run_advise(args: argparse.Namespace) -> Advice:
     try:
         streams = await run_step_streams(reader, args)
         return await advise(
-            reader, project, prices=prices, model=args.model, tool_bytes=definition_bytes, streams=streams
-        )
+            reader, project, prices=prices, model=args.model, tool_bytes=definition_bytes, streams=streams,
+            location=location,
+        )  # fmt: skip
     finally:
         await close_reader(reader)
 
