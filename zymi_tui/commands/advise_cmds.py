@@ -59,20 +59,19 @@ def cmd_advise(args: argparse.Namespace) -> int:
 
 
 def print_advice(advice: Advice) -> None:
-    out.print(f"[yellow]⚠ {escape(advice.caveat)}[/]")
-    for line in head_lines(advice):
-        out.print(escape(line))
+    """The report as text: rendered in one go (a report of thousands of findings is thousands of lines;
+    one `print` a line cost a second per 10k of them)."""
+    lines = [f"[yellow]⚠ {escape(advice.caveat)}[/]", *(escape(line) for line in head_lines(advice))]
     if not advice.findings:
-        out.print("no findings")
+        lines.append("no findings")
     for f in advice.findings:
-        out.print(f"\n[bold]{escape(f.signal)}[/]  {escape(f.summary)}")
+        lines.append(f"\n[bold]{escape(f.signal)}[/]  {escape(f.summary)}")
         if f.stream_id is not None:
-            out.print(f"  at {escape(f.stream_id)} seq {f.sequence}")
-        for e in f.evidence:
-            out.print(f"  - {escape(e)}")
+            lines.append(f"  at {escape(f.stream_id)} seq {f.sequence}")
+        lines += (f"  - {escape(e)}" for e in f.evidence)
         rec = f.recommendation
         if rec is None:
             continue
-        out.print(f"  [{'dim' if rec.nothing_to_change else 'green'}]→ {escape(rec.text)}[/]")
-        for line in recommendation_lines(rec):
-            out.print(f"    {escape(line)}")
+        lines.append(f"  [{'dim' if rec.nothing_to_change else 'green'}]→ {escape(rec.text)}[/]")
+        lines += (f"    {escape(line)}" for line in recommendation_lines(rec))
+    out.print("\n".join(lines))
