@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import multiprocessing
+import signal
 import sys
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import aclosing
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass
 from multiprocessing import resource_tracker
 from multiprocessing.sharedctypes import SynchronizedArray
@@ -313,10 +314,11 @@ async def replay_on_pool(
     futures: list[asyncio.Future[Totalled]] = []
     summing: asyncio.Future[tuple[int, int, int]] | None = None
     try:
-        for slot, (part, share) in enumerate(jobs):
-            job = Share(location, project, [profiles[i] for i in share], recorded_knobs, streams, slot, last_global_id,
-                        pricing, part, per_run)  # fmt: skip
-            futures.append(asyncio.wrap_future(pool.submit(_replay_share, job)))
+        with sigint_blocked():  # the pool starts its processes as jobs are submitted
+            for slot, (part, share) in enumerate(jobs):
+                job = Share(location, project, [profiles[i] for i in share], recorded_knobs, streams, slot,
+                            last_global_id, pricing, part, per_run)  # fmt: skip
+                futures.append(asyncio.wrap_future(pool.submit(_replay_share, job)))
         if sums is None:
             whatif = basis is None or not runs[basis].recorded
             summing = asyncio.ensure_future(basis_sums(location, streams, whatif=whatif))
@@ -346,6 +348,22 @@ async def replay_on_pool(
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """Processes started in here are born with SIGINT blocked (a child inherits the signal mask) and keep
+    it so: a Ctrl-C at a terminal goes to the whole foreground process group, workers included, but it is
+    the parent's to handle (it tells them to stop and waits for them), not a traceback in each worker.
+    A Ctrl-C meanwhile reaches the parent when it leaves (the signal was only held)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 PARTS_PER_WORKER = 2  # ranges per worker: a worker that is done early takes another
