@@ -117,8 +117,8 @@ def _workers(pid: int) -> list[int]:
 def test_ctrl_c_while_advise_replays_on_the_pool_leaves_no_process(tmp_path: Path) -> None:
     """Ctrl-C (SIGINT to the foreground process group, as a terminal sends it) once the workers run:
     the one interrupted line, its exit code, and every process of the group gone."""
-    db = cloned_runs(tmp_path, 130, "coding_default")  # 22,620 events: advise replays on the pool
-    proc = subprocess.Popen([zymi_tui_bin(), "advise", str(db)], stdout=subprocess.DEVNULL,
+    db = cloned_runs(tmp_path, 130, "coding_default")  # 22,620 events
+    proc = subprocess.Popen([zymi_tui_bin(), "advise", str(db), "--workers", "2"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 240

@@ -13,7 +13,7 @@ from zymi_tui.replay.advice import Advice, advise, head_lines, recommendation_li
 
 from .common import EXIT_OK, add_store_arg, close_reader, located, out, run_async
 from .flags import add_runs_filter, run_step_streams
-from .tuning_cmds import prices_arg, write_or_print
+from .tuning_cmds import add_workers_arg, prices_arg, write_or_print
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
@@ -29,6 +29,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
         "--format", choices=["text", "json", "md"], default="text", help="text (default), json, or md (Markdown)"
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write the report there")
+    add_workers_arg(p, "processes replaying the candidates (default: one per CPU from 500,000 events, else 1)")
     p.set_defaults(func=cmd_advise)
 
 
@@ -40,7 +41,7 @@ async def run_advise(args: argparse.Namespace) -> Advice:
         streams = await run_step_streams(reader, args)
         return await advise(
             reader, project, prices=prices, model=args.model, tool_bytes=definition_bytes, streams=streams,
-            location=location,
+            location=location, workers=args.workers,
         )  # fmt: skip
     finally:
         await close_reader(reader)

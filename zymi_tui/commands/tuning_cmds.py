@@ -37,7 +37,7 @@ from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.store_replay import recorded_knobs, replay_store
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
-from zymi_tui.replay.whatifs import compare_store
+from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS, compare_store
 
 from .common import (
     EXIT_OK,
@@ -169,6 +169,8 @@ async def run_compare(req: CompareRequest) -> Comparison:
                 recorded_knobs=base,
                 streams=streams,
                 location=location,
+                workers=getattr(req.args, "workers", None),
+                pool_from=WHATIF_POOL_MIN_EVENTS,
                 prices=prices,
                 model=req.model or project_llm(project, "model"),
                 provider=project_llm(project, "provider"),
@@ -426,6 +428,7 @@ def _compare_parser(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument("-o", "--output", metavar="FILE", help="write the export there (table: as Markdown)")
     add_strict_arg(p)
+    add_workers_arg(p, "processes replaying the profiles (default: one per CPU from 500,000 events, else 1)")
     p.set_defaults(func=cmd_compare)
 
 
@@ -442,6 +445,10 @@ def _sweep_parser(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     add_strict_arg(p)
     p.set_defaults(func=cmd_sweep)
+
+
+def add_workers_arg(p: argparse.ArgumentParser, text: str) -> None:
+    p.add_argument("--workers", type=_workers, metavar="N", help=text)
 
 
 def _workers(text: str) -> int:

@@ -22,14 +22,19 @@ from zymi_tui.replay.costs import PriceTable, pricing
 from zymi_tui.replay.sweep_pool import replay_on_pool
 
 POOL_MIN_EVENTS = 20_000  # below this, starting the worker processes (~1-3 s) costs more than they save
+# `compare` and `advise` replay in one pass in this process what a pool decodes again (and `advise` has
+# its first pass's events decoded already): on a shared 2-core machine (load 4-10) the pool was slower
+# at 100k events (advise 6.1 -> 10.6 s, compare 2.5 -> 3.3 s) and at 1M faster or even in wall time
+# with 35-50% less memory (compare 46 -> 39 s, 197 -> 113 MB; advise on one long run 4.4 -> 2.3 GB)
+WHATIF_POOL_MIN_EVENTS = 500_000
 
 
-def pool_workers(last_global_id: int, workers: int | None = None) -> int:
+def pool_workers(last_global_id: int, workers: int | None = None, pool_from: int = POOL_MIN_EVENTS) -> int:
     """How many processes replay the profiles: `workers` if given, else one per usable core on a
-    store of POOL_MIN_EVENTS or more, else 1 (this process)."""
+    store of `pool_from` events or more, else 1 (this process)."""
     if workers is not None:
         return workers
-    return usable_cores() if last_global_id >= POOL_MIN_EVENTS else 1
+    return usable_cores() if last_global_id >= pool_from else 1
 
 
 async def compare_store(
@@ -48,11 +53,13 @@ async def compare_store(
     location: StoreLocation | None = None,
     workers: int | None = None,
     per_run: bool = True,
+    pool_from: int = POOL_MIN_EVENTS,
 ) -> Comparison:
     """The profiles compared (`compare_profiles`): with the store's `location` and more than one worker
-    (see `pool_workers`), on a process pool (`replay_on_pool`: each profile's totals, and per run if
-    `per_run`, but no per-call figures); otherwise in this process, with every call's figures."""
-    workers = pool_workers(last_global_id, workers)
+    (see `pool_workers`; `pool_from`: the store size from which it defaults to one per core), on a
+    process pool (`replay_on_pool`: each profile's totals, and per run if `per_run`, but no per-call
+    figures); otherwise in this process, with every call's figures."""
+    workers = pool_workers(last_global_id, workers, pool_from)
     if location is not None and workers > 1 and len(profiles) > 1:
         how = pricing(prices, model, provider)
         return await replay_on_pool(

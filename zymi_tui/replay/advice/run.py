@@ -51,7 +51,7 @@ from zymi_tui.replay.compare import (
 from zymi_tui.replay.costs import PriceTable, pricing
 from zymi_tui.replay.store_replay import recorded_knobs, replay_events
 from zymi_tui.replay.sweep_pool import replay_on_pool
-from zymi_tui.replay.whatifs import pool_workers
+from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS, pool_workers
 
 DETECTORS = (
     hard_cap_exceeded,
@@ -106,7 +106,8 @@ async def advise(
     """Read the store, replay it under the current knobs, detect the signals, and replay every candidate
     they search (two passes over the store); keep what beats the current knobs on the objective.
 
-    With the store's `location` and more than one worker (`pool_workers`), the candidates are replayed
+    With the store's `location` and more than one worker (`pool_workers`: by default one per core from
+    WHATIF_POOL_MIN_EVENTS events), the candidates are replayed
     on a process pool (`replay_on_pool`: the store's ranges shared among the workers, each decoding its
     own); otherwise in this process, from pass one's events kept decoded."""
     base = recorded_knobs(project)
@@ -116,7 +117,7 @@ async def advise(
     output = await recorded_output(reader, streams)
     rows: list[CallContext] = []
     last_global_id = await reader.max_global_id()
-    pooled = location is not None and pool_workers(last_global_id, workers) > 1
+    pooled = location is not None and pool_workers(last_global_id, workers, WHATIF_POOL_MIN_EVENTS) > 1
     decoded: list[ReplayEvent] = []  # pass one's events, replayed again by pass two (decoded once)
 
     async def recording() -> AsyncGenerator[ReplayEvent, None]:
@@ -235,8 +236,8 @@ async def _candidates_on_pool(
     how = pricing(common["prices"], common["model"], common["provider"])
     cmp = await replay_on_pool(
         location, project, tried, recorded_knobs=common["recorded_knobs"], streams=streams,
-        workers=pool_workers(last_global_id, workers), last_global_id=last_global_id, progress=None, pricing=how,
-        model=common["model"], output=common["output"], sums=sums,
+        workers=pool_workers(last_global_id, workers, WHATIF_POOL_MIN_EVENTS), last_global_id=last_global_id,
+        progress=None, pricing=how, model=common["model"], output=common["output"], sums=sums,
     )  # fmt: skip
     return {p.name: p.total for p in cmp.profiles}
 
