@@ -86,9 +86,9 @@ def oracle_db(name: str) -> Path:
     return ORACLE / name / "events.db"
 
 
-def cloned_runs(tmp: Path, clones: int) -> Path:
-    """`clones` copies of the coding_default run, one after another, each under its own stream ids."""
-    src = sqlite3.connect(f"file:{oracle_db('coding_default')}?mode=ro", uri=True)
+def cloned_runs(tmp: Path, clones: int, scenario: str = "coding_default") -> Path:
+    """`clones` copies of the run of `scenario`, one after another, each under its own stream ids."""
+    src = sqlite3.connect(f"file:{oracle_db(scenario)}?mode=ro", uri=True)
     ddl = [r[0] for r in src.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'")]
     rows = src.execute(
         "SELECT stream_id, sequence, timestamp, kind_tag, data, source FROM events ORDER BY id"

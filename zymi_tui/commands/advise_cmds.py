@@ -13,7 +13,7 @@ from zymi_tui.replay.advice import Advice, advise, head_lines, recommendation_li
 
 from .common import EXIT_OK, add_store_arg, close_reader, located, out, run_async
 from .flags import add_runs_filter, run_step_streams
-from .tuning_cmds import prices_arg, write_or_print
+from .tuning_cmds import add_workers_arg, prices_arg, write_or_print
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
@@ -29,6 +29,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
         "--format", choices=["text", "json", "md"], default="text", help="text (default), json, or md (Markdown)"
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write the report there")
+    add_workers_arg(p, "processes replaying the candidates (default: one per CPU from 500,000 events, else 1)")
     p.set_defaults(func=cmd_advise)
 
 
@@ -39,8 +40,9 @@ async def run_advise(args: argparse.Namespace) -> Advice:
     try:
         streams = await run_step_streams(reader, args)
         return await advise(
-            reader, project, prices=prices, model=args.model, tool_bytes=definition_bytes, streams=streams
-        )
+            reader, project, prices=prices, model=args.model, tool_bytes=definition_bytes, streams=streams,
+            location=location, workers=args.workers,
+        )  # fmt: skip
     finally:
         await close_reader(reader)
 
@@ -58,20 +60,19 @@ def cmd_advise(args: argparse.Namespace) -> int:
 
 
 def print_advice(advice: Advice) -> None:
-    out.print(f"[yellow]⚠ {escape(advice.caveat)}[/]")
-    for line in head_lines(advice):
-        out.print(escape(line))
+    """The report as text: rendered in one go (a report of thousands of findings is thousands of lines;
+    one `print` a line cost a second per 10k of them)."""
+    lines = [f"[yellow]⚠ {escape(advice.caveat)}[/]", *(escape(line) for line in head_lines(advice))]
     if not advice.findings:
-        out.print("no findings")
+        lines.append("no findings")
     for f in advice.findings:
-        out.print(f"\n[bold]{escape(f.signal)}[/]  {escape(f.summary)}")
+        lines.append(f"\n[bold]{escape(f.signal)}[/]  {escape(f.summary)}")
         if f.stream_id is not None:
-            out.print(f"  at {escape(f.stream_id)} seq {f.sequence}")
-        for e in f.evidence:
-            out.print(f"  - {escape(e)}")
+            lines.append(f"  at {escape(f.stream_id)} seq {f.sequence}")
+        lines += (f"  - {escape(e)}" for e in f.evidence)
         rec = f.recommendation
         if rec is None:
             continue
-        out.print(f"  [{'dim' if rec.nothing_to_change else 'green'}]→ {escape(rec.text)}[/]")
-        for line in recommendation_lines(rec):
-            out.print(f"    {escape(line)}")
+        lines.append(f"  [{'dim' if rec.nothing_to_change else 'green'}]→ {escape(rec.text)}[/]")
+        lines += (f"    {escape(line)}" for line in recommendation_lines(rec))
+    out.print("\n".join(lines))

@@ -27,11 +27,9 @@ from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.compare import (
     CAVEAT,
     Comparison,
-    compare_profiles,
     knob_dict,
     price_note,
     recorded_output,
-    replay_profiles,
 )
 from zymi_tui.replay.compare_report import to_csv, to_json_text, to_markdown
 from zymi_tui.replay.costs import PriceTable, load_prices
@@ -39,6 +37,7 @@ from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.store_replay import recorded_knobs, replay_store
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
+from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS, compare_store
 
 from .common import (
     EXIT_OK,
@@ -163,10 +162,15 @@ async def run_compare(req: CompareRequest) -> Comparison:
             def tick(fraction: float, profile: str) -> None:
                 bar.update(task, description=profile, completed=fraction)
 
-            cmp = await compare_profiles(
-                replay_profiles(reader, project, profiles, streams),
+            cmp = await compare_store(
+                reader,
+                project,
                 profiles,
                 recorded_knobs=base,
+                streams=streams,
+                location=location,
+                workers=getattr(req.args, "workers", None),
+                pool_from=WHATIF_POOL_MIN_EVENTS,
                 prices=prices,
                 model=req.model or project_llm(project, "model"),
                 provider=project_llm(project, "provider"),
@@ -424,6 +428,7 @@ def _compare_parser(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument("-o", "--output", metavar="FILE", help="write the export there (table: as Markdown)")
     add_strict_arg(p)
+    add_workers_arg(p, "processes replaying the profiles (default: one per CPU from 500,000 events, else 1)")
     p.set_defaults(func=cmd_compare)
 
 
@@ -440,6 +445,10 @@ def _sweep_parser(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     add_strict_arg(p)
     p.set_defaults(func=cmd_sweep)
+
+
+def add_workers_arg(p: argparse.ArgumentParser, text: str) -> None:
+    p.add_argument("--workers", type=_workers, metavar="N", help=text)
 
 
 def _workers(text: str) -> int:

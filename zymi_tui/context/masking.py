@@ -46,6 +46,8 @@ def message_bytes(message: MessageModel) -> int:
 
 def floor_bytes(text: str, limit: int) -> str:
     """The longest prefix of `text` of at most `limit` UTF-8 bytes, on a character boundary."""
+    if len(text) * 4 <= limit:  # a character is at most 4 bytes: short text is kept without encoding it
+        return text
     raw = text.encode()
     if len(raw) <= limit:
         return text

@@ -326,6 +326,16 @@ class Tally:
             totals = self.per_run[run] = Totals()
         totals.add(f)
 
+    def absorb(self, later: Tally) -> None:
+        """Add the figures of `later`, a tally of the same profile over a later range of the store whose
+        streams are not this one's (`store_ranges`): as if its calls had been added here."""
+        if self.per_run is not None and later.per_run is not None:
+            for name, totals in later.per_run.items():
+                mine = self.per_run.setdefault(name, Totals())
+                mine.add_totals(totals)
+        self.total.add_totals(later.total)
+        self.runs.update(later.runs)
+
     def close(self, run: ProfileRun, price: tuple[PriceTable, ModelPrice] | None, output: RecordedOutput) -> None:
         """Fill the per-run (if kept) and total figures of `run` and their cost.
 

@@ -4,6 +4,7 @@ sets in one pass, grouped while they agree), and the context of one call or of a
 from __future__ import annotations
 
 import asyncio
+import copy
 import heapq
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
@@ -31,14 +32,16 @@ from zymi_tui.replay.call_context import (
     self_described,
 )
 from zymi_tui.replay.calls import Replayer
+from zymi_tui.replay.simulated import SummaryEstimate
 
 
 async def replay_events(
-    reader: EventReader, streams: Sequence[str] | None, kinds: Sequence[str] = REPLAY_KINDS
+    reader: EventReader, streams: Sequence[str] | None, kinds: Sequence[str] = REPLAY_KINDS, *, after: int = 0
 ) -> AsyncGenerator[ReplayEvent, None]:
     """The events a replay reads, in global order: every event of the runs of `streams`, else the
     kinds the context depends on across the store (decoded as `replay_view` reads them); `kinds`:
-    only some of those kinds are needed (the other kinds may come too, with `streams`)."""
+    only some of those kinds are needed (the other kinds may come too, with `streams`); `after`:
+    from the global id after it (without `streams`)."""
     if streams:
         runs = sorted({run_of(s) for s in streams})
         batches = [await reader.read_stream(r, include_steps=True) for r in runs]
@@ -60,7 +63,7 @@ async def replay_events(
 
     try:
         for tag in kinds:
-            buffers[tag] = await take(tag, await reader.read_rows(0, PAGE, tag=tag))
+            buffers[tag] = await take(tag, await reader.read_rows(after, PAGE, tag=tag))
         heap = [(buf[0].global_id, tag) for tag, buf in buffers.items() if buf]
         heapq.heapify(heap)
         while heap:
@@ -146,6 +149,7 @@ async def replay_many(
     streams: Sequence[str] | None = None,
     figures_only: bool = False,
     events: AsyncGenerator[ReplayEvent, None] | None = None,
+    part: Part | None = None,
 ) -> AsyncIterator[tuple[int, CallContext]]:
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
     and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row).
@@ -158,20 +162,27 @@ async def replay_many(
     once both are idle (`Replayer.idle_before`: between runs, when every step has been dropped).
 
     `events`: the events `replay_events(reader, streams)` gives, already decoded (`advise` replays the
-    events of its first pass again, not decoding them twice)."""
+    events of its first pass again, not decoding them twice).
+
+    `part`: only the events of one range of the store (`store_ranges`), replayed as the whole store's
+    replay replays them (without `streams`)."""
     replayers = make_replayers(project, knobs)
+    if part is not None:
+        for replayer in replayers:
+            replayer.estimate = copy.copy(part.learned)
     if len(replayers) > 1:  # each event's message converted once for every knob set
         shared = Converted(keep_all=False)
         for replayer in replayers:
             replayer.converted = shared
-    ends = await stream_ends(reader)
+    ends = await stream_ends(reader) if part is None else part.ends
     for replayer in replayers:
         replayer.forget_finished(ends)
     groups = _groups(replayers) if figures_only else [_Group(r, [i], i) for i, r in enumerate(replayers)]
     families = len(groups)
-    top = max(ends.values(), default=0)
+    top = max(ends.values(), default=0) if part is None else part.until
     wanted = set(streams) if streams else None
-    source = replay_events(reader, streams) if events is None else events
+    after = 0 if part is None else part.after
+    source = replay_events(reader, streams, after=after) if events is None else events
     async with aclosing(source) as decoded:  # its read-ahead stopped on a break
         async for se in decoded:
             if se.global_id > top:
@@ -191,6 +202,17 @@ async def replay_many(
             if wanted is None or row.stream_id in wanted:
                 for i in group.members:
                     yield i, row
+
+
+@dataclass(frozen=True)
+class Part:
+    """One range (after, until] of the store to replay (`store_ranges`), with what a replay has learned
+    before it (the recorded summaries, `learned_before`) and every stream's last global id."""
+
+    after: int
+    until: int
+    learned: SummaryEstimate
+    ends: dict[str, int]
 
 
 @dataclass

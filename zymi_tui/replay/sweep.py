@@ -10,17 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
-from zymi_tui.cores import usable_cores
 from zymi_tui.errors import UserError
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
-from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, compare_profiles, knob_dict, replay_profiles
-from zymi_tui.replay.costs import PriceTable, pricing
-from zymi_tui.replay.sweep_pool import replay_on_pool
+from zymi_tui.replay.compare import CAVEAT, Comparison, Progress, knob_dict
+from zymi_tui.replay.costs import PriceTable
+from zymi_tui.replay.whatifs import compare_store
 
 DEFAULT_WINDOWS = (2, 4, 6, 8, 10, 15, 20)
 DEFAULT_SOFT_CAPS = (20_000, 40_000, 60_000, 100_000, 400_000)
-POOL_MIN_EVENTS = 20_000  # below this, starting the worker processes (~1-3 s) costs more than they save
 
 
 class SweepError(UserError):
@@ -129,22 +127,15 @@ async def sweep(
     workers: int | None = None,
 ) -> Sweep:
     """Every grid point replayed: with the store's `location` and more than one worker (default: one
-    per CPU on a store of POOL_MIN_EVENTS or more), on a process pool where each worker replays its
-    share of the points in one pass over the store (see `replay_on_pool`); otherwise all points in
-    one pass in this process (see `replay_many`). Both give the same figures."""
+    per CPU on a store of `whatifs.POOL_MIN_EVENTS` or more), on a process pool (see `replay_on_pool`: the
+    store's ranges, or else the points, shared among the workers); otherwise all points in one pass
+    in this process (see `replay_many`). Both give the same figures."""
     profiles = grid_profiles(base, windows, soft_caps)
-    if workers is None:
-        workers = usable_cores() if last_global_id >= POOL_MIN_EVENTS else 1
-    if location is not None and workers > 1 and len(profiles) > 1:
-        cmp = await replay_on_pool(
-            location, project, profiles, recorded_knobs=recorded_knobs, streams=streams, workers=workers,
-            last_global_id=last_global_id, progress=progress, pricing=pricing(prices, model, provider), model=model,
-        )  # fmt: skip
-    else:
-        cmp = await compare_profiles(
-            replay_profiles(reader, project, profiles, streams), profiles, recorded_knobs=recorded_knobs,
-            last_global_id=last_global_id, progress=progress, prices=prices, model=model, provider=provider,
-        )  # fmt: skip
+    cmp = await compare_store(
+        reader, project, profiles, recorded_knobs=recorded_knobs, streams=streams, last_global_id=last_global_id,
+        progress=progress, prices=prices, model=model, provider=provider, location=location, workers=workers,
+        per_run=False,
+    )  # fmt: skip
     points = [
         SweepPoint(
             int(p.knobs["observation_window"] or 0),

@@ -1,22 +1,26 @@
-"""A sweep's grid points replayed on a process pool: each worker opens the store once and replays
-its share of the profiles in one pass over it (one decoding of the store per worker, not per point),
-and totals and prices them as the one-process sweep does (`finish`), with the tokens-per-byte ratio
-of the basis profile, which the parent works out from the store's recorded calls alone
-(`basis_sums`) while the workers start. A worker totals each call's figures as they come (a `Tally`
-per profile) and keeps none of them, so its memory does not grow with the store: only the figures
-made before the ratio is known wait for it (at most BUFFER_MAX, then the worker waits). The parent
-gets each profile's totals over the whole store (no per-call figures, no per-run totals)."""
+"""What-ifs replayed on a process pool: a sweep's grid points, `compare`'s profiles, `advise`'s
+candidates. The store is cut into ranges that replay independently (`store_ranges`: no stream spans a
+cut; many runs one after another give many such places): each worker replays every profile over its
+ranges, so the store is decoded once in all, each range by one worker. A store with no such place
+(one long run) is one range: its profiles are dealt to the workers instead, each replaying its share
+in one pass over the store. A worker totals each call's figures as they come (a `Tally` per profile)
+and keeps none of them, so its memory does not grow with the store; the parent adds up the ranges'
+tallies and prices them as the one-process replay does, with the tokens-per-byte ratio of the basis
+profile, which it works out from the store's recorded calls alone (`basis_sums`) while the workers
+start (or is given). Only the figures made before the ratio is known wait for it (at most BUFFER_MAX,
+then the worker waits). The parent gets each profile's totals (per run if asked), no per-call figures."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import multiprocessing
+import signal
 import sys
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import aclosing
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass
 from multiprocessing import resource_tracker
 from multiprocessing.sharedctypes import SynchronizedArray
@@ -28,15 +32,15 @@ from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted
 from zymi_tui.events.location import StoreLocation
-from zymi_tui.events.store import STEP_MARK
+from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.replay.compare import (
     CallFigure,
     Comparison,
+    ProfileRun,
     Profiles,
     Progress,
     RecordedOutput,
     Tally,
-    Totals,
     basis_index,
     close_tally,
     collect_calls,
@@ -44,11 +48,11 @@ from zymi_tui.replay.compare import (
     profile_runs,
     profiles_label,
     ratio_of,
-    replay_profiles,
     tally_for,
 )
 from zymi_tui.replay.costs import Pricing
-from zymi_tui.replay.store_replay import replay_events
+from zymi_tui.replay.store_ranges import Range, learned_before, store_ranges
+from zymi_tui.replay.store_replay import Part, replay_events, replay_many, stream_ends
 
 TICK_S = 0.25  # how often the parent reports the workers' progress
 # a worker makes figures and builders by the hundred thousand: at Python's default (700 new objects)
@@ -126,10 +130,17 @@ class Share:
     slot: int
     last_global_id: int
     pricing: Pricing
-    output: RecordedOutput | None
+    part: Range | None = None  # one range of the store (None: the whole store)
+    per_run: bool = False  # totals per run kept too (`compare`)
 
 
-Totalled = list[Totals]  # per profile of a share: its totals over the whole store
+@dataclass
+class Totalled:
+    """A share's figures, per profile of it: its tally over the share's range (not priced yet), and
+    whether some of its calls are a foreign agent's."""
+
+    tallies: list[Tally]
+    foreign: list[bool]
 
 
 def _replay_share(share: Share) -> Totalled:
@@ -178,36 +189,50 @@ class _Tallies:
 
     def _start(self) -> None:
         ratio, _ = ratio_of(*_sums[:])
-        self.tallies = [tally_for(self.share.pricing, ratio, per_run=False) for _ in range(self.count)]
+        self.tallies = [tally_for(self.share.pricing, ratio, per_run=self.share.per_run) for _ in range(self.count)]
         held, self.held = self.held, []
         for index, figures in held:
             for f in figures:
                 self.tallies[index].add(f)
 
 
+_ends: dict[StoreLocation, dict[str, int]] = {}  # per store, in a worker: every stream's last global id
+
+
+async def _part(reader: EventReader, share: Share) -> Part | None:
+    if share.part is None:
+        return None
+    after, until = share.part
+    if share.location not in _ends:
+        _ends[share.location] = await stream_ends(reader)
+    return Part(after, until, await learned_before(reader, after), _ends[share.location])
+
+
 async def _share(share: Share) -> Totalled:
     runs = profile_runs(share.profiles, share.recorded_knobs)
     tallies = _Tallies(share, len(runs))
+    after, until = share.part or (0, share.last_global_id)
 
     def tick(fraction: float, _label: str) -> None:
         if _stop is not None and _stop.is_set():
             raise _Stopped
-        _done[share.slot] = fraction
+        _done[share.slot] = min(1.0, max(0.0, (fraction * until - after) / max(1, until - after)))
         tallies.ready()
 
     reader = await open_reader(share.location)
     try:
-        calls = replay_profiles(reader, share.project, share.profiles, share.streams)
-        await collect_calls(
-            calls, runs, last_global_id=share.last_global_id, progress=tick, label="", take=tallies.take
-        )
+        part = await _part(reader, share)
+        calls = replay_many(reader, project=share.project, knobs=[k for _, k in share.profiles],
+                            streams=share.streams, figures_only=True, part=part)  # fmt: skip
+        await collect_calls(calls, runs, last_global_id=until, progress=tick, label="", take=tallies.take)
     finally:
         await reader.close()
+    _done[share.slot] = 1.0
     tallies.wait()
     assert tallies.tallies is not None
-    for run, tally in zip(runs, tallies.tallies, strict=True):
-        close_tally(share.pricing, tally, run, share.output)
-    return [run.total for run in runs]
+    for tally in tallies.tallies:
+        tally.cache = None  # its streams' last timestamps: no later range has those streams
+    return Totalled(tallies.tallies, [run.foreign for run in runs])
 
 
 async def basis_sums(location: StoreLocation, streams: Sequence[str] | None, *, whatif: bool) -> tuple[int, int, int]:
@@ -255,36 +280,50 @@ async def replay_on_pool(
     pricing: Pricing,
     model: str | None,
     output: RecordedOutput | None = None,
+    per_run: bool = False,
+    sums: tuple[int, int, int] | None = None,
 ) -> Comparison:
     """The comparison of the profiles, as `compare_profiles` makes it in one process, less each
-    profile's per-call figures (`calls` left empty). The profiles are dealt round-robin to `workers`
+    profile's per-call figures (`calls` left empty) and, unless `per_run`, its per-run totals. The
+    store's ranges (`store_ranges`; without `streams`), else the profiles, are shared among `workers`
     processes (spawned, so that a parent with threads, such as the dashboard, is never forked).
-    `progress` is called every TICK_S with the mean fraction of the workers; if it raises, or the
+    `sums`: the basis profile's `recorded_sums`, when the caller has them (else worked out here).
+    `progress` is called every TICK_S with the mean fraction of the jobs; if it raises, or the
     awaiting task is cancelled, the workers are told to stop and are waited for before the error
-    propagates."""
-    workers = max(1, min(workers, len(profiles)))
-    shares = _deal(profiles, recorded_knobs, workers)
+    propagates (the pool's processes are always waited for)."""
+    ranges = await _ranges(location, workers) if streams is None else [(0, last_global_id)]
+    if len(ranges) > 1:
+        jobs: list[tuple[Range | None, list[int]]] = [(r, list(range(len(profiles)))) for r in ranges]
+    else:
+        jobs = [(None, share) for share in _deal(profiles, recorded_knobs, max(1, min(workers, len(profiles))))]
+    workers = max(1, min(workers, len(jobs)))
     context = multiprocessing.get_context("spawn")
     _start_resource_tracker()
-    done: SynchronizedArray[float] = context.Array("d", workers)
+    done: SynchronizedArray[float] = context.Array("d", len(jobs))
     stop = context.Event()
-    sums: SynchronizedArray[int] = context.Array("q", 3)
+    shared_sums: SynchronizedArray[int] = context.Array("q", 3)
     summed = context.Event()
     label = profiles_label(profiles)
     runs = profile_runs(profiles, recorded_knobs)
     basis = basis_index(runs)
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init, initargs=(done, stop, sums, summed))
+    if sums is not None:
+        shared_sums[:] = sums
+        summed.set()
+    initargs = (done, stop, shared_sums, summed)
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init, initargs=initargs)
     futures: list[asyncio.Future[Totalled]] = []
-    summing: asyncio.Task[tuple[int, int, int]] | None = None
+    summing: asyncio.Future[tuple[int, int, int]] | None = None
     try:
-        for slot, share in enumerate(shares):
-            job = Share(location, project, [profiles[i] for i in share], recorded_knobs, streams, slot, last_global_id,
-                        pricing, output)  # fmt: skip
-            futures.append(asyncio.wrap_future(pool.submit(_replay_share, job)))
-        whatif = basis is None or not runs[basis].recorded
-        summing = asyncio.ensure_future(basis_sums(location, streams, whatif=whatif))
-        summing.add_done_callback(lambda task: _publish(task, sums, summed))
-        every: list[asyncio.Future[Any]] = [*futures, summing]
+        with sigint_blocked():  # the pool starts its processes as jobs are submitted
+            for slot, (part, share) in enumerate(jobs):
+                job = Share(location, project, [profiles[i] for i in share], recorded_knobs, streams, slot,
+                            last_global_id, pricing, part, per_run)  # fmt: skip
+                futures.append(asyncio.wrap_future(pool.submit(_replay_share, job)))
+        if sums is None:
+            whatif = basis is None or not runs[basis].recorded
+            summing = asyncio.ensure_future(basis_sums(location, streams, whatif=whatif))
+            summing.add_done_callback(lambda task: _publish(task, shared_sums, summed))
+        every: list[asyncio.Future[Any]] = [*futures, *([summing] if summing else [])]
         pending = set(every)
         while pending:
             _, pending = await asyncio.wait(pending, timeout=TICK_S, return_when=asyncio.FIRST_EXCEPTION)
@@ -292,13 +331,13 @@ async def replay_on_pool(
             if failed:
                 raise failed[0]
             if progress is not None:
-                maybe = progress(sum(done[:]) / workers, label)
+                maybe = progress(sum(done[:]) / len(jobs), label)
                 if maybe is not None:
                     await maybe
-        for share, future in zip(shares, futures, strict=True):
-            for index, total in zip(share, future.result(), strict=True):
-                runs[index].total = total
-        ratio, source = ratio_of(*summing.result())
+        _merge(runs, [share for _, share in jobs], [f.result() for f in futures], pricing, output)
+        known = summing.result() if summing is not None else sums
+        assert known is not None
+        ratio, source = ratio_of(*known)
         return comparison_of(pricing, runs, ratio, source, model, output)
     except BaseException:
         stop.set()
@@ -309,3 +348,46 @@ async def replay_on_pool(
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """Processes started in here are born with SIGINT blocked (a child inherits the signal mask) and keep
+    it so: a Ctrl-C at a terminal goes to the whole foreground process group, workers included, but it is
+    the parent's to handle (it tells them to stop and waits for them), not a traceback in each worker.
+    A Ctrl-C meanwhile reaches the parent when it leaves (the signal was only held)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+PARTS_PER_WORKER = 2  # ranges per worker: a worker that is done early takes another
+
+
+async def _ranges(location: StoreLocation, workers: int) -> list[Range]:
+    reader = await open_reader(location)
+    try:
+        return store_ranges(await reader.streams(), workers * PARTS_PER_WORKER)
+    finally:
+        await reader.close()
+
+
+def _merge(
+    runs: list[ProfileRun], shares: list[list[int]], results: list[Totalled], how: Pricing, out: RecordedOutput | None
+) -> None:
+    """Each profile's tallies over the ranges, in store order, added up and priced into its run."""
+    tallies: dict[int, Tally] = {}
+    for share, result in zip(shares, results, strict=True):
+        for index, tally, foreign in zip(share, result.tallies, result.foreign, strict=True):
+            runs[index].foreign |= foreign
+            if index in tallies:
+                tallies[index].absorb(tally)
+            else:
+                tallies[index] = tally
+    for index, tally in tallies.items():
+        close_tally(how, tally, runs[index], out)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.model import (
@@ -38,9 +39,19 @@ from zymi_tui.replay.advice.signals import (
 from zymi_tui.replay.advice.signals_cache import anthropic_no_cache, anthropic_system_overwritten, cache_breaks
 from zymi_tui.replay.advice.signals_tools import dominant_tool, fresh_mode_candidate, large_tool_result, unused_tools
 from zymi_tui.replay.call_context import CallContext
-from zymi_tui.replay.compare import ProfileCalls, Totals, compare_profiles, knob_dict, recorded_output, replay_profiles
-from zymi_tui.replay.costs import PriceTable
+from zymi_tui.replay.compare import (
+    ProfileCalls,
+    Totals,
+    compare_profiles,
+    knob_dict,
+    recorded_output,
+    recorded_sums,
+    replay_profiles,
+)
+from zymi_tui.replay.costs import PriceTable, pricing
 from zymi_tui.replay.store_replay import recorded_knobs, replay_events
+from zymi_tui.replay.sweep_pool import replay_on_pool
+from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS, pool_workers
 
 DETECTORS = (
     hard_cap_exceeded,
@@ -89,21 +100,31 @@ async def advise(
     model: str | None = None,
     tool_bytes: ToolBytes | None = None,
     streams: Sequence[str] | None = None,
+    location: StoreLocation | None = None,
+    workers: int | None = None,
 ) -> Advice:
     """Read the store, replay it under the current knobs, detect the signals, and replay every candidate
-    they search (two passes over the store); keep what beats the current knobs on the objective."""
+    they search (two passes over the store); keep what beats the current knobs on the objective.
+
+    With the store's `location` and more than one worker (`pool_workers`: by default one per core from
+    WHATIF_POOL_MIN_EVENTS events), the candidates are replayed
+    on a process pool (`replay_on_pool`: the store's ranges shared among the workers, each decoding its
+    own); otherwise in this process, from pass one's events kept decoded."""
     base = recorded_knobs(project)
     kd = knob_dict(base)
     facts = project_facts(project)
     model = model or facts.model
     output = await recorded_output(reader, streams)
     rows: list[CallContext] = []
+    last_global_id = await reader.max_global_id()
+    pooled = location is not None and pool_workers(last_global_id, workers, WHATIF_POOL_MIN_EVENTS) > 1
     decoded: list[ReplayEvent] = []  # pass one's events, replayed again by pass two (decoded once)
 
     async def recording() -> AsyncGenerator[ReplayEvent, None]:
         async with aclosing(replay_events(reader, streams)) as events:
             async for se in events:
-                decoded.append(se)
+                if not pooled:
+                    decoded.append(se)
                 yield se
 
     async def tee() -> ProfileCalls:
@@ -126,7 +147,13 @@ async def advise(
         for k in f.recommendation.candidates if f.recommendation else []:
             candidates.setdefault(profile_name(k), k)
     before = cmp0.profiles[0].total
-    totals = await _replay_candidates(reader, project, rows, candidates, streams, common, decoded)
+    if pooled and candidates:
+        assert location is not None
+        sums = recorded_sums(cmp0.profiles[0].calls)  # pass one's figures calibrate tokens per byte
+        on_pool = (location, project, candidates, streams, common, sums, last_global_id, workers)
+        totals = await _candidates_on_pool(*on_pool)
+    else:
+        totals = await _replay_candidates(reader, project, rows, candidates, streams, common, decoded)
     obj = objective_for(before, prices.currency if prices is not None else "USD")
     for f in findings:
         rec = f.recommendation
@@ -182,9 +209,7 @@ async def _replay_candidates(
         for se in decoded:
             yield se
 
-    tried: list[tuple[str, ContextKnobs | None]] = [
-        (n, make_knobs(dict(k), f"advice {n}")) for n, k in candidates.items()
-    ]
+    tried = _tried(candidates)
 
     async def calls() -> ProfileCalls:  # the recorded rows of pass one, then every candidate in one pass
         for row in rows:
@@ -194,6 +219,31 @@ async def _replay_candidates(
 
     cmp = await compare_profiles(calls(), [("recorded", None), *tried], **common)
     return {p.name: p.total for p in cmp.profiles[1:]}
+
+
+async def _candidates_on_pool(
+    location: StoreLocation,
+    project: Path | None,
+    candidates: dict[str, KnobDict],
+    streams: Sequence[str] | None,
+    common: dict[str, Any],
+    sums: tuple[int, int, int],
+    last_global_id: int,
+    workers: int | None,
+) -> dict[str, Totals]:
+    """Every candidate's totals, replayed on a process pool (as `_replay_candidates` makes them)."""
+    tried = _tried(candidates)
+    how = pricing(common["prices"], common["model"], common["provider"])
+    cmp = await replay_on_pool(
+        location, project, tried, recorded_knobs=common["recorded_knobs"], streams=streams,
+        workers=pool_workers(last_global_id, workers, WHATIF_POOL_MIN_EVENTS), last_global_id=last_global_id,
+        progress=None, pricing=how, model=common["model"], output=common["output"], sums=sums,
+    )  # fmt: skip
+    return {p.name: p.total for p in cmp.profiles}
+
+
+def _tried(candidates: dict[str, KnobDict]) -> list[tuple[str, ContextKnobs | None]]:
+    return [(n, make_knobs(dict(k), f"advice {n}")) for n, k in candidates.items()]
 
 
 def _best(
