@@ -75,8 +75,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=say, reasoning=TerminalApproval())
-        if rt.tools.sandbox.line:
-            say(rt.tools.sandbox.line)
+        if rt.sandbox.line:
+            say(rt.sandbox.line)
         rt.recorder.listeners.append(watch)
         try:
             result = await run_pipeline(rt, pipeline.name, inputs)
@@ -138,8 +138,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         say(f"  store: {ws.store}")
         say(f"  poll:  {args.poll_interval_ms}ms")
         say("  press Ctrl+C to stop")
-        if rt.tools.sandbox.line:
-            say(f"  {rt.tools.sandbox.line}")
+        if rt.sandbox.line:
+            say(f"  {rt.sandbox.line}")
         if ws.project.runtime is None:
             say(
                 "  note:  runtime.context not set — using engine defaults; see docs/context.md for chat/coding profiles"

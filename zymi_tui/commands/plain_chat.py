@@ -108,8 +108,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         if notice := pipeline_notice(args.pipeline, pipeline):
             say(f"  {notice}")
         say(f"  store: {ws.store}    /quit or Ctrl-D to leave")
-        if rt.tools.sandbox.line:
-            say(f"  {rt.tools.sandbox.line}")
+        if rt.sandbox.line:
+            say(f"  {rt.sandbox.line}")
         try:
             commands = plain_commands(rt, ws.root, args.run)
             await chat_loop(rt, pipeline, input_name, args.run, read_line, say, commands)

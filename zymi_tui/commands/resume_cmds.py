@@ -57,8 +57,8 @@ async def _fork(ws: Workspace, args: argparse.Namespace, knobs: KnobChoice, watc
     rt = await open_runtime(ws, [plan.pipeline], TerminalApproval(), printer=say, reasoning=TerminalApproval())
     try:
         _show_plan(plan, knobs, dry_run=False)
-        if rt.tools.sandbox.line:
-            say(rt.tools.sandbox.line)
+        if rt.sandbox.line:
+            say(rt.sandbox.line)
         rt.recorder.listeners.append(watch)
         outcome = await fork(rt, plan, knobs)
     finally:

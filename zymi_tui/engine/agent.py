@@ -17,8 +17,9 @@ from zymi_tui.engine.bash_parser import preload as preload_bashlex
 from zymi_tui.engine.config import AgentConfig, StepConfig
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, Provider, ProviderError
 from zymi_tui.engine.recorder import Recorder
+from zymi_tui.engine.run_scope import RunScope, StepError, StepResult
 from zymi_tui.engine.templating import cut_bytes
-from zymi_tui.engine.tools import RunScope, ToolRunner
+from zymi_tui.engine.tools import ToolRunner
 from zymi_tui.events.kinds import (
     ContextCompacted,
     EventData,
@@ -35,17 +36,6 @@ from zymi_tui.events.stored import StoredEvent
 
 if TYPE_CHECKING:
     from zymi_tui.context.rendered import RenderedContext
-
-
-class StepError(Exception):
-    """A step failure that seals the step and halts the run (LLM failure, length, hard cap)."""
-
-
-@dataclass
-class StepResult:
-    output: str | None
-    iterations: int
-    success: bool
 
 
 @dataclass(frozen=True)

@@ -5,24 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sys
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.engine.agent import AgentSetup, AgentStep, StepError, StepResult, describe, user_message
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.config import PipelineConfig, StepConfig
 from zymi_tui.engine.dag import plan_levels
 from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.providers.base import Provider
 from zymi_tui.engine.recorder import Recorder
+from zymi_tui.engine.run_scope import RunScope, StepError, StepResult
 from zymi_tui.engine.templating import cut_bytes, substitute
-from zymi_tui.engine.tools import RunScope, ToolRunner, tool_definitions
 from zymi_tui.engine.when_expr import WhenError, parse_when
 from zymi_tui.events.kinds import (
     EventData,
@@ -43,6 +43,10 @@ from zymi_tui.events.kinds import (
 )
 from zymi_tui.events.store import EventReader
 from zymi_tui.events.stored import StoredEvent
+
+if TYPE_CHECKING:  # loaded with a run's first step, after its first events (test_engine_startup_modules.py)
+    from zymi_tui.engine.sandbox import Sandbox
+    from zymi_tui.engine.tools import ToolRunner
 
 Printer = Callable[[str], None]
 
@@ -68,10 +72,16 @@ class Runtime:
     recorder: Recorder
     reader: EventReader
     provider: Provider | None
-    tools: ToolRunner
+    make_tools: Callable[[], ToolRunner]  # the gate, the shell, the file tools: built at their first use
+    sandbox: Sandbox  # where the shell runs; its start-up line is the caller's to say
     knobs: ContextKnobs
     reasoning: ApprovalHandler | None = None  # a terminal that can answer `ask:` steps (None under serve)
     printer: Printer | None = None
+
+    @functools.cached_property
+    def tools(self) -> ToolRunner:
+        """Built with a run's first step, after its first events (tests/test_engine_startup_modules.py)."""
+        return self.make_tools()
 
     def say(self, text: str) -> None:
         if self.printer is not None:
@@ -132,6 +142,9 @@ class PipelineRun:
 
     # -- steps ---------------------------------------------------------------------------------
     async def agent_step(self, step: StepConfig, outputs: dict[str, str]) -> StepResult:
+        from zymi_tui.engine.agent import AgentSetup, AgentStep, describe, user_message
+        from zymi_tui.engine.tools import tool_definitions
+
         ws, rt = self.rt.workspace, self.rt
         agent = ws.agents[step.agent or ""]
         task = substitute(step.task or "", self.inputs, outputs, cut=2000)

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from zymi_tui.context.knobs import ContextKnobs, section_knobs
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.config import ShellImpl, ShellRuntime
 from zymi_tui.engine.loader import Workspace
-from zymi_tui.engine.policy import Contracts
+from zymi_tui.engine.places import Places
 from zymi_tui.engine.providers import ProviderConfigError, build_provider
 from zymi_tui.engine.providers.base import Provider
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.runner import Printer, Runtime
 from zymi_tui.engine.sandbox import Sandbox, make_sandbox
-from zymi_tui.engine.tools import ToolRunner
 from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.reader import PROJECT_FILE
+
+if TYPE_CHECKING:  # the gate and the tools load with a run's first step, after its first events
+    from zymi_tui.engine.policy import Contracts
+    from zymi_tui.engine.tools import ToolRunner
 
 
 def workspace_knobs(ws: Workspace) -> ContextKnobs:
@@ -24,10 +31,32 @@ def workspace_knobs(ws: Workspace) -> ContextKnobs:
     return section_knobs(ws.project.runtime.context if ws.project.runtime else None, ws.root / PROJECT_FILE)
 
 
+def _store_file(ws: Workspace) -> Path | None:
+    return ws.store.path if isinstance(ws.store, SqliteStore) else None
+
+
 def project_contracts(ws: Workspace) -> Contracts:
     """The gate of a project's tool calls: its policy and file contracts, its store protected."""
-    store = ws.store.path if isinstance(ws.store, SqliteStore) else None
-    return Contracts(ws.project.policy, ws.project.contracts.file_write, ws.root, store)
+    from zymi_tui.engine.policy import Contracts
+
+    return Contracts(ws.project.policy, ws.project.contracts.file_write, ws.root, _store_file(ws))
+
+
+def _sandbox(ws: Workspace, pipelines: list[str]) -> Sandbox:
+    """bubblewrap for the shell when a step can run one (its probe runs a process: ~18 ms)."""
+    if not uses_shell(ws, pipelines):
+        return Sandbox((), "")
+    shell = ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
+    file_write = ws.project.contracts.file_write
+    places = Places.make(ws.root, file_write.deny_patterns, file_write.allowed_dirs, _store_file(ws))  # as Contracts'
+    return make_sandbox(ws.root, file_write.allowed_dirs, shell, places.protected)
+
+
+def _tool_runner(ws: Workspace, recorder: Recorder, approvals: ApprovalHandler | None, sandbox: Sandbox) -> ToolRunner:
+    from zymi_tui.engine.tools import ToolRunner
+
+    shell = ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
+    return ToolRunner(ws.root, project_contracts(ws), ws.tools, recorder, approvals, shell, sandbox)
 
 
 def uses_shell(ws: Workspace, pipelines: list[str]) -> bool:
@@ -79,21 +108,29 @@ async def open_runtime(
     knobs = workspace_knobs(ws)
     if provider is None:
         provider = make_provider(ws, needs_llm(ws, pipelines))
-    writer = await open_writer(ws.store)
+    probing = asyncio.ensure_future(asyncio.to_thread(_sandbox, ws, pipelines))  # while the store opens
     try:
-        reader = await open_reader(ws.store)
+        writer = await open_writer(ws.store)
+        try:
+            reader = await open_reader(ws.store)
+        except BaseException:
+            await writer.close()
+            raise
     except BaseException:
+        probing.cancel()
+        raise
+    try:
+        sandbox = await probing  # its start-up line is the caller's to say (`rt.sandbox.line`)
+    except BaseException:
+        await reader.close()
         await writer.close()
         raise
     recorder = Recorder(writer)
-    shell = ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
-    file_write = ws.project.contracts.file_write
-    sandbox = Sandbox((), "")
-    contracts = project_contracts(ws)
-    if uses_shell(ws, pipelines):  # its start-up line is the caller's to say (`rt.tools.sandbox.line`)
-        sandbox = make_sandbox(ws.root, file_write.allowed_dirs, shell, contracts.places.protected)
-    tools = ToolRunner(ws.root, contracts, ws.tools, recorder, approvals, shell, sandbox)
-    return Runtime(ws, recorder, reader, provider, tools, knobs, reasoning=reasoning, printer=printer)
+
+    def tools() -> ToolRunner:
+        return _tool_runner(ws, recorder, approvals, sandbox)
+
+    return Runtime(ws, recorder, reader, provider, tools, sandbox, knobs, reasoning=reasoning, printer=printer)
 
 
 async def close_runtime(rt: Runtime) -> None:

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,6 +21,7 @@ from zymi_tui.engine.config import HttpImpl, ShellImpl, ShellRuntime, ToolConfig
 from zymi_tui.engine.nofollow import FolderError, LinkOnTheWay, open_judged
 from zymi_tui.engine.policy import APPROVED, Contracts, Verdict
 from zymi_tui.engine.recorder import Recorder
+from zymi_tui.engine.run_scope import RunScope as RunScope  # re-exported: its home before run_scope.py
 from zymi_tui.engine.sandbox import Sandbox
 from zymi_tui.engine.shell import MAX_OUTPUT, ShellError, ShellSession
 from zymi_tui.events.kinds import (
@@ -188,17 +188,6 @@ def _for_error(text: str) -> str:
 
 def _os_error(e: OSError) -> str:
     return f"{e.strerror} (os error {e.errno})" if e.errno else str(e)
-
-
-@dataclass
-class RunScope:
-    """What one pipeline run shares: its stream, correlation id, memory and shell session."""
-
-    stream_id: str
-    correlation_id: str
-    memory: dict[str, str] = field(default_factory=dict)
-    shell: ShellSession | None = None
-    shell_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class ToolRunner:
