@@ -18,6 +18,7 @@ from zymi_tui.cores import usable_cores
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.runs import list_runs
 from zymi_tui.events.store import EventReader
+from zymi_tui.malloc_arenas import cap_malloc_arenas
 from zymi_tui.tui.launch import choose_target
 from zymi_tui.tui.source import FirstRuns, RestOfRuns, first_runs
 from zymi_tui.tui.target import Target
@@ -162,6 +163,8 @@ def observe(args: argparse.Namespace) -> int:
     """`bare`: `zymi-tui` alone, on the current folder's store or else the sample (with a banner)."""
     target = choose_target(store_arg(args), args.run, project=args.project, bare=args.bare)
     child: _Child | None = None
+    if args.own_process:  # before any thread starts (a test calling cli.main shares its process: left alone)
+        cap_malloc_arenas()
     if args.own_process and usable_cores() > 1:
         # the newest runs are read by a child, on another core, while the screen's modules load (~2/3 of the time)
         child = _Child(target)
