@@ -10,7 +10,6 @@ what the next one allocated: measured on a 1M-event store (16,667 runs, no hash-
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 M_ARENA_MAX = -8  # mallopt's parameter (glibc malloc.h)
@@ -23,8 +22,7 @@ def cap_malloc_arenas(arenas: int = ARENAS) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the process's own symbols: no `find_library` (it runs ldconfig)
     except (OSError, AttributeError):  # musl has no mallopt
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
