@@ -19,9 +19,11 @@ from __future__ import annotations
 import operator
 import re
 from datetime import datetime
+from typing import Any
 
 import msgspec
 
+from zymi_tui.events.kinds import Event
 from zymi_tui.events.store import RawRow
 
 
@@ -30,17 +32,15 @@ class _Kind(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     data: msgspec.Raw
 
 
-class _Line(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """An envelope in the order zymi writes its fields, each one required."""
-
-    id: str
-    stream_id: str
-    sequence: int
-    timestamp: str
-    kind: _Kind
-    correlation_id: str | None
-    causation_id: str | None
-    source: str
+# `kinds.Event` in the order zymi writes its fields, each one required, the ids and time left as text
+_AS_TEXT: dict[str, Any] = {"id": str, "timestamp": str, "kind": _Kind, "correlation_id": str | None,
+                            "causation_id": str | None}  # fmt: skip
+_Line: Any = msgspec.defstruct(
+    "_Line",
+    [(f.name, _AS_TEXT.get(f.name, f.type)) for f in msgspec.structs.fields(Event)],
+    forbid_unknown_fields=True,
+    gc=False,
+)
 
 
 _DECODER = msgspec.json.Decoder(_Line)
