@@ -13,7 +13,7 @@ import ctypes
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -42,9 +42,8 @@ def become_subreaper() -> bool:
         return False
 
 
-def _parents() -> dict[int, int]:
-    """Every live, non-zombie process's parent, from /proc/<pid>/stat."""
-    out: dict[int, int] = {}
+def _live() -> Iterator[tuple[int, list[str]]]:
+    """Every live, non-zombie process and its /proc/<pid>/stat fields after the command (state, ppid, pgrp, ...)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -52,10 +51,19 @@ def _parents() -> dict[int, int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:  # gone meanwhile
             continue
-        state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
-        if state not in ("Z", "X"):
-            out[int(entry)] = int(ppid)
-    return out
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] not in ("Z", "X"):
+            yield int(entry), fields
+
+
+def _parents() -> dict[int, int]:
+    """Every live, non-zombie process's parent."""
+    return {pid: int(fields[1]) for pid, fields in _live()}
+
+
+def group(pgid: int) -> list[int]:
+    """The live, non-zombie processes of process group `pgid`."""
+    return [pid for pid, fields in _live() if int(fields[2]) == pgid]
 
 
 def command_line(pid: int) -> str:

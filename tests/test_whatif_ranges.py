@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ORACLE, cloned_runs, zymi_tui_bin
+from tests.leftovers import command_line, descendants, group
 from zymi_tui.commands.tuning_cmds import profile_knobs
 from zymi_tui.engine.tools import definition_bytes
 from zymi_tui.events.factory import open_reader
@@ -90,28 +91,9 @@ def test_the_pool_gives_the_figures_of_one_process(tmp_path: Path, scenario: str
     assert pooled["advise"]["tried"] > 1
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                out.append(int(entry.name))
-    return out
-
-
 def _workers(pid: int) -> list[int]:
-    found = []
-    for child in _children(pid):
-        try:
-            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
-                found.append(child)
-        except OSError:
-            continue
-    return found
+    """The pool's worker processes below `pid`."""
+    return [child for child in descendants(pid) if "spawn_main" in command_line(child)]
 
 
 def test_ctrl_c_while_advise_replays_on_the_pool_leaves_no_process(tmp_path: Path) -> None:
@@ -139,20 +121,6 @@ def test_ctrl_c_while_advise_replays_on_the_pool_leaves_no_process(tmp_path: Pat
     while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [w for w in workers if Path(f"/proc/{w}").exists()]
-    while _group(proc.pid) and time.monotonic() < deadline:  # multiprocessing's resource tracker ends too
+    while group(proc.pid) and time.monotonic() < deadline:  # multiprocessing's resource tracker ends too
         time.sleep(0.05)
-    assert not _group(proc.pid), [Path(f"/proc/{p}/cmdline").read_bytes() for p in _group(proc.pid)]
-
-
-def _group(pgid: int) -> list[int]:
-    """The live processes of process group `pgid` (not a zombie: this machine's init reaps late)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                out.append(int(entry.name))
-    return out
+    assert not group(proc.pid), [Path(f"/proc/{p}/cmdline").read_bytes() for p in group(proc.pid)]
