@@ -20,6 +20,10 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zymi_tui.engine.config import FileWriteContract
 
 Decision = tuple[str, str]  # ("allow" | "approve" | "deny", reason)
 ALLOW: Decision = ("allow", "")
@@ -95,6 +99,11 @@ class Places:
     deny: tuple[re.Pattern[str], ...]
     allowed_dirs: tuple[str, ...]
     protected: tuple[Path, ...]  # resolved
+
+    @classmethod
+    def of_contract(cls, root: Path, file_write: FileWriteContract, store: Path | None) -> Places:
+        """A project's places under its `contracts.file_write` (the gate's and the sandbox's, the same)."""
+        return cls.make(root, file_write.deny_patterns, file_write.allowed_dirs, store)
 
     @classmethod
     def make(cls, root: Path, deny_patterns: Iterable[str], allowed_dirs: Iterable[str], store: Path | None) -> Places:

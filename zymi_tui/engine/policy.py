@@ -287,7 +287,7 @@ class Contracts:
     ) -> None:
         self.shell = ShellPolicy(policy)
         self.file_write = file_write
-        self.places = Places.make(root, file_write.deny_patterns, file_write.allowed_dirs, store)
+        self.places = Places.of_contract(root, file_write, store)
         self.root = self.places.root
         self.cwd = self.root  # the shell's folder while a command is judged
         self.rules = Rules(

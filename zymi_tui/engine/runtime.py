@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,10 @@ def workspace_knobs(ws: Workspace) -> ContextKnobs:
     return section_knobs(ws.project.runtime.context if ws.project.runtime else None, ws.root / PROJECT_FILE)
 
 
+def _shell(ws: Workspace) -> ShellRuntime:
+    return ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
+
+
 def _store_file(ws: Workspace) -> Path | None:
     return ws.store.path if isinstance(ws.store, SqliteStore) else None
 
@@ -46,17 +51,15 @@ def _sandbox(ws: Workspace, pipelines: list[str]) -> Sandbox:
     """bubblewrap for the shell when a step can run one (its probe runs a process: ~18 ms)."""
     if not uses_shell(ws, pipelines):
         return Sandbox((), "")
-    shell = ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
     file_write = ws.project.contracts.file_write
-    places = Places.make(ws.root, file_write.deny_patterns, file_write.allowed_dirs, _store_file(ws))  # as Contracts'
-    return make_sandbox(ws.root, file_write.allowed_dirs, shell, places.protected)
+    places = Places.of_contract(ws.root, file_write, _store_file(ws))
+    return make_sandbox(ws.root, file_write.allowed_dirs, _shell(ws), places.protected)
 
 
 def _tool_runner(ws: Workspace, recorder: Recorder, approvals: ApprovalHandler | None, sandbox: Sandbox) -> ToolRunner:
     from zymi_tui.engine.tools import ToolRunner
 
-    shell = ws.project.runtime.shell if ws.project.runtime else ShellRuntime()
-    return ToolRunner(ws.root, project_contracts(ws), ws.tools, recorder, approvals, shell, sandbox)
+    return ToolRunner(ws.root, project_contracts(ws), ws.tools, recorder, approvals, _shell(ws), sandbox)
 
 
 def uses_shell(ws: Workspace, pipelines: list[str]) -> bool:
@@ -109,22 +112,14 @@ async def open_runtime(
     if provider is None:
         provider = make_provider(ws, needs_llm(ws, pipelines))
     probing = asyncio.ensure_future(asyncio.to_thread(_sandbox, ws, pipelines))  # while the store opens
-    try:
+    async with contextlib.AsyncExitStack() as undo:  # what is open is closed again if a later part fails
+        undo.callback(probing.cancel)
         writer = await open_writer(ws.store)
-        try:
-            reader = await open_reader(ws.store)
-        except BaseException:
-            await writer.close()
-            raise
-    except BaseException:
-        probing.cancel()
-        raise
-    try:
+        undo.push_async_callback(writer.close)
+        reader = await open_reader(ws.store)
+        undo.push_async_callback(reader.close)
         sandbox = await probing  # its start-up line is the caller's to say (`rt.sandbox.line`)
-    except BaseException:
-        await reader.close()
-        await writer.close()
-        raise
+        undo.pop_all()
     recorder = Recorder(writer)
 
     def tools() -> ToolRunner:
