@@ -158,16 +158,6 @@ def dump_message(message: MessageModel) -> dict[str, Any]:
     return {"UserMultimodal": {"parts": parts}}
 
 
-_MESSAGE = msgspec.json.Decoder(Message, dec_hook=decode_hook)
-
-
-def parse_message_json(data: bytes | str) -> MessageModel:
-    """A `Message` from its externally tagged JSON text; raises `msgspec.ValidationError` or
-    `msgspec.DecodeError`."""
-    message: MessageModel = _MESSAGE.decode(data)
-    return message
-
-
 class TokenUsage(msgspec.Struct, frozen=True, kw_only=True):
     """Provider-reported usage. `input_tokens` already includes cached tokens."""
 
