@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 
 from tests.test_chat_support import chat_app, demo_project, finish_turn, wait_for
@@ -63,7 +65,8 @@ async def test_demo_message_f2_esc_f3_f4_and_back(tmp_path: Path) -> None:
         assert app.is_running
 
 
-async def test_d_on_the_dashboard_then_every_chat_key(tmp_path: Path) -> None:
+async def test_d_on_the_dashboard_then_every_chat_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the demo project the hook makes and keeps
     sample = sample_store()
     assert sample is not None
     store, project = sample
@@ -84,6 +87,7 @@ async def test_d_on_the_dashboard_then_every_chat_key(tmp_path: Path) -> None:
         await on(pilot, MainScreen)
         assert app.is_running
     assert db.read_bytes() == before  # the bundled sample is never the chat's store
+    assert [p.name[:14] for p in tmp_path.iterdir()] == ["zymi-tui-demo-"]
 
 
 async def test_a_compaction_is_a_visible_event_in_the_demo_conversation(tmp_path: Path) -> None:
