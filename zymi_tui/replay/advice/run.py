@@ -5,7 +5,6 @@ judged against keeping the current knobs."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from zymi_tui.replay.advice.model import (
     profile_name,
     project_facts,
 )
+from zymi_tui.replay.advice.pass_one import pass_one
 from zymi_tui.replay.advice.search import effect, rank, settle, verdict
 from zymi_tui.replay.advice.signals import (
     Signals,
@@ -41,20 +41,17 @@ from zymi_tui.replay.advice.signals_tools import dominant_tool, fresh_mode_candi
 from zymi_tui.replay.advice.watch import Watch
 from zymi_tui.replay.compare import (
     CallFigure,
-    ProfileCalls,
     Totals,
     close_tally,
     collect_calls,
-    compare_profiles,
     knob_dict,
     profile_runs,
     recorded_output,
-    recorded_sums,
     replay_profiles,
     tally_for,
 )
 from zymi_tui.replay.costs import PriceTable, pricing
-from zymi_tui.replay.store_replay import recorded_knobs, replay_events, stream_ends
+from zymi_tui.replay.store_replay import recorded_knobs, stream_ends
 from zymi_tui.replay.sweep_pool import replay_on_pool
 from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS, pool_workers
 
@@ -111,10 +108,11 @@ async def advise(
     """Read the store, replay it under the current knobs, detect the signals, and replay every candidate
     they search (two passes over the store); keep what beats the current knobs on the objective.
 
-    With the store's `location` and more than one worker (`pool_workers`: by default one per core from
-    WHATIF_POOL_MIN_EVENTS events), the candidates are replayed
-    on a process pool (`replay_on_pool`: the store's ranges shared among the workers, each decoding its
-    own); otherwise in this process, from pass one's events kept decoded."""
+    Pass one (`pass_one`) shows each call to the detectors (`Watch`) and keeps none. With the store's
+    `location` and more than one worker (`pool_workers`: by default one per core from
+    WHATIF_POOL_MIN_EVENTS events), the candidates are replayed on a process pool (`replay_on_pool`: the
+    store's ranges shared among the workers, each decoding its own) and pass one keeps nothing of the
+    store; otherwise in this process, from pass one's events kept decoded."""
     base = recorded_knobs(project)
     kd = knob_dict(base)
     facts = project_facts(project)
@@ -123,20 +121,6 @@ async def advise(
     watch = Watch(reader, await stream_ends(reader), base.hard_cap_chars, base.soft_cap_chars, facts)
     last_global_id = await reader.max_global_id()
     pooled = location is not None and pool_workers(last_global_id, workers, WHATIF_POOL_MIN_EVENTS) > 1
-    decoded: list[ReplayEvent] = []  # pass one's events, replayed again by pass two (decoded once)
-
-    async def recording() -> AsyncGenerator[ReplayEvent, None]:
-        async with aclosing(replay_events(reader, streams)) as events:
-            async for se in events:
-                if not pooled:
-                    decoded.append(se)
-                yield se
-
-    async def tee() -> ProfileCalls:
-        async for i, call in replay_profiles(reader, project, [("recorded", None)], streams, recording()):
-            await watch.feed(call)  # what the detectors read of it: the call itself is not kept
-            yield i, call
-
     common: dict[str, Any] = {
         "recorded_knobs": base,
         "prices": prices,
@@ -144,9 +128,12 @@ async def advise(
         "provider": facts.provider,
         "output": output,
     }
-    cmp0 = await compare_profiles(tee(), [("recorded", None)], **common)
-    await watch.finish()
-    signals = Signals(watch, cmp0, base, facts, await store_facts(reader), tool_bytes, prices)
+    family = prices.cache_family(model, "anthropic") if prices is not None and facts.provider == "anthropic" else None
+    one = await pass_one(
+        reader, project, streams, watch, common, keep=not pooled, breakpoints=family[1] if family else None
+    )
+    cmp0 = one.cmp
+    signals = Signals(watch, cmp0, base, facts, await store_facts(reader), tool_bytes, prices, one.breakpoints)
     findings = [f for detect in DETECTORS for f in detect(signals)]
     candidates: dict[str, KnobDict] = {}
     for f in findings:
@@ -155,11 +142,12 @@ async def advise(
     before = cmp0.profiles[0].total
     if pooled and candidates:
         assert location is not None
-        sums = recorded_sums(cmp0.profiles[0].calls)  # pass one's figures calibrate tokens per byte
-        on_pool = (location, project, candidates, streams, common, sums, last_global_id, workers)
+        on_pool = (location, project, candidates, streams, common, one.sums, last_global_id, workers)
         totals = await _candidates_on_pool(*on_pool)
     else:
-        totals = await _replay_candidates(reader, project, cmp0.tokens_per_byte, candidates, streams, common, decoded)
+        totals = await _replay_candidates(
+            reader, project, cmp0.tokens_per_byte, candidates, streams, common, one.decoded
+        )
     obj = objective_for(before, prices.currency if prices is not None else "USD")
     for f in findings:
         rec = f.recommendation

@@ -62,9 +62,11 @@ class Signals:
         store: StoreFacts,
         tool_bytes: ToolBytes | None,
         prices: PriceTable | None,
+        breakpoints: tuple[int, int] | None = None,
     ) -> None:
         self.watch, self.cmp, self.base, self.facts, self.store = watch, cmp, base, facts, store
         self.tool_bytes, self.prices = tool_bytes, prices
+        self.breakpoints = breakpoints  # the baseline's cache reads and writes with a breakpoint per request
         self.kd = knob_dict(base)
         self.grid = Grid(self.kd, watch.max_turns)
         self.chats = sorted(watch.chats)

@@ -9,7 +9,6 @@ from typing import Any
 from zymi_tui.replay.advice.model import MIN_COST_GAIN, Finding, Recommendation
 from zymi_tui.replay.advice.signals import Signals
 from zymi_tui.replay.advice.watch import POLICY_CAUSES
-from zymi_tui.replay.cache import predict
 from zymi_tui.replay.costs import cost_of
 
 CACHE_BREAK_SHARE = 0.5  # the policy breaks the prefix on most calls that have a previous one
@@ -73,8 +72,8 @@ def anthropic_no_cache(s: Signals) -> list[Finding]:
     fam = s.prices.cache_family(s.cmp.model, "anthropic")
     if fam is None:
         return []
-    preds = predict([f for f in p.calls if f.sent], fam[1], breakpoints=True)
-    read, written = sum(x.cached for x in preds), sum(x.written for x in preds)
+    assert s.breakpoints is not None  # pass one modelled them for this family
+    read, written = s.breakpoints
     figures: dict[str, Any] = {
         "tokens": p.total.tokens_sum,
         "cached_with_breakpoints": read,
