@@ -236,34 +236,41 @@ async def _share(share: Share) -> Totalled:
 
 
 async def basis_sums(location: StoreLocation, streams: Sequence[str] | None, *, whatif: bool) -> tuple[int, int, int]:
+    """`recorded_call_sums` of the store at `location`."""
+    reader = await open_reader(location)
+    try:
+        return await recorded_call_sums(reader, streams, whatif=whatif)
+    finally:
+        await reader.close()
+
+
+async def recorded_call_sums(
+    reader: EventReader, streams: Sequence[str] | None, *, whatif: bool
+) -> tuple[int, int, int]:
     """The `recorded_sums` of the basis profile's figures, from the store's recorded LLM calls alone:
     a replay pairs each LlmCallStarted it keeps (every one under the recorded knobs; under other knobs
     only the agent calls, as a what-if decides its own compactions) with the stream's next
     LlmCallCompleted or LlmCallFailed, and a call's figure carries its recorded bytes and the usage of
     that completion."""
-    reader = await open_reader(location)
     pending: dict[str, deque[int]] = {}
     n = chars = tokens = 0
-    try:
-        async with aclosing(replay_events(reader, streams, CALL_KINDS)) as events:
-            async for se in events:
-                kind = se.kind
-                if STEP_MARK not in se.stream_id:
+    async with aclosing(replay_events(reader, streams, CALL_KINDS)) as events:
+        async for se in events:
+            kind = se.kind
+            if STEP_MARK not in se.stream_id:
+                continue
+            if isinstance(kind, LlmCallStarted):
+                if not whatif or (kind.iteration != 0 and se.source != "compaction"):
+                    pending.setdefault(se.stream_id, deque()).append(kind.approx_context_chars)
+            elif isinstance(kind, LlmCallCompleted | LlmCallFailed):
+                waiting = pending.get(se.stream_id)
+                if not waiting:
                     continue
-                if isinstance(kind, LlmCallStarted):
-                    if not whatif or (kind.iteration != 0 and se.source != "compaction"):
-                        pending.setdefault(se.stream_id, deque()).append(kind.approx_context_chars)
-                elif isinstance(kind, LlmCallCompleted | LlmCallFailed):
-                    waiting = pending.get(se.stream_id)
-                    if not waiting:
-                        continue
-                    recorded_chars = waiting.popleft()
-                    if not waiting:
-                        del pending[se.stream_id]
-                    if isinstance(kind, LlmCallCompleted) and kind.usage is not None and recorded_chars > 0:
-                        n, chars, tokens = n + 1, chars + recorded_chars, tokens + kind.usage.input_tokens
-    finally:
-        await reader.close()
+                recorded_chars = waiting.popleft()
+                if not waiting:
+                    del pending[se.stream_id]
+                if isinstance(kind, LlmCallCompleted) and kind.usage is not None and recorded_chars > 0:
+                    n, chars, tokens = n + 1, chars + recorded_chars, tokens + kind.usage.input_tokens
     return n, chars, tokens
 
 

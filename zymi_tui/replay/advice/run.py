@@ -5,7 +5,6 @@ judged against keeping the current knobs."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from zymi_tui.replay.advice.model import (
     profile_name,
     project_facts,
 )
+from zymi_tui.replay.advice.pass_one import pass_one
 from zymi_tui.replay.advice.search import effect, rank, settle, verdict
 from zymi_tui.replay.advice.signals import (
     Signals,
@@ -38,18 +38,20 @@ from zymi_tui.replay.advice.signals import (
 )
 from zymi_tui.replay.advice.signals_cache import anthropic_no_cache, anthropic_system_overwritten, cache_breaks
 from zymi_tui.replay.advice.signals_tools import dominant_tool, fresh_mode_candidate, large_tool_result, unused_tools
-from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.advice.watch import Watch
 from zymi_tui.replay.compare import (
-    ProfileCalls,
+    CallFigure,
     Totals,
-    compare_profiles,
+    close_tally,
+    collect_calls,
     knob_dict,
+    profile_runs,
     recorded_output,
-    recorded_sums,
     replay_profiles,
+    tally_for,
 )
 from zymi_tui.replay.costs import PriceTable, pricing
-from zymi_tui.replay.store_replay import recorded_knobs, replay_events
+from zymi_tui.replay.store_replay import recorded_knobs, stream_ends
 from zymi_tui.replay.sweep_pool import replay_on_pool
 from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS, pool_workers
 
@@ -106,32 +108,19 @@ async def advise(
     """Read the store, replay it under the current knobs, detect the signals, and replay every candidate
     they search (two passes over the store); keep what beats the current knobs on the objective.
 
-    With the store's `location` and more than one worker (`pool_workers`: by default one per core from
-    WHATIF_POOL_MIN_EVENTS events), the candidates are replayed
-    on a process pool (`replay_on_pool`: the store's ranges shared among the workers, each decoding its
-    own); otherwise in this process, from pass one's events kept decoded."""
+    Pass one (`pass_one`) shows each call to the detectors (`Watch`) and keeps none. With the store's
+    `location` and more than one worker (`pool_workers`: by default one per core from
+    WHATIF_POOL_MIN_EVENTS events), the candidates are replayed on a process pool (`replay_on_pool`: the
+    store's ranges shared among the workers, each decoding its own) and pass one keeps nothing of the
+    store; otherwise in this process, from pass one's events kept decoded."""
     base = recorded_knobs(project)
     kd = knob_dict(base)
     facts = project_facts(project)
     model = model or facts.model
     output = await recorded_output(reader, streams)
-    rows: list[CallContext] = []
+    watch = Watch(reader, await stream_ends(reader), base.hard_cap_chars, base.soft_cap_chars, facts)
     last_global_id = await reader.max_global_id()
     pooled = location is not None and pool_workers(last_global_id, workers, WHATIF_POOL_MIN_EVENTS) > 1
-    decoded: list[ReplayEvent] = []  # pass one's events, replayed again by pass two (decoded once)
-
-    async def recording() -> AsyncGenerator[ReplayEvent, None]:
-        async with aclosing(replay_events(reader, streams)) as events:
-            async for se in events:
-                if not pooled:
-                    decoded.append(se)
-                yield se
-
-    async def tee() -> ProfileCalls:
-        async for i, call in replay_profiles(reader, project, [("recorded", None)], streams, recording()):
-            rows.append(call)
-            yield i, call
-
     common: dict[str, Any] = {
         "recorded_knobs": base,
         "prices": prices,
@@ -139,8 +128,12 @@ async def advise(
         "provider": facts.provider,
         "output": output,
     }
-    cmp0 = await compare_profiles(tee(), [("recorded", None)], **common)
-    signals = Signals(rows, cmp0, base, facts, await store_facts(reader), tool_bytes, prices)
+    family = prices.cache_family(model, "anthropic") if prices is not None and facts.provider == "anthropic" else None
+    one = await pass_one(
+        reader, project, streams, watch, common, keep=not pooled, breakpoints=family[1] if family else None
+    )
+    cmp0 = one.cmp
+    signals = Signals(watch, cmp0, base, facts, await store_facts(reader), tool_bytes, prices, one.breakpoints)
     findings = [f for detect in DETECTORS for f in detect(signals)]
     candidates: dict[str, KnobDict] = {}
     for f in findings:
@@ -149,11 +142,12 @@ async def advise(
     before = cmp0.profiles[0].total
     if pooled and candidates:
         assert location is not None
-        sums = recorded_sums(cmp0.profiles[0].calls)  # pass one's figures calibrate tokens per byte
-        on_pool = (location, project, candidates, streams, common, sums, last_global_id, workers)
+        on_pool = (location, project, candidates, streams, common, one.sums, last_global_id, workers)
         totals = await _candidates_on_pool(*on_pool)
     else:
-        totals = await _replay_candidates(reader, project, rows, candidates, streams, common, decoded)
+        totals = await _replay_candidates(
+            reader, project, cmp0.tokens_per_byte, candidates, streams, common, one.decoded
+        )
     obj = objective_for(before, prices.currency if prices is not None else "USD")
     for f in findings:
         rec = f.recommendation
@@ -172,18 +166,17 @@ async def advise(
         best=_best(findings, candidates, totals, before, obj),
         tried=len(candidates),
     )
-    advice.caveat += foreign_caveat(rows)
+    advice.caveat += foreign_caveat(watch.foreign, watch.foreign_rewritten)
     return advice
 
 
-def foreign_caveat(rows: Sequence[CallContext]) -> str:
-    """What the figures mean for a foreign agent's calls (spans: docs/telemetry-in.md#recorded-and-what-if)."""
-    foreign = [r for r in rows if r.foreign and not r.is_compaction and not r.hard_cap_failure]
+def foreign_caveat(foreign: int, rewritten: int) -> str:
+    """What the figures mean for a foreign agent's calls (spans: docs/telemetry-in.md#recorded-and-what-if):
+    `foreign` of them sent (not a summary, not a failed build), `rewritten` of those smaller than that."""
     if not foreign:
         return ""
-    rewritten = sum(r.rendered is not None and r.rendered.chars != r.recorded_chars for r in foreign)
     text = (
-        f"; {len(foreign)} calls are a foreign agent's (taken in from its spans): the knobs named are zymi's "
+        f"; {foreign} calls are a foreign agent's (taken in from its spans): the knobs named are zymi's "
         "(the agent had none), and the base line is its history replayed with nothing masked"
     )
     if rewritten:
@@ -194,14 +187,15 @@ def foreign_caveat(rows: Sequence[CallContext]) -> str:
 async def _replay_candidates(
     reader: EventReader,
     project: Path | None,
-    rows: list[CallContext],
+    ratio: float,
     candidates: dict[str, KnobDict],
     streams: Sequence[str] | None,
     common: dict[str, Any],
     decoded: list[ReplayEvent],
 ) -> dict[str, Totals]:
-    """Every candidate's totals, from one pass over pass one's decoded events (pass one's rows calibrate
-    tokens per byte, as in `compare`)."""
+    """Every candidate's totals, from one pass over pass one's decoded events, each call's figures
+    totalled as they come (a `Tally` per candidate, at pass one's tokens per byte, as `compare` and the
+    pool calibrate them) and none kept."""
     if not candidates:
         return {}
 
@@ -210,15 +204,19 @@ async def _replay_candidates(
             yield se
 
     tried = _tried(candidates)
+    how = pricing(common["prices"], common["model"], common["provider"])
+    runs = profile_runs(tried, common["recorded_knobs"])
+    tallies = [tally_for(how, ratio, per_run=False) for _ in runs]
 
-    async def calls() -> ProfileCalls:  # the recorded rows of pass one, then every candidate in one pass
-        for row in rows:
-            yield 0, row
-        async for i, call in replay_profiles(reader, project, tried, streams, again()):
-            yield i + 1, call
+    def take(index: int, figures: list[CallFigure]) -> None:
+        for f in figures:
+            tallies[index].add(f)
 
-    cmp = await compare_profiles(calls(), [("recorded", None), *tried], **common)
-    return {p.name: p.total for p in cmp.profiles[1:]}
+    calls = replay_profiles(reader, project, tried, streams, again())
+    await collect_calls(calls, runs, last_global_id=0, progress=None, label="", take=take)
+    for run, tally in zip(runs, tallies, strict=True):
+        close_tally(how, tally, run, common["output"])
+    return {run.name: run.total for run in runs}
 
 
 async def _candidates_on_pool(

@@ -4,23 +4,15 @@ replay's: `Totals.cache_breaks` of the current knobs, as `zymi-tui replay` print
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
-from zymi_tui.events.messages import SystemMessage
 from zymi_tui.replay.advice.model import MIN_COST_GAIN, Finding, Recommendation
 from zymi_tui.replay.advice.signals import Signals
-from zymi_tui.replay.cache import predict
-from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.advice.watch import POLICY_CAUSES
 from zymi_tui.replay.costs import cost_of
 
 CACHE_BREAK_SHARE = 0.5  # the policy breaks the prefix on most calls that have a previous one
 
-POLICY_CAUSES = {
-    "masked": "masked by observation_window",
-    "forgotten": "forgotten by forget_after_turns",
-    "compaction": "a compaction",
-}
 POLICY_FIX = {
     "masked": "a wider observation_window masks later, so fewer calls break the prefix",
     "forgotten": "a larger forget_after_turns forgets later",
@@ -28,23 +20,12 @@ POLICY_FIX = {
 }
 
 
-def cause_kind(c: CallContext) -> str:
-    """What broke the call's prefix: one of POLICY_CAUSES, or another word (task, memory, none)."""
-    b = c.reuse.broken if c.reuse else None
-    if b is None:
-        return "none"
-    return b.cause.split(" ", 1)[0]
-
-
 def cache_breaks(s: Signals) -> list[Finding]:
-    total = s.baseline.total
-    broken = [c for c in s.sent if c.reuse is not None and c.reuse.broken is not None]
-    with_previous = [c for c in s.sent if c.reuse is not None and not (c.reuse.messages == 0 and not c.reuse.broken)]
-    policy = [c for c in broken if cause_kind(c) in POLICY_CAUSES]
-    if not with_previous or len(policy) / len(with_previous) < CACHE_BREAK_SHARE:
+    total, w = s.baseline.total, s.watch
+    if not w.with_previous or w.policy_breaks / w.with_previous < CACHE_BREAK_SHARE:
         return []
-    causes = Counter(cause_kind(c) for c in policy)
-    worst = min(policy, key=lambda c: c.reuse.messages if c.reuse else 0)
+    causes, worst = w.causes, w.worst
+    assert worst is not None
     top = causes.most_common(1)[0][0]
     g = s.grid
     cands = s.candidates({"masked": g.windows(+1), "forgotten": g.forgets(+1), "compaction": g.soft_caps(+1)}[top])
@@ -52,18 +33,18 @@ def cache_breaks(s: Signals) -> list[Finding]:
     return [
         Finding(
             "cache_breaks",
-            f"{total.cache_breaks} of {total.agent_calls} agent calls break the cached prefix, {len(policy)} of them "
-            f"by the context policy{cost}",
+            f"{total.cache_breaks} of {total.agent_calls} agent calls break the cached prefix, "
+            f"{w.policy_breaks} of them by the context policy{cost}",
             [f"{n} x {POLICY_CAUSES[cause]}" for cause, n in causes.most_common()],
             {
                 "cache_breaks": total.cache_breaks,
                 "agent_calls": total.agent_calls,
-                "policy_breaks": len(policy),
+                "policy_breaks": w.policy_breaks,
                 "causes": dict(causes),
-                "calls": [[c.stream_id, c.sequence, c.reuse.messages if c.reuse else 0] for c in policy[:50]],
+                "calls": w.policy_calls,
             },
-            worst.stream_id,
-            worst.sequence,
+            worst[0],
+            worst[1],
             Recommendation(
                 POLICY_FIX[top],
                 candidates=cands,
@@ -91,8 +72,8 @@ def anthropic_no_cache(s: Signals) -> list[Finding]:
     fam = s.prices.cache_family(s.cmp.model, "anthropic")
     if fam is None:
         return []
-    preds = predict([f for f in p.calls if f.sent], fam[1], breakpoints=True)
-    read, written = sum(x.cached for x in preds), sum(x.written for x in preds)
+    assert s.breakpoints is not None  # pass one modelled them for this family
+    read, written = s.breakpoints
     figures: dict[str, Any] = {
         "tokens": p.total.tokens_sum,
         "cached_with_breakpoints": read,
@@ -144,31 +125,26 @@ def anthropic_no_cache(s: Signals) -> list[Finding]:
 def anthropic_system_overwritten(s: Signals) -> list[Finding]:
     if not _anthropic(s):
         return []
-    hit = []
-    for c in s.sent:
-        assert c.rendered is not None
-        sys_msgs = [e for e in c.rendered.entries if isinstance(e.message, SystemMessage)]
-        if len(sys_msgs) > 1:
-            hit.append((c, sys_msgs[0].bytes, sys_msgs[-1]))
+    hit = s.watch.system_overwritten
     if not hit:
         return []
-    c0 = hit[0][0]
+    c0 = hit[0]
     return [
         Finding(
             "anthropic_system_overwritten",
             f"on {len(hit)} call(s) a [memory] block or a summary replaced the system prompt: zymi's Anthropic "
             "provider keeps only the last System message, so the agent's instructions were not sent",
             [
-                f"{c.stream_id} seq {c.sequence}: system prompt ({n:,} bytes) replaced by "
-                f"{'the [memory] block' if last.layer == 'B' else 'a summary'} ({last.bytes:,} bytes)"
-                for c, n, last in hit[:5]
+                f"{st} seq {q}: system prompt ({n:,} bytes) replaced by "
+                f"{'the [memory] block' if layer == 'B' else 'a summary'} ({nbytes:,} bytes)"
+                for st, q, n, layer, nbytes in hit[:5]
             ],
             {
-                "calls": [[c.stream_id, c.sequence] for c, _, _ in hit],
-                "system_prompt_bytes_lost": sum(n for _, n, _ in hit),
+                "calls": [[st, q] for st, q, *_ in hit],
+                "system_prompt_bytes_lost": sum(n for _, _, n, _, _ in hit),
             },
-            c0.stream_id,
-            c0.sequence,
+            c0[0],
+            c0[1],
             Recommendation(
                 "run the agent on the OpenAI-compatible provider, or keep memory and summaries out of its steps",
                 not_replayed="a provider behaviour, not a knob",

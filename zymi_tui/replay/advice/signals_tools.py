@@ -3,38 +3,20 @@ carry earlier runs' retrieval (a `context: {mode: fresh}` candidate), tools sent
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-
-from zymi_tui.events.messages import AssistantMessage, ToolResultMessage
 from zymi_tui.replay.advice.model import Finding, Recommendation
-from zymi_tui.replay.advice.signals import Signals, step_of_stream, values_text
-from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.advice.signals import Signals, in_order, values_text
+from zymi_tui.replay.advice.watch import LARGE_RESULT_SHARE
 
-LARGE_RESULT_SHARE = 0.25  # a tool result above this share of the soft cap
 DOMINANT_SHARE = 0.5  # one tool's results above this share of all input bytes
 
 
 def tool_bytes_walk(s: Signals) -> tuple[dict[str, int], dict[str, int], int]:
-    """Per tool: bytes of its results as sent, summed over calls, and their rent (bytes x calls in full,
-    `zymi-tui rent`'s measure); and all bytes sent."""
-    sent_bytes: Counter[str] = Counter()
-    rent: Counter[str] = Counter()
-    total = 0
-    for calls in s.streams.values():
-        names: dict[str, str] = {}
-        for c in calls:
-            assert c.rendered is not None
-            total += c.rendered.chars
-            for e in c.rendered.entries:
-                m = e.message
-                if isinstance(m, AssistantMessage):
-                    names.update((tc.id, tc.name) for tc in m.tool_calls)
-                elif isinstance(m, ToolResultMessage):
-                    tool = names.get(m.tool_call_id, "unknown")
-                    sent_bytes[tool] += e.bytes
-                    if not e.reason.startswith("masked"):
-                        rent[tool] += e.bytes
-    return dict(sent_bytes), dict(rent), total
+    """Per tool: bytes of its results as sent, summed over calls (in the order the tools first come,
+    stream after stream), and their rent (bytes x calls in full, `zymi-tui rent`'s measure); and all
+    bytes sent."""
+    w = s.watch
+    order = sorted(w.first_use, key=lambda tool: w.first_use[tool])
+    return {t: w.sent_bytes[t] for t in order}, dict(w.rent), w.total_bytes
 
 
 def dominant_tool(s: Signals) -> list[Finding]:
@@ -70,17 +52,12 @@ def dominant_tool(s: Signals) -> list[Finding]:
 
 def large_tool_result(s: Signals) -> list[Finding]:
     soft = s.base.soft_cap_chars
-    limit = LARGE_RESULT_SHARE * soft
-    big: dict[tuple[str, int], int] = {}
-    for stream, calls in s.streams.items():
-        tails = {id(sh.tail): sh.tail for c in calls if c.rendered is not None and (sh := c.rendered.shape)}
-        for tail in tails.values():  # every tool result the stream ever carried, at its full size
-            for raw in tail.items:
-                if isinstance(raw.message, ToolResultMessage) and raw.bytes > limit and not raw.simulated:
-                    big[(stream, raw.seq)] = raw.bytes
+    found = sorted(s.watch.large, key=lambda o: o[0])
+    big = {(stream, seq): nbytes for _, stream, large in found for seq, nbytes in large.results}
     if not big:
         return []
     (stream, seq), nbytes = max(big.items(), key=lambda kv: kv[1])
+    after = next(large.next_sequence for _, st, large in found if st == stream)
     cands = s.candidates(s.grid.windows(-1))
     return [
         Finding(
@@ -90,7 +67,7 @@ def large_tool_result(s: Signals) -> list[Finding]:
             [f"{st} seq {q}: {b:,} bytes" for (st, q), b in sorted(big.items(), key=lambda kv: -kv[1])[:5]],
             {"results": [[st, q, b] for (st, q), b in big.items()], "soft_cap_chars": soft},
             stream,
-            next((c.sequence for c in s.streams[stream] if c.sequence > seq), s.streams[stream][-1].sequence),
+            after,
             Recommendation(
                 "limit the tool's output at the source, or mask sooner: a lower observation_window",
                 candidates=cands,
@@ -102,42 +79,20 @@ def large_tool_result(s: Signals) -> list[Finding]:
 
 def fresh_mode_candidate(s: Signals) -> list[Finding]:
     out = []
-    for stream, calls in s.streams.items():
-        pipeline = calls[0].pipeline
-        step = step_of_stream(stream)
-        if pipeline is None or (pipeline, step) in s.facts.fresh_steps:
-            continue
-        carried, retrieval, runs = 0, 0, 0
-        seen_runs: set[str | None] = set()
-        first_of_later: CallContext | None = None
-        for c in calls:
-            if c.correlation_id in seen_runs:
-                continue
-            seen_runs.add(c.correlation_id)
-            if len(seen_runs) == 1:
-                continue
-            assert c.rendered is not None
-            tool_bytes = sum(
-                e.bytes for e in c.rendered.entries if e.layer == "C" and isinstance(e.message, ToolResultMessage)
-            )
-            carried += c.rendered.layer_bytes.get("C", 0)
-            retrieval += tool_bytes
-            runs += 1
-            first_of_later = first_of_later or c
-        if runs == 0 or not carried or retrieval / carried < 0.5 or first_of_later is None:
-            continue
+    for c in in_order(s.watch.carried):
+        runs, carried, retrieval = c.runs, c.carried, c.retrieval
         out.append(
             Finding(
                 "fresh_mode_candidate",
-                f"{pipeline}/{step}: {runs} later run(s) start with {carried:,} bytes of earlier runs' Layer C, "
+                f"{c.pipeline}/{c.step}: {runs} later run(s) start with {carried:,} bytes of earlier runs' Layer C, "
                 f"{retrieval / carried:.0%} of it tool results",
-                [f"{stream}: first call of each later run carries {carried // runs:,} bytes on average"],
-                {"stream_id": stream, "runs": runs + 1, "carried_bytes": carried, "tool_result_bytes": retrieval},
-                stream,
-                first_of_later.sequence,
+                [f"{c.stream}: first call of each later run carries {carried // runs:,} bytes on average"],
+                {"stream_id": c.stream, "runs": runs + 1, "carried_bytes": carried, "tool_result_bytes": retrieval},
+                c.stream,
+                c.first_of_later,
                 Recommendation(
-                    f"give step `{step}` of pipeline `{pipeline}` context: {{mode: fresh}}",
-                    step=f"{pipeline}/{step}",
+                    f"give step `{c.step}` of pipeline `{c.pipeline}` context: {{mode: fresh}}",
+                    step=f"{c.pipeline}/{c.step}",
                     mode="fresh",
                     not_replayed="a step's context.mode is not a knob: fork a run with `zymi-tui resume` "
                     "after editing the pipeline to see it",
@@ -149,18 +104,11 @@ def fresh_mode_candidate(s: Signals) -> list[Finding]:
 
 def unused_tools(s: Signals) -> list[Finding]:
     out = []
-    calls_per_step: Counter[tuple[str, str]] = Counter()
-    called: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for stream, calls in s.streams.items():
-        if calls[0].pipeline is None:
-            continue
-        key = (calls[0].pipeline, step_of_stream(stream))
-        calls_per_step[key] += len(calls)
-        called[key] |= s.store.tools_called.get(stream, set())
-    for key, n in sorted(calls_per_step.items()):
+    called = s.watch.called
+    for key, n in sorted(s.watch.calls_per_step.items()):
         agent = s.facts.step_agent.get(key)
         tools = s.facts.agent_tools.get(agent or "", ())
-        unused = [t for t in tools if t not in called[key]]
+        unused = [t for t in tools if t not in called.get(key, ())]
         if not unused:
             continue
         sizes = {t: (s.tool_bytes(t) if s.tool_bytes else None) for t in unused}

@@ -1,0 +1,104 @@
+"""Pass one of `advise`: the store replayed under the current knobs, each call shown to the detectors
+(`Watch`) and its figures totalled into the baseline, the figures `compare` gives the recorded knobs.
+
+Below the pool's size (`keep`) pass one's decoded events are kept for pass two, which replays them in
+this process, and so are its calls' figures (as `compare_profiles` keeps them: few beside the events).
+From it nothing of the store is kept: the tokens per byte are worked out first from the store's recorded
+LLM calls alone (`recorded_call_sums`, as the pool does), so each call's figures are totalled as they
+come (`Tally`) and dropped."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zymi_tui.events.replay_view import ReplayEvent
+from zymi_tui.events.store import EventReader
+from zymi_tui.replay.advice.watch import Watch
+from zymi_tui.replay.cache import CacheModel, predict
+from zymi_tui.replay.compare import (
+    CallFigure,
+    Comparison,
+    ProfileCalls,
+    close_tally,
+    collect_calls,
+    compare_profiles,
+    comparison_of,
+    profile_runs,
+    ratio_of,
+    recorded_sums,
+    replay_profiles,
+    tally_for,
+)
+from zymi_tui.replay.costs import CacheFamily, pricing
+from zymi_tui.replay.store_replay import replay_events
+from zymi_tui.replay.sweep_pool import recorded_call_sums
+
+RECORDED = [("recorded", None)]
+
+
+@dataclass
+class PassOne:
+    cmp: Comparison  # the recorded knobs' figures (`calls` empty unless kept)
+    sums: tuple[int, int, int]  # their `recorded_sums`: what calibrates tokens per byte
+    breakpoints: tuple[int, int] | None  # cache reads and writes with a breakpoint per request (est.)
+    decoded: list[ReplayEvent] = field(default_factory=list)  # the events, when kept
+
+
+async def pass_one(
+    reader: EventReader,
+    project: Path | None,
+    streams: Sequence[str] | None,
+    watch: Watch,
+    common: dict[str, Any],
+    *,
+    keep: bool,
+    breakpoints: CacheFamily | None,
+) -> PassOne:
+    """Pass one (`common`: the keywords of `compare_profiles`); `breakpoints`: the cache family whose
+    reads and writes with a breakpoint at the end of every sent request are estimated."""
+    decoded: list[ReplayEvent] = []
+
+    async def recording() -> AsyncGenerator[ReplayEvent, None]:
+        async with aclosing(replay_events(reader, streams)) as events:
+            async for se in events:
+                if keep:
+                    decoded.append(se)
+                yield se
+
+    async def watched() -> ProfileCalls:
+        async for i, call in replay_profiles(reader, project, RECORDED, streams, recording()):
+            await watch.feed(call)  # what the detectors read of it: the call itself is not kept
+            yield i, call
+
+    if keep:
+        cmp = await compare_profiles(watched(), RECORDED, **common)
+        await watch.finish()
+        sent = [f for f in cmp.profiles[0].calls if f.sent]
+        modelled = None if breakpoints is None else predict(sent, breakpoints, breakpoints=True)
+        bp = None if modelled is None else (sum(x.cached for x in modelled), sum(x.written for x in modelled))
+        return PassOne(cmp, recorded_sums(cmp.profiles[0].calls), bp, decoded)
+    sums = await recorded_call_sums(reader, streams, whatif=False)
+    ratio, source = ratio_of(*sums)
+    how = pricing(common["prices"], common["model"], common["provider"])
+    runs = profile_runs(RECORDED, common["recorded_knobs"])
+    tally = tally_for(how, ratio, per_run=False)
+    model = CacheModel(breakpoints, breakpoints=True) if breakpoints is not None else None
+    read = written = 0
+
+    def take(_index: int, figures: list[CallFigure]) -> None:
+        nonlocal read, written
+        for f in figures:
+            tally.add(f)  # its tokens estimated, then totalled
+            if model is not None and f.sent:
+                p = model.next(f)
+                read, written = read + p.cached, written + p.written
+
+    await collect_calls(watched(), runs, last_global_id=0, progress=None, label="", take=take)
+    await watch.finish()
+    close_tally(how, tally, runs[0], common["output"])
+    cmp = comparison_of(how, runs, ratio, source, common["model"], common["output"])
+    return PassOne(cmp, sums, None if model is None else (read, written))
