@@ -15,7 +15,7 @@ from textual.worker import get_current_worker
 from zymi_tui.errors import UserError
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import RunSummary, list_runs, newest_runs, with_liveness
-from zymi_tui.events.store import EventReader, IndexRow, StoreError, run_of, step_of
+from zymi_tui.events.store import EventReader, IndexRow, StoreError, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.writers import store_writers
 from zymi_tui.tui.chain_freshness import store_stamp
@@ -97,19 +97,35 @@ class DashboardLoaders(DashboardState):
 
     @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
     def verify_chains(self) -> None:
+        """Every hash chain checked: a SQLite store's by a process of its own (`verify_process`: another core,
+        its own memory), from the first frame on; a Postgres store's in this thread."""
+        # the check's modules (and hashlib) load here, after the first frame
+        from zymi_tui.events.verify_process import ChainSummary, CheckProcess, summed_up
+
+        stamp = store_stamp(self.target.store, self.last_gid)  # before the first row is read
+        began = time.monotonic()
+        store = self.target.store
+        if isinstance(store, SqliteStore):
+            check = self.chain_check = CheckProcess(store.path)
+            try:
+                summary = check.result()
+            except StoreError as e:
+                if not get_current_worker().is_cancelled:
+                    self.post_message(StoreTrouble(str(e)))
+                return
+            finally:
+                check.stop()
+            self.post_message(ChainChecked(summary.broken, summary.streams, summary.damage, stamp,
+                                           time.monotonic() - began))  # fmt: skip
+            return
+
         async def job(reader: EventReader) -> None:
-            # the hash chains' module (and hashlib) load here, once every run is listed, not before the first frame
             from zymi_tui.events.verify import verify_store
 
-            stamp = store_stamp(self.target.store, self.last_gid)  # before the first row is read
-            began = time.monotonic()
             report = await verify_store(reader)
-            broken: dict[str, str] = {}
-            for v in report.verdicts:
-                if not v.ok:
-                    broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
+            summary: ChainSummary = summed_up([(v.stream_id, v.problem) for v in report.verdicts], report.damage)
             took = time.monotonic() - began
-            self.post_message(ChainChecked(broken, len(report.verdicts), report.damage, stamp, took))
+            self.post_message(ChainChecked(summary.broken, summary.streams, summary.damage, stamp, took))
 
         self.in_thread(job)
 

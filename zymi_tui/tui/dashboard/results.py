@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual import on
 
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import RUN_TAGS, RunSummary
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui import messages
@@ -50,7 +51,8 @@ class DashboardResults(DashboardSelection):
         if complete and not self.runs_seen:
             self.runs_seen = True
             runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
-            self.verify_chains()  # after the runs, so hashing the store does not delay drawing them
+            if not isinstance(self.target.store, SqliteStore):  # (a SQLite store's check started with the screen)
+                self.verify_chains()  # after the runs, so hashing the store in this process does not delay them
 
     def on_liveness_checked(self, msg: messages.LivenessChecked) -> None:
         if self.runs.summaries is msg.before:  # else the list was read again meanwhile, liveness with it

@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import StoreError
 from zymi_tui.tui.actions import Act
 from zymi_tui.tui.dashboard.launchers import DashboardLaunchers
@@ -121,6 +122,8 @@ class MainScreen(DashboardLaunchers):
     async def on_unmount(self) -> None:
         """Stop the workers, then close the reader (its connection thread would keep the process alive)."""
         self.workers.cancel_node(self)
+        if self.chain_check is not None:
+            self.chain_check.stop()
         if self.reader is not None:
             reader, self.reader = self.reader, None
             await reader.close()
@@ -138,7 +141,10 @@ class MainScreen(DashboardLaunchers):
             self.post_message(StoreTrouble(str(e)))
             return
         # the newest runs are drawn first, unless a run named on the command line is to be selected;
-        # the hash-chain check starts once every run is drawn (show_runs)
+        # a SQLite store's hash chains are checked from now on, by a process of their own (another core); a
+        # Postgres store's once every run is drawn, in a thread of this process (show_runs)
+        if isinstance(self.target.store, SqliteStore):
+            self.verify_chains()
         if first is None:
             self.reload_runs(newest_first=self.target.run is None)
         else:
