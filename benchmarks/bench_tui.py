@@ -195,6 +195,16 @@ def floor_launch() -> dict[str, float]:
         shutil.rmtree(script.parent, ignore_errors=True)
 
 
+def bare_walk(db: Path) -> tuple[float, float]:
+    """The bare sqlite3+hashlib walk of every chain (no check kept): wall and CPU seconds."""
+    from bench_cli import BARE_HASH  # (this script's folder is first on sys.path)
+
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", BARE_HASH, str(db)], stdout=subprocess.DEVNULL)
+    _, _, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=99_000)
@@ -207,6 +217,9 @@ def main() -> int:
     ap.add_argument("--floor", action="store_true", help="also launch an empty Textual app (the start-up floor)")
     ap.add_argument("--checkout", help="also launch the zymi_tui package of this folder (a 'before' figure)")
     ap.add_argument("--socket", help="run the panes on this tmux server (tmux -L NAME), not the default one")
+    ap.add_argument("--chain-floor", action="store_true",
+                    help="also run the bare sqlite3+hashlib walk of the chains (bench_cli's BARE_HASH), alternated: "
+                    "the floor of the time to `verified`")  # fmt: skip
     args = ap.parse_args()
     if args.socket:
         TMUX[:] = ["tmux", "-L", args.socket]
@@ -240,6 +253,7 @@ def main() -> int:
         for package in packages:
             subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True, capture_output=True)
         zymi = VENV / "zymi"
+        bare: list[tuple[float, float]] = []
         for _ in range(args.repeat):
             first_page, every_run = r"Runs \((newest )?\d+", r"Runs \(\d+\)"
             runs["zymi-tui"].append(measure("ours", ours, "· live", first_page, every_run, "verified", ["tab"], args))
@@ -247,6 +261,8 @@ def main() -> int:
                 runs["checkout"].append(measure("old", old, "· live", first_page, every_run, "verified", ["tab"], args))
             if args.floor:
                 runs["empty Textual"].append(floor_launch())
+            if args.chain_floor:
+                bare.append(bare_walk(db))
             if not args.no_zymi and zymi.exists():
                 cmd = f"env TERM=xterm-256color {zymi} observe -d {work} --no-venv"
                 theirs = measure("zymi", cmd, "Runs (", every_run, every_run, None, ["tab", "tab"], args)
@@ -270,9 +286,15 @@ def main() -> int:
         for name, ratio in ratios.items():
             print(f"runs listed, {name} / zymi observe: {ratio:.2f}x zymi's time (aim for zymi-tui: <= 0.5x)")
         if "zymi observe" in results:
-            for name in (n for n in results if n != "zymi observe"):
+            for name in (n for n in results if n != "zymi observe" and "runs_status_drawn_s" in results[n]):
                 drawn = results[name]["runs_status_drawn_s"] / results["zymi observe"]["runs_status_drawn_s"]
                 print(f"runs with status (`Runs (N)` and `✓ main`), {name} / zymi observe: {drawn:.2f}x (aim <= 0.5x)")
+        if bare:
+            wall, cpu = statistics.median(w for w, _ in bare), statistics.median(c for _, c in bare)
+            print(f"bare chain walk (BARE_HASH): {wall:.2f} s wall, {cpu:.2f} s CPU (median of {len(bare)})")
+            for name in (n for n in results if n != "zymi observe" and "startup_done_s" in results[n]):
+                done = results[name]["startup_done_s"]
+                print(f"`verified`, {name}: {done:.2f} s = {done / wall:.2f}x the bare walk's wall time")
         aims = {"first_frame_s": 0.5, "idle_cpu_pct": 3.0, "key_p95_ms": 50.0, "peak_rss_mb": 300.0}
         misses = [f"{k} {results['zymi-tui'][k]:.2f} > {v}" for k, v in aims.items() if results["zymi-tui"][k] > v]
         print("aims met" if not misses else "aims missed: " + "; ".join(misses))
