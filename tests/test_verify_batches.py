@@ -129,3 +129,35 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
+
+
+async def test_the_dashboard_checks_a_large_store_by_a_process_that_ends_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store of OWN_PROCESS_BYTES or more (lowered to 0 here) is checked by `verify_process` from the first
+    frame on: its verdict turns the banner red for a changed row, and the process is gone once the app is."""
+    from tests.tui_support import make_app, settle
+    from tests.waiting import pilot_until
+
+    monkeypatch.setattr("zymi_tui.tui.dashboard.loaders.OWN_PROCESS_BYTES", 0)
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    gid, stream, seq = mid_stream_rows_at_a_boundary(db)[0]
+    change_one_byte(db, gid)
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        banner = lambda: str(main.query_one("#banner").render())  # noqa: E731
+        await pilot_until(pilot, lambda: "fail the hash-chain check" in banner(), "the check's verdict", limit=60)
+        check = main.chain_check
+        assert check is not None  # the verdict came from the process
+        assert main.broken == {stream: f"{stream}: hash mismatch at sequence {seq} (event {_event_id(db, gid)}): "
+                               "the row's data or id was changed after it was written"}  # fmt: skip
+    assert check.proc.poll() is not None
+
+
+def _event_id(db: Path, gid: int) -> str:
+    con = sqlite3.connect(db)
+    try:
+        return str(con.execute("SELECT event_id FROM events WHERE id = ?", (gid,)).fetchone()[0])
+    finally:
+        con.close()

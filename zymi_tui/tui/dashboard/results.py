@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from textual import on
 
-from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import RUN_TAGS, RunSummary
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui import messages
@@ -51,7 +50,7 @@ class DashboardResults(DashboardSelection):
         if complete and not self.runs_seen:
             self.runs_seen = True
             runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
-            if not isinstance(self.target.store, SqliteStore):  # (a SQLite store's check started with the screen)
+            if not self.checked_by_a_process():  # (else the check started with the screen)
                 self.verify_chains()  # after the runs, so hashing the store in this process does not delay them
 
     def on_liveness_checked(self, msg: messages.LivenessChecked) -> None:

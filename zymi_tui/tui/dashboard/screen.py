@@ -13,7 +13,6 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from zymi_tui.events.factory import open_reader
-from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.store import StoreError
 from zymi_tui.tui.actions import Act
 from zymi_tui.tui.dashboard.launchers import DashboardLaunchers
@@ -140,10 +139,10 @@ class MainScreen(DashboardLaunchers):
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
             return
-        # the newest runs are drawn first, unless a run named on the command line is to be selected;
-        # a SQLite store's hash chains are checked from now on, by a process of their own (another core); a
-        # Postgres store's once every run is drawn, in a thread of this process (show_runs)
-        if isinstance(self.target.store, SqliteStore):
+        # the newest runs are drawn first, unless a run named on the command line is to be selected; a large
+        # SQLite store's hash chains are checked from now on, by a process of their own; others' once every
+        # run is drawn, in a thread of this process (show_runs)
+        if self.checked_by_a_process():
             self.verify_chains()
         if first is None:
             self.reload_runs(newest_first=self.target.run is None)
