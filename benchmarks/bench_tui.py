@@ -15,7 +15,8 @@ see the same machine load; each figure is the median (and min) of --repeat launc
 - peak RSS (VmHWM);
 - runs listed CPU: the CPU seconds the process (and the children it has waited for: ours reads the newest runs in
   one while the screen loads) had used when its first runs were seen (a loaded machine stretches wall time far
-  more than CPU time; compare both).
+  more than CPU time; compare both); startup done CPU: those CPU seconds at "verified" (ours, the chain check's
+  process included; zymi: at its first frame).
 The store is made by /work/shared/tools/make_big_store.py (cloned oracle runs, valid hash chains).
 `--checkout DIR` also launches the zymi_tui package of DIR (`python -m zymi_tui` with DIR on PYTHONPATH), alternated
 with the others: a "before" figure measured in the same run.
@@ -140,6 +141,7 @@ def measure(
         runs_all = wait_regex(session, all_listed, 120) - t0
         status = wait_regex(session, STATUS_DRAWN, 120) - t0
         settle = (wait_for(session, settled, 120) - t0) if settled else first
+        settle_cpu = cpu_seconds(pid)  # ours: with the chain check's process, reaped by then
         time.sleep(2)  # start-up work done (ours: runs, peaks, integrity check); now idle
         c0 = cpu_seconds(pid)
         time.sleep(args.idle)
@@ -158,6 +160,7 @@ def measure(
             "runs_status_drawn_s": status,
             "runs_listed_cpu_s": listed_cpu,
             "startup_done_s": settle,
+            "startup_done_cpu_s": settle_cpu,
             "idle_cpu_pct": idle,
             "runs_key_p95_ms": p95(runs) * 1000,
             "events_key_p95_ms": p95(evs) * 1000,

@@ -86,8 +86,8 @@ def _send(fd: int, value: object) -> None:
 
 class _PipeFile:
     """A pipe as `pickle.load` reads a file: each read returns the bytes asked for (a pipe hands over what it
-    holds), so the objects are made a frame (64 KB) at a time, never from the whole pickle held at once (the
-    1M-event store's runs list: ~25 MB of pickle, twice over if read whole and joined)."""
+    holds), so the objects are made a frame (64 KB) at a time, never from the whole pickle held at once (read
+    whole and joined, it was held twice beside them)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd

@@ -155,11 +155,11 @@ class ChainScan:
 
     A row whose v2 hash links and recomputes from the bytes as fetched is checked inline, and of its stream
     only (last sequence, last hash) is kept: one tuple, its hash the row's own string (no per-row object,
-    no per-stream walker: this is all of a million-row check but the fetch and the hashing, and a 1M-event
-    store of 50,000 streams keeps ~10 MB less). Any other row hands its stream to a `ChainWalker`, which
-    words what is wrong. A stream whose sequences do not rise with the ids, or whose rows go past the
-    head read before the scan (written meanwhile), is named in `out_of_order`: its verdict must come from
-    a walk in sequence order (`verify._walk_all` walks it again alone)."""
+    no per-stream walker: this is all of a million-row check but the fetch and the hashing). Any other
+    row hands its stream to a `ChainWalker`, which words what is wrong. A stream whose sequences do not
+    rise with the ids, or whose rows go past the head read before the scan (written meanwhile), is named
+    in `out_of_order`: its verdict must come from a walk in sequence order (`verify._walk_all` walks it
+    again alone)."""
 
     def __init__(self, heads: dict[str, tuple[int, str]]) -> None:
         self.heads = heads
@@ -203,7 +203,9 @@ class ChainScan:
                 walker.last_sequence, walker.expected_prev = n, digest_n
                 walker.verdict.rows = walker.verdict.verified = n
                 walker.verdict.last = (n, digest_n)
-                if n >= walker.head_sequence >= 0:  # the hash at the head, if passed, is not kept: walk it again
+                if n == walker.head_sequence:
+                    walker.verdict.hash_at_head = digest_n
+                elif n > walker.head_sequence >= 0:  # the hash at the head, passed, was not kept: walk it again
                     self.out_of_order.add(text)
             self.lasts[text] = _WALKED
         if type(seq) is int and seq <= walker.last_sequence:

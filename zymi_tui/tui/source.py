@@ -168,7 +168,7 @@ SPANS_PAGE = 500  # step starts read (and decoded) at a time by `store_from_span
 
 async def store_from_spans(reader: EventReader) -> bool:
     """Whether any step of the store came from a foreign agent's spans: the step starts read a page at a
-    time, until the first such step (a 1M-event store holds 33,000 step starts: ~60 MB decoded at once)."""
+    time, until the first such step (a large store's step starts, decoded at once, weigh tens of MB)."""
     after = 0
     while page := await reader.read_kind_page("workflow_node_started", stream_id=None, after_global_id=after,
                                               limit=SPANS_PAGE):  # fmt: skip

@@ -107,7 +107,7 @@ class DashboardLoaders(DashboardState):
         """Whether the store's hash chains are checked by a process of their own (`verify_process`: another
         core, its own memory), from the first frame on: a SQLite store of OWN_PROCESS_BYTES or more. A smaller
         one (or a Postgres store) is checked in a thread of the dashboard once every run is listed (starting
-        a process costs more than such a check: 99,000 events are checked in 0.4 s of CPU)."""
+        a process costs more than such a check: docs/performance-notes.md)."""
         store = self.target.store
         if not isinstance(store, SqliteStore):
             return False
