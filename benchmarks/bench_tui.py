@@ -15,7 +15,8 @@ see the same machine load; each figure is the median (and min) of --repeat launc
 - peak RSS (VmHWM);
 - runs listed CPU: the CPU seconds the process (and the children it has waited for: ours reads the newest runs in
   one while the screen loads) had used when its first runs were seen (a loaded machine stretches wall time far
-  more than CPU time; compare both).
+  more than CPU time; compare both); startup done CPU: those CPU seconds at "verified" (ours, the chain check's
+  process included; zymi: at its first frame).
 The store is made by /work/shared/tools/make_big_store.py (cloned oracle runs, valid hash chains).
 `--checkout DIR` also launches the zymi_tui package of DIR (`python -m zymi_tui` with DIR on PYTHONPATH), alternated
 with the others: a "before" figure measured in the same run.
@@ -140,6 +141,7 @@ def measure(
         runs_all = wait_regex(session, all_listed, 120) - t0
         status = wait_regex(session, STATUS_DRAWN, 120) - t0
         settle = (wait_for(session, settled, 120) - t0) if settled else first
+        settle_cpu = cpu_seconds(pid)  # ours: with the chain check's process, reaped by then
         time.sleep(2)  # start-up work done (ours: runs, peaks, integrity check); now idle
         c0 = cpu_seconds(pid)
         time.sleep(args.idle)
@@ -158,6 +160,7 @@ def measure(
             "runs_status_drawn_s": status,
             "runs_listed_cpu_s": listed_cpu,
             "startup_done_s": settle,
+            "startup_done_cpu_s": settle_cpu,
             "idle_cpu_pct": idle,
             "runs_key_p95_ms": p95(runs) * 1000,
             "events_key_p95_ms": p95(evs) * 1000,
@@ -195,6 +198,16 @@ def floor_launch() -> dict[str, float]:
         shutil.rmtree(script.parent, ignore_errors=True)
 
 
+def bare_walk(db: Path) -> tuple[float, float]:
+    """The bare sqlite3+hashlib walk of every chain (no check kept): wall and CPU seconds."""
+    from bench_cli import BARE_HASH  # (this script's folder is first on sys.path)
+
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", BARE_HASH, str(db)], stdout=subprocess.DEVNULL)
+    _, _, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=99_000)
@@ -207,6 +220,9 @@ def main() -> int:
     ap.add_argument("--floor", action="store_true", help="also launch an empty Textual app (the start-up floor)")
     ap.add_argument("--checkout", help="also launch the zymi_tui package of this folder (a 'before' figure)")
     ap.add_argument("--socket", help="run the panes on this tmux server (tmux -L NAME), not the default one")
+    ap.add_argument("--chain-floor", action="store_true",
+                    help="also run the bare sqlite3+hashlib walk of the chains (bench_cli's BARE_HASH), alternated: "
+                    "the floor of the time to `verified`")  # fmt: skip
     args = ap.parse_args()
     if args.socket:
         TMUX[:] = ["tmux", "-L", args.socket]
@@ -240,6 +256,7 @@ def main() -> int:
         for package in packages:
             subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True, capture_output=True)
         zymi = VENV / "zymi"
+        bare: list[tuple[float, float]] = []
         for _ in range(args.repeat):
             first_page, every_run = r"Runs \((newest )?\d+", r"Runs \(\d+\)"
             runs["zymi-tui"].append(measure("ours", ours, "· live", first_page, every_run, "verified", ["tab"], args))
@@ -247,6 +264,8 @@ def main() -> int:
                 runs["checkout"].append(measure("old", old, "· live", first_page, every_run, "verified", ["tab"], args))
             if args.floor:
                 runs["empty Textual"].append(floor_launch())
+            if args.chain_floor:
+                bare.append(bare_walk(db))
             if not args.no_zymi and zymi.exists():
                 cmd = f"env TERM=xterm-256color {zymi} observe -d {work} --no-venv"
                 theirs = measure("zymi", cmd, "Runs (", every_run, every_run, None, ["tab", "tab"], args)
@@ -270,9 +289,15 @@ def main() -> int:
         for name, ratio in ratios.items():
             print(f"runs listed, {name} / zymi observe: {ratio:.2f}x zymi's time (aim for zymi-tui: <= 0.5x)")
         if "zymi observe" in results:
-            for name in (n for n in results if n != "zymi observe"):
+            for name in (n for n in results if n != "zymi observe" and "runs_status_drawn_s" in results[n]):
                 drawn = results[name]["runs_status_drawn_s"] / results["zymi observe"]["runs_status_drawn_s"]
                 print(f"runs with status (`Runs (N)` and `✓ main`), {name} / zymi observe: {drawn:.2f}x (aim <= 0.5x)")
+        if bare:
+            wall, cpu = statistics.median(w for w, _ in bare), statistics.median(c for _, c in bare)
+            print(f"bare chain walk (BARE_HASH): {wall:.2f} s wall, {cpu:.2f} s CPU (median of {len(bare)})")
+            for name in (n for n in results if n != "zymi observe" and "startup_done_s" in results[n]):
+                done = results[name]["startup_done_s"]
+                print(f"`verified`, {name}: {done:.2f} s = {done / wall:.2f}x the bare walk's wall time")
         aims = {"first_frame_s": 0.5, "idle_cpu_pct": 3.0, "key_p95_ms": 50.0, "peak_rss_mb": 300.0}
         misses = [f"{k} {results['zymi-tui'][k]:.2f} > {v}" for k, v in aims.items() if results["zymi-tui"][k] > v]
         print("aims met" if not misses else "aims missed: " + "; ".join(misses))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from zymi_tui.events.hashchain import ChainRow, ChainWalker, column_text
+from zymi_tui.events.hashchain import ChainRow, ChainWalker, StreamVerdict, column_text
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.verify import verify_store
 
@@ -67,9 +67,8 @@ TAMPERED = {  # what is changed, and whether a chain then breaks (a BLOB holds t
 Verdict = tuple[bool, int | None, int, int, str | None]
 
 
-def verdicts_of(walkers: dict[str, ChainWalker]) -> dict[str, Verdict]:
-    return {s: (w.verdict.ok, w.verdict.bad_sequence, w.verdict.verified, w.verdict.legacy, w.verdict.problem)
-            for s, w in walkers.items()}  # fmt: skip
+def verdicts_of(verdicts: dict[str, StreamVerdict]) -> dict[str, Verdict]:
+    return {s: (v.ok, v.bad_sequence, v.verified, v.legacy, v.problem) for s, v in verdicts.items()}
 
 
 def walked_row_by_row(db: Path, heads: dict[str, tuple[int, str]]) -> dict[str, Verdict]:
@@ -84,7 +83,7 @@ def walked_row_by_row(db: Path, heads: dict[str, tuple[int, str]]) -> dict[str, 
         walker = walkers.setdefault(s, ChainWalker(s, heads.get(s)))
         walker.feed(ChainRow(gid, column_text(eid), seq, column_text(data), column_text(prev), column_text(digest)))
     con.close()
-    return verdicts_of(walkers)
+    return verdicts_of({s: w.verdict for s, w in walkers.items()})
 
 
 @pytest.mark.parametrize(("sql", "breaks"), TAMPERED.values(), ids=TAMPERED.keys())
@@ -99,7 +98,7 @@ async def test_the_one_pass_check_finds_what_the_row_by_row_walk_finds(tmp_path:
     async with await SqliteReader.open(db) as reader:
         heads = await reader.stream_heads()
         scan = await reader.scan_chains(heads)
-    got = verdicts_of(scan.walkers)
+    got = verdicts_of(scan.verdicts())
     assert got == walked_row_by_row(db, heads)
     assert any(not ok for ok, *_ in got.values()) == breaks
 

@@ -78,27 +78,44 @@ def _send(fd: int, value: object) -> None:
         data = pickle.dumps(value)
     except Exception:  # an error that does not pickle: its type and text
         data = pickle.dumps((False, RuntimeError(f"{type(value).__name__}: {value}")))
-    view = memoryview(_LENGTH.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
+    for part in (_LENGTH.pack(len(data)), data):
+        view = memoryview(part)
+        while view:
+            view = view[os.write(fd, view) :]
 
 
-def _receive(fd: int) -> object | None:
-    """One value `_send` wrote, or None at the end of the pipe (the child is gone)."""
+class _PipeFile:
+    """A pipe as `pickle.load` reads a file: each read returns the bytes asked for (a pipe hands over what it
+    holds), so the objects are made a frame (64 KB) at a time, never from the whole pickle held at once (read
+    whole and joined, it was held twice beside them)."""
 
-    def exactly(n: int) -> bytes | None:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def read(self, n: int) -> bytes:
         parts, left = [], n
-        while left:
-            part = os.read(fd, left)
-            if not part:
-                return None
+        while left > 0 and (part := os.read(self.fd, min(left, 1 << 20))):
             parts.append(part)
             left -= len(part)
         return b"".join(parts)
 
-    head = exactly(_LENGTH.size)
-    body = None if head is None else exactly(_LENGTH.unpack(head)[0])
-    return None if body is None else pickle.loads(body)
+    def readline(self) -> bytes:  # for pickle's text opcodes, which `pickle.dumps` (protocol 4) does not write
+        out = bytearray()
+        while not out.endswith(b"\n") and (byte := os.read(self.fd, 1)):
+            out += byte
+        return bytes(out)
+
+
+def _receive(fd: int) -> object | None:
+    """One value `_send` wrote, or None at the end of the pipe (the child is gone)."""
+    pipe = _PipeFile(fd)
+    if len(pipe.read(_LENGTH.size)) < _LENGTH.size:
+        return None
+    try:
+        value: object = pickle.load(pipe)
+    except (EOFError, pickle.UnpicklingError):  # cut short: the child died while writing
+        return None
+    return value
 
 
 class _Child:

@@ -145,58 +145,89 @@ def scan_rows(stream_id: str, rows: Iterable[ChainRow]) -> list[ScanRow]:
     return [(r.global_id, _bytes(r.event_id), stream_id, r.sequence, _bytes(r.data), r.prev_hash, r.hash) for r in rows]
 
 
-class ChainScan:
-    """Every stream's chain in one pass over the rows in global order, a `ChainWalker` per stream.
+_START = (0, "")  # a stream's state before its first row: the sequence and hash its first row links to
+_NEVER = object()  # equal to no column: a stream left to its `ChainWalker` never matches the inline check
+_WALKED = (0, _NEVER)
 
-    A row whose v2 hash links and recomputes from the bytes as fetched is checked inline (no per-row
-    object: this is all of a million-row check but the hashing); any other row goes through
-    `ChainWalker.feed`, which words what is wrong. A stream whose sequences do not rise with the ids is
-    named in `out_of_order` (its verdict must come from a walk in sequence order)."""
+
+class ChainScan:
+    """Every stream's chain in one pass over the rows in global order.
+
+    A row whose v2 hash links and recomputes from the bytes as fetched is checked inline, and of its stream
+    only (last sequence, last hash) is kept: one tuple, its hash the row's own string (no per-row object,
+    no per-stream walker: this is all of a million-row check but the fetch and the hashing). Any other
+    row hands its stream to a `ChainWalker`, which words what is wrong. A stream whose sequences do not
+    rise with the ids, or whose rows go past the head read before the scan (written meanwhile), is named
+    in `out_of_order`: its verdict must come from a walk in sequence order (`verify._walk_all` walks it
+    again alone)."""
 
     def __init__(self, heads: dict[str, tuple[int, str]]) -> None:
         self.heads = heads
+        # a stream's (last sequence, last hash) while every row of it checked inline; `_WALKED` once handed
+        # to its walker; a stream id that is not text (a tampered row's BLOB) is never kept here
+        self.lasts: dict[object, tuple[int, object]] = {}
         self.walkers: dict[str, ChainWalker] = {}
         self.out_of_order: set[str] = set()
         # what the store's engine finds wrong below the rows (SQLite's quick_check, an index that
         # disagrees with its table), each a line for a person; set by the backend that scans
         self.damage: list[str] = []
 
-    def _walker(self, stream_id: object) -> ChainWalker:
-        text = column_text(stream_id)
-        walker = self.walkers.get(text)
-        if walker is None:
-            walker = self.walkers[text] = ChainWalker(text, self.heads.get(text))
-        return walker
-
     def feed(self, rows: Iterable[ScanRow]) -> None:
-        walkers, sha256 = self.walkers, hashlib.sha256
+        lasts, sha256, prefix = self.lasts, hashlib.sha256, V2_PREFIX
         for gid, event_id, stream_id, seq, data, prev, digest in rows:
-            walker = walkers.get(stream_id) or self._walker(stream_id)
-            verdict = walker.verdict
+            last = lasts.get(stream_id)
+            if last is None:  # a new stream (an id that is not text: to its walker)
+                last = _START if type(stream_id) is str else _WALKED
             # `prev` equal to the last verified hash (or "" before the first) is ASCII text: it encodes
-            if (
-                type(seq) is int
-                and seq == walker.last_sequence + 1
-                and prev == walker.expected_prev
-                and verdict.problem is None
-            ):
+            if seq == last[0] + 1 and prev == last[1] and type(seq) is int:
                 try:
                     computed = sha256(b"v2" + event_id + seq.to_bytes(8, "little") + data + prev.encode()).hexdigest()
                 except (TypeError, OverflowError):  # a column that is not bytes, a sequence past 64 bits
                     computed = ""
-                if digest == V2_PREFIX + computed:  # what `ChainWalker.feed` does with a row that holds
-                    verdict.rows += 1
-                    verdict.verified += 1
-                    walker.last_sequence = seq
-                    walker.expected_prev = digest
-                    verdict.last = (seq, digest)
-                    if seq == walker.head_sequence:
-                        verdict.hash_at_head = digest
+                if digest == prefix + computed:  # what `ChainWalker.feed` does with a row that holds
+                    lasts[stream_id] = (seq, digest)
                     continue
-            if type(seq) is int and seq <= walker.last_sequence:
-                self.out_of_order.add(verdict.stream_id)
-            text = column_text
-            walker.feed(ChainRow(gid, text(event_id), seq, text(data), text(prev), text(digest)))
+            self._walk(gid, event_id, stream_id, seq, data, prev, digest)
+
+    def _walk(self, gid: Any, event_id: Any, stream_id: Any, seq: Any, data: Any, prev: Any, digest: Any) -> None:
+        """A row the inline check did not pass, through its stream's walker (made, at the state the inline
+        check left the stream in, on the stream's first such row)."""
+        text = column_text(stream_id)
+        walker = self.walkers.get(text)
+        if walker is None:
+            walker = self.walkers[text] = ChainWalker(text, self.heads.get(text))
+            last = self.lasts.get(text, _START)
+            if last[0]:  # the rows checked inline so far: 1..n, each verified
+                n, digest_n = last
+                assert isinstance(digest_n, str)
+                walker.last_sequence, walker.expected_prev = n, digest_n
+                walker.verdict.rows = walker.verdict.verified = n
+                walker.verdict.last = (n, digest_n)
+                if n == walker.head_sequence:
+                    walker.verdict.hash_at_head = digest_n
+                elif n > walker.head_sequence >= 0:  # the hash at the head, passed, was not kept: walk it again
+                    self.out_of_order.add(text)
+            self.lasts[text] = _WALKED
+        if type(seq) is int and seq <= walker.last_sequence:
+            self.out_of_order.add(text)
+        walker.feed(
+            ChainRow(gid, column_text(event_id), seq, column_text(data), column_text(prev), column_text(digest))
+        )
+
+    def verdicts(self) -> dict[str, StreamVerdict]:
+        """Every stream's verdict (before the heads' check): its walker's, or that of its rows all checked
+        inline (a stream whose rows went past the head read first is also named in `out_of_order`)."""
+        out = {s: w.verdict for s, w in self.walkers.items()}
+        for stream, (n, digest) in self.lasts.items():
+            if digest is _NEVER:
+                continue
+            assert isinstance(stream, str) and isinstance(digest, str)
+            head = self.heads.get(stream)
+            at_head = digest if head is not None and head[0] == n else None
+            if head is not None and n > head[0]:
+                self.out_of_order.add(stream)
+            out[stream] = StreamVerdict(stream, rows=n, verified=n, last=(n, digest), hash_at_head=at_head)
+        return out
 
 
 def walk_chain(stream_id: str, rows: Iterable[ChainRow], head: tuple[int, str] | None) -> StreamVerdict:

@@ -46,7 +46,7 @@ async def _walk_all(
     """Every stream's chain in one pass over the rows, a walker per stream. A stream whose rows do not
     come in ascending sequence (ids assigned out of order) is walked again alone, in sequence order."""
     scan = await reader.scan_chains(heads, thorough=thorough)
-    verdicts = {s: w.verdict for s, w in scan.walkers.items()}
+    verdicts = scan.verdicts()
     for s in scan.out_of_order:
         verdicts[s] = walk_chain(s, await reader.chain_rows(s), heads.get(s))
     for s in heads.keys() - verdicts.keys():

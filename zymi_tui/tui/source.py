@@ -163,6 +163,16 @@ def from_spans(stored: StoredEvent) -> bool:
     return stored.event.tag == "workflow_node_started" and isinstance(extra, dict) and extra.get("origin") == "otel"
 
 
+SPANS_PAGE = 500  # step starts read (and decoded) at a time by `store_from_spans`
+
+
 async def store_from_spans(reader: EventReader) -> bool:
-    """Whether any step of the store came from a foreign agent's spans (one read of the step starts)."""
-    return any(from_spans(se) for se in await reader.read_kinds(["workflow_node_started"]))
+    """Whether any step of the store came from a foreign agent's spans: the step starts read a page at a
+    time, until the first such step (a large store's step starts, decoded at once, weigh tens of MB)."""
+    after = 0
+    while page := await reader.read_kind_page("workflow_node_started", stream_id=None, after_global_id=after,
+                                              limit=SPANS_PAGE):  # fmt: skip
+        if any(map(from_spans, page)):
+            return True
+        after = page[-1].global_id
+    return False

@@ -15,7 +15,7 @@ from textual.worker import get_current_worker
 from zymi_tui.errors import UserError
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import RunSummary, list_runs, newest_runs, with_liveness
-from zymi_tui.events.store import EventReader, IndexRow, StoreError, run_of, step_of
+from zymi_tui.events.store import EventReader, IndexRow, StoreError, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.writers import store_writers
 from zymi_tui.tui.chain_freshness import store_stamp
@@ -49,10 +49,18 @@ FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then a
 # (the tests lower it to take this path on a small store).
 SPARSE_EVENTS = 5000
 PAGE_IDS = 500  # rows a worker reads (and decodes) at a time
+OWN_PROCESS_BYTES = 256 << 20  # a SQLite store this large (~220,000 events) is checked by a process of its own
 
 
 def sparse_threshold() -> int:
     return int(os.environ.get("ZYMI_TUI_SPARSE_EVENTS", SPARSE_EVENTS))
+
+
+def _file_bytes(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def id_pages(gids: list[int]) -> Iterable[list[int]]:
@@ -95,21 +103,46 @@ class DashboardLoaders(DashboardState):
 
         self.in_thread(job)
 
+    def checked_by_a_process(self) -> bool:
+        """Whether the store's hash chains are checked by a process of their own (`verify_process`: another
+        core, its own memory), from the first frame on: a SQLite store of OWN_PROCESS_BYTES or more. A smaller
+        one (or a Postgres store) is checked in a thread of the dashboard once every run is listed (starting
+        a process costs more than such a check: docs/performance-notes.md)."""
+        store = self.target.store
+        if not isinstance(store, SqliteStore):
+            return False
+        return _file_bytes(store.path) + _file_bytes(Path(f"{store.path}-wal")) >= OWN_PROCESS_BYTES
+
     @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
     def verify_chains(self) -> None:
+        """Every hash chain checked (see `checked_by_a_process`)."""
+        # the check's modules (and hashlib) load here, after the first frame
+        from zymi_tui.events.verify_process import ChainSummary, CheckProcess, summed_up
+
+        stamp = store_stamp(self.target.store, self.last_gid)  # before the first row is read
+        began = time.monotonic()
+        store = self.target.store
+        if isinstance(store, SqliteStore) and self.checked_by_a_process():
+            check = self.chain_check = CheckProcess(store.path)
+            try:
+                summary = check.result()
+            except StoreError as e:
+                if not get_current_worker().is_cancelled:
+                    self.post_message(StoreTrouble(str(e)))
+                return
+            finally:
+                check.stop()
+            self.post_message(ChainChecked(summary.broken, summary.streams, summary.damage, stamp,
+                                           time.monotonic() - began))  # fmt: skip
+            return
+
         async def job(reader: EventReader) -> None:
-            # the hash chains' module (and hashlib) load here, once every run is listed, not before the first frame
             from zymi_tui.events.verify import verify_store
 
-            stamp = store_stamp(self.target.store, self.last_gid)  # before the first row is read
-            began = time.monotonic()
             report = await verify_store(reader)
-            broken: dict[str, str] = {}
-            for v in report.verdicts:
-                if not v.ok:
-                    broken.setdefault(run_of(v.stream_id), f"{v.stream_id}: {v.problem}")
+            summary: ChainSummary = summed_up([(v.stream_id, v.problem) for v in report.verdicts], report.damage)
             took = time.monotonic() - began
-            self.post_message(ChainChecked(broken, len(report.verdicts), report.damage, stamp, took))
+            self.post_message(ChainChecked(summary.broken, summary.streams, summary.damage, stamp, took))
 
         self.in_thread(job)
 

@@ -50,7 +50,8 @@ class DashboardResults(DashboardSelection):
         if complete and not self.runs_seen:
             self.runs_seen = True
             runs_list.focus()  # start in the runs list (an early Hide during the first layout can move focus)
-            self.verify_chains()  # after the runs, so hashing the store does not delay drawing them
+            if not self.checked_by_a_process():  # (else the check started with the screen)
+                self.verify_chains()  # after the runs, so hashing the store in this process does not delay them
 
     def on_liveness_checked(self, msg: messages.LivenessChecked) -> None:
         if self.runs.summaries is msg.before:  # else the list was read again meanwhile, liveness with it

@@ -121,6 +121,8 @@ class MainScreen(DashboardLaunchers):
     async def on_unmount(self) -> None:
         """Stop the workers, then close the reader (its connection thread would keep the process alive)."""
         self.workers.cancel_node(self)
+        if self.chain_check is not None:
+            self.chain_check.stop()
         if self.reader is not None:
             reader, self.reader = self.reader, None
             await reader.close()
@@ -137,8 +139,11 @@ class MainScreen(DashboardLaunchers):
         except StoreError as e:
             self.post_message(StoreTrouble(str(e)))
             return
-        # the newest runs are drawn first, unless a run named on the command line is to be selected;
-        # the hash-chain check starts once every run is drawn (show_runs)
+        # the newest runs are drawn first, unless a run named on the command line is to be selected; a large
+        # SQLite store's hash chains are checked from now on, by a process of their own; others' once every
+        # run is drawn, in a thread of this process (show_runs)
+        if self.checked_by_a_process():
+            self.verify_chains()
         if first is None:
             self.reload_runs(newest_first=self.target.run is None)
         else:

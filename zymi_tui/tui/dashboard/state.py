@@ -4,6 +4,7 @@ helpers every part of the screen reads them with (the base of the dashboard's la
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from textual.timer import Timer
 
@@ -19,6 +20,9 @@ from zymi_tui.tui.state.plot import CallCollector
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.target import Target
 from zymi_tui.tui.widgets import EventsList, RunsList
+
+if TYPE_CHECKING:
+    from zymi_tui.events.verify_process import CheckProcess
 
 KIND_PRESETS: list[tuple[str, set[str] | None]] = [
     ("all kinds", None),
@@ -50,6 +54,7 @@ class DashboardState(ActionScreen):
         self.broken: dict[str, str] = {}
         self.verified: int | None = None
         self.chain_freshness = ChainFreshness()
+        self.chain_check: CheckProcess | None = None  # the last hash-chain check's process (ended on unmount)
         self.pipeline_steps: dict[str, tuple[object, str | None]] = {}
         self.plot_dirty = False
         # the selected run is being read (not Textual's `loading`, which would cover the screen with dots)
