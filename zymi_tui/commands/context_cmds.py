@@ -9,9 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-from rich.table import Table
-
 from zymi_tui.context.knobs import ContextKnobs, resolve_knobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
@@ -32,6 +29,7 @@ from zymi_tui.text_safety import escape_controls
 
 from .common import (
     EXIT_OK,
+    BlockWriter,
     CommandError,
     Progress,
     _stdout_is_terminal,
@@ -133,6 +131,9 @@ def _est_tokens(row: CallContext) -> int | None:
     return None if row.rendered is None else sum(e.tokens for e in row.rendered.entries)
 
 
+_JSON_LINE = json.JSONEncoder(ensure_ascii=False)  # json.dumps(obj, ensure_ascii=False), made once
+
+
 def row_json(row: CallContext, *, messages: bool, tokens: bool = True) -> dict[str, Any]:
     r = row.rendered
     obj: dict[str, Any] = {
@@ -183,20 +184,25 @@ async def _replay(args: argparse.Namespace) -> int:
         table = None if args.json else StreamedTable(REPLAY_COLUMNS, styled=_stdout_is_terminal())
         streams = await run_step_streams(reader, args)
         progress = Progress("replaying", total)
-        write = sys.stdout.write
-        async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
-            if totals.rows % 200 == 0:
-                progress.at(row.global_id)
-            refuse_guess(row, args.strict)
-            totals.add(row, args.tokens)
-            if table is None:
-                line = json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False)
-                write(raw_line(line) + "\n")
-            else:
-                if row.prefix_inferred and not totals.titled:
-                    totals.titled = True
-                    table.title(INFERRED_TITLE)
-                table.row(_cells(row, args.tokens))
+        # a terminal shows each line as it comes; a pipe or file takes them in blocks
+        with BlockWriter(size=0 if _stdout_is_terminal() else 1 << 16) as write:
+            if table is not None:
+                table.write = write
+            encode = _JSON_LINE.encode
+            async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
+                if totals.rows % 200 == 0:
+                    progress.at(row.global_id)
+                refuse_guess(row, args.strict)
+                totals.add(row, args.tokens)
+                if table is None:
+                    write(raw_line(encode(row_json(row, messages=args.messages, tokens=args.tokens))) + "\n")
+                else:
+                    if row.prefix_inferred and not totals.titled:
+                        totals.titled = True
+                        table.title(INFERRED_TITLE)
+                    table.row(_cells(row, args.tokens))
+        if table is not None:
+            table.write = sys.stdout.write
         progress.end()
         if not totals.rows and project is None:
             raise CommandError(
@@ -359,6 +365,8 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
         f"cached {t['recorded_cached_input_tokens_sum']} (written {t['recorded_cache_creation_tokens_sum']}); "
         f"{t['cache_breaks']} call(s) break the cached prefix of the call before"
     )
+    from rich.markup import escape  # 18 ms of imports `replay --json` does without
+
     out.print(f"knobs: {escape(str(totals['knobs']))}" + (f"  [yellow]{SAME_TRAJECTORY}[/]" if knobs else ""))
     if totals["prefix_inferred"]:
         out.print(f"[yellow]Layer A inferred[/] (no project): {PREFIX_BASIS}; every size above is an estimate")
@@ -410,6 +418,8 @@ async def _context(args: argparse.Namespace) -> int:
     recorded = knobs_line({row.knobs_source}, {r.knobs.describe()}, project)[0]
     out.print(f"knobs: {r.knobs.describe() if row.whatif else recorded}" + (
         f"  [yellow]{SAME_TRAJECTORY}[/]" if row.whatif else ""))  # fmt: skip
+    from rich.table import Table
+
     t = Table(box=None, header_style="bold", pad_edge=False)
     if r.prefix_inferred:
         t.title = (
