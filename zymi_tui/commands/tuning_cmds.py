@@ -20,8 +20,8 @@ from rich.table import Table
 from zymi_tui.context.knobs import ContextKnobs, make_knobs, resolve_knobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
-from zymi_tui.events.replay_view import ReplayEvent, replay_event
-from zymi_tui.events.store import EventReader, run_of
+from zymi_tui.events.replay_view import ReplayEvent
+from zymi_tui.events.store import EventReader
 from zymi_tui.project.locate import Located
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import CallContext
@@ -36,7 +36,7 @@ from zymi_tui.replay.compare_report import to_csv, to_json_text, to_markdown
 from zymi_tui.replay.costs import PriceTable, load_prices
 from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
-from zymi_tui.replay.store_replay import recorded_knobs, replay_many, replay_store
+from zymi_tui.replay.store_replay import recorded_knobs, replay_events, replay_many, replay_store
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
 from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS, compare_store
 
@@ -355,12 +355,12 @@ def cmd_find(args: argparse.Namespace) -> int:
             assert stream is not None
             # the run and its steps decoded once, for the replay and for the stream's own events (read
             # twice, a long run's find decoded every event twice: 12x the bare scan on long_100k)
-            run = await reader.read_stream(run_of(stream), include_steps=True)
-            events = sorted((se for se in run if se.event.stream_id == stream), key=lambda se: se.event.sequence)
+            run = [se async for se in replay_events(reader, [stream])]
+            events = sorted((se for se in run if se.stream_id == stream), key=lambda se: se.sequence)
 
-            async def decoded() -> AsyncGenerator[ReplayEvent, None]:  # as `replay_events(reader, [stream])` gives them
+            async def decoded() -> AsyncGenerator[ReplayEvent, None]:
                 for se in run:
-                    yield replay_event(se)
+                    yield se
 
             replayed = replay_many(reader, project=project, knobs=[knobs], streams=[stream], events=decoded())
             calls = [c async for _, c in replayed]
