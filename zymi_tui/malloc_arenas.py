@@ -30,9 +30,8 @@ def keep_freed_blocks(size: int = 32 << 20) -> bool:
     A whole-store listing allocates and frees a few blocks of some MB per page (a page's text, its
     encoded lines). glibc maps a block that large on its own and unmaps it when freed (or trims the
     heap's top once it exceeds twice the largest block freed so far), so every page's blocks were
-    faulted in anew: `events --all --raw` on a 100k-event store took 78,000 page faults and 0.13-0.25 s
-    of system time; with the blocks kept, 8,000 and 0.06 s, for 1-2 MB more peak RSS (the freed blocks
-    are reused, not added to). Fixing both thresholds also stops glibc's raising them as it goes."""
+    faulted in anew (docs/performance-notes.md). Kept, the freed blocks are reused, not added to.
+    Fixing both thresholds also stops glibc's raising them as it goes."""
     mallopt = _mallopt()
     return mallopt is not None and bool(mallopt(M_MMAP_THRESHOLD, size)) and bool(mallopt(M_TRIM_THRESHOLD, 2 * size))
 

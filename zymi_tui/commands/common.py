@@ -98,9 +98,8 @@ def raw_line(text: str) -> str:
 
 class BlockWriter:
     """Lines for a pipe or file gathered into blocks of about `size` characters: one `write` call per
-    block, not per line (a replay writes one line per call; 13,200 calls of a 100k-event store were
-    13,200 calls into the text layer). Use it as a context manager: what is left is written on the way
-    out, an error's included."""
+    block, not per line (a replay writes one line per LLM call). Use it as a context manager: what is
+    left is written on the way out, an error's included."""
 
     def __init__(self, write: Callable[[str], object] | None = None, size: int = 1 << 16) -> None:
         self._write = write or sys.stdout.write

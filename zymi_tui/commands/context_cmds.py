@@ -365,7 +365,7 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
         f"cached {t['recorded_cached_input_tokens_sum']} (written {t['recorded_cache_creation_tokens_sum']}); "
         f"{t['cache_breaks']} call(s) break the cached prefix of the call before"
     )
-    from rich.markup import escape  # 18 ms of imports `replay --json` does without
+    from rich.markup import escape  # imports `replay --json` does without
 
     out.print(f"knobs: {escape(str(totals['knobs']))}" + (f"  [yellow]{SAME_TRAJECTORY}[/]" if knobs else ""))
     if totals["prefix_inferred"]:

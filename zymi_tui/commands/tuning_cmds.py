@@ -353,8 +353,8 @@ def cmd_find(args: argparse.Namespace) -> int:
         try:
             stream = await resolve_step_stream(reader, args)
             assert stream is not None
-            # the run and its steps decoded once, for the replay and for the stream's own events (read
-            # twice, a long run's find decoded every event twice: 12x the bare scan on long_100k)
+            # the run and its steps decoded once, for the replay and for the stream's own events (the
+            # stream read on its own too, a long run's every event was decoded twice)
             run = [se async for se in replay_events(reader, [stream])]
             events = sorted((se for se in run if se.stream_id == stream), key=lambda se: se.sequence)
 
@@ -380,7 +380,7 @@ def cmd_find(args: argparse.Namespace) -> int:
     lines = [
         f"seq {p.sequence:>5}  [{style.get(p.status, 'bright_black')}]{p.status:<9}[/] {escape(p.why)}" for p in found
     ]
-    for at in range(0, len(lines), 1000):  # rich's cost is per call: a line per call was a third of a long find
+    for at in range(0, len(lines), 1000):  # rich's cost is per call (performance-notes)
         out.print("\n".join(lines[at : at + 1000]))
     return EXIT_OK
 
