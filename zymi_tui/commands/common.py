@@ -13,7 +13,7 @@ import functools
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
 from zymi_tui import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported: the commands take it from here
@@ -94,36 +94,6 @@ def raw_line(text: str) -> str:
     """`--raw`/`--json` lines: byte-exact into a pipe or file, controls escaped (line breaks kept)
     when they go to a terminal."""
     return escape_controls(text, keep="\n") if _stdout_is_terminal() else text
-
-
-class BlockWriter:
-    """Lines for a pipe or file gathered into blocks of about `size` characters: one `write` call per
-    block, not per line (a replay writes one line per LLM call). Use it as a context manager: what is
-    left is written on the way out, an error's included."""
-
-    def __init__(self, write: Callable[[str], object] | None = None, size: int = 1 << 16) -> None:
-        self._write = write or sys.stdout.write
-        self._parts: list[str] = []
-        self._held = 0
-        self._size = size
-
-    def __call__(self, text: str) -> None:
-        self._parts.append(text)
-        self._held += len(text)
-        if self._held >= self._size:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._parts:
-            self._write("".join(self._parts))
-            self._parts.clear()
-            self._held = 0
-
-    def __enter__(self) -> BlockWriter:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.flush()
 
 
 PROGRESS_FROM = 20_000  # events: a store this large shows its progress (when stderr is a terminal)

@@ -29,7 +29,6 @@ from zymi_tui.text_safety import escape_controls
 
 from .common import (
     EXIT_OK,
-    BlockWriter,
     CommandError,
     Progress,
     _stdout_is_terminal,
@@ -184,25 +183,19 @@ async def _replay(args: argparse.Namespace) -> int:
         table = None if args.json else StreamedTable(REPLAY_COLUMNS, styled=_stdout_is_terminal())
         streams = await run_step_streams(reader, args)
         progress = Progress("replaying", total)
-        # a terminal shows each line as it comes; a pipe or file takes them in blocks
-        with BlockWriter(size=0 if _stdout_is_terminal() else 1 << 16) as write:
-            if table is not None:
-                table.write = write
-            encode = _JSON_LINE.encode
-            async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
-                if totals.rows % 200 == 0:
-                    progress.at(row.global_id)
-                refuse_guess(row, args.strict)
-                totals.add(row, args.tokens)
-                if table is None:
-                    write(raw_line(encode(row_json(row, messages=args.messages, tokens=args.tokens))) + "\n")
-                else:
-                    if row.prefix_inferred and not totals.titled:
-                        totals.titled = True
-                        table.title(INFERRED_TITLE)
-                    table.row(_cells(row, args.tokens))
-        if table is not None:
-            table.write = sys.stdout.write
+        write, encode = sys.stdout.write, _JSON_LINE.encode  # a line at a time: out as soon as it is made
+        async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
+            if totals.rows % 200 == 0:
+                progress.at(row.global_id)
+            refuse_guess(row, args.strict)
+            totals.add(row, args.tokens)
+            if table is None:
+                write(raw_line(encode(row_json(row, messages=args.messages, tokens=args.tokens))) + "\n")
+            else:
+                if row.prefix_inferred and not totals.titled:
+                    totals.titled = True
+                    table.title(INFERRED_TITLE)
+                table.row(_cells(row, args.tokens))
         progress.end()
         if not totals.rows and project is None:
             raise CommandError(
