@@ -7,7 +7,7 @@ import asyncio
 import copy
 import heapq
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,7 @@ from zymi_tui.events.kinds import (
     WorkflowNodeStarted,
 )
 from zymi_tui.events.replay_view import ReplayEvent, decode_replay_row
-from zymi_tui.events.store import STEP_MARK, EventReader, RowPage, run_of
+from zymi_tui.events.store import STEP_MARK, EventReader, RawRow, RowPage, run_of
 from zymi_tui.events.stored import BadRow
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import (
@@ -43,53 +43,51 @@ async def replay_events(
     kinds the context depends on across the store (decoded as `replay_view` reads them); `kinds`:
     only some of those kinds are needed (the other kinds may come too, with `streams`); `after`:
     from the global id after it (without `streams`)."""
-    # page by page per source, merged in global order: without `streams`, each kind the context depends
-    # on across the store (decoding is most of a replay's cost; the other kinds are half of a typical
-    # store); with them, every row of each run and its steps (paged, not the runs read whole: flat
-    # memory, and their rows never made into whole events). Each source's next page is read (on the
-    # reader's thread or connection) while this one is decoded and replayed
-    sources: dict[str, tuple[str | None, str | None]] = {
-        run: (run, None) for run in sorted({run_of(s) for s in streams or ()})
-    }
-    sources = sources or {tag: (None, tag) for tag in kinds}
-    after = 0 if streams else after
+    if streams:
+        # each run and its steps in one read (paged, SQLite sorts the run's remaining rows again for
+        # every page), as rows: decoded a page at a time as the replay goes, never made whole events
+        runs = [(await reader.read_rows(0, -1, stream_id=r)).rows for r in sorted({run_of(s) for s in streams})]
+        rows = runs[0] if len(runs) == 1 else list(heapq.merge(*runs))  # in global order (ids are unique)
+        for at in range(0, len(rows), PAGE):
+            for se in _decoded(reader, None, rows[at : at + PAGE]):
+                yield se
+        return
+    # only the kinds the context depends on, page by page per kind, merged in global order
+    # (decoding is most of a replay's cost; the other kinds are half of a typical store); each kind's
+    # next page is read (on the reader's thread or connection) while this one is decoded and replayed
     buffers: dict[str, deque[ReplayEvent]] = {}
     ahead: dict[str, asyncio.Future[RowPage]] = {}
 
-    def read(key: str, cursor: int) -> Awaitable[RowPage]:
-        run, tag = sources[key]
-        return reader.read_rows(cursor, PAGE, stream_id=run, tag=tag)
-
-    async def take(key: str, page: RowPage) -> deque[ReplayEvent]:
+    async def take(tag: str, page: RowPage) -> deque[ReplayEvent]:
         if page.rows_scanned == PAGE:
-            ahead[key] = asyncio.ensure_future(read(key, page.last_global_id))
+            ahead[tag] = asyncio.ensure_future(reader.read_rows(page.last_global_id, PAGE, tag=tag))
             await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
-        return _decoded(reader, sources[key][1], page)
+        return _decoded(reader, tag, page.rows)
 
     try:
-        for key in sources:
-            buffers[key] = await take(key, await read(key, after))
-        heap = [(buf[0].global_id, key) for key, buf in buffers.items() if buf]
+        for tag in kinds:
+            buffers[tag] = await take(tag, await reader.read_rows(after, PAGE, tag=tag))
+        heap = [(buf[0].global_id, tag) for tag, buf in buffers.items() if buf]
         heapq.heapify(heap)
         while heap:
-            _, key = heapq.heappop(heap)
-            buf = buffers[key]
+            _, tag = heapq.heappop(heap)
+            buf = buffers[tag]
             yield buf.popleft()
-            if not buf and key in ahead:
-                buf = buffers[key] = await take(key, await ahead.pop(key))
+            if not buf and tag in ahead:
+                buf = buffers[tag] = await take(tag, await ahead.pop(tag))
             if buf:
-                heapq.heappush(heap, (buf[0].global_id, key))
+                heapq.heappush(heap, (buf[0].global_id, tag))
     finally:
         for future in ahead.values():
             future.cancel()
 
 
-def _decoded(reader: EventReader, tag: str | None, page: RowPage) -> deque[ReplayEvent]:
+def _decoded(reader: EventReader, tag: str | None, rows: Sequence[RawRow]) -> deque[ReplayEvent]:
     """One page of one kind's rows (tag None: of any kinds, each read as `decode_event` reads it),
     decoded (an unreadable row is reported in `reader.problems` and skipped)."""
     type_name = None if tag is None else TYPE_BY_TAG[tag]
     out: deque[ReplayEvent] = deque()
-    for gid, stream_id, seq, data in page.rows:
+    for gid, stream_id, seq, data in rows:
         try:
             out.append(decode_replay_row(type_name or type_name_at(data), gid, seq, data))
         except EventDecodeError as e:
