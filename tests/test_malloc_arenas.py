@@ -46,3 +46,30 @@ def heaps(mode: str) -> int:
 def test_capped_threads_share_two_heaps() -> None:
     assert heaps("free") > 2  # the check can fail: uncapped, the threads got heaps of their own
     assert heaps("cap") <= 2
+
+
+# blocks of a few MB, each a little larger than the last (as a listing's pages are): the kernel's count
+# of page faults (minor: a page first touched) after they were allocated, filled and freed one by one
+FAULTS = """
+import resource, sys
+from zymi_tui.malloc_arenas import keep_freed_blocks
+if sys.argv[1] == "keep":
+    assert keep_freed_blocks()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for i in range(40):
+    block = bytearray(b"x" * ((2 << 20) + i * 65536))
+    del block
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+def faults(mode: str) -> int:
+    out = subprocess.run([sys.executable, "-c", FAULTS, mode], check=True, capture_output=True, text=True)
+    return int(out.stdout)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_kept_blocks_are_not_faulted_in_anew() -> None:
+    pages = 40 * (2 << 20) // 4096
+    assert faults("free") > pages  # the check can fail: each block mapped, touched and unmapped anew
+    assert faults("keep") < pages / 4

@@ -11,19 +11,38 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from typing import Any
 
-M_ARENA_MAX = -8  # mallopt's parameter (glibc malloc.h)
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # mallopt's parameters (glibc malloc.h)
 ARENAS = 2  # the main thread's and one for every other thread: the threads mostly wait on the GIL anyway
 
 
 def cap_malloc_arenas(arenas: int = ARENAS) -> bool:
     """Cap glibc's malloc arenas for the threads started from now on; True if it was done (False on a
     libc that is not glibc, where nothing changes). Call it before the first thread starts."""
+    mallopt = _mallopt()
+    return mallopt is not None and bool(mallopt(M_ARENA_MAX, arenas))
+
+
+def keep_freed_blocks(size: int = 32 << 20) -> bool:
+    """Keep freed blocks of up to `size` bytes in the heap for the next ones (True if it was done).
+
+    A whole-store listing allocates and frees a few blocks of some MB per page (a page's text, its
+    encoded lines). glibc maps a block that large on its own and unmaps it when freed (or trims the
+    heap's top once it exceeds twice the largest block freed so far), so every page's blocks were
+    faulted in anew (docs/performance-notes.md). Kept, the freed blocks are reused, not added to.
+    Fixing both thresholds also stops glibc's raising them as it goes."""
+    mallopt = _mallopt()
+    return mallopt is not None and bool(mallopt(M_MMAP_THRESHOLD, size)) and bool(mallopt(M_TRIM_THRESHOLD, 2 * size))
+
+
+def _mallopt() -> Any:
+    """glibc's `mallopt`, or None on another libc (musl has none; other systems are not glibc)."""
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
         mallopt = ctypes.CDLL(None).mallopt  # the process's own symbols: no `find_library` (it runs ldconfig)
     except (OSError, AttributeError):  # musl has no mallopt
-        return False
+        return None
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(M_ARENA_MAX, arenas))
+    return mallopt

@@ -9,9 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-from rich.table import Table
-
 from zymi_tui.context.knobs import ContextKnobs, resolve_knobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
@@ -133,6 +130,9 @@ def _est_tokens(row: CallContext) -> int | None:
     return None if row.rendered is None else sum(e.tokens for e in row.rendered.entries)
 
 
+_JSON_LINE = json.JSONEncoder(ensure_ascii=False)  # json.dumps(obj, ensure_ascii=False), made once
+
+
 def row_json(row: CallContext, *, messages: bool, tokens: bool = True) -> dict[str, Any]:
     r = row.rendered
     obj: dict[str, Any] = {
@@ -183,15 +183,14 @@ async def _replay(args: argparse.Namespace) -> int:
         table = None if args.json else StreamedTable(REPLAY_COLUMNS, styled=_stdout_is_terminal())
         streams = await run_step_streams(reader, args)
         progress = Progress("replaying", total)
-        write = sys.stdout.write
+        write, encode = sys.stdout.write, _JSON_LINE.encode  # a line at a time: out as soon as it is made
         async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
             if totals.rows % 200 == 0:
                 progress.at(row.global_id)
             refuse_guess(row, args.strict)
             totals.add(row, args.tokens)
             if table is None:
-                line = json.dumps(row_json(row, messages=args.messages, tokens=args.tokens), ensure_ascii=False)
-                write(raw_line(line) + "\n")
+                write(raw_line(encode(row_json(row, messages=args.messages, tokens=args.tokens))) + "\n")
             else:
                 if row.prefix_inferred and not totals.titled:
                     totals.titled = True
@@ -359,6 +358,8 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
         f"cached {t['recorded_cached_input_tokens_sum']} (written {t['recorded_cache_creation_tokens_sum']}); "
         f"{t['cache_breaks']} call(s) break the cached prefix of the call before"
     )
+    from rich.markup import escape  # imports `replay --json` does without
+
     out.print(f"knobs: {escape(str(totals['knobs']))}" + (f"  [yellow]{SAME_TRAJECTORY}[/]" if knobs else ""))
     if totals["prefix_inferred"]:
         out.print(f"[yellow]Layer A inferred[/] (no project): {PREFIX_BASIS}; every size above is an estimate")
@@ -410,6 +411,8 @@ async def _context(args: argparse.Namespace) -> int:
     recorded = knobs_line({row.knobs_source}, {r.knobs.describe()}, project)[0]
     out.print(f"knobs: {r.knobs.describe() if row.whatif else recorded}" + (
         f"  [yellow]{SAME_TRAJECTORY}[/]" if row.whatif else ""))  # fmt: skip
+    from rich.table import Table
+
     t = Table(box=None, header_style="bold", pad_edge=False)
     if r.prefix_inferred:
         t.title = (

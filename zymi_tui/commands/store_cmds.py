@@ -14,6 +14,7 @@ from zymi_tui.events.row_envelope import LeanError, checked_stream_id, with_sequ
 from zymi_tui.events.store import EventReader, RawRow, step_of
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.tail import tail
+from zymi_tui.malloc_arenas import keep_freed_blocks
 
 from . import common
 from .common import (
@@ -63,6 +64,8 @@ def _print_human(se: StoredEvent, run_stream: str | None) -> None:
 
 
 async def _events(args: argparse.Namespace) -> int:
+    if args.raw:
+        keep_freed_blocks()  # a page's text and lines are MBs: reused, not faulted in anew for each page
     reader = await open_reader(located(args).store)
     try:
         tag = _kind_tag(args.kind) if args.kind else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from rich.table import Table
 from zymi_tui.context.knobs import ContextKnobs, make_knobs, resolve_knobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.locate import Located
 from zymi_tui.project.reader import read_project
@@ -35,7 +36,7 @@ from zymi_tui.replay.compare_report import to_csv, to_json_text, to_markdown
 from zymi_tui.replay.costs import PriceTable, load_prices
 from zymi_tui.replay.presence import presence
 from zymi_tui.replay.rent import observation_rent
-from zymi_tui.replay.store_replay import recorded_knobs, replay_store
+from zymi_tui.replay.store_replay import recorded_knobs, replay_events, replay_many, replay_store
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
 from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS, compare_store
 
@@ -352,8 +353,17 @@ def cmd_find(args: argparse.Namespace) -> int:
         try:
             stream = await resolve_step_stream(reader, args)
             assert stream is not None
-            events = await reader.read_stream(stream)
-            calls = [c async for c in replay_store(reader, project=project, knobs=knobs, streams=[stream])]
+            # the run and its steps decoded once, for the replay and for the stream's own events (the
+            # stream read on its own too, a long run's every event was decoded twice)
+            run = [se async for se in replay_events(reader, [stream])]
+            events = sorted((se for se in run if se.stream_id == stream), key=lambda se: se.sequence)
+
+            async def decoded() -> AsyncGenerator[ReplayEvent, None]:
+                for se in run:
+                    yield se
+
+            replayed = replay_many(reader, project=project, knobs=[knobs], streams=[stream], events=decoded())
+            calls = [c async for _, c in replayed]
             return knobs, base, presence(calls, events, args.text, knob_dict(knobs))
         finally:
             await close_reader(reader)
@@ -367,9 +377,11 @@ def cmd_find(args: argparse.Namespace) -> int:
     if what_if:
         out.print(f"[yellow]⚠ {escape(CAVEAT)}[/]  ({escape(knobs.describe())})")
     style = {"full": "green", "masked": "yellow", "compacted": "magenta", "forgotten": "red", "absent": "red"}
-    for p in found:
-        s = style.get(p.status, "bright_black")
-        out.print(f"seq {p.sequence:>5}  [{s}]{p.status:<9}[/] {escape(p.why)}")
+    lines = [
+        f"seq {p.sequence:>5}  [{style.get(p.status, 'bright_black')}]{p.status:<9}[/] {escape(p.why)}" for p in found
+    ]
+    for at in range(0, len(lines), 1000):  # rich's cost is per call (performance-notes)
+        out.print("\n".join(lines[at : at + 1000]))
     return EXIT_OK
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.kinds import ContextCompacted, LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import AssistantMessage, MessageModel, message_text
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.replay.call_context import CallContext
 
@@ -40,12 +41,15 @@ def message_haystack(message: MessageModel) -> str:
     return text
 
 
-def occurrences(events: Iterable[StoredEvent], needle: str) -> tuple[list[Occurrence], list[tuple[int, int, int]]]:
+def occurrences(
+    events: Iterable[StoredEvent | ReplayEvent], needle: str
+) -> tuple[list[Occurrence], list[tuple[int, int, int]]]:
     """The string's places in the stream, and the recorded compactions as (event seq, start, end)."""
     found: list[Occurrence] = []
     compactions: list[tuple[int, int, int]] = []
     for se in events:
-        kind, seq = se.event.kind, se.event.sequence
+        ev = se.event if isinstance(se, StoredEvent) else se  # a replay's view has the kinds read here
+        kind, seq = ev.kind, ev.sequence
         if isinstance(kind, ToolCallCompleted) and needle in (kind.result or kind.result_preview):
             found.append(Occurrence(seq, "tool result"))
         elif isinstance(kind, LlmCallCompleted) and kind.response_message is not None:
@@ -102,7 +106,7 @@ def _classify(
 
 def presence(
     calls: Iterable[CallContext],
-    events: Sequence[StoredEvent],
+    events: Sequence[StoredEvent | ReplayEvent],
     needle: str,
     knobs: dict[str, int | None],
 ) -> list[Presence]:

@@ -16,11 +16,12 @@ from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.layer_c import Converted
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.events.envelope import EventDecodeError
+from zymi_tui.events.kind_json import type_name_at
 from zymi_tui.events.kinds import (
     WorkflowNodeStarted,
 )
-from zymi_tui.events.replay_view import ReplayEvent, decode_replay_row, replay_event
-from zymi_tui.events.store import STEP_MARK, EventReader, RowPage, run_of
+from zymi_tui.events.replay_view import ReplayEvent, decode_replay_row
+from zymi_tui.events.store import STEP_MARK, EventReader, RawRow, RowPage, run_of
 from zymi_tui.events.stored import BadRow
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import (
@@ -43,11 +44,13 @@ async def replay_events(
     only some of those kinds are needed (the other kinds may come too, with `streams`); `after`:
     from the global id after it (without `streams`)."""
     if streams:
-        runs = sorted({run_of(s) for s in streams})
-        batches = [await reader.read_stream(r, include_steps=True) for r in runs]
-        merged = sorted((se for batch in batches for se in batch), key=lambda se: se.global_id)
-        for se in merged:
-            yield replay_event(se)
+        # each run and its steps in one read (paged, SQLite sorts the run's remaining rows again for
+        # every page), as rows: decoded a page at a time as the replay goes, never made whole events
+        runs = [(await reader.read_rows(0, -1, stream_id=r)).rows for r in sorted({run_of(s) for s in streams})]
+        rows = runs[0] if len(runs) == 1 else list(heapq.merge(*runs))  # in global order (ids are unique)
+        for at in range(0, len(rows), PAGE):
+            for se in _decoded(reader, None, rows[at : at + PAGE]):
+                yield se
         return
     # only the kinds the context depends on, page by page per kind, merged in global order
     # (decoding is most of a replay's cost; the other kinds are half of a typical store); each kind's
@@ -59,7 +62,7 @@ async def replay_events(
         if page.rows_scanned == PAGE:
             ahead[tag] = asyncio.ensure_future(reader.read_rows(page.last_global_id, PAGE, tag=tag))
             await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
-        return _decoded(reader, tag, page)
+        return _decoded(reader, tag, page.rows)
 
     try:
         for tag in kinds:
@@ -79,14 +82,14 @@ async def replay_events(
             future.cancel()
 
 
-def _decoded(reader: EventReader, tag: str, page: RowPage) -> deque[ReplayEvent]:
-    """One page of one kind's rows, decoded (an unreadable row is reported in `reader.problems` and
-    skipped)."""
-    type_name = TYPE_BY_TAG[tag]
+def _decoded(reader: EventReader, tag: str | None, rows: Sequence[RawRow]) -> deque[ReplayEvent]:
+    """One page of one kind's rows (tag None: of any kinds, each read as `decode_event` reads it),
+    decoded (an unreadable row is reported in `reader.problems` and skipped)."""
+    type_name = None if tag is None else TYPE_BY_TAG[tag]
     out: deque[ReplayEvent] = deque()
-    for gid, stream_id, seq, data in page.rows:
+    for gid, stream_id, seq, data in rows:
         try:
-            out.append(decode_replay_row(type_name, gid, seq, data))
+            out.append(decode_replay_row(type_name or type_name_at(data), gid, seq, data))
         except EventDecodeError as e:
             reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
     return out
