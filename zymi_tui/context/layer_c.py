@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import bisect
 import copy
-from dataclasses import dataclass
+import zlib
+from array import array
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -21,42 +22,75 @@ from zymi_tui.events.kinds import LlmCallCompleted, ToolCallCompleted, UserMessa
 from zymi_tui.events.messages import (
     AssistantMessage,
     MessageModel,
-    ToolCallInfo,
     ToolResultMessage,
 )
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
 
 ASSISTANT, TOOL, OTHER = 0, 1, 2
+HOT_ITEMS = 1024  # a builder's latest items, kept as they came (older tool results are packed: Item.pack)
+PACK_MIN_BYTES = 256  # a shorter tool result is kept as it is (packing would save little)
 
 
-@dataclass(slots=True)
 class Item:
-    """A step-stream event that becomes a Layer C message (converted once)."""
+    """A step-stream event that becomes a Layer C message (converted once).
 
-    seq: int
-    ts: int
-    message: MessageModel
-    bytes: int
-    kind: int
-    note: str | None = None  # a summary's or a simulated message's reason
-    simulated: bool = False
-    masked_for: int = -1  # id() of the turn head its masked form was made for (0: an assistant)
-    masked_text: str | None = None  # the masked content (None: unchanged)
-    masked_bytes: int = 0
-    masked: MessageModel | None = None  # the masked message, made when first shown
-    calls: dict[str, ToolCallInfo] | None = None  # an assistant's tool calls by id
+    A tool result's text is kept zlib-packed once it is `HOT_ITEMS` items old in its builder (`pack`):
+    a long run's results are most of what a builder holds, and an old one is shown masked (a placeholder
+    made from its turn's call) by every build under the usual knobs; `message` unpacks it, byte for byte,
+    for the rare build that still shows it in full (a larger window, a forget's dropped list)."""
+
+    __slots__ = (
+        "_message", "_packed", "bytes", "kind", "masked", "masked_bytes", "masked_for", "masked_text", "note", "seq",
+        "simulated", "ts",
+    )  # fmt: skip
+
+    def __init__(
+        self, seq: int, ts: int, message: MessageModel, nbytes: int, kind: int, note: str | None = None
+    ) -> None:
+        self.seq = seq
+        self.ts = ts
+        self._message: MessageModel | None = message
+        self._packed: tuple[str, bytes] | None = None  # a packed tool result: (tool_call_id, zlib of its text)
+        self.bytes = nbytes
+        self.kind = kind
+        self.note = note  # a summary's or a simulated message's reason
+        self.simulated = False
+        self.masked_for = -1  # id() of the turn head its masked form was made for (0: an assistant)
+        self.masked_text: str | None = None  # the masked content (None: unchanged)
+        self.masked_bytes = 0
+        self.masked: MessageModel | None = None  # the masked message, made when first shown
+
+    def __repr__(self) -> str:
+        return f"Item(seq={self.seq}, kind={self.kind}, bytes={self.bytes}, note={self.note!r})"
+
+    @property
+    def message(self) -> MessageModel:
+        m = self._message
+        if m is None:
+            assert self._packed is not None
+            call_id, data = self._packed
+            return ToolResultMessage(tool_call_id=call_id, content=zlib.decompress(data).decode())
+        return m
+
+    def pack(self) -> None:
+        """Keep a tool result's text zlib-packed (its masked form, if made, is kept as it is)."""
+        m = self._message
+        if isinstance(m, ToolResultMessage) and self.bytes >= PACK_MIN_BYTES and not self.simulated:
+            self._packed = (m.tool_call_id, zlib.compress(m.content.encode(), 1))
+            self._message = None
 
     def masked_message(self) -> MessageModel:
         if self.masked is None:
-            m = self.message
             if self.masked_text is None:
-                self.masked = m
-            elif isinstance(m, AssistantMessage):
-                self.masked = AssistantMessage(content=self.masked_text, tool_calls=m.tool_calls)
+                self.masked = self.message
             else:
-                assert isinstance(m, ToolResultMessage)
-                self.masked = ToolResultMessage(tool_call_id=m.tool_call_id, content=self.masked_text)
+                m = self._message
+                if isinstance(m, AssistantMessage):
+                    self.masked = AssistantMessage(content=self.masked_text, tool_calls=m.tool_calls)
+                else:
+                    call_id = m.tool_call_id if isinstance(m, ToolResultMessage) else self._packed[0]  # type: ignore[index]
+                    self.masked = ToolResultMessage(tool_call_id=call_id, content=self.masked_text)
         return self.masked
 
 
@@ -75,10 +109,11 @@ class Tail:
 
     def __init__(self) -> None:
         self.items: list[Item] = []
-        self.turn_starts: list[int] = []
-        self.turn_ends: list[int] = []
-        self.cum_full: list[int] = [0]
-        self.cum_masked: list[int] = [0]
+        # machine integers (8 bytes each, not a list of int objects): a long run has hundreds of thousands
+        self.turn_starts = array("q")
+        self.turn_ends = array("q")
+        self.cum_full = array("q", [0])
+        self.cum_masked = array("q", [0])
         self.head: Item | None = None  # the assistant of the open turn
         self.summaries = 0  # `[compacted history]` messages among the items
         self.hidden_by_fresh = 0  # stored items older than the fresh cutoff
@@ -108,11 +143,10 @@ class Tail:
             self.turn_ends[-1] = n + 1
             if raw.masked_for != id(self.head):
                 head = self.head
-                if head.calls is None:
-                    head.calls = {c.id: c for c in head.message.tool_calls}  # type: ignore[union-attr]
                 msg = raw.message
-                assert isinstance(msg, ToolResultMessage)
-                raw.masked_text = placeholder(head.calls.get(msg.tool_call_id), msg.content, raw.bytes)
+                assert isinstance(msg, ToolResultMessage) and isinstance(head.message, AssistantMessage)
+                call = next((c for c in head.message.tool_calls if c.id == msg.tool_call_id), None)
+                raw.masked_text = placeholder(call, msg.content, raw.bytes)
                 raw.masked_bytes = len(raw.masked_text.encode())
                 raw.masked, raw.masked_for = None, id(head)
             masked_bytes = raw.masked_bytes
@@ -138,12 +172,12 @@ class Tail:
         off = len(self.items) - start
         full, masked = self.cum_full[-1] - base.cum_full[start], self.cum_masked[-1] - base.cum_masked[start]
         self.items += items[start:end]
-        self.cum_full += [v + full for v in base.cum_full[start + 1 : end + 1]]
-        self.cum_masked += [v + masked for v in base.cum_masked[start + 1 : end + 1]]
+        self.cum_full.extend(v + full for v in base.cum_full[start + 1 : end + 1])
+        self.cum_masked.extend(v + masked for v in base.cum_masked[start + 1 : end + 1])
         lo = bisect.bisect_left(base.turn_starts, start)
         hi = bisect.bisect_left(base.turn_starts, end)
-        self.turn_starts += [t + off for t in base.turn_starts[lo:hi]]
-        self.turn_ends += [min(t, end) + off for t in base.turn_ends[lo:hi]]
+        self.turn_starts.extend(t + off for t in base.turn_starts[lo:hi])
+        self.turn_ends.extend(min(t, end) + off for t in base.turn_ends[lo:hi])
         # the open turn's assistant: the last turn's, if its items run to the end (else an item that is
         # not part of a turn came after it, or no turn started: `append` left None)
         self.head = items[base.turn_starts[hi - 1]] if hi > lo and min(base.turn_ends[hi - 1], end) == end else None
@@ -151,8 +185,8 @@ class Tail:
 
     def clone(self) -> Tail:
         other = copy.copy(self)
-        other.items, other.turn_starts, other.turn_ends = list(self.items), list(self.turn_starts), list(self.turn_ends)
-        other.cum_full, other.cum_masked = list(self.cum_full), list(self.cum_masked)
+        other.items, other.turn_starts, other.turn_ends = list(self.items), self.turn_starts[:], self.turn_ends[:]
+        other.cum_full, other.cum_masked = self.cum_full[:], self.cum_masked[:]
         return other
 
     def in_turn(self, index: int) -> bool:
