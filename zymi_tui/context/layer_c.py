@@ -15,13 +15,15 @@ from zymi_tui.context.masking import (
     CONTENT_PREVIEW_BYTES,
     ELLIPSIS,
     floor_bytes,
+    is_tool_error,
     message_bytes,
-    placeholder,
+    placeholder_of,
 )
 from zymi_tui.events.kinds import LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import (
     AssistantMessage,
     MessageModel,
+    ToolCallInfo,
     ToolResultMessage,
 )
 from zymi_tui.events.replay_view import ReplayEvent
@@ -41,8 +43,8 @@ class Item:
     for the rare build that still shows it in full (a larger window, a forget's dropped list)."""
 
     __slots__ = (
-        "_message", "_packed", "bytes", "kind", "masked", "masked_bytes", "masked_for", "masked_text", "note", "seq",
-        "simulated", "ts",
+        "_call", "_error", "_masked_text", "_message", "_packed", "bytes", "kind", "masked", "masked_bytes",
+        "masked_for", "note", "seq", "simulated", "ts",
     )  # fmt: skip
 
     def __init__(
@@ -57,12 +59,26 @@ class Item:
         self.note = note  # a summary's or a simulated message's reason
         self.simulated = False
         self.masked_for = -1  # id() of the turn head its masked form was made for (0: an assistant)
-        self.masked_text: str | None = None  # the masked content (None: unchanged)
+        self._masked_text: str | None = None  # an assistant's masked content (None: unchanged)
+        self._call: ToolCallInfo | None = None  # a tool result's call in its turn (its placeholder's tool and arg)
+        self._error = False  # a tool result's text is an error (its placeholder says so)
         self.masked_bytes = 0
         self.masked: MessageModel | None = None  # the masked message, made when first shown
 
     def __repr__(self) -> str:
         return f"Item(seq={self.seq}, kind={self.kind}, bytes={self.bytes}, note={self.note!r})"
+
+    def has_masked_text(self) -> bool:
+        """Whether `masked_text` is not None (without making a placeholder)."""
+        return (self.kind == TOOL and self.masked_for not in (-1, 0)) or self._masked_text is not None
+
+    @property
+    def masked_text(self) -> str | None:
+        """The masked content (None: unchanged). A tool result's placeholder is made when asked for, from
+        its call, status and size (a long run holds hundreds of thousands, seldom shown)."""
+        if self.kind == TOOL and self.masked_for not in (-1, 0):
+            return placeholder_of(self._call, self._error, self.bytes)
+        return self._masked_text
 
     @property
     def message(self) -> MessageModel:
@@ -82,15 +98,16 @@ class Item:
 
     def masked_message(self) -> MessageModel:
         if self.masked is None:
-            if self.masked_text is None:
+            text = self.masked_text
+            if text is None:
                 self.masked = self.message
             else:
                 m = self._message
                 if isinstance(m, AssistantMessage):
-                    self.masked = AssistantMessage(content=self.masked_text, tool_calls=m.tool_calls)
+                    self.masked = AssistantMessage(content=text, tool_calls=m.tool_calls)
                 else:
                     call_id = m.tool_call_id if isinstance(m, ToolResultMessage) else self._packed[0]  # type: ignore[index]
-                    self.masked = ToolResultMessage(tool_call_id=call_id, content=self.masked_text)
+                    self.masked = ToolResultMessage(tool_call_id=call_id, content=text)
         return self.masked
 
 
@@ -128,15 +145,15 @@ class Tail:
             if raw.masked_for != 0:
                 content = raw.message.content
                 if raw.simulated:  # no real text: only its estimated size is cut
-                    raw.masked_text, raw.masked_bytes = (
+                    raw._masked_text, raw.masked_bytes = (
                         None,
                         min(raw.bytes, CONTENT_PREVIEW_BYTES + len(ELLIPSIS.encode())),
                     )
                 elif content is not None and raw.bytes > CONTENT_PREVIEW_BYTES:
-                    raw.masked_text = floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
-                    raw.masked_bytes = len(raw.masked_text.encode())
+                    raw._masked_text = floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
+                    raw.masked_bytes = len(raw._masked_text.encode())
                 else:
-                    raw.masked_text, raw.masked_bytes = None, raw.bytes
+                    raw._masked_text, raw.masked_bytes = None, raw.bytes
                 raw.masked, raw.masked_for = None, 0
             masked_bytes = raw.masked_bytes
         elif raw.kind == TOOL and self.head is not None:
@@ -146,8 +163,8 @@ class Tail:
                 msg = raw.message
                 assert isinstance(msg, ToolResultMessage) and isinstance(head.message, AssistantMessage)
                 call = next((c for c in head.message.tool_calls if c.id == msg.tool_call_id), None)
-                raw.masked_text = placeholder(call, msg.content, raw.bytes)
-                raw.masked_bytes = len(raw.masked_text.encode())
+                raw._call, raw._error = call, is_tool_error(msg.content)
+                raw.masked_bytes = len(placeholder_of(call, raw._error, raw.bytes).encode())
                 raw.masked, raw.masked_for = None, id(head)
             masked_bytes = raw.masked_bytes
         else:

@@ -317,7 +317,7 @@ def context_entries(
         if i < mask_end and r.masked_for != -1 and tail.in_turn(i):
             if r.kind == TOOL:
                 reason = f"masked by {window}"
-            elif r.masked_text is not None:
+            elif r.has_masked_text():
                 reason = f"cut to 200 bytes (turn masked by {window})"
             else:
                 reason = f"kept (turn masked by {window})"
