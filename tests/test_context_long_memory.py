@@ -50,6 +50,7 @@ def pack_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every tool result packed as soon as the next item comes (the real threshold is 1024 items, more
     than any oracle stream holds)."""
     monkeypatch.setattr(builder_module, "HOT_ITEMS", 1)
+    monkeypatch.setattr(builder_module, "HOT_BYTES", 0)
     monkeypatch.setattr(layer_c, "PACK_MIN_BYTES", 0)
 
 
@@ -57,12 +58,12 @@ def pack_everything(monkeypatch: pytest.MonkeyPatch) -> None:
 def _packing(hot: int) -> Iterator[None]:
     """`pack_everything` for a hypothesis test (which takes no function-scoped fixture): items packed
     once `hot` newer ones came."""
-    saved = builder_module.HOT_ITEMS, layer_c.PACK_MIN_BYTES
-    builder_module.HOT_ITEMS, layer_c.PACK_MIN_BYTES = hot, 0
+    saved = builder_module.HOT_ITEMS, builder_module.HOT_BYTES, layer_c.PACK_MIN_BYTES
+    builder_module.HOT_ITEMS, builder_module.HOT_BYTES, layer_c.PACK_MIN_BYTES = hot, 0, 0
     try:
         yield
     finally:
-        builder_module.HOT_ITEMS, layer_c.PACK_MIN_BYTES = saved
+        builder_module.HOT_ITEMS, builder_module.HOT_BYTES, layer_c.PACK_MIN_BYTES = saved
 
 
 def _result(turn: int) -> str:
@@ -84,10 +85,12 @@ def _feed_turns(b: ContextBuilder, first: int, last: int) -> int:
     return fed
 
 
-def test_a_long_run_holds_its_old_tool_results_packed() -> None:
+def test_a_long_run_holds_its_old_tool_results_packed(monkeypatch: pytest.MonkeyPatch) -> None:
     """10x more turns of one run: the tool results held as they came stay as many (the latest), and the
     builder grows by much less than the tool output it was fed. On main every result was held as it
-    came: it grew by 1.65x the output (55 MB for 33 MB); packed, by 0.68x."""
+    came: it grew by 1.65x the output (55 MB for 33 MB); packed, by 0.68x. (Packing starts after 1 MB
+    here, so that the first 1,500 turns already cross it.)"""
+    monkeypatch.setattr(builder_module, "HOT_BYTES", 1 << 20)
     k = ContextKnobs(observation_window=10, soft_cap_chars=10**12, hard_cap_chars=10**12)
     b = ContextBuilder(k, PREFIX)
 
@@ -109,6 +112,25 @@ def test_a_long_run_holds_its_old_tool_results_packed() -> None:
     assert last["content"] == _result(14999)  # the last turn is shown in full
     old = [e for e in ctx.entries if e.source_seq == 4]  # turn 1's result, masked
     assert old[0].message.content == '[masked: execute_shell_command("ls 1") → ok, ' + f"{len(_result(1))} chars]"
+
+
+def test_a_run_shorter_than_hot_bytes_packs_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packing costs CPU: a run fed less than HOT_BYTES packs no result; past it, the results held as
+    they came are those fed before it was crossed and the latest HOT_ITEMS, whatever the run's length."""
+    monkeypatch.setattr(builder_module, "HOT_BYTES", 4 << 20)
+    b = ContextBuilder(ContextKnobs(observation_window=10), PREFIX)
+
+    def unpacked_bytes() -> int:
+        return sum(r.bytes for r in b._raw if r.kind == layer_c.TOOL and getattr(r, "_message", r) is not None)
+
+    fed = _feed_turns(b, 0, 1000)
+    assert fed < 4 << 20 and unpacked_bytes() == fed
+    held = []
+    for first in (1000, 3000, 6000):
+        fed += _feed_turns(b, first, first + 2000 if first < 6000 else 9000)
+        held.append(unpacked_bytes())
+    assert fed > 4 * (4 << 20) and max(held) < (4 << 20) + 1024 * len(_result(0)) + len(_result(0)), held
+    assert abs(held[2] - held[1]) < held[1] / 100, held  # flat as the run goes on (results' lengths vary)
 
 
 def _dropped_ref(events: list[Any], k: ContextKnobs) -> list[dict[str, Any]]:
@@ -205,3 +227,33 @@ async def test_packed_replay_rebuilds_every_recorded_body(pack_everything: None,
         packed += sum(1 for r in shape.tail.items if r._message is None) if shape else 0
     assert packed or not any(r.kind == layer_c.TOOL for row in rows if row.rendered and row.rendered.shape
                              for r in row.rendered.shape.tail.items[:-2])  # fmt: skip
+
+
+def test_a_build_shown_after_a_compaction_rebuild_keeps_its_placeholders() -> None:
+    """A build's messages are made when first asked for. A compaction that rebuilds Layer C appends a
+    tool result again under another turn; a build made before must still show the placeholder of its
+    own turn (on main it showed `[masked: unknown …]`, the other turn's). Found by the hypothesis test
+    above; no packing here."""
+    plan: list[Any] = [
+        ("user", ""),
+        ("turn", None, [], False),
+        ("user", ""),
+        ("turn", None, [], False),
+        ("turn", None, [], False),
+        ("turn", None, [("read_file", "", "")], False),
+        ("compact", 1, 1, ""),
+        ("compact", 1, 1, ""),
+        ("compact", 4, 5, ""),
+    ]
+    k = ContextKnobs(observation_window=0, soft_cap_chars=0, hard_cap_chars=0, min_tail_turns=0)
+    events, calls = make_stream(plan)
+    b = ContextBuilder(k, PREFIX)
+    built, fed = [], 0
+    for upto in calls:
+        while fed < upto:
+            b.add(replay_event(events[fed]))
+            fed += 1
+        built.append((upto, b.build(MEMORY)))
+    for upto, ctx in built:
+        want, _ = ref_build(events[:upto], k, PREFIX, MEMORY)
+        assert ctx.wire() == [to_wire(m) for m in want], upto

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.context.layer_c import HOT_ITEMS, OTHER, TOOL, Converted, Item, Tail, convert, kind_of
+from zymi_tui.context.layer_c import HOT_BYTES, HOT_ITEMS, OTHER, TOOL, Converted, Item, Tail, convert, kind_of
 from zymi_tui.context.masking import (
     message_bytes,
 )
@@ -92,6 +92,7 @@ class ContextBuilder:
         self._cutoff = fresh_cutoff_ns
         self._follow = follow_recorded_compactions
         self._raw: list[Item] = []
+        self._fed = 0  # message bytes appended (see HOT_BYTES)
         # machine integers (8 bytes each, not int objects): one per event of a stream of a million
         self._raw_seqs = array("q")
         self._seen_seqs = array("q")  # events seen, in order (a replay may skip kinds zymi ignores)
@@ -156,7 +157,8 @@ class ContextBuilder:
     def _append_raw(self, raw: Item) -> None:
         self._raw.append(raw)
         self._raw_seqs.append(raw.seq)
-        if len(self._raw) > HOT_ITEMS:  # see Item.pack
+        self._fed += raw.bytes
+        if self._fed > HOT_BYTES and len(self._raw) > HOT_ITEMS:  # see Item.pack
             self._raw[-HOT_ITEMS - 1].pack()
         if self._suppressed(raw.seq):
             return

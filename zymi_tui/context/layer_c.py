@@ -31,13 +31,15 @@ from zymi_tui.events.timestamps import parse_timestamp_ns
 
 ASSISTANT, TOOL, OTHER = 0, 1, 2
 HOT_ITEMS = 1024  # a builder's latest items, kept as they came (older tool results are packed: Item.pack)
+HOT_BYTES = 32 << 20  # the message bytes a builder is fed before it packs any: a run this small pays nothing
 PACK_MIN_BYTES = 256  # a shorter tool result is kept as it is (packing would save little)
 
 
 class Item:
     """A step-stream event that becomes a Layer C message (converted once).
 
-    A tool result's text is kept zlib-packed once it is `HOT_ITEMS` items old in its builder (`pack`):
+    A tool result's text is kept zlib-packed once it is `HOT_ITEMS` items old in its builder, after the
+    builder was fed `HOT_BYTES` (`pack`; packing costs ~20 µs a result, paid only by long runs):
     a long run's results are most of what a builder holds, and an old one is shown masked (a placeholder
     made from its turn's call) by every build under the usual knobs; `message` unpacks it, byte for byte,
     for the rare build that still shows it in full (a larger window, a forget's dropped list)."""
@@ -58,7 +60,9 @@ class Item:
         self.kind = kind
         self.note = note  # a summary's or a simulated message's reason
         self.simulated = False
-        self.masked_for = -1  # id() of the turn head its masked form was made for (0: an assistant)
+        # the turn head its masked form was made for (-1: none yet, 0: an assistant); the head itself,
+        # not its id(): a freed head's id can be a new head's
+        self.masked_for: int | Item = -1
         self._masked_text: str | None = None  # an assistant's masked content (None: unchanged)
         self._call: ToolCallInfo | None = None  # a tool result's call in its turn (its placeholder's tool and arg)
         self._error = False  # a tool result's text is an error (its placeholder says so)
@@ -158,14 +162,16 @@ class Tail:
             masked_bytes = raw.masked_bytes
         elif raw.kind == TOOL and self.head is not None:
             self.turn_ends[-1] = n + 1
-            if raw.masked_for != id(self.head):
+            if raw.masked_for is not self.head:
+                if raw.masked_for != -1:  # masked for another turn already: a build made then may
+                    raw = copy.copy(raw)  # still show that form (its messages are made when asked for)
                 head = self.head
                 msg = raw.message
                 assert isinstance(msg, ToolResultMessage) and isinstance(head.message, AssistantMessage)
                 call = next((c for c in head.message.tool_calls if c.id == msg.tool_call_id), None)
                 raw._call, raw._error = call, is_tool_error(msg.content)
                 raw.masked_bytes = len(placeholder_of(call, raw._error, raw.bytes).encode())
-                raw.masked, raw.masked_for = None, id(head)
+                raw.masked, raw.masked_for = None, head
             masked_bytes = raw.masked_bytes
         else:
             self.head = None
