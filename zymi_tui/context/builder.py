@@ -15,11 +15,12 @@ from __future__ import annotations
 import bisect
 import copy
 import dataclasses
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.context.layer_c import OTHER, TOOL, Converted, Item, Tail, convert, kind_of
+from zymi_tui.context.layer_c import HOT_BYTES, HOT_ITEMS, OTHER, TOOL, Converted, Item, Tail, convert, kind_of
 from zymi_tui.context.masking import (
     message_bytes,
 )
@@ -91,9 +92,11 @@ class ContextBuilder:
         self._cutoff = fresh_cutoff_ns
         self._follow = follow_recorded_compactions
         self._raw: list[Item] = []
-        self._raw_seqs: list[int] = []
-        self._seen_seqs: list[int] = []  # events seen, in order (a replay may skip kinds zymi ignores)
-        self._seen_ts: list[int] = []
+        self._fed = 0  # message bytes appended (see HOT_BYTES)
+        # machine integers (8 bytes each, not int objects): one per event of a stream of a million
+        self._raw_seqs = array("q")
+        self._seen_seqs = array("q")  # events seen, in order (a replay may skip kinds zymi ignores)
+        self._seen_ts = array("q")
         self._monotone = True
         self._last_ts = -1
         self._compactions: list[_Compaction] = []
@@ -154,6 +157,9 @@ class ContextBuilder:
     def _append_raw(self, raw: Item) -> None:
         self._raw.append(raw)
         self._raw_seqs.append(raw.seq)
+        self._fed += raw.bytes
+        if self._fed > HOT_BYTES and len(self._raw) > HOT_ITEMS:  # see Item.pack
+            self._raw[-HOT_ITEMS - 1].pack()
         if self._suppressed(raw.seq):
             return
         if self._cutoff is None or raw.ts >= self._cutoff:
@@ -298,8 +304,8 @@ class ContextBuilder:
         appended, and their masked forms depend on their turn's head alone): a what-if can go on from
         here under other knobs while this builder stays as it is."""
         other = copy.copy(self)
-        other._raw, other._raw_seqs = list(self._raw), list(self._raw_seqs)
-        other._seen_seqs, other._seen_ts = list(self._seen_seqs), list(self._seen_ts)
+        other._raw, other._raw_seqs = list(self._raw), self._raw_seqs[:]
+        other._seen_seqs, other._seen_ts = self._seen_seqs[:], self._seen_ts[:]
         other._compactions = list(self._compactions)
         other._tail = self._tail.clone()
         other._uncut_tail = None  # made again when needed

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import bisect
 import copy
-from dataclasses import dataclass
+import zlib
+from array import array
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -14,8 +15,9 @@ from zymi_tui.context.masking import (
     CONTENT_PREVIEW_BYTES,
     ELLIPSIS,
     floor_bytes,
+    is_tool_error,
     message_bytes,
-    placeholder,
+    placeholder_of,
 )
 from zymi_tui.events.kinds import LlmCallCompleted, ToolCallCompleted, UserMessageReceived
 from zymi_tui.events.messages import (
@@ -28,35 +30,88 @@ from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
 
 ASSISTANT, TOOL, OTHER = 0, 1, 2
+HOT_ITEMS = 1024  # a builder's latest items, kept as they came (older tool results are packed: Item.pack)
+HOT_BYTES = 32 << 20  # the message bytes a builder is fed before it packs any: a run this small pays nothing
+PACK_MIN_BYTES = 256  # a shorter tool result is kept as it is (packing would save little)
 
 
-@dataclass(slots=True)
 class Item:
-    """A step-stream event that becomes a Layer C message (converted once)."""
+    """A step-stream event that becomes a Layer C message (converted once).
 
-    seq: int
-    ts: int
-    message: MessageModel
-    bytes: int
-    kind: int
-    note: str | None = None  # a summary's or a simulated message's reason
-    simulated: bool = False
-    masked_for: int = -1  # id() of the turn head its masked form was made for (0: an assistant)
-    masked_text: str | None = None  # the masked content (None: unchanged)
-    masked_bytes: int = 0
-    masked: MessageModel | None = None  # the masked message, made when first shown
-    calls: dict[str, ToolCallInfo] | None = None  # an assistant's tool calls by id
+    A tool result's text is kept zlib-packed once it is `HOT_ITEMS` items old in its builder, after the
+    builder was fed `HOT_BYTES` (`pack`; packing costs ~20 µs a result, paid only by long runs):
+    a long run's results are most of what a builder holds, and an old one is shown masked (a placeholder
+    made from its turn's call) by every build under the usual knobs; `message` unpacks it, byte for byte,
+    for the rare build that still shows it in full (a larger window, a forget's dropped list)."""
+
+    __slots__ = (
+        "_call", "_error", "_masked_text", "_message", "_packed", "bytes", "kind", "masked", "masked_bytes",
+        "masked_for", "note", "seq", "simulated", "ts",
+    )  # fmt: skip
+
+    def __init__(
+        self, seq: int, ts: int, message: MessageModel, nbytes: int, kind: int, note: str | None = None
+    ) -> None:
+        self.seq = seq
+        self.ts = ts
+        self._message: MessageModel | None = message
+        self._packed: tuple[str, bytes] | None = None  # a packed tool result: (tool_call_id, zlib of its text)
+        self.bytes = nbytes
+        self.kind = kind
+        self.note = note  # a summary's or a simulated message's reason
+        self.simulated = False
+        # the turn head its masked form was made for (-1: none yet, 0: an assistant); the head itself,
+        # not its id(): a freed head's id can be a new head's
+        self.masked_for: int | Item = -1
+        self._masked_text: str | None = None  # an assistant's masked content (None: unchanged)
+        self._call: ToolCallInfo | None = None  # a tool result's call in its turn (its placeholder's tool and arg)
+        self._error = False  # a tool result's text is an error (its placeholder says so)
+        self.masked_bytes = 0
+        self.masked: MessageModel | None = None  # the masked message, made when first shown
+
+    def __repr__(self) -> str:
+        return f"Item(seq={self.seq}, kind={self.kind}, bytes={self.bytes}, note={self.note!r})"
+
+    def has_masked_text(self) -> bool:
+        """Whether `masked_text` is not None (without making a placeholder)."""
+        return (self.kind == TOOL and self.masked_for not in (-1, 0)) or self._masked_text is not None
+
+    @property
+    def masked_text(self) -> str | None:
+        """The masked content (None: unchanged). A tool result's placeholder is made when asked for, from
+        its call, status and size (a long run holds hundreds of thousands, seldom shown)."""
+        if self.kind == TOOL and self.masked_for not in (-1, 0):
+            return placeholder_of(self._call, self._error, self.bytes)
+        return self._masked_text
+
+    @property
+    def message(self) -> MessageModel:
+        m = self._message
+        if m is None:
+            assert self._packed is not None
+            call_id, data = self._packed
+            return ToolResultMessage(tool_call_id=call_id, content=zlib.decompress(data).decode())
+        return m
+
+    def pack(self) -> None:
+        """Keep a tool result's text zlib-packed (its masked form, if made, is kept as it is)."""
+        m = self._message
+        if isinstance(m, ToolResultMessage) and self.bytes >= PACK_MIN_BYTES and not self.simulated:
+            self._packed = (m.tool_call_id, zlib.compress(m.content.encode(), 1))
+            self._message = None
 
     def masked_message(self) -> MessageModel:
         if self.masked is None:
-            m = self.message
-            if self.masked_text is None:
-                self.masked = m
-            elif isinstance(m, AssistantMessage):
-                self.masked = AssistantMessage(content=self.masked_text, tool_calls=m.tool_calls)
+            text = self.masked_text
+            if text is None:
+                self.masked = self.message
             else:
-                assert isinstance(m, ToolResultMessage)
-                self.masked = ToolResultMessage(tool_call_id=m.tool_call_id, content=self.masked_text)
+                m = self._message
+                if isinstance(m, AssistantMessage):
+                    self.masked = AssistantMessage(content=text, tool_calls=m.tool_calls)
+                else:
+                    call_id = m.tool_call_id if isinstance(m, ToolResultMessage) else self._packed[0]  # type: ignore[index]
+                    self.masked = ToolResultMessage(tool_call_id=call_id, content=text)
         return self.masked
 
 
@@ -75,10 +130,11 @@ class Tail:
 
     def __init__(self) -> None:
         self.items: list[Item] = []
-        self.turn_starts: list[int] = []
-        self.turn_ends: list[int] = []
-        self.cum_full: list[int] = [0]
-        self.cum_masked: list[int] = [0]
+        # machine integers (8 bytes each, not a list of int objects): a long run has hundreds of thousands
+        self.turn_starts = array("q")
+        self.turn_ends = array("q")
+        self.cum_full = array("q", [0])
+        self.cum_masked = array("q", [0])
         self.head: Item | None = None  # the assistant of the open turn
         self.summaries = 0  # `[compacted history]` messages among the items
         self.hidden_by_fresh = 0  # stored items older than the fresh cutoff
@@ -93,28 +149,29 @@ class Tail:
             if raw.masked_for != 0:
                 content = raw.message.content
                 if raw.simulated:  # no real text: only its estimated size is cut
-                    raw.masked_text, raw.masked_bytes = (
+                    raw._masked_text, raw.masked_bytes = (
                         None,
                         min(raw.bytes, CONTENT_PREVIEW_BYTES + len(ELLIPSIS.encode())),
                     )
                 elif content is not None and raw.bytes > CONTENT_PREVIEW_BYTES:
-                    raw.masked_text = floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
-                    raw.masked_bytes = len(raw.masked_text.encode())
+                    raw._masked_text = floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
+                    raw.masked_bytes = len(raw._masked_text.encode())
                 else:
-                    raw.masked_text, raw.masked_bytes = None, raw.bytes
+                    raw._masked_text, raw.masked_bytes = None, raw.bytes
                 raw.masked, raw.masked_for = None, 0
             masked_bytes = raw.masked_bytes
         elif raw.kind == TOOL and self.head is not None:
             self.turn_ends[-1] = n + 1
-            if raw.masked_for != id(self.head):
+            if raw.masked_for is not self.head:
+                if raw.masked_for != -1:  # masked for another turn already: a build made then may
+                    raw = copy.copy(raw)  # still show that form (its messages are made when asked for)
                 head = self.head
-                if head.calls is None:
-                    head.calls = {c.id: c for c in head.message.tool_calls}  # type: ignore[union-attr]
                 msg = raw.message
-                assert isinstance(msg, ToolResultMessage)
-                raw.masked_text = placeholder(head.calls.get(msg.tool_call_id), msg.content, raw.bytes)
-                raw.masked_bytes = len(raw.masked_text.encode())
-                raw.masked, raw.masked_for = None, id(head)
+                assert isinstance(msg, ToolResultMessage) and isinstance(head.message, AssistantMessage)
+                call = next((c for c in head.message.tool_calls if c.id == msg.tool_call_id), None)
+                raw._call, raw._error = call, is_tool_error(msg.content)
+                raw.masked_bytes = len(placeholder_of(call, raw._error, raw.bytes).encode())
+                raw.masked, raw.masked_for = None, head
             masked_bytes = raw.masked_bytes
         else:
             self.head = None
@@ -138,12 +195,12 @@ class Tail:
         off = len(self.items) - start
         full, masked = self.cum_full[-1] - base.cum_full[start], self.cum_masked[-1] - base.cum_masked[start]
         self.items += items[start:end]
-        self.cum_full += [v + full for v in base.cum_full[start + 1 : end + 1]]
-        self.cum_masked += [v + masked for v in base.cum_masked[start + 1 : end + 1]]
+        self.cum_full.extend(v + full for v in base.cum_full[start + 1 : end + 1])
+        self.cum_masked.extend(v + masked for v in base.cum_masked[start + 1 : end + 1])
         lo = bisect.bisect_left(base.turn_starts, start)
         hi = bisect.bisect_left(base.turn_starts, end)
-        self.turn_starts += [t + off for t in base.turn_starts[lo:hi]]
-        self.turn_ends += [min(t, end) + off for t in base.turn_ends[lo:hi]]
+        self.turn_starts.extend(t + off for t in base.turn_starts[lo:hi])
+        self.turn_ends.extend(min(t, end) + off for t in base.turn_ends[lo:hi])
         # the open turn's assistant: the last turn's, if its items run to the end (else an item that is
         # not part of a turn came after it, or no turn started: `append` left None)
         self.head = items[base.turn_starts[hi - 1]] if hi > lo and min(base.turn_ends[hi - 1], end) == end else None
@@ -151,8 +208,8 @@ class Tail:
 
     def clone(self) -> Tail:
         other = copy.copy(self)
-        other.items, other.turn_starts, other.turn_ends = list(self.items), list(self.turn_starts), list(self.turn_ends)
-        other.cum_full, other.cum_masked = list(self.cum_full), list(self.cum_masked)
+        other.items, other.turn_starts, other.turn_ends = list(self.items), self.turn_starts[:], self.turn_ends[:]
+        other.cum_full, other.cum_masked = self.cum_full[:], self.cum_masked[:]
         return other
 
     def in_turn(self, index: int) -> bool:

@@ -85,10 +85,14 @@ def is_tool_error(content: str) -> bool:
 
 def placeholder(call: ToolCallInfo | None, content: str, size: int | None = None) -> str:
     """`[masked: <tool>("<arg>") → ok|error, <N> chars]`; N is the original result's byte length."""
+    return placeholder_of(call, is_tool_error(content), len(content.encode()) if size is None else size)
+
+
+def placeholder_of(call: ToolCallInfo | None, error: bool, size: int) -> str:
+    """`placeholder` of a result known by its status and byte length."""
     name, args = (call.name, call.arguments) if call else ("unknown", "{}")
     arg = primary_arg(name, args)
-    status = "error" if is_tool_error(content) else "ok"
-    size = len(content.encode()) if size is None else size
+    status = "error" if error else "ok"
     if arg:
         return f'[masked: {name}("{arg}") → {status}, {size} chars]'
     return f"[masked: {name} → {status}, {size} chars]"

@@ -66,7 +66,7 @@ def _b_key(shape: Shape) -> tuple[Hashable, int] | None:
 def maskable(tail: Tail, i: int) -> bool:
     """Whether Layer C item `i` looks different once its turn is masked."""
     r = tail.items[i]
-    return r.masked_for != -1 and (r.masked_text is not None or r.masked_bytes != r.bytes) and tail.in_turn(i)
+    return r.masked_for != -1 and (r.has_masked_text() or r.masked_bytes != r.bytes) and tail.in_turn(i)
 
 
 def _masked(tail: Tail, i: int, mask_end: int) -> bool:

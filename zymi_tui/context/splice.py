@@ -48,7 +48,7 @@ class Ends(Sequence[int]):
     item n, and the last of them ended at min(its end now, n) (a turn only grows by the items
     appended right after it, until a message that is not its tool result closes it for good)."""
 
-    def __init__(self, ends: list[int], n_turns: int, n: int) -> None:
+    def __init__(self, ends: Sequence[int], n_turns: int, n: int) -> None:
         self._ends, self._n_turns = ends, n_turns
         self._last = min(ends[n_turns - 1], n) if n_turns else 0
 
@@ -317,7 +317,7 @@ def context_entries(
         if i < mask_end and r.masked_for != -1 and tail.in_turn(i):
             if r.kind == TOOL:
                 reason = f"masked by {window}"
-            elif r.masked_text is not None:
+            elif r.has_masked_text():
                 reason = f"cut to 200 bytes (turn masked by {window})"
             else:
                 reason = f"kept (turn masked by {window})"
