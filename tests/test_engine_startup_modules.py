@@ -4,6 +4,7 @@ builds its context is what tests/test_engine_conformance.py checks against zymi'
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +64,67 @@ def test_a_run_appends_its_first_event_before_loading_the_agent_and_the_tools(tm
     assert "\nVerified " in checked.stdout, checked.stdout  # the real zymi reads the store back
     calls = subprocess.run([zymi, "events", "--raw", "-l", "1000"], cwd=tmp_path, capture_output=True, text=True)
     assert '"type":"ToolCallCompleted"' in calls.stdout, calls.stdout  # the tools, loaded later, did run
+
+
+# What a `run` needs only once its first event is written (engine/run_request.py writes it before any event
+# loop): asyncio and what it brings (ssl, logging, sockets, threads' futures), the SQLite reader, the
+# runner and the runtime. Their modules cost more than the rest of the start-up together.
+AFTER_FIRST_EVENT_LOOP = (
+    "asyncio",
+    "ssl",
+    "logging",
+    "concurrent.futures",
+    "socket",
+    "selectors",
+    "aiosqlite",
+    "zymi_tui.engine.runner",
+    "zymi_tui.engine.runtime",
+    "zymi_tui.engine.recorder",
+    "zymi_tui.engine.sandbox",
+)
+
+# the modules loaded when the store is first connected to (the first event is appended right after: an
+# audit hook, so the check needs nothing of the code it checks)
+AT_CONNECT = (
+    "import sys\n"
+    "seen = []\n"
+    "def hook(event, args):\n"
+    "    if event == 'sqlite3.connect' and not seen:\n"
+    f"        seen.append(sorted(m for m in {AFTER_FIRST_EVENT_LOOP!r} if m in sys.modules))\n"
+    "        print('at the store\\'s connect:', seen[0], file=sys.stderr, flush=True)\n"
+    "sys.addaudithook(hook)\n"
+    "from zymi_tui.cli import main\n"
+    "sys.exit(main(['run', 'main', '-i', 'task=list the files']))\n"
+)
+
+
+def test_a_run_appends_its_first_event_before_loading_asyncio(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "zymi_tui", "init"], cwd=tmp_path, capture_output=True, check=True)
+    done = subprocess.run([sys.executable, "-c", AT_CONNECT], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Pipeline completed successfully." in done.stdout
+    assert "at the store's connect: []" in done.stderr, done.stderr
+    zymi = zymi_bin()
+    assert zymi is not None, NO_ZYMI
+    checked = subprocess.run([zymi, "verify"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert "\nVerified " in checked.stdout, checked.stdout
+    listed = subprocess.run([zymi, "events", "--raw", "-l", "1000"], cwd=tmp_path, capture_output=True, text=True)
+    kinds = [json.loads(line)["kind"]["type"] for line in listed.stdout.splitlines() if line.startswith("{")]
+    assert kinds[:2] == ["PipelineRequested", "WorkflowStarted"], kinds[:5]
+    assert kinds.count("PipelineCompleted") == 1 and kinds.count("PipelineRequested") == 1, kinds
+
+
+def test_a_run_on_an_http_model_makes_its_provider_before_its_first_event_without_asyncio(tmp_path: Path) -> None:
+    """The provider is made (its configuration errors said) before the first event; its HTTP client
+    loads asyncio and ssl at its first request. (No model listens: the run then fails, as it should.)"""
+    subprocess.run([sys.executable, "-m", "zymi_tui", "init"], cwd=tmp_path, capture_output=True, check=True)
+    project = tmp_path / "project.yml"
+    text = project.read_text().replace(
+        "llm:\n  provider: demo\n  model: demo\n",
+        "llm:\n  provider: openai\n  model: m\n  base_url: http://127.0.0.1:9/v1\n  api_key: k\n",
+    )
+    assert "provider: openai" in text
+    project.write_text(text)
+    done = subprocess.run([sys.executable, "-c", AT_CONNECT], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "at the store's connect: []" in done.stderr, done.stderr
+    assert "Connection refused" in done.stdout + done.stderr, (done.stdout, done.stderr)  # the client did run
