@@ -11,8 +11,9 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.engine.approvals import ApprovalHandler
@@ -56,8 +57,7 @@ class RunHalted(Exception):
     """The run stopped with an error (zymi's `Err(halt)`); the message is the halt reason."""
 
 
-@dataclass
-class RunResult:
+class RunResult(msgspec.Struct):
     stream_id: str
     correlation_id: str
     success: bool
@@ -65,8 +65,7 @@ class RunResult:
     halt: str | None = None
 
 
-@dataclass
-class Runtime:
+class Runtime(msgspec.Struct, dict=True):
     """Everything a run needs, built once per process (one provider, one store writer)."""
 
     workspace: Workspace
@@ -99,8 +98,7 @@ def _template_args(value: Any, inputs: dict[str, str], outputs: dict[str, str]) 
     return value
 
 
-@dataclass(frozen=True)
-class ResumeHook:
+class ResumeHook(msgspec.Struct, frozen=True):
     """Fork-resume (ADR-0018), bootstrapped by engine/resume.py before the run starts: the stream
     already holds PipelineRequested, ResumeForked, WorkflowStarted and the frozen steps' copies.
     The run is seeded with the frozen steps' outputs, never launches those steps, writes no
@@ -370,8 +368,7 @@ class PipelineRun:
 INTERRUPTED = "interrupted (Ctrl-C)"
 
 
-@dataclass
-class SealWatch:
+class SealWatch(msgspec.Struct):
     """A recorder listener: the last `PipelineCompleted` this process wrote, i.e. how its run ended."""
 
     sealed: PipelineCompleted | None = None
