@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zymi_tui.commands import modules_loading
 from zymi_tui.commands.common import (
     DIR_HELP,
     EXIT_FAIL,
@@ -65,8 +66,8 @@ def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-
-    ws = load_project(args.dir)
+    with modules_loading(args.own_process):  # PyYAML and the project's modules, no GC pass over them
+        ws = load_project(args.dir)
     inputs = _inputs(args.input or [])
     pipeline = ws.pipeline(args.pipeline)
     say(f"Pipeline: {pipeline.name}")
@@ -76,7 +77,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if sys.stdin.isatty() and sys.stdout.isatty():
         _prompt_inputs(pipeline, inputs)
 
-    from zymi_tui.engine.run_request import request_run
+    with modules_loading(args.own_process):
+        from zymi_tui.engine.run_request import request_run
 
     # Ctrl-C waits from the run's first event until the run can seal itself as interrupted
     hold_ctrl_c()
@@ -86,9 +88,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         let_ctrl_c_through()
         raise
 
-    from zymi_tui.engine.approvals import TerminalApproval
-    from zymi_tui.engine.runner import RunHalted, SealWatch, run_pipeline
-    from zymi_tui.engine.runtime import close_runtime, open_runtime
+    with modules_loading(args.own_process):  # the engine: asyncio, the runner, the runtime
+        from zymi_tui.engine.approvals import TerminalApproval
+        from zymi_tui.engine.runner import RunHalted, SealWatch, run_pipeline
+        from zymi_tui.engine.runtime import close_runtime, open_runtime
 
     watch = SealWatch()
 
