@@ -128,3 +128,33 @@ def test_a_run_on_an_http_model_makes_its_provider_before_its_first_event_withou
     done = subprocess.run([sys.executable, "-c", AT_CONNECT], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert "at the store's connect: []" in done.stderr, done.stderr
     assert "Connection refused" in done.stdout + done.stderr, (done.stdout, done.stderr)  # the client did run
+
+
+def test_the_derived_row_decoders_are_made_at_their_first_use_not_when_a_run_loads_them() -> None:
+    """A run loads kind_json and row_envelope with its context builder and never decodes a stored row:
+    the structs derived from the kinds (envelopes, a plot's fields) are not made then; they are once used."""
+    code = (
+        "import msgspec\n"
+        "import zymi_tui.context.builder, zymi_tui.engine.agent\n"  # what a run's first agent step loads
+        "def derived():\n"
+        "    seen, todo = set(), [msgspec.Struct]\n"
+        "    while todo:\n"
+        "        for sub in todo.pop().__subclasses__():\n"
+        "            todo.append(sub)\n"
+        "            if sub.__module__ in ('zymi_tui.events.kind_json', 'zymi_tui.events.row_envelope'):\n"
+        "                seen.add(sub.__name__)\n"
+        "    return sorted(seen)\n"
+        "print(derived())\n"
+        "from zymi_tui.events.kind_json import LLM_CALL_COMPLETED, decode_row\n"
+        "from zymi_tui.events.row_envelope import envelope, run_envelope\n"
+        'row = \'{"id":"0b6e3c8e-9d4c-4a55-9d3c-1c1c1c1c1c1c","stream_id":"s","sequence":0,\''
+        '\'"timestamp":"2026-01-01T00:00:00.000000000Z","kind":{"type":"WorkflowCompleted",'
+        '"data":{"success":true}},"correlation_id":null,"causation_id":null,"source":"engine"}\'\n'
+        "print(envelope(row).stream_id, run_envelope(row).kind.type, decode_row('WorkflowCompleted', row).kind.data)\n"
+        "print(derived())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, decoded, after = done.stdout.splitlines()
+    assert before == "['Kind']", before
+    assert decoded == "s WorkflowCompleted WorkflowCompleted(success=True, zymi_tui=UNSET)", decoded
+    assert {"Envelope", "RunEnvelope", "WorkflowCompletedEnvelope", "LlmCallCompletedFields"} <= set(eval(after))
