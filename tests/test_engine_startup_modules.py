@@ -158,3 +158,35 @@ def test_the_derived_row_decoders_are_made_at_their_first_use_not_when_a_run_loa
     assert before == "['Kind']", before
     assert decoded == "s WorkflowCompleted WorkflowCompleted(success=True, zymi_tui=UNSET)", decoded
     assert {"Envelope", "RunEnvelope", "WorkflowCompletedEnvelope", "LlmCallCompletedFields"} <= set(eval(after))
+
+
+def test_a_ctrl_c_as_the_first_event_is_written_waits_and_seals_the_run(tmp_path: Path) -> None:
+    """The first event is written before the engine loads; a Ctrl-C pressed right then (here: sent by the
+    process to itself as the store is connected to) waits until the run has started, then seals it."""
+    subprocess.run([sys.executable, "-m", "zymi_tui", "init"], cwd=tmp_path, capture_output=True, check=True)
+    code = (
+        "import os, signal, sys\n"
+        "def hook(event, args):\n"
+        "    if event == 'sqlite3.connect' and not getattr(hook, 'sent', False):\n"
+        "        hook.sent = True\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "sys.addaudithook(hook)\n"
+        "from zymi_tui.cli import main\n"
+        "sys.exit(main(['run', 'main', '-i', 'task=list the files']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    store = tmp_path / ".zymi" / "events.db"
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert done.stderr.splitlines() == [
+        f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {store}"
+    ], done.stderr
+    zymi = zymi_bin()
+    assert zymi is not None, NO_ZYMI
+    checked = subprocess.run([zymi, "verify"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert "\nVerified " in checked.stdout, checked.stdout
+    listed = subprocess.run([zymi, "events", "--raw", "-l", "1000"], cwd=tmp_path, capture_output=True, text=True)
+    events = [json.loads(line) for line in listed.stdout.splitlines() if line.startswith("{")]
+    kinds = [e["kind"]["type"] for e in events]
+    assert kinds[0] == "PipelineRequested" and kinds.count("PipelineCompleted") == 1, kinds
+    sealed = next(e["kind"]["data"] for e in events if e["kind"]["type"] == "PipelineCompleted")
+    assert sealed["success"] is False and sealed["error"] == "interrupted (Ctrl-C)", sealed
