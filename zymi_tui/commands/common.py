@@ -7,10 +7,8 @@ Errors are not handled here: a command raises a `UserError` (or lets one pass th
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import functools
-import logging
 import signal
 import sys
 from collections.abc import Awaitable
@@ -27,6 +25,8 @@ T = TypeVar("T")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 if TYPE_CHECKING:
+    import logging
+
     from rich.console import Console
 
 
@@ -160,9 +160,8 @@ def _sigint(how: int) -> None:
         signal.pthread_sigmask(how, {signal.SIGINT})
 
 
-class _UnknownChildFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Unknown child process pid")
+def _known_child(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith("Unknown child process pid")
 
 
 def quiet_child_watcher() -> None:
@@ -172,20 +171,35 @@ def quiet_child_watcher() -> None:
     which then prints that line although nothing went wrong (the shell is closed and the run
     sealed). The shell sessions reap their processes themselves on cancellation; this is the guard
     for the interleavings left to asyncio."""
+    import logging  # here, not at the top: a `run` appends its first event before it loads logging
+
     asyncio_logger = logging.getLogger("asyncio")
-    if not any(isinstance(f, _UnknownChildFilter) for f in asyncio_logger.filters):
-        asyncio_logger.addFilter(_UnknownChildFilter())
+    if _known_child not in asyncio_logger.filters:
+        asyncio_logger.addFilter(_known_child)
 
 
-def run_async(coro: Awaitable[T]) -> T:
+def hold_ctrl_c() -> None:
+    """Hold Ctrl-C back (a press waits) until `let_ctrl_c_through` or the end of `run_async`."""
+    _sigint(signal.SIG_BLOCK)
+
+
+def let_ctrl_c_through() -> None:
+    """Let Ctrl-C through again: one pressed meanwhile arrives now."""
+    _sigint(signal.SIG_UNBLOCK)
+
+
+def run_async(coro: Awaitable[T], *, held: bool = False) -> T:
     """`asyncio.run`, with Ctrl-C held back while the event loop is set up and torn down: it cancels
     `coro` while that runs (asyncio then raises KeyboardInterrupt), or arrives as KeyboardInterrupt
-    once the loop is closed; never inside the loop's own setup or teardown, which prints tracebacks."""
+    once the loop is closed; never inside the loop's own setup or teardown, which prints tracebacks.
+    `held`: Ctrl-C stays held back when `coro` starts, until it calls `let_ctrl_c_through`."""
+    import asyncio  # here, not at the top: a `run` appends its first event before it loads asyncio
 
     result: list[T] = []
 
     async def main() -> None:
-        _sigint(signal.SIG_UNBLOCK)
+        if not held:
+            _sigint(signal.SIG_UNBLOCK)
         try:
             result.append(await coro)
         finally:

@@ -5,20 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from zymi_tui.commands import modules_loading
 from zymi_tui.commands.common import (
     DIR_HELP,
     EXIT_FAIL,
     EXIT_OK,
     CommandError,
+    hold_ctrl_c,
+    let_ctrl_c_through,
     quiet_child_watcher,
     run_async,
 )
 from zymi_tui.commands.workspace import load_project, print_footer, say, say_interrupted
-from zymi_tui.engine.approvals import TerminalApproval
-from zymi_tui.engine.config import PipelineConfig
-from zymi_tui.engine.runner import RunHalted, SealWatch, run_pipeline
-from zymi_tui.engine.runtime import close_runtime, open_runtime
+
+if TYPE_CHECKING:
+    from zymi_tui.engine.config import PipelineConfig
+
+# The engine (asyncio, the runner, the runtime) is imported by each command when it runs: `run` appends
+# its first event before it loads it (engine/run_request.py; tests/test_engine_startup_modules.py).
 
 
 def _inputs(raw: list[str]) -> dict[str, str]:
@@ -60,8 +66,8 @@ def _prompt_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-
-    ws = load_project(args.dir)
+    with modules_loading(args.own_process):  # PyYAML and the project's modules, no GC pass over them
+        ws = load_project(args.dir)
     inputs = _inputs(args.input or [])
     pipeline = ws.pipeline(args.pipeline)
     say(f"Pipeline: {pipeline.name}")
@@ -71,15 +77,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     if sys.stdin.isatty() and sys.stdout.isatty():
         _prompt_inputs(pipeline, inputs)
 
+    with modules_loading(args.own_process):
+        from zymi_tui.engine.run_request import request_run
+
+    # Ctrl-C waits from the run's first event until the run can seal itself as interrupted
+    hold_ctrl_c()
+    try:
+        requested = request_run(ws, pipeline, inputs)
+    except BaseException:
+        let_ctrl_c_through()
+        raise
+
+    with modules_loading(args.own_process):  # the engine: asyncio, the runner, the runtime
+        from zymi_tui.engine.approvals import TerminalApproval
+        from zymi_tui.engine.runner import RunHalted, SealWatch, run_pipeline
+        from zymi_tui.engine.runtime import close_runtime, open_runtime
+
     watch = SealWatch()
 
     async def go() -> int:
-        rt = await open_runtime(ws, [pipeline.name], TerminalApproval(), printer=say, reasoning=TerminalApproval())
+        rt = await open_runtime(
+            ws, [pipeline.name], TerminalApproval(), printer=say, reasoning=TerminalApproval(), requested=requested
+        )
         if rt.sandbox.line:
             say(rt.sandbox.line)
         rt.recorder.listeners.append(watch)
         try:
-            result = await run_pipeline(rt, pipeline.name, inputs)
+            let_ctrl_c_through()  # from here a Ctrl-C cancels the run, which seals itself
+            result = await run_pipeline(rt, pipeline.name, inputs, requested=requested)
         except RunHalted as e:
             print(f"error: {e}", file=sys.stderr)
             return EXIT_FAIL
@@ -90,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         quiet_child_watcher()
-        return run_async(go())
+        return run_async(go(), held=True)
     except KeyboardInterrupt:
         return say_interrupted(ws.store, watch)
 
@@ -109,6 +134,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from zymi_tui.engine.approvals import TerminalApproval
+    from zymi_tui.engine.runtime import close_runtime, open_runtime
     from zymi_tui.engine.serve import serve
 
     ws = load_project(args.dir)

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
-import yaml
 
 from zymi_tui.errors import UserError
 from zymi_tui.project.reader import Project
 from zymi_tui.project.validation import Refused, check, convert
+from zymi_tui.project.yamlfile import import_yaml
 
 KNOB_NAMES = ("observation_window", "soft_cap_chars", "hard_cap_chars", "min_tail_turns", "forget_after_turns")
 
@@ -122,6 +122,7 @@ def user_profiles() -> dict[str, ContextKnobs]:
     path = config_dir() / "profiles.yml"
     if not path.is_file():
         return {}
+    yaml = import_yaml()  # PyYAML on its first use (zymi_tui.project.yamlfile)
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as e:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.engine.bash_parser import preload as preload_bashlex
@@ -38,8 +39,7 @@ if TYPE_CHECKING:
     from zymi_tui.context.rendered import RenderedContext
 
 
-@dataclass(frozen=True)
-class AgentSetup:
+class AgentSetup(msgspec.Struct, frozen=True):
     agent: AgentConfig
     step: StepConfig
     system_prompt: str

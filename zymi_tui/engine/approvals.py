@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from dataclasses import dataclass
 from typing import Protocol, TextIO
 
+import msgspec
 
-@dataclass(frozen=True)
-class Decision:
+
+class Decision(msgspec.Struct, frozen=True):
     granted: bool
     decided_by: str
     reason: str | None = None

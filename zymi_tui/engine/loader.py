@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+import msgspec
 
 from zymi_tui.context.knobs import section_knobs
 from zymi_tui.engine.config import (
@@ -38,13 +39,12 @@ BUILTIN_TOOLS = ("execute_shell_command", "write_file", "read_file", "write_memo
 M = TypeVar("M")
 
 
-@dataclass
-class Workspace:
+class Workspace(msgspec.Struct):
     root: Path
     project: ProjectConfig
-    agents: dict[str, AgentConfig] = field(default_factory=dict)
-    pipelines: dict[str, PipelineConfig] = field(default_factory=dict)
-    tools: dict[str, ToolConfig] = field(default_factory=dict)
+    agents: dict[str, AgentConfig] = msgspec.field(default_factory=dict)
+    pipelines: dict[str, PipelineConfig] = msgspec.field(default_factory=dict)
+    tools: dict[str, ToolConfig] = msgspec.field(default_factory=dict)
     store_at: StoreLocation | None = None  # a store chosen by the caller (the one a dashboard shows)
     llm: LlmConfig | None = None  # project.yml's `llm:` when it is an inline mapping (`inline_llm`)
 

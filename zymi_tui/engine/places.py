@@ -18,9 +18,10 @@ import os
 import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 if TYPE_CHECKING:
     from zymi_tui.engine.config import FileWriteContract
@@ -93,8 +94,7 @@ def _never_through(path: str, real: Path | None) -> Decision | None:
     return None
 
 
-@dataclass(frozen=True)
-class Places:
+class Places(msgspec.Struct, frozen=True):
     root: Path  # resolved
     deny: tuple[re.Pattern[str], ...]
     allowed_dirs: tuple[str, ...]

@@ -7,9 +7,10 @@ A verdict is `approved`, `requires_approval: <reason>` or `denied: <reason>`, wo
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from zymi_tui.engine.config import FileWriteContract, PolicyConfig
 from zymi_tui.engine.places import Places, normalize_components, rust_escape
@@ -20,8 +21,7 @@ SUSPICIOUS = ("eval", "source")
 MAX_DEPTH = 10
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True):
     kind: Literal["approved", "requires_approval", "denied"]
     reason: str = ""
     target: Path | None = None  # a file contract's: where the path really pointed when judged
@@ -338,12 +338,12 @@ class Contracts:
             return Verdict("denied", reason)
         if decision == "approve":
             return Verdict("requires_approval", f"File read outside the project requires approval: {path}", why=reason)
-        return replace(APPROVED, target=self.resolve(path))
+        return msgspec.structs.replace(APPROVED, target=self.resolve(path))
 
     def write_file(self, path: str) -> Verdict:
         """The verdict on writing `path`, with the real file it judged (`target`): the write must land
         there and nowhere else (engine/nofollow.py), whatever the path points to by then."""
-        return replace(self._write_verdict(path), target=self.resolve(path))
+        return msgspec.structs.replace(self._write_verdict(path), target=self.resolve(path))
 
     def _write_verdict(self, path: str) -> Verdict:
         decision, reason = self.places.write(path)

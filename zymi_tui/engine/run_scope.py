@@ -4,30 +4,29 @@ the agent and the tools, so the runner writes a run's first events before it loa
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 if TYPE_CHECKING:
     from zymi_tui.engine.shell import ShellSession
 
 
-@dataclass
-class RunScope:
+class RunScope(msgspec.Struct):
     """What one pipeline run shares: its stream, correlation id, memory and shell session."""
 
     stream_id: str
     correlation_id: str
-    memory: dict[str, str] = field(default_factory=dict)
+    memory: dict[str, str] = msgspec.field(default_factory=dict)
     shell: ShellSession | None = None
-    shell_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    shell_lock: asyncio.Lock = msgspec.field(default_factory=asyncio.Lock)
 
 
 class StepError(Exception):
     """A step failure that seals the step and halts the run (LLM failure, length, hard cap)."""
 
 
-@dataclass
-class StepResult:
+class StepResult(msgspec.Struct):
     output: str | None
     iterations: int
     success: bool

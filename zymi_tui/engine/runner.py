@@ -11,8 +11,9 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.engine.approvals import ApprovalHandler
@@ -21,6 +22,7 @@ from zymi_tui.engine.dag import plan_levels
 from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.providers.base import Provider
 from zymi_tui.engine.recorder import Recorder
+from zymi_tui.engine.run_request import RequestedRun, run_inputs, run_stream
 from zymi_tui.engine.run_scope import RunScope, StepError, StepResult
 from zymi_tui.engine.templating import cut_bytes, substitute
 from zymi_tui.engine.when_expr import WhenError, parse_when
@@ -55,8 +57,7 @@ class RunHalted(Exception):
     """The run stopped with an error (zymi's `Err(halt)`); the message is the halt reason."""
 
 
-@dataclass
-class RunResult:
+class RunResult(msgspec.Struct):
     stream_id: str
     correlation_id: str
     success: bool
@@ -64,8 +65,7 @@ class RunResult:
     halt: str | None = None
 
 
-@dataclass
-class Runtime:
+class Runtime(msgspec.Struct, dict=True):
     """Everything a run needs, built once per process (one provider, one store writer)."""
 
     workspace: Workspace
@@ -98,8 +98,7 @@ def _template_args(value: Any, inputs: dict[str, str], outputs: dict[str, str]) 
     return value
 
 
-@dataclass(frozen=True)
-class ResumeHook:
+class ResumeHook(msgspec.Struct, frozen=True):
     """Fork-resume (ADR-0018), bootstrapped by engine/resume.py before the run starts: the stream
     already holds PipelineRequested, ResumeForked, WorkflowStarted and the frozen steps' copies.
     The run is seeded with the frozen steps' outputs, never launches those steps, writes no
@@ -117,16 +116,15 @@ class PipelineRun:
         correlation_id: str,
         stream_id: str | None,
         resume: ResumeHook | None = None,  # fork-resume only (engine/resume.py)
+        requested: bool = False,  # a `run` whose PipelineRequested is written (engine/run_request.py)
     ) -> None:
         self.rt = rt
         self.pipeline = pipeline
-        self.local = stream_id is None
+        self.local = stream_id is None or requested
+        self.requested = requested
         self.resume = resume
-        self.inputs = dict(inputs)
-        for spec in pipeline.inputs:
-            if not spec.required and spec.name not in self.inputs:
-                self.inputs[spec.name] = ""
-        self.stream = stream_id or f"pipeline-{pipeline.name}-{uuid.uuid4()}"
+        self.inputs = run_inputs(pipeline, inputs)
+        self.stream = stream_id or run_stream(pipeline)
         self.scope = RunScope(self.stream, correlation_id)
         self.outputs: dict[str, str] = dict(resume.frozen_outputs) if resume else {}
         self.running: set[asyncio.Task[StepResult]] = set()
@@ -269,7 +267,7 @@ class PipelineRun:
     async def _run(self) -> RunResult:
         rt, p = self.rt, self.pipeline
         levels = plan_levels(p)
-        if self.local:
+        if self.local and not self.requested:
             await self.emit(PipelineRequested(pipeline=p.name, inputs=self.inputs))
         if self.resume is None:
             await self.emit(WorkflowStarted(user_message=f"pipeline: {p.name}", node_count=len(p.steps)))
@@ -370,8 +368,7 @@ class PipelineRun:
 INTERRUPTED = "interrupted (Ctrl-C)"
 
 
-@dataclass
-class SealWatch:
+class SealWatch(msgspec.Struct):
     """A recorder listener: the last `PipelineCompleted` this process wrote, i.e. how its run ended."""
 
     sealed: PipelineCompleted | None = None
@@ -409,8 +406,13 @@ async def run_pipeline(
     correlation_id: str | None = None,
     stream_id: str | None = None,
     resume: ResumeHook | None = None,
+    requested: RequestedRun | None = None,
 ) -> RunResult:
-    """Run one pipeline. `stream_id=None` is a `zymi run`: fresh stream, PipelineRequested/Completed written here."""
+    """Run one pipeline. `stream_id=None` is a `zymi run`: fresh stream, PipelineRequested/Completed written
+    here; `requested`, a `zymi run` whose PipelineRequested `engine/run_request.py` wrote."""
     pipeline = rt.workspace.pipeline(name)
-    run = PipelineRun(rt, pipeline, inputs, correlation_id or str(uuid.uuid4()), stream_id, resume)
+    if requested is not None:
+        run = PipelineRun(rt, pipeline, requested.inputs, requested.correlation_id, requested.stream_id, requested=True)
+    else:
+        run = PipelineRun(rt, pipeline, inputs, correlation_id or str(uuid.uuid4()), stream_id, resume)
     return await run.run()

@@ -9,17 +9,18 @@ from typing import TYPE_CHECKING
 
 from zymi_tui.context.knobs import ContextKnobs, section_knobs
 from zymi_tui.engine.approvals import ApprovalHandler
-from zymi_tui.engine.config import ShellImpl, ShellRuntime
+from zymi_tui.engine.config import ShellRuntime
 from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.places import Places
-from zymi_tui.engine.providers import ProviderConfigError, build_provider
 from zymi_tui.engine.providers.base import Provider
 from zymi_tui.engine.recorder import Recorder
+from zymi_tui.engine.run_request import RequestedRun, needs_llm, uses_shell
+from zymi_tui.engine.run_request import make_provider as make_provider  # where the chat screen takes it from
 from zymi_tui.engine.runner import Printer, Runtime
 from zymi_tui.engine.sandbox import Sandbox, make_sandbox
 from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.location import SqliteStore
-from zymi_tui.project.errors import ProjectError
+from zymi_tui.events.store import EventWriter
 from zymi_tui.project.reader import PROJECT_FILE
 
 if TYPE_CHECKING:  # the gate and the tools load with a run's first step, after its first events
@@ -62,43 +63,6 @@ def _tool_runner(ws: Workspace, recorder: Recorder, approvals: ApprovalHandler |
     return ToolRunner(ws.root, project_contracts(ws), ws.tools, recorder, approvals, _shell(ws), sandbox)
 
 
-def uses_shell(ws: Workspace, pipelines: list[str]) -> bool:
-    """Whether a step of these pipelines can run a shell command (an agent's built-in, or a shell tool)."""
-    for name in pipelines:
-        for step in ws.pipelines[name].steps:
-            agent = ws.agents.get(step.agent or "") if step.kind == "agent" else None
-            tools = agent.tools if agent is not None else [step.tool or ""]
-            for tool in tools:
-                declared = ws.tools.get(tool)
-                if tool == "execute_shell_command":
-                    return True
-                if declared is not None and isinstance(declared.implementation, ShellImpl):
-                    return True
-    return False
-
-
-def needs_llm(ws: Workspace, pipelines: list[str]) -> bool:
-    return any(s.kind == "agent" for name in pipelines for s in ws.pipelines[name].steps)
-
-
-def make_provider(ws: Workspace, required: bool) -> Provider | None:
-    llm = ws.project.llm
-    if llm is None:
-        if required:
-            raise ProjectError(
-                "no 'llm' section in project.yml — a pipeline has an agent step; configure a provider to run it "
-                "(or `llm: {provider: demo}` for zymi-tui's offline demo model)"
-            )
-        return None
-    if isinstance(llm, str) or (isinstance(llm, dict) and "use" in llm):
-        raise ProjectError("cannot resolve `llm:` in project.yml: named providers are not supported by zymi-tui")
-    assert ws.llm is not None  # an inline mapping, the only `llm:` left, read by the loader
-    try:
-        return build_provider(ws.llm)
-    except ProviderConfigError as e:  # zymi's words, and where the setting is
-        raise ProviderConfigError(f"{ws.root / PROJECT_FILE}: {e.message}") from None
-
-
 async def open_runtime(
     ws: Workspace,
     pipelines: list[str],
@@ -107,14 +71,25 @@ async def open_runtime(
     printer: Printer | None = None,
     reasoning: ApprovalHandler | None = None,
     provider: Provider | None = None,
+    requested: RequestedRun | None = None,
 ) -> Runtime:
+    """`requested`: a `run` whose first event is written (engine/run_request.py): its provider, and its
+    store's connection, which the writer takes over."""
     knobs = workspace_knobs(ws)
-    if provider is None:
+    if requested is not None:
+        provider = requested.provider
+    elif provider is None:
         provider = make_provider(ws, needs_llm(ws, pipelines))
     probing = asyncio.ensure_future(asyncio.to_thread(_sandbox, ws, pipelines))  # while the store opens
     async with contextlib.AsyncExitStack() as undo:  # what is open is closed again if a later part fails
         undo.callback(probing.cancel)
-        writer = await open_writer(ws.store)
+        writer: EventWriter
+        if requested is not None:
+            from zymi_tui.events.sqlite_write import SqliteWriter
+
+            writer = SqliteWriter.adopt(requested.path, requested.connection)
+        else:
+            writer = await open_writer(ws.store)
         undo.push_async_callback(writer.close)
         reader = await open_reader(ws.store)
         undo.push_async_callback(reader.close)

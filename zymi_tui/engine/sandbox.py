@@ -17,8 +17,9 @@ import functools
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from zymi_tui.engine.config import ShellRuntime
 
@@ -27,8 +28,7 @@ BASE = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/
 ISOLATION = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--cap-drop", "ALL")
 
 
-@dataclass(frozen=True)
-class Sandbox:
+class Sandbox(msgspec.Struct, frozen=True):
     """The `bwrap` command line the shell is started under (empty: no sandbox) and the start-up line."""
 
     prefix: tuple[str, ...]

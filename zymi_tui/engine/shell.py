@@ -7,8 +7,9 @@ import contextlib
 import os
 import signal
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from zymi_tui.engine.config import ShellRuntime
 from zymi_tui.engine.sandbox import shell_pid
@@ -28,8 +29,7 @@ class ShellError(Exception):
     pass
 
 
-@dataclass
-class ShellResult:
+class ShellResult(msgspec.Struct):
     exit_code: int
     stdout: str
     stderr: str

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from zymi_tui.engine.bash_parser import load as load_bashlex
 from zymi_tui.engine.shell_touch import touches
@@ -42,8 +43,7 @@ SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "mksh", "busybox"}
 _FORK_BOMB = re.compile(r"([^\s(){}|&;]+)\(\)\{\1\|\1&\};?")
 
 
-@dataclass(frozen=True)
-class Rules:
+class Rules(msgspec.Struct, frozen=True):
     """What the scan asks of the project's policy and contracts."""
 
     judge: Callable[[str], Decision]  # the whole policy, on a command of its own

@@ -11,7 +11,7 @@ is `opaque`: the caller asks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 NO_READ = {"echo", "printf", "true", "false", "test", "[", "cd", "pushd", "popd", "pwd", "seq", "sleep", "exit"}
 ALWAYS_TREE = {"find", "du", "tar", "rsync", "rg", "ag", "ack", "tree", "bsdtar", "scp", "duplicity", "rgrep"}
@@ -33,11 +33,10 @@ OPAQUE_FLAGS = {
 FILE_LISTS = ("--files-from", "--files0-from", "--exclude-from")  # the files it reads, named in a file
 
 
-@dataclass
-class Touches:
-    reads: list[str] = field(default_factory=list)
-    trees: list[str] = field(default_factory=list)
-    writes: list[str] = field(default_factory=list)
+class Touches(msgspec.Struct):
+    reads: list[str] = msgspec.field(default_factory=list)
+    trees: list[str] = msgspec.field(default_factory=list)
+    writes: list[str] = msgspec.field(default_factory=list)
     opaque: str = ""  # why the command's effect cannot be told from its words
 
 

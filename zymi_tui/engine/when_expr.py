@@ -6,15 +6,14 @@ tokens that run to whitespace or an operator.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
 class WhenError(ValueError):
     """A parse error, worded as zymi words it."""
 
 
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(msgspec.Struct, frozen=True):
     left: str
     op: str
     right: str
@@ -23,8 +22,7 @@ class Comparison:
         return (self.left == self.right) == (self.op == "==")
 
 
-@dataclass(frozen=True)
-class WhenExpr:
+class WhenExpr(msgspec.Struct, frozen=True):
     first: Comparison
     rest: tuple[tuple[str, Comparison], ...]
 

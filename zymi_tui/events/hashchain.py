@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 V2_PREFIX = "v2:"
 
@@ -50,8 +51,7 @@ def recompute(event_id: str, sequence: int, data: str, prev_hash: str, stored: s
     return hash_v1(event_id, data, prev_hash)
 
 
-@dataclass(frozen=True, slots=True)
-class ChainRow:
+class ChainRow(msgspec.Struct, frozen=True):
     global_id: int
     event_id: str
     sequence: int
@@ -60,8 +60,7 @@ class ChainRow:
     hash: str
 
 
-@dataclass(slots=True)
-class StreamVerdict:
+class StreamVerdict(msgspec.Struct):
     """The result of verifying one stream; `problem` is None when the chain holds."""
 
     stream_id: str

@@ -15,9 +15,10 @@ from typing import Any, Literal
 
 import msgspec
 
+from zymi_tui.events import row_envelope
 from zymi_tui.events.kinds import KNOWN_KINDS, ContextCompacted, EventData, LlmCallCompleted
 from zymi_tui.events.messages import decode_hook
-from zymi_tui.events.row_envelope import DECODE_ERRORS, Envelope, payload
+from zymi_tui.events.row_envelope import DECODE_ERRORS, payload
 
 
 def _default(field: msgspec.structs.FieldInfo) -> Any:
@@ -32,9 +33,11 @@ def fields_of(cls: type[msgspec.Struct], *names: str) -> Any:
     return msgspec.defstruct(f"{cls.__name__}Fields", fields, frozen=True, kw_only=True)
 
 
-def envelope_decoder(type_name: str, data_type: Any, envelope: Any = Envelope) -> msgspec.json.Decoder[Any]:
-    """The whole row of one kind in one typed pass: `envelope`'s fields and checks, with the kind's
-    `type` fixed and its `data` decoded as `data_type`."""
+def envelope_decoder(type_name: str, data_type: Any, envelope: Any = None) -> msgspec.json.Decoder[Any]:
+    """The whole row of one kind in one typed pass: `envelope`'s fields and checks (default: the stored
+    envelope, `row_envelope.Envelope`), with the kind's `type` fixed and its `data` decoded as `data_type`."""
+    if envelope is None:
+        envelope = row_envelope.Envelope
     kind = msgspec.defstruct(f"{type_name}Kind", [("type", Literal[type_name]), ("data", data_type)], frozen=True)
     fields = [(f.name, kind if f.name == "kind" else f.type, _default(f)) for f in msgspec.structs.fields(envelope)]
     row = msgspec.defstruct(f"{type_name}Envelope", fields, frozen=True, kw_only=True)
@@ -97,6 +100,18 @@ def type_name_at(data: str) -> str:
     return data[at : data.find('"', at)]
 
 
-# what a context plot reads of a call's completion and of a compaction: only these fields
-LLM_CALL_COMPLETED = decoder_of(fields_of(LlmCallCompleted, "has_tool_calls", "usage"))
-CONTEXT_COMPACTED = decoder_of(fields_of(ContextCompacted, "bytes_saved"))
+# what a context plot reads of a call's completion and of a compaction: only these fields, derived at
+# their first use (a `run` loads this module with its context builder and never reads a plot)
+_PLOT_FIELDS: dict[str, tuple[type[msgspec.Struct], tuple[str, ...]]] = {
+    "LLM_CALL_COMPLETED": (LlmCallCompleted, ("has_tool_calls", "usage")),
+    "CONTEXT_COMPACTED": (ContextCompacted, ("bytes_saved",)),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """`LLM_CALL_COMPLETED` and `CONTEXT_COMPACTED`: the decoders of a plot's fields (made once)."""
+    if name in _PLOT_FIELDS:
+        kind, names = _PLOT_FIELDS[name]
+        found = globals()[name] = decoder_of(fields_of(kind, *names))
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

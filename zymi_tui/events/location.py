@@ -8,8 +8,9 @@ in `zymi_tui.project.locate`; the backend for a location is chosen in `zymi_tui.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")
 
@@ -20,16 +21,14 @@ def redact_url(url: str) -> str:
     return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
 
-@dataclass(frozen=True, slots=True)
-class SqliteStore:
+class SqliteStore(msgspec.Struct, frozen=True):
     path: Path
 
     def __str__(self) -> str:
         return str(self.path)
 
 
-@dataclass(frozen=True, slots=True)
-class PostgresStore:
+class PostgresStore(msgspec.Struct, frozen=True):
     url: str
 
     def __str__(self) -> str:

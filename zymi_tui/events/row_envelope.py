@@ -9,6 +9,7 @@ shows or writes a whole event needs). The envelope is checked as `decode_event` 
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from datetime import datetime
@@ -38,15 +39,29 @@ def _derived(name: str, types: dict[str, Any], keep: tuple[str, ...] = ()) -> An
     return msgspec.defstruct(name, [f for f in fields if not keep or f[0] in keep], frozen=True, kw_only=True)
 
 
-# the envelope as stored, its fields checked as `decode_event` checks them, the kind's payload left as text
-Envelope = _derived("Envelope", {})
-# the same checks with the UUIDs parsed in C (the common forms): twice as fast as the patterns
-_UuidEnvelope = _derived("UuidEnvelope", {"id": uuid.UUID, "correlation_id": uuid.UUID | None,
-                                          "causation_id": uuid.UUID | None})  # fmt: skip
+# The derived envelopes and their decoders are made at their first use, not at import: a `run` loads this
+# module with its context builder and never decodes a stored row (~5 M instructions spared).
 
 
-_ENVELOPE: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Envelope)
-_UUID_ENVELOPE: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_UuidEnvelope)
+@functools.cache
+def _envelope_type() -> Any:
+    """The envelope as stored, its fields checked as `decode_event` checks them, the kind's payload left
+    as text (`Envelope`)."""
+    return _derived("Envelope", {})
+
+
+@functools.cache
+def _envelope_decoder() -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(_envelope_type())
+
+
+@functools.cache
+def _uuid_envelope_decoder() -> msgspec.json.Decoder[Any]:
+    """The same checks with the UUIDs parsed in C (the common forms): twice as fast as the patterns."""
+    uuids = {"id": uuid.UUID, "correlation_id": uuid.UUID | None, "causation_id": uuid.UUID | None}
+    return msgspec.json.Decoder(_derived("UuidEnvelope", uuids))
+
+
 # ValueError includes a str holding undecodable bytes (surrogateescape); RecursionError, JSON nested
 # deeper than the decoder's stack
 DECODE_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError)
@@ -84,13 +99,13 @@ def _checked(decoder: msgspec.json.Decoder[T], data: str | bytes) -> T:
 
 def envelope(data: str | bytes) -> Any:
     """The checked envelope of a `data` column, its fields as stored; the kind's payload is not decoded."""
-    return _checked(_ENVELOPE, data)
+    return _checked(_envelope_decoder(), data)
 
 
 def checked_stream_id(data: str | bytes) -> str:
     """Check a `data` column's envelope as `envelope` does (faster) and return its stream id."""
     try:
-        env = _checked(_UUID_ENVELOPE, data)
+        env = _checked(_uuid_envelope_decoder(), data)
     except LeanError:
         env = envelope(data)  # a braced or urn: UUID, or an error worded by the full check
     stream_id: str = env.stream_id
@@ -124,15 +139,32 @@ def with_sequence(data: str, stream_id: str, sequence: int) -> str:
 # -- what a runs list or a plot reads -----------------------------------------------------------------
 # the envelope's stream, time, kind and correlation: the ids are compared, never checked (the
 # timestamp is parsed, which checks it)
-RunEnvelope = _derived("RunEnvelope", {"timestamp": str, "correlation_id": str | None},
-                       ("stream_id", "timestamp", "kind", "correlation_id"))  # fmt: skip
-_RUN_ENVELOPE = msgspec.json.Decoder(RunEnvelope)
+@functools.cache
+def _run_envelope_type() -> Any:
+    """`RunEnvelope`."""
+    return _derived("RunEnvelope", {"timestamp": str, "correlation_id": str | None},
+                    ("stream_id", "timestamp", "kind", "correlation_id"))  # fmt: skip
+
+
+@functools.cache
+def _run_envelope_decoder() -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(_run_envelope_type())
 
 
 def run_envelope(data: str | bytes) -> Any:
     if not isinstance(data, str):
         raise LeanError("the data column is not text")
     try:
-        return _RUN_ENVELOPE.decode(data)
+        return _run_envelope_decoder().decode(data)
     except DECODE_ERRORS as e:
         raise _lean_error(e) from None
+
+
+_LAZY = {"Envelope": _envelope_type, "RunEnvelope": _run_envelope_type}
+
+
+def __getattr__(name: str) -> Any:
+    """`Envelope` and `RunEnvelope`, derived at their first use."""
+    if name in _LAZY:
+        return _LAZY[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

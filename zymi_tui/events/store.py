@@ -11,9 +11,10 @@ import os
 import stat
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self
+
+import msgspec
 
 from zymi_tui.errors import UserError
 from zymi_tui.events.hashchain import ChainRow, ChainScan, scan_rows
@@ -33,16 +34,14 @@ class StoreLocked(StoreError):
     """Another process held the store locked for longer than a reader waits (the tail retries)."""
 
 
-@dataclass(frozen=True, slots=True)
-class StreamInfo:
+class StreamInfo(msgspec.Struct, frozen=True):
     stream_id: str
     count: int
     first_global_id: int
     last_global_id: int
 
 
-@dataclass(frozen=True, slots=True)
-class Page:
+class Page(msgspec.Struct, frozen=True):
     """Events read in global order; `last_global_id` is the highest row id scanned (bad rows included)."""
 
     events: list[StoredEvent]
@@ -55,8 +54,7 @@ IndexRow = tuple[int, str, int, str]  # (global id, stream id, sequence, kind ta
 IdRow = tuple[int, str, int]  # (global id, stream id, sequence): where a row is, not what it is
 
 
-@dataclass(frozen=True, slots=True)
-class RowPage:
+class RowPage(msgspec.Struct, frozen=True):
     """Rows as stored, not decoded; `last_global_id` and `rows_scanned` as in `Page`."""
 
     rows: list[RawRow]

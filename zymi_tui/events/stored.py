@@ -8,15 +8,15 @@ is loaded the first time a reader decodes whole events.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 if TYPE_CHECKING:
     from zymi_tui.events.kinds import Event
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
+class StoredEvent(msgspec.Struct, frozen=True):
     """An event as read from a store, with its global id (the `id` column) and raw text."""
 
     global_id: int
@@ -24,8 +24,7 @@ class StoredEvent:
     data: str
 
 
-@dataclass(frozen=True, slots=True)
-class BadRow:
+class BadRow(msgspec.Struct, frozen=True):
     """A row that could not be read. Reported with its row id, never fatal."""
 
     global_id: int

@@ -8,8 +8,9 @@ has its own row access (`sqlite_rows`, `postgres_rows`); `zymi_tui.events.factor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+import msgspec
 
 COLUMNS = (
     "id", "event_id", "stream_id", "sequence", "timestamp", "kind_tag", "data",
@@ -26,8 +27,7 @@ Head = tuple[str, int, str]
 COPY_MARK = "zymi_tui_copy_in_progress"
 
 
-@dataclass(frozen=True, slots=True)
-class CopyInProgress:
+class CopyInProgress(msgspec.Struct, frozen=True):
     """A store `migrate` is copying into, or left half-copied: from where, and how far it got."""
 
     source: str  # the source's label (a path, or a URL without its password)

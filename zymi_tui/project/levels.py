@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 
-@dataclass(frozen=True, slots=True)
-class Levels:
+class Levels(msgspec.Struct, frozen=True):
     """`plan[i]` are the steps of level i; `cycle` the steps that never became ready (a dependency cycle)."""
 
     plan: list[list[str]]

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.levels import step_levels
@@ -24,8 +25,7 @@ PROJECT_FILE = "project.yml"
 _ENV = re.compile(r"\$\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}")
 
 
-@dataclass(frozen=True, slots=True)
-class StepSpec:
+class StepSpec(msgspec.Struct, frozen=True):
     id: str
     agent: str | None
     task: str | None
@@ -34,18 +34,16 @@ class StepSpec:
     what: str = "—"  # "agent: coder" | "tool: say" | "ask: human"
 
 
-@dataclass(frozen=True, slots=True)
-class PipelineSpec:
+class PipelineSpec(msgspec.Struct, frozen=True):
     name: str
     path: Path
     optional_inputs: tuple[str, ...]
     steps: dict[str, StepSpec]
-    levels: dict[str, int] = field(default_factory=dict)
+    levels: dict[str, int] = msgspec.field(default_factory=dict)
     problem: str | None = None  # why its graph cannot be drawn (no steps, a step without an id)
 
 
-@dataclass(frozen=True, slots=True)
-class Project:
+class Project(msgspec.Struct, frozen=True):
     root: Path
     doc: dict[str, Any]  # project.yml as written (no templating)
     agents: dict[str, str]  # agent name -> system prompt

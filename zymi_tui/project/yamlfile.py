@@ -3,14 +3,36 @@
 from __future__ import annotations
 
 import re
+import sys
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from zymi_tui.project.errors import ProjectError
 
 if TYPE_CHECKING:
     import yaml
+
+# PyYAML's reader (yaml/reader.py) compiles, as it is imported, the characters YAML may not hold as
+# "anything but these 1.1 million code points": 57 M instructions of `re`'s compiler, 60% of importing
+# PyYAML, though libyaml's parser (ours) never uses it. The same set written as the few code points it
+# holds compiles in ~0.1 M: `import_yaml` puts that one in `re`'s cache under the pattern PyYAML asks for.
+YAML_NON_PRINTABLE = "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+NON_PRINTABLE_LISTED = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]"
+
+
+def import_yaml() -> ModuleType:
+    """PyYAML, imported with its reader's class of non-printable characters compiled the cheap way
+    (tests/test_yaml_import.py checks that both spellings match the same code points). Where `re` keeps
+    no such cache (another Python), PyYAML compiles its own, as it always did."""
+    if "yaml" not in sys.modules:
+        cache = getattr(re, "_cache", None)
+        if isinstance(cache, dict):
+            cache.setdefault((str, YAML_NON_PRINTABLE, 0), re.compile(NON_PRINTABLE_LISTED))
+    import yaml
+
+    return yaml
 
 
 @cache
@@ -21,6 +43,7 @@ def _yaml12_loaders() -> tuple[type[yaml.SafeLoader] | type[yaml.CSafeLoader], t
     libyaml's port), and PyYAML's own, which reads a file libyaml refused so that the error names the
     problem in the words it always did. Made (and PyYAML imported) on the first parse: a command that
     finds no project.yml never pays for it."""
+    import_yaml()
     import yaml
 
     class Fast(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
@@ -44,7 +67,8 @@ def _yaml12_loaders() -> tuple[type[yaml.SafeLoader] | type[yaml.CSafeLoader], t
 
 def parse_yaml(text: str, path: Path) -> Any:
     """The document in `text`; ProjectError naming the file, line and column when it is not YAML."""
-    import yaml  # on the first parse, as in `_yaml12_loaders`
+    import_yaml()  # on the first parse, as in `_yaml12_loaders`
+    import yaml
 
     fast, exact = _yaml12_loaders()
     try:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import msgspec
 
 from zymi_tui.engine.providers.http import TransportFailure
 from zymi_tui.events.messages import TokenUsage, ToolCallInfo
@@ -13,19 +14,17 @@ class ProviderError(Exception):
     """A failed call; the message is zymi's error text (`API error (status N): ...`, `HTTP request failed: ...`)."""
 
 
-@dataclass(frozen=True)
-class LlmRequest:
+class LlmRequest(msgspec.Struct, frozen=True):
     messages: list[dict[str, Any]]  # OpenAI wire form
     tools: list[dict[str, Any]]  # [{name, description, parameters}]
     temperature: float
     max_tokens: int
 
 
-@dataclass
-class LlmResponse:
+class LlmResponse(msgspec.Struct):
     content: str | None
-    tool_calls: list[ToolCallInfo] = field(default_factory=list)
-    usage: TokenUsage = field(default_factory=lambda: TokenUsage(input_tokens=0, output_tokens=0))
+    tool_calls: list[ToolCallInfo] = msgspec.field(default_factory=list)
+    usage: TokenUsage = msgspec.field(default_factory=lambda: TokenUsage(input_tokens=0, output_tokens=0))
     finish_reason: str | None = None
 
 

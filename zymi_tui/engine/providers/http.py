@@ -8,16 +8,20 @@ words of zymi's HTTP client (`client error (Connect): tcp connect error: Connect
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
-import socket
-import ssl
-import zlib
 from collections.abc import Awaitable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import quote, urlsplit
+
+if TYPE_CHECKING:
+    import asyncio
+    import ssl
+
+# asyncio, ssl, socket and zlib are imported by the functions that use them, at a provider's first
+# request: a `run` makes its provider (and so says its configuration errors) before its first event,
+# and loads asyncio only after that event (engine/run_request.py)
 
 CONNECT_TIMEOUT_S = 15.0
 READ_TIMEOUT_S = 300.0  # for each read, as httpx's read timeout: a slow stream that keeps sending is not cut
@@ -73,6 +77,8 @@ def http_client(url: str) -> ModelClient:
 
 def tls_context() -> ssl.SSLContext:
     """httpx's default trust: `SSL_CERT_FILE`, else `SSL_CERT_DIR`, else certifi's CA bundle."""
+    import ssl
+
     if os.environ.get("SSL_CERT_FILE"):
         ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
     elif os.environ.get("SSL_CERT_DIR"):
@@ -96,6 +102,8 @@ def _os_error(e: OSError) -> str:
 
 
 async def _timed(step: Awaitable[T], seconds: float) -> T:
+    import asyncio
+
     try:
         async with asyncio.timeout(seconds):  # a timer, not a task around each read
             return await step
@@ -154,6 +162,10 @@ class StreamClient:
             raise TransportFailure("connection closed before message completed") from None
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        import asyncio
+        import socket
+        import ssl
+
         context: ssl.SSLContext | None = None
         if self.tls:
             if self._tls is None:
@@ -184,6 +196,10 @@ class StreamClient:
     async def _exchange(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes, *, reused: bool
     ) -> HttpResponse:
+        import asyncio
+        import ssl
+        import zlib
+
         keep = False
         try:
             try:
@@ -259,6 +275,8 @@ async def _read_body(reader: asyncio.StreamReader, status: int, headers: dict[st
 
 
 def _decoded(body: bytes, encoding: str) -> bytes:
+    import zlib
+
     for coding in reversed([c.strip().lower() for c in encoding.split(",") if c.strip()]):
         if coding in ("gzip", "x-gzip"):
             body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
