@@ -29,7 +29,7 @@ from zymi_tui.telemetry.otel_content import (
     input_messages,
     instruction_parts,
     message_texts,
-    output_messages,
+    output_json,
     split_messages,
     tool_definitions,
 )
@@ -304,8 +304,7 @@ def _tools_and_output(body: dict[str, Any] | None, call: _Call) -> dict[str, Att
     tools = (body or {}).get("tools")
     if isinstance(tools, list) and tools:
         attrs["gen_ai.tool.definitions"] = as_json(tool_definitions(tools))
-    out = output_messages(call.response, call.finish_reason)
-    attrs["gen_ai.output.messages"] = as_json(out) if out else None
+    attrs["gen_ai.output.messages"] = output_json(call.response, call.finish_reason)
     return attrs
 
 

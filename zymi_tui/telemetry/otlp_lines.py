@@ -117,7 +117,8 @@ class OtlpJsonLines:
     def add(self, spans: Sequence[SpanData]) -> None:
         write = self.out.write
         for s in spans:
-            write((self.head if self.in_line == 0 else ",") + span_json(s))
+            write(self.head if self.in_line == 0 else ",")
+            write(span_json(s))
             self.in_line += 1
             if self.in_line == self.size:
                 write(LINE_TAIL)

@@ -1,0 +1,119 @@
+"""What the exports keep from one call to the next cannot serve a stale value: the per-step message
+cache (telemetry/message_cache.py) knows messages by value, so two messages of equal length but other
+text, or a message masked between two calls, get their own values; and the message texts written
+directly (`message_json`, `output_json`) are the generic path's (`genai_message` of the wire form,
+through `json.dumps`), character for character, on text that needs escaping."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from zymi_tui.events.messages import (
+    AssistantMessage,
+    ImagePart,
+    MessageModel,
+    SystemMessage,
+    TextPart,
+    ToolCallInfo,
+    ToolResultMessage,
+    UserMessage,
+    UserMultimodalMessage,
+    to_wire,
+)
+from zymi_tui.telemetry.lhar_export import message_figures
+from zymi_tui.telemetry.message_cache import MessageCache
+from zymi_tui.telemetry.otel_content import genai_message, message_json, message_texts, output_json
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _cache() -> tuple[MessageCache[str], list[MessageModel]]:
+    made: list[MessageModel] = []
+
+    def make(m: MessageModel) -> str:
+        made.append(m)
+        return message_json(m)
+
+    return MessageCache(make), made
+
+
+def test_equal_length_other_text_gets_its_own_value() -> None:
+    cache, _ = _cache()
+    a, b = ToolResultMessage(tool_call_id="c1", content="aaaa"), ToolResultMessage(tool_call_id="c1", content="bbbb")
+    first = cache.values("s", [SystemMessage(content="p"), a])
+    second = cache.values("s", [SystemMessage(content="p"), b])  # same length, same place, other text
+    assert first[1] == message_json(a) and second[1] == message_json(b) != first[1]
+
+
+def test_a_message_masked_between_calls_is_made_again() -> None:
+    cache, made = _cache()
+    user = UserMessage(content="task")
+    full = ToolResultMessage(tool_call_id="c1", content="x" * 500)
+    masked = ToolResultMessage(tool_call_id="c1", content="[masked: 500 bytes]")
+    answer = AssistantMessage(content="done")
+    cache.values("s", [user, full])
+    got = cache.values("s", [user, masked, answer])  # the list grew, but its second message changed
+    assert got == [message_json(user), message_json(masked), message_json(answer)]
+    assert made == [user, full, masked, answer]
+
+
+def test_a_grown_list_reuses_its_prefix_and_equal_messages_made_anew() -> None:
+    cache, made = _cache()
+    msgs: list[MessageModel] = [SystemMessage(content="prompt"), UserMessage(content="task")]
+    cache.values("s", msgs)
+    more: list[MessageModel] = [
+        SystemMessage(content="prompt"),
+        UserMessage(content="task"),
+        AssistantMessage(content="hi"),
+    ]
+    assert cache.values("s", more) == [message_json(m) for m in more]  # equal values, other objects
+    assert made == [*msgs, more[2]]
+    assert cache.values("t", more) == [message_json(m) for m in more]  # another step: its own list
+    assert len(made) == 6
+
+
+def test_figures_cache_counts_equal_length_texts_apart() -> None:
+    cache = MessageCache(message_figures)
+    calls = (ToolCallInfo(id="1", name="ls", arguments='{"p": "a"}'),)
+    one = cache.values("s", [AssistantMessage(content=None, tool_calls=calls)])
+    other = (ToolCallInfo(id="1", name="ls", arguments='{"p": "b"}'),)
+    two = cache.values("s", [AssistantMessage(content=None, tool_calls=other)])
+    assert one[0][1][0]["arguments"] == {"p": "a"} and two[0][1][0]["arguments"] == {"p": "b"}
+
+
+NUMBERS = '{"x": 1.0e16, "y": [NaN, -0.0, 1e-7, 12345678901234567890123]}'  # floats, a big int
+TEXTS = ["", "a", 'é\n\t"\\', "\x00\x1f\x7f", "\u2028\u2029", "𝄞", NUMBERS, "not json", "[1, 2]", '"s"', "null"]
+
+
+def _messages(a: str, b: str) -> list[MessageModel]:
+    return [
+        SystemMessage(content=a),
+        UserMessage(content=a),
+        ToolResultMessage(tool_call_id=a, content=b),
+        AssistantMessage(content=a),
+        AssistantMessage(content=None, tool_calls=(ToolCallInfo(id=a, name=b, arguments=b),)),
+        AssistantMessage(
+            content=a, tool_calls=(ToolCallInfo(id=a, name=b, arguments=a), ToolCallInfo(id=b, name=a, arguments=b))
+        ),
+        UserMultimodalMessage(parts=(TextPart(text=a), ImagePart(media_type="image/png", data="x"), TextPart(text=b))),
+    ]
+
+
+@pytest.mark.parametrize("a", TEXTS)
+def test_message_json_is_the_generic_paths_text(a: str) -> None:
+    for b in TEXTS:
+        for m in _messages(a, b):
+            generic = _dumps(genai_message(to_wire(m)))
+            assert message_json(m) == generic
+            assert message_texts(m) == (generic, json.dumps(generic, ensure_ascii=False)[1:-1])
+            for reason in (None, "", "stop", "length\n"):
+                out = genai_message(to_wire(m))
+                auto = "tool_call" if isinstance(m, AssistantMessage) and m.tool_calls else "stop"
+                out["finish_reason"] = reason or auto
+                assert output_json(m, reason) == _dumps([out])
+    assert output_json(None, "stop") is None
