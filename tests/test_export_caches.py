@@ -2,11 +2,15 @@
 cache (telemetry/message_cache.py) knows messages by value, so two messages of equal length but other
 text, or a message masked between two calls, get their own values; and the message texts written
 directly (`message_json`, `output_json`) are the generic path's (`genai_message` of the wire form,
-through `json.dumps`), character for character, on text that needs escaping."""
+through `json.dumps`), character for character, on text that needs escaping; LHAR's ids and
+timestamps are the standard library's (`uuid.UUID`, `datetime.strftime`), the second's text kept."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -23,7 +27,7 @@ from zymi_tui.events.messages import (
     UserMultimodalMessage,
     to_wire,
 )
-from zymi_tui.telemetry.lhar_export import message_figures
+from zymi_tui.telemetry.lhar_export import iso, message_figures, uuid_text
 from zymi_tui.telemetry.message_cache import MessageCache
 from zymi_tui.telemetry.otel_content import genai_message, message_json, message_texts, output_json
 
@@ -117,3 +121,14 @@ def test_message_json_is_the_generic_paths_text(a: str) -> None:
                 out["finish_reason"] = reason or auto
                 assert output_json(m, reason) == _dumps([out])
     assert output_json(None, "stop") is None
+
+
+def test_uuid_and_timestamp_texts_are_the_standard_librarys() -> None:
+    for i in range(300):
+        h = hashlib.sha256(str(i).encode()).hexdigest()[:32]
+        assert uuid_text(h) == str(uuid.UUID(h))
+    second = 1_733_500_000 * 1_000_000_000
+    for ns in (0, 1, 999_999_999, second + 123_456_789, second + 999_999_999, second + 1_000_000_000, second + 5):
+        dt = datetime.fromtimestamp(ns // 1_000_000_000, tz=UTC)
+        assert iso(ns) == dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{ns % 1_000_000_000 // 1_000_000:03d}Z"
+    assert iso(None) == ""
