@@ -3,7 +3,8 @@ cache (telemetry/message_cache.py) knows messages by value, so two messages of e
 text, or a message masked between two calls, get their own values; and the message texts written
 directly (`message_json`, `output_json`) are the generic path's (`genai_message` of the wire form,
 through `json.dumps`), character for character, on text that needs escaping; LHAR's ids and
-timestamps are the standard library's (`uuid.UUID`, `datetime.strftime`), the second's text kept."""
+timestamps are the standard library's (`uuid.UUID`, `datetime.strftime`), the second's text kept;
+the OTLP writer's kept key-values are protobuf's JSON mapping of the value at hand."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.test_export_stream import SPAN, TRACE, _protobuf_lines, _Sink
 from zymi_tui.events.messages import (
     AssistantMessage,
     ImagePart,
@@ -30,6 +32,8 @@ from zymi_tui.events.messages import (
 from zymi_tui.telemetry.lhar_export import iso, message_figures, uuid_text
 from zymi_tui.telemetry.message_cache import MessageCache
 from zymi_tui.telemetry.otel_content import genai_message, message_json, message_texts, output_json
+from zymi_tui.telemetry.otlp_lines import SHORT, OtlpJsonLines
+from zymi_tui.telemetry.otlp_wire import INTERNAL, make_span
 
 
 def _dumps(value: Any) -> str:
@@ -132,3 +136,20 @@ def test_uuid_and_timestamp_texts_are_the_standard_librarys() -> None:
         dt = datetime.fromtimestamp(ns // 1_000_000_000, tz=UTC)
         assert iso(ns) == dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{ns % 1_000_000_000 // 1_000_000:03d}Z"
     assert iso(None) == ""
+
+
+def test_kept_key_values_never_answer_for_another_value() -> None:
+    """The OTLP writer keeps short texts and flags as whole key-values: a key seen with one value, then
+    another of the same length, a flag, the text of a flag, or a long text, is written as protobuf's JSON
+    mapping writes it."""
+    values: list[object] = ["aaaa", "bbbb", True, "True", False, "", "x" * (SHORT + 1), "aaaa", 1, "1", "é" * 80]
+    spans = [
+        make_span(trace_id=TRACE, span_id=SPAN, parent_id=None, name="s", kind=INTERNAL, start_ns=1, end_ns=2,
+                  attrs={"k": v, "zymi.stream_id": v}, error=None)  # type: ignore[dict-item]
+        for v in values
+    ]  # fmt: skip
+    sink = _Sink()
+    lines = OtlpJsonLines(sink, {"service.name": "zymi", "openinference.project.name": "zymi"}, 4)  # type: ignore[arg-type]
+    lines.add(spans)
+    lines.flush()
+    assert "".join(sink.parts) == _protobuf_lines(spans, 4)

@@ -46,6 +46,26 @@ def any_value_json(value: str | int | float | bool | Sequence[str]) -> str:
 
 
 _KEYS: dict[str, str] = {}  # attribute names as JSON key-value openings (a few dozen names)
+_PAIRS: dict[tuple[str, str | bool], str] = {}  # short texts and flags as whole key-values (names, ids, kinds)
+SHORT = 160  # a text this short is kept whole (a step's stream id, a model): most come back span after span
+MAX_PAIRS = 1 << 15  # then the kept key-values are let go (a store of many runs has many stream ids)
+
+
+def _head(k: str) -> str:
+    head = _KEYS.get(k)
+    if head is None:
+        head = '{"key":' + quoted(k) + ',"value":'
+        if len(_KEYS) < 4096:
+            _KEYS[k] = head
+    return head
+
+
+def _pair(k: str, v: str | bool) -> str:
+    text = _head(k) + any_value_json(v) + "}"
+    if len(_PAIRS) >= MAX_PAIRS:
+        _PAIRS.clear()
+    _PAIRS[(k, v)] = text
+    return text
 
 
 def attributes_json(attrs: Mapping[str, AttrValue]) -> str:
@@ -54,18 +74,15 @@ def attributes_json(attrs: Mapping[str, AttrValue]) -> str:
     for k, v in attrs.items():
         if v is None:
             continue
-        head = _KEYS.get(k)
-        if head is None:
-            head = '{"key":' + quoted(k) + ',"value":'
-            if len(_KEYS) < 4096:
-                _KEYS[k] = head
         t = type(v)
-        if t is str:
-            parts.append(head + '{"stringValue":' + quoted(v) + "}}")  # type: ignore[arg-type]
-        elif t is int:
-            parts.append(f'{head}{{"intValue":"{v}"}}}}')
+        if t is int:
+            parts.append(f'{_KEYS.get(k) or _head(k)}{{"intValue":"{v}"}}}}')
+        elif (t is str and len(v) <= SHORT) or t is bool:  # type: ignore[arg-type]
+            parts.append(_PAIRS.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
+        elif t is str:
+            parts.append(f'{_KEYS.get(k) or _head(k)}{{"stringValue":{quoted(v)}}}}}')  # type: ignore[arg-type]
         else:
-            parts.append(head + any_value_json(v) + "}")
+            parts.append(f"{_KEYS.get(k) or _head(k)}{any_value_json(v)}}}")
     return ",".join(parts)
 
 
