@@ -4,18 +4,23 @@ text, or a message masked between two calls, get their own values; and the messa
 directly (`message_json`, `output_json`) are the generic path's (`genai_message` of the wire form,
 through `json.dumps`), character for character, on text that needs escaping; LHAR's ids and
 timestamps are the standard library's (`uuid.UUID`, `datetime.strftime`), the second's text kept;
-the OTLP writer's kept key-values are protobuf's JSON mapping of the value at hand."""
+the OTLP writer's kept key-values are protobuf's JSON mapping of the value at hand; a file export
+loads neither httpx nor the protobuf classes."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import ORACLE
 from tests.test_export_stream import SPAN, TRACE, _protobuf_lines, _Sink
 from zymi_tui.events.messages import (
     AssistantMessage,
@@ -33,7 +38,7 @@ from zymi_tui.telemetry.lhar_export import iso, message_figures, uuid_text
 from zymi_tui.telemetry.message_cache import MessageCache
 from zymi_tui.telemetry.otel_content import genai_message, message_json, message_texts, output_json
 from zymi_tui.telemetry.otlp_lines import SHORT, OtlpJsonLines
-from zymi_tui.telemetry.otlp_wire import INTERNAL, make_span
+from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, make_span
 
 
 def _dumps(value: Any) -> str:
@@ -153,3 +158,30 @@ def test_kept_key_values_never_answer_for_another_value() -> None:
     lines.add(spans)
     lines.flush()
     assert "".join(sink.parts) == _protobuf_lines(spans, 4)
+
+
+def test_span_kinds_are_protobufs() -> None:
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    assert (INTERNAL, CLIENT) == (Span.SpanKind.SPAN_KIND_INTERNAL, Span.SpanKind.SPAN_KIND_CLIENT)
+
+
+LOADED = """
+import sys
+from zymi_tui.cli import main
+db, otel, lhar = sys.argv[1:]
+for fmt, out in (("otel", otel), ("lhar", lhar + "/")):
+    assert main(["export", db, "--format", fmt, "-o", out]) == 0
+print(",".join(m for m in ("httpx", "google.protobuf", "opentelemetry.proto") if m in sys.modules))
+"""
+
+
+def test_a_file_export_loads_neither_httpx_nor_protobuf(tmp_path: Path) -> None:
+    """Start-up is part of the floor at 100k events: the push's client and the protobuf classes load
+    only when spans are pushed."""
+    db = ORACLE / "coding_default" / "events.db"
+    proc = subprocess.run([sys.executable, "-c", LOADED, str(db), str(tmp_path / "o.jsonl"), str(tmp_path / "l")],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""
+    assert (tmp_path / "o.jsonl").stat().st_size > 0 and any((tmp_path / "l").iterdir())
