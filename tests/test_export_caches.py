@@ -37,6 +37,7 @@ from zymi_tui.events.messages import (
 from zymi_tui.telemetry.lhar_export import iso, message_figures, uuid_text
 from zymi_tui.telemetry.message_cache import MessageCache
 from zymi_tui.telemetry.otel_content import genai_message, message_json, message_texts, output_json
+from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
 from zymi_tui.telemetry.otlp_lines import SHORT, OtlpJsonLines
 from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, make_span
 
@@ -185,3 +186,10 @@ def test_a_file_export_loads_neither_httpx_nor_protobuf(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
     assert (tmp_path / "o.jsonl").stat().st_size > 0 and any((tmp_path / "l").iterdir())
+
+
+def test_system_instructions_kept_only_for_the_same_prompt() -> None:
+    builder = TraceBuilder(TraceOptions(model="m", provider="openai"), lambda row: None)
+    for text in ("aaaa", "bbbb", "aaaa", "", 'é"\n'):
+        expected = _dumps([{"type": "text", "content": text}]) if text else None
+        assert builder._instructions(SystemMessage(content=text)) == expected

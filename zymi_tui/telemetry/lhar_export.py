@@ -148,7 +148,7 @@ def composition(
         if f.tool_calls:
             calls += f.tool_calls
     if tools:
-        tokens["tool_definitions"] = estimate_text_tokens(json.dumps(list(tools), ensure_ascii=False))
+        tokens["tool_definitions"] = estimate_text_tokens(_ENTRY_JSON.encode(list(tools)))
         counts["tool_definitions"] = len(tools)
     total = sum(tokens.values()) or 1
     comp = [
@@ -277,7 +277,7 @@ class LharBuilder:
             },
             "timings": timings,
             "transfer": {
-                "request_bytes": len(json.dumps(body, ensure_ascii=False).encode()) if body is not None else 0,
+                "request_bytes": len(_ENTRY_JSON.encode(body).encode()) if body is not None else 0,
                 "response_bytes": 0,
                 "compressed": False,
             },
