@@ -31,7 +31,7 @@ def _double(v: float) -> str:
 def any_value_json(value: str | int | float | bool | Sequence[str]) -> str:
     """An `AnyValue` (the branches in `otlp_wire.any_value`'s order)."""
     if isinstance(value, QuotedText):
-        return '{"stringValue":' + value.quoted + "}"
+        return f'{{"stringValue":{value.quoted}}}'
     if isinstance(value, str):
         return '{"stringValue":' + quoted(value) + "}"
     if isinstance(value, bool):
@@ -81,6 +81,8 @@ def attributes_json(attrs: Mapping[str, AttrValue]) -> str:
             parts.append(_PAIRS.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
         elif t is str:
             parts.append(f'{_KEYS.get(k) or _head(k)}{{"stringValue":{quoted(v)}}}}}')  # type: ignore[arg-type]
+        elif t is QuotedText:  # a whole context's messages: copied once here
+            parts.append(f'{_KEYS.get(k) or _head(k)}{{"stringValue":{v.quoted}}}}}')  # type: ignore[union-attr]
         else:
             parts.append(f"{_KEYS.get(k) or _head(k)}{any_value_json(v)}}}")
     return ",".join(parts)
