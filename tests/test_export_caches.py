@@ -36,9 +36,9 @@ from zymi_tui.events.messages import (
 )
 from zymi_tui.telemetry.lhar_export import iso, message_figures, uuid_text
 from zymi_tui.telemetry.message_cache import MessageCache
-from zymi_tui.telemetry.otel_content import genai_message, message_json, message_texts, output_json
+from zymi_tui.telemetry.otel_content import QuotedText, genai_message, message_json, message_texts, output_json
 from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
-from zymi_tui.telemetry.otlp_lines import SHORT, OtlpJsonLines
+from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
 from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, make_span
 
 
@@ -145,10 +145,11 @@ def test_uuid_and_timestamp_texts_are_the_standard_librarys() -> None:
 
 
 def test_kept_key_values_never_answer_for_another_value() -> None:
-    """The OTLP writer keeps short texts and flags as whole key-values: a key seen with one value, then
-    another of the same length, a flag, the text of a flag, or a long text, is written as protobuf's JSON
-    mapping writes it."""
-    values: list[object] = ["aaaa", "bbbb", True, "True", False, "", "x" * (SHORT + 1), "aaaa", 1, "1", "é" * 80]
+    """The OTLP writer keeps repeating texts (stream ids, ...) and flags as whole key-values: a key seen
+    with one value, then another of the same length, a flag, the text of a flag, a long text, a joined
+    context, is written as protobuf's JSON mapping writes it."""
+    joined = QuotedText.joined(['{"a":"é"}', "[]"], ['{\\"a\\":\\"é\\"}', "[]"])
+    values: list[object] = ["aaaa", "bbbb", True, "True", False, "", "x" * 200, "aaaa", 1, "1", "é" * 80, joined]
     spans = [
         make_span(trace_id=TRACE, span_id=SPAN, parent_id=None, name="s", kind=INTERNAL, start_ns=1, end_ns=2,
                   attrs={"k": v, "zymi.stream_id": v}, error=None)  # type: ignore[dict-item]

@@ -46,9 +46,14 @@ def any_value_json(value: str | int | float | bool | Sequence[str]) -> str:
 
 
 _KEYS: dict[str, str] = {}  # attribute names as JSON key-value openings (a few dozen names)
-_PAIRS: dict[tuple[str, str | bool], str] = {}  # short texts and flags as whole key-values (names, ids, kinds)
-SHORT = 160  # a text this short is kept whole (a step's stream id, a model): most come back span after span
+_PAIRS: dict[tuple[str, str | bool], str] = {}  # repeating texts and flags as whole key-values
 MAX_PAIRS = 1 << 15  # then the kept key-values are let go (a store of many runs has many stream ids)
+# the attributes whose texts come back span after span (a call id, arguments or a result do not)
+REPEATING = frozenset({
+    "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.conversation.id",
+    "gen_ai.agent.name", "gen_ai.tool.name", "gen_ai.tool.type", "openinference.span.kind", "error.type",
+    "zymi.stream_id", "zymi.step", "service.name", "openinference.project.name",
+})  # fmt: skip
 
 
 def _head(k: str) -> str:
@@ -68,24 +73,33 @@ def _pair(k: str, v: str | bool) -> str:
     return text
 
 
-def attributes_json(attrs: Mapping[str, AttrValue]) -> str:
-    """The attributes that have a value (None: left out), as the items of a JSON array."""
-    parts = []
+def attribute_parts(attrs: Mapping[str, AttrValue]) -> list[str]:
+    """The attributes that have a value (None: left out) as the items of a JSON array, in pieces to be
+    joined with nothing between them (commas included): a context's messages are copied once, when the
+    span's pieces are joined."""
+    parts: list[str] = []
     for k, v in attrs.items():
         if v is None:
             continue
+        if parts:
+            parts.append(",")
         t = type(v)
         if t is int:
             parts.append(f'{_KEYS.get(k) or _head(k)}{{"intValue":"{v}"}}}}')
-        elif (t is str and len(v) <= SHORT) or t is bool:  # type: ignore[arg-type]
+        elif t is bool or (t is str and k in REPEATING):
             parts.append(_PAIRS.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
         elif t is str:
             parts.append(f'{_KEYS.get(k) or _head(k)}{{"stringValue":{quoted(v)}}}}}')  # type: ignore[arg-type]
-        elif t is QuotedText:  # a whole context's messages: copied once here
-            parts.append(f'{_KEYS.get(k) or _head(k)}{{"stringValue":{v.quoted}}}}}')  # type: ignore[union-attr]
+        elif t is QuotedText:
+            parts += (_KEYS.get(k) or _head(k), '{"stringValue":', v.quoted, "}}")  # type: ignore[union-attr]
         else:
             parts.append(f"{_KEYS.get(k) or _head(k)}{any_value_json(v)}}}")
-    return ",".join(parts)
+    return parts
+
+
+def attributes_json(attrs: Mapping[str, AttrValue]) -> str:
+    """The attributes that have a value (None: left out), as the items of a JSON array."""
+    return "".join(attribute_parts(attrs))
 
 
 def span_json(s: SpanData) -> str:
@@ -101,9 +115,11 @@ def span_json(s: SpanData) -> str:
         parts.append(f',"startTimeUnixNano":"{s.start_ns}"')
     if s.end_ns:
         parts.append(f',"endTimeUnixNano":"{s.end_ns}"')
-    attrs = attributes_json(s.attrs)
+    attrs = attribute_parts(s.attrs)
     if attrs:
-        parts += [',"attributes":[', attrs, "]"]
+        parts.append(',"attributes":[')
+        parts += attrs
+        parts.append("]")
     if s.error is None:
         parts.append(',"status":{}}')
     elif s.error:
