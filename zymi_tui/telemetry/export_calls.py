@@ -15,6 +15,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from zymi_tui.context.layer_c import fast_ts_ns
@@ -51,11 +52,11 @@ class Run:
     nested: bool = False  # a pipeline started from inside another run's step
     user_message: str | None = None
 
-    @property
-    def trace_id(self) -> str:
+    @cached_property
+    def trace_id(self) -> str:  # stream and correlation id never change once the run is made
         return hex_id(f"{self.stream}|{self.correlation_id}", 32)
 
-    @property
+    @cached_property
     def span_id(self) -> str:
         return hex_id(f"run|{self.stream}|{self.correlation_id}", 16)
 
@@ -71,8 +72,8 @@ class Step:
     start_ns: int
     end_ns: int
 
-    @property
-    def span_id(self) -> str:
+    @cached_property
+    def span_id(self) -> str:  # its run, stream and start never change once the step is made
         return hex_id(f"step|{self.stream}|{self.run.correlation_id}|{self.start_ns}", 16)
 
 

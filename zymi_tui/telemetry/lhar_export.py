@@ -14,11 +14,10 @@ response bodies) is null or empty.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from zymi_tui import __version__
 from zymi_tui.context.rendered import ContextEntry
@@ -48,11 +47,30 @@ class ExportMeta:
     window_tokens: int  # the context window the utilization is measured against
 
 
+_ENTRY_JSON = json.JSONEncoder(ensure_ascii=False, check_circular=False)  # json.dumps(v, ensure_ascii=False)
+
+
+def json_line(value: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False)` and a newline: a line of an LHAR file (one encoder, made
+    once; the data is a tree, so the circular check is left out)."""
+    return _ENTRY_JSON.encode(value) + "\n"
+
+
+_SECOND: list[Any] = [None, ""]  # the last second `iso` formatted, and its text (calls come in time order)
+
+
 def iso(ns: int | None) -> str:
     if ns is None:
         return ""
-    dt = datetime.fromtimestamp(ns // 1_000_000_000, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{ns % 1_000_000_000 // 1_000_000:03d}Z"
+    second = ns // 1_000_000_000
+    if _SECOND[0] != second:
+        _SECOND[:] = [second, datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")]
+    return f"{_SECOND[1]}.{ns % 1_000_000_000 // 1_000_000:03d}Z"
+
+
+def uuid_text(hex32: str) -> str:
+    """`str(uuid.UUID(hex32))` of 32 lowercase hex digits: the 8-4-4-4-12 groups."""
+    return f"{hex32[:8]}-{hex32[8:12]}-{hex32[12:16]}-{hex32[16:20]}-{hex32[20:]}"
 
 
 def session_line(conversation: str, started_ns: int | None, model: str) -> dict[str, Any]:
@@ -65,10 +83,10 @@ def session_line(conversation: str, started_ns: int | None, model: str) -> dict[
     }
 
 
-def _category(i: int, e: ContextEntry) -> str:
-    m = e.message
+def message_category(m: MessageModel) -> str:
+    """The composition category of a message anywhere but first in Layer A (the system prompt)."""
     if isinstance(m, SystemMessage):
-        return "system_prompt" if i == 0 and e.layer == "A" else "system_injections"
+        return "system_injections"
     if isinstance(m, UserMessage) or m.role == "user_multimodal":
         return "user_text"
     if isinstance(m, ToolResultMessage):
@@ -76,6 +94,12 @@ def _category(i: int, e: ContextEntry) -> str:
     if isinstance(m, AssistantMessage) and m.tool_calls and not m.content:
         return "tool_calls"
     return "assistant_text"
+
+
+def _category(i: int, e: ContextEntry) -> str:
+    if i == 0 and e.layer == "A" and isinstance(e.message, SystemMessage):
+        return "system_prompt"
+    return message_category(e.message)
 
 
 def message_tool_calls(message: MessageModel) -> list[dict[str, Any]]:
@@ -93,25 +117,38 @@ def message_tool_calls(message: MessageModel) -> list[dict[str, Any]]:
     return calls
 
 
-def message_figures(message: MessageModel) -> tuple[int, list[dict[str, Any]]]:
-    """What an entry needs of a message: its estimated tokens and its tool calls."""
-    return estimate_message_tokens(message), message_tool_calls(message)
+class Figures(NamedTuple):
+    """What an entry needs of its message, made once per message of a step (`MessageCache`)."""
+
+    tokens: int  # estimated (the tokenizer of the context figures)
+    tool_calls: list[dict[str, Any]]
+    category: str  # `message_category`
+
+
+def message_figures(message: MessageModel) -> Figures:
+    return Figures(estimate_message_tokens(message), message_tool_calls(message), message_category(message))
 
 
 def composition(
-    entries: Sequence[ContextEntry], tools: Sequence[dict[str, Any]], entry_tokens: Sequence[int] | None = None
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The context by category (context-lens's composition), tool definitions included, and the tokens
-    of each category. Tokens are estimates (the tokenizer of the context figures): `entry_tokens`, each
-    entry's, when known."""
+    entries: Sequence[ContextEntry], tools: Sequence[dict[str, Any]], figures: Sequence[Figures]
+) -> tuple[list[dict[str, Any]], dict[str, int], list[dict[str, Any]]]:
+    """The context by category (context-lens's composition), tool definitions included, the tokens of
+    each category, and the tool calls of its messages. Tokens are estimates: each message's from its
+    `figures`; an entry of Layer A or a simulated one is sized from its bytes (`ContextEntry.tokens`)."""
     tokens: dict[str, int] = dict.fromkeys(COMPOSITION, 0)
     counts: dict[str, int] = dict.fromkeys(COMPOSITION, 0)
-    for i, e in enumerate(entries):
-        cat = _category(i, e)
-        tokens[cat] += e.tokens if entry_tokens is None else entry_tokens[i]
+    calls: list[dict[str, Any]] = []
+    for i, (e, f) in enumerate(zip(entries, figures, strict=True)):
+        if e.layer == "A":
+            cat, n = _category(i, e), e.tokens
+        else:
+            cat, n = f.category, e.tokens if e.simulated else f.tokens
+        tokens[cat] += n
         counts[cat] += 1
+        if f.tool_calls:
+            calls += f.tool_calls
     if tools:
-        tokens["tool_definitions"] = estimate_text_tokens(json.dumps(list(tools), ensure_ascii=False))
+        tokens["tool_definitions"] = estimate_text_tokens(_ENTRY_JSON.encode(list(tools)))
         counts["tool_definitions"] = len(tools)
     total = sum(tokens.values()) or 1
     comp = [
@@ -119,7 +156,7 @@ def composition(
         for c in COMPOSITION
         if counts[c]
     ]
-    return comp, tokens
+    return comp, tokens, calls
 
 
 def _definitions(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -149,7 +186,7 @@ class LharBuilder:
     sequence: dict[str, int] = field(default_factory=dict)  # per conversation: entries so far
     previous: dict[str, int] = field(default_factory=dict)  # per step stream: the last agent call's tokens
     compacted: set[str] = field(default_factory=set)  # step streams whose last call was a compaction
-    figures: MessageCache[tuple[int, list[dict[str, Any]]]] = field(
+    figures: MessageCache[Figures] = field(
         default_factory=lambda: MessageCache(message_figures)
     )  # per step stream: its context's messages' tokens and tool calls
 
@@ -175,12 +212,7 @@ class LharBuilder:
         tools = (body or {}).get("tools") or []
         entries = r.rendered.entries
         figures = self.figures.values(r.stream_id, [e.message for e in entries])
-        # an entry of Layer A or a simulated one is sized from its bytes (ContextEntry.tokens); the others
-        # count their message's tokens
-        entry_tokens = [
-            e.tokens if e.layer == "A" or e.simulated else f[0] for e, f in zip(entries, figures, strict=True)
-        ]
-        comp, tokens = composition(entries, tools, entry_tokens)
+        comp, tokens, tool_calls = composition(entries, tools, figures)
         total = sum(tokens.values())
         role = agent_role(r, step.run)
         detected = False
@@ -203,7 +235,7 @@ class LharBuilder:
         window = self.meta.window_tokens
         return {
             "type": "entry",
-            "id": str(uuid.UUID(hex_id(f"{r.stream_id}|{r.sequence}|{r.global_id}", 32))),
+            "id": uuid_text(hex_id(f"{r.stream_id}|{r.sequence}|{r.global_id}", 32)),
             "trace_id": step.run.trace_id,
             "span_id": hex_id(f"call|{r.stream_id}|{r.sequence}", 16),  # the OTel export's chat span
             "parent_span_id": step.span_id,
@@ -245,7 +277,7 @@ class LharBuilder:
             },
             "timings": timings,
             "transfer": {
-                "request_bytes": len(json.dumps(body, ensure_ascii=False).encode()) if body is not None else 0,
+                "request_bytes": len(_ENTRY_JSON.encode(body).encode()) if body is not None else 0,
                 "response_bytes": 0,
                 "compressed": False,
             },
@@ -262,7 +294,7 @@ class LharBuilder:
                     "compaction_detected": detected,
                 },
                 "tool_definitions": _definitions(tools),
-                "tool_calls": [c for f in figures for c in f[1]],
+                "tool_calls": tool_calls,
                 "security": {"alerts": [], "summary": {"high": 0, "medium": 0, "info": 0}},
             },
             "raw": {"request_body": body, "response_body": None},

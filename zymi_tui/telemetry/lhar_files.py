@@ -4,7 +4,6 @@ the export holds a single conversation. Files are written as entries come (a few
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections import OrderedDict
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from zymi_tui.errors import UserError
-from zymi_tui.telemetry.lhar_export import session_line
+from zymi_tui.telemetry.lhar_export import json_line, session_line
 
 OPEN_FILES = 32  # files kept open at once (a store of many runs writes many files)
 
@@ -89,8 +88,8 @@ class LharFiles:
         f = self._file(conversation)
         if conversation not in self.started:
             self.started.add(conversation)
-            f.write(json.dumps(opening_line(conversation, self.model, entry), ensure_ascii=False) + "\n")
-        f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            f.write(json_line(opening_line(conversation, self.model, entry)))
+        f.write(json_line(entry))
         self.entries += 1
 
     def close(self) -> None:

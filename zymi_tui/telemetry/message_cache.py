@@ -18,23 +18,30 @@ OPEN_STREAMS = 64  # step streams whose messages are kept (a store of many runs 
 
 class MessageCache(Generic[T]):
     """`make(message)` for the messages of each call, made once while the message stays in its step's
-    context (messages are known by identity: the replay hands out the same object call after call)."""
+    context. Messages are known by value (frozen structs: equal messages make equal values), so a
+    message the build makes anew for each call (the prefix, the memory block) is not made again; a
+    call that only adds messages to the previous call's list takes its values as they are (the list
+    compared in one step, identity first)."""
 
     def __init__(self, make: Callable[[MessageModel], T]) -> None:
         self.make = make
-        self.streams: OrderedDict[str, dict[int, tuple[MessageModel, T]]] = OrderedDict()
+        self.streams: OrderedDict[str, tuple[list[MessageModel], list[T]]] = OrderedDict()
 
     def values(self, stream: str, messages: Sequence[MessageModel]) -> list[T]:
-        old = self.streams.pop(stream, {})
-        new: dict[int, tuple[MessageModel, T]] = {}
-        out: list[T] = []
-        for m in messages:
-            hit = new.get(id(m)) or old.get(id(m))
-            if hit is None or hit[0] is not m:  # an id is reused once its object is gone
-                hit = (m, self.make(m))
-            new[id(m)] = hit
-            out.append(hit[1])
-        self.streams[stream] = new
+        messages = list(messages)
+        old, old_values = self.streams.pop(stream, ([], []))
+        n = len(old)
+        if n and len(messages) >= n and messages[:n] == old:
+            out = old_values + [self.make(m) for m in messages[n:]] if len(messages) > n else old_values
+        else:
+            known = dict(zip(old, old_values, strict=True))
+            out = []
+            for m in messages:
+                v = known.get(m)
+                if v is None:
+                    v = known[m] = self.make(m)
+                out.append(v)
+        self.streams[stream] = (messages, out)
         if len(self.streams) > OPEN_STREAMS:
             self.streams.popitem(last=False)
         return out

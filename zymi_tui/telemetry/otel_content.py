@@ -15,7 +15,15 @@ from collections.abc import Sequence
 from json.encoder import encode_basestring as quoted
 from typing import Any
 
-from zymi_tui.events.messages import AssistantMessage, MessageModel, SystemMessage, to_wire
+from zymi_tui.events.messages import (
+    AssistantMessage,
+    MessageModel,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+    UserMultimodalMessage,
+    to_wire,
+)
 
 
 def _arguments(text: Any) -> Any:
@@ -92,6 +100,15 @@ def output_messages(message: MessageModel | None, finish_reason: str | None) -> 
     return [out]
 
 
+def output_json(message: MessageModel | None, finish_reason: str | None) -> str | None:
+    """`as_json(output_messages(message, finish_reason))`, None when the call recorded no answer: the
+    message's `message_json` with its finish reason added last."""
+    if message is None:
+        return None
+    reason = finish_reason or ("tool_call" if isinstance(message, AssistantMessage) and message.tool_calls else "stop")
+    return "[" + message_json(message)[:-1] + ',"finish_reason":' + quoted(reason) + "}]"
+
+
 def tool_definitions(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """An OpenAI `tools` array as `gen_ai.tool.definitions`: `{"type", "name", "description", "parameters"}`."""
     out = []
@@ -108,8 +125,12 @@ def tool_definitions(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def as_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`, with one encoder made once."""
+    return _ENCODER.encode(value)
 
 
 class QuotedText(str):
@@ -123,14 +144,42 @@ class QuotedText(str):
         """`[` + the parts joined by `,` + `]` (a JSON array of the parts' JSON texts); `escaped`: each
         part as `encode_basestring` writes it, without its quotes (escaping goes character by character,
         so the escaped whole is the escaped parts put together)."""
-        text = cls("[" + ",".join(raw) + "]")
-        text.quoted = '"[' + ",".join(escaped) + ']"'
+        text = cls(f"[{','.join(raw)}]")  # one f-string: one copy of a whole context less than `+`
+        text.quoted = f'"[{",".join(escaped)}]"'
         return text
+
+
+def message_json(m: MessageModel) -> str:
+    """`as_json(genai_message(to_wire(m)))`, written directly: the same keys in the same order, each
+    string escaped by the encoder's own function (`encode_basestring`); tool-call arguments go through
+    the encoder (a parsed JSON value)."""
+    if isinstance(m, ToolResultMessage):
+        return (
+            '{"role":"tool","parts":[{"type":"tool_call_response","id":'
+            + quoted(m.tool_call_id)
+            + ',"response":'
+            + quoted(m.content)
+            + "}]}"
+        )
+    if isinstance(m, AssistantMessage):
+        parts = ['{"type":"text","content":' + quoted(m.content) + "}"] if m.content else []
+        for c in m.tool_calls:
+            parts.append(
+                '{"type":"tool_call","id":' + quoted(c.id) + ',"name":' + quoted(c.name)
+                + ',"arguments":' + as_json(_arguments(c.arguments)) + "}"
+            )  # fmt: skip
+        return '{"role":"assistant","parts":[' + ",".join(parts) + "]}"
+    role = "system" if isinstance(m, SystemMessage) else "user"
+    if isinstance(m, SystemMessage | UserMessage | UserMultimodalMessage):
+        text = m.content
+        part = '{"type":"text","content":' + quoted(text) + "}" if text else ""
+        return '{"role":"' + role + '","parts":[' + part + "]}"
+    return as_json(genai_message(to_wire(m)))  # pragma: no cover - every message kind is above
 
 
 def message_texts(m: MessageModel) -> tuple[str, str]:
     """A message's JSON text as `gen_ai.input.messages` holds it, and that text escaped (no quotes)."""
-    raw = as_json(genai_message(to_wire(m)))
+    raw = message_json(m)
     return raw, quoted(raw)[1:-1]
 
 

@@ -29,7 +29,7 @@ from zymi_tui.telemetry.otel_content import (
     input_messages,
     instruction_parts,
     message_texts,
-    output_messages,
+    output_json,
     split_messages,
     tool_definitions,
 )
@@ -74,6 +74,7 @@ class TraceBuilder:
     waiting: dict[str, deque[_Call]] = field(default_factory=dict)  # per step stream, awaiting completion
     tool_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, arguments)
     inputs: MessageCache[tuple[str, str]] = field(default_factory=lambda: MessageCache(message_texts))
+    instructions: tuple[SystemMessage, str | None] | None = None  # the last system prompt and its text
 
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[SpanData]:
         out: list[SpanData] = []
@@ -205,11 +206,18 @@ class TraceBuilder:
                 models = [e.message for e in entries if not (row.prefix_inferred and e.layer == "A")]
             prompt_first = body is not None or not row.prefix_inferred
             if prompt_first and models and isinstance(models[0], SystemMessage):
-                system = instruction_parts(models[0])
-                attrs["gen_ai.system_instructions"] = as_json(system) if system else None
+                attrs["gen_ai.system_instructions"] = self._instructions(models[0])
                 models = models[1:]
             attrs["gen_ai.input.messages"] = input_messages(self.inputs.values(call.stream, models))
         return attrs | _tools_and_output(body, call)
+
+    def _instructions(self, prompt: SystemMessage) -> str | None:
+        """`gen_ai.system_instructions` of a system prompt, kept for the next call (the same prompt: the
+        same text; a prompt is known by value)."""
+        if self.instructions is None or self.instructions[0] != prompt:
+            parts = instruction_parts(prompt)
+            self.instructions = (prompt, as_json(parts) if parts else None)
+        return self.instructions[1]
 
     # -- steps and runs -----------------------------------------------------------------------------
     def _ended(self, ended: Ended, *, incomplete: bool = False) -> SpanData:
@@ -304,8 +312,7 @@ def _tools_and_output(body: dict[str, Any] | None, call: _Call) -> dict[str, Att
     tools = (body or {}).get("tools")
     if isinstance(tools, list) and tools:
         attrs["gen_ai.tool.definitions"] = as_json(tool_definitions(tools))
-    out = output_messages(call.response, call.finish_reason)
-    attrs["gen_ai.output.messages"] = as_json(out) if out else None
+    attrs["gen_ai.output.messages"] = output_json(call.response, call.finish_reason)
     return attrs
 
 

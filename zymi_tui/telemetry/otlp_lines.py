@@ -31,7 +31,7 @@ def _double(v: float) -> str:
 def any_value_json(value: str | int | float | bool | Sequence[str]) -> str:
     """An `AnyValue` (the branches in `otlp_wire.any_value`'s order)."""
     if isinstance(value, QuotedText):
-        return '{"stringValue":' + value.quoted + "}"
+        return f'{{"stringValue":{value.quoted}}}'
     if isinstance(value, str):
         return '{"stringValue":' + quoted(value) + "}"
     if isinstance(value, bool):
@@ -46,27 +46,60 @@ def any_value_json(value: str | int | float | bool | Sequence[str]) -> str:
 
 
 _KEYS: dict[str, str] = {}  # attribute names as JSON key-value openings (a few dozen names)
+_PAIRS: dict[tuple[str, str | bool], str] = {}  # repeating texts and flags as whole key-values
+MAX_PAIRS = 1 << 15  # then the kept key-values are let go (a store of many runs has many stream ids)
+# the attributes whose texts come back span after span (a call id, arguments or a result do not)
+REPEATING = frozenset({
+    "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.conversation.id",
+    "gen_ai.agent.name", "gen_ai.tool.name", "gen_ai.tool.type", "openinference.span.kind", "error.type",
+    "zymi.stream_id", "zymi.step", "service.name", "openinference.project.name",
+})  # fmt: skip
+
+
+def _head(k: str) -> str:
+    head = _KEYS.get(k)
+    if head is None:
+        head = '{"key":' + quoted(k) + ',"value":'
+        if len(_KEYS) < 4096:
+            _KEYS[k] = head
+    return head
+
+
+def _pair(k: str, v: str | bool) -> str:
+    text = _head(k) + any_value_json(v) + "}"
+    if len(_PAIRS) >= MAX_PAIRS:
+        _PAIRS.clear()
+    _PAIRS[(k, v)] = text
+    return text
+
+
+def attribute_parts(attrs: Mapping[str, AttrValue]) -> list[str]:
+    """The attributes that have a value (None: left out) as the items of a JSON array, in pieces to be
+    joined with nothing between them (commas included): a context's messages are copied once, when the
+    span's pieces are joined."""
+    parts: list[str] = []
+    for k, v in attrs.items():
+        if v is None:
+            continue
+        if parts:
+            parts.append(",")
+        t = type(v)
+        if t is int:
+            parts.append(f'{_KEYS.get(k) or _head(k)}{{"intValue":"{v}"}}}}')
+        elif t is bool or (t is str and k in REPEATING):
+            parts.append(_PAIRS.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
+        elif t is str:
+            parts.append(f'{_KEYS.get(k) or _head(k)}{{"stringValue":{quoted(v)}}}}}')  # type: ignore[arg-type]
+        elif t is QuotedText:
+            parts += (_KEYS.get(k) or _head(k), '{"stringValue":', v.quoted, "}}")  # type: ignore[union-attr]
+        else:
+            parts.append(f"{_KEYS.get(k) or _head(k)}{any_value_json(v)}}}")
+    return parts
 
 
 def attributes_json(attrs: Mapping[str, AttrValue]) -> str:
     """The attributes that have a value (None: left out), as the items of a JSON array."""
-    parts = []
-    for k, v in attrs.items():
-        if v is None:
-            continue
-        head = _KEYS.get(k)
-        if head is None:
-            head = '{"key":' + quoted(k) + ',"value":'
-            if len(_KEYS) < 4096:
-                _KEYS[k] = head
-        t = type(v)
-        if t is str:
-            parts.append(head + '{"stringValue":' + quoted(v) + "}}")  # type: ignore[arg-type]
-        elif t is int:
-            parts.append(f'{head}{{"intValue":"{v}"}}}}')
-        else:
-            parts.append(head + any_value_json(v) + "}")
-    return ",".join(parts)
+    return "".join(attribute_parts(attrs))
 
 
 def span_json(s: SpanData) -> str:
@@ -82,9 +115,11 @@ def span_json(s: SpanData) -> str:
         parts.append(f',"startTimeUnixNano":"{s.start_ns}"')
     if s.end_ns:
         parts.append(f',"endTimeUnixNano":"{s.end_ns}"')
-    attrs = attributes_json(s.attrs)
+    attrs = attribute_parts(s.attrs)
     if attrs:
-        parts += [',"attributes":[', attrs, "]"]
+        parts.append(',"attributes":[')
+        parts += attrs
+        parts.append("]")
     if s.error is None:
         parts.append(',"status":{}}')
     elif s.error:
@@ -117,7 +152,8 @@ class OtlpJsonLines:
     def add(self, spans: Sequence[SpanData]) -> None:
         write = self.out.write
         for s in spans:
-            write((self.head if self.in_line == 0 else ",") + span_json(s))
+            write(self.head if self.in_line == 0 else ",")
+            write(span_json(s))
             self.in_line += 1
             if self.in_line == self.size:
                 write(LINE_TAIL)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-
-import httpx
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from typing import TYPE_CHECKING
 
 from zymi_tui.errors import UserError
+
+if TYPE_CHECKING:  # httpx is imported when a pusher is made: an export to a file never loads it
+    import httpx
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 RETRYABLE = frozenset({429, 502, 503, 504})  # the OTLP/HTTP specification's retryable statuses
 ATTEMPTS = 5
@@ -48,12 +50,16 @@ class OtlpPusher:
         attempts: int = ATTEMPTS,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        import httpx
+
         self.url = traces_url(endpoint)
         self.client = httpx.Client(timeout=TIMEOUT_S, headers=headers or {})
         self.attempts, self.sleep = attempts, sleep
         self.requests = self.spans = 0
 
     def __call__(self, request: ExportTraceServiceRequest) -> None:
+        import httpx
+
         data = request.SerializeToString()
         delay = FIRST_DELAY_S
         for attempt in range(1, self.attempts + 1):

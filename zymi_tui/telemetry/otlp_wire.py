@@ -7,23 +7,24 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, cast
-
-from google.protobuf import json_format
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, InstrumentationScope, KeyValue
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from zymi_tui import __version__
+
+if TYPE_CHECKING:  # the protobuf classes are imported where a request is made: a file export never loads them
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 SCOPE = "zymi-tui"
 BATCH_SPANS = 512  # spans a request carries (the OpenTelemetry SDK's default batch size)
 AttrValue = str | int | float | bool | Sequence[str] | None
-INTERNAL, CLIENT = Span.SpanKind.SPAN_KIND_INTERNAL, Span.SpanKind.SPAN_KIND_CLIENT
+INTERNAL, CLIENT = 1, 3  # Span.SpanKind.SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT (tests/test_export_caches.py)
 
 
 def any_value(value: str | int | float | bool | Sequence[str]) -> AnyValue:
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue
+
     if isinstance(value, bool):
         return AnyValue(bool_value=value)
     if isinstance(value, int):
@@ -37,6 +38,8 @@ def any_value(value: str | int | float | bool | Sequence[str]) -> AnyValue:
 
 def key_values(attrs: Mapping[str, AttrValue]) -> list[KeyValue]:
     """The attributes that have a value (None: left out)."""
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
     return [KeyValue(key=k, value=any_value(v)) for k, v in attrs.items() if v is not None]
 
 
@@ -61,7 +64,7 @@ def make_span(
     span_id: str,
     parent_id: str | None,
     name: str,
-    kind: Span.SpanKind.ValueType,
+    kind: int,
     start_ns: int,
     end_ns: int,
     attrs: Mapping[str, AttrValue],
@@ -73,6 +76,8 @@ def make_span(
 
 def span_proto(s: SpanData) -> Span:
     """The span as the OpenTelemetry project's protobuf message (what a collector is sent)."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
     status = Status(code=Status.STATUS_CODE_ERROR, message=s.error) if s.error is not None else Status()
     return Span(
         trace_id=bytes.fromhex(s.trace_id),
@@ -88,6 +93,11 @@ def span_proto(s: SpanData) -> Span:
 
 
 def export_request(spans: Sequence[SpanData], resource: Mapping[str, AttrValue]) -> ExportTraceServiceRequest:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+    from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
+
     scope = InstrumentationScope(name=SCOPE, version=__version__)
     return ExportTraceServiceRequest(
         resource_spans=[
@@ -110,6 +120,8 @@ _IDS = ("traceId", "spanId", "parentSpanId")
 def otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
     """OTLP/JSON: protobuf's JSON mapping (lowerCamelCase, 64-bit integers as strings, enums as
     numbers), with trace and span ids in hex, as OTLP/JSON requires (protobuf writes bytes in base64)."""
+    from google.protobuf import json_format
+
     doc: dict[str, Any] = json_format.MessageToDict(request, use_integers_for_enums=True)
     for rs in doc.get("resourceSpans", []):
         for ss in rs.get("scopeSpans", []):
