@@ -194,3 +194,18 @@ def test_system_instructions_kept_only_for_the_same_prompt() -> None:
     for text in ("aaaa", "bbbb", "aaaa", "", 'é"\n'):
         expected = _dumps([{"type": "text", "content": text}]) if text else None
         assert builder._instructions(SystemMessage(content=text)) == expected
+
+
+def test_an_export_without_a_project_loads_no_engine(tmp_path: Path) -> None:
+    """Without a project no request body is made: the engine (its loader, tools and providers, with
+    asyncio's ssl beneath them) is not loaded."""
+    db = tmp_path / "alone" / "events.db"
+    db.parent.mkdir()
+    db.write_bytes((ORACLE / "coding_default" / "events.db").read_bytes())
+    script = LOADED.replace('("httpx", "google.protobuf", "opentelemetry.proto")', "sorted(sys.modules)").replace(
+        "if m in sys.modules", "if m.startswith('zymi_tui.engine.') and m != 'zymi_tui.engine.bodies'"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(db), str(tmp_path / "o.jsonl"), str(tmp_path / "l")],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""

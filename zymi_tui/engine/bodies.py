@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zymi_tui.engine.config import LlmConfig
-from zymi_tui.engine.loader import Workspace, load_workspace
-from zymi_tui.engine.providers.base import LlmRequest
-from zymi_tui.engine.providers.openai import request_body
-from zymi_tui.engine.tools import tool_definitions
-from zymi_tui.project.errors import ProjectError
+if TYPE_CHECKING:  # the engine loads only with a project (an export without one never makes a body)
+    from zymi_tui.engine.config import LlmConfig
+    from zymi_tui.engine.loader import Workspace
 
 AGENT_TEMPERATURE = 0.7  # what zymi's agent loop sends (tests check every recorded request body)
 COMPACTION_TEMPERATURE, COMPACTION_MAX_TOKENS = 0.3, 1024
@@ -23,6 +20,9 @@ class RequestBodies:
         self.ws: Workspace | None = None
         self.problem: str | None = None
         if project is not None:
+            from zymi_tui.engine.loader import load_workspace
+            from zymi_tui.project.errors import ProjectError
+
             try:
                 self.ws = load_workspace(project, environ={})
             except ProjectError as e:
@@ -43,6 +43,10 @@ class RequestBodies:
         """The body for `messages` (OpenAI wire form) sent by `step` of `pipeline`, or by a compaction."""
         if self.ws is None:
             return None
+        from zymi_tui.engine.providers.base import LlmRequest
+        from zymi_tui.engine.providers.openai import request_body
+        from zymi_tui.engine.tools import tool_definitions
+
         stream = self.llm.stream if self.llm is not None else False
         if compaction:
             return request_body(self.model, LlmRequest(messages, [], COMPACTION_TEMPERATURE, COMPACTION_MAX_TOKENS),
