@@ -112,10 +112,20 @@ def presence(
 ) -> list[Presence]:
     """Per agent call of the stream (in order), where `needle` stood. `events` are the step stream's."""
     places, compactions = occurrences(events, needle)
-    out: list[Presence] = []
-    for call in calls:
-        if call.is_compaction or call.hard_cap_failure or call.rendered is None:
-            continue
-        status, why = _classify(call, call.rendered.entries, call.rendered.dropped, places, compactions, needle, knobs)
-        out.append(Presence(call.stream_id, call.sequence, call.global_id, status, why))
-    return out
+    found = (call_presence(call, places, compactions, needle, knobs) for call in calls)
+    return [p for p in found if p is not None]
+
+
+def call_presence(
+    call: CallContext,
+    places: list[Occurrence],
+    compactions: list[tuple[int, int, int]],
+    needle: str,
+    knobs: dict[str, int | None],
+) -> Presence | None:
+    """Where `needle` stood at one call (None: not an agent call), from `occurrences` of the stream's
+    events up to it at least (later ones are not looked at; `places` in sequence order)."""
+    if call.is_compaction or call.hard_cap_failure or call.rendered is None:
+        return None
+    status, why = _classify(call, call.rendered.entries, call.rendered.dropped, places, compactions, needle, knobs)
+    return Presence(call.stream_id, call.sequence, call.global_id, status, why)

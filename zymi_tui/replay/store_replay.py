@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import heapq
+from array import array
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
@@ -44,13 +45,8 @@ async def replay_events(
     only some of those kinds are needed (the other kinds may come too, with `streams`); `after`:
     from the global id after it (without `streams`)."""
     if streams:
-        # each run and its steps in one read (paged, SQLite sorts the run's remaining rows again for
-        # every page), as rows: decoded a page at a time as the replay goes, never made whole events
-        runs = [(await reader.read_rows(0, -1, stream_id=r)).rows for r in sorted({run_of(s) for s in streams})]
-        rows = runs[0] if len(runs) == 1 else list(heapq.merge(*runs))  # in global order (ids are unique)
-        for at in range(0, len(rows), PAGE):
-            for se in _decoded(reader, None, rows[at : at + PAGE]):
-                yield se
+        async for se in _run_events(reader, streams):
+            yield se
         return
     # only the kinds the context depends on, page by page per kind, merged in global order
     # (decoding is most of a replay's cost; the other kinds are half of a typical store); each kind's
@@ -80,6 +76,38 @@ async def replay_events(
     finally:
         for future in ahead.values():
             future.cancel()
+
+
+async def _run_events(reader: EventReader, streams: Sequence[str]) -> AsyncGenerator[ReplayEvent, None]:
+    """Every event of the runs of `streams` (each run and its steps), in global order: the rows' ids
+    from the (stream, sequence) index alone (no data read), then the rows a page of ids at a time (the
+    next page read while this one is decoded), each row decoded only when the replay asks for it. At
+    most two pages of the run's rows are held, whatever its length; a caller that stops (`context
+    --seq`: at its call) decodes nothing after it."""
+    ids = array("q")
+    for run in sorted({run_of(s) for s in streams}):
+        ids.extend(gid for gid, _, _ in await reader.run_ids(run))
+    if len(streams) > 1:
+        ids = array("q", sorted(ids))  # several runs: in global order (ids are unique)
+    ahead: asyncio.Future[list[RawRow]] | None = None
+    try:
+        for at in range(0, len(ids), PAGE):
+            page = await ahead if ahead is not None else await reader.read_id_rows(ids[at : at + PAGE].tolist())
+            ahead = None
+            if at + PAGE < len(ids):
+                ahead = asyncio.ensure_future(reader.read_id_rows(ids[at + PAGE : at + 2 * PAGE].tolist()))
+                await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
+            for gid, stream_id, seq, data in page:
+                try:
+                    se = decode_replay_row(type_name_at(data), gid, seq, data)
+                except EventDecodeError as e:
+                    reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
+                    continue
+                yield se
+            del page
+    finally:
+        if ahead is not None:
+            ahead.cancel()
 
 
 def _decoded(reader: EventReader, tag: str | None, rows: Sequence[RawRow]) -> deque[ReplayEvent]:
