@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from benchmarks.make_long_run import write_clones
+from zymi_tui.events.replay_view import decode_replay_row
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.replay import store_replay
 from zymi_tui.replay.store_replay import context_at, replay_events
@@ -75,11 +76,10 @@ async def test_context_at_a_call_decodes_nothing_after_it(tmp_path: Path, monkey
             (stream, seq),
         ).fetchone()
     decoded: list[int] = []
-    real = store_replay.decode_replay_row
 
     def counted(type_name: str, gid: int, sequence: int, data: str) -> Any:
         decoded.append(gid)
-        return real(type_name, gid, sequence, data)
+        return decode_replay_row(type_name, gid, sequence, data)
 
     monkeypatch.setattr(store_replay, "decode_replay_row", counted)
     async with await SqliteReader.open(db) as reader:
