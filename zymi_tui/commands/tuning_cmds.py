@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from bisect import insort
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,7 @@ from zymi_tui.replay.compare import (
 )
 from zymi_tui.replay.compare_report import to_csv, to_json_text, to_markdown
 from zymi_tui.replay.costs import PriceTable, load_prices
-from zymi_tui.replay.presence import presence
+from zymi_tui.replay.presence import Occurrence, call_presence, occurrences
 from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.store_replay import recorded_knobs, replay_events, replay_many, replay_store
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
@@ -345,7 +346,7 @@ def cmd_find(args: argparse.Namespace) -> int:
     if not args.text:
         raise CommandError("find: TEXT is empty; give the string to look for")
 
-    async def go() -> Any:
+    async def go() -> None:
         location, project = located(args)
         base = recorded_knobs(project)
         knobs = resolve_knobs(base, args.profile, args.sets or [])
@@ -353,36 +354,51 @@ def cmd_find(args: argparse.Namespace) -> int:
         try:
             stream = await resolve_step_stream(reader, args)
             assert stream is not None
-            # the run and its steps decoded once, for the replay and for the stream's own events (the
-            # stream read on its own too, a long run's every event was decoded twice)
-            run = [se async for se in replay_events(reader, [stream])]
-            events = sorted((se for se in run if se.stream_id == stream), key=lambda se: se.sequence)
-
-            async def decoded() -> AsyncGenerator[ReplayEvent, None]:
-                for se in run:
-                    yield se
-
-            replayed = replay_many(reader, project=project, knobs=[knobs], streams=[stream], events=decoded())
-            calls = [c async for _, c in replayed]
-            return knobs, base, presence(calls, events, args.text, knob_dict(knobs))
+            await _find_in(reader, project, stream, args, knobs, what_if=knobs != base)
         finally:
             await close_reader(reader)
 
-    knobs, base, found = run_async(go())
-    what_if = knobs != base
-    if args.json:
-        for p in found:
-            sys.stdout.write(json.dumps({**vars(p), "what_if": what_if}, ensure_ascii=False) + "\n")
-        return EXIT_OK
-    if what_if:
+    run_async(go())
+    return EXIT_OK
+
+
+async def _find_in(
+    reader: EventReader, project: Path | None, stream: str, args: argparse.Namespace, knobs: ContextKnobs, what_if: bool
+) -> None:
+    """`find`'s lines, printed as the replay of the run makes each call: the run decoded once, for the
+    replay and for the stream's own events (where the string is), neither kept."""
+    places: list[Occurrence] = []  # in sequence order (as the stream's events sorted by it)
+    compactions: list[tuple[int, int, int]] = []
+
+    async def decoded() -> AsyncGenerator[ReplayEvent, None]:
+        async for se in replay_events(reader, [stream]):
+            if se.stream_id == stream:
+                found, compacted = occurrences([se], args.text)
+                for place in found:
+                    insort(places, place, key=lambda p: p.sequence)
+                for c in compacted:
+                    insort(compactions, c, key=lambda c: c[0])
+            yield se
+
+    if what_if and not args.json:
         out.print(f"[yellow]⚠ {escape(CAVEAT)}[/]  ({escape(knobs.describe())})")
     style = {"full": "green", "masked": "yellow", "compacted": "magenta", "forgotten": "red", "absent": "red"}
-    lines = [
-        f"seq {p.sequence:>5}  [{style.get(p.status, 'bright_black')}]{p.status:<9}[/] {escape(p.why)}" for p in found
-    ]
-    for at in range(0, len(lines), 1000):  # rich's cost is per call (performance-notes)
-        out.print("\n".join(lines[at : at + 1000]))
-    return EXIT_OK
+    lines: list[str] = []
+    knob_values = knob_dict(knobs)
+    replayed = replay_many(reader, project=project, knobs=[knobs], streams=[stream], events=decoded())
+    async for _, call in replayed:
+        p = call_presence(call, places, compactions, args.text, knob_values)
+        if p is None:
+            continue
+        if args.json:
+            sys.stdout.write(json.dumps({**vars(p), "what_if": what_if}, ensure_ascii=False) + "\n")
+            continue
+        lines.append(f"seq {p.sequence:>5}  [{style.get(p.status, 'bright_black')}]{p.status:<9}[/] {escape(p.why)}")
+        if len(lines) == 1000:  # rich's cost is per call (performance-notes)
+            out.print("\n".join(lines))
+            lines.clear()
+    if lines:
+        out.print("\n".join(lines))
 
 
 # -- tune (the screens) -------------------------------------------------------------------------

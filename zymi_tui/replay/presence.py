@@ -4,6 +4,7 @@ which knob."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -82,16 +83,17 @@ def _classify(
         e = full[0]
         src = "" if e.source_seq is None else f" from seq {e.source_seq}"
         return FULL, f"layer {e.layer}{src}: {e.reason}"
-    earlier = [p for p in places if p.sequence < call.sequence]
-    if not earlier:
+    before = bisect_left(places, call.sequence, key=lambda p: p.sequence)  # `places` are in sequence order
+    if not before:
         return NOT_YET, "not in the stream before this call"
     by_seq = {e.source_seq: e for e in entries if e.source_seq is not None}
     # the latest earlier place decides: the newest copy is the one that could still be visible
-    for place in reversed(earlier):
+    for at in range(before - 1, -1, -1):
+        place = places[at]
         entry = by_seq.get(place.sequence)
         if entry is not None:
             return MASKED, f"{place.what} at seq {place.sequence}: {entry.reason}"
-    place = earlier[-1]
+    place = places[before - 1]
     dropped = {e.source_seq: e for e in dropped_entries if e.source_seq is not None}
     if place.sequence in dropped:
         return FORGOTTEN, f"{place.what} at seq {place.sequence}: {dropped[place.sequence].reason}"
@@ -112,10 +114,21 @@ def presence(
 ) -> list[Presence]:
     """Per agent call of the stream (in order), where `needle` stood. `events` are the step stream's."""
     places, compactions = occurrences(events, needle)
-    out: list[Presence] = []
-    for call in calls:
-        if call.is_compaction or call.hard_cap_failure or call.rendered is None:
-            continue
-        status, why = _classify(call, call.rendered.entries, call.rendered.dropped, places, compactions, needle, knobs)
-        out.append(Presence(call.stream_id, call.sequence, call.global_id, status, why))
-    return out
+    places.sort(key=lambda p: p.sequence)  # as `call_presence` reads them (a stable sort: sorted events stay)
+    found = (call_presence(call, places, compactions, needle, knobs) for call in calls)
+    return [p for p in found if p is not None]
+
+
+def call_presence(
+    call: CallContext,
+    places: list[Occurrence],
+    compactions: list[tuple[int, int, int]],
+    needle: str,
+    knobs: dict[str, int | None],
+) -> Presence | None:
+    """Where `needle` stood at one call (None: not an agent call), from `occurrences` of the stream's
+    events up to it at least (later ones are not looked at; `places` in sequence order)."""
+    if call.is_compaction or call.hard_cap_failure or call.rendered is None:
+        return None
+    status, why = _classify(call, call.rendered.entries, call.rendered.dropped, places, compactions, needle, knobs)
+    return Presence(call.stream_id, call.sequence, call.global_id, status, why)

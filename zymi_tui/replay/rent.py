@@ -58,52 +58,59 @@ def _tool_names(entries: list[ContextEntry]) -> dict[str, str]:
     return names
 
 
-def _walk(calls: list[CallContext], into: dict[int, Observation], *, what_if: bool) -> int:
-    total = 0
-    for call in calls:
-        r = call.rendered
-        if r is None or call.is_compaction or call.hard_cap_failure or r.hard_cap_exceeded:
+def _walk(call: CallContext, into: dict[int, Observation], *, what_if: bool) -> int:
+    """One call's tool results added to `into`; returns the chars it sent (0: not sent)."""
+    r = call.rendered
+    if r is None or call.is_compaction or call.hard_cap_failure or r.hard_cap_exceeded:
+        return 0
+    entries = list(r.entries)
+    names = _tool_names(entries)
+    for e in entries:
+        if not isinstance(e.message, ToolResultMessage) or e.source_seq is None:
             continue
-        total += r.chars
-        entries = list(r.entries)
-        names = _tool_names(entries)
-        for e in entries:
-            if not isinstance(e.message, ToolResultMessage) or e.source_seq is None:
-                continue
-            obs = into.setdefault(
-                e.source_seq,
-                Observation(e.source_seq, names.get(e.message.tool_call_id, "unknown"), e.message.tool_call_id),
-            )
-            if is_masked(e):
-                if not what_if:
-                    obs.calls_masked += 1
-                continue
-            if what_if:
-                obs.rent_bytes_what_if = (obs.rent_bytes_what_if or 0) + e.bytes
-            else:
-                obs.bytes_full = max(obs.bytes_full, e.bytes)
-                obs.calls_full += 1
-                obs.rent_bytes += e.bytes
-    return total
+        obs = into.setdefault(
+            e.source_seq,
+            Observation(e.source_seq, names.get(e.message.tool_call_id, "unknown"), e.message.tool_call_id),
+        )
+        if is_masked(e):
+            if not what_if:
+                obs.calls_masked += 1
+            continue
+        if what_if:
+            obs.rent_bytes_what_if = (obs.rent_bytes_what_if or 0) + e.bytes
+        else:
+            obs.bytes_full = max(obs.bytes_full, e.bytes)
+            obs.calls_full += 1
+            obs.rent_bytes += e.bytes
+    return r.chars
 
 
 async def observation_rent(
     replay: Replay, stream_id: str, *, window: int | None = None, base: dict[str, int | None] | None = None
 ) -> Rent:
     """Rank the tool results of `stream_id` by rent under the recorded knobs; with `window`, also
-    replay under `base` with that observation_window and report what each would have saved."""
-    recorded = [c async for c in replay(None) if c.stream_id == stream_id]
+    replay under `base` with that observation_window and report what each would have saved. Each
+    call is counted as the replay makes it and not kept (a long run's calls are not held)."""
     observations: dict[int, Observation] = {}
-    sent = [c for c in recorded if not c.is_compaction and not c.hard_cap_failure and c.rendered is not None
-            and not c.rendered.hard_cap_exceeded]  # fmt: skip
-    rent = Rent(stream_id, calls=len(sent))  # the agent calls sent, as `replay`, `compare` and `advise` count them
-    rent.chars_total = _walk(recorded, observations, what_if=False)
+    rent = Rent(stream_id)
+    async for c in replay(None):
+        if c.stream_id == stream_id:
+            chars = _walk(c, observations, what_if=False)
+            rent.calls += (
+                c.rendered is not None
+                and not c.is_compaction
+                and not c.hard_cap_failure
+                and (not c.rendered.hard_cap_exceeded)
+            )  # the agent calls sent, as `replay`, `compare` and `advise` count them
+            rent.chars_total += chars
     if window is not None and base is not None:
         knobs = {**base, "observation_window": window}
-        what_if = [c async for c in replay(knobs) if c.stream_id == stream_id]
         for obs in observations.values():
             obs.rent_bytes_what_if = 0
-        rent.chars_total_what_if = _walk(what_if, observations, what_if=True)
+        rent.chars_total_what_if = 0
+        async for c in replay(knobs):
+            if c.stream_id == stream_id:
+                rent.chars_total_what_if += _walk(c, observations, what_if=True)
         rent.what_if_window = window
     rent.observations = list(observations.values())
     return rent

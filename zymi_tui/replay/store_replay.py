@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import heapq
+from array import array
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,13 +45,8 @@ async def replay_events(
     only some of those kinds are needed (the other kinds may come too, with `streams`); `after`:
     from the global id after it (without `streams`)."""
     if streams:
-        # each run and its steps in one read (paged, SQLite sorts the run's remaining rows again for
-        # every page), as rows: decoded a page at a time as the replay goes, never made whole events
-        runs = [(await reader.read_rows(0, -1, stream_id=r)).rows for r in sorted({run_of(s) for s in streams})]
-        rows = runs[0] if len(runs) == 1 else list(heapq.merge(*runs))  # in global order (ids are unique)
-        for at in range(0, len(rows), PAGE):
-            for se in _decoded(reader, None, rows[at : at + PAGE]):
-                yield se
+        async for se in _run_events(reader, streams):
+            yield se
         return
     # only the kinds the context depends on, page by page per kind, merged in global order
     # (decoding is most of a replay's cost; the other kinds are half of a typical store); each kind's
@@ -80,6 +76,79 @@ async def replay_events(
     finally:
         for future in ahead.values():
             future.cancel()
+
+
+DENSE_SPAN = 2  # a run whose rows fill more than 1/DENSE_SPAN of their id span is read by id range
+
+
+async def _run_events(reader: EventReader, streams: Sequence[str]) -> AsyncGenerator[ReplayEvent, None]:
+    """Every event of the runs of `streams` (each run and its steps), in global order, a page of rows
+    at a time (the next page read while this one is decoded), each row decoded only when the replay
+    asks for it: at most two pages of rows are held, whatever the run's length, and a caller that stops
+    (`context --seq`: at its call) decodes nothing after it. A run that fills most of its span of ids
+    (one long run) is read by id range, the other streams' rows in it skipped (its ids, listed, would
+    grow with it); else its ids come from the (stream, sequence) index alone, then its rows by id."""
+    runs = {run_of(s) for s in streams}
+    own = [i for i in await reader.streams() if run_of(i.stream_id) in runs]
+    if not own:
+        return
+    first, last = min(i.first_global_id for i in own), max(i.last_global_id for i in own)
+    if last - first < DENSE_SPAN * sum(i.count for i in own):
+        wanted = {i.stream_id for i in own}
+        async for rows in _id_range_pages(reader, first - 1, last):
+            for se in _decoding(reader, [r for r in rows if r[1] in wanted and r[0] <= last]):
+                yield se
+        return
+    ids = array("q")
+    for run in sorted(runs):
+        ids.extend(gid for gid, _, _ in await reader.run_ids(run))
+    if len(runs) > 1:
+        ids = array("q", sorted(ids))  # several runs: in global order (ids are unique)
+    ahead: asyncio.Future[list[RawRow]] | None = None
+    try:
+        for at in range(0, len(ids), PAGE):
+            page = await ahead if ahead is not None else await reader.read_id_rows(ids[at : at + PAGE].tolist())
+            ahead = None
+            if at + PAGE < len(ids):
+                ahead = asyncio.ensure_future(reader.read_id_rows(ids[at + PAGE : at + 2 * PAGE].tolist()))
+                await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
+            for se in _decoding(reader, page):
+                yield se
+    finally:
+        if ahead is not None:
+            ahead.cancel()
+
+
+async def _id_range_pages(reader: EventReader, after: int, until: int) -> AsyncGenerator[list[RawRow], None]:
+    """The store's rows with ids in (after, until], a page at a time, the next page read ahead."""
+    ahead: asyncio.Future[RowPage] | None = None
+    try:
+        while after < until:
+            page = await ahead if ahead is not None else await reader.read_rows(after, PAGE)
+            ahead = None
+            more = page.rows_scanned == PAGE and page.last_global_id < until
+            if more:
+                ahead = asyncio.ensure_future(reader.read_rows(page.last_global_id, PAGE))
+                await asyncio.sleep(0)
+            yield page.rows
+            if not more:
+                return
+            after = page.last_global_id
+    finally:
+        if ahead is not None:
+            ahead.cancel()
+
+
+def _decoding(reader: EventReader, rows: Sequence[RawRow]) -> Iterator[ReplayEvent]:
+    """`rows` (of any kinds, each read as `decode_event` reads it) decoded one at a time, as asked for
+    (an unreadable row is reported in `reader.problems` and skipped)."""
+    for gid, stream_id, seq, data in rows:
+        try:
+            se = decode_replay_row(type_name_at(data), gid, seq, data)
+        except EventDecodeError as e:
+            reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
+            continue
+        yield se
 
 
 def _decoded(reader: EventReader, tag: str | None, rows: Sequence[RawRow]) -> deque[ReplayEvent]:
