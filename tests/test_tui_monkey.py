@@ -8,6 +8,7 @@ fork modal (it starts a real fork, which writes a new run into the store by desi
 
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,7 @@ async def test_monkey(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("ZYMI_TUI_CONFIG_DIR", str(tmp_path / "config"))  # a saved profile lands here
     monkeypatch.setenv("ZYMI_TUI_LOG_DIR", str(tmp_path / "logs"))  # a failure's traceback lands here
     monkeypatch.chdir(tmp_path)  # exports land here
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # and the demo project `d` makes (the chat keeps it)
     db, _project = await make_store(name, tmp_path / name)
     before = db.read_bytes()
     t0 = time.monotonic()
