@@ -25,6 +25,7 @@ from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.dag import plan_levels
 from zymi_tui.engine.loader import Workspace
+from zymi_tui.engine.run_request import run_stream
 from zymi_tui.engine.runner import ResumeHook, RunHalted, RunResult, Runtime, run_pipeline, seal_interrupted
 from zymi_tui.errors import UserError
 from zymi_tui.events.kinds import (
@@ -330,7 +331,7 @@ async def fork(
             f"step '{sid}' would call '{tool}', marked no_resume; zymi-tui cannot shadow no_resume tools yet — "
             "use `zymi resume` for this fork"
         )
-    stream = stream_id or f"pipeline-{plan.pipeline}-{uuid.uuid4()}"
+    stream = stream_id or run_stream(plan.pipeline)
     corr = str(uuid.uuid4())
     frozen = await _bootstrap(rt.reader, plan, stream, corr, knobs)
     rt.knobs = knobs.knobs

@@ -66,9 +66,9 @@ def run_inputs(pipeline: PipelineConfig, inputs: dict[str, str]) -> dict[str, st
     return out
 
 
-def run_stream(pipeline: PipelineConfig) -> str:
-    """The stream of a new `run` of `pipeline`, named as zymi names it."""
-    return f"pipeline-{pipeline.name}-{uuid.uuid4()}"
+def run_stream(pipeline: str) -> str:
+    """The stream of a new run of the pipeline named `pipeline`, named as zymi names it."""
+    return f"pipeline-{pipeline}-{uuid.uuid4()}"
 
 
 class RequestedRun:
@@ -101,7 +101,7 @@ def request_run(ws: Workspace, pipeline: PipelineConfig, inputs: dict[str, str])
     connection = open_for_writing(path)
     try:
         requested = RequestedRun(
-            run_stream(pipeline), str(uuid.uuid4()), run_inputs(pipeline, inputs), provider, path, connection
+            run_stream(pipeline.name), str(uuid.uuid4()), run_inputs(pipeline, inputs), provider, path, connection
         )
         kind = PipelineRequested(pipeline=pipeline.name, inputs=requested.inputs)
         event = Event.new(requested.stream_id, kind, "engine", requested.correlation_id)

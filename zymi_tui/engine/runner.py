@@ -124,7 +124,7 @@ class PipelineRun:
         self.requested = requested
         self.resume = resume
         self.inputs = run_inputs(pipeline, inputs)
-        self.stream = stream_id or run_stream(pipeline)
+        self.stream = stream_id or run_stream(pipeline.name)
         self.scope = RunScope(self.stream, correlation_id)
         self.outputs: dict[str, str] = dict(resume.frozen_outputs) if resume else {}
         self.running: set[asyncio.Task[StepResult]] = set()

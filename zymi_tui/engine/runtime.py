@@ -14,8 +14,7 @@ from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.places import Places
 from zymi_tui.engine.providers.base import Provider
 from zymi_tui.engine.recorder import Recorder
-from zymi_tui.engine.run_request import RequestedRun, needs_llm, uses_shell
-from zymi_tui.engine.run_request import make_provider as make_provider  # where the chat screen takes it from
+from zymi_tui.engine.run_request import RequestedRun, make_provider, needs_llm, uses_shell
 from zymi_tui.engine.runner import Printer, Runtime
 from zymi_tui.engine.sandbox import Sandbox, make_sandbox
 from zymi_tui.events.factory import open_reader, open_writer

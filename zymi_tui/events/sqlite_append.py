@@ -1,7 +1,7 @@
 """A SQLite store's appends without an event loop: the connection zymi's writer opens (its pragmas and
 schema) and one transaction of rows as zymi's `SqliteEventStore::append` writes them (`BEGIN
 IMMEDIATE`, `MAX(sequence)+1`, v2 hash, `stream_heads` upsert). `sqlite_write.SqliteWriter` runs them in
-its event loop; a `run` writes its first event with them before it imports asyncio (engine/first_event.py)."""
+its event loop; a `run` writes its first event with them before it imports asyncio (engine/run_request.py)."""
 
 from __future__ import annotations
 

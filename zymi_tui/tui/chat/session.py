@@ -24,8 +24,9 @@ from zymi_tui.engine.chat import PROJECT_PROFILE, chat_pipeline, profile_knobs, 
 from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.loader import Workspace, load_workspace
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, Provider, ProviderError
+from zymi_tui.engine.run_request import make_provider
 from zymi_tui.engine.runner import Runtime
-from zymi_tui.engine.runtime import close_runtime, make_provider, open_runtime
+from zymi_tui.engine.runtime import close_runtime, open_runtime
 from zymi_tui.errors import UserError
 from zymi_tui.events import kinds as k
 from zymi_tui.events.kinds import Event
