@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import heapq
 from array import array
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
@@ -22,7 +21,7 @@ from zymi_tui.events.kinds import (
     WorkflowNodeStarted,
 )
 from zymi_tui.events.replay_view import ReplayEvent, decode_replay_row
-from zymi_tui.events.store import STEP_MARK, EventReader, RawRow, RowPage, run_of
+from zymi_tui.events.store import STEP_MARK, EventReader, KindRowPage, RawRow, RowPage, run_of
 from zymi_tui.events.stored import BadRow
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import (
@@ -48,34 +47,30 @@ async def replay_events(
         async for se in _run_events(reader, streams):
             yield se
         return
-    # only the kinds the context depends on, page by page per kind, merged in global order
-    # (decoding is most of a replay's cost; the other kinds are half of a typical store); each kind's
-    # next page is read (on the reader's thread or connection) while this one is decoded and replayed
-    buffers: dict[str, deque[ReplayEvent]] = {}
-    ahead: dict[str, asyncio.Future[RowPage]] = {}
-
-    async def take(tag: str, page: RowPage) -> deque[ReplayEvent]:
-        if page.rows_scanned == PAGE:
-            ahead[tag] = asyncio.ensure_future(reader.read_rows(page.last_global_id, PAGE, tag=tag))
-            await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
-        return _decoded(reader, tag, page.rows)
-
+    # only the kinds the context depends on, in one pass in global order (the reader skips the other
+    # kinds: decoding is most of a replay's cost, and they are half of a typical store); the next page is
+    # read (on the reader's thread or connection) while this one is decoded and replayed
+    ahead: asyncio.Future[KindRowPage] | None = None
     try:
-        for tag in kinds:
-            buffers[tag] = await take(tag, await reader.read_rows(after, PAGE, tag=tag))
-        heap = [(buf[0].global_id, tag) for tag, buf in buffers.items() if buf]
-        heapq.heapify(heap)
-        while heap:
-            _, tag = heapq.heappop(heap)
-            buf = buffers[tag]
-            yield buf.popleft()
-            if not buf and tag in ahead:
-                buf = buffers[tag] = await take(tag, await ahead.pop(tag))
-            if buf:
-                heapq.heappush(heap, (buf[0].global_id, tag))
+        while True:
+            page = await ahead if ahead is not None else await reader.read_kinds_rows(kinds, after, PAGE)
+            ahead = None
+            if page.rows_scanned == PAGE:
+                ahead = asyncio.ensure_future(reader.read_kinds_rows(kinds, page.last_global_id, PAGE))
+                await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
+            for gid, stream_id, seq, tag, data in page.rows:
+                try:
+                    se = decode_replay_row(TYPE_BY_TAG[tag], gid, seq, data)
+                except EventDecodeError as e:
+                    reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
+                    continue
+                yield se
+            if ahead is None:
+                return
+            after = page.last_global_id
     finally:
-        for future in ahead.values():
-            future.cancel()
+        if ahead is not None:
+            ahead.cancel()
 
 
 DENSE_SPAN = 2  # a run whose rows fill more than 1/DENSE_SPAN of their id span is read by id range
@@ -149,19 +144,6 @@ def _decoding(reader: EventReader, rows: Sequence[RawRow]) -> Iterator[ReplayEve
             reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
             continue
         yield se
-
-
-def _decoded(reader: EventReader, tag: str | None, rows: Sequence[RawRow]) -> deque[ReplayEvent]:
-    """One page of one kind's rows (tag None: of any kinds, each read as `decode_event` reads it),
-    decoded (an unreadable row is reported in `reader.problems` and skipped)."""
-    type_name = None if tag is None else TYPE_BY_TAG[tag]
-    out: deque[ReplayEvent] = deque()
-    for gid, stream_id, seq, data in rows:
-        try:
-            out.append(decode_replay_row(type_name or type_name_at(data), gid, seq, data))
-        except EventDecodeError as e:
-            reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
-    return out
 
 
 def agent_knobs(events: Sequence[ReplayEvent], stream_id: str) -> ContextKnobs | None:
