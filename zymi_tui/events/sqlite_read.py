@@ -200,8 +200,14 @@ class SqliteReader(RowDecoder, Closable):
                 out.append((gid, stream_id, seq, data if type(data) is str else column_text(data)))
         return out
 
-    def _sane_tagged(self, rows: Iterable[Any]) -> list[KindRow]:
-        """`_sane` of rows with their kind tag (a text equal to a tag asked for: not checked again)."""
+    def _sane_tagged(self, rows: list[Any]) -> list[KindRow]:
+        """`_sane` of rows with their kind tag (a text equal to a tag asked for: not checked again).
+        While SQLite decodes text itself (no undecodable text seen yet), a text column holds valid UTF-8:
+        a page whose columns all have zymi's types is taken as read, the rows one by one only if not."""
+        if self._conn.text_factory is not TEXT_ANY:
+            typed = [r for r in rows if type(r[1]) is str and type(r[2]) is int and type(r[4]) is str]
+            if len(typed) == len(rows):
+                return typed
         out: list[KindRow] = []
         for gid, stream_id, seq, tag, data in rows:
             if self._placed(gid, stream_id, seq):
