@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import ORACLE
 from zymi_tui.cli import main
@@ -104,3 +106,31 @@ def test_styles_only_on_a_terminal() -> None:
         t.row([Cell((("5", False), ("≠", True)))])
         assert ("\x1b[" in "".join(lines)) is styled
         assert lines[-1].replace("\x1b[31m", "").replace("\x1b[0m", "") == "5≠\n"
+
+
+_CELL = st.text(alphabet=st.sampled_from("ab1 -~é漢\x1b"), max_size=9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rights=st.lists(st.booleans(), min_size=1, max_size=5),
+    rows=st.lists(st.lists(st.one_of(_CELL, _CELL.map(lambda t: Cell(((t, False), ("≠", True))))), min_size=5,
+                           max_size=5), max_size=8),
+    styled=st.booleans(),
+)  # fmt: skip
+def test_a_row_is_the_line_its_cells_make(rights: list[bool], rows: list[list[str | Cell]], styled: bool) -> None:
+    """Each row (cells of ASCII and wide text, red parts, cells wider than their column) is the line that
+    `_line` alone makes of it, row after row as columns widen: the one-call format of the rows that fit
+    changes no byte (on a terminal or not)."""
+    columns = [Column(f"h{i}", right=r, width=2) for i, r in enumerate(rights)]
+    got: list[str] = []
+    table = StreamedTable(columns, styled=styled, write=got.append)
+    alone = StreamedTable(columns, styled=styled, write=lambda _: None)
+    want: list[str] = []
+    for cells in rows:
+        cells = cells[: len(columns)]
+        table.row(cells)
+        plain = [c.text if isinstance(c, Cell) else c for c in cells]
+        shown = [c.styled() if isinstance(c, Cell) and styled else p for c, p in zip(cells, plain, strict=True)]
+        want.append(alone._line(plain, shown) + "\n")
+    assert got[1:] == want

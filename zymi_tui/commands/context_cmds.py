@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,7 @@ from .common import (
     _stdout_is_terminal,
     add_store_arg,
     close_reader,
-    err,
     located,
-    out,
     raw_line,
     report_skipped,
     run_async,
@@ -130,7 +129,25 @@ def _est_tokens(row: CallContext) -> int | None:
     return None if row.rendered is None else sum(e.tokens for e in row.rendered.entries)
 
 
-_JSON_LINE = json.JSONEncoder(ensure_ascii=False)  # json.dumps(obj, ensure_ascii=False), made once
+def _json_line_encoder() -> Callable[[Any], str]:
+    """`json.dumps(obj, ensure_ascii=False)` of a line's object: the C encoder `JSONEncoder.encode` makes
+    on each call (with the same settings), made once (a replay encodes a line per call)."""
+    settings = json.JSONEncoder(ensure_ascii=False)
+    make: Any = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed
+    if make is None:  # an interpreter without the C accelerator
+        return settings.encode
+    chunks = make(
+        None, settings.default, json.encoder.encode_basestring, None, settings.key_separator,
+        settings.item_separator, False, False, True,
+    )  # fmt: skip
+
+    def encode(obj: Any) -> str:
+        return "".join(chunks(obj, 0))
+
+    return encode
+
+
+_JSON_LINE = _json_line_encoder()
 
 
 def row_json(row: CallContext, *, messages: bool, tokens: bool = True) -> dict[str, Any]:
@@ -183,7 +200,7 @@ async def _replay(args: argparse.Namespace) -> int:
         table = None if args.json else StreamedTable(REPLAY_COLUMNS, styled=_stdout_is_terminal())
         streams = await run_step_streams(reader, args)
         progress = Progress("replaying", total)
-        write, encode = sys.stdout.write, _JSON_LINE.encode  # a line at a time: out as soon as it is made
+        write, encode = sys.stdout.write, _JSON_LINE  # a line at a time: out as soon as it is made
         async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
             if totals.rows % 200 == 0:
                 progress.at(row.global_id)
@@ -349,6 +366,8 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
     if as_json:
         sys.stdout.write(json.dumps(totals) + "\n")
         return
+    from .common import out  # rich's console: loaded by the table, not by `replay --json`
+
     t = totals
     est = f"tokens (estimated) sum {t['estimated_tokens_sum']} peak {t['estimated_tokens_peak']}; " if tok else ""
     out.print(
@@ -397,6 +416,8 @@ async def _context(args: argparse.Namespace) -> int:
             ]  # fmt: skip
         sys.stdout.write(raw_line(json.dumps(obj, ensure_ascii=False)) + "\n")
         return EXIT_OK
+    from .common import err, out  # rich's consoles: loaded by the text view only
+
     kind = "compaction call" if row.is_compaction else f"iteration {row.iteration}"
     out.print(f"[bold]{shown(row.stream_id)}[/] seq {row.sequence} ({kind})")
     if r is None:

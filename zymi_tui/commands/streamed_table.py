@@ -10,6 +10,7 @@ parts marked `red` are red; in a pipe or file the text is plain (no escape seque
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ class StreamedTable:
         self.write = write or sys.stdout.write
         self.header_written = False
         self.rows = 0
+        self._format = ""  # `_line` of ASCII cells that fit the widths as they are (remade when one widens)
 
     def title(self, text: str) -> None:
         """A line above the header (or between rows, when it is first known there)."""
@@ -64,8 +66,29 @@ class StreamedTable:
         self.header()
         self.rows += 1
         plain = [c.text if isinstance(c, Cell) else c for c in cells]
+        # most rows: ASCII cells (one per column; red parts only off a terminal) no wider than their
+        # columns, formatted in one call into the line `_line` makes
+        if (
+            len(plain) == len(self.widths)
+            and (not self.styled or plain == cells)
+            and "".join(plain).isascii()
+            and all(map(operator.le, map(len, plain), self.widths))
+        ):
+            if not self._format:
+                self._format = self._line_format()
+            self.write(self._format.format(*plain).rstrip(" ") + "\n")
+            return
         shown = [c.styled() if isinstance(c, Cell) and self.styled else p for c, p in zip(cells, plain, strict=True)]
         self.write(self._line(plain, shown) + "\n")
+
+    def _line_format(self) -> str:
+        """`_line` of cells that fit: each padded to its column's width (the last, left-justified, not)."""
+        last = len(self.columns) - 1
+        fields = [
+            f"{{:>{w}}}" if c.right else "{}" if i == last else f"{{:<{w}}}"
+            for i, (c, w) in enumerate(zip(self.columns, self.widths, strict=True))
+        ]
+        return "  ".join(fields)
 
     def _line(self, plain: Sequence[str], shown: Sequence[str]) -> str:
         out = []
@@ -74,6 +97,7 @@ class StreamedTable:
             n = len(text) if text.isascii() else cell_len(text)
             if n > self.widths[i]:
                 self.widths[i] = n
+                self._format = ""
             pad = " " * (self.widths[i] - n)
             if self.columns[i].right:
                 out.append(pad + styled)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import asyncpg
@@ -45,6 +45,7 @@ from zymi_tui.events.postgres_schema import connect_pool, explain_pg_error, firs
 from zymi_tui.events.store import (
     Closable,
     IdRow,
+    KindRowPage,
     Page,
     RawRow,
     RowPage,
@@ -301,6 +302,17 @@ class PostgresReader(RowDecoder, Closable):
         self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
     ) -> RowPage:
         return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
+
+    async def read_kinds_rows(self, tags: Sequence[str], after_global_id: int, limit: int) -> KindRowPage:
+        """Up to the settled horizon, like every cursor read (the planner picks the kind index or a scan)."""
+        top = await self.horizon()
+        rows = await self._fetch(
+            "SELECT id, stream_id, sequence, kind_tag, data FROM events "
+            "WHERE kind_tag = ANY($1::text[]) AND id > $2 AND id <= $3 ORDER BY id LIMIT $4",
+            list(tags), after_global_id, top, limit,
+        )  # fmt: skip
+        out = [(int(gid), str(s), int(seq), str(tag), str(data)) for gid, s, seq, tag, data in rows]
+        return KindRowPage(out, out[-1][0] if out else after_global_id, len(out))
 
     async def scan_chains(self, heads: dict[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
         return await scan_by_stream(self, heads)  # rows commit out of id order here: each stream is read whole

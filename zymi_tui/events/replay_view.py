@@ -10,13 +10,17 @@ fields by type, strictly); a row these checks refuse, or whose kind is not a rep
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 from typing import Any
 
 import msgspec
 
 from zymi_tui.events import kinds as k
-from zymi_tui.events.envelope import decode_event
-from zymi_tui.events.kind_json import decode_row
+from zymi_tui.events.envelope import EventDecodeError, decode_event
+from zymi_tui.events.kind_json import decode_row, row_decoder
+from zymi_tui.events.row_envelope import DECODE_ERRORS
+from zymi_tui.events.store import KindRow
 from zymi_tui.events.stored import StoredEvent
 
 ReplayKind = (
@@ -25,6 +29,7 @@ ReplayKind = (
     | k.LlmCallCompleted | k.UserMessageReceived
 )  # fmt: skip
 REPLAY_TYPES = frozenset(cls.__name__ for cls in ReplayKind.__args__)  # the kinds' type names
+TYPE_BY_TAG = {k.snake_tag(cls.__name__): cls.__name__ for cls in ReplayKind.__args__}  # by `kind_tag`
 
 
 class ReplayEvent(msgspec.Struct, frozen=True):
@@ -55,3 +60,39 @@ def replay_event(stored: StoredEvent) -> ReplayEvent:
     ev = stored.event
     kind: Any = ev.kind if ev.kind.type_name in REPLAY_TYPES else None
     return ReplayEvent(stored.global_id, ev.stream_id, ev.sequence, ev.timestamp, ev.source, ev.correlation_id, kind)
+
+
+def replay_rows(rows: Iterable[KindRow], bad: Callable[[int, str, int, str], None]) -> Iterator[ReplayEvent]:
+    """Rows with their kind tag (`EventReader.read_kinds_rows`) decoded one at a time, as asked for, each
+    exactly as `decode_replay_row` decodes it (its tag's type, strictly; else `decode_event`); a row a
+    whole-event reader refuses is handed to `bad` (global id, stream id, sequence, why) and skipped.
+    The same as `decode_replay_row` row by row, without its calls per row (a replay decodes every other
+    row of a store); a timestamp's ranges are checked once for a run of rows in the same second."""
+    decoders: dict[str, msgspec.json.Decoder[Any] | None] = {}
+    checked = ""  # the last timestamp (to the second) whose ranges were checked
+    for gid, stream_id, seq, tag, data in rows:
+        try:
+            decoder = decoders[tag]
+        except KeyError:
+            type_name = TYPE_BY_TAG.get(tag)
+            decoder = decoders[tag] = None if type_name is None else row_decoder(type_name)
+        env: Any = None
+        if decoder is not None:
+            try:
+                env = decoder.decode(data)
+                second = env.timestamp[:19]
+                if second != checked:
+                    datetime.fromisoformat(second)  # the pattern checked the form; this checks the ranges
+                    checked = second
+            except DECODE_ERRORS:
+                env = None
+        if env is not None:
+            kind: Any = env.kind.data
+            yield ReplayEvent(gid, env.stream_id, seq, env.timestamp, env.source, env.correlation_id, kind)
+            continue
+        try:
+            se = replay_event(StoredEvent(gid, decode_event(data, seq), data))
+        except EventDecodeError as e:
+            bad(gid, stream_id, seq, str(e))
+            continue
+        yield se

@@ -22,7 +22,18 @@ from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text
 from zymi_tui.events.sqlite_check import NOT_UTF8, TEXT_ANY, pragma_check, scan_store
 from zymi_tui.events.sqlite_file import check_store_file, is_wal, note_store
 from zymi_tui.events.sqlite_schema import LOCK_WAIT_S, explain_sqlite_error, is_locked
-from zymi_tui.events.store import Closable, IdRow, Page, RawRow, RowPage, StoreError, StreamInfo, step_range
+from zymi_tui.events.store import (
+    Closable,
+    IdRow,
+    KindRow,
+    KindRowPage,
+    Page,
+    RawRow,
+    RowPage,
+    StoreError,
+    StreamInfo,
+    step_range,
+)
 from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
 from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
@@ -185,14 +196,34 @@ class SqliteReader(RowDecoder, Closable):
         hold); the others are reported in `problems` and left out."""
         out: list[RawRow] = []
         for gid, stream_id, seq, data in rows:
-            if type(stream_id) is not str or has_undecodable_bytes(stream_id):
-                what = "is not valid UTF-8 text" if type(stream_id) is str else "is not text"
-                self._bad(gid, escape_controls(column_text(stream_id)), seq, f"the stream_id column {what}")
-            elif type(seq) is not int:
-                self._bad(gid, stream_id, seq, f"the sequence column is not an integer: {str(seq)[:40]!r}")
-            else:
+            if self._placed(gid, stream_id, seq):
                 out.append((gid, stream_id, seq, data if type(data) is str else column_text(data)))
         return out
+
+    def _sane_tagged(self, rows: list[Any]) -> list[KindRow]:
+        """`_sane` of rows with their kind tag (a text equal to a tag asked for: not checked again).
+        While SQLite decodes text itself (no undecodable text seen yet), a text column holds valid UTF-8:
+        a page whose columns all have zymi's types is taken as read, the rows one by one only if not."""
+        if self._conn.text_factory is not TEXT_ANY:
+            typed = [r for r in rows if type(r[1]) is str and type(r[2]) is int and type(r[4]) is str]
+            if len(typed) == len(rows):
+                return typed
+        out: list[KindRow] = []
+        for gid, stream_id, seq, tag, data in rows:
+            if self._placed(gid, stream_id, seq):
+                out.append((gid, stream_id, seq, tag, data if type(data) is str else column_text(data)))
+        return out
+
+    def _placed(self, gid: int, stream_id: Any, seq: Any) -> bool:
+        """Whether a row's stream id is UTF-8 text and its sequence an integer (else it is reported)."""
+        if type(stream_id) is not str or has_undecodable_bytes(stream_id):
+            what = "is not valid UTF-8 text" if type(stream_id) is str else "is not text"
+            self._bad(gid, escape_controls(column_text(stream_id)), seq, f"the stream_id column {what}")
+            return False
+        if type(seq) is not int:
+            self._bad(gid, stream_id, seq, f"the sequence column is not an integer: {str(seq)[:40]!r}")
+            return False
+        return True
 
     def _decode(self, rows: Iterable[Any]) -> list[StoredEvent]:
         return self._decode_rows(self._sane(rows))
@@ -333,6 +364,16 @@ class SqliteReader(RowDecoder, Closable):
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
     ) -> list[StoredEvent]:
         return self._decode((await self.read_rows(after_global_id, limit, stream_id=stream_id, tag=tag)).rows)
+
+    async def read_kinds_rows(self, tags: Sequence[str], after_global_id: int, limit: int) -> KindRowPage:
+        """One kind: on the kind index. Several: one pass over the table in id order, the other kinds
+        skipped by SQLite (the unary `+` keeps it off the kind index: walking it for each of a dozen kinds
+        and merging them in id order costs more than the rows it skips; `kind_tag` is stored before
+        `data`, so a skipped row's text is not read)."""
+        where = "kind_tag = ?" if len(tags) == 1 else f"+kind_tag IN ({','.join('?' * len(tags))})"
+        sql = f"SELECT id, stream_id, sequence, kind_tag, data FROM events WHERE {where} AND id > ? ORDER BY id LIMIT ?"
+        rows = await self._fetch(sql, (*tags, after_global_id, limit))
+        return KindRowPage(self._sane_tagged(rows), rows[-1][0] if rows else after_global_id, len(rows))
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         cols = "prev_hash, hash" if self._has_hash else "'', ''"

@@ -11,12 +11,11 @@ from zymi_tui.context.knobs import ContextKnobs, KnobError, make_knobs
 from zymi_tui.context.rendered import CompactionPlan, Prefix, RenderedContext
 from zymi_tui.context.reuse import PrefixReuse
 from zymi_tui.errors import UserError
-from zymi_tui.events.kinds import WorkflowNodeStarted, snake_tag
-from zymi_tui.events.replay_view import ReplayKind
+from zymi_tui.events.kinds import WorkflowNodeStarted
+from zymi_tui.events.replay_view import TYPE_BY_TAG as TYPE_BY_TAG  # by the kind tags a replay reads
 
 PAGE = 2000
 # the kinds a replay reads: Layer C, the prefix and memory, failures (docs/context.md#layers, #memory, #hard-cap)
-TYPE_BY_TAG = {snake_tag(k.__name__): k.__name__ for k in ReplayKind.__args__}
 REPLAY_KINDS = tuple(TYPE_BY_TAG)
 HARD_CAP_ERROR = re.compile(r"^\[(?P<step>[^\]]+)\] context build failed: context exceeds hard cap: (?P<n>\d+) chars")
 DEFAULT_SUMMARY_RATIO = 0.10  # used only when the store has no recorded compaction to learn from

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import heapq
 from array import array
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
@@ -21,14 +20,13 @@ from zymi_tui.events.kind_json import type_name_at
 from zymi_tui.events.kinds import (
     WorkflowNodeStarted,
 )
-from zymi_tui.events.replay_view import ReplayEvent, decode_replay_row
-from zymi_tui.events.store import STEP_MARK, EventReader, RawRow, RowPage, run_of
+from zymi_tui.events.replay_view import ReplayEvent, decode_replay_row, replay_rows
+from zymi_tui.events.store import STEP_MARK, EventReader, KindRowPage, RawRow, RowPage, run_of
 from zymi_tui.events.stored import BadRow
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import (
     PAGE,
     REPLAY_KINDS,
-    TYPE_BY_TAG,
     CallContext,
     ReplayError,
     self_described,
@@ -44,44 +42,51 @@ async def replay_events(
     kinds the context depends on across the store (decoded as `replay_view` reads them); `kinds`:
     only some of those kinds are needed (the other kinds may come too, with `streams`); `after`:
     from the global id after it (without `streams`)."""
-    if streams:
-        async for se in _run_events(reader, streams):
-            yield se
-        return
-    # only the kinds the context depends on, page by page per kind, merged in global order
-    # (decoding is most of a replay's cost; the other kinds are half of a typical store); each kind's
-    # next page is read (on the reader's thread or connection) while this one is decoded and replayed
-    buffers: dict[str, deque[ReplayEvent]] = {}
-    ahead: dict[str, asyncio.Future[RowPage]] = {}
+    async with aclosing(event_pages(reader, streams, kinds, after=after)) as pages:
+        async for page in pages:
+            for se in page:
+                yield se
 
-    async def take(tag: str, page: RowPage) -> deque[ReplayEvent]:
-        if page.rows_scanned == PAGE:
-            ahead[tag] = asyncio.ensure_future(reader.read_rows(page.last_global_id, PAGE, tag=tag))
-            await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
-        return _decoded(reader, tag, page.rows)
+
+async def event_pages(
+    reader: EventReader, streams: Sequence[str] | None, kinds: Sequence[str] = REPLAY_KINDS, *, after: int = 0
+) -> AsyncGenerator[Iterator[ReplayEvent], None]:
+    """`replay_events` a page at a time: each page decodes its rows as they are asked for, and is
+    taken whole (or dropped) before the next page is asked for (an event loop's turn per page, not
+    per event)."""
+    if streams:
+        async with aclosing(_run_events(reader, streams)) as runs:
+            async for events in runs:
+                yield events
+        return
+    # only the kinds the context depends on, in one pass in global order (the reader skips the other
+    # kinds: decoding is most of a replay's cost, and they are half of a typical store); the next page is
+    # read (on the reader's thread or connection) while this one is decoded and replayed
+    ahead: asyncio.Future[KindRowPage] | None = None
+
+    def bad(gid: int, stream_id: str, seq: int, error: str) -> None:
+        reader.problems.append(BadRow(gid, stream_id, seq, error))
 
     try:
-        for tag in kinds:
-            buffers[tag] = await take(tag, await reader.read_rows(after, PAGE, tag=tag))
-        heap = [(buf[0].global_id, tag) for tag, buf in buffers.items() if buf]
-        heapq.heapify(heap)
-        while heap:
-            _, tag = heapq.heappop(heap)
-            buf = buffers[tag]
-            yield buf.popleft()
-            if not buf and tag in ahead:
-                buf = buffers[tag] = await take(tag, await ahead.pop(tag))
-            if buf:
-                heapq.heappush(heap, (buf[0].global_id, tag))
+        while True:
+            page = await ahead if ahead is not None else await reader.read_kinds_rows(kinds, after, PAGE)
+            ahead = None
+            if page.rows_scanned == PAGE:
+                ahead = asyncio.ensure_future(reader.read_kinds_rows(kinds, page.last_global_id, PAGE))
+                await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
+            yield replay_rows(page.rows, bad)
+            if ahead is None:
+                return
+            after = page.last_global_id
     finally:
-        for future in ahead.values():
-            future.cancel()
+        if ahead is not None:
+            ahead.cancel()
 
 
 DENSE_SPAN = 2  # a run whose rows fill more than 1/DENSE_SPAN of their id span is read by id range
 
 
-async def _run_events(reader: EventReader, streams: Sequence[str]) -> AsyncGenerator[ReplayEvent, None]:
+async def _run_events(reader: EventReader, streams: Sequence[str]) -> AsyncGenerator[Iterator[ReplayEvent], None]:
     """Every event of the runs of `streams` (each run and its steps), in global order, a page of rows
     at a time (the next page read while this one is decoded), each row decoded only when the replay
     asks for it: at most two pages of rows are held, whatever the run's length, and a caller that stops
@@ -95,9 +100,9 @@ async def _run_events(reader: EventReader, streams: Sequence[str]) -> AsyncGener
     first, last = min(i.first_global_id for i in own), max(i.last_global_id for i in own)
     if last - first < DENSE_SPAN * sum(i.count for i in own):
         wanted = {i.stream_id for i in own}
-        async for rows in _id_range_pages(reader, first - 1, last):
-            for se in _decoding(reader, [r for r in rows if r[1] in wanted and r[0] <= last]):
-                yield se
+        async with aclosing(_id_range_pages(reader, first - 1, last)) as pages:
+            async for rows in pages:
+                yield _decoding(reader, [r for r in rows if r[1] in wanted and r[0] <= last])
         return
     ids = array("q")
     for run in sorted(runs):
@@ -112,8 +117,7 @@ async def _run_events(reader: EventReader, streams: Sequence[str]) -> AsyncGener
             if at + PAGE < len(ids):
                 ahead = asyncio.ensure_future(reader.read_id_rows(ids[at + PAGE : at + 2 * PAGE].tolist()))
                 await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
-            for se in _decoding(reader, page):
-                yield se
+            yield _decoding(reader, page)
     finally:
         if ahead is not None:
             ahead.cancel()
@@ -149,19 +153,6 @@ def _decoding(reader: EventReader, rows: Sequence[RawRow]) -> Iterator[ReplayEve
             reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
             continue
         yield se
-
-
-def _decoded(reader: EventReader, tag: str | None, rows: Sequence[RawRow]) -> deque[ReplayEvent]:
-    """One page of one kind's rows (tag None: of any kinds, each read as `decode_event` reads it),
-    decoded (an unreadable row is reported in `reader.problems` and skipped)."""
-    type_name = None if tag is None else TYPE_BY_TAG[tag]
-    out: deque[ReplayEvent] = deque()
-    for gid, stream_id, seq, data in rows:
-        try:
-            out.append(decode_replay_row(type_name or type_name_at(data), gid, seq, data))
-        except EventDecodeError as e:
-            reader.problems.append(BadRow(gid, stream_id, seq, str(e)))
-    return out
 
 
 def agent_knobs(events: Sequence[ReplayEvent], stream_id: str) -> ContextKnobs | None:
@@ -254,26 +245,52 @@ async def replay_many(
     top = max(ends.values(), default=0) if part is None else part.until
     wanted = set(streams) if streams else None
     after = 0 if part is None else part.after
-    source = replay_events(reader, streams, after=after) if events is None else events
-    async with aclosing(source) as decoded:  # its read-ahead stopped on a break
-        async for se in decoded:
-            if se.global_id > top:
+    source = event_pages(reader, streams, after=after) if events is None else _one_by_one(events)
+    only = groups[0] if len(groups) == 1 and len(groups[0].members) == 1 and not figures_only else None
+    async with aclosing(source) as pages:  # its read-ahead stopped on a break
+        async for page in pages:
+            if only is not None:  # one replayer (a plain replay): the loop below without its groups
+                replayer, i = only.replayer, only.members[0]
+                feed, queue = replayer.feed, replayer.queue
+                for se in page:
+                    if se.global_id > top:
+                        break
+                    feed(se)
+                    if queue:
+                        for row in replayer.ready():
+                            if wanted is None or row.stream_id in wanted:
+                                yield i, row
+                else:
+                    continue
                 break
-            if len(groups) > families and STEP_MARK not in se.stream_id:
-                groups = _rejoined(groups, se)
-            for group in groups:  # a group split off here is appended, so fed this event too
-                if len(group.members) > 1:
-                    groups += group.split_before(se, replayers)
-                group.replayer.feed(se)
-                for row in group.replayer.ready():
-                    if wanted is None or row.stream_id in wanted:
-                        for i in group.members:
-                            yield i, row
+            for se in page:
+                if se.global_id > top:
+                    break
+                if len(groups) > families and STEP_MARK not in se.stream_id:
+                    groups = _rejoined(groups, se)
+                for group in groups:  # a group split off here is appended, so fed this event too
+                    if len(group.members) > 1:
+                        groups += group.split_before(se, replayers)
+                    group.replayer.feed(se)
+                    for row in group.replayer.ready():
+                        if wanted is None or row.stream_id in wanted:
+                            for i in group.members:
+                                yield i, row
+            else:
+                continue
+            break
     for group in groups:
         for row in group.replayer.flush():
             if wanted is None or row.stream_id in wanted:
                 for i in group.members:
                     yield i, row
+
+
+async def _one_by_one(events: AsyncGenerator[ReplayEvent, None]) -> AsyncGenerator[Iterator[ReplayEvent], None]:
+    """Events already decoded, as pages of one (closed with the pages)."""
+    async with aclosing(events) as each:
+        async for se in each:
+            yield iter((se,))
 
 
 @dataclass(frozen=True)

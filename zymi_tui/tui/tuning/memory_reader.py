@@ -3,6 +3,7 @@ replayed whole: what every what-if of the knob editor replays, without reading t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,10 +13,12 @@ from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
     IdRow,
+    KindRowPage,
     Page,
     RawRow,
     RowPage,
     StreamInfo,
+    kind_rows_from_events,
     rows_from_events,
     run_of,
     scan_by_stream,
@@ -96,6 +99,9 @@ class MemoryReader:
         self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
     ) -> RowPage:
         return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
+
+    async def read_kinds_rows(self, tags: Sequence[str], after_global_id: int, limit: int) -> KindRowPage:
+        return await kind_rows_from_events(self, tags, after_global_id, limit)
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         return []
