@@ -17,6 +17,8 @@
    on PYTHONPATH: a "before" figure in the same run). `--instructions` runs them under valgrind's
    callgrind instead and prints the instructions each engine's process ran: the work, steady to ~0.1%
    between runs and under any load, where the wall time of a shared machine moves by several percent.
+   Its `floor` row is a Python that only imports the libraries the engine is built on (asyncio,
+   msgspec, PyYAML, sqlite3, argparse, json): what no `run` of this design can go below.
 2. (`--inner`) Overhead per agent iteration (all time outside the model call: context build, event
    appends, tool dispatch) on a step stream that already holds N turns (a long chat). Ours feeds the
    stream to the incremental ContextBuilder once per step; the baseline, measured in the same run,
@@ -203,6 +205,8 @@ OURS = BIN / "zymi-tui"
 SCENARIO = "coding_default"
 CALLS = 26  # the scenario's LLM calls (tests/oracle/coding_default/requests.jsonl)
 CALLGRIND = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+# the libraries a run is built on, imported and nothing done (zymi_tui's package only seeds re's cache)
+FLOOR = "import zymi_tui; import argparse, asyncio, json, msgspec, sqlite3, yaml"
 
 
 def load_harness() -> types.ModuleType:
@@ -323,13 +327,15 @@ def processes(pairs: int, checkout: str | None, tmp: Path, counted: bool) -> int
         ms.stop(fake, "fake_llm", [])
         fake_out.close()
     if counted:
+        floors = [instructions(timed([*CALLGRIND, sys.executable, "-c", FLOOR], tmp, env)[3]) for _ in range(pairs)]
         print(
             f"1. `run` of the {SCENARIO} scenario under callgrind, {pairs} each: instructions of the engine's process"
         )
         base_count = statistics.median(counts["zymi"])
-        for name, ran in counts.items():
+        for name, ran in [*counts.items(), ("floor", floors)]:
             middle = statistics.median(ran)
             print(f"{name:10} {middle:>16,.0f} (min {min(ran):,})  {middle / base_count:6.2f}x zymi's")
+        print(f"floor: the interpreter importing what the engine is built on, and no more: python -c {FLOOR!r}")
         print("stores: every run exited 0, made 26 requests, passed `zymi verify`, same events by kind as zymi's"
               if not problems else "PROBLEMS:\n  " + "\n  ".join(problems))  # fmt: skip
         return 1 if problems else 0

@@ -16,6 +16,8 @@ from zymi_tui.commands import COMMANDS
 
 ORACLE = Path(__file__).resolve().parent / "oracle"
 HEAVY = ("pydantic", "textual", "rich", "asyncio", "aiosqlite", "asyncpg", "httpx", "yaml", "zymi_tui.events")
+# `dataclasses` imports `inspect` (with `ast`, `dis`, `tokenize`): ~35 M instructions, a quarter of `--version`
+HEAVY_STDLIB = ("dataclasses", "inspect")
 
 
 def modules_after(*argv: str) -> set[str]:
@@ -40,6 +42,7 @@ def test_version_and_help_import_nothing_heavy(argv: list[str]) -> None:
     assert "zymi_tui.cli" in loaded
     assert not [m for m in loaded if m.startswith(HEAVY)]
     assert not [m for m in loaded if m.endswith("_cmds")]
+    assert not [m for m in HEAVY_STDLIB if m in loaded]
 
 
 def test_a_command_imports_its_own_module_only() -> None:

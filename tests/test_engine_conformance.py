@@ -119,6 +119,15 @@ def test_request_bodies_equal_recorded(produced: Path, scenario: str) -> None:
 
 
 @pytest.mark.parametrize("scenario", RUN_SCENARIOS + SERVE_SCENARIOS)
+def test_request_bodies_are_as_many_bytes_as_zymis(produced: Path, scenario: str) -> None:
+    """zymi sends compact JSON (serde_json: no spaces, non-ASCII as UTF-8): each body we send has the byte
+    length of the body zymi sent (the fake model's `content_length`, the request's Content-Length)."""
+    ours = [r["content_length"] for r in _requests(produced / scenario / "requests.jsonl")]
+    theirs = [r["content_length"] for r in _requests(ORACLE / scenario / "requests.jsonl")]
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("scenario", RUN_SCENARIOS + SERVE_SCENARIOS)
 def test_events_per_stream_equal_recorded(produced: Path, scenario: str) -> None:
     ours = {_stream_key(s): k for s, k in _kinds_by_stream(produced / scenario / "events.db").items()}
     theirs = {_stream_key(s): k for s, k in _kinds_by_stream(ORACLE / scenario / "events.db").items()}

@@ -190,3 +190,28 @@ def test_a_ctrl_c_as_the_first_event_is_written_waits_and_seals_the_run(tmp_path
     assert kinds[0] == "PipelineRequested" and kinds.count("PipelineCompleted") == 1, kinds
     sealed = next(e["kind"]["data"] for e in events if e["kind"]["type"] == "PipelineCompleted")
     assert sealed["success"] is False and sealed["error"] == "interrupted (Ctrl-C)", sealed
+
+
+def test_a_run_never_opens_a_reader_of_its_store(tmp_path: Path) -> None:
+    """A `run` writes a stream it named itself and never reads it back: the store's reader (aiosqlite,
+    its thread, a second connection) is not loaded at all; the store it wrote is whole for the real zymi."""
+    subprocess.run([sys.executable, "-m", "zymi_tui", "init"], cwd=tmp_path, capture_output=True, check=True)
+    code = (
+        "import sys\n"
+        "from zymi_tui.cli import main\n"
+        "code = main(['run', 'main', '-i', 'task=list the files'])\n"
+        "print('loaded:', sorted(m for m in ('aiosqlite', 'zymi_tui.events.sqlite_read') if m in sys.modules), "
+        "file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Pipeline completed successfully." in done.stdout
+    assert "loaded: []" in done.stderr, done.stderr
+    zymi = zymi_bin()
+    assert zymi is not None, NO_ZYMI
+    checked = subprocess.run([zymi, "verify"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert "\nVerified " in checked.stdout, checked.stdout
+    listed = subprocess.run([zymi, "events", "--raw", "-l", "1000"], cwd=tmp_path, capture_output=True, text=True)
+    kinds = [json.loads(line)["kind"]["type"] for line in listed.stdout.splitlines() if line.startswith("{")]
+    assert kinds.count("LlmCallCompleted") >= 2 and kinds.count("PipelineCompleted") == 1, kinds

@@ -11,11 +11,10 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class CommandSpec:
+class CommandSpec(NamedTuple):  # not a dataclass: `dataclasses` imports `inspect` (~35 M instructions at start)
     name: str
     module: str  # under zymi_tui.commands
     help: str

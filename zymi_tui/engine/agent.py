@@ -158,8 +158,9 @@ class AgentStep:
 
     async def run(self) -> StepResult:
         setup, step_id = self.setup, self.setup.step.id
-        for stored in await self.reader.read_stream(self.stream):
-            self.builder.add(self._replay(stored))
+        if not self.scope.fresh:  # a chat's or a served stream's earlier runs (docs/engine.md#chat-history)
+            for stored in await self.reader.read_stream(self.stream):
+                self.builder.add(self._replay(stored))
         iteration = 0
         while True:
             iteration += 1

@@ -141,9 +141,16 @@ class Places(msgspec.Struct, frozen=True):
 
     def read(self, path: str, cwd: Path | None = None) -> Decision:
         """A read of `path` from `cwd`."""
+        return self.judged_read(path, cwd)[0]
+
+    def judged_read(self, path: str, cwd: Path | None = None) -> tuple[Decision, Path | None]:
+        """A read of `path` from `cwd`, and the real file judged (resolved once: the read tool opens it)."""
+        real = self.resolve(path, cwd)
+        return self._read(path, real), real
+
+    def _read(self, path: str, real: Path | None) -> Decision:
         if HARMLESS_READ.match(path):
             return ALLOW
-        real = self.resolve(path, cwd)
         blocked = _never_through(path, real)
         if blocked is not None:
             return blocked

@@ -333,12 +333,12 @@ class Contracts:
     def read_file(self, path: str) -> Verdict:
         """The verdict on reading `path`, with the real file it judged (`target`): the read must open that
         file and no other (engine/nofollow.py), whatever the path points to by then."""
-        decision, reason = self.places.read(path)
+        (decision, reason), real = self.places.judged_read(path)
         if decision == "deny":
             return Verdict("denied", reason)
         if decision == "approve":
             return Verdict("requires_approval", f"File read outside the project requires approval: {path}", why=reason)
-        return msgspec.structs.replace(APPROVED, target=self.resolve(path))
+        return msgspec.structs.replace(APPROVED, target=real)
 
     def write_file(self, path: str) -> Verdict:
         """The verdict on writing `path`, with the real file it judged (`target`): the write must land

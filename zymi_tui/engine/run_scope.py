@@ -17,6 +17,7 @@ class RunScope(msgspec.Struct):
 
     stream_id: str
     correlation_id: str
+    fresh: bool = False  # a stream this process named (a `run`'s): its step streams hold nothing before a step
     memory: dict[str, str] = msgspec.field(default_factory=dict)
     shell: ShellSession | None = None
     shell_lock: asyncio.Lock = msgspec.field(default_factory=asyncio.Lock)

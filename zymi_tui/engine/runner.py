@@ -125,7 +125,7 @@ class PipelineRun:
         self.resume = resume
         self.inputs = run_inputs(pipeline, inputs)
         self.stream = stream_id or run_stream(pipeline.name)
-        self.scope = RunScope(self.stream, correlation_id)
+        self.scope = RunScope(self.stream, correlation_id, fresh=self.local)
         self.outputs: dict[str, str] = dict(resume.frozen_outputs) if resume else {}
         self.running: set[asyncio.Task[StepResult]] = set()
         self.sealed = False

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from zymi_tui.context.knobs import ContextKnobs, section_knobs
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.config import ShellRuntime
+from zymi_tui.engine.lazy_reader import LazyReader
 from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.places import Places
 from zymi_tui.engine.providers.base import Provider
@@ -19,7 +20,7 @@ from zymi_tui.engine.runner import Printer, Runtime
 from zymi_tui.engine.sandbox import Sandbox, make_sandbox
 from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.location import SqliteStore
-from zymi_tui.events.store import EventWriter
+from zymi_tui.events.store import EventReader, EventWriter
 from zymi_tui.project.reader import PROJECT_FILE
 
 if TYPE_CHECKING:  # the gate and the tools load with a run's first step, after its first events
@@ -90,7 +91,11 @@ async def open_runtime(
         else:
             writer = await open_writer(ws.store)
         undo.push_async_callback(writer.close)
-        reader = await open_reader(ws.store)
+        reader: EventReader
+        if requested is not None:  # a fresh stream, never read back (engine/agent.py): opened if ever read
+            reader = LazyReader(ws.store, writer.label)
+        else:
+            reader = await open_reader(ws.store)
         undo.push_async_callback(reader.close)
         sandbox = await probing  # its start-up line is the caller's to say (`rt.sandbox.line`)
         undo.pop_all()

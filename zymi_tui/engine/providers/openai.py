@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from zymi_tui.engine.providers.base import LlmRequest, LlmResponse, ProviderError, transport_error
 from zymi_tui.engine.providers.http import TransportFailure, http_client
 from zymi_tui.events.messages import TokenUsage, ToolCallInfo
@@ -25,20 +27,22 @@ def json_value(value: Any) -> Any:
     return value
 
 
-def request_body(model: str, request: LlmRequest, stream: bool) -> dict[str, Any]:
+def tool_entries(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `tools` of a body: each tool as a `function`, its parameter schema as zymi sends it."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t["name"], "description": t["description"], "parameters": json_value(t["parameters"])},
+        }
+        for t in tools
+    ]
+
+
+def request_body(model: str, request: LlmRequest, stream: bool, tools: Any = None) -> dict[str, Any]:
+    """The body as a mapping; `tools`: its `tools` already made (`tool_entries`, or their JSON as `msgspec.Raw`)."""
     body: dict[str, Any] = {"model": model, "messages": request.messages}
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t["name"],
-                    "description": t["description"],
-                    "parameters": json_value(t["parameters"]),
-                },
-            }
-            for t in request.tools
-        ]
+        body["tools"] = tool_entries(request.tools) if tools is None else tools
     if is_reasoning_model(model):
         body["max_completion_tokens"] = request.max_tokens
     else:
@@ -116,6 +120,9 @@ def parse_sse(lines: list[str]) -> LlmResponse:
     return LlmResponse(content, tool_calls, _usage(usage), finish)
 
 
+_encode = msgspec.json.Encoder().encode  # compact, non-ASCII as UTF-8: the bytes zymi's serde_json sends
+
+
 class OpenAIProvider:
     name = "openai"
 
@@ -125,14 +132,22 @@ class OpenAIProvider:
         self.api_key = api_key
         self.stream = stream
         self._client = http_client(self.url)
+        self._tools: tuple[list[dict[str, Any]], msgspec.Raw] | None = None
+
+    def body(self, request: LlmRequest) -> bytes:
+        """The bytes sent, in one encoding; an agent's tools (the same list at each of its calls) encoded once."""
+        kept = self._tools
+        if request.tools and (kept is None or kept[0] is not request.tools):
+            kept = self._tools = (request.tools, msgspec.Raw(_encode(tool_entries(request.tools))))
+        tools = kept[1] if request.tools and kept is not None else None
+        return _encode(request_body(self.model, request, self.stream, tools))
 
     async def complete(self, request: LlmRequest) -> LlmResponse:
         headers = {"content-type": "application/json"}
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
-        body = json.dumps(request_body(self.model, request, self.stream), ensure_ascii=False).encode()
         try:
-            resp = await self._client.post(body, headers)
+            resp = await self._client.post(self.body(request), headers)
         except TransportFailure as e:
             raise transport_error(self.url, e) from None
         if not resp.is_success:
