@@ -30,7 +30,3 @@ def _started_as_command() -> bool:
 
 if _started_as_command():
     _signal.signal(_signal.SIGINT, _interrupted_at_start)
-
-from zymi_tui.regex_cache import seed  # noqa: E402  (after the Ctrl-C handler: it imports `re`)
-
-seed()  # the regular expressions a command compiles, compiled ahead of time (zymi_tui/regex_cache.py)
