@@ -10,8 +10,10 @@ from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from zymi_tui.events.hashchain import ChainRow, ChainScan
-    from zymi_tui.events.store import EventReader, IdRow, Page, RawRow, RowPage, StreamInfo
+    from zymi_tui.events.store import EventReader, IdRow, KindRowPage, Page, RawRow, RowPage, StreamInfo
     from zymi_tui.events.stored import BadRow, StoredEvent
 
 
@@ -82,6 +84,9 @@ class LazyReader:
         self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
     ) -> RowPage:
         return await (await self._open()).read_rows(after_global_id, limit, stream_id=stream_id, tag=tag)
+
+    async def read_kinds_rows(self, tags: Sequence[str], after_global_id: int, limit: int) -> KindRowPage:
+        return await (await self._open()).read_kinds_rows(tags, after_global_id, limit)
 
     async def read_kind_page(
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
