@@ -20,7 +20,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.context.layer_c import HOT_BYTES, HOT_ITEMS, OTHER, TOOL, Converted, Item, Tail, convert, kind_of
+from zymi_tui.context.layer_c import (
+    HOT_BYTES,
+    HOT_ITEMS,
+    OTHER,
+    TOOL,
+    Converted,
+    Item,
+    Tail,
+    TextSource,
+    convert,
+    kind_of,
+)
 from zymi_tui.context.masking import (
     message_bytes,
 )
@@ -86,8 +97,12 @@ class ContextBuilder:
         *,
         fresh_cutoff_ns: int | None = None,
         follow_recorded_compactions: bool = True,
+        texts: TextSource | None = None,
     ) -> None:
+        """`texts`: where an old item's text is read back from when a build shows it (a replay of a
+        store); None: items keep their texts (old tool results packed), see `Item`."""
         self.knobs = knobs
+        self.texts = texts
         self.prefix = prefix
         self._cutoff = fresh_cutoff_ns
         self._follow = follow_recorded_compactions
@@ -158,8 +173,8 @@ class ContextBuilder:
         self._raw.append(raw)
         self._raw_seqs.append(raw.seq)
         self._fed += raw.bytes
-        if self._fed > HOT_BYTES and len(self._raw) > HOT_ITEMS:  # see Item.pack
-            self._raw[-HOT_ITEMS - 1].pack()
+        if len(self._raw) > HOT_ITEMS and (self.texts is not None or self._fed > HOT_BYTES):  # see Item
+            self._raw[-HOT_ITEMS - 1].pack(self.texts)
         if self._suppressed(raw.seq):
             return
         if self._cutoff is None or raw.ts >= self._cutoff:
