@@ -174,7 +174,9 @@ class ContextBuilder:
         self._raw_seqs.append(raw.seq)
         self._fed += raw.bytes
         if len(self._raw) > HOT_ITEMS and (self.texts is not None or self._fed > HOT_BYTES):  # see Item
-            self._raw[-HOT_ITEMS - 1].pack(self.texts)
+            old = self._raw[-HOT_ITEMS - 1]
+            hidden = (self._cutoff is not None and old.ts < self._cutoff) or self._suppressed(old.seq)
+            old.pack(self.texts, hidden=hidden)
         if self._suppressed(raw.seq):
             return
         if self._cutoff is None or raw.ts >= self._cutoff:

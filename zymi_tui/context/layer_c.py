@@ -37,6 +37,10 @@ PACK_MIN_BYTES = 256  # a shorter tool result is kept as it is (packing would sa
 DROP_MIN_BYTES = 64  # a shorter message is kept even with a text source (reading it back would cost more)
 
 
+_CUT = "\x00cut"  # a dropped assistant's masked content: cut again from its text when shown
+_DROPPED_CALL = ToolCallInfo(id="", name="", arguments="")  # a dropped result's call: read from its turn's
+
+
 class TextSource(Protocol):
     """The Layer C messages of one step stream, by sequence."""
 
@@ -99,8 +103,23 @@ class Item:
         """The masked content (None: unchanged). A tool result's placeholder is made when asked for, from
         its call, status and size (a long run holds hundreds of thousands, seldom shown)."""
         if self.kind == TOOL and self.masked_for not in (-1, 0):
-            return placeholder_of(self._call, self._error, self.bytes)
-        return self._masked_text
+            return placeholder_of(self._turn_call(), self._error, self.bytes)
+        text = self._masked_text
+        if text is _CUT:
+            content = self.message.content
+            assert content is not None
+            return floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
+        return text
+
+    def _turn_call(self) -> ToolCallInfo | None:
+        """A tool result's call in its turn (read back from both texts if it was dropped)."""
+        call = self._call
+        if call is _DROPPED_CALL:
+            head, msg = self.masked_for, self.message
+            assert isinstance(head, Item) and isinstance(msg, ToolResultMessage)
+            calls = head.message.tool_calls  # type: ignore[union-attr]
+            return next((c for c in calls if c.id == msg.tool_call_id), None)
+        return call
 
     @property
     def message(self) -> MessageModel:
@@ -120,11 +139,20 @@ class Item:
         p = self._packed
         return None if self._message is not None or isinstance(p, tuple) else p
 
-    def pack(self, texts: TextSource | None = None) -> None:
+    def pack(self, texts: TextSource | None = None, *, hidden: bool = False) -> None:
         """Keep an old item's text as `Item` says: dropped (`texts`: where to read it back from), or a
-        tool result's zlib-packed. Its masked form stays as it is."""
+        tool result's zlib-packed. Its masked form stays as it is, unless the item is `hidden` from
+        the builds made now (by the fresh filter, or compacted away): then nothing of its text is kept
+        (its masked form is read back too, should a rare build show it)."""
         m = self._message
         if m is None or self.simulated or self.note is not None:
+            return
+        if texts is not None and hidden:
+            if self.kind == TOOL and self._call is not None:
+                self._call = _DROPPED_CALL
+            elif self.kind == ASSISTANT and self._masked_text is not None:
+                self._masked_text = _CUT
+            self.masked, self._packed, self._message = None, texts, None
             return
         if texts is None:
             if isinstance(m, ToolResultMessage) and self.bytes >= PACK_MIN_BYTES:
@@ -151,16 +179,19 @@ class Item:
                 self.masked = m
             else:
                 held = self._message
-                if isinstance(held, AssistantMessage):
-                    self.masked = AssistantMessage(content=text, tool_calls=held.tool_calls)
+                if self.kind == ASSISTANT:
+                    calls = self.message.tool_calls  # type: ignore[union-attr]
+                    if held is None:  # (read back: not kept)
+                        return AssistantMessage(content=text, tool_calls=calls)
+                    self.masked = AssistantMessage(content=text, tool_calls=calls)
                     return self.masked
                 p = self._packed
                 if isinstance(held, ToolResultMessage):
                     call_id = held.tool_call_id
                 elif isinstance(p, tuple):
                     call_id = p[0]
-                elif self._call is not None:
-                    call_id = self._call.id  # (a dropped text: its placeholder is not kept either)
+                elif self._call is not None:  # (a dropped text: its placeholder is not kept either)
+                    call_id = self._call.id if self._call is not _DROPPED_CALL else self.message.tool_call_id  # type: ignore[union-attr]
                     return ToolResultMessage(tool_call_id=call_id, content=text)
                 else:
                     call_id = self.message.tool_call_id  # type: ignore[union-attr]
@@ -168,15 +199,26 @@ class Item:
         return self.masked
 
 
-def read_back(items: Iterable[Item]) -> None:
-    """Read the dropped texts of these items (a build about to show them in full) in one batch per text
-    source, so that their `message` is not a read of its own."""
+def read_back(items: Iterable[tuple[Item, bool]]) -> None:
+    """Read the dropped texts a build is about to show, of these (item, shown masked) pairs, in one batch
+    per text source, so that no message is a read of its own: an item shown in full, or masked when
+    nothing of its text was kept (a tool result's, with its turn's assistant: its call)."""
     wanted: dict[int, tuple[TextSource, list[int]]] = {}
-    for r in items:
-        if r._message is None:
-            src = r.text_source
-            if src is not None:
-                wanted.setdefault(id(src), (src, []))[1].append(r.seq)
+
+    def want(r: Item) -> None:
+        src = r.text_source
+        if src is not None:
+            wanted.setdefault(id(src), (src, []))[1].append(r.seq)
+
+    for r, masked in items:
+        if r._message is not None:
+            continue
+        if not masked or r._masked_text is _CUT or (r.kind == TOOL and r._call is None):
+            want(r)
+        elif r._call is _DROPPED_CALL:
+            want(r)
+            if isinstance(r.masked_for, Item):
+                want(r.masked_for)
     for src, seqs in wanted.values():
         src.prefetch(seqs)
 

@@ -184,7 +184,7 @@ def _shape_entries(s: Shape) -> list[ContextEntry]:
 def _shape_dropped(s: Shape) -> list[ContextEntry]:
     """The messages a built context left out by forget_after_turns (with their reason)."""
     reason = f"dropped by forget_after_turns={s.knobs.forget_after_turns}"
-    read_back(s.tail.items[: s.cut])
+    read_back((r, False) for r in s.tail.items[: s.cut])
     return [ContextEntry(r.message, "C", r.bytes, reason, r.seq) for r in s.tail.items[: s.cut]]
 
 
@@ -280,7 +280,7 @@ def shown_messages(tail: Tail, cut: int, end: int, mask_end: int) -> list[Messag
             if items[i].masked_for != -1:
                 masked[i - cut] = 1
         t += 1
-    read_back(items[i] for i in range(cut, end) if not masked[i - cut])
+    read_back((items[i], masked[i - cut] == 1) for i in range(cut, end))
     return [items[i].masked_message() if masked[i - cut] else items[i].message for i in range(cut, end)]
 
 
@@ -315,7 +315,7 @@ def context_entries(
     window = f"observation_window={k.observation_window}"
     items = tail.items
     shown_masked = [i < mask_end and items[i].masked_for != -1 and tail.in_turn(i) for i in range(cut, n)]
-    read_back(items[i] for i in range(cut, n) if not shown_masked[i - cut])
+    read_back((items[i], shown_masked[i - cut]) for i in range(cut, n))
     for i in range(cut, n):
         r = items[i]
         if shown_masked[i - cut]:
