@@ -67,14 +67,11 @@ class Item:
 
     __slots__ = (
         "_call", "_error", "_masked_text", "_message", "_packed", "bytes", "kind", "masked", "masked_bytes",
-        "masked_for", "note", "seq", "simulated", "ts",
+        "masked_for", "note", "seq", "simulated",
     )  # fmt: skip
 
-    def __init__(
-        self, seq: int, ts: int, message: MessageModel, nbytes: int, kind: int, note: str | None = None
-    ) -> None:
-        self.seq = seq
-        self.ts = ts
+    def __init__(self, seq: int, message: MessageModel, nbytes: int, kind: int, note: str | None = None) -> None:
+        self.seq = seq  # (its timestamp is its builder's: an int object per item of a long run was 40 bytes)
         self._message: MessageModel | None = message
         # a packed tool result: (tool_call_id, zlib of its text); or where the dropped text is read back
         self._packed: tuple[str, bytes] | TextSource | None = None
@@ -360,7 +357,7 @@ def convert(ev: ReplayEvent) -> tuple[int, Item | None]:
     """An event's timestamp (ns) and its Layer C message (None: a kind zymi skips)."""
     message = to_message(ev.kind)
     ts = fast_ts_ns(ev.timestamp)
-    return ts, None if message is None else Item(ev.sequence, ts, message, message_bytes(message), kind_of(message))
+    return ts, None if message is None else Item(ev.sequence, message, message_bytes(message), kind_of(message))
 
 
 class Converted:
