@@ -52,6 +52,7 @@ def pack_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(builder_module, "HOT_ITEMS", 1)
     monkeypatch.setattr(builder_module, "HOT_BYTES", 0)
     monkeypatch.setattr(layer_c, "PACK_MIN_BYTES", 0)
+    monkeypatch.setattr(layer_c, "DROP_MIN_BYTES", 0)
 
 
 @contextmanager

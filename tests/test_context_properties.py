@@ -296,7 +296,7 @@ def _raw(seq: int, kind: str, text: str) -> Any:
     }
     message, code = made[kind]
     note = "summary" if kind == "summary" else None
-    return b.Item(seq, 0, message, message_bytes(message), code, note)
+    return b.Item(seq, message, message_bytes(message), code, note)
 
 
 @given(st.lists(item, max_size=30), st.lists(item, max_size=6), st.data())

@@ -20,7 +20,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.context.layer_c import HOT_BYTES, HOT_ITEMS, OTHER, TOOL, Converted, Item, Tail, convert, kind_of
+from zymi_tui.context.layer_c import (
+    HOT_BYTES,
+    HOT_ITEMS,
+    OTHER,
+    TOOL,
+    Converted,
+    Item,
+    Tail,
+    TextSource,
+    convert,
+    kind_of,
+)
 from zymi_tui.context.masking import (
     message_bytes,
 )
@@ -86,8 +97,12 @@ class ContextBuilder:
         *,
         fresh_cutoff_ns: int | None = None,
         follow_recorded_compactions: bool = True,
+        texts: TextSource | None = None,
     ) -> None:
+        """`texts`: where an old item's text is read back from when a build shows it (a replay of a
+        store); None: items keep their texts (old tool results packed), see `Item`."""
         self.knobs = knobs
+        self.texts = texts
         self.prefix = prefix
         self._cutoff = fresh_cutoff_ns
         self._follow = follow_recorded_compactions
@@ -95,6 +110,7 @@ class ContextBuilder:
         self._fed = 0  # message bytes appended (see HOT_BYTES)
         # machine integers (8 bytes each, not int objects): one per event of a stream of a million
         self._raw_seqs = array("q")
+        self._raw_ts = array("q")  # each item's timestamp (ns)
         self._seen_seqs = array("q")  # events seen, in order (a replay may skip kinds zymi ignores)
         self._seen_ts = array("q")
         self._monotone = True
@@ -152,17 +168,22 @@ class ContextBuilder:
         if ev.source == "compaction" and not self._follow:
             self._pending_reply = (raw.message, seq)  # what-if decides whether this reply exists
             return
-        self._append_raw(raw)
+        self._append_raw(raw, ts)
 
-    def _append_raw(self, raw: Item) -> None:
+    def _append_raw(self, raw: Item, ts: int) -> None:
         self._raw.append(raw)
         self._raw_seqs.append(raw.seq)
+        self._raw_ts.append(ts)
         self._fed += raw.bytes
-        if self._fed > HOT_BYTES and len(self._raw) > HOT_ITEMS:  # see Item.pack
-            self._raw[-HOT_ITEMS - 1].pack()
+        if len(self._raw) > HOT_ITEMS and (self.texts is not None or self._fed > HOT_BYTES):  # see Item
+            old = self._raw[-HOT_ITEMS - 1]
+            hidden = (self._cutoff is not None and self._raw_ts[-HOT_ITEMS - 1] < self._cutoff) or self._suppressed(
+                old.seq
+            )
+            old.pack(self.texts, hidden=hidden)
         if self._suppressed(raw.seq):
             return
-        if self._cutoff is None or raw.ts >= self._cutoff:
+        if self._cutoff is None or ts >= self._cutoff:
             self._tail.append(raw)
         if self._uncut_tail is not None:
             self._uncut_tail.append(raw)
@@ -220,7 +241,7 @@ class ContextBuilder:
                 if c.estimated_bytes is not None:
                     nbytes = len(COMPACTED_HEADER.encode()) + c.estimated_bytes
                 note = f"{'simulated summary' if c.simulated else 'summary'} replacing compaction of seq {c.lo}..{c.hi}"
-                summaries.append(Item(c.lo, self._ts_at(c.lo) or 0, SystemMessage(content=text), nbytes, OTHER, note))
+                summaries.append(Item(c.lo, SystemMessage(content=text), nbytes, OTHER, note))
                 summaries[-1].simulated = c.simulated
                 last = c.lo
             else:
@@ -231,7 +252,7 @@ class ContextBuilder:
             lo_i, hi_i = 0, len(self._raw)
             while lo_i < hi_i:
                 mid = (lo_i + hi_i) // 2
-                if self._raw[mid].ts < cutoff:
+                if self._raw_ts[mid] < cutoff:
                     lo_i = mid + 1
                 else:
                     hi_i = mid
@@ -240,10 +261,11 @@ class ContextBuilder:
         pos = start
         hidden = start
         if cutoff is not None and not self._monotone:
-            hidden = sum(1 for r in self._raw if r.ts < cutoff)
+            hidden = sum(1 for ts in self._raw_ts if ts < cutoff)
         for lo, hi in [*merged, (1 << 62, 1 << 62)]:
             end = bisect.bisect_left(self._raw_seqs, lo, pos)
-            visible.extend(r for r in self._raw[pos:end] if cutoff is None or r.ts >= cutoff)
+            raw_ts = self._raw_ts
+            visible.extend(self._raw[i] for i in range(pos, end) if cutoff is None or raw_ts[i] >= cutoff)
             pos = max(pos, bisect.bisect_right(self._raw_seqs, hi, pos))
             if pos >= len(self._raw):
                 break
@@ -304,7 +326,7 @@ class ContextBuilder:
         appended, and their masked forms depend on their turn's head alone): a what-if can go on from
         here under other knobs while this builder stays as it is."""
         other = copy.copy(self)
-        other._raw, other._raw_seqs = list(self._raw), self._raw_seqs[:]
+        other._raw, other._raw_seqs, other._raw_ts = list(self._raw), self._raw_seqs[:], self._raw_ts[:]
         other._seen_seqs, other._seen_ts = self._seen_seqs[:], self._seen_ts[:]
         other._compactions = list(self._compactions)
         other._tail = self._tail.clone()
@@ -347,6 +369,7 @@ class ContextBuilder:
             return False
         self._raw += base._raw[r0 : now.raw]
         self._raw_seqs += base._raw_seqs[r0 : now.raw]
+        self._raw_ts += base._raw_ts[r0 : now.raw]
         self._seen_seqs += base._seen_seqs[s0 : now.seen]
         self._seen_ts += base._seen_ts[s0 : now.seen]
         self.recorded += [dataclasses.replace(rc) for rc in base.recorded[c0 : now.recorded]]
@@ -373,12 +396,13 @@ class ContextBuilder:
         A recorded reply keeps its sequence; a simulated one takes the last event's."""
         if reply is not None:
             seq = self.last_seq if reply_seq is None else reply_seq
-            raw = Item(seq, self._ts_at(seq) or self._last_ts, reply, message_bytes(reply), kind_of(reply))
+            ts = self._ts_at(seq) or self._last_ts
+            raw = Item(seq, reply, message_bytes(reply), kind_of(reply))
             if simulated and estimated_bytes is not None:
                 raw.bytes = estimated_bytes
                 raw.note = "simulated compaction reply (size estimated)"
                 raw.simulated = True
-            self._append_raw(raw)
+            self._append_raw(raw, ts)
         lo, hi = plan.replaces_seq_range
         self._add_compaction(_Compaction(lo, hi, summary, simulated, estimated_bytes))
 

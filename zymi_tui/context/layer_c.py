@@ -7,9 +7,10 @@ import bisect
 import copy
 import zlib
 from array import array
+from collections.abc import Iterable
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from zymi_tui.context.masking import (
     CONTENT_PREVIEW_BYTES,
@@ -33,29 +34,47 @@ ASSISTANT, TOOL, OTHER = 0, 1, 2
 HOT_ITEMS = 1024  # a builder's latest items, kept as they came (older tool results are packed: Item.pack)
 HOT_BYTES = 32 << 20  # the message bytes a builder is fed before it packs any: a run this small pays nothing
 PACK_MIN_BYTES = 256  # a shorter tool result is kept as it is (packing would save little)
+DROP_MIN_BYTES = 64  # a shorter message is kept even with a text source (reading it back would cost more)
+
+
+_CUT = "\x00cut"  # a dropped assistant's masked content: cut again from its text when shown
+_DROPPED_CALL = ToolCallInfo(id="", name="", arguments="")  # a dropped result's call: read from its turn's
+
+
+class TextSource(Protocol):
+    """The Layer C messages of one step stream, by sequence."""
+
+    def message(self, seq: int) -> MessageModel:
+        """The message of the event at `seq` (read now, unless the last `prefetch` read it)."""
+        ...
+
+    def prefetch(self, seqs: Iterable[int]) -> None:
+        """Read these sequences' messages in one go (a build about to show them)."""
+        ...
 
 
 class Item:
     """A step-stream event that becomes a Layer C message (converted once).
 
-    A tool result's text is kept zlib-packed once it is `HOT_ITEMS` items old in its builder, after the
-    builder was fed `HOT_BYTES` (`pack`; packing costs ~20 µs a result, paid only by long runs):
-    a long run's results are most of what a builder holds, and an old one is shown masked (a placeholder
-    made from its turn's call) by every build under the usual knobs; `message` unpacks it, byte for byte,
-    for the rare build that still shows it in full (a larger window, a forget's dropped list)."""
+    An old item's text is not kept as it came (`pack`), once it is `HOT_ITEMS` items old in its builder:
+    - with a text source (a replay of a store: `context/texts.py`), the full text is dropped and read
+      back from the store when a build shows it in full (a larger window, a forget's dropped list, a
+      rebuild without the fresh filter); what masked builds show stays: a tool result's placeholder is
+      made from its turn's call, status and size, a long assistant's cut content is kept;
+    - without one (the engine's live run, the screens), a tool result's text is kept zlib-packed, after
+      the builder was fed `HOT_BYTES` (packing costs ~20 µs a result, paid only by long runs).
+    `message` gives the message back, byte for byte."""
 
     __slots__ = (
         "_call", "_error", "_masked_text", "_message", "_packed", "bytes", "kind", "masked", "masked_bytes",
-        "masked_for", "note", "seq", "simulated", "ts",
+        "masked_for", "note", "seq", "simulated",
     )  # fmt: skip
 
-    def __init__(
-        self, seq: int, ts: int, message: MessageModel, nbytes: int, kind: int, note: str | None = None
-    ) -> None:
-        self.seq = seq
-        self.ts = ts
+    def __init__(self, seq: int, message: MessageModel, nbytes: int, kind: int, note: str | None = None) -> None:
+        self.seq = seq  # (its timestamp is its builder's: an int object per item of a long run was 40 bytes)
         self._message: MessageModel | None = message
-        self._packed: tuple[str, bytes] | None = None  # a packed tool result: (tool_call_id, zlib of its text)
+        # a packed tool result: (tool_call_id, zlib of its text); or where the dropped text is read back
+        self._packed: tuple[str, bytes] | TextSource | None = None
         self.bytes = nbytes
         self.kind = kind
         self.note = note  # a summary's or a simulated message's reason
@@ -81,38 +100,124 @@ class Item:
         """The masked content (None: unchanged). A tool result's placeholder is made when asked for, from
         its call, status and size (a long run holds hundreds of thousands, seldom shown)."""
         if self.kind == TOOL and self.masked_for not in (-1, 0):
-            return placeholder_of(self._call, self._error, self.bytes)
-        return self._masked_text
+            return placeholder_of(self._turn_call(), self._error, self.bytes)
+        text = self._masked_text
+        if text is _CUT:
+            content = self.message.content
+            assert content is not None
+            return floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
+        return text
+
+    def _turn_call(self) -> ToolCallInfo | None:
+        """A tool result's call in its turn (read back from both texts if it was dropped)."""
+        call = self._call
+        if call is _DROPPED_CALL:
+            head, msg = self.masked_for, self.message
+            assert isinstance(head, Item) and isinstance(msg, ToolResultMessage)
+            calls = head.message.tool_calls  # type: ignore[union-attr]
+            return next((c for c in calls if c.id == msg.tool_call_id), None)
+        return call
 
     @property
     def message(self) -> MessageModel:
         m = self._message
         if m is None:
-            assert self._packed is not None
-            call_id, data = self._packed
-            return ToolResultMessage(tool_call_id=call_id, content=zlib.decompress(data).decode())
+            p = self._packed
+            if isinstance(p, tuple):
+                call_id, data = p
+                return ToolResultMessage(tool_call_id=call_id, content=zlib.decompress(data).decode())
+            assert p is not None
+            return p.message(self.seq)
         return m
 
-    def pack(self) -> None:
-        """Keep a tool result's text zlib-packed (its masked form, if made, is kept as it is)."""
+    @property
+    def text_source(self) -> TextSource | None:
+        """Where this item's dropped text is read back from (None: it holds its text)."""
+        p = self._packed
+        return None if self._message is not None or isinstance(p, tuple) else p
+
+    def pack(self, texts: TextSource | None = None, *, hidden: bool = False) -> None:
+        """Keep an old item's text as `Item` says: dropped (`texts`: where to read it back from), or a
+        tool result's zlib-packed. Its masked form stays as it is, unless the item is `hidden` from
+        the builds made now (by the fresh filter, or compacted away): then nothing of its text is kept
+        (its masked form is read back too, should a rare build show it)."""
         m = self._message
-        if isinstance(m, ToolResultMessage) and self.bytes >= PACK_MIN_BYTES and not self.simulated:
-            self._packed = (m.tool_call_id, zlib.compress(m.content.encode(), 1))
-            self._message = None
+        if m is None or self.simulated or self.note is not None:
+            return
+        if texts is not None and hidden:
+            if self.kind == TOOL and self._call is not None:
+                self._call = _DROPPED_CALL
+            elif self.kind == ASSISTANT and self._masked_text is not None:
+                self._masked_text = _CUT
+            self.masked, self._packed, self._message = None, texts, None
+            return
+        if texts is None:
+            if isinstance(m, ToolResultMessage) and self.bytes >= PACK_MIN_BYTES:
+                self._packed = (m.tool_call_id, zlib.compress(m.content.encode(), 1))
+                self._message = None
+            return
+        if self.kind == ASSISTANT:
+            if self.masked_for != 0 or self._masked_text is None:
+                return  # (its masked form is itself: nothing to drop that a masked build would not show)
+            self.masked = self.masked_message()  # the cut content and the calls, what masked builds show
+        elif self.bytes < DROP_MIN_BYTES or (self.kind == TOOL and self.masked_for != -1 and self._call is None):
+            return  # (an unknown call's placeholder needs the result's call id: kept)
+        else:
+            self.masked = None  # a placeholder is made again when shown (primary_arg is remembered)
+        self._packed, self._message = texts, None
 
     def masked_message(self) -> MessageModel:
         if self.masked is None:
             text = self.masked_text
             if text is None:
-                self.masked = self.message
+                m = self.message
+                if self.text_source is not None:
+                    return m  # (read back: not kept)
+                self.masked = m
             else:
-                m = self._message
-                if isinstance(m, AssistantMessage):
-                    self.masked = AssistantMessage(content=text, tool_calls=m.tool_calls)
+                held = self._message
+                if self.kind == ASSISTANT:
+                    calls = self.message.tool_calls  # type: ignore[union-attr]
+                    if held is None:  # (read back: not kept)
+                        return AssistantMessage(content=text, tool_calls=calls)
+                    self.masked = AssistantMessage(content=text, tool_calls=calls)
+                    return self.masked
+                p = self._packed
+                if isinstance(held, ToolResultMessage):
+                    call_id = held.tool_call_id
+                elif isinstance(p, tuple):
+                    call_id = p[0]
+                elif self._call is not None:  # (a dropped text: its placeholder is not kept either)
+                    call_id = self._call.id if self._call is not _DROPPED_CALL else self.message.tool_call_id  # type: ignore[union-attr]
+                    return ToolResultMessage(tool_call_id=call_id, content=text)
                 else:
-                    call_id = m.tool_call_id if isinstance(m, ToolResultMessage) else self._packed[0]  # type: ignore[index]
-                    self.masked = ToolResultMessage(tool_call_id=call_id, content=text)
+                    call_id = self.message.tool_call_id  # type: ignore[union-attr]
+                self.masked = ToolResultMessage(tool_call_id=call_id, content=text)
         return self.masked
+
+
+def read_back(items: Iterable[tuple[Item, bool]]) -> None:
+    """Read the dropped texts a build is about to show, of these (item, shown masked) pairs, in one batch
+    per text source, so that no message is a read of its own: an item shown in full, or masked when
+    nothing of its text was kept (a tool result's, with its turn's assistant: its call)."""
+    wanted: dict[int, tuple[TextSource, list[int]]] = {}
+
+    def want(r: Item) -> None:
+        src = r.text_source
+        if src is not None:
+            wanted.setdefault(id(src), (src, []))[1].append(r.seq)
+
+    for r, masked in items:
+        if r._message is not None:
+            continue
+        if not masked or r._masked_text is _CUT or (r.kind == TOOL and r._call is None):
+            want(r)
+        elif r._call is _DROPPED_CALL:
+            want(r)
+            if isinstance(r.masked_for, Item):
+                want(r.masked_for)
+    for src, seqs in wanted.values():
+        src.prefetch(seqs)
 
 
 def kind_of(message: MessageModel) -> int:
@@ -252,7 +357,7 @@ def convert(ev: ReplayEvent) -> tuple[int, Item | None]:
     """An event's timestamp (ns) and its Layer C message (None: a kind zymi skips)."""
     message = to_message(ev.kind)
     ts = fast_ts_ns(ev.timestamp)
-    return ts, None if message is None else Item(ev.sequence, ts, message, message_bytes(message), kind_of(message))
+    return ts, None if message is None else Item(ev.sequence, message, message_bytes(message), kind_of(message))
 
 
 class Converted:

@@ -6,6 +6,7 @@ Every cut is in UTF-8 bytes, floored to a character boundary (docs/context.md#tr
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 from zymi_tui.events.messages import (
     AssistantMessage,
@@ -61,6 +62,7 @@ def cut_with_ellipsis(text: str, limit: int) -> str:
     return floor_bytes(text, max(limit - 1, 0)) + ELLIPSIS
 
 
+@lru_cache(maxsize=4096)  # a dropped text's placeholder is made again each time it is shown
 def primary_arg(tool_name: str, arguments: str) -> str:
     """The placeholder's argument: the tool's primary key, else the first string in key order."""
     try:

@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.context.layer_c import TOOL, Tail
+from zymi_tui.context.layer_c import TOOL, Tail, read_back
 from zymi_tui.context.masking import (
     memory_text,
     message_bytes,
@@ -184,6 +184,7 @@ def _shape_entries(s: Shape) -> list[ContextEntry]:
 def _shape_dropped(s: Shape) -> list[ContextEntry]:
     """The messages a built context left out by forget_after_turns (with their reason)."""
     reason = f"dropped by forget_after_turns={s.knobs.forget_after_turns}"
+    read_back((r, False) for r in s.tail.items[: s.cut])
     return [ContextEntry(r.message, "C", r.bytes, reason, r.seq) for r in s.tail.items[: s.cut]]
 
 
@@ -271,16 +272,16 @@ def shown_messages(tail: Tail, cut: int, end: int, mask_end: int) -> list[Messag
     """Items [cut, end) as shown: those before `mask_end` that belong to a turn in their masked
     form (walked turn by turn: a compaction's span is thousands of items on a long run)."""
     items, starts, ends = tail.items, tail.turn_starts, tail.turn_ends
-    out = [r.message for r in items[cut:end]]
+    masked = bytearray(end - cut)
     lim = min(end, mask_end)
     t = max(0, bisect.bisect_right(starts, cut) - 1)
     while t < len(starts) and starts[t] < lim:
         for i in range(max(starts[t], cut), min(ends[t], lim)):
-            r = items[i]
-            if r.masked_for != -1:
-                out[i - cut] = r.masked_message()
+            if items[i].masked_for != -1:
+                masked[i - cut] = 1
         t += 1
-    return out
+    read_back((items[i], masked[i - cut] == 1) for i in range(cut, end))
+    return [items[i].masked_message() if masked[i - cut] else items[i].message for i in range(cut, end)]
 
 
 def context_entries(
@@ -312,9 +313,12 @@ def context_entries(
         reason = "memory snapshot" + ("; values cut to 200 bytes" if cut_values else "")
         out.append(ContextEntry(SystemMessage(content=b_text), "B", len(b_text.encode()), reason))
     window = f"observation_window={k.observation_window}"
+    items = tail.items
+    shown_masked = [i < mask_end and items[i].masked_for != -1 and tail.in_turn(i) for i in range(cut, n)]
+    read_back((items[i], shown_masked[i - cut]) for i in range(cut, n))
     for i in range(cut, n):
-        r = tail.items[i]
-        if i < mask_end and r.masked_for != -1 and tail.in_turn(i):
+        r = items[i]
+        if shown_masked[i - cut]:
             if r.kind == TOOL:
                 reason = f"masked by {window}"
             elif r.has_masked_text():

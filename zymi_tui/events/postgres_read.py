@@ -33,6 +33,7 @@ Tail the primary: a hot standby's `pg_locks` does not show the primary's writers
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -116,7 +117,21 @@ class PostgresReader(RowDecoder, Closable):
         return reader
 
     async def close(self) -> None:
+        if self._blocking is not None:
+            self._blocking.close()
+            self._blocking = None
         await self._pool.close()
+
+    _blocking: _BlockingPool | None = None
+
+    def rows_at(self, stream_id: str, sequences: Sequence[int]) -> list[RawRow]:
+        """`BlockingRows`: on a connection of its own, served by a thread's event loop (this reader's
+        pool belongs to the caller's loop, which is blocked while it waits), started when first asked."""
+        if self._blocking is None:
+            self._blocking = _BlockingPool(self.url)
+        sql = f"{_ROW} WHERE stream_id = $1 AND sequence = ANY($2::bigint[])"
+        rows = self._blocking.run(lambda pool: pool.fetch(sql, stream_id, list(sequences)))
+        return [(int(gid), str(s), int(seq), str(data)) for gid, s, seq, data in rows]
 
     async def _fetch(self, sql: str, *params: Any) -> list[Any]:
         try:
@@ -330,3 +345,31 @@ class PostgresReader(RowDecoder, Closable):
             return {}
         rows = await self._fetch("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
         return {s: (int(seq), h) for s, seq, h in rows}
+
+
+class _BlockingPool:
+    """A one-connection read-only pool on an event loop of its own thread, for blocking reads."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="zymi-tui-rows-at", daemon=True)
+        self._thread.start()
+        self._pool: asyncpg.Pool = self._call(connect_pool(url, read_only=True, max_size=1))
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def run(self, query: Any) -> list[Any]:
+        try:
+            return list(self._call(query(self._pool)))
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as e:
+            raise explain_pg_error(self.url, e) from None
+
+    def close(self) -> None:
+        try:
+            self._call(self._pool.close())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+            self._loop.close()

@@ -173,7 +173,30 @@ class SqliteReader(RowDecoder, Closable):
     async def close(self) -> None:
         _drop(self._ahead)
         self._ahead = None
+        if self._blocking is not None:
+            self._blocking.close()
+            self._blocking = None
         await self._conn.close()
+
+    _blocking: sqlite3.Connection | None = None
+
+    def rows_at(self, stream_id: str, sequences: Sequence[int]) -> list[RawRow]:
+        """`BlockingRows`: on a connection of its own, opened as this reader's, when first asked."""
+        if self._blocking is None:
+            self._blocking = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
+            self._blocking.execute(f"PRAGMA busy_timeout={READ_BUSY_MS}")
+        out: list[RawRow] = []
+        for i in range(0, len(sequences), ID_BATCH):
+            batch = list(sequences[i : i + ID_BATCH])
+            sql = f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND sequence IN ({','.join('?' * len(batch))})"
+            try:
+                out += self._sane(self._blocking.execute(sql, [_bind(stream_id), *batch]))
+            except sqlite3.Error as e:
+                if NOT_UTF8 not in str(e) or self._blocking.text_factory is TEXT_ANY:
+                    raise explain_sqlite_error(self.label, e) from None
+                self._blocking.text_factory = TEXT_ANY  # (as `_fetch` does)
+                out += self._sane(self._blocking.execute(sql, [_bind(stream_id), *batch]))
+        return out
 
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """One short read; retries while a writer holds a lock (up to LOCK_WAIT_S), then explains."""

@@ -12,7 +12,7 @@ import stat
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 import msgspec
 
@@ -127,6 +127,16 @@ class EventReader(Protocol):
         ...
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]: ...
+
+
+@runtime_checkable
+class BlockingRows(Protocol):
+    """A reader that can also read rows blocking, on a connection of its own, for code that cannot
+    await (a context build showing texts its builder dropped: context/texts.py)."""
+
+    def rows_at(self, stream_id: str, sequences: Sequence[int]) -> list[RawRow]:
+        """The rows of `stream_id` at these sequences (those the store holds), blocking."""
+        ...
 
 
 class EventWriter(Protocol):

@@ -20,7 +20,7 @@ from functools import partial
 
 from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.context.layer_c import Converted, fast_ts_ns
+from zymi_tui.context.layer_c import Converted, TextSource, fast_ts_ns
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.context.rendered import CompactionPlan, Prefix, RenderedContext, Shape
 from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
@@ -87,10 +87,13 @@ class Replayer:
         converted: Converted | None = None,
         track_reuse: bool = True,
         explicit: bool = False,
+        texts: Callable[[str], TextSource] | None = None,
     ) -> None:
         """`converted`: the events' messages converted once, shared with other replays of the same
-        events (the knob editor's re-runs); `track_reuse=False` skips the prefix-reuse figures."""
+        events (the knob editor's re-runs); `track_reuse=False` skips the prefix-reuse figures;
+        `texts`: a step stream's text source, for its builder to drop old texts (context/texts.py)."""
         self.project = project
+        self.texts = texts
         self.converted = converted
         self.track_reuse = track_reuse
         self.recorded_knobs = recorded
@@ -172,7 +175,8 @@ class Replayer:
         st = self.steps.get(stream)
         if st is None:
             prefix = Prefix("", "", inferred_bytes=0, inferred_count=0)
-            builder = ContextBuilder(self.knobs, prefix, follow_recorded_compactions=not self.whatif)
+            texts = None if self.texts is None else self.texts(stream)
+            builder = ContextBuilder(self.knobs, prefix, follow_recorded_compactions=not self.whatif, texts=texts)
             source = PROJECT_KNOBS if self.project is not None else UNKNOWN_KNOBS
             st = self.steps[stream] = _Step(builder, infer=True, knobs_source=source)
             if self.ends:

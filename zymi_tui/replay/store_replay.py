@@ -7,21 +7,23 @@ import asyncio
 import copy
 from array import array
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
-from zymi_tui.context.layer_c import Converted
+from zymi_tui.context.layer_c import Converted, TextSource
 from zymi_tui.context.prefix import ProjectPrefixes
+from zymi_tui.context.texts import StoreTexts
 from zymi_tui.events.envelope import EventDecodeError
 from zymi_tui.events.kind_json import type_name_at
 from zymi_tui.events.kinds import (
     WorkflowNodeStarted,
 )
 from zymi_tui.events.replay_view import ReplayEvent, decode_replay_row, replay_rows
-from zymi_tui.events.store import STEP_MARK, EventReader, KindRowPage, RawRow, RowPage, run_of
+from zymi_tui.events.store import STEP_MARK, BlockingRows, EventReader, KindRowPage, RawRow, RowPage, run_of
 from zymi_tui.events.stored import BadRow
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import (
@@ -177,18 +179,29 @@ async def stream_ends(reader: EventReader) -> dict[str, int]:
     return {s.stream_id: s.last_global_id for s in await reader.streams()}
 
 
-def make_replayer(project: Path | None, knobs: ContextKnobs | None = None) -> Replayer:
-    """A replayer for a store recorded with `project` (knobs=None: the recorded knobs)."""
-    return make_replayers(project, [knobs])[0]
+def store_texts(reader: EventReader) -> Callable[[str], TextSource] | None:
+    """A step stream's text source on `reader`'s store, for builders that drop old texts (None: the
+    reader cannot read blocking; builders then keep their texts): see context/texts.py."""
+    return partial(StoreTexts, reader.rows_at) if isinstance(reader, BlockingRows) else None
 
 
-def make_replayers(project: Path | None, knobs: Sequence[ContextKnobs | None]) -> list[Replayer]:
+def make_replayer(
+    project: Path | None, knobs: ContextKnobs | None = None, *, texts: Callable[[str], TextSource] | None = None
+) -> Replayer:
+    """A replayer for a store recorded with `project` (knobs=None: the recorded knobs); `texts`: see
+    `store_texts`."""
+    return make_replayers(project, [knobs], texts=texts)[0]
+
+
+def make_replayers(
+    project: Path | None, knobs: Sequence[ContextKnobs | None], *, texts: Callable[[str], TextSource] | None = None
+) -> list[Replayer]:
     """One replayer per knob set (None: the recorded knobs), the project read once."""
     if project is None:
-        return [Replayer(None, ContextKnobs(), k or ContextKnobs(), explicit=k is not None) for k in knobs]
+        return [Replayer(None, ContextKnobs(), k or ContextKnobs(), explicit=k is not None, texts=texts) for k in knobs]
     read = read_project(project)
     recorded, prefixes = project_knobs(read), ProjectPrefixes(read)
-    return [Replayer(prefixes, recorded, k or recorded, explicit=k is not None) for k in knobs]
+    return [Replayer(prefixes, recorded, k or recorded, explicit=k is not None, texts=texts) for k in knobs]
 
 
 async def replay_store(
@@ -229,7 +242,7 @@ async def replay_many(
 
     `part`: only the events of one range of the store (`store_ranges`), replayed as the whole store's
     replay replays them (without `streams`)."""
-    replayers = make_replayers(project, knobs)
+    replayers = make_replayers(project, knobs, texts=store_texts(reader))
     if part is not None:
         for replayer in replayers:
             replayer.estimate = copy.copy(part.learned)

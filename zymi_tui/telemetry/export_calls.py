@@ -30,7 +30,7 @@ from zymi_tui.events.replay_view import ReplayEvent, replay_event
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 from zymi_tui.events.tail import tail
 from zymi_tui.replay.call_context import CallContext
-from zymi_tui.replay.store_replay import make_replayer, replay_events, stream_ends
+from zymi_tui.replay.store_replay import make_replayer, replay_events, store_texts, stream_ends
 
 AGENT = re.compile(r"^agent=([^,]+)")  # zymi's WorkflowNodeStarted description: `agent=coder, task="..."`
 
@@ -161,7 +161,7 @@ async def walk(
 ) -> AsyncIterator[tuple[ReplayEvent | None, list[CallContext]]]:
     """Every event the replay reads, in global order, with the recorded calls it completed (replayed
     under the recorded knobs: their rebuilt context); last `(None, rows)` with the calls left open."""
-    replayer = make_replayer(project)
+    replayer = make_replayer(project, texts=store_texts(reader))
     ends = await stream_ends(reader)
     replayer.forget_finished(ends)
     top = max(ends.values(), default=0)
