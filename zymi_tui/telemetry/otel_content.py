@@ -24,6 +24,7 @@ from zymi_tui.events.messages import (
     UserMultimodalMessage,
     to_wire,
 )
+from zymi_tui.telemetry.otlp_wire import JsonArrayText
 
 
 def _arguments(text: Any) -> Any:
@@ -133,22 +134,6 @@ def as_json(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
-class QuotedText(str):
-    """A text that also carries its JSON string form (`quoted`), made once from the JSON forms of its
-    parts: the OTLP/JSON writer puts it out as is instead of escaping the whole text again."""
-
-    quoted: str
-
-    @classmethod
-    def joined(cls, raw: Sequence[str], escaped: Sequence[str]) -> QuotedText:
-        """`[` + the parts joined by `,` + `]` (a JSON array of the parts' JSON texts); `escaped`: each
-        part as `encode_basestring` writes it, without its quotes (escaping goes character by character,
-        so the escaped whole is the escaped parts put together)."""
-        text = cls(f"[{','.join(raw)}]")  # one f-string: one copy of a whole context less than `+`
-        text.quoted = f'"[{",".join(escaped)}]"'
-        return text
-
-
 def message_json(m: MessageModel) -> str:
     """`as_json(genai_message(to_wire(m)))`, written directly: the same keys in the same order, each
     string escaped by the encoder's own function (`encode_basestring`); tool-call arguments go through
@@ -177,12 +162,13 @@ def message_json(m: MessageModel) -> str:
     return as_json(genai_message(to_wire(m)))  # pragma: no cover - every message kind is above
 
 
-def message_texts(m: MessageModel) -> tuple[str, str]:
-    """A message's JSON text as `gen_ai.input.messages` holds it, and that text escaped (no quotes)."""
+def message_texts(m: MessageModel) -> tuple[str, bytes]:
+    """A message's JSON text as `gen_ai.input.messages` holds it, and that text escaped (no quotes), in
+    UTF-8: an item of `JsonArrayText`."""
     raw = message_json(m)
-    return raw, quoted(raw)[1:-1]
+    return raw, quoted(raw)[1:-1].encode()
 
 
-def input_messages(texts: Sequence[tuple[str, str]]) -> QuotedText:
+def input_messages(texts: Sequence[tuple[str, bytes]]) -> JsonArrayText:
     """`gen_ai.input.messages` from its messages' `message_texts`."""
-    return QuotedText.joined([t[0] for t in texts], [t[1] for t in texts])
+    return JsonArrayText(texts)

@@ -73,7 +73,7 @@ class TraceBuilder:
     calls: dict[tuple[str, int], _Call] = field(default_factory=dict)
     waiting: dict[str, deque[_Call]] = field(default_factory=dict)  # per step stream, awaiting completion
     tool_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, arguments)
-    inputs: MessageCache[tuple[str, str]] = field(default_factory=lambda: MessageCache(message_texts))
+    inputs: MessageCache[tuple[str, bytes]] = field(default_factory=lambda: MessageCache(message_texts))
     instructions: tuple[SystemMessage, str | None] | None = None  # the last system prompt and its text
 
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[SpanData]:
