@@ -46,8 +46,8 @@ def any_value_json(value: str | int | float | bool | Sequence[str] | JsonArrayTe
     return '{"arrayValue":{"values":[' + ",".join('{"stringValue":' + quoted(v) + "}" for v in value) + "]}}"
 
 
-_KEYS: dict[str, str] = {}  # attribute names as JSON key-value openings (a few dozen names)
-_PAIRS: dict[tuple[str, str | bool], str] = {}  # repeating texts and flags as whole key-values
+_KEYS: dict[str, str] = {}  # attribute names as JSON key-value openings, each after a comma (a few dozen)
+_PAIRS: dict[tuple[str, str | bool], str] = {}  # repeating texts and flags as whole key-values, comma first
 MAX_PAIRS = 1 << 15  # then the kept key-values are let go (a store of many runs has many stream ids)
 # the attributes whose texts come back span after span (a call id, arguments or a result do not)
 REPEATING = frozenset({
@@ -60,7 +60,7 @@ REPEATING = frozenset({
 def _head(k: str) -> str:
     head = _KEYS.get(k)
     if head is None:
-        head = '{"key":' + quoted(k) + ',"value":'
+        head = ',{"key":' + quoted(k) + ',"value":'
         if len(_KEYS) < 4096:
             _KEYS[k] = head
     return head
@@ -78,27 +78,29 @@ def attribute_parts(parts: list[str], attrs: Mapping[str, AttrValue], arrays: li
     """The attributes that have a value (None: left out) as the items of a JSON array, appended to
     `parts` in pieces to be joined with nothing between them (commas included); a `JsonArrayText` is
     not written there: an empty piece holds its place, and (place, value) goes to `arrays`."""
-    first = True
+    at = len(parts)
+    keys, pairs = _KEYS, _PAIRS
     for k, v in attrs.items():
-        if v is None:
-            continue
-        if first:
-            first = False
-        else:
-            parts.append(",")
         t = type(v)
-        if t is int:
-            parts.append(f'{_KEYS.get(k) or _head(k)}{{"intValue":"{v}"}}}}')
-        elif t is bool or (t is str and k in REPEATING):
-            parts.append(_PAIRS.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
-        elif t is str:
-            parts.append(f'{_KEYS.get(k) or _head(k)}{{"stringValue":{quoted(v)}}}}}')  # type: ignore[arg-type]
+        if t is str:
+            if k in REPEATING:
+                parts.append(pairs.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
+            else:
+                parts.append(f'{keys.get(k) or _head(k)}{{"stringValue":{quoted(v)}}}}}')  # type: ignore[arg-type]
+        elif t is int:
+            parts.append(f'{keys.get(k) or _head(k)}{{"intValue":"{v}"}}}}')
+        elif v is None:
+            continue
+        elif t is bool:
+            parts.append(pairs.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
         elif t is JsonArrayText:
-            parts += (_KEYS.get(k) or _head(k), '{"stringValue":')
+            parts += (keys.get(k) or _head(k), '{"stringValue":')
             arrays.append((len(parts), v))  # type: ignore[arg-type]
             parts += ("", "}}")
         else:
-            parts.append(f"{_KEYS.get(k) or _head(k)}{any_value_json(v)}}}")
+            parts.append(f"{keys.get(k) or _head(k)}{any_value_json(v)}}}")
+    if len(parts) > at:
+        parts[at] = parts[at][1:]  # the first key-value without its comma
 
 
 def attributes_json(attrs: Mapping[str, AttrValue]) -> str:
