@@ -101,13 +101,13 @@ def output_messages(message: MessageModel | None, finish_reason: str | None) -> 
     return [out]
 
 
-def output_json(message: MessageModel | None, finish_reason: str | None) -> str | None:
+def output_json(message: MessageModel | None, finish_reason: str | None, text: str | None = None) -> str | None:
     """`as_json(output_messages(message, finish_reason))`, None when the call recorded no answer: the
-    message's `message_json` with its finish reason added last."""
+    message's `message_json` (`text`, when made already) with its finish reason added last."""
     if message is None:
         return None
     reason = finish_reason or ("tool_call" if isinstance(message, AssistantMessage) and message.tool_calls else "stop")
-    return "[" + message_json(message)[:-1] + ',"finish_reason":' + quoted(reason) + "}]"
+    return "[" + (text or message_json(message))[:-1] + ',"finish_reason":' + quoted(reason) + "}]"
 
 
 def tool_definitions(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -162,10 +162,11 @@ def message_json(m: MessageModel) -> str:
     return as_json(genai_message(to_wire(m)))  # pragma: no cover - every message kind is above
 
 
-def message_texts(m: MessageModel) -> tuple[str, bytes]:
-    """A message's JSON text as `gen_ai.input.messages` holds it, and that text escaped (no quotes), in
-    UTF-8: an item of `JsonArrayText`."""
-    raw = message_json(m)
+def message_texts(m: MessageModel, raw: str | None = None) -> tuple[str, bytes]:
+    """A message's JSON text as `gen_ai.input.messages` holds it (`raw`, when made already), and that
+    text escaped (no quotes), in UTF-8: an item of `JsonArrayText`."""
+    if raw is None:
+        raw = message_json(m)
     return raw, quoted(raw)[1:-1].encode()
 
 
