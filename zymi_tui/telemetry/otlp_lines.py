@@ -48,7 +48,7 @@ def any_value_json(value: str | int | float | bool | Sequence[str] | JsonArrayTe
 
 _KEYS: dict[str, str] = {}  # attribute names as JSON key-value openings, each after a comma (a few dozen)
 _PAIRS: dict[tuple[str, str | bool], str] = {}  # repeating texts and flags as whole key-values, comma first
-MAX_PAIRS = 1 << 15  # then the kept key-values are let go (a store of many runs has many stream ids)
+MAX_PAIRS = 1 << 11  # then the kept key-values are let go (a store of many runs has many stream ids)
 # the attributes whose texts come back span after span (a call id, arguments or a result do not)
 REPEATING = frozenset({
     "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.conversation.id",
