@@ -36,7 +36,7 @@ from zymi_tui.events.messages import (
 )
 from zymi_tui.telemetry.lhar_export import iso, message_figures, uuid_text
 from zymi_tui.telemetry.message_cache import MessageCache
-from zymi_tui.telemetry.otel_content import QuotedText, genai_message, message_json, message_texts, output_json
+from zymi_tui.telemetry.otel_content import genai_message, input_messages, message_json, message_texts, output_json
 from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
 from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
 from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, make_span
@@ -124,7 +124,7 @@ def test_message_json_is_the_generic_paths_text(a: str) -> None:
         for m in _messages(a, b):
             generic = _dumps(genai_message(to_wire(m)))
             assert message_json(m) == generic
-            assert message_texts(m) == (generic, json.dumps(generic, ensure_ascii=False)[1:-1])
+            assert message_texts(m) == (generic, json.dumps(generic, ensure_ascii=False)[1:-1].encode())
             for reason in (None, "", "stop", "length\n"):
                 out = genai_message(to_wire(m))
                 auto = "tool_call" if isinstance(m, AssistantMessage) and m.tool_calls else "stop"
@@ -148,7 +148,7 @@ def test_kept_key_values_never_answer_for_another_value() -> None:
     """The OTLP writer keeps repeating texts (stream ids, ...) and flags as whole key-values: a key seen
     with one value, then another of the same length, a flag, the text of a flag, a long text, a joined
     context, is written as protobuf's JSON mapping writes it."""
-    joined = QuotedText.joined(['{"a":"é"}', "[]"], ['{\\"a\\":\\"é\\"}', "[]"])
+    joined = input_messages([message_texts(UserMessage(content='é"\n')), message_texts(AssistantMessage(content=None))])
     values: list[object] = ["aaaa", "bbbb", True, "True", False, "", "x" * 200, "aaaa", 1, "1", "é" * 80, joined]
     spans = [
         make_span(trace_id=TRACE, span_id=SPAN, parent_id=None, name="s", kind=INTERNAL, start_ns=1, end_ns=2,
@@ -159,7 +159,7 @@ def test_kept_key_values_never_answer_for_another_value() -> None:
     lines = OtlpJsonLines(sink, {"service.name": "zymi", "openinference.project.name": "zymi"}, 4)  # type: ignore[arg-type]
     lines.add(spans)
     lines.flush()
-    assert "".join(sink.parts) == _protobuf_lines(spans, 4)
+    assert sink.text() == _protobuf_lines(spans, 4)
 
 
 def test_span_kinds_are_protobufs() -> None:
@@ -209,3 +209,23 @@ def test_an_export_without_a_project_loads_no_engine(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+def test_kept_key_values_stay_few_over_many_runs() -> None:
+    """A store of many runs names a new stream in every run: the texts kept as whole key-values must
+    not grow with the store (at 1M events of many runs they held ~10 MB, most of the peak's growth)."""
+    from zymi_tui.telemetry import otlp_lines
+
+    otlp_lines._PAIRS.clear()
+    sink = _Sink()
+    lines = OtlpJsonLines(sink, {"service.name": "zymi"}, 512)  # type: ignore[arg-type]
+    for run in range(6000):
+        lines.add(
+            [
+                make_span(trace_id=TRACE, span_id=SPAN, parent_id=None, name="s", kind=INTERNAL, start_ns=1,
+                          end_ns=2, attrs={"zymi.stream_id": f"run-{run}:step:{run}"}, error=None)
+            ]
+        )  # fmt: skip
+    lines.flush()
+    assert len(otlp_lines._PAIRS) <= 2048
+    assert sink.text().count('"run-5999:step:5999"') == 1

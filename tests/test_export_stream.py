@@ -25,9 +25,17 @@ from zymi_tui.events.messages import (
     ToolResultMessage,
     to_wire,
 )
-from zymi_tui.telemetry.otel_content import QuotedText, as_json, genai_message, input_messages, message_texts
+from zymi_tui.telemetry.otel_content import as_json, genai_message, input_messages, message_texts
 from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
-from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, SpanData, export_request, make_span, otlp_json
+from zymi_tui.telemetry.otlp_wire import (
+    CLIENT,
+    INTERNAL,
+    JsonArrayText,
+    SpanData,
+    export_request,
+    make_span,
+    otlp_json,
+)
 
 TRACE, SPAN, PARENT = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "00f067aa0ba902b7"
 TEXTS = [
@@ -44,7 +52,7 @@ def _spans() -> list[SpanData]:
     attrs: dict[str, object] = {f"s{i}": t for i, t in enumerate(TEXTS)}
     attrs |= {"yes": True, "no": False, "zero": 0, "neg": -7, "big": 2**62, "none": None}
     attrs |= {"f": 0.7, "f0": 0.0, "tiny": 1e-05, "huge": 1.5e300, "nan": float("nan"), "inf": float("inf")}
-    attrs |= {"ninf": float("-inf"), "arr": ["a", 'b"', ""], "empty_arr": [], "joined": QuotedText.joined([], [])}
+    attrs |= {"ninf": float("-inf"), "arr": ["a", 'b"', ""], "empty_arr": [], "joined": JsonArrayText([])}
     return [
         make_span(trace_id=TRACE, span_id=SPAN, parent_id=PARENT, name="chat m", kind=CLIENT, start_ns=1,
                   end_ns=2, attrs=attrs, error=None),  # type: ignore[arg-type]
@@ -66,11 +74,14 @@ def _protobuf_lines(spans: Sequence[SpanData], size: int) -> str:
 
 class _Sink:
     def __init__(self) -> None:
-        self.parts: list[str] = []
+        self.parts: list[bytes] = []
 
-    def write(self, s: str) -> int:
+    def write(self, s: bytes) -> int:
         self.parts.append(s)
         return len(s)
+
+    def text(self) -> str:
+        return b"".join(self.parts).decode()
 
     def flush(self) -> None:
         pass
@@ -84,7 +95,7 @@ def test_span_by_span_text_is_protobufs_json_mapping(size: int) -> None:
     for s in spans:
         lines.add([s])
     lines.flush()
-    assert "".join(sink.parts) == _protobuf_lines(spans, size)
+    assert sink.text() == _protobuf_lines(spans, size)
     assert lines.spans == len(spans)
 
 
@@ -95,8 +106,8 @@ def test_input_messages_text_and_its_escaped_form() -> None:
         ToolResultMessage(tool_call_id="c1", content=TEXTS[3] + TEXTS[4]),
     ]
     text = input_messages([message_texts(m) for m in messages])
-    assert str(text) == as_json([genai_message(to_wire(m)) for m in messages])
-    assert text.quoted == encode_basestring(str(text))
+    assert text.text() == as_json([genai_message(to_wire(m)) for m in messages])
+    assert b"".join(text.quoted_parts()).decode() == encode_basestring(text.text())
 
 
 def _export(store: Path, *extra: str) -> list[str]:

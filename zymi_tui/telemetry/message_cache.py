@@ -18,10 +18,11 @@ OPEN_STREAMS = 64  # step streams whose messages are kept (a store of many runs 
 
 class MessageCache(Generic[T]):
     """`make(message)` for the messages of each call, made once while the message stays in its step's
-    context. Messages are known by value (frozen structs: equal messages make equal values), so a
-    message the build makes anew for each call (the prefix, the memory block) is not made again; a
-    call that only adds messages to the previous call's list takes its values as they are (the list
-    compared in one step, identity first)."""
+    context. A call that only adds messages to the previous call's list takes its values as they are
+    (the list compared in one step, identity first); otherwise each message is looked up among the
+    previous call's by identity, then compared by value with the one in its place (frozen structs:
+    equal messages make equal values), so a message the build makes anew for each call (the prefix,
+    the memory block) is not made again, and no call hashes the whole previous list."""
 
     def __init__(self, make: Callable[[MessageModel], T]) -> None:
         self.make = make
@@ -33,13 +34,13 @@ class MessageCache(Generic[T]):
         n = len(old)
         if n and len(messages) >= n and messages[:n] == old:
             out = old_values + [self.make(m) for m in messages[n:]] if len(messages) > n else old_values
-        else:
-            known = dict(zip(old, old_values, strict=True))
+        else:  # the same objects (most of the list), else an equal one in the same place (made anew by the build)
+            same = dict(zip(map(id, old), old_values, strict=True))  # `old` holds them: their ids stay theirs
             out = []
-            for m in messages:
-                v = known.get(m)
+            for i, m in enumerate(messages):
+                v = same.get(id(m))
                 if v is None:
-                    v = known[m] = self.make(m)
+                    v = old_values[i] if i < n and old[i] == m else self.make(m)
                 out.append(v)
         self.streams[stream] = (messages, out)
         if len(self.streams) > OPEN_STREAMS:

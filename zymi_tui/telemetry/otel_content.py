@@ -24,6 +24,7 @@ from zymi_tui.events.messages import (
     UserMultimodalMessage,
     to_wire,
 )
+from zymi_tui.telemetry.otlp_wire import JsonArrayText
 
 
 def _arguments(text: Any) -> Any:
@@ -100,13 +101,13 @@ def output_messages(message: MessageModel | None, finish_reason: str | None) -> 
     return [out]
 
 
-def output_json(message: MessageModel | None, finish_reason: str | None) -> str | None:
+def output_json(message: MessageModel | None, finish_reason: str | None, text: str | None = None) -> str | None:
     """`as_json(output_messages(message, finish_reason))`, None when the call recorded no answer: the
-    message's `message_json` with its finish reason added last."""
+    message's `message_json` (`text`, when made already) with its finish reason added last."""
     if message is None:
         return None
     reason = finish_reason or ("tool_call" if isinstance(message, AssistantMessage) and message.tool_calls else "stop")
-    return "[" + message_json(message)[:-1] + ',"finish_reason":' + quoted(reason) + "}]"
+    return "[" + (text or message_json(message))[:-1] + ',"finish_reason":' + quoted(reason) + "}]"
 
 
 def tool_definitions(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -131,22 +132,6 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 def as_json(value: Any) -> str:
     """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`, with one encoder made once."""
     return _ENCODER.encode(value)
-
-
-class QuotedText(str):
-    """A text that also carries its JSON string form (`quoted`), made once from the JSON forms of its
-    parts: the OTLP/JSON writer puts it out as is instead of escaping the whole text again."""
-
-    quoted: str
-
-    @classmethod
-    def joined(cls, raw: Sequence[str], escaped: Sequence[str]) -> QuotedText:
-        """`[` + the parts joined by `,` + `]` (a JSON array of the parts' JSON texts); `escaped`: each
-        part as `encode_basestring` writes it, without its quotes (escaping goes character by character,
-        so the escaped whole is the escaped parts put together)."""
-        text = cls(f"[{','.join(raw)}]")  # one f-string: one copy of a whole context less than `+`
-        text.quoted = f'"[{",".join(escaped)}]"'
-        return text
 
 
 def message_json(m: MessageModel) -> str:
@@ -177,12 +162,14 @@ def message_json(m: MessageModel) -> str:
     return as_json(genai_message(to_wire(m)))  # pragma: no cover - every message kind is above
 
 
-def message_texts(m: MessageModel) -> tuple[str, str]:
-    """A message's JSON text as `gen_ai.input.messages` holds it, and that text escaped (no quotes)."""
-    raw = message_json(m)
-    return raw, quoted(raw)[1:-1]
+def message_texts(m: MessageModel, raw: str | None = None) -> tuple[str, bytes]:
+    """A message's JSON text as `gen_ai.input.messages` holds it (`raw`, when made already), and that
+    text escaped (no quotes), in UTF-8: an item of `JsonArrayText`."""
+    if raw is None:
+        raw = message_json(m)
+    return raw, quoted(raw)[1:-1].encode()
 
 
-def input_messages(texts: Sequence[tuple[str, str]]) -> QuotedText:
+def input_messages(texts: Sequence[tuple[str, bytes]]) -> JsonArrayText:
     """`gen_ai.input.messages` from its messages' `message_texts`."""
-    return QuotedText.joined([t[0] for t in texts], [t[1] for t in texts])
+    return JsonArrayText(texts)

@@ -28,6 +28,7 @@ from zymi_tui.telemetry.otel_content import (
     as_json,
     input_messages,
     instruction_parts,
+    message_json,
     message_texts,
     output_json,
     split_messages,
@@ -36,6 +37,7 @@ from zymi_tui.telemetry.otel_content import (
 from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, SpanData, make_span
 
 Bodies = Callable[[CallContext], dict[str, Any] | None]  # the exact request body of a call, if known
+ANSWERS_KEPT = 256  # answers awaiting the call that sends them (one per open step stream, most often)
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,26 @@ class TraceBuilder:
     calls: dict[tuple[str, int], _Call] = field(default_factory=dict)
     waiting: dict[str, deque[_Call]] = field(default_factory=dict)  # per step stream, awaiting completion
     tool_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, arguments)
-    inputs: MessageCache[tuple[str, str]] = field(default_factory=lambda: MessageCache(message_texts))
+    inputs: MessageCache[tuple[str, bytes]] = field(init=False)
     instructions: tuple[SystemMessage, str | None] | None = None  # the last system prompt and its text
+    # answers written as output, by value, with their `message_json`: the step's next call sends each again
+    answered: dict[MessageModel, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.inputs = MessageCache(self._input_texts)
+
+    def _input_texts(self, m: MessageModel) -> tuple[str, bytes]:
+        return message_texts(m, self.answered.pop(m, None) if self.answered else None)
+
+    def _output(self, call: _Call) -> str | None:
+        """`gen_ai.output.messages`; the answer's text is kept for the call that sends it again."""
+        if call.response is None:
+            return None
+        text = message_json(call.response)
+        if len(self.answered) >= ANSWERS_KEPT:
+            self.answered.clear()
+        self.answered[call.response] = text
+        return output_json(call.response, call.finish_reason, text)
 
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[SpanData]:
         out: list[SpanData] = []
@@ -197,7 +217,7 @@ class TraceBuilder:
         sent = body.get("messages") if body is not None else None
         entries = row.rendered.entries if row is not None and row.rendered is not None else None
         if isinstance(sent, list) and (entries is None or len(sent) != len(entries)):
-            return _content(sent, body, call, prompt_first=True) | _tools_and_output(body, call)
+            return _content(sent, body, call, prompt_first=True) | _tools_and_output(body, self._output(call))
         attrs: dict[str, AttrValue] = {}
         if row is not None and entries is not None:  # no project: the rebuilt context, less a guessed prefix
             if isinstance(sent, list):
@@ -209,7 +229,7 @@ class TraceBuilder:
                 attrs["gen_ai.system_instructions"] = self._instructions(models[0])
                 models = models[1:]
             attrs["gen_ai.input.messages"] = input_messages(self.inputs.values(call.stream, models))
-        return attrs | _tools_and_output(body, call)
+        return attrs | _tools_and_output(body, self._output(call))
 
     def _instructions(self, prompt: SystemMessage) -> str | None:
         """`gen_ai.system_instructions` of a system prompt, kept for the next call (the same prompt: the
@@ -307,12 +327,12 @@ def _content(
     return attrs
 
 
-def _tools_and_output(body: dict[str, Any] | None, call: _Call) -> dict[str, AttrValue]:
+def _tools_and_output(body: dict[str, Any] | None, output: str | None) -> dict[str, AttrValue]:
     attrs: dict[str, AttrValue] = {}
     tools = (body or {}).get("tools")
     if isinstance(tools, list) and tools:
         attrs["gen_ai.tool.definitions"] = as_json(tool_definitions(tools))
-    attrs["gen_ai.output.messages"] = output_json(call.response, call.finish_reason)
+    attrs["gen_ai.output.messages"] = output
     return attrs
 
 

@@ -1,6 +1,8 @@
 """OTLP/JSON lines written span by span: one `ExportTraceServiceRequest` a line, `BATCH_SPANS` spans
 a line, as the OpenTelemetry Collector's file exporter writes them, each span's text written as soon
-as the span is made (nothing but the open line's count is held).
+as the span is made (nothing but the open line's count is held), in UTF-8 to a binary file: a call's
+input messages (`JsonArrayText`) go out as their messages' bytes, made once per message, never as one
+text copied, joined and encoded again per span.
 
 The text is protobuf's JSON mapping of the request (`otlp_wire.otlp_json`: lowerCamelCase keys in
 field-number order, fields at their default left out, 64-bit integers as strings, enums as numbers,
@@ -13,11 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring as quoted
-from typing import TextIO
+from typing import BinaryIO
 
 from zymi_tui import __version__
-from zymi_tui.telemetry.otel_content import QuotedText
-from zymi_tui.telemetry.otlp_wire import BATCH_SPANS, SCOPE, AttrValue, SpanData
+from zymi_tui.telemetry.otlp_wire import BATCH_SPANS, SCOPE, AttrValue, JsonArrayText, SpanData
 
 STATUS_OK, STATUS_ERROR = "{}", 2  # an unset Status; STATUS_CODE_ERROR
 
@@ -28,10 +29,10 @@ def _double(v: float) -> str:
     return '"NaN"' if math.isnan(v) else '"Infinity"' if v > 0 else '"-Infinity"'
 
 
-def any_value_json(value: str | int | float | bool | Sequence[str]) -> str:
+def any_value_json(value: str | int | float | bool | Sequence[str] | JsonArrayText) -> str:
     """An `AnyValue` (the branches in `otlp_wire.any_value`'s order)."""
-    if isinstance(value, QuotedText):
-        return f'{{"stringValue":{value.quoted}}}'
+    if isinstance(value, JsonArrayText):
+        return '{"stringValue":' + quoted(value.text()) + "}"
     if isinstance(value, str):
         return '{"stringValue":' + quoted(value) + "}"
     if isinstance(value, bool):
@@ -45,9 +46,9 @@ def any_value_json(value: str | int | float | bool | Sequence[str]) -> str:
     return '{"arrayValue":{"values":[' + ",".join('{"stringValue":' + quoted(v) + "}" for v in value) + "]}}"
 
 
-_KEYS: dict[str, str] = {}  # attribute names as JSON key-value openings (a few dozen names)
-_PAIRS: dict[tuple[str, str | bool], str] = {}  # repeating texts and flags as whole key-values
-MAX_PAIRS = 1 << 15  # then the kept key-values are let go (a store of many runs has many stream ids)
+_KEYS: dict[str, str] = {}  # attribute names as JSON key-value openings, each after a comma (a few dozen)
+_PAIRS: dict[tuple[str, str | bool], str] = {}  # repeating texts and flags as whole key-values, comma first
+MAX_PAIRS = 1 << 11  # then the kept key-values are let go (a store of many runs has many stream ids)
 # the attributes whose texts come back span after span (a call id, arguments or a result do not)
 REPEATING = frozenset({
     "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.conversation.id",
@@ -59,7 +60,7 @@ REPEATING = frozenset({
 def _head(k: str) -> str:
     head = _KEYS.get(k)
     if head is None:
-        head = '{"key":' + quoted(k) + ',"value":'
+        head = ',{"key":' + quoted(k) + ',"value":'
         if len(_KEYS) < 4096:
             _KEYS[k] = head
     return head
@@ -73,38 +74,49 @@ def _pair(k: str, v: str | bool) -> str:
     return text
 
 
-def attribute_parts(attrs: Mapping[str, AttrValue]) -> list[str]:
-    """The attributes that have a value (None: left out) as the items of a JSON array, in pieces to be
-    joined with nothing between them (commas included): a context's messages are copied once, when the
-    span's pieces are joined."""
-    parts: list[str] = []
+def attribute_parts(parts: list[str], attrs: Mapping[str, AttrValue], arrays: list[tuple[int, JsonArrayText]]) -> None:
+    """The attributes that have a value (None: left out) as the items of a JSON array, appended to
+    `parts` in pieces to be joined with nothing between them (commas included); a `JsonArrayText` is
+    not written there: an empty piece holds its place, and (place, value) goes to `arrays`."""
+    at = len(parts)
+    keys, pairs = _KEYS, _PAIRS
     for k, v in attrs.items():
-        if v is None:
-            continue
-        if parts:
-            parts.append(",")
         t = type(v)
-        if t is int:
-            parts.append(f'{_KEYS.get(k) or _head(k)}{{"intValue":"{v}"}}}}')
-        elif t is bool or (t is str and k in REPEATING):
-            parts.append(_PAIRS.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
-        elif t is str:
-            parts.append(f'{_KEYS.get(k) or _head(k)}{{"stringValue":{quoted(v)}}}}}')  # type: ignore[arg-type]
-        elif t is QuotedText:
-            parts += (_KEYS.get(k) or _head(k), '{"stringValue":', v.quoted, "}}")  # type: ignore[union-attr]
+        if t is str:
+            if k in REPEATING:
+                parts.append(pairs.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
+            else:
+                parts.append(f'{keys.get(k) or _head(k)}{{"stringValue":{quoted(v)}}}}}')  # type: ignore[arg-type]
+        elif t is int:
+            parts.append(f'{keys.get(k) or _head(k)}{{"intValue":"{v}"}}}}')
+        elif v is None:
+            continue
+        elif t is bool:
+            parts.append(pairs.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
+        elif t is JsonArrayText:
+            parts += (keys.get(k) or _head(k), '{"stringValue":')
+            arrays.append((len(parts), v))  # type: ignore[arg-type]
+            parts += ("", "}}")
         else:
-            parts.append(f"{_KEYS.get(k) or _head(k)}{any_value_json(v)}}}")
-    return parts
+            parts.append(f"{keys.get(k) or _head(k)}{any_value_json(v)}}}")
+    if len(parts) > at:
+        parts[at] = parts[at][1:]  # the first key-value without its comma
 
 
 def attributes_json(attrs: Mapping[str, AttrValue]) -> str:
     """The attributes that have a value (None: left out), as the items of a JSON array."""
-    return "".join(attribute_parts(attrs))
+    parts: list[str] = []
+    arrays: list[tuple[int, JsonArrayText]] = []
+    attribute_parts(parts, attrs, arrays)
+    for at, value in arrays:
+        parts[at] = b"".join(value.quoted_parts()).decode()
+    return "".join(parts)
 
 
-def span_json(s: SpanData) -> str:
-    """One span as OTLP/JSON (compact, the fields protobuf's JSON mapping writes, in its order)."""
-    parts = ['{"traceId":"', s.trace_id, '","spanId":"', s.span_id, '"']
+def span_chunks(s: SpanData, lead: str) -> list[bytes]:
+    """`lead` and one span as OTLP/JSON (compact, the fields protobuf's JSON mapping writes, in its
+    order), in UTF-8: one piece, or a few around a `JsonArrayText`'s pieces."""
+    parts = [lead, '{"traceId":"', s.trace_id, '","spanId":"', s.span_id, '"']
     if s.parent_id:
         parts += [',"parentSpanId":"', s.parent_id, '"']
     if s.name:
@@ -115,18 +127,36 @@ def span_json(s: SpanData) -> str:
         parts.append(f',"startTimeUnixNano":"{s.start_ns}"')
     if s.end_ns:
         parts.append(f',"endTimeUnixNano":"{s.end_ns}"')
-    attrs = attribute_parts(s.attrs)
-    if attrs:
+    arrays: list[tuple[int, JsonArrayText]] = []
+    if s.attrs:
+        at = len(parts)
         parts.append(',"attributes":[')
-        parts += attrs
-        parts.append("]")
+        attribute_parts(parts, s.attrs, arrays)
+        if len(parts) == at + 1:  # every value None: no attributes
+            parts.pop()
+        else:
+            parts.append("]")
     if s.error is None:
         parts.append(',"status":{}}')
     elif s.error:
         parts += [',"status":{"message":', quoted(s.error), f',"code":{STATUS_ERROR}}}}}']
     else:
         parts.append(f',"status":{{"code":{STATUS_ERROR}}}}}')
-    return "".join(parts)
+    if not arrays:
+        return ["".join(parts).encode()]
+    out: list[bytes] = []
+    start = 0
+    for at, value in arrays:
+        out.append("".join(parts[start:at]).encode())
+        out += value.quoted_parts()
+        start = at + 1
+    out.append("".join(parts[start:]).encode())
+    return out
+
+
+def span_json(s: SpanData) -> str:
+    """One span as OTLP/JSON text (`span_chunks`, decoded)."""
+    return b"".join(span_chunks(s, "")).decode()
 
 
 def line_head(resource: Mapping[str, AttrValue]) -> str:
@@ -138,13 +168,14 @@ def line_head(resource: Mapping[str, AttrValue]) -> str:
 
 
 LINE_TAIL = "]}]}]}\n"
+LINE_TAIL_UTF8 = LINE_TAIL.encode()
 
 
 class OtlpJsonLines:
-    """Writes spans to `out` as they are added: a line is opened with its first span and closed at
-    its `size`-th (or at `flush`)."""
+    """Writes spans to `out` (binary: UTF-8 is written) as they are added: a line is opened with its
+    first span and closed at its `size`-th (or at `flush`)."""
 
-    def __init__(self, out: TextIO, resource: Mapping[str, AttrValue], size: int = BATCH_SPANS) -> None:
+    def __init__(self, out: BinaryIO, resource: Mapping[str, AttrValue], size: int = BATCH_SPANS) -> None:
         self.out, self.head, self.size = out, line_head(resource), size
         self.in_line = 0  # spans written to the open line
         self.spans = 0
@@ -152,17 +183,17 @@ class OtlpJsonLines:
     def add(self, spans: Sequence[SpanData]) -> None:
         write = self.out.write
         for s in spans:
-            write(self.head if self.in_line == 0 else ",")
-            write(span_json(s))
+            for chunk in span_chunks(s, self.head if self.in_line == 0 else ","):
+                write(chunk)
             self.in_line += 1
             if self.in_line == self.size:
-                write(LINE_TAIL)
+                write(LINE_TAIL_UTF8)
                 self.in_line = 0
         self.spans += len(spans)
 
     def flush(self) -> None:
         """Close the open line (the spans so far are out: `--follow` calls it when idle)."""
         if self.in_line:
-            self.out.write(LINE_TAIL)
+            self.out.write(LINE_TAIL_UTF8)
             self.in_line = 0
         self.out.flush()

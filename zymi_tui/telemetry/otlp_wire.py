@@ -18,13 +18,37 @@ if TYPE_CHECKING:  # the protobuf classes are imported where a request is made: 
 
 SCOPE = "zymi-tui"
 BATCH_SPANS = 512  # spans a request carries (the OpenTelemetry SDK's default batch size)
-AttrValue = str | int | float | bool | Sequence[str] | None
+
+
+class JsonArrayText:
+    """A string attribute holding a JSON array (`gen_ai.input.messages`), kept as its items: each item's
+    JSON text, and that text escaped as a JSON string's inside (`encode_basestring`, no quotes) in UTF-8.
+    Escaping goes character by character, so the escaped whole is the escaped items put together: the
+    OTLP/JSON writer writes the items' bytes (`quoted_parts`) and never makes the whole text, which only
+    a push makes (`text`)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Sequence[tuple[str, bytes]]) -> None:
+        self.items = items
+
+    def text(self) -> str:
+        return f"[{','.join([t[0] for t in self.items])}]"
+
+    def quoted_parts(self) -> tuple[bytes, bytes, bytes]:
+        """The JSON string of `text()`, in UTF-8, in three pieces written one after the other."""
+        return b'"[', b",".join([t[1] for t in self.items]), b']"'
+
+
+AttrValue = str | int | float | bool | Sequence[str] | JsonArrayText | None
 INTERNAL, CLIENT = 1, 3  # Span.SpanKind.SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT (tests/test_export_caches.py)
 
 
-def any_value(value: str | int | float | bool | Sequence[str]) -> AnyValue:
+def any_value(value: str | int | float | bool | Sequence[str] | JsonArrayText) -> AnyValue:
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue
 
+    if isinstance(value, JsonArrayText):
+        return AnyValue(string_value=value.text())
     if isinstance(value, bool):
         return AnyValue(bool_value=value)
     if isinstance(value, int):
