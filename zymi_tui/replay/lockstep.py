@@ -14,7 +14,6 @@ step's build whose figures differ between members; it joins the others again onc
 from __future__ import annotations
 
 import bisect
-import copy
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -146,7 +145,11 @@ class LockstepReplayer(Replayer):
         ctx = row.rendered
         assert not row.is_compaction and ctx is not None and ctx.compaction is None and ctx.shape is not None
         figures = figured[2] if figured is not None and figured[1] is ctx else self._bounds(ctx)
-        prev = self._prev.setdefault(se.stream_id, {})
+        prev = self._prev.get(se.stream_id)
+        if prev is None:
+            if len(self._prev) > len(self.steps) + PRUNE_SLACK:  # the shapes of streams no longer replayed
+                self._prev = {s: shapes for s, shapes in self._prev.items() if s in self.steps}
+            prev = self._prev[se.stream_id] = {}
         classes: dict[tuple[int, int, bool, int], list[int]] = {}
         for i in self.members:  # (the figures may hold members parted since they were made)
             cut, mask_end, chars = figures[i]
@@ -174,11 +177,6 @@ class LockstepReplayer(Replayer):
             out.append((members, made, reuse))
         self._variants[id(row)] = (row, out)
 
-    def _expire(self, global_id: int) -> None:
-        super()._expire(global_id)
-        if len(self._prev) > len(self.steps) + PRUNE_SLACK:  # the shapes of streams no longer replayed
-            self._prev = {s: shapes for s, shapes in self._prev.items() if s in self.steps}
-
     def deliver(self, row: CallContext) -> Iterator[tuple[list[int], CallContext]]:
         """`row` as each member sees it: (members, their row); the members are this replayer's now."""
         held = self._variants.pop(id(row), None)
@@ -192,7 +190,8 @@ class LockstepReplayer(Replayer):
             if ctx is row.rendered and reuse is row.reuse:
                 yield mine, row
                 continue
-            other = copy.copy(row)
+            other = CallContext.__new__(CallContext)  # a plain copy (copy.copy goes through __reduce_ex__)
+            other.__dict__.update(row.__dict__)
             other.rendered, other.reuse = ctx, reuse
             yield mine, other
 

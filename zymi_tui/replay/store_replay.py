@@ -249,8 +249,9 @@ async def replay_many(
     ends = await stream_ends(reader) if part is None else part.ends
     for replayer in replayers:
         replayer.forget_finished(ends)
-    alone = [(i, r) for i, r in enumerate(replayers) if not (figures_only and r.whatif)]
     whatifs = [i for i, r in enumerate(replayers) if figures_only and r.whatif]
+    whatifs = whatifs if len(whatifs) > 1 else []  # (one alone is replayed as it is)
+    alone = [(i, r) for i, r in enumerate(replayers) if i not in whatifs]
     lockstep = [lockstep_group(replayers, whatifs)] if whatifs else []
     top = max(ends.values(), default=0) if part is None else part.until
     wanted = set(streams) if streams else None
