@@ -193,3 +193,22 @@ def test_advice_identical_with_and_without_lockstep(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(run, "replay_profiles", alone)
     without = [asyncio.run(_advice_json(db, project, model)) for db, project in STORES]
     assert with_lockstep == without
+
+
+def test_advice_identical_with_pass_two_read_from_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One worker on a store past the pool's size: pass one keeps no event, pass two reads the store again."""
+    from zymi_tui.replay.advice import run
+
+    kept = [asyncio.run(_advice_json(db, project, "gpt-4o")) for db, project in STORES]
+    read_again: list[bool] = []
+    from zymi_tui.replay.compare import replay_profiles
+
+    def spy(reader: Any, project: Any, profiles: Any, streams: Any = None, events: Any = None) -> Any:
+        read_again.append(events is None)
+        return replay_profiles(reader, project, profiles, streams, events)
+
+    monkeypatch.setattr(run, "WHATIF_POOL_MIN_EVENTS", 0)
+    monkeypatch.setattr(run, "replay_profiles", spy)
+    streamed = [asyncio.run(_advice_json(db, project, "gpt-4o")) for db, project in STORES]
+    assert read_again and all(read_again)
+    assert kept == streamed
