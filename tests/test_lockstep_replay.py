@@ -19,6 +19,7 @@ from tests.conftest import ORACLE, SCENARIOS, cloned_runs
 from zymi_tui.context import splice
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
 from zymi_tui.events.factory import open_reader
+from zymi_tui.events.kinds import WorkflowNodeCompleted
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.replay import lockstep
 from zymi_tui.replay.advice import advise, to_json
@@ -144,6 +145,14 @@ def _mutant(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[None]:
                 return first, cut, cut
 
             m.setattr(lockstep, "bounds", unmasked)
+        elif name == "failed build shared":  # members kept together at a failed step's build
+            diverging = lockstep.LockstepReplayer.diverging
+
+            def together(self: Any, se: Any) -> list[list[int]]:
+                parts = diverging(self, se)
+                return [] if isinstance(se.kind, WorkflowNodeCompleted) else parts
+
+            m.setattr(lockstep.LockstepReplayer, "diverging", together)
         elif name == "previous call ignored":  # prefix reuse shared by members whose previous call differed
             orig = lockstep.LockstepReplayer._on_call
 
@@ -159,7 +168,7 @@ def _mutant(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[None]:
         yield
 
 
-@pytest.mark.parametrize("name", ["never parts", "window ignored", "previous call ignored"])
+@pytest.mark.parametrize("name", ["never parts", "window ignored", "failed build shared", "previous call ignored"])
 def test_a_wrong_sharing_condition_is_caught(
     monkeypatch: pytest.MonkeyPatch, name: str, many_runs: tuple[Path, Path]
 ) -> None:

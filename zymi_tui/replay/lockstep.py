@@ -102,13 +102,11 @@ class LockstepReplayer(Replayer):
         """The members that must part before `se` is fed, in parts (each part a fork of its own; the part
         holding this replayer's own knobs stays here): each member whose build at `se` compacts, alone;
         at a failed step's build, the members by its figures. [] when they all go on together."""
-        kind = se.kind
-        if STEP_MARK in se.stream_id:
-            if not isinstance(kind, LlmCallStarted) or kind.iteration == 0 or se.source == "compaction":
-                return []
-            state = self.state_before(se)
-            ctx = state.builder.build(state.memory)
-            self._peeked = (se, ctx)
+        if self.next_build_chars(se) is None:  # (it leaves an agent call's build for `feed`: `_peeked`)
+            return []
+        peeked = self._peeked
+        if peeked is not None and peeked[0] is se:  # an agent call
+            ctx = peeked[1]
             figures = self._bounds(ctx)
             self._figured = (se, ctx, figures)
             compacting = self._compacting(ctx, figures)
@@ -116,19 +114,17 @@ class LockstepReplayer(Replayer):
                 return []
             rest = [i for i in self.members if i not in compacting]
             return self._parts([rest, *([i] for i in compacting)])
-        if isinstance(kind, WorkflowNodeCompleted) and not kind.success:
-            st = self.steps.get(f"{se.stream_id}{STEP_MARK}{kind.node_id}")
-            if st is None or st.run is None:
-                return []
-            ctx = st.builder.build(self._memory(st))
-            by: dict[object, list[int]] = {}
-            for i, k in self.members.items():
-                again = rerender(ctx, k)
-                assert again is not None
-                key = (again.chars, again.message_count, again.hard_cap_exceeded, i if again.compaction else None)
-                by.setdefault(key, []).append(i)
-            return self._parts(list(by.values())) if len(by) > 1 else []
-        return []
+        kind = se.kind  # a failed step's build
+        assert isinstance(kind, WorkflowNodeCompleted)
+        st = self.steps[f"{se.stream_id}{STEP_MARK}{kind.node_id}"]
+        ctx = st.builder.build(self._memory(st))
+        by: dict[object, list[int]] = {}
+        for i, k in self.members.items():
+            again = rerender(ctx, k)
+            assert again is not None
+            key = (again.chars, again.message_count, again.hard_cap_exceeded, i if again.compaction else None)
+            by.setdefault(key, []).append(i)
+        return self._parts(list(by.values())) if len(by) > 1 else []
 
     def _parts(self, parts: list[list[int]]) -> list[list[int]]:
         """`parts` less the one holding this replayer's own knobs (and any empty one)."""
