@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import copy
 from array import array
-from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from zymi_tui.replay.call_context import (
     self_described,
 )
 from zymi_tui.replay.calls import Replayer
+from zymi_tui.replay.lockstep import lockstep_group, rejoined
 from zymi_tui.replay.simulated import SummaryEstimate
 
 
@@ -231,11 +231,10 @@ async def replay_many(
     and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row).
 
     `figures_only`: the caller reads only a row's figures (`compare.call_figures`, with its own soft
-    cap), not its knobs or messages: what-if knob sets that differ only in soft_cap_chars are then
-    replayed by one replayer for as long as every build falls on the same side of all their soft caps
-    (they make the same decisions), and share its rows; a set is forked off (`Replayer.fork`) just
-    before the first build that would decide otherwise for it, and joins its family's replayer again
-    once both are idle (`Replayer.idle_before`: between runs, when every step has been dropped).
+    cap), not its knobs or messages: the what-if knob sets are then replayed in lockstep by one
+    replayer for as long as their builders' states are the same (`lockstep.LockstepReplayer`: fed each
+    event once, each build rendered under each set's knobs), a set forked off before the first build
+    that would compact under its knobs, and joining the others again once both are idle.
 
     `events`: the events `replay_events(reader, streams)` gives, already decoded (`advise` replays the
     events of its first pass again, not decoding them twice).
@@ -253,17 +252,19 @@ async def replay_many(
     ends = await stream_ends(reader) if part is None else part.ends
     for replayer in replayers:
         replayer.forget_finished(ends)
-    groups = _groups(replayers) if figures_only else [_Group(r, [i], i) for i, r in enumerate(replayers)]
-    families = len(groups)
+    whatifs = [i for i, r in enumerate(replayers) if figures_only and r.whatif]
+    whatifs = whatifs if len(whatifs) > 1 else []  # (one alone is replayed as it is)
+    alone = [(i, r) for i, r in enumerate(replayers) if i not in whatifs]
+    lockstep = [lockstep_group(replayers, whatifs)] if whatifs else []
     top = max(ends.values(), default=0) if part is None else part.until
     wanted = set(streams) if streams else None
     after = 0 if part is None else part.after
     source = event_pages(reader, streams, after=after) if events is None else _one_by_one(events)
-    only = groups[0] if len(groups) == 1 and len(groups[0].members) == 1 and not figures_only else None
+    only = alone[0] if len(alone) == 1 and not lockstep and not figures_only else None
     async with aclosing(source) as pages:  # its read-ahead stopped on a break
         async for page in pages:
             if only is not None:  # one replayer (a plain replay): the loop below without its groups
-                replayer, i = only.replayer, only.members[0]
+                i, replayer = only
                 feed, queue = replayer.feed, replayer.queue
                 for se in page:
                     if se.global_id > top:
@@ -279,24 +280,28 @@ async def replay_many(
             for se in page:
                 if se.global_id > top:
                     break
-                if len(groups) > families and STEP_MARK not in se.stream_id:
-                    groups = _rejoined(groups, se)
-                for group in groups:  # a group split off here is appended, so fed this event too
-                    if len(group.members) > 1:
-                        groups += group.split_before(se, replayers)
-                    group.replayer.feed(se)
-                    for row in group.replayer.ready():
+                if len(lockstep) > 1 and STEP_MARK not in se.stream_id:
+                    lockstep = rejoined(lockstep, se)
+                for i, replayer in alone:
+                    replayer.feed(se)
+                    for row in replayer.ready():
                         if wanted is None or row.stream_id in wanted:
-                            for i in group.members:
-                                yield i, row
+                            yield i, row
+                for each in lockstep:  # a group split off here is appended, so fed this event too
+                    lockstep += each.split_before(se, replayers)
+                    each.replayer.feed(se)
+                    for i, row in each.rows(each.replayer.ready(), wanted):
+                        yield i, row
             else:
                 continue
             break
-    for group in groups:
-        for row in group.replayer.flush():
+    for i, replayer in alone:
+        for row in replayer.flush():
             if wanted is None or row.stream_id in wanted:
-                for i in group.members:
-                    yield i, row
+                yield i, row
+    for each in lockstep:
+        for i, row in each.rows(each.replayer.flush(), wanted):
+            yield i, row
 
 
 async def _one_by_one(events: AsyncGenerator[ReplayEvent, None]) -> AsyncGenerator[Iterator[ReplayEvent], None]:
@@ -315,59 +320,6 @@ class Part:
     until: int
     learned: SummaryEstimate
     ends: dict[str, int]
-
-
-@dataclass
-class _Group:
-    """Knob sets (`members`, indices) replayed by one replayer, which runs under the knobs of one of them."""
-
-    replayer: Replayer
-    members: list[int]
-    family: object  # the groups of one family differ only in their members' soft caps
-
-    def split_before(self, se: ReplayEvent, replayers: list[Replayer]) -> list[_Group]:
-        """Fork off the members whose soft cap puts the build `se` is about to make on the other side
-        of it than the replayer's own: the new group starts from the state before `se` and also
-        delivers the rows made so far that are not yet out (they are the same for all members)."""
-        chars = self.replayer.next_build_chars(se)
-        if chars is None:
-            return []
-        over = chars > self.replayer.knobs.soft_cap_chars
-        other = [i for i in self.members if (chars > replayers[i].knobs.soft_cap_chars) != over]
-        if not other:
-            return []
-        self.members = [i for i in self.members if i not in other]
-        fork = self.replayer.fork(replayers[other[0]].knobs, lockstep=True)
-        fork.queue = deque(self.replayer.queue)
-        return [_Group(fork, other, self.family)]
-
-
-def _groups(replayers: list[Replayer]) -> list[_Group]:
-    """What-if replayers whose knobs differ only in soft_cap_chars start as one group; others alone."""
-    groups: dict[object, _Group] = {}
-    for i, r in enumerate(replayers):
-        k = r.knobs
-        key = (k.observation_window, k.forget_after_turns, k.min_tail_turns, k.hard_cap_chars) if r.whatif else i
-        if key in groups:
-            groups[key].members.append(i)
-        else:
-            groups[key] = _Group(r, [i], key)
-    return list(groups.values())
-
-
-def _rejoined(groups: list[_Group], se: ReplayEvent) -> list[_Group]:
-    """`groups` with the groups of one family that are idle before `se` joined into the first of them."""
-    first: dict[object, _Group] = {}
-    out = []
-    for group in groups:
-        joined = first.get(group.family)
-        if joined is not None and group.replayer.idle_before(se):
-            joined.members = sorted(joined.members + group.members)
-            continue
-        if joined is None and group.replayer.idle_before(se):
-            first[group.family] = group
-        out.append(group)
-    return out
 
 
 async def context_at(

@@ -112,7 +112,8 @@ async def advise(
     `location` and more than one worker (`pool_workers`: by default one per core from
     WHATIF_POOL_MIN_EVENTS events), the candidates are replayed on a process pool (`replay_on_pool`: the
     store's ranges shared among the workers, each decoding its own) and pass one keeps nothing of the
-    store; otherwise in this process, from pass one's events kept decoded."""
+    store; otherwise in this process (in lockstep, `replay/lockstep.py`), from pass one's events kept
+    decoded, or from the store read again from WHATIF_POOL_MIN_EVENTS events (one worker asked for)."""
     base = recorded_knobs(project)
     kd = knob_dict(base)
     facts = project_facts(project)
@@ -129,9 +130,10 @@ async def advise(
         "output": output,
     }
     family = prices.cache_family(model, "anthropic") if prices is not None and facts.provider == "anthropic" else None
-    one = await pass_one(
-        reader, project, streams, watch, common, keep=not pooled, breakpoints=family[1] if family else None
-    )
+    # below the pool's size pass one keeps its decoded events for pass two; from it, pass two reads the
+    # store again (on the pool, or here with one worker), so that memory stays flat
+    keep = not pooled and last_global_id < WHATIF_POOL_MIN_EVENTS
+    one = await pass_one(reader, project, streams, watch, common, keep=keep, breakpoints=family[1] if family else None)
     cmp0 = one.cmp
     signals = Signals(watch, cmp0, base, facts, await store_facts(reader), tool_bytes, prices, one.breakpoints)
     findings = [f for detect in DETECTORS for f in detect(signals)]
@@ -146,7 +148,7 @@ async def advise(
         totals = await _candidates_on_pool(*on_pool)
     else:
         totals = await _replay_candidates(
-            reader, project, cmp0.tokens_per_byte, candidates, streams, common, one.decoded
+            reader, project, cmp0.tokens_per_byte, candidates, streams, common, one.decoded if keep else None
         )
     obj = objective_for(before, prices.currency if prices is not None else "USD")
     for f in findings:
@@ -191,16 +193,16 @@ async def _replay_candidates(
     candidates: dict[str, KnobDict],
     streams: Sequence[str] | None,
     common: dict[str, Any],
-    decoded: list[ReplayEvent],
+    decoded: list[ReplayEvent] | None,
 ) -> dict[str, Totals]:
-    """Every candidate's totals, from one pass over pass one's decoded events, each call's figures
-    totalled as they come (a `Tally` per candidate, at pass one's tokens per byte, as `compare` and the
-    pool calibrate them) and none kept."""
+    """Every candidate's totals, from one pass over pass one's decoded events (None: over the store, read
+    again), each call's figures totalled as they come (a `Tally` per candidate, at pass one's tokens per
+    byte, as `compare` and the pool calibrate them) and none kept."""
     if not candidates:
         return {}
 
     async def again() -> AsyncGenerator[ReplayEvent, None]:
-        for se in decoded:
+        for se in decoded or []:
             yield se
 
     tried = _tried(candidates)
@@ -212,7 +214,7 @@ async def _replay_candidates(
         for f in figures:
             tallies[index].add(f)
 
-    calls = replay_profiles(reader, project, tried, streams, again())
+    calls = replay_profiles(reader, project, tried, streams, again() if decoded is not None else None)
     await collect_calls(calls, runs, last_global_id=0, progress=None, label="", take=take)
     for run, tally in zip(runs, tallies, strict=True):
         close_tally(how, tally, run, common["output"])
