@@ -174,3 +174,30 @@ async def test_a_stream_met_after_the_seam_without_its_first_row_is_found(
     assert [s for s, (problem, *_) in in_two.items() if problem] == [stream]
     run = zymi_verify(db)
     assert run.returncode != 0 and f"{stream}: FAILED" in run.stdout, run.stdout + run.stderr
+
+
+@requires_zymi
+async def test_a_row_appended_after_the_heads_were_read_is_not_a_tampering(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer's append between the heads read and the scan moves the heads' stamp: the heads are read again
+    (not taken as they were first read, which would name the new row as appended past its head)."""
+    from zymi_tui.events.kinds import Event, LlmCallStarted
+    from zymi_tui.events.sqlite_write import SqliteWriter
+
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    stream = "chat-7"
+    real_scan = SqliteReader.scan_chains
+
+    async def scan_after_an_append(self: SqliteReader, heads: dict[str, tuple[int, str]], **kw: bool) -> object:
+        writer = await SqliteWriter.open(db)
+        kind = LlmCallStarted(iteration=1, message_count=1, approx_context_chars=1)
+        await writer.append(Event.new(stream, kind, "w"))
+        await writer.close()
+        return await real_scan(self, heads, **kw)
+
+    monkeypatch.setattr(SqliteReader, "scan_chains", scan_after_an_append)
+    got = await verdicts(db)
+    assert all(problem is None for problem, _, _ in got.values()), got
+    assert got[stream][2] == 21  # the appended row was read and verified
+    assert zymi_verify(db).returncode == 0  # and the store is whole

@@ -387,6 +387,12 @@ class SqliteReader(RowDecoder, Closable):
         conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
         return conn
 
+    async def heads_stamp(self) -> tuple[int, int] | None:
+        if not self._has_heads:
+            return (0, 0)
+        rows = await self._fetch("SELECT count(*), total(last_sequence) FROM stream_heads")
+        return int(rows[0][0]), int(rows[0][1])
+
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         if not self._has_heads:
             return {}
