@@ -201,3 +201,34 @@ async def test_a_row_appended_after_the_heads_were_read_is_not_a_tampering(
     assert all(problem is None for problem, _, _ in got.values()), got
     assert got[stream][2] == 21  # the appended row was read and verified
     assert zymi_verify(db).returncode == 0  # and the store is whole
+
+
+@pytest.mark.parametrize("end", ["stdin closed", "ctrl-c"])
+def test_the_later_parts_process_ends_quietly_when_its_starter_goes(end: str, tmp_path: Path) -> None:
+    """A Ctrl-C reaches the later part's process too (one foreground group), and a starter that dies closes its
+    stdin: either way it ends at once, with nothing on the terminal (no traceback)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "zymi_tui.events.chain_split", db.as_uri() + "?mode=ro", "179", "359", "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    time.sleep(1.0)  # (its imports done: it waits for the heads)
+    if end == "ctrl-c":
+        os.kill(proc.pid, signal.SIGINT)
+    else:
+        proc.stdin.close()
+    proc.wait(timeout=10)
+    assert proc.stderr is not None and proc.stderr.read() == b""
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    assert proc.returncode in (3, -signal.SIGINT)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sqlite3
 import struct
 import subprocess
@@ -214,8 +215,13 @@ def _exit_when_stdin_closes() -> None:
 def main(argv: list[str]) -> int:
     from zymi_tui.events.sqlite_schema import LOCK_WAIT_S
 
+    # a Ctrl-C reaches the whole foreground group: the starter reports it, this part just ends (no traceback)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     uri, after, upto, has_hash = argv[0], int(argv[1]), int(argv[2]), argv[3] == "1"
-    heads = pickle.loads(_read_exactly(0, _LENGTH.unpack(_read_exactly(0, _LENGTH.size))[0]))
+    try:
+        heads = pickle.loads(_read_exactly(0, _LENGTH.unpack(_read_exactly(0, _LENGTH.size))[0]))
+    except EOFError:  # the starter ended before sending them
+        return 3
     _exit_when_stdin_closes()
     conn = sqlite3.connect(uri, uri=True, isolation_level=None)
     try:
@@ -226,8 +232,11 @@ def main(argv: list[str]) -> int:
         got = str(e) or type(e).__name__
     finally:
         conn.close()
-    sys.stdout.buffer.write(pickle.dumps(got, pickle.HIGHEST_PROTOCOL))
-    sys.stdout.buffer.flush()
+    try:
+        sys.stdout.buffer.write(pickle.dumps(got, pickle.HIGHEST_PROTOCOL))
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:  # the starter ended meanwhile
+        os._exit(3)
     return 0
 
 
