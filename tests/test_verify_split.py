@@ -13,7 +13,7 @@ import pytest
 
 from tests.test_store_verify import zymi_verify
 from tests.test_verify_batches import change_one_byte
-from zymi_tui.events.chain_split import JoinedScan
+from zymi_tui.events.chain_split import JoinedScan, seam_of
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.verify import verify_store
 
@@ -232,3 +232,11 @@ def test_the_later_parts_process_ends_quietly_when_its_starter_goes(end: str, tm
         if pipe is not None:
             pipe.close()
     assert proc.returncode in (3, -signal.SIGINT)
+
+
+def test_one_usable_core_scans_in_one_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZYMI_TUI_SPLIT_IDS", "1")
+    monkeypatch.setattr("zymi_tui.events.chain_split.usable_cores", lambda: 1)
+    assert seam_of(1_000_000) is None
+    monkeypatch.setattr("zymi_tui.events.chain_split.usable_cores", lambda: 2)
+    assert seam_of(1_000_000) == 500_000
