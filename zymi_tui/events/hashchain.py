@@ -160,8 +160,13 @@ class ChainScan:
     in `out_of_order`: its verdict must come from a walk in sequence order (`verify._walk_all` walks it
     again alone)."""
 
-    def __init__(self, heads: dict[str, tuple[int, str]]) -> None:
+    def __init__(self, heads: dict[str, tuple[int, str]], *, continues: bool = False) -> None:
         self.heads = heads
+        # `continues`: the rows start part way through the table (a later part of a split scan, `chain_split`):
+        # a stream whose first row here links to an earlier one is taken up from that row's link, kept in
+        # `openings` ((sequence, hash) it links to) for the seam to be checked against the earlier part
+        self.continues = continues
+        self.openings: dict[str, tuple[int, str]] = {}
         # a stream's (last sequence, last hash) while every row of it checked inline; `_WALKED` once handed
         # to its walker; a stream id that is not text (a tampered row's BLOB) is never kept here
         self.lasts: dict[object, tuple[int, object]] = {}
@@ -170,6 +175,10 @@ class ChainScan:
         # what the store's engine finds wrong below the rows (SQLite's quick_check, an index that
         # disagrees with its table), each a line for a person; set by the backend that scans
         self.damage: list[str] = []
+        # the rows read and the sum of their ids (the index check compares them with each index's entries)
+        self.rows_read = 0
+        self.id_sum = 0
+        self.read_whole = False  # every row meant was read (not stopped, no damaged page)
 
     def feed(self, rows: Iterable[ScanRow]) -> None:
         lasts, sha256, prefix = self.lasts, hashlib.sha256, V2_PREFIX
@@ -177,6 +186,8 @@ class ChainScan:
             last = lasts.get(stream_id)
             if last is None:  # a new stream (an id that is not text: to its walker)
                 last = _START if type(stream_id) is str else _WALKED
+                if self.continues and last is _START and seq != 1:
+                    last = self._open(stream_id, seq, prev)
             # `prev` equal to the last verified hash (or "" before the first) is ASCII text: it encodes
             if seq == last[0] + 1 and prev == last[1] and type(seq) is int:
                 try:
@@ -188,6 +199,18 @@ class ChainScan:
                     continue
             self._walk(gid, event_id, stream_id, seq, data, prev, digest)
 
+    def _open(self, stream_id: str, seq: Any, prev: Any) -> tuple[int, object]:
+        """A stream first met part way through it (a later part of a split scan): taken up from the link its
+        first row here holds, when that row links to a hashed row (the seam check compares it with the
+        earlier part's last row); otherwise (a legacy row, a column that is not what zymi writes) it is left
+        to a walk of the stream alone, in sequence order (`out_of_order`)."""
+        if type(seq) is int and seq > 1 and type(prev) is str and prev:
+            self.openings[stream_id] = opening = (seq - 1, prev)
+            self.lasts[stream_id] = opening
+            return opening
+        self.out_of_order.add(stream_id)
+        return _START
+
     def _walk(self, gid: Any, event_id: Any, stream_id: Any, seq: Any, data: Any, prev: Any, digest: Any) -> None:
         """A row the inline check did not pass, through its stream's walker (made, at the state the inline
         check left the stream in, on the stream's first such row)."""
@@ -196,11 +219,11 @@ class ChainScan:
         if walker is None:
             walker = self.walkers[text] = ChainWalker(text, self.heads.get(text))
             last = self.lasts.get(text, _START)
-            if last[0]:  # the rows checked inline so far: 1..n, each verified
+            if last[0]:  # the rows checked inline so far: 1..n (from the opening on, in a later part), each verified
                 n, digest_n = last
                 assert isinstance(digest_n, str)
                 walker.last_sequence, walker.expected_prev = n, digest_n
-                walker.verdict.rows = walker.verdict.verified = n
+                walker.verdict.rows = walker.verdict.verified = n - self.openings.get(text, _START)[0]
                 walker.verdict.last = (n, digest_n)
                 if n == walker.head_sequence:
                     walker.verdict.hash_at_head = digest_n
@@ -225,7 +248,8 @@ class ChainScan:
             at_head = digest if head is not None and head[0] == n else None
             if head is not None and n > head[0]:
                 self.out_of_order.add(stream)
-            out[stream] = StreamVerdict(stream, rows=n, verified=n, last=(n, digest), hash_at_head=at_head)
+            checked = n - self.openings.get(stream, _START)[0]
+            out[stream] = StreamVerdict(stream, rows=checked, verified=checked, last=(n, digest), hash_at_head=at_head)
         return out
 
 

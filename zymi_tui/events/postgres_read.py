@@ -340,6 +340,9 @@ class PostgresReader(RowDecoder, Closable):
         )
         return [ChainRow(*r) for r in rows]
 
+    async def heads_stamp(self) -> tuple[int, int] | None:
+        return None
+
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         if not self._has_heads:
             return {}

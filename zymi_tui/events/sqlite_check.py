@@ -71,35 +71,38 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def index_damage(conn: sqlite3.Connection, rows: int, id_sum: int) -> list[str]:
+def index_damage(conn: sqlite3.Connection, rows: int, id_sum: int, upto: int | None = None) -> list[str]:
     """Each index of `events` against the `rows` (and the sum of their ids) a scan of the table read,
-    in the same read transaction: one line per index that disagrees."""
+    in the same read transaction (or, `upto`, of the rows up to that id, in any: rows are only appended):
+    one line per index that disagrees."""
     out: list[str] = []
+    bound = "" if upto is None else f" WHERE id <= {int(upto)}"
     for name in _indexes(conn):
         index = _quoted(name)
         # the rowids' sum through the index zymi reads streams by (0.08 s on 1M rows); the entry count
         # alone through the others (SQLite counts a b-tree's cells without decoding them: 0.01 s)
         summed = "COALESCE(SUM(id), 0)" if name == STREAM_INDEX else str(id_sum)
         try:
-            count, total = conn.execute(f"SELECT COUNT(*), {summed} FROM events INDEXED BY {index}").fetchone()
+            count, total = conn.execute(f"SELECT COUNT(*), {summed} FROM events INDEXED BY {index}{bound}").fetchone()
         except sqlite3.DatabaseError as e:
             out.append(f"index {name} cannot be read: {e}")
             continue
         if (count, total) == (rows, id_sum):
             continue
-        out.append(f"index {name} disagrees with the table ({count} entries for {rows} rows){_named(conn, index)}")
+        named = _named(conn, index, bound)
+        out.append(f"index {name} disagrees with the table ({count} entries for {rows} rows){named}")
     return out
 
 
-def _named(conn: sqlite3.Connection, index: str) -> str:
+def _named(conn: sqlite3.Connection, index: str, bound: str) -> str:
     """The first rows the table holds and the index does not, and the reverse, as a clause."""
     try:
         missing = [r[0] for r in conn.execute(
-            f"SELECT id FROM events NOT INDEXED EXCEPT SELECT id FROM events INDEXED BY {index} "
+            f"SELECT id FROM events NOT INDEXED{bound} EXCEPT SELECT id FROM events INDEXED BY {index}{bound} "
             f"ORDER BY 1 LIMIT {NAMED_ROWS}"
         )]  # fmt: skip
         stray = [r[0] for r in conn.execute(
-            f"SELECT id FROM events INDEXED BY {index} EXCEPT SELECT id FROM events NOT INDEXED "
+            f"SELECT id FROM events INDEXED BY {index}{bound} EXCEPT SELECT id FROM events NOT INDEXED{bound} "
             f"ORDER BY 1 LIMIT {NAMED_ROWS}"
         )]  # fmt: skip
     except sqlite3.DatabaseError:
@@ -113,24 +116,33 @@ def _named(conn: sqlite3.Connection, index: str) -> str:
 
 
 def scan_store(
-    conn: sqlite3.Connection, heads: dict[str, tuple[int, str]], stop: threading.Event, *, has_hash: bool
+    conn: sqlite3.Connection,
+    heads: dict[str, tuple[int, str]],
+    stop: threading.Event,
+    *,
+    has_hash: bool,
+    part: tuple[int, int] | None = None,
 ) -> ChainScan:
     """Every row in global order (the table itself, not an index) through a `ChainScan`, then each
     index compared with what was read, all in one read transaction (one snapshot, whatever another
     process commits meanwhile). A table SQLite finds corrupt part way is reported in `damage`, with
-    the chains as far as they were read. Stops within a chunk of rows once `stop` is set."""
+    the chains as far as they were read. Stops within a chunk of rows once `stop` is set.
+
+    `part` (after, upto): only the rows whose ids are in (after, upto], a part of a split scan
+    (`chain_split`; a later part when `after` > 0), and no index check (the split's caller makes it)."""
     # what the hash covers, as the bytes it covers (no text decoded to be encoded again); a store
     # in UTF-16 (zymi writes UTF-8) is read as text, which `ChainScan` checks row by row
     utf8 = conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
     event_id, data = ("CAST(event_id AS BLOB)", "CAST(data AS BLOB)") if utf8 else ("event_id", "data")
     hashes = "prev_hash, hash" if has_hash else "'', ''"
-    sql = f"SELECT id, {event_id}, stream_id, sequence, {data}, {hashes} FROM events NOT INDEXED ORDER BY id"
+    ids = "" if part is None else f" WHERE id > {int(part[0])} AND id <= {int(part[1])}"
+    sql = f"SELECT id, {event_id}, stream_id, sequence, {data}, {hashes} FROM events NOT INDEXED{ids} ORDER BY id"
     first = itemgetter(0)
     conn.execute("BEGIN")
     try:
         for text_factory in (str, TEXT_ANY):  # SQLite's own decoding unless some text is not UTF-8
             conn.text_factory = text_factory
-            scan = ChainScan(heads)
+            scan = ChainScan(heads, continues=part is not None and part[0] > 0)
             count = id_sum = 0
             try:
                 cursor = conn.execute(sql)
@@ -145,15 +157,18 @@ def scan_store(
             except sqlite3.DatabaseError as e:  # SQLITE_CORRUPT, SQLITE_NOTADB: the table's pages
                 scan.damage.append(f"reading the table stopped after {count} row(s): SQLite: {e}")
                 return scan
-            if not stop.is_set():
+            finally:
+                scan.rows_read, scan.id_sum = count, id_sum
+            scan.read_whole = not stop.is_set()
+            if scan.read_whole and part is None:
                 scan.damage += index_damage(conn, count, id_sum)
             return scan
         raise AssertionError("unreachable: the second pass decodes any text")
     finally:
-        _end_read(conn)
+        end_read(conn)
 
 
-def _end_read(conn: sqlite3.Connection) -> None:
+def end_read(conn: sqlite3.Connection) -> None:
     """End the read transaction (on a damaged store, COMMIT itself may report the damage again)."""
     if conn.in_transaction:
         try:

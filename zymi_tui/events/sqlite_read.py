@@ -18,6 +18,7 @@ from typing import Any
 
 import aiosqlite
 
+from zymi_tui.events.chain_split import scan_in_two, seam_of
 from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text
 from zymi_tui.events.sqlite_check import NOT_UTF8, TEXT_ANY, pragma_check, scan_store
 from zymi_tui.events.sqlite_file import check_store_file, is_wal, note_store
@@ -426,7 +427,11 @@ class SqliteReader(RowDecoder, Closable):
     def _scan_chains(self, heads: dict[str, tuple[int, str]], stop: threading.Event) -> ChainScan:
         conn = self._check_connection()
         try:
-            return scan_store(conn, heads, stop, has_hash=self._has_hash)
+            upto = conn.execute("SELECT max(id) FROM events").fetchone()[0]  # (read after the heads)
+            seam = seam_of(upto) if type(upto) is int else None
+            if seam is None:
+                return scan_store(conn, heads, stop, has_hash=self._has_hash)
+            return scan_in_two(conn, self._uri, heads, stop, has_hash=self._has_hash, seam=seam, upto=upto)
         except sqlite3.Error as e:
             raise explain_sqlite_error(self.label, e) from None
         finally:
@@ -445,6 +450,12 @@ class SqliteReader(RowDecoder, Closable):
         conn = sqlite3.connect(self._uri, uri=True, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
         return conn
+
+    async def heads_stamp(self) -> tuple[int, int] | None:
+        if not self._has_heads:
+            return (0, 0)
+        rows = await self._fetch("SELECT count(*), total(last_sequence) FROM stream_heads")
+        return int(rows[0][0]), int(rows[0][1])
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         if not self._has_heads:

@@ -127,6 +127,10 @@ class EventReader(Protocol):
         ...
 
     async def stream_heads(self) -> dict[str, tuple[int, str]]: ...
+    async def heads_stamp(self) -> tuple[int, int] | None:
+        """A figure of `stream_heads` that changes with every append zymi's writers make (its heads and the sum
+        of their sequences), read cheaply; None where not known (the heads are then read again)."""
+        ...
 
 
 @runtime_checkable

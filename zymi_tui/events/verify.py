@@ -25,6 +25,7 @@ async def verify_store(reader: EventReader, stream: str | None = None, *, thorou
     """Every stream (or `stream` alone), including streams that only `stream_heads` still knows (a
     whole stream deleted). The whole store is scanned even for one stream: the storage check and the
     scan of the table (not of an index, which a damaged store can hold incomplete) need it."""
+    stamp = await reader.heads_stamp()  # (before the heads: an append between the two reads changes it)
     heads = await reader.stream_heads()
     if stream is not None:
         known = {s.stream_id for s in await reader.streams()}
@@ -33,8 +34,10 @@ async def verify_store(reader: EventReader, stream: str | None = None, *, thorou
     verdicts, damage = await _walk_all(reader, heads, thorough)
     if stream is not None:
         verdicts = [v for v in verdicts if v.stream_id == stream]
-    # read the heads again after the rows: a head that moved meanwhile belongs to a store being written
-    heads_after = await reader.stream_heads()
+    # the heads again after the rows: a head that moved meanwhile belongs to a store being written (read again
+    # only when the stamp moved: on a million-event store, 50,000 heads cost 0.2 s and ~16 MB to read)
+    moved = stamp is None or await reader.heads_stamp() != stamp
+    heads_after = await reader.stream_heads() if moved else heads
     for v in verdicts:
         check_head(v, heads.get(v.stream_id), heads_after.get(v.stream_id))
     return StoreReport(verdicts, damage)

@@ -109,6 +109,9 @@ class MemoryReader:
     async def scan_chains(self, heads: dict[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
         return await scan_by_stream(self, heads)
 
+    async def heads_stamp(self) -> tuple[int, int] | None:
+        return None
+
     async def stream_heads(self) -> dict[str, tuple[int, str]]:
         return {}
 

@@ -1,0 +1,242 @@
+"""The chain scan of a large store in two parts by id range (`chain_split`): a stream that runs across the seam
+is joined there, so a chain broken exactly at the seam (the last row of the earlier part, the first of the
+later one, a link re-pointed, a row removed, a chain rewritten over a removed row, a stream started again) is
+found as the scan in one piece finds it, and as the real `zymi verify` finds it."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.test_store_verify import zymi_verify
+from tests.test_verify_batches import change_one_byte
+from zymi_tui.events.chain_split import JoinedScan, seam_of
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.verify import verify_store
+
+from .conftest import copy_store, oracle_db, requires_zymi
+
+
+def v2(event_id: str, sequence: int, data: str, prev: str) -> str:
+    """ADR-0040's row hash, written out here (not the code under test)."""
+    body = b"v2" + event_id.encode() + sequence.to_bytes(8, "little") + data.encode() + prev.encode()
+    return "v2:" + hashlib.sha256(body).hexdigest()
+
+
+def seam_rows(db: Path) -> tuple[str, int, int, int]:
+    """(stream, sequence, id of the earlier part's last row of it, id of the later part's first row of it) of
+    the first stream that runs across the seam of a scan in two parts (ids up to max(id) // 2, then the rest)."""
+    con = sqlite3.connect(db)
+    seam = con.execute("SELECT max(id) FROM events").fetchone()[0] // 2
+    for gid, stream, seq in con.execute(
+        "SELECT id, stream_id, sequence FROM events WHERE id > ? ORDER BY id", (seam,)
+    ).fetchall():
+        before = con.execute(
+            "SELECT id, sequence FROM events WHERE stream_id = ? AND id <= ? ORDER BY id DESC LIMIT 1", (stream, seam)
+        ).fetchone()
+        if before is not None and before[1] == seq - 1:
+            first_later = con.execute(
+                "SELECT min(id) FROM events WHERE stream_id = ? AND id > ?", (stream, seam)
+            ).fetchone()[0]
+            con.close()
+            assert first_later == gid
+            return stream, seq, before[0], gid
+    raise AssertionError("no stream runs across the seam")
+
+
+def rewrite_chain(con: sqlite3.Connection, stream: str) -> None:
+    """Every hash of `stream` recomputed in sequence order, and its head set to the last: a chain that holds."""
+    prev = ""
+    seq = 0
+    rows = con.execute(
+        "SELECT id, event_id, sequence, data FROM events WHERE stream_id = ? ORDER BY sequence", (stream,)
+    ).fetchall()
+    for gid, event_id, seq, data in rows:
+        h = v2(event_id, seq, data, prev)
+        con.execute("UPDATE events SET prev_hash = ?, hash = ? WHERE id = ?", (prev, h, gid))
+        prev = h
+    con.execute("UPDATE stream_heads SET last_sequence = ?, last_hash = ? WHERE stream_id = ?", (seq, prev, stream))
+
+
+def tamper(db: Path, how: str) -> tuple[str, bool]:
+    """Break the chain of the stream that runs across the seam, at the seam: (that stream, whether `zymi verify`
+    finds it; it passes a chain rewritten over a removed row)."""
+    stream, seq, last_earlier, first_later = seam_rows(db)
+    if how in ("first row of the later part changed", "last row of the earlier part changed"):
+        change_one_byte(db, first_later if how.startswith("first") else last_earlier)
+        return stream, True
+    con = sqlite3.connect(db)
+    event_id, data = con.execute("SELECT event_id, data FROM events WHERE id = ?", (first_later,)).fetchone()
+    if how == "link re-pointed at the seam":  # the row itself consistent: only the link to the earlier part is wrong
+        other = con.execute(
+            "SELECT hash FROM events WHERE stream_id = ? AND sequence = ?", (stream, seq - 2)
+        ).fetchone()[0]
+        con.execute(
+            "UPDATE events SET prev_hash = ?, hash = ? WHERE id = ?",
+            (other, v2(event_id, seq, data, other), first_later),
+        )
+    elif how == "row at the seam removed":
+        con.execute("DELETE FROM events WHERE id = ?", (first_later,))
+    elif how == "chain rewritten over a row removed at the seam":
+        con.execute("DELETE FROM events WHERE id = ?", (first_later,))
+        rewrite_chain(con, stream)
+    elif how == "stream started again at the seam":
+        con.execute(
+            "UPDATE events SET sequence = 1, prev_hash = '', hash = ? WHERE id = ?",
+            (v2(event_id, 1, data, ""), first_later),
+        )
+    else:
+        raise AssertionError(how)
+    con.commit()
+    con.close()
+    return stream, how != "chain rewritten over a row removed at the seam"
+
+
+async def verdicts(db: Path) -> dict[str, tuple[str | None, int | None, int]]:
+    async with await SqliteReader.open(db) as reader:
+        return {v.stream_id: (v.problem, v.bad_sequence, v.verified) for v in (await verify_store(reader)).verdicts}
+
+
+HOW = [
+    "first row of the later part changed",
+    "last row of the earlier part changed",
+    "link re-pointed at the seam",
+    "row at the seam removed",
+    "chain rewritten over a row removed at the seam",
+    "stream started again at the seam",
+]
+
+
+async def test_a_whole_store_scanned_in_two_parts_verifies_as_in_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    monkeypatch.setenv("ZYMI_TUI_SPLIT_IDS", "1")
+    async with await SqliteReader.open(db) as reader:
+        scan = await reader.scan_chains(await reader.stream_heads())
+        assert isinstance(scan, JoinedScan) and scan.rows_read == 359  # (it was split)
+    in_two = await verdicts(db)
+    monkeypatch.setenv("ZYMI_TUI_SPLIT_IDS", str(10**9))
+    assert in_two == await verdicts(db)
+    assert all(problem is None for problem, _, _ in in_two.values()) and sum(n for *_, n in in_two.values()) == 359
+
+
+@pytest.mark.parametrize("how", HOW)
+async def test_a_chain_broken_at_the_seam_is_found_as_in_one_scan(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    stream, _ = tamper(db, how)
+    monkeypatch.setenv("ZYMI_TUI_SPLIT_IDS", "1")
+    in_two = await verdicts(db)
+    monkeypatch.setenv("ZYMI_TUI_SPLIT_IDS", str(10**9))
+    in_one = await verdicts(db)
+    assert [s for s, (problem, *_) in in_one.items() if problem] == [stream]  # (the tampering breaks that stream)
+    assert in_two == in_one
+
+
+@requires_zymi
+@pytest.mark.parametrize("how", [h for h in HOW if h != "chain rewritten over a row removed at the seam"])
+async def test_zymi_finds_the_same_stream_broken_at_the_seam(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    stream, _ = tamper(db, how)
+    monkeypatch.setenv("ZYMI_TUI_SPLIT_IDS", "1")
+    ours = [s for s, (problem, *_) in (await verdicts(db)).items() if problem]
+    run = zymi_verify(db)
+    theirs = [line for line in run.stdout.splitlines() if "FAILED" in line]
+    assert run.returncode != 0 and len(theirs) == 1 and f"{stream}: FAILED" in theirs[0], run.stdout + run.stderr
+    assert ours == [stream]
+
+
+@requires_zymi
+async def test_a_stream_met_after_the_seam_without_its_first_row_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The later part takes such a stream up from its first row's link, which no earlier row backs."""
+    db = copy_store(oracle_db("memory"), tmp_path)
+    con = sqlite3.connect(db)
+    seam = con.execute("SELECT max(id) FROM events").fetchone()[0] // 2
+    stream, first = con.execute(
+        "SELECT stream_id, min(id) FROM events GROUP BY stream_id HAVING min(id) > ? AND count(*) > 1", (seam,)
+    ).fetchone()
+    con.execute("DELETE FROM events WHERE id = ?", (first,))
+    con.commit()
+    con.close()
+    monkeypatch.setenv("ZYMI_TUI_SPLIT_IDS", "1")
+    in_two = await verdicts(db)
+    monkeypatch.setenv("ZYMI_TUI_SPLIT_IDS", str(10**9))
+    assert in_two == await verdicts(db)
+    assert [s for s, (problem, *_) in in_two.items() if problem] == [stream]
+    run = zymi_verify(db)
+    assert run.returncode != 0 and f"{stream}: FAILED" in run.stdout, run.stdout + run.stderr
+
+
+@requires_zymi
+async def test_a_row_appended_after_the_heads_were_read_is_not_a_tampering(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer's append between the heads read and the scan moves the heads' stamp: the heads are read again
+    (not taken as they were first read, which would name the new row as appended past its head)."""
+    from zymi_tui.events.kinds import Event, LlmCallStarted
+    from zymi_tui.events.sqlite_write import SqliteWriter
+
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    stream = "chat-7"
+    real_scan = SqliteReader.scan_chains
+
+    async def scan_after_an_append(self: SqliteReader, heads: dict[str, tuple[int, str]], **kw: bool) -> object:
+        writer = await SqliteWriter.open(db)
+        kind = LlmCallStarted(iteration=1, message_count=1, approx_context_chars=1)
+        await writer.append(Event.new(stream, kind, "w"))
+        await writer.close()
+        return await real_scan(self, heads, **kw)
+
+    monkeypatch.setattr(SqliteReader, "scan_chains", scan_after_an_append)
+    got = await verdicts(db)
+    assert all(problem is None for problem, _, _ in got.values()), got
+    assert got[stream][2] == 21  # the appended row was read and verified
+    assert zymi_verify(db).returncode == 0  # and the store is whole
+
+
+@pytest.mark.parametrize("end", ["stdin closed", "ctrl-c"])
+def test_the_later_parts_process_ends_quietly_when_its_starter_goes(end: str, tmp_path: Path) -> None:
+    """A Ctrl-C reaches the later part's process too (one foreground group), and a starter that dies closes its
+    stdin: either way it ends at once, with nothing on the terminal (no traceback)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "zymi_tui.events.chain_split", db.as_uri() + "?mode=ro", "179", "359", "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    time.sleep(1.0)  # (its imports done: it waits for the heads)
+    if end == "ctrl-c":
+        os.kill(proc.pid, signal.SIGINT)
+    else:
+        proc.stdin.close()
+    proc.wait(timeout=10)
+    assert proc.stderr is not None and proc.stderr.read() == b""
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    assert proc.returncode in (3, -signal.SIGINT)
+
+
+def test_one_usable_core_scans_in_one_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZYMI_TUI_SPLIT_IDS", "1")
+    monkeypatch.setattr("zymi_tui.events.chain_split.usable_cores", lambda: 1)
+    assert seam_of(1_000_000) is None
+    monkeypatch.setattr("zymi_tui.events.chain_split.usable_cores", lambda: 2)
+    assert seam_of(1_000_000) == 500_000

@@ -1,0 +1,250 @@
+"""The chain scan of a large SQLite store in two parts by id range, on two cores: the ids up to the seam in
+the caller's thread, those after it in a process of its own (`python -m zymi_tui.events.chain_split`).
+
+The later part takes up each stream it meets part way through from the link its first row there holds
+(`ChainScan(continues=True)`, its `openings`); the seam check then holds each such link against the last row
+the earlier part verified of that stream. A stream the seam check cannot join (the link names another row, the
+earlier part never saw the stream, the later part starts it again at sequence 1, a legacy row at the seam) is
+walked again alone, in sequence order (`out_of_order`), as every stream whose rows came out of order is: its
+verdict is then the one a scan in one piece gives (and `zymi verify`, which walks each stream so).
+
+Both parts read the rows up to one id, read after the heads (`upto`): rows appended meanwhile are left out of
+both, as they are of the index check the caller then makes (`index_damage(..., upto=upto)`), so a store being
+written reads whole although the parts read it in two snapshots (zymi's store is append-only).
+
+    python -m zymi_tui.events.chain_split URI AFTER UPTO HAS_HASH   # heads pickled on stdin; part on stdout
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sqlite3
+import struct
+import subprocess
+import sys
+import threading
+from typing import Any
+
+import msgspec
+
+from zymi_tui.cores import usable_cores
+from zymi_tui.events.hashchain import ChainScan, StreamVerdict
+from zymi_tui.events.sqlite_check import end_read, index_damage, scan_store
+
+SPLIT_IDS = 400_000  # a table whose ids reach this is scanned in two parts (below, a process costs more)
+_LENGTH = struct.Struct("<Q")
+
+
+def split_ids() -> int:
+    """SPLIT_IDS, or ZYMI_TUI_SPLIT_IDS (the tests lower it to split a small store)."""
+    return int(os.environ.get("ZYMI_TUI_SPLIT_IDS", SPLIT_IDS))
+
+
+def seam_of(upto: int) -> int | None:
+    """The last id of the earlier part of a table whose ids reach `upto`; None: scanned in one part (a small
+    table, or one core: the parts cost ~8% more CPU than one scan, paid back only by a second core)."""
+    return upto // 2 if upto >= max(split_ids(), 2) and usable_cores() >= 2 else None
+
+
+class JoinedScan(ChainScan):
+    """Two parts' scans joined at the seam: what `verify` reads of a `ChainScan` (`verdicts`, `out_of_order`,
+    `damage`)."""
+
+    def __init__(self, heads: dict[str, tuple[int, str]], verdicts: dict[str, StreamVerdict]) -> None:
+        super().__init__(heads)
+        self.joined = verdicts
+
+    def verdicts(self) -> dict[str, StreamVerdict]:
+        return self.joined
+
+
+def joined(earlier: ChainScan, later: PartResult) -> JoinedScan:
+    """The verdicts of both parts as one scan's (see the module's docstring)."""
+    verdicts = earlier.verdicts()
+    again = earlier.out_of_order | set(later.out_of_order)
+    for stream, fields in later.verdicts:
+        b = StreamVerdict(*fields)
+        a = verdicts.get(stream)
+        opening = later.openings.get(stream)
+        if a is None:
+            if opening is not None:  # it links to a row the earlier part never read of this stream
+                again.add(stream)
+            verdicts[stream] = b
+        elif a.problem is not None:
+            continue  # its first problem is in the earlier part
+        elif opening is None or opening != a.last:
+            again.add(stream)  # the link at the seam does not name the earlier part's last row
+        else:
+            verdicts[stream] = StreamVerdict(
+                stream,
+                rows=a.rows + b.rows,
+                verified=a.verified + b.verified,
+                legacy=a.legacy + b.legacy,
+                problem=b.problem,
+                bad_sequence=b.bad_sequence,
+                bad_global_id=b.bad_global_id,
+                last=b.last if b.verified else a.last,
+                hash_at_head=b.hash_at_head if b.hash_at_head is not None else a.hash_at_head,
+            )
+    scan = JoinedScan(earlier.heads, verdicts)
+    scan.out_of_order = again
+    scan.damage = earlier.damage + later.damage
+    scan.rows_read = earlier.rows_read + later.rows_read
+    scan.id_sum = earlier.id_sum + later.id_sum
+    return scan
+
+
+class PartResult(msgspec.Struct, frozen=True):
+    """What the later part's process sends back (pickled: a stream id may hold lone surrogates)."""
+
+    verdicts: list[tuple[str, tuple[Any, ...]]]
+    openings: dict[str, tuple[int, str]]
+    out_of_order: list[str]
+    damage: list[str]
+    rows_read: int
+    id_sum: int
+
+
+def part_result(scan: ChainScan) -> PartResult:
+    verdicts = [(s, msgspec.structs.astuple(v)) for s, v in scan.verdicts().items()]
+    return PartResult(verdicts, scan.openings, sorted(scan.out_of_order), scan.damage, scan.rows_read, scan.id_sum)
+
+
+class LaterPart:
+    """The later part's process, started at once; `result` waits for it (from a thread), `stop` ends it."""
+
+    def __init__(self, uri: str, heads: dict[str, tuple[int, str]], after: int, upto: int, has_hash: bool) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", __name__, uri, str(after), str(upto), "1" if has_hash else "0"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        # the heads, written by a thread (the pipe takes them as the process, starting, reads them: the earlier
+        # part is scanned meanwhile); its stdin stays open until `result` is read: the process ends when it closes
+        pickled = pickle.dumps(heads, pickle.HIGHEST_PROTOCOL)
+        self.sender = threading.Thread(target=self._send, args=(_LENGTH.pack(len(pickled)) + pickled,), daemon=True)
+        self.sender.start()
+
+    def _send(self, message: bytes) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(message)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):  # it was stopped (or died): `result` says so
+            pass
+
+    def result(self) -> PartResult:
+        """The part's scan, or sqlite3.DatabaseError (its one line) when it could not be made or was stopped."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            out = self.proc.stdout.read()
+            self.proc.wait()
+            self.sender.join()
+        finally:
+            self.proc.stdin.close()
+            self.proc.stdout.close()
+        try:
+            got = pickle.loads(out)
+        except Exception:  # whatever a cut-off pickle raises
+            why = f"the later part of the chain scan ended with status {self.proc.returncode}"
+            raise sqlite3.DatabaseError(why) from None
+        if isinstance(got, str):
+            raise sqlite3.DatabaseError(got)
+        return PartResult(*got)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+    def stop_on(self, stop: threading.Event) -> None:
+        stop.wait()
+        self.stop()
+
+
+def scan_in_two(
+    conn: sqlite3.Connection,
+    uri: str,
+    heads: dict[str, tuple[int, str]],
+    stop: threading.Event,
+    *,
+    has_hash: bool,
+    seam: int,
+    upto: int,
+) -> ChainScan:
+    """`scan_store` of the rows up to `upto`, in two parts joined at `seam` (the later one in a process of its
+    own, started first), then each index checked against the rows both read."""
+    later = LaterPart(uri, heads, seam, upto, has_hash)
+    # a stop (the caller's, set when it is done or cancelled) ends the later part too
+    threading.Thread(target=later.stop_on, args=(stop,), daemon=True).start()
+    try:
+        earlier = scan_store(conn, heads, stop, has_hash=has_hash, part=(0, seam))
+        if stop.is_set():
+            return earlier
+        scan = joined(earlier, later.result())
+    finally:
+        later.stop()
+    if earlier.read_whole and not scan.damage:  # (a table SQLite could not read whole: named already)
+        conn.execute("BEGIN")
+        try:
+            # nothing appended since (the table ends at the same id): each index is checked whole, as a scan in
+            # one piece checks it (an index's entries counted without a bound are counted from its b-tree's pages)
+            ends_at = conn.execute("SELECT max(id) FROM events").fetchone()[0]
+            bound = None if ends_at == upto else upto
+            scan.damage += index_damage(conn, scan.rows_read, scan.id_sum, bound)
+        finally:
+            end_read(conn)
+    return scan
+
+
+def _read_exactly(fd: int, n: int) -> bytes:
+    chunks: list[bytes] = []
+    while n > 0:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _exit_when_stdin_closes() -> None:
+    def watch() -> None:
+        while os.read(0, 4096):
+            pass
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def main(argv: list[str]) -> int:
+    from zymi_tui.events.sqlite_schema import LOCK_WAIT_S
+
+    # a Ctrl-C reaches the whole foreground group: the starter reports it, this part just ends (no traceback)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    uri, after, upto, has_hash = argv[0], int(argv[1]), int(argv[2]), argv[3] == "1"
+    try:
+        heads = pickle.loads(_read_exactly(0, _LENGTH.unpack(_read_exactly(0, _LENGTH.size))[0]))
+    except EOFError:  # the starter ended before sending them
+        return 3
+    _exit_when_stdin_closes()
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
+        scan = scan_store(conn, heads, threading.Event(), has_hash=has_hash, part=(after, upto))
+        got: tuple[Any, ...] | str = msgspec.structs.astuple(part_result(scan))  # (plain: this is __main__)
+    except sqlite3.Error as e:
+        got = str(e) or type(e).__name__
+    finally:
+        conn.close()
+    try:
+        sys.stdout.buffer.write(pickle.dumps(got, pickle.HIGHEST_PROTOCOL))
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:  # the starter ended meanwhile
+        os._exit(3)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
