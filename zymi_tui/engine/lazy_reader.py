@@ -48,6 +48,9 @@ class LazyReader:
     async def max_global_id(self) -> int:
         return await (await self._open()).max_global_id()
 
+    async def heads_stamp(self) -> tuple[int, int] | None:
+        return await (await self._open()).heads_stamp()
+
     async def streams(self) -> list[StreamInfo]:
         return await (await self._open()).streams()
 
