@@ -8,10 +8,21 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import NO_ZYMI, zymi_bin
 
 LATER = ("zymi_tui.context.builder", "zymi_tui.context.rendered", "zymi_tui.events.replay_view")
+
+
+def zymi_read_back(project: Path) -> list[dict[str, Any]]:
+    """The store the run wrote, as the real zymi reads it: `zymi verify` passes, `zymi events --raw` lists it."""
+    zymi = zymi_bin()
+    assert zymi is not None, NO_ZYMI
+    checked = subprocess.run([zymi, "verify"], cwd=project, capture_output=True, text=True, check=True)
+    assert "\nVerified " in checked.stdout, checked.stdout
+    listed = subprocess.run([zymi, "events", "--raw", "-l", "1000"], cwd=project, capture_output=True, text=True)
+    return [json.loads(line) for line in listed.stdout.splitlines() if line.startswith("{")]
 
 
 def test_the_run_commands_modules_leave_the_context_builder_for_the_first_step() -> None:
@@ -58,12 +69,8 @@ def test_a_run_appends_its_first_event_before_loading_the_agent_and_the_tools(tm
     assert done.returncode == 0, done.stderr
     assert "Pipeline completed successfully." in done.stdout  # the agent and its tools did run, later
     assert "at the first event: []" in done.stderr, done.stderr
-    zymi = zymi_bin()
-    assert zymi is not None, NO_ZYMI
-    checked = subprocess.run([zymi, "verify"], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert "\nVerified " in checked.stdout, checked.stdout  # the real zymi reads the store back
-    calls = subprocess.run([zymi, "events", "--raw", "-l", "1000"], cwd=tmp_path, capture_output=True, text=True)
-    assert '"type":"ToolCallCompleted"' in calls.stdout, calls.stdout  # the tools, loaded later, did run
+    kinds = [e["kind"]["type"] for e in zymi_read_back(tmp_path)]
+    assert "ToolCallCompleted" in kinds, kinds  # the tools, loaded later, did run
 
 
 # What a `run` needs only once its first event is written (engine/run_request.py writes it before any event
@@ -104,12 +111,7 @@ def test_a_run_appends_its_first_event_before_loading_asyncio(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert "Pipeline completed successfully." in done.stdout
     assert "at the store's connect: []" in done.stderr, done.stderr
-    zymi = zymi_bin()
-    assert zymi is not None, NO_ZYMI
-    checked = subprocess.run([zymi, "verify"], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert "\nVerified " in checked.stdout, checked.stdout
-    listed = subprocess.run([zymi, "events", "--raw", "-l", "1000"], cwd=tmp_path, capture_output=True, text=True)
-    kinds = [json.loads(line)["kind"]["type"] for line in listed.stdout.splitlines() if line.startswith("{")]
+    kinds = [e["kind"]["type"] for e in zymi_read_back(tmp_path)]
     assert kinds[:2] == ["PipelineRequested", "WorkflowStarted"], kinds[:5]
     assert kinds.count("PipelineCompleted") == 1 and kinds.count("PipelineRequested") == 1, kinds
 
@@ -180,12 +182,7 @@ def test_a_ctrl_c_as_the_first_event_is_written_waits_and_seals_the_run(tmp_path
     assert done.stderr.splitlines() == [
         f"interrupted (Ctrl-C): the run is sealed as failed; its events are kept in {store}"
     ], done.stderr
-    zymi = zymi_bin()
-    assert zymi is not None, NO_ZYMI
-    checked = subprocess.run([zymi, "verify"], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert "\nVerified " in checked.stdout, checked.stdout
-    listed = subprocess.run([zymi, "events", "--raw", "-l", "1000"], cwd=tmp_path, capture_output=True, text=True)
-    events = [json.loads(line) for line in listed.stdout.splitlines() if line.startswith("{")]
+    events = zymi_read_back(tmp_path)
     kinds = [e["kind"]["type"] for e in events]
     assert kinds[0] == "PipelineRequested" and kinds.count("PipelineCompleted") == 1, kinds
     sealed = next(e["kind"]["data"] for e in events if e["kind"]["type"] == "PipelineCompleted")
@@ -208,10 +205,5 @@ def test_a_run_never_opens_a_reader_of_its_store(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "Pipeline completed successfully." in done.stdout
     assert "loaded: []" in done.stderr, done.stderr
-    zymi = zymi_bin()
-    assert zymi is not None, NO_ZYMI
-    checked = subprocess.run([zymi, "verify"], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert "\nVerified " in checked.stdout, checked.stdout
-    listed = subprocess.run([zymi, "events", "--raw", "-l", "1000"], cwd=tmp_path, capture_output=True, text=True)
-    kinds = [json.loads(line)["kind"]["type"] for line in listed.stdout.splitlines() if line.startswith("{")]
+    kinds = [e["kind"]["type"] for e in zymi_read_back(tmp_path)]
     assert kinds.count("LlmCallCompleted") >= 2 and kinds.count("PipelineCompleted") == 1, kinds
