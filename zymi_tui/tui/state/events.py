@@ -101,7 +101,10 @@ class EventsModel:
 
     def set_kinds(self, kinds: dict[int, str]) -> None:
         """The kind tags (by id) of the rows listed from the ids (rows added live since have theirs)."""
-        self.rows = [(gid, stream, seq, kinds.get(gid, tag)) for gid, stream, seq, tag in self.rows]
+        self.items, self._index = [], {}  # the old rows go as they are replaced (relayout makes these again)
+        rows = self.rows
+        for i, (gid, stream, seq, tag) in enumerate(rows):
+            rows[i] = (gid, stream, seq, kinds.get(gid, tag))
         self.unkinded = 0
         self.relayout()
 
