@@ -4,6 +4,7 @@ index. Traced bytes per event, on a stream of N events; the rows compared with S
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import tracemalloc
 from pathlib import Path
@@ -14,6 +15,7 @@ from zymi_tui.events import sqlite_read as backend
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.sqlite_schema import HASH_MIGRATION, SCHEMA
 from zymi_tui.tui.state.events import EventsModel
+from zymi_tui.tui.state.item_index import ItemIndex
 
 N = 60_000
 
@@ -71,3 +73,46 @@ def test_kinds_taken_without_a_second_index() -> None:
     assert state.tag_of(state.rows[-1]) == "llm_call_started" and not state.kinds_pending
     # in place: ~23 B an event (the layout made again); main built a new index beside the old one, ~97 B
     assert peak / N < 50, f"{peak / N:.0f} B an event"
+
+
+def test_item_index_finds_what_a_dict_finds() -> None:
+    """Rows in id order and out of it (a live row older than the last), groups, gaps: every id's place and
+    every absent id as a dict of the same places says."""
+    rng = random.Random(7)
+    places: dict[int, int] = {}
+    index = ItemIndex()
+    item = 0
+    for _ in range(40):
+        item += rng.randint(0, 2)  # a header (or none) between runs
+        gids = sorted(rng.sample(range(5000), rng.randint(0, 60)))
+        if rng.random() < 0.3:
+            rng.shuffle(gids)
+        index.add_run(item, gids)
+        for gid in gids:
+            places.setdefault(gid, item)
+            item += 1
+    for _ in range(30):
+        gid = rng.randrange(5000)
+        index.append(gid, item)
+        places.setdefault(gid, item)
+        item += 1
+    for gid in range(5001):
+        assert index.get(gid) == places.get(gid), gid
+        assert (gid in index) == (gid in places)
+    assert index.gids() == sorted(index.gids()) and set(index.gids()) == set(places)
+
+
+def test_a_laid_out_long_run_costs_its_rows_not_a_dict_of_them() -> None:
+    tracemalloc.start()
+    try:
+        rows = [(gid, "long", gid - 10**6, "llm_call_started") for gid in range(10**6, 10**6 + N)]
+        state = EventsModel()
+        base = tracemalloc.get_traced_memory()[0]
+        state.set_index(rows, [])
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    state.cursor_gid = rows[100][0]
+    assert state.cursor_row == rows[100] and state.span_of(rows[-1][0]) == (N, 1)  # under its group's header
+    # the layout: the items (8 B an event) and where each is (8 B an event); main's dict of them ~94 B
+    assert held / N < 40, f"{held / N:.0f} B an event"
