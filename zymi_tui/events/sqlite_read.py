@@ -42,6 +42,7 @@ READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LO
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
 ID_BATCH = 500  # ids bound in one `IN (...)` (under SQLite's oldest limit of 999 variables)
+ID_PAGE = 50_000  # `run_ids` reads a stream this many rows at a time
 DENSE_SPAN = 2  # `kinds_of` reads the kind index over ids spanning less than this many times their number
 MAX_UNION = 400  # streams merged in one statement by `newest` (SQLite allows 500 SELECTs in a compound)
 # the distinct stream ids in [lo, hi), one index seek each (a loose index scan)
@@ -342,9 +343,16 @@ class SqliteReader(RowDecoder, Closable):
         lo, hi = step_range(stream_id)
         streams = [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
         out: list[IdRow] = []
+        sql = (  # keyset pages on the index's own order (a damaged store may repeat a sequence)
+            "SELECT id, sequence FROM events WHERE stream_id = CAST(? AS TEXT) AND (sequence, id) > (?, ?) "
+            "ORDER BY sequence, id LIMIT ?"
+        )
         for stream in streams:
-            sql = "SELECT id, sequence FROM events WHERE stream_id = CAST(? AS TEXT) ORDER BY sequence"
-            out += [(gid, stream, seq) for gid, seq in await self._fetch(sql, (stream,))]
+            after: tuple[Any, int] | None = (-(2**63), -(2**63))  # a page at a time: not held beside the ids
+            while after is not None:
+                page = await self._fetch(sql, (stream, *after, ID_PAGE))
+                out += [(gid, stream, seq) for gid, seq in page]
+                after = (page[-1][1], page[-1][0]) if len(page) == ID_PAGE else None
         out.sort()  # runs already in order: linear
         return out
 
@@ -356,10 +364,13 @@ class SqliteReader(RowDecoder, Closable):
 
         out: dict[int, str] = {}
         if ids and max(ids) - min(ids) < DENSE_SPAN * len(ids):
-            wanted, lo, hi = set(ids), min(ids), max(ids)
+            lo, hi = min(ids), max(ids)
+            wanted = bytearray(hi - lo + 1)  # a byte per id of the span (under DENSE_SPAN per id), not a set
+            for gid in ids:
+                wanted[gid - lo] = 1
             for tag in KIND_BY_TAG:
                 sql = "SELECT id FROM events WHERE kind_tag = ? AND id BETWEEN ? AND ?"
-                out.update((gid, tag) for (gid,) in await self._fetch(sql, (tag, lo, hi)) if gid in wanted)
+                out.update((gid, tag) for (gid,) in await self._fetch(sql, (tag, lo, hi)) if wanted[gid - lo])
         rest = [gid for gid in ids if gid not in out]
         for i in range(0, len(rest), ID_BATCH):
             batch = rest[i : i + ID_BATCH]

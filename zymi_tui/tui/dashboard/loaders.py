@@ -169,7 +169,9 @@ class DashboardLoaders(DashboardState):
                     self.post_message(RunPage(key, head, True, False))
                 ids = await reader.run_ids(key.stream_id)
                 if len(ids) > sparse_threshold():  # ids first: the rows are read as they are drawn, the kinds next
-                    rows = [(gid, stream, seq, "") for gid, stream, seq in ids]
+                    rows: list[IndexRow] = ids  # type: ignore[assignment]  # made index rows in place, below
+                    for i, (gid, stream, seq) in enumerate(ids):  # each id row freed as its index row replaces it
+                        rows[i] = (gid, stream, seq, "")
                     if not get_current_worker().is_cancelled:
                         self.post_message(RunIndexed(key, rows, head))
                     return
@@ -180,11 +182,11 @@ class DashboardLoaders(DashboardState):
         self.in_thread(job)
 
     @work(thread=True, exclusive=True, group="kinds", exit_on_error=False, description="a run's kinds")
-    def read_kinds(self, key: RunKey, rows: list[IndexRow]) -> None:
-        """The kind of every row of a long run listed from its ids (the filters, pickers and plot need them)."""
+    def read_kinds(self, key: RunKey, gids: list[int]) -> None:
+        """The kind of every row (by id) of a long run listed from its ids (the filters, pickers and plot need them)."""
 
         async def job(reader: EventReader) -> None:
-            kinds = await reader.kinds_of([gid for gid, *_ in rows])
+            kinds = await reader.kinds_of(gids)
             if not get_current_worker().is_cancelled:
                 self.post_message(RunKinds(key, kinds))
 

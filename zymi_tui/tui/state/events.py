@@ -15,6 +15,7 @@ from zymi_tui.events.store import IndexRow, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.state.event_detail import detail_rows, wrap_detail
 from zymi_tui.tui.state.event_search import matches
+from zymi_tui.tui.state.item_index import ItemIndex
 
 if TYPE_CHECKING:
     from zymi_tui.events.describe import Line
@@ -66,7 +67,7 @@ class EventsModel:
     _lines: dict[int, Line] = field(default_factory=dict)
     _detail: dict[tuple[int, int], list[str]] = field(default_factory=dict)
     items: list[Header | IndexRow] = field(default_factory=list)
-    _index: dict[int, int] = field(default_factory=dict)  # gid -> item index
+    _index: ItemIndex = field(default_factory=ItemIndex)  # gid -> item index
     # the headers' item indexes, and where each group's events start among the visible events: an
     # event's position (for the cursor's moves) is its item index less the headers above it
     _headers: list[int] = field(default_factory=list)
@@ -101,7 +102,10 @@ class EventsModel:
 
     def set_kinds(self, kinds: dict[int, str]) -> None:
         """The kind tags (by id) of the rows listed from the ids (rows added live since have theirs)."""
-        self.rows = [(gid, stream, seq, kinds.get(gid, tag)) for gid, stream, seq, tag in self.rows]
+        self.items, self._index = [], ItemIndex()  # the old rows go as they are replaced (relayout makes these again)
+        rows = self.rows
+        for i, (gid, stream, seq, tag) in enumerate(rows):
+            rows[i] = (gid, stream, seq, kinds.get(gid, tag))
         self.unkinded = 0
         self.relayout()
 
@@ -184,7 +188,7 @@ class EventsModel:
                 return
             self.items[self._headers[-1]] = Header(header.group, header.count + len(shown))
         for row in shown:
-            self._index[row[0]] = len(self.items)
+            self._index.append(row[0], len(self.items))
             self.items.append(row)
         self.reflow()
 
@@ -260,10 +264,13 @@ class EventsModel:
         self.items = items
         self._headers = headers
         self._group_pos = [h - k for k, h in enumerate(headers)]
+        self._index = ItemIndex()
         if headers:
-            self._index = {it[0]: i for i, it in enumerate(items) if not isinstance(it, Header)}
+            for k, h in enumerate(headers):
+                end = headers[k + 1] if k + 1 < len(headers) else len(items)
+                self._index.add_run(h + 1, (row[0] for row in items[h + 1 : end] if not isinstance(row, Header)))
         else:
-            self._index = {row[0]: i for i, row in enumerate(shown)}
+            self._index.add_run(0, (row[0] for row in shown))
         if self.cursor_gid is not None and self.cursor_gid not in self._index:
             self.cursor_gid = self._nearest_visible(self.cursor_gid)
         self.reflow()
@@ -281,7 +288,7 @@ class EventsModel:
         self._total = len(self.items) + extra
 
     def _nearest_visible(self, gid: int) -> int | None:
-        gids = sorted(self._index)
+        gids = self._index.gids()
         if not gids:
             return None
         i = bisect.bisect_left(gids, gid)

@@ -1,0 +1,75 @@
+"""The dashboard's peak RSS on one store: this checkout against an older one (`--checkout DIR`, e.g. a
+`git archive main` copy), alternated in tmux at 120x40, each measured once `verified` is in the banner and
+the screen has stopped changing (the plot is collected in pages); the settled screens are compared.
+
+    python benchmarks/bench_dash_memory.py PROJECT --checkout /tmp/before [--rounds 3] [--socket NAME]
+
+PROJECT holds .zymi/events.db (a copy of a benchmark store). Prints the medians and the after/before ratio."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import bench_tui as bt
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+def one(project: Path, tree: Path, settle_s: float) -> tuple[float, float, str]:
+    """(seconds to `verified`, peak RSS MB once settled, the settled screen)."""
+    session = f"dashmem-{os.getpid()}"
+    cmd = (f"exec env TERM=xterm-256color PYTHONPATH={tree} {sys.executable} -m zymi_tui observe {project} "
+           "--theme textual-dark")  # fmt: skip
+    t0 = time.perf_counter()
+    bt.tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", bt.NEUTRAL_DIR, cmd)
+    try:
+        pid = bt.pane_pid(session)
+        verified = bt.wait_for(session, "verified", 900) - t0
+        screen, end = bt.capture(session), time.monotonic() + settle_s
+        while time.monotonic() < end:
+            time.sleep(2)
+            now = bt.capture(session)
+            if now == screen:
+                break
+            screen = now
+        return verified, bt.peak_rss_mb(pid), screen
+    finally:
+        subprocess.run([*bt.TMUX, "kill-session", "-t", session], capture_output=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("project", type=Path)
+    ap.add_argument("--checkout", type=Path, required=True, help="the older checkout (its zymi_tui is run)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--settle", type=float, default=120.0, help="at most this long for the screen to settle")
+    ap.add_argument("--socket", help="a tmux server of one's own (tmux -L NAME)")
+    args = ap.parse_args()
+    if args.socket:
+        bt.TMUX[:] = ["tmux", "-L", args.socket]
+    trees = {"before": args.checkout.resolve(), "after": HERE}
+    got: dict[str, list[tuple[float, float, str]]] = {k: [] for k in trees}
+    loads = []
+    for _ in range(args.rounds):
+        for name, tree in trees.items():
+            got[name].append(one(args.project.resolve(), tree, args.settle))
+        loads.append(os.getloadavg()[0])
+    for name, rows in got.items():
+        rss = [r[1] for r in rows]
+        print(f"{name:6} verified {statistics.median(r[0] for r in rows):6.2f} s | peak RSS median "
+              f"{statistics.median(rss):6.1f} MB {[round(x) for x in rss]}")  # fmt: skip
+    ratio = statistics.median(r[1] for r in got["after"]) / statistics.median(r[1] for r in got["before"])
+    same = all(a[2] == b[2] for a, b in zip(got["before"], got["after"], strict=True))
+    print(f"peak RSS after/before {ratio:.2f} | settled screens the same: {same} | load "
+          f"{min(loads):.1f}-{max(loads):.1f} | rounds {args.rounds}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

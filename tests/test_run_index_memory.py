@@ -1,0 +1,118 @@
+"""A long run's id index held in little memory: `run_ids` reads a stream a page at a time (the fetched rows
+are not held beside the ids) and the dashboard's events list takes the kinds without a second copy of the
+index. Traced bytes per event, on a stream of N events; the rows compared with SQLite's own unpaged read."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from zymi_tui.events import sqlite_read as backend
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_schema import HASH_MIGRATION, SCHEMA
+from zymi_tui.tui.state.events import EventsModel
+from zymi_tui.tui.state.item_index import ItemIndex
+
+N = 60_000
+
+
+def long_stream(db: Path) -> None:
+    """One run of N events (a repeated sequence at a page's edge, as a damaged store may hold), another
+    stream's rows between them."""
+    rows = [(f"e{i}", "long", i + 1, "llm_call_started" if i % 3 else "response_ready") for i in range(N)]
+    rows.insert(1000, ("dup", "long", 1000, "response_ready"))
+    rows[500:500] = [(f"o{i}", "other", i + 1, "response_ready") for i in range(50)]
+    with sqlite3.connect(db) as c:
+        c.executescript(SCHEMA)
+        c.executescript(HASH_MIGRATION)
+        c.executemany(
+            "INSERT INTO events (event_id, stream_id, sequence, timestamp, kind_tag, data, source) "
+            "VALUES (?, ?, ?, '2026-01-01T00:00:00Z', ?, '{}', 'test')",
+            rows,
+        )
+
+
+async def test_run_ids_pages_hold_no_second_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "events.db"
+    long_stream(db)
+    with sqlite3.connect(db) as c:
+        want = c.execute("SELECT id, stream_id, sequence FROM events WHERE stream_id = 'long' ORDER BY id").fetchall()
+    monkeypatch.setattr(backend, "ID_PAGE", 1000, raising=False)  # the repeated sequence 1000 sits at an edge
+    async with await SqliteReader.open(db) as reader:
+        tracemalloc.start()
+        try:
+            ids = await reader.run_ids("long")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert ids == want and len(ids) == N + 1
+    # an id row: its tuple (64 B), its place in the list (8) and two ints (~60); main also held the
+    # fetched (id, sequence) rows beside them: 208 B an event
+    assert peak / N < 160, f"{peak / N:.0f} B an event"
+
+
+def test_kinds_taken_without_a_second_index() -> None:
+    tracemalloc.start()  # from the start: what set_kinds frees counts too
+    try:
+        rows = [(gid, "long", gid - 10**6, "") for gid in range(10**6, 10**6 + N)]
+        kinds = {gid: "llm_call_started" for gid, *_ in rows}
+        state = EventsModel()
+        state.set_index(rows, [], kinds=False)
+        del rows
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        state.set_kinds(kinds)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert [row[3] for row in state.rows] == ["llm_call_started"] * N
+    assert state.tag_of(state.rows[-1]) == "llm_call_started" and not state.kinds_pending
+    # in place: ~23 B an event (the layout made again); main built a new index beside the old one, ~97 B
+    assert peak / N < 50, f"{peak / N:.0f} B an event"
+
+
+def test_item_index_finds_what_a_dict_finds() -> None:
+    """Rows in id order and out of it (a live row older than the last), groups, gaps: every id's place and
+    every absent id as a dict of the same places says."""
+    rng = random.Random(7)
+    places: dict[int, int] = {}
+    index = ItemIndex()
+    item = 0
+    for _ in range(40):
+        item += rng.randint(0, 2)  # a header (or none) between runs
+        gids = sorted(rng.sample(range(5000), rng.randint(0, 60)))
+        if rng.random() < 0.3:
+            rng.shuffle(gids)
+        index.add_run(item, gids)
+        for gid in gids:
+            places.setdefault(gid, item)
+            item += 1
+    for _ in range(30):
+        gid = rng.randrange(5000)
+        index.append(gid, item)
+        places.setdefault(gid, item)
+        item += 1
+    for gid in range(5001):
+        assert index.get(gid) == places.get(gid), gid
+        assert (gid in index) == (gid in places)
+    assert index.gids() == sorted(index.gids()) and set(index.gids()) == set(places)
+
+
+def test_a_laid_out_long_run_costs_its_rows_not_a_dict_of_them() -> None:
+    tracemalloc.start()
+    try:
+        rows = [(gid, "long", gid - 10**6, "llm_call_started") for gid in range(10**6, 10**6 + N)]
+        state = EventsModel()
+        base = tracemalloc.get_traced_memory()[0]
+        state.set_index(rows, [])
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    state.cursor_gid = rows[100][0]
+    assert state.cursor_row == rows[100] and state.span_of(rows[-1][0]) == (N, 1)  # under its group's header
+    # the layout: the items (8 B an event) and where each is (8 B an event); main's dict of them ~94 B
+    assert held / N < 40, f"{held / N:.0f} B an event"
