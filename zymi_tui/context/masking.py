@@ -138,7 +138,7 @@ class MemoryBlock:
         return self._lines
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=64)  # a key holds its values whole: a few snapshots, not a store's worth
 def memory_block(memory: tuple[tuple[str, str], ...]) -> MemoryBlock:
     """The Layer B message of a memory snapshot, remembered by the snapshot's value (its keys and
     values, never its identity): memory changes only on `MemoryWritten`, and every call between two
