@@ -120,6 +120,32 @@ def memory_text(memory: list[tuple[str, str]]) -> str:
     return "[memory]\n" + "".join(f"{k}: {floor_bytes(v, MEMORY_VALUE_BYTES)}\n" for k, v in memory)
 
 
+class MemoryBlock:
+    """A memory snapshot's Layer B message: its text, UTF-8 bytes and lines (compared as a set:
+    zymi writes the keys in no stable order). Made once per snapshot by `memory_block`."""
+
+    __slots__ = ("_lines", "bytes", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.bytes = len(text.encode())
+        self._lines: frozenset[str] | None = None
+
+    @property
+    def lines(self) -> frozenset[str]:
+        if self._lines is None:
+            self._lines = frozenset(self.text.splitlines())
+        return self._lines
+
+
+@lru_cache(maxsize=64)  # a key holds its values whole: a few snapshots, not a store's worth
+def memory_block(memory: tuple[tuple[str, str], ...]) -> MemoryBlock:
+    """The Layer B message of a memory snapshot, remembered by the snapshot's value (its keys and
+    values, never its identity): memory changes only on `MemoryWritten`, and every call between two
+    writes would otherwise cut and join each value again."""
+    return MemoryBlock(memory_text(list(memory)))
+
+
 def compaction_input(messages: list[MessageModel]) -> str:
     """The compaction call's user message, one line per message of the masked span (docs/context.md#compaction)."""
     parts: list[str] = []

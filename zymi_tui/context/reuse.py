@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from zymi_tui.context.layer_c import Item, Tail
-from zymi_tui.context.masking import memory_text
+from zymi_tui.context.masking import memory_block
 from zymi_tui.context.rendered import Prefix, Shape
 from zymi_tui.context.splice import layer_c_bytes
 
@@ -59,8 +59,8 @@ def _prefix_keys(p: Prefix) -> tuple[tuple[Hashable, int], ...]:
 def _b_key(shape: Shape) -> tuple[Hashable, int] | None:
     if not shape.memory:
         return None
-    text = memory_text(list(shape.memory))
-    return ("memory", frozenset(text.splitlines())), len(text.encode())
+    block = memory_block(shape.memory)
+    return ("memory", block.lines), block.bytes
 
 
 def maskable(tail: Tail, i: int) -> bool:

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.layer_c import TOOL, Tail, read_back
 from zymi_tui.context.masking import (
-    memory_text,
+    memory_block,
     message_bytes,
 )
 from zymi_tui.context.rendered import CompactionPlan, ContextEntry, Prefix, RenderedContext, Shape
@@ -131,7 +131,7 @@ def bounds(k: ContextKnobs, n_turns: int, ends: Sequence[int]) -> tuple[int, int
 
 def render_frame(f: Frame, mem: list[tuple[str, str]], k: ContextKnobs, allow_compaction: bool) -> RenderedContext:
     tail, n = f.tail, f.n
-    b_bytes = len(memory_text(mem).encode()) if mem else 0
+    b_bytes = memory_block(tuple(mem)).bytes if mem else 0
     _, cut, mask_end = bounds(k, f.n_turns, f.ends)
     c_bytes = layer_c_bytes(tail.cum_masked[cut], tail.cum_masked[mask_end], tail.cum_full[mask_end], tail.cum_full[n])
     chars = f.a_bytes + b_bytes + c_bytes
@@ -177,7 +177,7 @@ def _context(
 def _shape_entries(s: Shape) -> list[ContextEntry]:
     """The messages of a built context, from its shape (made when first asked for)."""
     mem = list(s.memory)
-    b_text = memory_text(mem) if mem else ""
+    b_text = memory_block(s.memory).text if s.memory else ""
     return context_entries(s.prefix, s.tail, s.n, s.knobs, mem, b_text, s.cut, s.mask_end)
 
 

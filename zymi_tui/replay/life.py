@@ -15,7 +15,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 from zymi_tui.context.layer_c import Item, Tail
-from zymi_tui.context.masking import memory_text
+from zymi_tui.context.masking import memory_block
 from zymi_tui.context.rendered import Shape
 from zymi_tui.context.reuse import maskable
 from zymi_tui.events.messages import AssistantMessage, ToolResultMessage, message_text
@@ -246,8 +246,8 @@ def call_diff(prev: Shape, cur: Shape) -> list[DiffLine]:
         out.append(DiffLine("changed", "task (layer A)", len(ca.task.encode()) - len(pa.task.encode())))
     pm, cm = dict(prev.memory), dict(cur.memory)
     if pm != cm:
-        size = len(memory_text(list(cur.memory)).encode()) if cm else 0
-        size -= len(memory_text(list(prev.memory)).encode()) if pm else 0
+        size = memory_block(cur.memory).bytes if cm else 0
+        size -= memory_block(prev.memory).bytes if pm else 0
         keys = {k for k in pm.keys() | cm.keys() if pm.get(k) != cm.get(k)}
         out.append(DiffLine("changed", f"memory block (layer B): {', '.join(sorted(keys))}", size))
     before, after = _shown(prev), _shown(cur)
