@@ -93,15 +93,27 @@ class DashboardLoaders(DashboardState):
                 if get_current_worker().is_cancelled:
                     return
                 self.post_message(RunsLoaded(summaries))
-            turn_of = {s.correlation_id: s.stream_id for s in summaries if s.turns_on_stream > 1 and s.correlation_id}
             if not self.peaks_loaded:
                 self.peaks_loaded = True
-                async for peaks in read_peaks(reader, turn_of):
-                    if get_current_worker().is_cancelled:
-                        return
-                    self.post_message(PeaksLoaded(peaks))
+                turn_of = {s.correlation_id: s.stream_id for s in summaries
+                           if s.turns_on_stream > 1 and s.correlation_id}  # fmt: skip
+                self.app.call_from_thread(self.read_run_peaks, turn_of)
 
         self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="peaks", exit_on_error=False, description="the runs' peaks")
+    def read_run_peaks(self, turn_of: dict[str, str]) -> None:
+        """Every run's peak context size (its `llm_call_started` rows, ~1.3 s of CPU at a million events), read
+        once the first hash-chain check is done: "verified" is not held back by a column that can wait."""
+
+        async def job(reader: EventReader) -> None:
+            async for peaks in read_peaks(reader, turn_of):
+                if get_current_worker().is_cancelled:
+                    return
+                self.post_message(PeaksLoaded(peaks))
+
+        if self.after_first_check():
+            self.in_thread(job)
 
     def checked_by_a_process(self) -> bool:
         """Whether the store's hash chains are checked by a process of their own (`verify_process`: another
@@ -132,6 +144,7 @@ class DashboardLoaders(DashboardState):
                 return
             finally:
                 check.stop()
+                self.first_check_done.set()
             self.post_message(ChainChecked(summary.broken, summary.streams, summary.damage, stamp,
                                            time.monotonic() - began))  # fmt: skip
             return
