@@ -40,6 +40,7 @@ from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.source import FIRST_RUNS, FirstRuns, read_peaks, read_run
 from zymi_tui.tui.state.events import RUN_GROUP
 from zymi_tui.tui.state.graph import load_pipeline_steps
+from zymi_tui.tui.state.kind_codes import KindCodes
 from zymi_tui.tui.state.plot import PLOT_TAGS, WORKFLOW_TAGS, CallCollector
 
 TAIL_POLL_S = 0.1
@@ -49,6 +50,7 @@ FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then a
 # (the tests lower it to take this path on a small store).
 SPARSE_EVENTS = 5000
 PAGE_IDS = 500  # rows a worker reads (and decodes) at a time
+KINDS_CHUNK = 50_000  # ids whose kinds are asked at a time (the answer, a dict, ~5 MB; the whole run's, ~100 MB)
 OWN_PROCESS_BYTES = 256 << 20  # a SQLite store this large (~220,000 events) is checked by a process of its own
 
 
@@ -199,9 +201,12 @@ class DashboardLoaders(DashboardState):
         """The kind of every row (by id) of a long run listed from its ids (the filters, pickers and plot need them)."""
 
         async def job(reader: EventReader) -> None:
-            kinds = await reader.kinds_of(gids)
-            if not get_current_worker().is_cancelled:
-                self.post_message(RunKinds(key, kinds))
+            kinds = KindCodes(gids)  # a byte an id: the reader's answers (dicts) are kept a chunk at a time
+            for i in range(0, len(gids), KINDS_CHUNK):
+                kinds.add(await reader.kinds_of(gids[i : i + KINDS_CHUNK]))
+                if get_current_worker().is_cancelled:
+                    return
+            self.post_message(RunKinds(key, kinds))
 
         self.in_thread(job)
 
