@@ -83,6 +83,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--settle", type=float, default=120.0, help="at most this long for the screen to settle")
     ap.add_argument("--socket", help="a tmux server of one's own (tmux -L NAME)")
+    ap.add_argument("--save", type=Path, help="write each settled screen into this folder (NAME-ROUND.txt)")
     args = ap.parse_args()
     if args.socket:
         bt.TMUX[:] = ["tmux", "-L", args.socket]
@@ -92,6 +93,9 @@ def main() -> int:
     for _ in range(args.rounds):
         for name, tree in trees.items():
             got[name].append(one(args.project.resolve(), tree, args.settle))
+            if args.save:
+                args.save.mkdir(parents=True, exist_ok=True)
+                (args.save / f"{name}-{len(got[name])}.txt").write_text(got[name][-1][2])
             time.sleep(1.0)  # the tmux server ends with its last session: a new one started at once can miss it
         loads.append(os.getloadavg()[0])
     for name, rows in got.items():
