@@ -18,6 +18,7 @@ from zymi_tui.tui.dashboard.loaders import DashboardLoaders
 from zymi_tui.tui.dashboard.results import DashboardResults
 from zymi_tui.tui.messages import RunKinds
 from zymi_tui.tui.model import RunKey
+from zymi_tui.tui.state.kind_codes import KindCodes
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = 60_000
@@ -78,3 +79,19 @@ async def test_a_long_runs_kinds_are_held_a_byte_an_id(
     # a dict of every id and the store's answers to it, held at once: 107-108 B an event (main); a byte an id
     # and one chunk's answer: 5
     assert peaks[0] / EVENTS < 30, f"{peaks[0] / EVENTS:.0f} B an event"
+
+
+@pytest.mark.parametrize("spread", [1, 3, 40])  # ids packed, gapped, spread thin (a dict then)
+def test_kind_codes_read_back_what_a_dict_holds(spread: int) -> None:
+    """Every id's tag as a plain dict holds it, 300 distinct tags (past a byte's 255), ids out of order,
+    answers given in chunks; an id never answered reads as the default."""
+    ids = [1_000 + spread * i for i in range(2_000)]
+    ids.reverse()
+    truth = {gid: f"kind_{gid % 300}" for gid in ids[:-1]}  # the last id is never answered
+    codes = KindCodes(ids)
+    items = list(truth.items())
+    for i in range(0, len(items), 333):
+        codes.add(dict(items[i : i + 333]))
+    assert [codes.get(gid, "?") for gid in ids] == [truth.get(gid, "?") for gid in ids]
+    assert len(codes) == len(truth)
+    assert (len(codes.codes) > 0) == (spread <= 16)
