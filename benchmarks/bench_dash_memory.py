@@ -1,6 +1,8 @@
 """The dashboard's peak RSS on one store: this checkout against an older one (`--checkout DIR`, e.g. a
 `git archive main` copy), alternated in tmux at 120x40, each measured once `verified` is in the banner and
-the screen has stopped changing (the plot is collected in pages); the settled screens are compared.
+the screen has stopped changing (the plot is collected in pages); the settled screens are compared. Also
+the time to `verified` and the CPU seconds the dashboard and its child processes (the chain check's) had used
+by then: on two cores the check shares them with the dashboard's start-up, so CPU is what a load cannot blur.
 
     python benchmarks/bench_dash_memory.py PROJECT --checkout /tmp/before [--rounds 3] [--socket NAME]
 
@@ -21,8 +23,39 @@ import bench_tui as bt
 HERE = Path(__file__).resolve().parent.parent
 
 
-def one(project: Path, tree: Path, settle_s: float) -> tuple[float, float, str]:
-    """(seconds to `verified`, peak RSS MB once settled, the settled screen)."""
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants (children of any of its threads: the chain check is started by a worker)."""
+    try:
+        kids = [int(c) for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()]
+    except OSError:
+        kids = []
+    return [pid, *(p for kid in kids for p in process_tree(kid))]
+
+
+def own_cpu_seconds(pid: int) -> float:
+    """User + system time of the process itself (not its children)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_verified(session: str, pid: int, t0: float) -> tuple[float, float]:
+    """(seconds to `verified`, CPU seconds the dashboard and its child processes had used by then: each
+    process's own, sampled while it runs, so a chain check that has ended counts as last seen)."""
+    seen: dict[int, float] = {}
+    while time.perf_counter() - t0 < 900:
+        for p in process_tree(pid):
+            seen[p] = max(seen.get(p, 0.0), own_cpu_seconds(p))
+        if "verified" in bt.capture(session):
+            return time.perf_counter() - t0, sum(seen.values())
+        time.sleep(0.02)
+    raise TimeoutError(f"{session}: no `verified` in 900 s")
+
+
+def one(project: Path, tree: Path, settle_s: float) -> tuple[float, float, str, float]:
+    """(seconds to `verified`, peak RSS MB once settled, the settled screen, CPU seconds at `verified`)."""
     session = f"dashmem-{os.getpid()}"
     cmd = (f"exec env TERM=xterm-256color PYTHONPATH={tree} {sys.executable} -m zymi_tui observe {project} "
            "--theme textual-dark")  # fmt: skip
@@ -30,7 +63,7 @@ def one(project: Path, tree: Path, settle_s: float) -> tuple[float, float, str]:
     bt.tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", bt.NEUTRAL_DIR, cmd)
     try:
         pid = bt.pane_pid(session)
-        verified = bt.wait_for(session, "verified", 900) - t0
+        verified, cpu = wait_verified(session, pid, t0)
         screen, end = bt.capture(session), time.monotonic() + settle_s
         while time.monotonic() < end:
             time.sleep(2)
@@ -38,7 +71,7 @@ def one(project: Path, tree: Path, settle_s: float) -> tuple[float, float, str]:
             if now == screen:
                 break
             screen = now
-        return verified, bt.peak_rss_mb(pid), screen
+        return verified, bt.peak_rss_mb(pid), screen, cpu
     finally:
         subprocess.run([*bt.TMUX, "kill-session", "-t", session], capture_output=True)
 
@@ -50,19 +83,25 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--settle", type=float, default=120.0, help="at most this long for the screen to settle")
     ap.add_argument("--socket", help="a tmux server of one's own (tmux -L NAME)")
+    ap.add_argument("--save", type=Path, help="write each settled screen into this folder (NAME-ROUND.txt)")
     args = ap.parse_args()
     if args.socket:
         bt.TMUX[:] = ["tmux", "-L", args.socket]
     trees = {"before": args.checkout.resolve(), "after": HERE}
-    got: dict[str, list[tuple[float, float, str]]] = {k: [] for k in trees}
+    got: dict[str, list[tuple[float, float, str, float]]] = {k: [] for k in trees}
     loads = []
     for _ in range(args.rounds):
         for name, tree in trees.items():
             got[name].append(one(args.project.resolve(), tree, args.settle))
+            if args.save:
+                args.save.mkdir(parents=True, exist_ok=True)
+                (args.save / f"{name}-{len(got[name])}.txt").write_text(got[name][-1][2])
+            time.sleep(1.0)  # the tmux server ends with its last session: a new one started at once can miss it
         loads.append(os.getloadavg()[0])
     for name, rows in got.items():
         rss = [r[1] for r in rows]
-        print(f"{name:6} verified {statistics.median(r[0] for r in rows):6.2f} s | peak RSS median "
+        print(f"{name:6} verified {statistics.median(r[0] for r in rows):6.2f} s, CPU then (with the check's "
+              f"processes) {statistics.median(r[3] for r in rows):5.2f} s | peak RSS median "
               f"{statistics.median(rss):6.1f} MB {[round(x) for x in rss]}")  # fmt: skip
     ratio = statistics.median(r[1] for r in got["after"]) / statistics.median(r[1] for r in got["before"])
     same = all(a[2] == b[2] for a, b in zip(got["before"], got["after"], strict=True))

@@ -16,6 +16,7 @@ from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.sqlite_schema import HASH_MIGRATION, SCHEMA
 from zymi_tui.tui.state.events import EventsModel
 from zymi_tui.tui.state.item_index import ItemIndex
+from zymi_tui.tui.state.kind_codes import KindCodes
 
 N = 60_000
 
@@ -59,7 +60,8 @@ def test_kinds_taken_without_a_second_index() -> None:
     tracemalloc.start()  # from the start: what set_kinds frees counts too
     try:
         rows = [(gid, "long", gid - 10**6, "") for gid in range(10**6, 10**6 + N)]
-        kinds = {gid: "llm_call_started" for gid, *_ in rows}
+        kinds = KindCodes([gid for gid, *_ in rows])
+        kinds.add({gid: "llm_call_started" for gid, *_ in rows})
         state = EventsModel()
         state.set_index(rows, [], kinds=False)
         del rows

@@ -26,11 +26,21 @@ def v2(event_id: str, sequence: int, data: str, prev: str) -> str:
     return "v2:" + hashlib.sha256(body).hexdigest()
 
 
+def seam_at(con: sqlite3.Connection) -> int:
+    """Where a scan split on this machine puts the seam of the store (with ZYMI_TUI_SPLIT_IDS lowered)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ZYMI_TUI_SPLIT_IDS", "1")
+        mp.setattr("zymi_tui.events.chain_split.usable_cores", lambda: 2)
+        seam = seam_of(con.execute("SELECT max(id) FROM events").fetchone()[0])
+    assert seam is not None
+    return seam
+
+
 def seam_rows(db: Path) -> tuple[str, int, int, int]:
     """(stream, sequence, id of the earlier part's last row of it, id of the later part's first row of it) of
-    the first stream that runs across the seam of a scan in two parts (ids up to max(id) // 2, then the rest)."""
+    the first stream that runs across the seam of a scan in two parts (ids up to `seam_of(max(id))`, then the rest)."""
     con = sqlite3.connect(db)
-    seam = con.execute("SELECT max(id) FROM events").fetchone()[0] // 2
+    seam = seam_at(con)
     for gid, stream, seq in con.execute(
         "SELECT id, stream_id, sequence FROM events WHERE id > ? ORDER BY id", (seam,)
     ).fetchall():
@@ -160,7 +170,7 @@ async def test_a_stream_met_after_the_seam_without_its_first_row_is_found(
     """The later part takes such a stream up from its first row's link, which no earlier row backs."""
     db = copy_store(oracle_db("memory"), tmp_path)
     con = sqlite3.connect(db)
-    seam = con.execute("SELECT max(id) FROM events").fetchone()[0] // 2
+    seam = seam_at(con)
     stream, first = con.execute(
         "SELECT stream_id, min(id) FROM events GROUP BY stream_id HAVING min(id) > ? AND count(*) > 1", (seam,)
     ).fetchone()
@@ -239,4 +249,4 @@ def test_one_usable_core_scans_in_one_part(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr("zymi_tui.events.chain_split.usable_cores", lambda: 1)
     assert seam_of(1_000_000) is None
     monkeypatch.setattr("zymi_tui.events.chain_split.usable_cores", lambda: 2)
-    assert seam_of(1_000_000) == 500_000
+    assert seam_of(1_000_000) == 400_000

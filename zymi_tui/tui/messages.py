@@ -9,6 +9,7 @@ from zymi_tui.events.store import IndexRow
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.state.graph import StepDef
+from zymi_tui.tui.state.kind_codes import KindCodes
 from zymi_tui.tui.state.plot import CallCollector
 
 
@@ -114,7 +115,7 @@ class RunIndexed(Message):
 class RunKinds(Message):
     """The kind tag of every row of a long run listed from its ids, by id."""
 
-    def __init__(self, key: RunKey, kinds: dict[int, str]) -> None:
+    def __init__(self, key: RunKey, kinds: KindCodes) -> None:
         super().__init__()
         self.key = key
         self.kinds = kinds

@@ -40,6 +40,7 @@ from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.source import FIRST_RUNS, FirstRuns, read_peaks, read_run
 from zymi_tui.tui.state.events import RUN_GROUP
 from zymi_tui.tui.state.graph import load_pipeline_steps
+from zymi_tui.tui.state.kind_codes import KindCodes
 from zymi_tui.tui.state.plot import PLOT_TAGS, WORKFLOW_TAGS, CallCollector
 
 TAIL_POLL_S = 0.1
@@ -49,6 +50,7 @@ FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then a
 # (the tests lower it to take this path on a small store).
 SPARSE_EVENTS = 5000
 PAGE_IDS = 500  # rows a worker reads (and decodes) at a time
+KINDS_CHUNK = 50_000  # ids whose kinds are asked at a time (the answer, a dict, ~5 MB; the whole run's, ~100 MB)
 OWN_PROCESS_BYTES = 256 << 20  # a SQLite store this large (~220,000 events) is checked by a process of its own
 
 
@@ -93,15 +95,27 @@ class DashboardLoaders(DashboardState):
                 if get_current_worker().is_cancelled:
                     return
                 self.post_message(RunsLoaded(summaries))
-            turn_of = {s.correlation_id: s.stream_id for s in summaries if s.turns_on_stream > 1 and s.correlation_id}
             if not self.peaks_loaded:
                 self.peaks_loaded = True
-                async for peaks in read_peaks(reader, turn_of):
-                    if get_current_worker().is_cancelled:
-                        return
-                    self.post_message(PeaksLoaded(peaks))
+                turn_of = {s.correlation_id: s.stream_id for s in summaries
+                           if s.turns_on_stream > 1 and s.correlation_id}  # fmt: skip
+                self.app.call_from_thread(self.read_run_peaks, turn_of)
 
         self.in_thread(job)
+
+    @work(thread=True, exclusive=True, group="peaks", exit_on_error=False, description="the runs' peaks")
+    def read_run_peaks(self, turn_of: dict[str, str]) -> None:
+        """Every run's peak context size (its `llm_call_started` rows, ~1.3 s of CPU at a million events), read
+        once the first hash-chain check is done: "verified" is not held back by a column that can wait."""
+
+        async def job(reader: EventReader) -> None:
+            async for peaks in read_peaks(reader, turn_of):
+                if get_current_worker().is_cancelled:
+                    return
+                self.post_message(PeaksLoaded(peaks))
+
+        if self.after_first_check():
+            self.in_thread(job)
 
     def checked_by_a_process(self) -> bool:
         """Whether the store's hash chains are checked by a process of their own (`verify_process`: another
@@ -132,6 +146,7 @@ class DashboardLoaders(DashboardState):
                 return
             finally:
                 check.stop()
+                self.first_check_done.set()
             self.post_message(ChainChecked(summary.broken, summary.streams, summary.damage, stamp,
                                            time.monotonic() - began))  # fmt: skip
             return
@@ -186,9 +201,12 @@ class DashboardLoaders(DashboardState):
         """The kind of every row (by id) of a long run listed from its ids (the filters, pickers and plot need them)."""
 
         async def job(reader: EventReader) -> None:
-            kinds = await reader.kinds_of(gids)
-            if not get_current_worker().is_cancelled:
-                self.post_message(RunKinds(key, kinds))
+            kinds = KindCodes(gids)  # a byte an id: the reader's answers (dicts) are kept a chunk at a time
+            for i in range(0, len(gids), KINDS_CHUNK):
+                kinds.add(await reader.kinds_of(gids[i : i + KINDS_CHUNK]))
+                if get_current_worker().is_cancelled:
+                    return
+            self.post_message(RunKinds(key, kinds))
 
         self.in_thread(job)
 

@@ -144,6 +144,8 @@ class MainScreen(DashboardLaunchers):
         # run is drawn, in a thread of this process (show_runs)
         if self.checked_by_a_process():
             self.verify_chains()
+        else:
+            self.first_check_done.set()  # (the check comes once every run is listed: nothing waits for it)
         if first is None:
             self.reload_runs(newest_first=self.target.run is None)
         else:

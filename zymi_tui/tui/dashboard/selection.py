@@ -43,7 +43,8 @@ class DashboardSelection(DashboardPanels):
             if await store_from_spans(reader):
                 self.app.call_from_thread(self.agent_caps)
 
-        self.in_thread(job)
+        if self.after_first_check():  # (a large store's step starts take CPU the first check needs more)
+            self.in_thread(job)
 
     def agent_caps(self) -> None:
         """The agent's own policy: nothing masked, forgotten or capped by zymi (no cap lines drawn)."""

@@ -3,10 +3,12 @@ helpers every part of the screen reads them with (the base of the dashboard's la
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from textual.timer import Timer
+from textual.worker import get_current_worker
 
 from zymi_tui.events.store import EventReader, StoreError, run_of, step_of
 from zymi_tui.events.stored import StoredEvent
@@ -33,6 +35,8 @@ KIND_PRESETS: list[tuple[str, set[str] | None]] = [
 ]  # fmt: skip
 STATUS_CYCLE = [None, "ok", "FAIL", "running", "interrupted"]
 
+CANCEL_POLL_S = 0.1  # how often a worker waiting for the first check looks at whether it was cancelled
+
 
 class DashboardState(ActionScreen):
     """The dashboard's state; its layers (loaders, panels, selection, results, filters, search, launchers)
@@ -55,6 +59,9 @@ class DashboardState(ActionScreen):
         self.verified: int | None = None
         self.chain_freshness = ChainFreshness()
         self.chain_check: CheckProcess | None = None  # the last hash-chain check's process (ended on unmount)
+        # set once the first check by a process (`checked_by_a_process`) has its verdict, or failed: what can
+        # wait (the runs' peaks, foreign agents' steps) waits for it, so the two cores go to the check first
+        self.first_check_done = threading.Event()
         self.pipeline_steps: dict[str, tuple[object, str | None]] = {}
         self.plot_dirty = False
         # the selected run is being read (not Textual's `loading`, which would cover the screen with dots)
@@ -82,6 +89,14 @@ class DashboardState(ActionScreen):
         self.searching_run = False  # a worker searches a long run's pages
         self.rows_wanted: set[int] = set()  # a long run's rows to read next (one read at a time)
         self.rows_busy = False
+
+    def after_first_check(self) -> bool:
+        """Wait (in a worker thread) until the first hash-chain check is done; False: the worker was cancelled."""
+        worker = get_current_worker()
+        while not self.first_check_done.wait(CANCEL_POLL_S):
+            if worker.is_cancelled:
+                return False
+        return not worker.is_cancelled
 
     def in_thread(self, job: Callable[[EventReader], Awaitable[None]]) -> None:
         """Run `job` with a reader of its own in this worker thread (decoding never blocks the UI)."""

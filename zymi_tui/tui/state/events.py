@@ -16,6 +16,7 @@ from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.state.event_detail import detail_rows, wrap_detail
 from zymi_tui.tui.state.event_search import matches
 from zymi_tui.tui.state.item_index import ItemIndex
+from zymi_tui.tui.state.kind_codes import KindCodes
 
 if TYPE_CHECKING:
     from zymi_tui.events.describe import Line
@@ -100,7 +101,7 @@ class EventsModel:
         self.add_decoded(decoded)
         self.relayout()
 
-    def set_kinds(self, kinds: dict[int, str]) -> None:
+    def set_kinds(self, kinds: KindCodes) -> None:
         """The kind tags (by id) of the rows listed from the ids (rows added live since have theirs)."""
         self.items, self._index = [], ItemIndex()  # the old rows go as they are replaced (relayout makes these again)
         rows = self.rows
