@@ -63,6 +63,7 @@ class EditCollector:
     def close(self) -> None:
         """The editor is closed: what it kept is the collector's again."""
         self.held.close()
+        self.frozen_edits = 0  # (a reclaim still timed then finds nothing to do)
         gc.unfreeze()
 
     def hold(self) -> None:
@@ -93,10 +94,27 @@ class EditCollector:
 
     def reclaim(self) -> None:
         """What was frozen alive and has become garbage since (Textual's widgets replaced at each edit)
-        collected, in one full walk, once the editor is idle."""
-        if self.held_since or time.perf_counter() - self.released < RECLAIM_IDLE_S:
-            return  # an edit came: the next one's release asks again
+        collected, in one full walk, once the editor is idle.
+
+        Asked again until it is done, never left to a later release: Textual's timers call back up to
+        0.5 ms before their delay (its `_time.sleep` sleeps that much less), so a reclaim timed from the
+        last release could find the editor idle for not quite `RECLAIM_IDLE_S`; an edit held when it
+        comes may never be released by a what-if that draws (a stale hold's release is timed too); and
+        `gc.collect` does nothing while another thread's collection is running."""
+        if self.frozen_edits < RECLAIM_EVERY:
+            return  # done already (asked twice), or the editor is closed
+        if self.held_since:
+            self.set_timer(RECLAIM_IDLE_S, self.reclaim)  # an edit is being made: once it is at rest
+            return
+        idle = time.perf_counter() - self.released
+        if idle < RECLAIM_IDLE_S:
+            self.set_timer(RECLAIM_IDLE_S - idle, self.reclaim)
+            return
+        walks = gc.get_stats()[2]["collections"]
         gc.unfreeze()
         gc.collect()
         gc.freeze()
+        if gc.get_stats()[2]["collections"] == walks:  # another thread was collecting: ours did not run
+            self.set_timer(RECLAIM_IDLE_S, self.reclaim)
+            return
         self.frozen_edits = 0
