@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from zymi_tui.context.layer_c import Tail
+from zymi_tui.context.layer_c import TOOL, Tail
 from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.kinds import ToolCallRequested
 from zymi_tui.events.messages import AssistantMessage, SystemMessage, ToolResultMessage
@@ -311,8 +311,8 @@ class Watch:
         limit = LARGE_RESULT_SHARE * self.soft_cap
         big: dict[int, int] = {}
         for tail in st.tails.values():
-            for raw in tail.items:
-                if isinstance(raw.message, ToolResultMessage) and raw.bytes > limit and not raw.simulated:
+            for raw in tail.items:  # (by its kind: an old item's message is read back from the store)
+                if raw.bytes > limit and raw.kind == TOOL and not raw.simulated:
                     big[raw.seq] = raw.bytes
         if not big:
             return
