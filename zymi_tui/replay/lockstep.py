@@ -89,9 +89,15 @@ class LockstepReplayer(Replayer):
         ab = ctx.layer_bytes["A"] + ctx.layer_bytes["B"]
         masked, full = tail.cum_masked, tail.cum_full
         out = {}
+        by_knobs: dict[tuple[int | None, int], tuple[int, int, int]] = {}  # (`bounds` reads these two knobs)
         for i, k in self.members.items():
-            _, cut, mask_end = bounds(k, n_turns, ends)
-            out[i] = (cut, mask_end, ab + layer_c_bytes(masked[cut], masked[mask_end], full[mask_end], full[n]))
+            key = (k.forget_after_turns, k.observation_window)
+            figures = by_knobs.get(key)
+            if figures is None:
+                _, cut, mask_end = bounds(k, n_turns, ends)
+                chars = ab + layer_c_bytes(masked[cut], masked[mask_end], full[mask_end], full[n])
+                figures = by_knobs[key] = (cut, mask_end, chars)
+            out[i] = figures
         return out
 
     def _compacting(self, ctx: RenderedContext, figures: dict[int, tuple[int, int, int]]) -> list[int]:
