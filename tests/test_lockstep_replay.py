@@ -165,10 +165,15 @@ def _mutant(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[None]:
                 orig(self, se, st, kind)
 
             m.setattr(lockstep.LockstepReplayer, "_on_call", first_prev)
+        elif name == "memory change ignored":  # Layer A and B taken as the previous call's whatever they are
+            m.setattr(lockstep, "same_head", lambda prev, cur: True)
         yield
 
 
-@pytest.mark.parametrize("name", ["never parts", "window ignored", "failed build shared", "previous call ignored"])
+MUTANTS = ["never parts", "window ignored", "failed build shared", "previous call ignored", "memory change ignored"]
+
+
+@pytest.mark.parametrize("name", MUTANTS)
 def test_a_wrong_sharing_condition_is_caught(
     monkeypatch: pytest.MonkeyPatch, name: str, many_runs: tuple[Path, Path]
 ) -> None:

@@ -91,25 +91,37 @@ def _head(shape: Shape) -> tuple[tuple[Hashable, int], ...]:
     return (*keys, b) if b is not None else keys
 
 
-def prefix_reuse(prev: Shape, cur: Shape) -> PrefixReuse:
-    """How much of `prev`'s message list `cur` begins with (see the module's docstring)."""
-    prev_head, cur_head = _head(prev), _head(cur)
-    a_count = len(_a_keys(cur))
-    reused_chars = 0
-    for i, (pk, ck) in enumerate(zip(prev_head, cur_head, strict=False)):
-        if pk[0] != ck[0]:
-            return PrefixReuse(i, reused_chars, _head_break(cur, i, a_count))
-        reused_chars += ck[1]
-    if len(prev_head) != len(cur_head):
-        i = min(len(prev_head), len(cur_head))
-        if i == len(prev_head) and prev.n == prev.cut:  # the previous list, all of it, begins this one
-            return PrefixReuse(i, reused_chars, None)
-        layer = "B" if i >= a_count else "A"
-        cause = "memory block added" if len(cur_head) > len(prev_head) else "memory block removed"
-        if layer == "A":
-            cause = "Layer A changed"
-        return PrefixReuse(i, reused_chars, PrefixBreak(i, layer, None, cause))
-    head = len(cur_head)
+def head_figures(shape: Shape) -> tuple[int, int]:
+    """The messages and bytes of `shape`'s Layer A and B: what `prefix_reuse` counts as reused of them
+    when the previous call had the same Layer A and memory (`same_head`)."""
+    head = _head(shape)
+    return len(head), sum(nbytes for _, nbytes in head)
+
+
+def prefix_reuse(prev: Shape, cur: Shape, same_head: tuple[int, int] | None = None) -> PrefixReuse:
+    """How much of `prev`'s message list `cur` begins with (see the module's docstring). `same_head`:
+    `head_figures(cur)`, given only when `prev`'s Layer A and memory are `cur`'s (its calls' renderings
+    under several knob sets share them: replay/lockstep.py)."""
+    if same_head is not None:
+        head, reused_chars = same_head
+    else:
+        prev_head, cur_head = _head(prev), _head(cur)
+        a_count = len(_a_keys(cur))
+        reused_chars = 0
+        for i, (pk, ck) in enumerate(zip(prev_head, cur_head, strict=False)):
+            if pk[0] != ck[0]:
+                return PrefixReuse(i, reused_chars, _head_break(cur, i, a_count))
+            reused_chars += ck[1]
+        if len(prev_head) != len(cur_head):
+            i = min(len(prev_head), len(cur_head))
+            if i == len(prev_head) and prev.n == prev.cut:  # the previous list, all of it, begins this one
+                return PrefixReuse(i, reused_chars, None)
+            layer = "B" if i >= a_count else "A"
+            cause = "memory block added" if len(cur_head) > len(prev_head) else "memory block removed"
+            if layer == "A":
+                cause = "Layer A changed"
+            return PrefixReuse(i, reused_chars, PrefixBreak(i, layer, None, cause))
+        head = len(cur_head)
     prev_len, cur_len = prev.n - prev.cut, cur.n - cur.cut
     j = _first_c_difference(prev, cur)
     reused = head + j

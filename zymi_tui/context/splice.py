@@ -215,6 +215,34 @@ def spliced_context(
     return _context(frame, mem, k, cut, mask_end, (shown.layer_bytes["B"], c_bytes), None)
 
 
+def rendered_as(ctx: RenderedContext, k: ContextKnobs, cut: int, mask_end: int, c_bytes: int) -> RenderedContext:
+    """`ctx`'s build under knobs `k`, whose forget cut, masked end and Layer C bytes are these (found
+    from its tail's running sums) and whose total is within `k`'s soft cap (no plan): `spliced_context`
+    on `ctx`'s own tail, made straight from `ctx` (replay/lockstep.py makes several per call)."""
+    shape = ctx.shape
+    assert shape is not None
+    layers = ctx.layer_bytes
+    a_bytes, b_bytes = layers["A"], layers["B"]
+    chars = a_bytes + b_bytes + c_bytes
+    tail, n = shape.tail, shape.n
+    other = Shape(shape.prefix, shape.memory, tail, cut, mask_end, n, shape.compactions, k)
+    return RenderedContext(
+        chars=chars,
+        message_count=ctx.message_count + ctx.forgotten - cut,  # Layer C from its cut to n, A and B as in ctx
+        compaction=None,
+        hard_cap_exceeded=chars > k.hard_cap_chars,
+        knobs=k,
+        layer_bytes={"A": a_bytes, "B": b_bytes, "C": c_bytes},
+        forgotten=cut,
+        dropped_by_fresh=tail.hidden_by_fresh,
+        compacted_away=ctx.compacted_away,
+        prefix_inferred=ctx.prefix_inferred,
+        shape=other,
+        _make_entries=partial(_shape_entries, other),
+        _make_dropped=partial(_shape_dropped, other),
+    )
+
+
 def compaction_plan(tail: Tail, k: ContextKnobs, n: int, n_turns: int, ends: Sequence[int]) -> CompactionPlan | None:
     first_turn, cut, mask_end = bounds(k, n_turns, ends)
     compactable = n_turns - first_turn - k.min_tail_turns

@@ -310,17 +310,20 @@ class Tally:
         self.per_run: dict[str, Totals] | None = {} if per_run else None
         self.total = Totals()
         self.runs: dict[str, None] = {}  # per_run=False: the runs seen, in order
+        self._stream: str | None = None  # per_run=False: the last call's stream (its run is in `runs`)
 
     def add(self, f: CallFigure) -> None:
         estimate_tokens(f, self.ratio)
         if self.cache is not None and f.sent:
             p = self.cache.next(f)
             f.cached_modelled, f.cache_written_modelled = p.cached, p.written
-        run = run_of(f.stream_id)
         if self.per_run is None:
-            self.runs.setdefault(run)
+            if f.stream_id != self._stream:
+                self._stream = f.stream_id
+                self.runs.setdefault(run_of(f.stream_id))
             self.total.add(f)
             return
+        run = run_of(f.stream_id)
         totals = self.per_run.get(run)
         if totals is None:
             totals = self.per_run[run] = Totals()

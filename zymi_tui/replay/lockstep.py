@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.rendered import RenderedContext, Shape
-from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
-from zymi_tui.context.splice import Ends, Segment, bounds, layer_c_bytes, rerender, spliced_context
+from zymi_tui.context.reuse import PrefixReuse, head_figures, prefix_reuse
+from zymi_tui.context.splice import Ends, bounds, layer_c_bytes, rendered_as, rerender
 from zymi_tui.events.kinds import LlmCallStarted, WorkflowNodeCompleted
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
@@ -30,6 +30,12 @@ from zymi_tui.replay.calls import Replayer, _Step
 
 _Class = tuple[list[int], RenderedContext, PrefixReuse]  # members, their context, their prefix reuse
 PRUNE_SLACK = 64  # streams whose previous shapes are kept past their step's end before they are pruned
+
+
+def same_head(prev: Shape, cur: Shape) -> bool:
+    """Whether two calls' Layer A and memory are the same (the same prefix object: one per step run), so
+    that the prefix reuse counts all of it (`prefix_reuse(same_head=)`); False only means: compare them."""
+    return prev.prefix is cur.prefix and prev.memory == cur.memory
 
 
 class LockstepReplayer(Replayer):
@@ -83,9 +89,15 @@ class LockstepReplayer(Replayer):
         ab = ctx.layer_bytes["A"] + ctx.layer_bytes["B"]
         masked, full = tail.cum_masked, tail.cum_full
         out = {}
+        by_knobs: dict[tuple[int | None, int], tuple[int, int, int]] = {}  # (`bounds` reads these two knobs)
         for i, k in self.members.items():
-            _, cut, mask_end = bounds(k, n_turns, ends)
-            out[i] = (cut, mask_end, ab + layer_c_bytes(masked[cut], masked[mask_end], full[mask_end], full[n]))
+            key = (k.forget_after_turns, k.observation_window)
+            figures = by_knobs.get(key)
+            if figures is None:
+                _, cut, mask_end = bounds(k, n_turns, ends)
+                chars = ab + layer_c_bytes(masked[cut], masked[mask_end], full[mask_end], full[n])
+                figures = by_knobs[key] = (cut, mask_end, chars)
+            out[i] = figures
         return out
 
     def _compacting(self, ctx: RenderedContext, figures: dict[int, tuple[int, int, int]]) -> list[int]:
@@ -152,19 +164,23 @@ class LockstepReplayer(Replayer):
             key = (cut, mask_end, chars > self.members[i].hard_cap_chars, id(prev.get(i)))
             classes.setdefault(key, []).append(i)
         own = (ctx.forgotten, ctx.shape.mask_end, ctx.hard_cap_exceeded)
-        turns = bisect.bisect_left(ctx.shape.tail.turn_starts, ctx.shape.n)
         out: list[_Class] = []
+        head: tuple[int, int] | None = None  # Layer A and B's figures, the same in every class
         for (cut, mask_end, over, _), members in classes.items():
             if (cut, mask_end, over) == own:
                 made = ctx
             else:  # the same build under this class's knobs (no plan: a member that compacts has parted)
-                shape = ctx.shape
                 c_bytes = figures[members[0]][2] - ctx.layer_bytes["A"] - ctx.layer_bytes["B"]
-                segment = Segment(shape.tail, shape.compactions, ctx.compacted_away)
-                made = spliced_context(segment, (shape.n, turns, cut, mask_end, c_bytes), ctx, self.members[members[0]])
+                made = rendered_as(ctx, self.members[members[0]], cut, mask_end, c_bytes)
             assert made.shape is not None
             before_shape = prev.get(members[0])
-            reuse = PrefixReuse(0, 0, None) if before_shape is None else prefix_reuse(before_shape, made.shape)
+            if before_shape is None:
+                reuse = PrefixReuse(0, 0, None)
+            elif same_head(before_shape, made.shape):
+                head = head_figures(made.shape) if head is None else head
+                reuse = prefix_reuse(before_shape, made.shape, head)
+            else:
+                reuse = prefix_reuse(before_shape, made.shape)
             if not made.hard_cap_exceeded:
                 for i in members:
                     prev[i] = made.shape

@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from zymi_tui.context.layer_c import Tail
-from zymi_tui.context.rendered import ContextEntry
+from zymi_tui.context.layer_c import ASSISTANT, OTHER, TOOL, Tail
+from zymi_tui.context.rendered import ContextEntry, Shape
 from zymi_tui.events.kinds import ToolCallRequested
 from zymi_tui.events.messages import AssistantMessage, SystemMessage, ToolResultMessage
 from zymi_tui.events.store import STEP_MARK, EventReader
@@ -216,11 +216,13 @@ class Watch:
             st.tails.setdefault(id(shape.tail), shape.tail)
         st.compacted |= bool(r.forgotten or r.compacted_away)
         self._reuse(c)
-        entries = r.entries
-        self._tools(st, index, entries)
+        if shape is None:
+            self._tools(st, index, r.entries)
+        else:
+            self._shape_tools(st, index, shape, r.message_count - (shape.n - shape.cut))
         self.total_bytes += chars
         if self.facts.provider == "anthropic":
-            system = [e for e in entries if isinstance(e.message, SystemMessage)]
+            system = [e for e in r.entries if isinstance(e.message, SystemMessage)]
             if len(system) > 1:
                 self.system_overwritten.append((c.stream_id, c.sequence, system[0].bytes, system[-1].layer,
                                                 system[-1].bytes))  # fmt: skip
@@ -228,7 +230,9 @@ class Watch:
         st.seen_runs.add(c.correlation_id)
         if st.fresh and first_of_run and len(st.seen_runs) > 1:
             st.carried += r.layer_bytes.get("C", 0)
-            st.retrieval += sum(e.bytes for e in entries if e.layer == "C" and isinstance(e.message, ToolResultMessage))
+            st.retrieval += sum(
+                e.bytes for e in r.entries if e.layer == "C" and isinstance(e.message, ToolResultMessage)
+            )
             st.runs += 1
             if st.first_of_later is None:
                 st.first_of_later = c.sequence
@@ -262,6 +266,34 @@ class Watch:
                 self.sent_bytes[tool] += e.bytes
                 if not e.reason.startswith("masked"):
                     self.rent[tool] += e.bytes
+
+    def _shape_tools(self, st: OpenStream, index: int, shape: Shape, before_c: int) -> None:
+        """`_tools` of a built context's entries, read off its shape without making them: its Layer C
+        items [cut, n) as `context_entries` shows them (`before_c`: how many entries come before them),
+        the assistants' tool calls named, each tool result counted at its shown size ("masked by" unless
+        shown in full)."""
+        tail, cut, mask_end = shape.tail, shape.cut, shape.mask_end
+        items, names = tail.items, st.names
+        for j in range(cut, shape.n):
+            r = items[j]
+            kind = r.kind
+            if kind == OTHER:
+                continue
+            masked = j < mask_end and r.masked_for != -1 and tail.in_turn(j)
+            m = r.masked_message() if masked else r.message
+            if kind == ASSISTANT:
+                assert isinstance(m, AssistantMessage)
+                names.update((tc.id, tc.name) for tc in m.tool_calls)
+                continue
+            assert isinstance(m, ToolResultMessage)
+            tool = names.get(m.tool_call_id, "unknown")
+            key, first = (st.order, index, before_c + j - cut), self.first_use.get(tool)
+            if first is None or key < first:
+                self.first_use[tool] = key
+            nbytes = r.masked_bytes if masked else r.bytes
+            self.sent_bytes[tool] += nbytes
+            if not masked and not (r.note or "").startswith("masked"):
+                self.rent[tool] += nbytes
 
     # -- the streams the pass has gone past --------------------------------------------------------
     async def _close_before(self, global_id: float) -> None:
@@ -311,8 +343,8 @@ class Watch:
         limit = LARGE_RESULT_SHARE * self.soft_cap
         big: dict[int, int] = {}
         for tail in st.tails.values():
-            for raw in tail.items:
-                if isinstance(raw.message, ToolResultMessage) and raw.bytes > limit and not raw.simulated:
+            for raw in tail.items:  # (by its kind: an old item's message is read back from the store)
+                if raw.bytes > limit and raw.kind == TOOL and not raw.simulated:
                     big[raw.seq] = raw.bytes
         if not big:
             return
