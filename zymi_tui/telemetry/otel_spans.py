@@ -101,11 +101,14 @@ class TraceBuilder:
 
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[SpanData]:
         out: list[SpanData] = []
-        if se is not None and STEP_MARK in se.stream_id:
-            span = self._step_event(se)
-            if span is not None:
-                out.append(span)
-        ended = self.tracker.feed(se) if se is not None else None
+        ended = None
+        if se is not None:
+            ts = fast_ts_ns(se.timestamp)
+            if STEP_MARK in se.stream_id:
+                span = self._step_event(se, ts)
+                if span is not None:
+                    out.append(span)
+            ended = self.tracker.feed(se, ts)
         for row in rows:
             call = None if row.hard_cap_failure else self.calls.pop((row.stream_id, row.sequence), None)
             if call is not None:
@@ -117,8 +120,8 @@ class TraceBuilder:
         return out
 
     # -- events on a step stream ------------------------------------------------------------------
-    def _step_event(self, se: ReplayEvent) -> SpanData | None:
-        kind, ts = se.kind, fast_ts_ns(se.timestamp)
+    def _step_event(self, se: ReplayEvent, ts: int) -> SpanData | None:
+        kind = se.kind
         if isinstance(kind, LlmCallStarted):
             step = self.tracker.step_of(se)
             compaction = kind.iteration == 0 or se.source == "compaction"
