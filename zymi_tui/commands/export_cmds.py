@@ -23,6 +23,7 @@ from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
 from zymi_tui.telemetry.otlp_push import OtlpPusher
 from zymi_tui.telemetry.otlp_wire import SpanBatcher, resource_attributes
 
+from . import common
 from .common import (
     EXIT_OK,
     PROGRESS_FROM,
@@ -30,13 +31,11 @@ from .common import (
     Progress,
     add_store_arg,
     close_reader,
-    err,
     located,
     run_async,
     warn,
 )
 from .flags import add_runs_filter, run_step_streams
-from .tuning_cmds import write_or_print
 
 
 def row_body(bodies: RequestBodies, row: CallContext) -> dict[str, Any] | None:
@@ -155,6 +154,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if getattr(args, "own_process", False):  # a process of its own: no caller's collector settings to keep
         gc.set_threshold(GC_THRESHOLD)
     if args.format == "svg":
+        from .tuning_cmds import write_or_print  # 50 ms of imports (rich's tables, compare) no export needs
+
         write_or_print(_svg(args), args.output)
         return EXIT_OK
     if args.format == "lhar":
@@ -207,9 +208,9 @@ async def _otel(args: argparse.Namespace) -> int:
         await close_reader(reader)
         _close(pusher, out)
     if pusher is not None:
-        err.print(f"pushed {pusher.spans} spans in {pusher.requests} requests to {pusher.url}")
+        common.err.print(f"pushed {pusher.spans} spans in {pusher.requests} requests to {pusher.url}")
     elif args.output:
-        err.print(f"wrote {batcher.spans} spans to {Path(args.output).resolve()}")
+        common.err.print(f"wrote {batcher.spans} spans to {Path(args.output).resolve()}")
     return EXIT_OK
 
 
@@ -281,5 +282,5 @@ async def _lhar(args: argparse.Namespace) -> int:
     finally:
         await close_reader(reader)
     if target is not None:
-        err.print(files.summary())
+        common.err.print(files.summary())
     return EXIT_OK

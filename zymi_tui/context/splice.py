@@ -312,16 +312,8 @@ def shown_messages(tail: Tail, cut: int, end: int, mask_end: int) -> list[Messag
     return [items[i].masked_message() if masked[i - cut] else items[i].message for i in range(cut, end)]
 
 
-def context_entries(
-    p: Prefix,
-    tail: Tail,
-    n: int,
-    k: ContextKnobs,
-    mem: list[tuple[str, str]],
-    b_text: str,
-    cut: int,
-    mask_end: int,
-) -> list[ContextEntry]:
+def prefix_entries(p: Prefix) -> list[ContextEntry]:
+    """Layer A's messages of a built context (the first of `context_entries`)."""
     out: list[ContextEntry] = []
     if p.inferred_bytes is not None:
         note = f"inferred: Layer A is {p.inferred_bytes} bytes (recorded total minus the rebuilt rest)"
@@ -336,17 +328,37 @@ def context_entries(
         )
         if p.task:
             out.append(ContextEntry(UserMessage(content=p.task), "A", len(p.task.encode()), "kept: task"))
+    return out
+
+
+def shown_masked(tail: Tail, cut: int, n: int, mask_end: int) -> list[bool]:
+    """Whether each of items [cut, n) is shown in its masked form (before `mask_end`, in a turn)."""
+    items = tail.items
+    return [i < mask_end and items[i].masked_for != -1 and tail.in_turn(i) for i in range(cut, n)]
+
+
+def context_entries(
+    p: Prefix,
+    tail: Tail,
+    n: int,
+    k: ContextKnobs,
+    mem: list[tuple[str, str]],
+    b_text: str,
+    cut: int,
+    mask_end: int,
+) -> list[ContextEntry]:
+    out = prefix_entries(p)
     if mem:
         cut_values = any(len(v.encode()) > 200 for _, v in mem)
         reason = "memory snapshot" + ("; values cut to 200 bytes" if cut_values else "")
         out.append(ContextEntry(SystemMessage(content=b_text), "B", len(b_text.encode()), reason))
     window = f"observation_window={k.observation_window}"
     items = tail.items
-    shown_masked = [i < mask_end and items[i].masked_for != -1 and tail.in_turn(i) for i in range(cut, n)]
-    read_back((items[i], shown_masked[i - cut]) for i in range(cut, n))
+    masked = shown_masked(tail, cut, n, mask_end)
+    read_back((items[i], masked[i - cut]) for i in range(cut, n))
     for i in range(cut, n):
         r = items[i]
-        if shown_masked[i - cut]:
+        if masked[i - cut]:
             if r.kind == TOOL:
                 reason = f"masked by {window}"
             elif r.has_masked_text():

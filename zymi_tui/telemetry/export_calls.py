@@ -116,8 +116,11 @@ class RunTracker:
             step = self.steps[se.stream_id] = Step(self.run_of(se), se.stream_id, node, node, ts, ts)
         return step
 
-    def feed(self, se: ReplayEvent) -> Ended | None:
-        kind, ts = se.kind, fast_ts_ns(se.timestamp)
+    def feed(self, se: ReplayEvent, ts: int | None = None) -> Ended | None:
+        """`ts`: the event's time in ns, when the caller has it already (`fast_ts_ns(se.timestamp)`)."""
+        kind = se.kind
+        if ts is None:
+            ts = fast_ts_ns(se.timestamp)
         if STEP_MARK in se.stream_id:
             step = self.steps.get(se.stream_id)
             if step is not None:

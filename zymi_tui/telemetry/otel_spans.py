@@ -34,6 +34,7 @@ from zymi_tui.telemetry.otel_content import (
     split_messages,
     tool_definitions,
 )
+from zymi_tui.telemetry.otel_inputs import ShownInputs, shape_length
 from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, SpanData, make_span
 
 Bodies = Callable[[CallContext], dict[str, Any] | None]  # the exact request body of a call, if known
@@ -76,12 +77,14 @@ class TraceBuilder:
     waiting: dict[str, deque[_Call]] = field(default_factory=dict)  # per step stream, awaiting completion
     tool_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, arguments)
     inputs: MessageCache[tuple[str, bytes]] = field(init=False)
+    shown: ShownInputs = field(init=False)
     instructions: tuple[SystemMessage, str | None] | None = None  # the last system prompt and its text
     # answers written as output, by value, with their `message_json`: the step's next call sends each again
     answered: dict[MessageModel, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.inputs = MessageCache(self._input_texts)
+        self.shown = ShownInputs(self._input_texts)
 
     def _input_texts(self, m: MessageModel) -> tuple[str, bytes]:
         return message_texts(m, self.answered.pop(m, None) if self.answered else None)
@@ -98,11 +101,14 @@ class TraceBuilder:
 
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[SpanData]:
         out: list[SpanData] = []
-        if se is not None and STEP_MARK in se.stream_id:
-            span = self._step_event(se)
-            if span is not None:
-                out.append(span)
-        ended = self.tracker.feed(se) if se is not None else None
+        ended = None
+        if se is not None:
+            ts = fast_ts_ns(se.timestamp)
+            if STEP_MARK in se.stream_id:
+                span = self._step_event(se, ts)
+                if span is not None:
+                    out.append(span)
+            ended = self.tracker.feed(se, ts)
         for row in rows:
             call = None if row.hard_cap_failure else self.calls.pop((row.stream_id, row.sequence), None)
             if call is not None:
@@ -114,8 +120,8 @@ class TraceBuilder:
         return out
 
     # -- events on a step stream ------------------------------------------------------------------
-    def _step_event(self, se: ReplayEvent) -> SpanData | None:
-        kind, ts = se.kind, fast_ts_ns(se.timestamp)
+    def _step_event(self, se: ReplayEvent, ts: int) -> SpanData | None:
+        kind = se.kind
         if isinstance(kind, LlmCallStarted):
             step = self.tracker.step_of(se)
             compaction = kind.iteration == 0 or se.source == "compaction"
@@ -213,12 +219,26 @@ class TraceBuilder:
 
     def _content(self, row: CallContext | None, body: dict[str, Any] | None, call: _Call) -> dict[str, AttrValue]:
         """Prompts and answer. The messages sent are the rebuilt context's (the body is made of them,
-        in wire form): their texts come from `self.inputs`, made once per message of a step."""
+        in wire form): their texts come from `self.shown` (made once per item shown the same way in a
+        step), or `self.inputs` (once per message of a step) for a context known only by its entries."""
         sent = body.get("messages") if body is not None else None
-        entries = row.rendered.entries if row is not None and row.rendered is not None else None
+        rendered = row.rendered if row is not None else None
+        shape = rendered.shape if rendered is not None else None
+        if shape is not None and row is not None:
+            if isinstance(sent, list) and len(sent) != shape_length(shape):
+                return _content(sent, body, call, prompt_first=True) | _tools_and_output(body, self._output(call))
+            drop = not isinstance(sent, list) and row.prefix_inferred
+            prompt_first = body is not None or not row.prefix_inferred
+            prompt, texts = self.shown.inputs(call.stream, shape, drop_prefix=drop, prompt_first=prompt_first)
+            attrs: dict[str, AttrValue] = {}
+            if prompt is not None:
+                attrs["gen_ai.system_instructions"] = self._instructions(prompt)
+            attrs["gen_ai.input.messages"] = input_messages(texts)
+            return attrs | _tools_and_output(body, self._output(call))
+        entries = rendered.entries if rendered is not None else None
         if isinstance(sent, list) and (entries is None or len(sent) != len(entries)):
             return _content(sent, body, call, prompt_first=True) | _tools_and_output(body, self._output(call))
-        attrs: dict[str, AttrValue] = {}
+        attrs = {}
         if row is not None and entries is not None:  # no project: the rebuilt context, less a guessed prefix
             if isinstance(sent, list):
                 models = [e.message for e in entries]
@@ -243,6 +263,7 @@ class TraceBuilder:
     def _ended(self, ended: Ended, *, incomplete: bool = False) -> SpanData:
         if ended.step is not None:
             self.inputs.forget(ended.step.stream)
+            self.shown.forget(ended.step.stream)
             return self._step_span(ended.step, ended.ok, incomplete)
         assert ended.run is not None
         return self._run_span(ended.run, ended.ok, ended.error, incomplete)

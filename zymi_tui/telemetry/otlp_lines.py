@@ -81,6 +81,8 @@ def attribute_parts(parts: list[str], attrs: Mapping[str, AttrValue], arrays: li
     at = len(parts)
     keys, pairs = _KEYS, _PAIRS
     for k, v in attrs.items():
+        if v is None:
+            continue
         t = type(v)
         if t is str:
             if k in REPEATING:
@@ -89,8 +91,6 @@ def attribute_parts(parts: list[str], attrs: Mapping[str, AttrValue], arrays: li
                 parts.append(f'{keys.get(k) or _head(k)}{{"stringValue":{quoted(v)}}}}}')  # type: ignore[arg-type]
         elif t is int:
             parts.append(f'{keys.get(k) or _head(k)}{{"intValue":"{v}"}}}}')
-        elif v is None:
-            continue
         elif t is bool:
             parts.append(pairs.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
         elif t is JsonArrayText:
