@@ -34,7 +34,8 @@ from zymi_tui.events.messages import (
     UserMultimodalMessage,
     to_wire,
 )
-from zymi_tui.telemetry.lhar_export import iso, message_figures, uuid_text
+from zymi_tui.telemetry.lhar_export import message_figures
+from zymi_tui.telemetry.lhar_text import iso, uuid_text
 from zymi_tui.telemetry.message_cache import MessageCache
 from zymi_tui.telemetry.otel_content import genai_message, input_messages, message_json, message_texts, output_json
 from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
@@ -97,7 +98,8 @@ def test_figures_cache_counts_equal_length_texts_apart() -> None:
     one = cache.values("s", [AssistantMessage(content=None, tool_calls=calls)])
     other = (ToolCallInfo(id="1", name="ls", arguments='{"p": "b"}'),)
     two = cache.values("s", [AssistantMessage(content=None, tool_calls=other)])
-    assert one[0][1][0]["arguments"] == {"p": "a"} and two[0][1][0]["arguments"] == {"p": "b"}
+    assert json.loads(f"[{one[0].tool_calls}]")[0]["arguments"] == {"p": "a"}
+    assert json.loads(f"[{two[0].tool_calls}]")[0]["arguments"] == {"p": "b"}
 
 
 NUMBERS = '{"x": 1.0e16, "y": [NaN, -0.0, 1e-7, 12345678901234567890123]}'  # floats, a big int

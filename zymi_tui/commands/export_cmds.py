@@ -16,6 +16,7 @@ from zymi_tui.events.store import STEP_MARK, EventReader, step_of
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.telemetry.export_calls import follow, walk
+from zymi_tui.telemetry.lhar_body import BodyFrames
 from zymi_tui.telemetry.lhar_export import ExportMeta, LharBuilder
 from zymi_tui.telemetry.lhar_files import LharFiles, lhar_target
 from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
@@ -44,6 +45,13 @@ def row_body(bodies: RequestBodies, row: CallContext) -> dict[str, Any] | None:
         return None
     return bodies.body(row.rendered.wire(), pipeline=row.pipeline, step=step_of(row.stream_id),
                        compaction=row.is_compaction)  # fmt: skip
+
+
+def body_frames(bodies: RequestBodies) -> BodyFrames | None:
+    """A call's request body without its messages, from what it depends on but them (None: no project)."""
+    if bodies.ws is None:
+        return None
+    return lambda pipeline, step, compaction: bodies.body([], pipeline=pipeline, step=step, compaction=compaction)
 
 
 def project_bodies(project: Path | None) -> RequestBodies:
@@ -266,13 +274,13 @@ async def _lhar(args: argparse.Namespace) -> int:
         conversations = sorted({s.split(STEP_MARK, 1)[0] for s in steps})
         target = lhar_target(args.output, len(conversations))
         meta = ExportMeta(bodies.model, bodies.provider, recorded_knobs(project).hard_cap_chars // 4)
-        builder = LharBuilder(meta, lambda row: row_body(bodies, row))
+        builder = LharBuilder(meta, body_frames(bodies))
         files = LharFiles(target, meta.model)
         progress = await _progress(reader, to_stdout=target.path is None)
         try:
             async for se, rows in walk(reader, project, streams):
-                for conversation, entry in builder.feed(se, rows):
-                    files.write(conversation, entry)
+                for entry in builder.feed(se, rows):
+                    files.write(entry)
                 if se is not None and se.global_id >= progress.next_at:
                     progress.at(se.global_id)
                     progress.next_at = se.global_id + PROGRESS_EVERY

@@ -1,6 +1,7 @@
 """Where LHAR sessions are written: context-lens reads one session per file (the last `session` line
 of a file wins), so each conversation gets a file of its own in a folder, or stdout / one file when
-the export holds a single conversation. Files are written as entries come (a few kept open)."""
+the export holds a single conversation. Files are written as entries come (a few kept open, each
+with a buffer of its own), in the UTF-8 bytes the entries are made in."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from zymi_tui.errors import UserError
-from zymi_tui.telemetry.lhar_export import json_line, session_line
+from zymi_tui.telemetry.lhar_entry import LharEntry
+from zymi_tui.telemetry.lhar_text import json_line, session_line
 
 OPEN_FILES = 32  # files kept open at once (a store of many runs writes many files)
+FILE_BUFFER = 1 << 16  # bytes gathered before a write to a file (32 open: 2 MB)
 
 
 class LharTargetError(UserError):
@@ -40,9 +43,9 @@ def lhar_target(output: str | None, sessions: int) -> LharTarget:
     return LharTarget(Path(output) if output is not None else None, False)
 
 
-def opening_line(conversation: str, model: str, first: dict[str, Any]) -> dict[str, Any]:
+def opening_line(conversation: str, model: str, first: LharEntry) -> dict[str, Any]:
     """A session's line, written before its first entry (started when that entry was)."""
-    return session_line(conversation, None, model) | {"started_at": first["timestamp"]}
+    return session_line(conversation, None, model) | {"started_at": first.timestamp}
 
 
 def file_name(conversation: str) -> str:
@@ -54,7 +57,8 @@ class LharFiles:
 
     def __init__(self, target: LharTarget, model: str) -> None:
         self.target, self.model = target, model
-        self.open: OrderedDict[str, TextIO] = OrderedDict()
+        self.open: OrderedDict[str, BinaryIO] = OrderedDict()
+        self.stdout: BinaryIO | None = None
         self.started: set[str] = set()
         self.entries = 0
         if target.folder and target.path is not None:
@@ -68,15 +72,19 @@ class LharFiles:
             return None
         return self.target.path / f"{file_name(conversation)}.lhar" if self.target.folder else self.target.path
 
-    def _file(self, conversation: str) -> TextIO:
-        if conversation in self.open:
+    def _file(self, conversation: str) -> BinaryIO:
+        f = self.open.get(conversation)
+        if f is not None:
             self.open.move_to_end(conversation)
-            return self.open[conversation]
+            return f
         path = self._path(conversation)
         if path is None:
-            return sys.stdout
+            if self.stdout is None:  # stdout's bytes, after what was printed on it so far
+                sys.stdout.flush()
+                self.stdout = open(sys.stdout.fileno(), "wb", buffering=FILE_BUFFER, closefd=False)  # noqa: SIM115
+            return self.stdout
         try:
-            f = path.open("a" if conversation in self.started else "w", encoding="utf-8")
+            f = path.open("ab" if conversation in self.started else "wb", buffering=FILE_BUFFER)
         except OSError as e:
             raise LharTargetError(f"{path.resolve()}: cannot write ({e.strerror or e})") from None
         self.open[conversation] = f
@@ -84,18 +92,22 @@ class LharFiles:
             self.open.popitem(last=False)[1].close()
         return f
 
-    def write(self, conversation: str, entry: dict[str, Any]) -> None:
+    def write(self, entry: LharEntry) -> None:
+        conversation = entry.conversation
         f = self._file(conversation)
         if conversation not in self.started:
             self.started.add(conversation)
             f.write(json_line(opening_line(conversation, self.model, entry)))
-        f.write(json_line(entry))
+        f.write(entry.line)
         self.entries += 1
 
     def close(self) -> None:
         for f in self.open.values():
             f.close()
         self.open.clear()
+        if self.stdout is not None:
+            self.stdout.close()
+            self.stdout = None
 
     def summary(self) -> str:
         where = self.target.path.resolve() if self.target.path is not None else "stdout"

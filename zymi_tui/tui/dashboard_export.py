@@ -4,19 +4,18 @@ screen as it is shown, as SVG."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.location import StoreLocation
-from zymi_tui.events.store import EventReader, run_of, step_of
-from zymi_tui.replay.call_context import CallContext
+from zymi_tui.events.store import EventReader, run_of
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.telemetry.export_calls import walk
 from zymi_tui.telemetry.lhar_export import ExportMeta, LharBuilder
 from zymi_tui.telemetry.lhar_files import opening_line
+from zymi_tui.telemetry.lhar_text import json_line
 from zymi_tui.tui.store_job import with_reader
 from zymi_tui.tui.writes import write_files
 
@@ -30,20 +29,17 @@ def run_lhar(store: StoreLocation, project: Path | None, run: str) -> str:
         bodies = RequestBodies(project)
         meta = ExportMeta(bodies.model, bodies.provider, recorded_knobs(project).hard_cap_chars // 4)
 
-        def body(row: CallContext) -> dict[str, Any] | None:
-            if row.rendered is None:
-                return None
-            return bodies.body(row.rendered.wire(), pipeline=row.pipeline, step=step_of(row.stream_id),
-                               compaction=row.is_compaction)  # fmt: skip
+        def frame(pipeline: str | None, step: str | None, compaction: bool) -> dict[str, Any] | None:
+            return bodies.body([], pipeline=pipeline, step=step, compaction=compaction)
 
-        builder = LharBuilder(meta, body)
-        lines: list[dict[str, Any]] = []
+        builder = LharBuilder(meta, frame if bodies.ws is not None else None)
+        lines: list[bytes] = []
         async for se, rows in walk(reader, project, streams):
-            for conversation, entry in builder.feed(se, rows):
+            for entry in builder.feed(se, rows):
                 if not lines:
-                    lines.append(opening_line(conversation, meta.model, entry))
-                lines.append(entry)
-        return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+                    lines.append(json_line(opening_line(entry.conversation, meta.model, entry)))
+                lines.append(entry.line)
+        return b"".join(lines).decode()
 
     return with_reader(store, job)
 
