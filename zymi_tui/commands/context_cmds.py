@@ -5,17 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs, resolve_knobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.call_context import (
     AGENT_KNOBS,
     PROJECT_KNOBS,
@@ -49,6 +46,7 @@ from .flags import (
     resolve_step_stream,
     run_step_streams,
 )
+from .replay_json import JSON_LINE, est_tokens, row_json, row_line
 from .streamed_table import Cell, Column, StreamedTable
 
 PREFIX_BASIS = "per step run, the first recorded call minus the rest rebuilt"
@@ -125,64 +123,6 @@ def knobs_line(sources: set[str], described: set[str], project: Path | None) -> 
     return f"recorded (project and store): {what}", "mixed"
 
 
-def _est_tokens(row: CallContext) -> int | None:
-    return None if row.rendered is None else sum(e.tokens for e in row.rendered.entries)
-
-
-def _json_line_encoder() -> Callable[[Any], str]:
-    """`json.dumps(obj, ensure_ascii=False)` of a line's object: the C encoder `JSONEncoder.encode` makes
-    on each call (with the same settings), made once (a replay encodes a line per call)."""
-    settings = json.JSONEncoder(ensure_ascii=False)
-    make: Any = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed
-    if make is None:  # an interpreter without the C accelerator
-        return settings.encode
-    chunks = make(
-        None, settings.default, json.encoder.encode_basestring, None, settings.key_separator,
-        settings.item_separator, False, False, True,
-    )  # fmt: skip
-
-    def encode(obj: Any) -> str:
-        return "".join(chunks(obj, 0))
-
-    return encode
-
-
-_JSON_LINE = _json_line_encoder()
-
-
-def row_json(row: CallContext, *, messages: bool, tokens: bool = True) -> dict[str, Any]:
-    r = row.rendered
-    obj: dict[str, Any] = {
-        "stream_id": row.stream_id,
-        "sequence": row.sequence,
-        "global_id": row.global_id,
-        "iteration": row.iteration,
-        "kind": "hard_cap_failure" if row.hard_cap_failure else "compaction" if row.is_compaction else "agent",
-        "recorded_chars": row.recorded_chars,
-        "recorded_message_count": row.recorded_message_count,
-        "recorded_input_tokens": row.recorded_input_tokens,
-        "recorded_cached_input_tokens": row.recorded_cached_tokens,
-        "recorded_cache_creation_tokens": row.recorded_cache_creation_tokens,
-        **reuse_json(row),
-        "chars": None if r is None else r.chars,
-        "message_count": None if r is None else r.message_count,
-        "estimated_tokens": _est_tokens(row) if tokens else None,
-        "hard_cap_exceeded": None if r is None else r.hard_cap_exceeded,
-        "would_compact": None if r is None else r.compaction is not None,
-        "prefix_inferred": row.prefix_inferred,
-        "prefix_bytes": None if r is None else r.layer_bytes.get("A"),
-        "prefix_basis": row.prefix_basis,
-        "knobs_source": row.knobs_source,
-        "simulated": row.simulated,
-        "whatif": row.whatif,
-    }
-    if row.note:
-        obj["note"] = row.note
-    if messages and r is not None:
-        obj["messages"] = r.wire()
-    return obj
-
-
 def _replay_or_compare(args: argparse.Namespace) -> int:
     if args.compare:
         from zymi_tui.commands.tuning_cmds import CompareRequest, compare
@@ -200,14 +140,17 @@ async def _replay(args: argparse.Namespace) -> int:
         table = None if args.json else StreamedTable(REPLAY_COLUMNS, styled=_stdout_is_terminal())
         streams = await run_step_streams(reader, args)
         progress = Progress("replaying", total)
-        write, encode = sys.stdout.write, _JSON_LINE  # a line at a time: out as soon as it is made
+        write, encode = sys.stdout.write, JSON_LINE  # a line at a time: out as soon as it is made
         async for row in replay_store(reader, project=project, knobs=knobs, streams=streams):
             if totals.rows % 200 == 0:
                 progress.at(row.global_id)
             refuse_guess(row, args.strict)
             totals.add(row, args.tokens)
             if table is None:
-                write(raw_line(encode(row_json(row, messages=args.messages, tokens=args.tokens))) + "\n")
+                line = None if args.messages else row_line(row, tokens=args.tokens)
+                if line is None:
+                    line = encode(row_json(row, messages=args.messages, tokens=args.tokens))
+                write(raw_line(line) + "\n")
             else:
                 if row.prefix_inferred and not totals.titled:
                     totals.titled = True
@@ -277,7 +220,7 @@ def _cells(row: CallContext, tokens: bool) -> list[str | Cell]:
         "?" if r is None else ("~" if row.prefix_inferred else "") + str(r.layer_bytes.get("A", 0)),
         "?" if r is None else str(r.message_count),
         "-" if row.recorded_input_tokens is None else str(row.recorded_input_tokens),
-        "-" if not tokens or r is None else f"~{_est_tokens(row)}",
+        "-" if not tokens or r is None else f"~{est_tokens(row)}",
         Cell(tuple(note)) if note else "",
     ]
 
@@ -332,7 +275,7 @@ class _Totals:
         self.chars_sum += r.chars
         if not row.is_compaction:  # the peak of the agent calls sent, as `compare`'s
             self.chars_peak = max(self.chars_peak, r.chars)
-        if tokens and (n := _est_tokens(row)) is not None:
+        if tokens and (n := est_tokens(row)) is not None:
             self.tokens_sum += n
             self.tokens_peak = max(self.tokens_peak, n)
 

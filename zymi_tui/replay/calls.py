@@ -212,7 +212,9 @@ class Replayer:
                 self.runs.pop(name, None)
 
     def feed(self, se: ReplayEvent) -> None:
-        self._expire(se.global_id)
+        expiry = self._expiry
+        if expiry and expiry[0][0] < se.global_id:
+            self._expire(se.global_id)
         if STEP_MARK in se.stream_id:
             self._on_step(se)
         else:
@@ -336,33 +338,41 @@ class Replayer:
         self.queue.append(row)
 
     def _on_step(self, se: ReplayEvent) -> None:
-        ev, kind = se, se.kind
-        st = self._step(ev.stream_id)
-        if isinstance(kind, LlmCallStarted):
-            self._on_call(se, st, kind)
-        elif isinstance(kind, LlmCallCompleted | LlmCallFailed):
-            waiting = self.pending.get(ev.stream_id)
-            if waiting:
-                row = waiting.popleft()
-                if not waiting:  # (a fork copies the streams still waiting, not every stream seen)
-                    del self.pending[ev.stream_id]
-                if isinstance(kind, LlmCallCompleted) and kind.usage is not None:
+        # by the kind's exact type (the decoded kinds are the structs themselves, never subclasses):
+        # one comparison for the kinds a step stream is mostly made of, not a chain of isinstance
+        kind = se.kind
+        st = self.steps.get(se.stream_id) or self._step(se.stream_id)
+        t = type(kind)
+        if t is LlmCallStarted:
+            self._on_call(se, st, kind)  # type: ignore[arg-type]
+        elif t is LlmCallCompleted or t is LlmCallFailed:
+            self._call_done(se, st, kind)  # type: ignore[arg-type]
+        elif t is ContextCompacted:
+            self.estimate.learn(kind.summary, kind.bytes_saved)  # type: ignore[union-attr]
+        st.builder.add(se, self.converted)
+
+    def _call_done(self, se: ReplayEvent, st: _Step, kind: LlmCallCompleted | LlmCallFailed) -> None:
+        waiting = self.pending.get(se.stream_id)
+        completed = type(kind) is LlmCallCompleted
+        if waiting:
+            row = waiting.popleft()
+            if not waiting:  # (a fork copies the streams still waiting, not every stream seen)
+                del self.pending[se.stream_id]
+            if completed:
+                assert isinstance(kind, LlmCallCompleted)
+                if kind.usage is not None:
                     u = kind.usage
                     row.recorded_input_tokens, row.recorded_output_tokens = u.input_tokens, u.output_tokens
                     row.recorded_cached_tokens = u.cached_input_tokens
                     row.recorded_cache_creation_tokens = u.cache_creation_tokens
-                if isinstance(kind, LlmCallCompleted):
-                    row.finish_reason, row.done_ts_ns = kind.finish_reason, fast_ts_ns(ev.timestamp)
-                row._done = True
-            if isinstance(kind, LlmCallCompleted) and not kind.has_tool_calls and ev.source != "compaction":
-                step = ev.stream_id.split(STEP_MARK, 1)[1]
-                msg = kind.response_message
-                text = msg.content if isinstance(msg, AssistantMessage) else None
-                if st.run is not None:
-                    st.run.outputs[step] = text or ""
-        if isinstance(kind, ContextCompacted):
-            self.estimate.learn(kind.summary, kind.bytes_saved)
-        st.builder.add(se, self.converted)
+                row.finish_reason, row.done_ts_ns = kind.finish_reason, fast_ts_ns(se.timestamp)
+            row._done = True
+        if completed and not kind.has_tool_calls and se.source != "compaction":  # type: ignore[union-attr]
+            step = se.stream_id.split(STEP_MARK, 1)[1]
+            msg = kind.response_message  # type: ignore[union-attr]
+            text = msg.content if isinstance(msg, AssistantMessage) else None
+            if st.run is not None:
+                st.run.outputs[step] = text or ""
 
     def _on_call(self, se: ReplayEvent, st: _Step, kind: LlmCallStarted) -> None:
         ev = se
