@@ -152,22 +152,31 @@ def _context(
 ) -> RenderedContext:
     """The context of frame `f` whose forget cut, masked end and Layer B/C sizes are known; its
     messages are made when first asked for."""
-    tail, n = f.tail, f.n
     b_bytes, c_bytes = bc_bytes
-    chars = f.a_bytes + b_bytes + c_bytes
-    prefix = f.prefix  # snapshot: the builder moves on, this context does not
-    shape = Shape(prefix, tuple(mem), tail, cut, mask_end, n, f.compactions, k)
+    shape = Shape(f.prefix, tuple(mem), f.tail, cut, mask_end, f.n, f.compactions, k)  # f.prefix: a snapshot
+    count = f.a_count + (1 if mem else 0) + (f.n - cut)
+    return _rendered(shape, (f.a_bytes, b_bytes, c_bytes), count, plan, f.compacted_away)
+
+
+def _rendered(
+    shape: Shape, abc: tuple[int, int, int], count: int, plan: CompactionPlan | None, compacted_away: int
+) -> RenderedContext:
+    """The context whose messages `shape` says where to find: Layer A, B and C bytes `abc`, `count`
+    messages; they are made when first asked for."""
+    a_bytes, b_bytes, c_bytes = abc
+    chars = a_bytes + b_bytes + c_bytes
+    k = shape.knobs
     return RenderedContext(
         chars=chars,
-        message_count=f.a_count + (1 if mem else 0) + (n - cut),
+        message_count=count,
         compaction=plan,
         hard_cap_exceeded=chars > k.hard_cap_chars,
         knobs=k,
-        layer_bytes={"A": f.a_bytes, "B": b_bytes, "C": c_bytes},
-        forgotten=cut,
-        dropped_by_fresh=tail.hidden_by_fresh,
-        compacted_away=f.compacted_away,
-        prefix_inferred=prefix.inferred,
+        layer_bytes={"A": a_bytes, "B": b_bytes, "C": c_bytes},
+        forgotten=shape.cut,
+        dropped_by_fresh=shape.tail.hidden_by_fresh,
+        compacted_away=compacted_away,
+        prefix_inferred=shape.prefix.inferred,
         shape=shape,
         _make_entries=partial(_shape_entries, shape),
         _make_dropped=partial(_shape_dropped, shape),
@@ -222,25 +231,9 @@ def rendered_as(ctx: RenderedContext, k: ContextKnobs, cut: int, mask_end: int, 
     shape = ctx.shape
     assert shape is not None
     layers = ctx.layer_bytes
-    a_bytes, b_bytes = layers["A"], layers["B"]
-    chars = a_bytes + b_bytes + c_bytes
-    tail, n = shape.tail, shape.n
-    other = Shape(shape.prefix, shape.memory, tail, cut, mask_end, n, shape.compactions, k)
-    return RenderedContext(
-        chars=chars,
-        message_count=ctx.message_count + ctx.forgotten - cut,  # Layer C from its cut to n, A and B as in ctx
-        compaction=None,
-        hard_cap_exceeded=chars > k.hard_cap_chars,
-        knobs=k,
-        layer_bytes={"A": a_bytes, "B": b_bytes, "C": c_bytes},
-        forgotten=cut,
-        dropped_by_fresh=tail.hidden_by_fresh,
-        compacted_away=ctx.compacted_away,
-        prefix_inferred=ctx.prefix_inferred,
-        shape=other,
-        _make_entries=partial(_shape_entries, other),
-        _make_dropped=partial(_shape_dropped, other),
-    )
+    other = Shape(shape.prefix, shape.memory, shape.tail, cut, mask_end, shape.n, shape.compactions, k)
+    count = ctx.message_count + ctx.forgotten - cut  # Layer C from its cut to n, A and B as in ctx
+    return _rendered(other, (layers["A"], layers["B"], c_bytes), count, None, ctx.compacted_away)
 
 
 def compaction_plan(tail: Tail, k: ContextKnobs, n: int, n_turns: int, ends: Sequence[int]) -> CompactionPlan | None:
