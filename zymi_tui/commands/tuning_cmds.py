@@ -300,7 +300,7 @@ def cmd_rent(args: argparse.Namespace) -> int:
             await close_reader(reader)
 
     rent = run_async(go())
-    ranked = rent.ranked()[: args.top]
+    ranked = rent.ranked(args.top)
     if args.json:
         doc = {
             "stream_id": rent.stream_id,
