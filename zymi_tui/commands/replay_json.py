@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from zymi_tui.events.json_text import json_text
 from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.call_context import CallContext
 
@@ -23,24 +24,7 @@ def est_tokens(row: CallContext) -> int | None:
     return None if row.rendered is None else sum(e.tokens for e in row.rendered.entries)
 
 
-def _json_line_encoder() -> Callable[[Any], str]:
-    """`json.dumps(obj, ensure_ascii=False)` of a line's object: the C encoder `JSONEncoder.encode` makes
-    on each call (with the same settings), made once (a replay encodes a line per call)."""
-    settings = json.JSONEncoder(ensure_ascii=False)
-    make: Any = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed
-    if make is None:  # an interpreter without the C accelerator
-        return settings.encode
-    chunks = make(
-        None, settings.default, _text, None, settings.key_separator, settings.item_separator, False, False, True,
-    )  # fmt: skip
-
-    def encode(obj: Any) -> str:
-        return "".join(chunks(obj, 0))
-
-    return encode
-
-
-JSON_LINE = _json_line_encoder()
+JSON_LINE = json_text  # json.dumps(obj, ensure_ascii=False), a line per call
 
 
 def row_json(row: CallContext, *, messages: bool, tokens: bool = True) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from zymi_tui.context.tokens import estimate_text_tokens
-from zymi_tui.telemetry.lhar_text import ENTRY_JSON, value_text
+from zymi_tui.events.json_text import json_text
+from zymi_tui.telemetry.lhar_text import value_text
 from zymi_tui.telemetry.otel_content import tool_definitions
 
 # a call's request body with an empty `messages` list, for (pipeline, step, compaction): all a body
@@ -49,7 +50,7 @@ def _split(body: dict[str, Any]) -> tuple[bytes, bytes]:
     list's place, a string its text cannot hold elsewhere (tried again in the unlikely case it does)."""
     while True:
         mark = f"lhar-messages-{uuid.uuid4().hex}"
-        parts = ENTRY_JSON.encode(body | {"messages": mark}).split(value_text(mark))
+        parts = json_text(body | {"messages": mark}).split(value_text(mark))
         if len(parts) == 2:
             return (parts[0] + "[").encode(), ("]" + parts[1]).encode()
 
@@ -76,11 +77,11 @@ def body_text(body: dict[str, Any] | None, model: str) -> BodyText:
     }
     head, tail = _split(body) if body is not None else (None, b"")
     return BodyText(
-        ENTRY_JSON.encode(request),
-        ENTRY_JSON.encode(http),
-        estimate_text_tokens(ENTRY_JSON.encode(list(tools))) if tools else 0,
+        json_text(request),
+        json_text(http),
+        estimate_text_tokens(json_text(list(tools))) if tools else 0,
         len(tools),
-        ENTRY_JSON.encode(_definitions(tools)),
+        json_text(_definitions(tools)),
         head,
         tail,
     )

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.context.tokens import estimate_message_tokens
+from zymi_tui.events.json_text import json_text
 from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.messages import (
     AssistantMessage,
@@ -41,7 +42,7 @@ from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Run, RunTracker, Step
 from zymi_tui.telemetry.lhar_body import BodyFrames, BodyText, body_text
 from zymi_tui.telemetry.lhar_entry import LharEntry, entry_line
-from zymi_tui.telemetry.lhar_text import ENTRY_JSON, items_text, value_text
+from zymi_tui.telemetry.lhar_text import items_text, value_text
 from zymi_tui.telemetry.message_cache import MessageCache
 
 COMPOSITION = (
@@ -102,7 +103,7 @@ def message_figures(message: MessageModel, *, wire: bool = False) -> Figures:
         estimate_message_tokens(message),
         message_category(message),
         items_text(calls) if calls else "",
-        ENTRY_JSON.encode(to_wire(message)).encode() if wire else b"",
+        json_text(to_wire(message)).encode() if wire else b"",
     )
 
 

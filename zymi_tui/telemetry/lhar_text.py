@@ -4,21 +4,19 @@ the text of single values (`value_text`) for the lines assembled from parts (lha
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from json.encoder import encode_basestring
 from math import isfinite
 from typing import Any
 
+from zymi_tui.events.json_text import json_text
 from zymi_tui.telemetry.export_calls import hex_id
-
-ENTRY_JSON = json.JSONEncoder(ensure_ascii=False, check_circular=False)  # json.dumps(v, ensure_ascii=False)
 
 
 def json_line(value: Any) -> bytes:
     """`json.dumps(value, ensure_ascii=False)` and a newline, in UTF-8: a line of an LHAR file (one
     encoder, made once; the data is a tree, so the circular check is left out)."""
-    return (ENTRY_JSON.encode(value) + "\n").encode()
+    return (json_text(value) + "\n").encode()
 
 
 def value_text(value: Any) -> str:
@@ -34,12 +32,12 @@ def value_text(value: Any) -> str:
         return encode_basestring(value)
     if value is None:
         return "null"
-    return ENTRY_JSON.encode(value)
+    return json_text(value)
 
 
 def items_text(value: list[Any]) -> str:
     """The items of a list as its JSON text holds them between its brackets ("" for none)."""
-    return ENTRY_JSON.encode(value)[1:-1]
+    return json_text(value)[1:-1]
 
 
 _SECOND: list[Any] = [None, ""]  # the last second `iso` formatted, and its text (calls come in time order)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from json.encoder import c_make_encoder  # type: ignore[attr-defined]
 from json.encoder import encode_basestring as quoted
 from typing import Any
 
+from zymi_tui.events.json_text import compact_json_text
 from zymi_tui.events.messages import (
     AssistantMessage,
     MessageModel,
@@ -127,19 +127,7 @@ def tool_definitions(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-# the C encoder `_ENCODER.encode` makes anew for each value (with its Python-level wrappers), made once:
-# the same arguments, less the circular-reference check (a value parsed from JSON or built here has none)
-_C_ENCODE = (
-    c_make_encoder(None, _ENCODER.default, quoted, None, ":", ",", False, False, True) if c_make_encoder else None
-)
-
-
-def as_json(value: Any) -> str:
-    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`, with one encoder made once."""
-    if _C_ENCODE is None:  # pragma: no cover - CPython has the C encoder
-        return _ENCODER.encode(value)
-    return "".join(_C_ENCODE(value, 0))
+as_json = compact_json_text  # json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def message_json(m: MessageModel) -> str:
