@@ -12,8 +12,6 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Protocol
 
-from msgspec import Struct
-
 from zymi_tui.context.masking import (
     CONTENT_PREVIEW_BYTES,
     ELLIPSIS,
@@ -33,7 +31,6 @@ from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
 
 ASSISTANT, TOOL, OTHER = 0, 1, 2
-SIMULATED, ERROR = 1, 2  # Item._flags: a message zymi did not write; a tool result whose text is an error
 HOT_ITEMS = 1024  # a builder's latest items, kept as they came (older tool results are packed: Item.pack)
 HOT_BYTES = 32 << 20  # the message bytes a builder is fed before it packs any: a run this small pays nothing
 PACK_MIN_BYTES = 256  # a shorter tool result is kept as it is (packing would save little)
@@ -68,66 +65,42 @@ class Item:
       the builder was fed `HOT_BYTES` (packing costs ~20 µs a result, paid only by long runs).
     `message` gives the message back, byte for byte."""
 
-    # (a long run holds hundreds of thousands: each slot is 8 bytes an item; fields that never hold a
-    # value at once share one: `_held`, `_aux`, `_flags`)
-    __slots__ = ("_aux", "_flags", "_held", "bytes", "kind", "masked", "masked_bytes", "masked_for", "note", "seq")
+    __slots__ = (
+        "_call", "_error", "_masked_text", "_message", "_packed", "bytes", "kind", "masked", "masked_bytes",
+        "masked_for", "note", "seq", "simulated",
+    )  # fmt: skip
 
     def __init__(self, seq: int, message: MessageModel, nbytes: int, kind: int, note: str | None = None) -> None:
         self.seq = seq  # (its timestamp is its builder's: an int object per item of a long run was 40 bytes)
-        # its message; or, once packed (`pack`), a tool result's (tool_call_id, zlib of its text), or
-        # where its dropped text is read back from
-        self._held: MessageModel | tuple[str, bytes] | TextSource = message
+        self._message: MessageModel | None = message
+        # a packed tool result: (tool_call_id, zlib of its text); or where the dropped text is read back
+        self._packed: tuple[str, bytes] | TextSource | None = None
         self.bytes = nbytes
         self.kind = kind
         self.note = note  # a summary's or a simulated message's reason
-        self._flags = 0  # SIMULATED | ERROR
+        self.simulated = False
         # the turn head its masked form was made for (-1: none yet, 0: an assistant); the head itself,
         # not its id(): a freed head's id can be a new head's
         self.masked_for: int | Item = -1
-        # an assistant's masked content (None: unchanged; `_CUT`: cut again from its text when shown);
-        # a tool result's call in its turn (its placeholder's tool and arg; `_DROPPED_CALL`: read back)
-        self._aux: str | ToolCallInfo | None = None
+        self._masked_text: str | None = None  # an assistant's masked content (None: unchanged)
+        self._call: ToolCallInfo | None = None  # a tool result's call in its turn (its placeholder's tool and arg)
+        self._error = False  # a tool result's text is an error (its placeholder says so)
         self.masked_bytes = 0
         self.masked: MessageModel | None = None  # the masked message, made when first shown
-
-    @property
-    def simulated(self) -> bool:
-        """A message zymi did not write (a what-if's compaction reply or summary): its size is estimated."""
-        return bool(self._flags & SIMULATED)
-
-    @simulated.setter
-    def simulated(self, value: bool) -> None:
-        self._flags = self._flags | SIMULATED if value else self._flags & ~SIMULATED
-
-    @property
-    def _message(self) -> MessageModel | None:
-        """Its message, if it holds it as it came (not packed, not dropped)."""
-        h = self._held
-        return h if isinstance(h, Struct) else None
-
-    @property
-    def _masked_text(self) -> str | None:
-        return self._aux if self.kind != TOOL else None  # type: ignore[return-value]
-
-    @property
-    def _call(self) -> ToolCallInfo | None:
-        return self._aux if self.kind == TOOL else None  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return f"Item(seq={self.seq}, kind={self.kind}, bytes={self.bytes}, note={self.note!r})"
 
     def has_masked_text(self) -> bool:
         """Whether `masked_text` is not None (without making a placeholder)."""
-        if self.kind == TOOL:
-            return self.masked_for not in (-1, 0)
-        return self._aux is not None
+        return (self.kind == TOOL and self.masked_for not in (-1, 0)) or self._masked_text is not None
 
     @property
     def masked_text(self) -> str | None:
         """The masked content (None: unchanged). A tool result's placeholder is made when asked for, from
         its call, status and size (a long run holds hundreds of thousands, seldom shown)."""
         if self.kind == TOOL and self.masked_for not in (-1, 0):
-            return placeholder_of(self._turn_call(), bool(self._flags & ERROR), self.bytes)
+            return placeholder_of(self._turn_call(), self._error, self.bytes)
         text = self._masked_text
         if text is _CUT:
             content = self.message.content
@@ -147,19 +120,21 @@ class Item:
 
     @property
     def message(self) -> MessageModel:
-        h = self._held
-        if isinstance(h, Struct):
-            return h
-        if isinstance(h, tuple):
-            call_id, data = h
-            return ToolResultMessage(tool_call_id=call_id, content=zlib.decompress(data).decode())
-        return h.message(self.seq)
+        m = self._message
+        if m is None:
+            p = self._packed
+            if isinstance(p, tuple):
+                call_id, data = p
+                return ToolResultMessage(tool_call_id=call_id, content=zlib.decompress(data).decode())
+            assert p is not None
+            return p.message(self.seq)
+        return m
 
     @property
     def text_source(self) -> TextSource | None:
         """Where this item's dropped text is read back from (None: it holds its text)."""
-        h = self._held
-        return None if isinstance(h, Struct | tuple) else h
+        p = self._packed
+        return None if self._message is not None or isinstance(p, tuple) else p
 
     def pack(self, texts: TextSource | None = None, *, hidden: bool = False) -> None:
         """Keep an old item's text as `Item` says: dropped (`texts`: where to read it back from), or a
@@ -170,15 +145,16 @@ class Item:
         if m is None or self.simulated or self.note is not None:
             return
         if texts is not None and hidden:
-            if self.kind == TOOL and self._aux is not None:
-                self._aux = _DROPPED_CALL
-            elif self.kind == ASSISTANT and self._aux is not None:
-                self._aux = _CUT
-            self.masked, self._held = None, texts
+            if self.kind == TOOL and self._call is not None:
+                self._call = _DROPPED_CALL
+            elif self.kind == ASSISTANT and self._masked_text is not None:
+                self._masked_text = _CUT
+            self.masked, self._packed, self._message = None, texts, None
             return
         if texts is None:
             if isinstance(m, ToolResultMessage) and self.bytes >= PACK_MIN_BYTES:
-                self._held = (m.tool_call_id, zlib.compress(m.content.encode(), 1))
+                self._packed = (m.tool_call_id, zlib.compress(m.content.encode(), 1))
+                self._message = None
             return
         if self.kind == ASSISTANT:
             if self.masked_for != 0 or self._masked_text is None:
@@ -188,7 +164,7 @@ class Item:
             return  # (an unknown call's placeholder needs the result's call id: kept)
         else:
             self.masked = None  # a placeholder is made again when shown (primary_arg is remembered)
-        self._held = texts
+        self._packed, self._message = texts, None
 
     def masked_message(self) -> MessageModel:
         if self.masked is None:
@@ -206,13 +182,13 @@ class Item:
                         return AssistantMessage(content=text, tool_calls=calls)
                     self.masked = AssistantMessage(content=text, tool_calls=calls)
                     return self.masked
-                p, call = self._held, self._call
+                p = self._packed
                 if isinstance(held, ToolResultMessage):
                     call_id = held.tool_call_id
                 elif isinstance(p, tuple):
                     call_id = p[0]
-                elif call is not None:  # (a dropped text: its placeholder is not kept either)
-                    call_id = call.id if call is not _DROPPED_CALL else self.message.tool_call_id  # type: ignore[union-attr]
+                elif self._call is not None:  # (a dropped text: its placeholder is not kept either)
+                    call_id = self._call.id if self._call is not _DROPPED_CALL else self.message.tool_call_id  # type: ignore[union-attr]
                     return ToolResultMessage(tool_call_id=call_id, content=text)
                 else:
                     call_id = self.message.tool_call_id  # type: ignore[union-attr]
@@ -234,9 +210,9 @@ def read_back(items: Iterable[tuple[Item, bool]]) -> None:
     for r, masked in items:
         if r._message is not None:
             continue
-        if not masked or r._aux is _CUT or (r.kind == TOOL and r._aux is None):
+        if not masked or r._masked_text is _CUT or (r.kind == TOOL and r._call is None):
             want(r)
-        elif r._aux is _DROPPED_CALL:
+        elif r._call is _DROPPED_CALL:
             want(r)
             if isinstance(r.masked_for, Item):
                 want(r.masked_for)
@@ -278,15 +254,15 @@ class Tail:
             if raw.masked_for != 0:
                 content = raw.message.content
                 if raw.simulated:  # no real text: only its estimated size is cut
-                    raw._aux, raw.masked_bytes = (
+                    raw._masked_text, raw.masked_bytes = (
                         None,
                         min(raw.bytes, CONTENT_PREVIEW_BYTES + len(ELLIPSIS.encode())),
                     )
                 elif content is not None and raw.bytes > CONTENT_PREVIEW_BYTES:
-                    cut = floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
-                    raw._aux, raw.masked_bytes = cut, len(cut.encode())
+                    raw._masked_text = floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
+                    raw.masked_bytes = len(raw._masked_text.encode())
                 else:
-                    raw._aux, raw.masked_bytes = None, raw.bytes
+                    raw._masked_text, raw.masked_bytes = None, raw.bytes
                 raw.masked, raw.masked_for = None, 0
             masked_bytes = raw.masked_bytes
         elif raw.kind == TOOL and self.head is not None:
@@ -298,9 +274,8 @@ class Tail:
                 msg = raw.message
                 assert isinstance(msg, ToolResultMessage) and isinstance(head.message, AssistantMessage)
                 call = next((c for c in head.message.tool_calls if c.id == msg.tool_call_id), None)
-                error = is_tool_error(msg.content)
-                raw._aux, raw._flags = call, raw._flags | ERROR if error else raw._flags & ~ERROR
-                raw.masked_bytes = len(placeholder_of(call, error, raw.bytes).encode())
+                raw._call, raw._error = call, is_tool_error(msg.content)
+                raw.masked_bytes = len(placeholder_of(call, raw._error, raw.bytes).encode())
                 raw.masked, raw.masked_for = None, head
             masked_bytes = raw.masked_bytes
         else:
