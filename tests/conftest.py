@@ -8,6 +8,7 @@ import json
 import shutil
 import socket
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -108,6 +109,14 @@ def cloned_runs(tmp: Path, clones: int, scenario: str = "coding_default") -> Pat
             )
     out.commit()
     out.close()
+    return db
+
+
+def long_run_store(folder: Path, events: int) -> Path:
+    """One long run of `events` events in `folder`/events.db, made by benchmarks/make_long_run.py as a user would."""
+    db = folder / "events.db"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "make_long_run.py"
+    subprocess.run([sys.executable, str(script), str(db), "--events", str(events)], check=True, capture_output=True)
     return db
 
 

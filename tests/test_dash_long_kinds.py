@@ -4,14 +4,12 @@ RSS on one long run). Driven by keys at 80x24 and 120x40, against SQL's kind col
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import copy_store
+from tests.conftest import copy_store, long_run_store
 from tests.tui_support import make_app, settle, sql
 from tests.waiting import pilot_until
 from zymi_tui.tui.dashboard.loaders import DashboardLoaders
@@ -28,10 +26,7 @@ LLM_TAGS = {"llm_call_started", "llm_call_completed", "llm_call_failed", "contex
 
 @pytest.fixture(scope="module")
 def long_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("long") / "events.db"
-    script = ROOT / "benchmarks" / "make_long_run.py"
-    subprocess.run([sys.executable, str(script), str(db), "--events", str(EVENTS)], check=True, capture_output=True)
-    return db
+    return long_run_store(tmp_path_factory.mktemp("long"), EVENTS)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])

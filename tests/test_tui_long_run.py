@@ -18,7 +18,7 @@ from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from tests.conftest import copy_store
+from tests.conftest import copy_store, long_run_store
 from tests.tui_support import make_app, settle, sql
 from tests.waiting import LIMIT, pilot_until
 from zymi_tui.events.sqlite_read import SqliteReader
@@ -42,10 +42,7 @@ HOSTILE_KIND = "llm_call_started\x1b[2J[/x]\u202e"  # an escape, Rich markup, a 
 
 @pytest.fixture(scope="module")
 def long_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("long") / "events.db"
-    script = ROOT / "benchmarks" / "make_long_run.py"
-    subprocess.run([sys.executable, str(script), str(db), "--events", str(EVENTS)], check=True, capture_output=True)
-    return db
+    return long_run_store(tmp_path_factory.mktemp("long"), EVENTS)
 
 
 @pytest.fixture(params=["sparse", "whole"])
