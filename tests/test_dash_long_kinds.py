@@ -18,7 +18,6 @@ from zymi_tui.tui.messages import RunKinds
 from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.state.kind_codes import KindCodes
 
-ROOT = Path(__file__).resolve().parents[1]
 EVENTS = 60_000
 CHUNK = 5_000  # ids a kinds read asks at a time (KINDS_CHUNK, lowered: 12 chunks)
 LLM_TAGS = {"llm_call_started", "llm_call_completed", "llm_call_failed", "context_compacted"}  # "LLM calls" (t)
