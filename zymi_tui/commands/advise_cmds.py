@@ -8,7 +8,7 @@ import json
 
 from rich.markup import escape
 
-from zymi_tui.engine.tools import definition_bytes
+from zymi_tui.engine.tool_catalog import definition_bytes
 from zymi_tui.events.factory import open_reader
 from zymi_tui.replay.advice import Advice, advise, head_lines, recommendation_lines, to_json, to_markdown
 from zymi_tui.replay.sweep_pool import GC_THRESHOLD
