@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import ORACLE, cloned_runs, zymi_tui_bin
 from tests.leftovers import command_line, descendants, group
 from zymi_tui.commands.tuning_cmds import profile_knobs
-from zymi_tui.engine.tools import definition_bytes
+from zymi_tui.engine.tool_catalog import definition_bytes
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import location_of
 from zymi_tui.replay.advice import advise, to_json

@@ -34,15 +34,15 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("context", "context_cmds", "one LLM call's context: layers, bytes, tokens and reasons"),
     CommandSpec("compare", "tuning_cmds", "replay a store under two or more profiles side by side (what-if)"),
     CommandSpec("sweep", "tuning_cmds", "replay a store over a grid of observation_window x soft_cap_chars"),
-    CommandSpec("rent", "tuning_cmds", "tool results of a stream ranked by what they cost while unmasked"),
-    CommandSpec("find", "tuning_cmds", "was TEXT in the context at each call of a stream (and why not)?"),
+    CommandSpec("rent", "stream_cmds", "tool results of a stream ranked by what they cost while unmasked"),
+    CommandSpec("find", "stream_cmds", "was TEXT in the context at each call of a stream (and why not)?"),
     CommandSpec("advise", "advise_cmds", "findings on a store and what to change (replayed: kept only if better)"),
     CommandSpec("export", "export_cmds", "a store's LLM calls as LHAR (context-lens) or OTLP/JSON spans"),
     CommandSpec(
         "collect", "telemetry_cmds", "receive OpenTelemetry GenAI traces (OTLP/HTTP) from any agent into a store, live"
     ),
     CommandSpec("import", "telemetry_cmds", "an OTLP/JSON or LHAR trace file into a store (any agent's model calls)"),
-    CommandSpec("tune", "tuning_cmds", "the knob editor (or --compare / --sweep screens) on a store"),
+    CommandSpec("tune", "stream_cmds", "the knob editor (or --compare / --sweep screens) on a store"),
     CommandSpec("run", "engine_cmds", "run a pipeline of a zymi project (zymi's `run`)"),
     CommandSpec("init", "engine_cmds", "create a zymi project here (on the offline demo model)"),
     CommandSpec("serve", "engine_cmds", "run pipelines on every PipelineRequested (zymi's `serve`)"),

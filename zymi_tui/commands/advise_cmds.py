@@ -8,19 +8,19 @@ import json
 
 from rich.markup import escape
 
-from zymi_tui.engine.tools import definition_bytes
+from zymi_tui.engine.tool_catalog import definition_bytes
 from zymi_tui.events.factory import open_reader
 from zymi_tui.replay.advice import Advice, advise, head_lines, recommendation_lines, to_json, to_markdown
 from zymi_tui.replay.sweep_pool import GC_THRESHOLD
 
-from .common import EXIT_OK, add_store_arg, close_reader, located, out, run_async
+from .common import EXIT_OK, add_project_arg, add_store_arg, close_reader, located, out, run_async
 from .flags import add_runs_filter, run_step_streams
 from .tuning_cmds import add_workers_arg, prices_arg, write_or_print
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
-    p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, knobs)")
+    add_project_arg(p, "prefix, knobs")
     add_runs_filter(p)
     p.add_argument(
         "--prices", metavar="FILE", help="price table YAML (default: ~/.config/zymi-tui/prices.yml or built-in)"

@@ -230,6 +230,13 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("-d", "--dir", dest="dir", metavar="DIR", help=DIR_HELP + "; its store, as STORE would name it")
 
 
+def add_project_arg(p: argparse.ArgumentParser, used_for: str) -> None:
+    """`--project DIR`: the project describing the store (`located`), else the one found from the store."""
+    p.add_argument(
+        "--project", metavar="DIR", help=f"the project folder the store was recorded with ({used_for}; default: found)"
+    )
+
+
 def store_arg(args: argparse.Namespace) -> str | None:
     value: str | None = args.store or getattr(args, "dir", None)
     return value

@@ -30,6 +30,7 @@ from .common import (
     CommandError,
     Progress,
     _stdout_is_terminal,
+    add_project_arg,
     add_store_arg,
     close_reader,
     located,
@@ -54,9 +55,7 @@ PREFIX_BASIS = "per step run, the first recorded call minus the rest rebuilt"
 
 def _common(p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
-    p.add_argument(
-        "--project", metavar="DIR", help="the project the store was recorded with (default: beside the store)"
-    )
+    add_project_arg(p, "prefix, knobs")
     p.add_argument("--profile", metavar="P", help="knobs of a profile: coding, chat, eval or one of profiles.yml")
     p.add_argument(
         "--set", dest="sets", action="append", default=[], metavar="KNOB=VALUE",

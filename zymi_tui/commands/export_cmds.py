@@ -30,6 +30,7 @@ from .common import (
     PROGRESS_FROM,
     CommandError,
     Progress,
+    add_project_arg,
     add_store_arg,
     close_reader,
     located,
@@ -68,7 +69,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
         "to an OTLP/HTTP collector such as Phoenix or Langfuse), --format svg (a screen)."
     )
     add_store_arg(p)
-    p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (prefix, tools)")
+    add_project_arg(p, "prefix, tools")
     p.add_argument(
         "--format",
         choices=["lhar", "otel", "svg"],

@@ -24,14 +24,14 @@ from zymi_tui.tui.source import FirstRuns, RestOfRuns, first_runs
 from zymi_tui.tui.target import Target
 
 from . import modules_loading
-from .common import EXIT_OK, add_store_arg, close_reader, need_terminal, store_arg
+from .common import EXIT_OK, add_project_arg, add_store_arg, close_reader, need_terminal, store_arg
 from .flags import RUN_HELP, add_run_arg
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
     add_store_arg(p)
     add_run_arg(p, RUN_HELP + ", selected at start")
-    p.add_argument("--project", metavar="DIR", help="the project folder the store was recorded with (default: found)")
+    add_project_arg(p, "prefix, knobs, tools")
     p.add_argument("--theme", metavar="NAME", help="a Textual theme, e.g. textual-dark or textual-light")
     p.set_defaults(func=observe, bare=False)  # cli.main sets bare for `zymi-tui` alone
 

@@ -20,6 +20,7 @@ from zymi_tui.project.validation import Refused, check, convert
 from zymi_tui.project.yamlfile import import_yaml
 
 KNOB_NAMES = ("observation_window", "soft_cap_chars", "hard_cap_chars", "min_tail_turns", "forget_after_turns")
+KnobDict = dict[str, int | None]  # the five knobs by name (profiles, exports, sweeps, advice); None: unset
 
 
 class KnobError(UserError):

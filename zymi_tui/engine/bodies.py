@@ -45,7 +45,7 @@ class RequestBodies:
             return None
         from zymi_tui.engine.providers.base import LlmRequest
         from zymi_tui.engine.providers.openai import request_body
-        from zymi_tui.engine.tools import tool_definitions
+        from zymi_tui.engine.tool_catalog import tool_definitions
 
         stream = self.llm.stream if self.llm is not None else False
         if compaction:

@@ -141,7 +141,7 @@ class PipelineRun:
     # -- steps ---------------------------------------------------------------------------------
     async def agent_step(self, step: StepConfig, outputs: dict[str, str]) -> StepResult:
         from zymi_tui.engine.agent import AgentSetup, AgentStep, describe, user_message
-        from zymi_tui.engine.tools import tool_definitions
+        from zymi_tui.engine.tool_catalog import tool_definitions
 
         ws, rt = self.rt.workspace, self.rt
         agent = ws.agents[step.agent or ""]

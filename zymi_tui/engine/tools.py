@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
+from zymi_tui.context.masking import is_tool_error
 from zymi_tui.engine.approvals import ApprovalHandler
 from zymi_tui.engine.config import HttpImpl, ShellImpl, ShellRuntime, ToolConfig
 from zymi_tui.engine.nofollow import FolderError, LinkOnTheWay, open_judged
@@ -24,6 +23,7 @@ from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.run_scope import RunScope as RunScope  # re-exported: its home before run_scope.py
 from zymi_tui.engine.sandbox import Sandbox
 from zymi_tui.engine.shell import MAX_OUTPUT, ShellError, ShellSession
+from zymi_tui.engine.tool_catalog import intention, splice_args
 from zymi_tui.events.kinds import (
     ApprovalDenied,
     ApprovalGranted,
@@ -36,142 +36,11 @@ from zymi_tui.events.kinds import (
 )
 from zymi_tui.events.sqlite_file import keep_if_store_file
 
-BUILTIN_DEFINITIONS: dict[str, dict[str, Any]] = {
-    "execute_shell_command": {
-        "description": "Execute a shell command on the host",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The shell command to run"},
-                "timeout_secs": {"type": "integer", "description": "Timeout in seconds (default 30)"},
-            },
-            "required": ["command"],
-        },
-    },
-    "write_file": {
-        "description": "Write content to a file",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Relative path from project root"},
-                "content": {"type": "string", "description": "File content to write"},
-            },
-            "required": ["path", "content"],
-        },
-    },
-    "read_file": {
-        "description": "Read a file's contents",
-        "parameters": {
-            "type": "object",
-            "properties": {"path": {"type": "string", "description": "Relative path from project root"}},
-            "required": ["path"],
-        },
-    },
-    "write_memory": {
-        "description": "Store a key-value pair in the agent's memory",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "key": {"type": "string", "description": "Memory key"},
-                "content": {"type": "string", "description": "Content to store"},
-            },
-            "required": ["key", "content"],
-        },
-    },
-    "spawn_sub_agent": {
-        "description": "Spawn a sub-agent to handle a subtask",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "Sub-agent name"},
-                "task": {"type": "string", "description": "Task description for the sub-agent"},
-            },
-            "required": ["name", "task"],
-        },
-    },
-}
-
-ERROR_PREFIXES = ("[tool error]", "[denied", "[rejected", "[requires approval")
 U64_MAX = 2**64 - 1
 
 
 class ToolFailure(Exception):
     """An `Err(e)` of a tool: reported as `[tool error] <e>`."""
-
-
-def is_error_result(text: str) -> bool:
-    return text.startswith(ERROR_PREFIXES)
-
-
-def tool_definitions(names: list[str], declared: dict[str, ToolConfig]) -> list[dict[str, Any]]:
-    """OpenAI `tools` array for an agent, in its `tools:` order; unknown names dropped."""
-    out = []
-    for name in names:
-        if name in BUILTIN_DEFINITIONS:
-            d = BUILTIN_DEFINITIONS[name]
-            out.append({"name": name, "description": d["description"], "parameters": d["parameters"]})
-        elif name in declared:
-            t = declared[name]
-            out.append({"name": name, "description": t.description, "parameters": t.parameters})
-    return out
-
-
-def _args(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _str(args: dict[str, Any], key: str) -> str:
-    v = args.get(key)
-    return v if isinstance(v, str) else ""
-
-
-def splice_args(template: str, arguments: str, *, mode: str = "raw") -> str:
-    """`${args.X}`: strings verbatim, other JSON values as JSON text; url/json modes escape."""
-    args = _args(arguments)
-
-    def value(m: re.Match[str]) -> str:
-        key = m.group(1).strip()
-        if key not in args:
-            return m.group(0)
-        v = args[key]
-        text = v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), ensure_ascii=False)
-        if mode == "url":
-            return quote(text, safe="")
-        if mode == "json":
-            return json.dumps(text, ensure_ascii=False)[1:-1]
-        return text
-
-    return re.sub(r"\$\{\s*args\.([^}]+)\}", value, template)
-
-
-def intention(name: str, arguments: str, declared: dict[str, ToolConfig]) -> tuple[str, dict[str, Any]]:
-    """(tag, {"type": ..., "data": ...}) as the catalog maps a call (tool_catalog.rs)."""
-    a = _args(arguments)
-    if name == "execute_shell_command":
-        t = a.get("timeout_secs")
-        timeout = t if isinstance(t, int) and not isinstance(t, bool) and t >= 0 else None
-        return name, {"type": "ExecuteShellCommand", "data": {"command": _str(a, "command"), "timeout_secs": timeout}}
-    if name == "write_file":
-        return name, {"type": "WriteFile", "data": {"path": _str(a, "path"), "content": _str(a, "content")}}
-    if name == "read_file":
-        return name, {"type": "ReadFile", "data": {"path": _str(a, "path")}}
-    if name == "write_memory":
-        return name, {"type": "WriteMemory", "data": {"key": _str(a, "key"), "content": _str(a, "content")}}
-    if name == "spawn_sub_agent":
-        return name, {"type": "SpawnSubAgent", "data": {"name": _str(a, "name"), "task": _str(a, "task")}}
-    tool = declared.get(name)
-    if tool is not None and isinstance(tool.implementation, ShellImpl):
-        impl = tool.implementation
-        command = splice_args(impl.command_template, arguments)
-        return "execute_shell_command", {
-            "type": "ExecuteShellCommand",
-            "data": {"command": command, "timeout_secs": impl.timeout_secs},
-        }
-    return "call_custom_tool", {"type": "CallCustomTool", "data": {"tool_name": name, "arguments": arguments}}
 
 
 def _size_error(what: str, size: int) -> str:
@@ -311,7 +180,7 @@ class ToolRunner:
                     result = await self.execute(scope, name, arguments, data, verdict.target)
                 except ToolFailure as e:
                     result = f"[tool error] {e}"
-        return result, is_error_result(result)
+        return result, is_tool_error(result)
 
     # -- execution -----------------------------------------------------------------------------
     async def execute(
@@ -472,15 +341,3 @@ class ToolRunner:
         if size > MAX_OUTPUT:
             raise ToolFailure(_size_error("response body", size))
         return text
-
-
-def definition_bytes(name: str) -> int | None:
-    """A built-in tool's definition as the request's `tools` carries it (JSON bytes); None: not built in."""
-    d = BUILTIN_DEFINITIONS.get(name)
-    if d is None:
-        return None
-    wire = {
-        "type": "function",
-        "function": {"name": name, "description": d["description"], "parameters": d["parameters"]},
-    }
-    return len(json.dumps(wire, ensure_ascii=False).encode())

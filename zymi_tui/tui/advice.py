@@ -16,7 +16,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
-from zymi_tui.engine.tools import definition_bytes
+from zymi_tui.engine.tool_catalog import definition_bytes
 from zymi_tui.errors import UserError
 from zymi_tui.events.store import EventReader, run_of, step_of
 from zymi_tui.replay.advice import Advice, Finding, advise, head_lines, recommendation_lines, to_json, to_markdown

@@ -15,7 +15,6 @@ from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.replay.sweep import Sweep, sweep
 from zymi_tui.tui.store_job import with_reader
 
-KnobDict = dict[str, int | None]
 Tick = Callable[[float, str], object]
 
 
