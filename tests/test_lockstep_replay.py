@@ -23,8 +23,9 @@ from zymi_tui.events.kinds import WorkflowNodeCompleted
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.replay import lockstep
 from zymi_tui.replay.advice import advise, to_json
-from zymi_tui.replay.compare import CallFigure, ProfileRun, collect_calls, profile_runs
+from zymi_tui.replay.compare import collect_calls, profile_runs
 from zymi_tui.replay.costs import load_prices
+from zymi_tui.replay.figures import CallFigure, ProfileRun
 from zymi_tui.replay.store_replay import recorded_knobs, replay_many
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,15 +26,10 @@ from zymi_tui.events.store import EventReader
 from zymi_tui.project.locate import Located
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import CallContext
-from zymi_tui.replay.compare import (
-    CAVEAT,
-    Comparison,
-    knob_dict,
-    price_note,
-    recorded_output,
-)
+from zymi_tui.replay.compare import CAVEAT, Comparison, knob_dict, price_note
 from zymi_tui.replay.compare_report import to_csv, to_json_text, to_markdown
 from zymi_tui.replay.costs import PriceTable, load_prices
+from zymi_tui.replay.figures import recorded_output
 from zymi_tui.replay.presence import Occurrence, call_presence, occurrences
 from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.store_replay import recorded_knobs, replay_events, replay_many, replay_store

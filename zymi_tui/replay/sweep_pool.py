@@ -34,23 +34,19 @@ from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarte
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.replay.compare import (
-    CallFigure,
     Comparison,
-    ProfileRun,
     Profiles,
     Progress,
-    RecordedOutput,
-    Tally,
     basis_index,
     close_tally,
     collect_calls,
     comparison_of,
     profile_runs,
     profiles_label,
-    ratio_of,
     tally_for,
 )
 from zymi_tui.replay.costs import Pricing
+from zymi_tui.replay.figures import CallFigure, ProfileRun, RecordedOutput, Tally, ratio_of
 from zymi_tui.replay.store_ranges import Range, learned_before, store_ranges
 from zymi_tui.replay.store_replay import Part, replay_events, replay_many, stream_ends
 

@@ -10,15 +10,9 @@ from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.cores import usable_cores
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
-from zymi_tui.replay.compare import (
-    Comparison,
-    Profiles,
-    Progress,
-    RecordedOutput,
-    compare_profiles,
-    replay_profiles,
-)
+from zymi_tui.replay.compare import Comparison, Profiles, Progress, compare_profiles, replay_profiles
 from zymi_tui.replay.costs import PriceTable, pricing
+from zymi_tui.replay.figures import RecordedOutput
 from zymi_tui.replay.sweep_pool import replay_on_pool
 
 POOL_MIN_EVENTS = 20_000  # below this, starting the worker processes (~1-3 s) costs more than they save

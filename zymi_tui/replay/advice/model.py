@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.compare import CAVEAT, Totals
+from zymi_tui.replay.compare import CAVEAT
+from zymi_tui.replay.figures import Totals
 
 KnobDict = dict[str, int | None]
 MIN_COST_GAIN = 0.01  # a change that lowers cost by less than this share changes nothing measurable

@@ -20,7 +20,6 @@ from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.watch import Watch
 from zymi_tui.replay.cache import CacheModel, predict
 from zymi_tui.replay.compare import (
-    CallFigure,
     Comparison,
     ProfileCalls,
     close_tally,
@@ -28,12 +27,11 @@ from zymi_tui.replay.compare import (
     compare_profiles,
     comparison_of,
     profile_runs,
-    ratio_of,
-    recorded_sums,
     replay_profiles,
     tally_for,
 )
 from zymi_tui.replay.costs import CacheFamily, pricing
+from zymi_tui.replay.figures import CallFigure, ratio_of, recorded_sums
 from zymi_tui.replay.store_replay import replay_events
 from zymi_tui.replay.sweep_pool import recorded_call_sums
 

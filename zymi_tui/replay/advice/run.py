@@ -39,18 +39,9 @@ from zymi_tui.replay.advice.signals import (
 from zymi_tui.replay.advice.signals_cache import anthropic_no_cache, anthropic_system_overwritten, cache_breaks
 from zymi_tui.replay.advice.signals_tools import dominant_tool, fresh_mode_candidate, large_tool_result, unused_tools
 from zymi_tui.replay.advice.watch import Watch
-from zymi_tui.replay.compare import (
-    CallFigure,
-    Totals,
-    close_tally,
-    collect_calls,
-    knob_dict,
-    profile_runs,
-    recorded_output,
-    replay_profiles,
-    tally_for,
-)
+from zymi_tui.replay.compare import close_tally, collect_calls, knob_dict, profile_runs, replay_profiles, tally_for
 from zymi_tui.replay.costs import PriceTable, pricing
+from zymi_tui.replay.figures import CallFigure, Totals, recorded_output
 from zymi_tui.replay.store_replay import recorded_knobs, stream_ends
 from zymi_tui.replay.sweep_pool import replay_on_pool
 from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS, pool_workers
