@@ -26,7 +26,7 @@ from zymi_tui.replay.figures import (
     figure_chars,
     summarize,
 )
-from zymi_tui.replay.store_replay import replay_many
+from zymi_tui.replay.store_replay import replay_groups
 
 CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
 
@@ -66,7 +66,7 @@ class Comparison:
         }
 
 
-ProfileCalls = AsyncIterator[tuple[int, CallContext]]  # (index of the profile, one of its calls)
+ProfileCalls = AsyncIterator[tuple[Sequence[int], CallContext]]  # (indices of the profiles, a call they see alike)
 Progress = Callable[[float, str], Awaitable[None] | None]  # (fraction of the whole job done, what is running)
 
 
@@ -82,7 +82,7 @@ def replay_profiles(
 ) -> ProfileCalls:
     """The profiles' calls, for `collect_calls` (which reads their figures only); `events`: see `replay_many`."""
     knobs = [k for _, k in profiles]
-    return replay_many(reader, project=project, knobs=knobs, streams=streams, figures_only=True, events=events)
+    return replay_groups(reader, project=project, knobs=knobs, streams=streams, figures_only=True, events=events)
 
 
 async def compare_profiles(
@@ -128,35 +128,38 @@ async def collect_calls(
     label: str,
     take: Callable[[int, list[CallFigure]], None] | None = None,
 ) -> None:
-    """Append each replayed call's figures to its profile's run (or give them to `take(index of the
-    profile, figures)`); `progress` every 500 calls.
+    """Append each replayed call's figures to its profiles' runs (or give them to `take(index of the
+    profile, figures)`, profile by profile); `progress` every 500 calls of a profile.
 
-    A row given to several profiles in a row (`replay_many(figures_only=True)` shares it among the
-    knob sets one replayer runs) gets one list of figures per side of the soft cap, shared by those
+    A row given to several profiles (`replay_groups(figures_only=True)` shares it among the knob sets
+    of one lockstep class) gets one list of figures per side of the soft cap, shared by those
     profiles: `summarize` fills the same values into them for each (same tokens per byte, and the
     same earlier calls of the stream before them, as they shared the stream's rows from its start)."""
     soft_caps = [int(run.knobs["soft_cap_chars"] or 0) for run in runs]
     done = 0
     previous: CallContext | None = None
     shared: dict[bool, list[CallFigure]] = {}
-    async for index, call in calls:
+    async for members, call in calls:
         if call is not previous:
             previous, shared = call, {}
-        over = figure_chars(call) > soft_caps[index]
-        runs[index].foreign |= call.foreign
-        figures = shared.get(over)
-        if figures is None:
-            figures = shared[over] = call_figures(call, soft_caps[index])
-        if take is None:
-            runs[index].calls += figures
-        else:
-            take(index, figures)
-        done += 1
-        if progress is not None and done % 500 == 0:
-            fraction = min(1.0, call.global_id / last_global_id) if last_global_id else 0.0
-            maybe = progress(fraction, label)
-            if maybe is not None:
-                await maybe
+        chars, foreign = figure_chars(call), call.foreign
+        for index in members:
+            over = chars > soft_caps[index]
+            if foreign:
+                runs[index].foreign = True
+            figures = shared.get(over)
+            if figures is None:
+                figures = shared[over] = call_figures(call, soft_caps[index])
+            if take is None:
+                runs[index].calls += figures
+            else:
+                take(index, figures)
+            done += 1
+            if progress is not None and done % 500 == 0:
+                fraction = min(1.0, call.global_id / last_global_id) if last_global_id else 0.0
+                maybe = progress(fraction, label)
+                if maybe is not None:
+                    await maybe
 
 
 def finish(

@@ -68,9 +68,9 @@ async def pass_one(
                 yield se
 
     async def watched() -> ProfileCalls:
-        async for i, call in replay_profiles(reader, project, RECORDED, streams, recording()):
+        async for members, call in replay_profiles(reader, project, RECORDED, streams, recording()):
             await watch.feed(call)  # what the detectors read of it: the call itself is not kept
-            yield i, call
+            yield members, call
 
     if keep:
         cmp = await compare_profiles(watched(), RECORDED, **common)
