@@ -26,7 +26,7 @@ from zymi_tui.replay.advice import advise, to_json
 from zymi_tui.replay.compare import collect_calls, profile_runs
 from zymi_tui.replay.costs import load_prices
 from zymi_tui.replay.figures import CallFigure, ProfileRun
-from zymi_tui.replay.store_replay import recorded_knobs, replay_groups
+from zymi_tui.replay.store_replay import recorded_knobs, replay_groups, replay_many
 
 ROOT = Path(__file__).resolve().parent.parent
 STORES = [(ORACLE / s / "events.db", ORACLE / s / "project") for s in SCENARIOS] + [
@@ -227,3 +227,29 @@ def test_advice_identical_with_pass_two_read_from_the_store(monkeypatch: pytest.
     streamed = [asyncio.run(_advice_json(db, project, "gpt-4o")) for db, project in STORES]
     assert read_again and all(read_again)
     assert kept == streamed
+
+
+async def _grouped_and_flat(db: Path, project: Path | None) -> tuple[list[tuple[list[int], int]], list[int], int]:
+    """replay_groups' (members, row id) and replay_many's knob-set indices, over the same knob sets."""
+    profiles = _knob_sets(recorded_knobs(project))
+    knobs = [k for _, k in profiles]
+    reader = await open_reader(SqliteStore(db))
+    try:
+        groups = [
+            (list(members), id(row))
+            async for members, row in replay_groups(reader, project=project, knobs=knobs, figures_only=True)
+        ]
+        flat = [i async for i, _ in replay_many(reader, project=project, knobs=knobs, figures_only=True)]
+    finally:
+        await reader.close()
+    return groups, flat, len(profiles)
+
+
+@pytest.mark.parametrize("store", STORES[:3], ids=lambda s: s[0].parent.name)
+def test_a_row_seen_alike_is_handed_out_once(store: tuple[Path, Path]) -> None:
+    """A row that several knob sets see alike comes once, with all of them (not once per set), and the
+    groups flattened are replay_many's rows, set by set, in the same order."""
+    groups, flat, sets = asyncio.run(_grouped_and_flat(*store))
+    assert [i for members, _ in groups for i in members] == flat
+    assert any(len(members) > 1 for members, _ in groups)  # what-if sets shared a class
+    assert all(0 <= i < sets for members, _ in groups for i in members)
