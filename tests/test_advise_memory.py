@@ -22,7 +22,7 @@ from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.replay.advice import advise
 from zymi_tui.replay.advice.model import Finding
 from zymi_tui.replay.call_context import CallContext
-from zymi_tui.replay.compare import CallFigure
+from zymi_tui.replay.figures import CallFigure
 
 from .conftest import ORACLE, cloned_runs
 

@@ -31,8 +31,9 @@ from zymi_tui.context.knobs import make_knobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.replay.advice import advise
-from zymi_tui.replay.compare import Totals, compare_profiles, recorded_output, replay_profiles
+from zymi_tui.replay.compare import compare_profiles, replay_profiles
 from zymi_tui.replay.costs import load_prices
+from zymi_tui.replay.figures import Totals, recorded_output
 from zymi_tui.replay.store_replay import recorded_knobs
 
 MODELS = [None, "gpt-4o", "claude-3-5-haiku-20241022"]  # no price (tokens), automatic cache, Anthropic

@@ -1,7 +1,7 @@
 """The what-if knob sets of one pass replayed in lockstep (`replay/lockstep.py`: one replayer fed each event
 once, each build rendered per knob set, a set parted before its first own compaction or a failed build it
 sees otherwise) give exactly the figures of each knob set replayed alone by its own replayer, the replay's
-own figures (`replay_many(figures_only=False)`: no sharing at all), call by call; and `advise` gives the
+own figures (`replay_groups(figures_only=False)`: no sharing at all), call by call; and `advise` gives the
 same advice, byte for byte, either way. The comparison is shown to catch a wrong sharing condition."""
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from zymi_tui.events.kinds import WorkflowNodeCompleted
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.replay import lockstep
 from zymi_tui.replay.advice import advise, to_json
-from zymi_tui.replay.compare import CallFigure, ProfileRun, collect_calls, profile_runs
+from zymi_tui.replay.compare import collect_calls, profile_runs
 from zymi_tui.replay.costs import load_prices
-from zymi_tui.replay.store_replay import recorded_knobs, replay_many
+from zymi_tui.replay.figures import CallFigure, ProfileRun
+from zymi_tui.replay.store_replay import recorded_knobs, replay_groups, replay_many
 
 ROOT = Path(__file__).resolve().parent.parent
 STORES = [(ORACLE / s / "events.db", ORACLE / s / "project") for s in SCENARIOS] + [
@@ -68,12 +69,12 @@ async def _figures(db: Path, project: Path | None, *, lockstep_on: bool) -> list
     try:
         runs: list[ProfileRun] = profile_runs(profiles, base)
         if lockstep_on:
-            calls = replay_many(reader, project=project, knobs=[k for _, k in profiles], figures_only=True)
+            calls = replay_groups(reader, project=project, knobs=[k for _, k in profiles], figures_only=True)
             await collect_calls(calls, runs, last_global_id=0, progress=None, label="")
         else:
             for i, (_, k) in enumerate(profiles):
                 alone = profile_runs([profiles[i]], base)
-                calls = replay_many(reader, project=project, knobs=[k], figures_only=False)
+                calls = replay_groups(reader, project=project, knobs=[k], figures_only=False)
                 await collect_calls(calls, alone, last_global_id=0, progress=None, label="")
                 runs[i] = alone[0]
         return [run.calls for run in runs]
@@ -202,7 +203,7 @@ def test_advice_identical_with_and_without_lockstep(monkeypatch: pytest.MonkeyPa
 
     def alone(reader: Any, project: Any, profiles: Any, streams: Any = None, events: Any = None) -> Any:
         knobs = [k for _, k in profiles]
-        return replay_many(reader, project=project, knobs=knobs, streams=streams, figures_only=False, events=events)
+        return replay_groups(reader, project=project, knobs=knobs, streams=streams, figures_only=False, events=events)
 
     monkeypatch.setattr(run, "replay_profiles", alone)
     without = [asyncio.run(_advice_json(db, project, model)) for db, project in STORES]
@@ -226,3 +227,29 @@ def test_advice_identical_with_pass_two_read_from_the_store(monkeypatch: pytest.
     streamed = [asyncio.run(_advice_json(db, project, "gpt-4o")) for db, project in STORES]
     assert read_again and all(read_again)
     assert kept == streamed
+
+
+async def _grouped_and_flat(db: Path, project: Path | None) -> tuple[list[tuple[list[int], int]], list[int], int]:
+    """replay_groups' (members, row id) and replay_many's knob-set indices, over the same knob sets."""
+    profiles = _knob_sets(recorded_knobs(project))
+    knobs = [k for _, k in profiles]
+    reader = await open_reader(SqliteStore(db))
+    try:
+        groups = [
+            (list(members), id(row))
+            async for members, row in replay_groups(reader, project=project, knobs=knobs, figures_only=True)
+        ]
+        flat = [i async for i, _ in replay_many(reader, project=project, knobs=knobs, figures_only=True)]
+    finally:
+        await reader.close()
+    return groups, flat, len(profiles)
+
+
+@pytest.mark.parametrize("store", STORES[:3], ids=lambda s: s[0].parent.name)
+def test_a_row_seen_alike_is_handed_out_once(store: tuple[Path, Path]) -> None:
+    """A row that several knob sets see alike comes once, with all of them (not once per set), and the
+    groups flattened are replay_many's rows, set by set, in the same order."""
+    groups, flat, sets = asyncio.run(_grouped_and_flat(*store))
+    assert [i for members, _ in groups for i in members] == flat
+    assert any(len(members) > 1 for members, _ in groups)  # what-if sets shared a class
+    assert all(0 <= i < sets for members, _ in groups for i in members)

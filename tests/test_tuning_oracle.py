@@ -17,7 +17,8 @@ from zymi_tui.context.knobs import PROFILES, ContextKnobs, project_knobs
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import CallContext
-from zymi_tui.replay.compare import compare_profiles, knob_dict, recorded_output, replay_profiles
+from zymi_tui.replay.compare import compare_profiles, knob_dict, replay_profiles
+from zymi_tui.replay.figures import recorded_output
 from zymi_tui.replay.presence import FULL, MASKED, NOT_YET, presence
 from zymi_tui.replay.rent import observation_rent
 from zymi_tui.replay.store_replay import replay_store

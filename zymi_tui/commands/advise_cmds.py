@@ -31,7 +31,7 @@ def configure(command: str, p: argparse.ArgumentParser) -> None:
         "--format", choices=["text", "json", "md"], default="text", help="text (default), json, or md (Markdown)"
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write the report there")
-    add_workers_arg(p, "processes replaying the candidates (default: one per CPU from 500,000 events, else 1)")
+    add_workers_arg(p, "processes replaying the candidates (default: 1, this process: cheaper at 1M events)")
     p.set_defaults(func=cmd_advise)
 
 

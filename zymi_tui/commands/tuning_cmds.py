@@ -22,14 +22,10 @@ from zymi_tui.events.factory import open_reader
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.locate import Located
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.compare import (
-    CAVEAT,
-    Comparison,
-    price_note,
-    recorded_output,
-)
+from zymi_tui.replay.compare import CAVEAT, Comparison, price_note
 from zymi_tui.replay.compare_report import to_csv, to_json_text, to_markdown
 from zymi_tui.replay.costs import PriceTable, load_prices
+from zymi_tui.replay.figures import recorded_output
 from zymi_tui.replay.store_replay import recorded_knobs, replay_store
 from zymi_tui.replay.sweep import DEFAULT_SOFT_CAPS, DEFAULT_WINDOWS, parse_values, sweep
 from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS, compare_store

@@ -34,7 +34,7 @@ def reuse_json(row: CallContext) -> dict[str, Any]:
 
 
 class CacheCall(Protocol):
-    """What the model reads of one sent call (a call's figures, `compare.CallFigure`)."""
+    """What the model reads of one sent call (a call's figures, `figures.CallFigure`)."""
 
     @property
     def stream_id(self) -> str: ...

@@ -7,7 +7,8 @@ import io
 import json
 from typing import Any
 
-from zymi_tui.replay.compare import Comparison, Totals
+from zymi_tui.replay.compare import Comparison
+from zymi_tui.replay.figures import Totals
 
 COLUMNS = [
     ("calls", "LLM calls"),

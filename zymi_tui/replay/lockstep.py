@@ -223,12 +223,11 @@ class LockstepGroup:
             return []
         return [LockstepGroup(self.replayer.part(p)) for p in self.replayer.diverging(se)]
 
-    def rows(self, rows: list[CallContext], wanted: set[str] | None) -> Iterator[tuple[int, CallContext]]:
+    def rows(self, rows: list[CallContext], wanted: set[str] | None) -> Iterator[tuple[list[int], CallContext]]:
+        """Each of `rows` wanted, once per class of members that see it alike."""
         for row in rows:
             if wanted is None or row.stream_id in wanted:
-                for members, mine in self.replayer.deliver(row):
-                    for i in members:
-                        yield i, mine
+                yield from self.replayer.deliver(row)
 
 
 def lockstep_group(replayers: Sequence[Replayer], whatifs: list[int]) -> LockstepGroup:

@@ -213,7 +213,7 @@ async def replay_store(
 ) -> AsyncIterator[CallContext]:
     """Every LLM call (and failed build) in store order, of the store as it was when the replay began
     (later events are not read). knobs=None: the recorded knobs."""
-    async for _, row in replay_many(reader, project=project, knobs=[knobs], streams=streams):
+    async for _, row in replay_groups(reader, project=project, knobs=[knobs], streams=streams):
         yield row
 
 
@@ -227,8 +227,29 @@ async def replay_many(
     events: AsyncGenerator[ReplayEvent, None] | None = None,
     part: Part | None = None,
 ) -> AsyncIterator[tuple[int, CallContext]]:
+    """`replay_groups`, one knob set's row at a time."""
+    groups = replay_groups(
+        reader, project=project, knobs=knobs, streams=streams, figures_only=figures_only, events=events, part=part
+    )
+    async with aclosing(groups):
+        async for members, row in groups:
+            for i in members:
+                yield i, row
+
+
+async def replay_groups(
+    reader: EventReader,
+    *,
+    project: Path | None,
+    knobs: Sequence[ContextKnobs | None],
+    streams: Sequence[str] | None = None,
+    figures_only: bool = False,
+    events: AsyncGenerator[ReplayEvent, None] | None = None,
+    part: Part | None = None,
+) -> AsyncGenerator[tuple[Sequence[int], CallContext], None]:
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
-    and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set index, row).
+    and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set indices, row):
+    one row for every knob set that sees it alike (`figures_only`: a lockstep group's class).
 
     `figures_only`: the caller reads only a row's figures (`compare.call_figures`, with its own soft
     cap), not its knobs or messages: the what-if knob sets are then replayed in lockstep by one
@@ -273,7 +294,7 @@ async def replay_many(
                     if queue:
                         for row in replayer.ready():
                             if wanted is None or row.stream_id in wanted:
-                                yield i, row
+                                yield (i,), row
                 else:
                     continue
                 break
@@ -286,22 +307,22 @@ async def replay_many(
                     replayer.feed(se)
                     for row in replayer.ready():
                         if wanted is None or row.stream_id in wanted:
-                            yield i, row
+                            yield (i,), row
                 for each in lockstep:  # a group split off here is appended, so fed this event too
                     lockstep += each.split_before(se, replayers)
                     each.replayer.feed(se)
-                    for i, row in each.rows(each.replayer.ready(), wanted):
-                        yield i, row
+                    for members, row in each.rows(each.replayer.ready(), wanted):
+                        yield members, row
             else:
                 continue
             break
     for i, replayer in alone:
         for row in replayer.flush():
             if wanted is None or row.stream_id in wanted:
-                yield i, row
+                yield (i,), row
     for each in lockstep:
-        for i, row in each.rows(each.replayer.flush(), wanted):
-            yield i, row
+        for members, row in each.rows(each.replayer.flush(), wanted):
+            yield members, row
 
 
 async def _one_by_one(events: AsyncGenerator[ReplayEvent, None]) -> AsyncGenerator[Iterator[ReplayEvent], None]:

@@ -34,25 +34,21 @@ from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarte
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.replay.compare import (
-    CallFigure,
     Comparison,
-    ProfileRun,
     Profiles,
     Progress,
-    RecordedOutput,
-    Tally,
     basis_index,
     close_tally,
     collect_calls,
     comparison_of,
     profile_runs,
     profiles_label,
-    ratio_of,
     tally_for,
 )
 from zymi_tui.replay.costs import Pricing
+from zymi_tui.replay.figures import CallFigure, ProfileRun, RecordedOutput, Tally, ratio_of
 from zymi_tui.replay.store_ranges import Range, learned_before, store_ranges
-from zymi_tui.replay.store_replay import Part, replay_events, replay_many, stream_ends
+from zymi_tui.replay.store_replay import Part, replay_events, replay_groups, stream_ends
 
 TICK_S = 0.25  # how often the parent reports the workers' progress
 # a worker makes figures and builders by the hundred thousand: at Python's default (700 new objects)
@@ -222,8 +218,8 @@ async def _share(share: Share) -> Totalled:
     reader = await open_reader(share.location)
     try:
         part = await _part(reader, share)
-        calls = replay_many(reader, project=share.project, knobs=[k for _, k in share.profiles],
-                            streams=share.streams, figures_only=True, part=part)  # fmt: skip
+        calls = replay_groups(reader, project=share.project, knobs=[k for _, k in share.profiles],
+                              streams=share.streams, figures_only=True, part=part)  # fmt: skip
         await collect_calls(calls, runs, last_global_id=until, progress=tick, label="", take=tallies.take)
     finally:
         await reader.close()

@@ -10,22 +10,18 @@ from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.cores import usable_cores
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
-from zymi_tui.replay.compare import (
-    Comparison,
-    Profiles,
-    Progress,
-    RecordedOutput,
-    compare_profiles,
-    replay_profiles,
-)
+from zymi_tui.replay.compare import Comparison, Profiles, Progress, compare_profiles, replay_profiles
 from zymi_tui.replay.costs import PriceTable, pricing
+from zymi_tui.replay.figures import RecordedOutput
 from zymi_tui.replay.sweep_pool import replay_on_pool
 
 POOL_MIN_EVENTS = 20_000  # below this, starting the worker processes (~1-3 s) costs more than they save
 # `compare` and `advise` replay in one pass in this process what a pool decodes again (and `advise` has
 # its first pass's events decoded already): on a shared 2-core machine (load 4-10) the pool was slower
 # at 100k events (advise 6.1 -> 10.6 s, compare 2.5 -> 3.3 s) and at 1M faster or even in wall time
-# with 35-50% less memory (compare 46 -> 39 s, 197 -> 113 MB; advise on one long run 4.4 -> 2.3 GB)
+# with 35-50% less memory (compare 46 -> 39 s, 197 -> 113 MB; advise on one long run 4.4 -> 2.3 GB);
+# `advise` now replays in this process unless asked (advice/run.py ADVISE_WORKERS) and from this size
+# reads the store again for its second pass (171 MB)
 WHATIF_POOL_MIN_EVENTS = 500_000
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from zymi_tui.context.knobs import KnobDict as KnobDict  # the advice modules take it from here
 from zymi_tui.project.reader import read_project
-from zymi_tui.replay.compare import CAVEAT, Totals
+from zymi_tui.replay.compare import CAVEAT
+from zymi_tui.replay.figures import Totals
 
 MIN_COST_GAIN = 0.01  # a change that lowers cost by less than this share changes nothing measurable
 MIN_TOKENS_GAIN = 0.02  # the same when the objective is tokens sent

@@ -20,7 +20,6 @@ from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.watch import Watch
 from zymi_tui.replay.cache import CacheModel, predict
 from zymi_tui.replay.compare import (
-    CallFigure,
     Comparison,
     ProfileCalls,
     close_tally,
@@ -28,12 +27,11 @@ from zymi_tui.replay.compare import (
     compare_profiles,
     comparison_of,
     profile_runs,
-    ratio_of,
-    recorded_sums,
     replay_profiles,
     tally_for,
 )
 from zymi_tui.replay.costs import CacheFamily, pricing
+from zymi_tui.replay.figures import CallFigure, ratio_of, recorded_sums
 from zymi_tui.replay.store_replay import replay_events
 from zymi_tui.replay.sweep_pool import recorded_call_sums
 
@@ -70,9 +68,9 @@ async def pass_one(
                 yield se
 
     async def watched() -> ProfileCalls:
-        async for i, call in replay_profiles(reader, project, RECORDED, streams, recording()):
+        async for members, call in replay_profiles(reader, project, RECORDED, streams, recording()):
             await watch.feed(call)  # what the detectors read of it: the call itself is not kept
-            yield i, call
+            yield members, call
 
     if keep:
         cmp = await compare_profiles(watched(), RECORDED, **common)

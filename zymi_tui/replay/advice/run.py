@@ -39,21 +39,19 @@ from zymi_tui.replay.advice.signals import (
 from zymi_tui.replay.advice.signals_cache import anthropic_no_cache, anthropic_system_overwritten, cache_breaks
 from zymi_tui.replay.advice.signals_tools import dominant_tool, fresh_mode_candidate, large_tool_result, unused_tools
 from zymi_tui.replay.advice.watch import Watch
-from zymi_tui.replay.compare import (
-    CallFigure,
-    Totals,
-    close_tally,
-    collect_calls,
-    knob_dict,
-    profile_runs,
-    recorded_output,
-    replay_profiles,
-    tally_for,
-)
+from zymi_tui.replay.compare import close_tally, collect_calls, knob_dict, profile_runs, replay_profiles, tally_for
 from zymi_tui.replay.costs import PriceTable, pricing
+from zymi_tui.replay.figures import CallFigure, Totals, recorded_output
 from zymi_tui.replay.store_replay import recorded_knobs, stream_ends
 from zymi_tui.replay.sweep_pool import replay_on_pool
-from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS, pool_workers
+from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS
+
+# processes replaying the candidates unless `--workers` says otherwise: this one. At a million events
+# (main at 0e2a4f4, load 5-8 on 2 cores, /tmp/advise37/m1.py) one worker took 70 s CPU and 200 s wall on
+# long_1m where the pool of 2 took 92 s CPU and 278 s wall (session 14: 68 vs 97 s CPU, the pool twice
+# as slow in wall time at load 17-24): the pool decodes the store again in each worker, and on a shared
+# machine its second core is not free
+ADVISE_WORKERS = 1
 
 DETECTORS = (
     hard_cap_exceeded,
@@ -109,11 +107,11 @@ async def advise(
     they search (two passes over the store); keep what beats the current knobs on the objective.
 
     Pass one (`pass_one`) shows each call to the detectors (`Watch`) and keeps none. With the store's
-    `location` and more than one worker (`pool_workers`: by default one per core from
-    WHATIF_POOL_MIN_EVENTS events), the candidates are replayed on a process pool (`replay_on_pool`: the
-    store's ranges shared among the workers, each decoding its own) and pass one keeps nothing of the
-    store; otherwise in this process (in lockstep, `replay/lockstep.py`), from pass one's events kept
-    decoded, or from the store read again from WHATIF_POOL_MIN_EVENTS events (one worker asked for)."""
+    `location` and more than one worker asked for (`workers`; by default ADVISE_WORKERS, this process),
+    the candidates are replayed on a process pool (`replay_on_pool`: the store's ranges shared among the
+    workers, each decoding its own) and pass one keeps nothing of the store; otherwise in this process (in
+    lockstep, `replay/lockstep.py`), from pass one's events kept decoded, or from the store read again
+    from WHATIF_POOL_MIN_EVENTS events."""
     base = recorded_knobs(project)
     kd = knob_dict(base)
     facts = project_facts(project)
@@ -121,7 +119,8 @@ async def advise(
     output = await recorded_output(reader, streams)
     watch = Watch(reader, await stream_ends(reader), base.hard_cap_chars, base.soft_cap_chars, facts)
     last_global_id = await reader.max_global_id()
-    pooled = location is not None and pool_workers(last_global_id, workers, WHATIF_POOL_MIN_EVENTS) > 1
+    workers = ADVISE_WORKERS if workers is None else workers
+    pooled = location is not None and workers > 1
     common: dict[str, Any] = {
         "recorded_knobs": base,
         "prices": prices,
@@ -229,14 +228,14 @@ async def _candidates_on_pool(
     common: dict[str, Any],
     sums: tuple[int, int, int],
     last_global_id: int,
-    workers: int | None,
+    workers: int,
 ) -> dict[str, Totals]:
     """Every candidate's totals, replayed on a process pool (as `_replay_candidates` makes them)."""
     tried = _tried(candidates)
     how = pricing(common["prices"], common["model"], common["provider"])
     cmp = await replay_on_pool(
         location, project, tried, recorded_knobs=common["recorded_knobs"], streams=streams,
-        workers=pool_workers(last_global_id, workers, WHATIF_POOL_MIN_EVENTS), last_global_id=last_global_id,
+        workers=workers, last_global_id=last_global_id,
         progress=None, pricing=how, model=common["model"], output=common["output"], sums=sums,
     )  # fmt: skip
     return {p.name: p.total for p in cmp.profiles}

@@ -14,7 +14,7 @@ from zymi_tui.replay.advice.model import (
     compactions,
     profile_name,
 )
-from zymi_tui.replay.compare import Totals
+from zymi_tui.replay.figures import Totals
 
 WINDOWS = (1, 2, 4, 8, 16, 32, 64)  # observation_window values searched (doubling: each one more replayer)
 SOFT_DOWN = (0.25, 0.5, 0.75)  # soft cap multiples searched below the current one

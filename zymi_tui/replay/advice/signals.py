@@ -15,8 +15,9 @@ from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.model import Finding, KnobDict, ProjectFacts, Recommendation
 from zymi_tui.replay.advice.search import Grid, distinct
 from zymi_tui.replay.advice.watch import NEAR_MISS, Watch
-from zymi_tui.replay.compare import Comparison, ProfileRun, knob_dict
+from zymi_tui.replay.compare import Comparison, knob_dict
 from zymi_tui.replay.costs import PriceTable
+from zymi_tui.replay.figures import ProfileRun
 
 T = TypeVar("T")
 

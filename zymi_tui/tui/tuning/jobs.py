@@ -9,8 +9,9 @@ from pathlib import Path
 
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
-from zymi_tui.replay.compare import Comparison, Profiles, compare_profiles, recorded_output, replay_profiles
+from zymi_tui.replay.compare import Comparison, Profiles, compare_profiles, replay_profiles
 from zymi_tui.replay.costs import load_prices
+from zymi_tui.replay.figures import recorded_output
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.replay.sweep import Sweep, sweep
 from zymi_tui.tui.store_job import with_reader

@@ -1,0 +1,353 @@
+"""A profile's figures over a replayed store: each call's (`CallFigure`), made from its replayed context,
+and their totals (`Totals`, per run stream and in total), tallied as the calls come (`Tally`) and priced.
+
+A call whose re-rendered context equals the recorded one keeps the provider's reported tokens
+(`recorded`); any other call is `estimated` as the recorded usage plus the change in bytes times the
+store's tokens-per-byte ratio (calibrated on its own recorded calls, else the 0.28 heuristic of
+docs/context.md#knobs). Compactions the recorded run never made need a summary from a model: they are
+counted as simulated summary calls and always marked as estimates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from zymi_tui.events.kinds import LlmCallCompleted
+from zymi_tui.events.store import EventReader, run_of
+from zymi_tui.replay.cache import CacheModel
+from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.costs import CacheFamily, Cost, ModelPrice, PriceTable, cost_of
+
+HEURISTIC_TOKENS_PER_BYTE = 0.28  # docs/context.md#knobs: "roughly chars x 0.28 = tokens for English"
+SUMMARY_MAX_TOKENS = 1024  # zymi's compaction call: max_tokens 1024 (docs/context.md#compaction)
+
+
+@dataclass
+class RecordedOutput:
+    """Output tokens the store reports: agent replies per run stream, and compaction replies."""
+
+    agent_by_run: dict[str, int] = field(default_factory=dict)
+    summary_tokens: int = 0
+    summary_calls: int = 0
+
+    @property
+    def summary_mean(self) -> tuple[float, bool]:
+        """Output tokens of one summary call, and whether that is a recorded mean (else a guess)."""
+        if self.summary_calls:
+            return self.summary_tokens / self.summary_calls, True
+        return SUMMARY_MAX_TOKENS / 4, False
+
+
+async def recorded_output(reader: EventReader, streams: Sequence[str] | None = None) -> RecordedOutput:
+    """One pass over the store's LlmCallCompleted events (the kind index; no decoding of others)."""
+    out = RecordedOutput()
+    wanted = None if streams is None else set(streams)
+    cursor = 0
+    while True:
+        page = await reader.read_kind_page("llm_call_completed", stream_id=None, after_global_id=cursor, limit=5000)
+        if not page:
+            return out
+        cursor = page[-1].global_id
+        for se in page:
+            kind, ev = se.event.kind, se.event
+            if not isinstance(kind, LlmCallCompleted) or kind.usage is None:
+                continue
+            if wanted is not None and ev.stream_id not in wanted:
+                continue
+            if ev.source == "compaction":
+                out.summary_tokens += kind.usage.output_tokens
+                out.summary_calls += 1
+            else:
+                run = run_of(ev.stream_id)
+                out.agent_by_run[run] = out.agent_by_run.get(run, 0) + kind.usage.output_tokens
+
+
+# -- figures -----------------------------------------------------------------------------------
+@dataclass
+class CallFigure:
+    """One LLM call under one profile."""
+
+    stream_id: str
+    sequence: int
+    global_id: int
+    kind: str  # "agent" | "summary" (a recorded compaction call) | "simulated summary"
+    chars: int
+    message_count: int
+    recorded_chars: int
+    recorded_tokens: int | None
+    over_soft: bool
+    hard_cap_failed: bool
+    tokens: int = 0
+    tokens_provenance: str = "estimated"  # "recorded" | "estimated"
+    ts_ns: int | None = None
+    reuse_chars: int | None = None  # the prefix shared with the stream's previous agent call
+    cache_break: bool = False  # an agent call that does not begin with its predecessor's whole list
+    recorded_cached: int | None = None  # provider-reported cache reads / writes (recorded usage)
+    recorded_cache_creation: int | None = None
+    cached_modelled: int = 0  # the cache model's estimate (filled by `summarize`)
+    cache_written_modelled: int = 0
+
+    @property
+    def sent(self) -> bool:
+        return not self.hard_cap_failed
+
+    @property
+    def whole_previous(self) -> bool:
+        return not self.cache_break
+
+
+@dataclass
+class Totals:
+    """Sums over the calls of one run stream (or of the whole store) under one profile."""
+
+    calls: int = 0
+    agent_calls: int = 0
+    chars_sum: int = 0
+    chars_peak: int = 0
+    tokens_sum: int = 0
+    tokens_peak: int = 0
+    tokens_estimated: int = 0  # how many calls' tokens are estimates
+    over_soft_cap: int = 0
+    compactions_recorded: int = 0
+    compactions_simulated: int = 0  # estimates: a summary the recorded run never asked for
+    hard_cap_failures: int = 0
+    cache_breaks: int = 0  # agent calls that break the cached prefix of the stream's previous call
+    cached_tokens_modelled: int = 0  # estimated: the cache model of the price table's family
+    cache_write_tokens_modelled: int = 0
+    cached_tokens_recorded: int = 0  # provider-reported, over calls whose tokens are the recorded ones
+    cache_creation_tokens_recorded: int = 0
+    cost: Cost | None = None  # the recorded cache usage priced where the provider reported it (else none)
+    cost_estimated: bool = False
+    cost_with_cache: Cost | None = None  # estimated: input priced with the modelled cache reads/writes
+    cost_recorded_cache: Cost | None = None  # the recorded knobs only: priced with the recorded cache usage
+
+    @property
+    def provenance(self) -> str:
+        return "estimated" if self.tokens_estimated or self.compactions_simulated else "recorded"
+
+    def add(self, f: CallFigure) -> None:
+        if f.hard_cap_failed:
+            self.hard_cap_failures += 1
+            return
+        self.calls += 1
+        self.chars_sum += f.chars
+        self.tokens_sum += f.tokens
+        self.tokens_estimated += f.tokens_provenance != "recorded"
+        self.cached_tokens_modelled += f.cached_modelled
+        self.cache_write_tokens_modelled += f.cache_written_modelled
+        if f.tokens_provenance == "recorded":  # the provider's cache usage holds for the tokens it reported
+            self.cached_tokens_recorded += f.recorded_cached or 0
+            self.cache_creation_tokens_recorded += f.recorded_cache_creation or 0
+        if f.kind == "agent":
+            self.cache_breaks += f.cache_break
+            self.agent_calls += 1
+            if f.chars > self.chars_peak:
+                self.chars_peak = f.chars
+            if f.tokens > self.tokens_peak:
+                self.tokens_peak = f.tokens
+            self.over_soft_cap += f.over_soft
+        elif f.kind == "summary":
+            self.compactions_recorded += 1
+        else:
+            self.compactions_simulated += 1
+
+    def add_totals(self, other: Totals) -> None:
+        """Add the sums of another scope's calls (before any cost is priced)."""
+        for name in _SUMMED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.chars_peak = max(self.chars_peak, other.chars_peak)
+        self.tokens_peak = max(self.tokens_peak, other.tokens_peak)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for key in ("cost", "cost_with_cache", "cost_recorded_cache"):
+            c: Cost | None = getattr(self, key)
+            d[key] = None if c is None else {**asdict(c), "total": c.total}
+        d["provenance"] = self.provenance
+        return d
+
+
+_SUMMED = tuple(
+    f.name for f in fields(Totals) if f.type == "int" and f.name not in ("chars_peak", "tokens_peak")
+)  # what `Totals.add_totals` adds up
+
+
+@dataclass
+class ProfileRun:
+    """One profile's replay of the store."""
+
+    name: str
+    knobs: dict[str, int | None]
+    recorded: bool  # True when these are the knobs the store was recorded under
+    calls: list[CallFigure] = field(default_factory=list)
+    foreign: bool = False  # some calls are a foreign agent's (spans): recorded = what it sent
+    per_run: dict[str, Totals] = field(default_factory=dict)
+    total: Totals = field(default_factory=Totals)
+
+
+# -- building the figures ------------------------------------------------------------------------
+def _cache_fields(f: CallFigure, call: CallContext) -> None:
+    f.ts_ns = call.ts_ns
+    f.recorded_cached, f.recorded_cache_creation = call.recorded_cached_tokens, call.recorded_cache_creation_tokens
+
+
+def figure_chars(call: CallContext) -> int:
+    """A call's size in its figures: rebuilt, else (no project) as recorded."""
+    return call.recorded_chars if call.rendered is None else call.rendered.chars
+
+
+def call_figures(call: CallContext, soft_cap: int) -> list[CallFigure]:
+    """The figures of one replayed call (the replay already decided compactions and failures)."""
+    r = call.rendered
+    chars = figure_chars(call)
+    count = call.recorded_message_count if r is None else r.message_count
+    if call.hard_cap_failure:  # a recorded failed build: still a failure unless these knobs fit under the cap
+        if r is not None and not r.hard_cap_exceeded:
+            return []
+        return [CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
+                           None, chars > soft_cap, True)]  # fmt: skip
+    if call.is_compaction:
+        kind = "simulated summary" if call.simulated else "summary"
+        f = CallFigure(call.stream_id, call.sequence, call.global_id, kind, chars, count, call.recorded_chars,
+                       call.recorded_input_tokens, False, False)  # fmt: skip
+        _cache_fields(f, call)
+        return [f]
+    failed = r is not None and r.hard_cap_exceeded
+    f = CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
+                   call.recorded_input_tokens, chars > soft_cap, failed)  # fmt: skip
+    _cache_fields(f, call)
+    if call.reuse is not None:
+        f.reuse_chars = call.reuse.chars
+        f.cache_break = call.reuse.broken is not None
+    return [f]
+
+
+def calibrate(calls: Iterable[CallFigure]) -> tuple[float, str]:
+    """Tokens per byte over the recorded calls that reported usage, else the 0.28 heuristic."""
+    return ratio_of(*recorded_sums(calls))
+
+
+def recorded_sums(calls: Iterable[CallFigure]) -> tuple[int, int, int]:
+    """How many calls reported usage, and their recorded bytes and tokens (what `calibrate` uses)."""
+    n = chars = tokens = 0
+    for f in calls:
+        if f.recorded_tokens is not None and f.recorded_chars > 0:
+            n += 1
+            chars += f.recorded_chars
+            tokens += f.recorded_tokens
+    return n, chars, tokens
+
+
+def ratio_of(n: int, chars: int, tokens: int) -> tuple[float, str]:
+    if n == 0 or chars == 0:
+        return HEURISTIC_TOKENS_PER_BYTE, f"heuristic {HEURISTIC_TOKENS_PER_BYTE}"
+    return tokens / chars, f"calibrated on {n} recorded call(s)"
+
+
+def estimate_tokens(f: CallFigure, ratio: float) -> None:
+    if f.recorded_tokens is not None and f.chars == f.recorded_chars and f.kind != "simulated summary":
+        f.tokens, f.tokens_provenance = f.recorded_tokens, "recorded"
+        return
+    if f.recorded_tokens is not None and f.kind != "simulated summary":
+        f.tokens = max(0, round(f.recorded_tokens + (f.chars - f.recorded_chars) * ratio))
+    else:
+        f.tokens = round(f.chars * ratio)
+    f.tokens_provenance = "estimated"
+
+
+class Tally:
+    """One profile's totals, made as its calls' figures come in store order: each figure's tokens
+    (estimated at `ratio`) and the cache model's reads and writes, then the figure added to its run's
+    totals; with `per_run=False`, straight to the whole store's instead (only the runs' names kept),
+    so memory does not grow with the store."""
+
+    def __init__(self, ratio: float, family: CacheFamily | None, *, per_run: bool = True) -> None:
+        self.ratio = ratio
+        self.family = family
+        self.cache = CacheModel(family) if family is not None else None
+        self.per_run: dict[str, Totals] | None = {} if per_run else None
+        self.total = Totals()
+        self.runs: dict[str, None] = {}  # per_run=False: the runs seen, in order
+        self._stream: str | None = None  # per_run=False: the last call's stream (its run is in `runs`)
+
+    def add(self, f: CallFigure) -> None:
+        estimate_tokens(f, self.ratio)
+        if self.cache is not None and f.sent:
+            p = self.cache.next(f)
+            f.cached_modelled, f.cache_written_modelled = p.cached, p.written
+        if self.per_run is None:
+            if f.stream_id != self._stream:
+                self._stream = f.stream_id
+                self.runs.setdefault(run_of(f.stream_id))
+            self.total.add(f)
+            return
+        run = run_of(f.stream_id)
+        totals = self.per_run.get(run)
+        if totals is None:
+            totals = self.per_run[run] = Totals()
+        totals.add(f)
+
+    def absorb(self, later: Tally) -> None:
+        """Add the figures of `later`, a tally of the same profile over a later range of the store whose
+        streams are not this one's (`store_ranges`): as if its calls had been added here."""
+        if self.per_run is not None and later.per_run is not None:
+            for name, totals in later.per_run.items():
+                mine = self.per_run.setdefault(name, Totals())
+                mine.add_totals(totals)
+        self.total.add_totals(later.total)
+        self.runs.update(later.runs)
+
+    def close(self, run: ProfileRun, price: tuple[PriceTable, ModelPrice] | None, output: RecordedOutput) -> None:
+        """Fill the per-run (if kept) and total figures of `run` and their cost.
+
+        Output tokens: the recorded agent replies of each run (same trajectory), plus one summary reply
+        per compaction at the recorded mean (a guess of max_tokens/4 when the store has none)."""
+        if self.per_run is None:
+            run.per_run, run.total = {}, self.total
+            scopes = [(run.total, list(self.runs))]
+        else:
+            run.per_run, run.total = self.per_run, Totals()
+            for totals in run.per_run.values():
+                run.total.add_totals(totals)
+            scopes = [(totals, [name]) for name, totals in run.per_run.items()] + [(run.total, list(run.per_run))]
+        if price is None:
+            return
+        table, model_price = price
+        family = self.family
+        mean, mean_recorded = output.summary_mean
+        for totals, members in scopes:
+            summaries = totals.compactions_recorded + totals.compactions_simulated
+            out_tokens = sum(output.agent_by_run.get(m, 0) for m in members) + round(summaries * mean)
+            totals.cost = cost_of(
+                table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
+                cached_input_tokens=totals.cached_tokens_recorded,
+                cache_creation_tokens=totals.cache_creation_tokens_recorded, family=family,
+            )  # fmt: skip
+            totals.cost_estimated = totals.provenance == "estimated" or (summaries > 0 and not mean_recorded)
+            if family is not None:
+                totals.cost_with_cache = cost_of(
+                    table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
+                    cached_input_tokens=totals.cached_tokens_modelled,
+                    cache_creation_tokens=totals.cache_write_tokens_modelled, family=family,
+                )  # fmt: skip
+            if run.recorded:
+                totals.cost_recorded_cache = cost_of(
+                    table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
+                    cached_input_tokens=totals.cached_tokens_recorded,
+                    cache_creation_tokens=totals.cache_creation_tokens_recorded, family=family,
+                )  # fmt: skip
+
+
+def summarize(
+    run: ProfileRun,
+    ratio: float,
+    price: tuple[PriceTable, ModelPrice] | None,
+    output: RecordedOutput,
+    family: CacheFamily | None = None,
+) -> None:
+    """Fill the per-run and total figures of one profile from its calls, and their cost (see `Tally`)."""
+    tally = Tally(ratio, family)
+    for f in run.calls:
+        tally.add(f)
+    tally.close(run, price, output)
