@@ -9,7 +9,7 @@ from datetime import datetime
 
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
-from zymi_tui.events.raw_lines import page_lines
+from zymi_tui.events.raw_lines import Utf8Pages, page_lines
 from zymi_tui.events.row_envelope import LeanError, checked_stream_id, with_sequence
 from zymi_tui.events.store import EventReader, RawRow, step_of
 from zymi_tui.events.stored import BadRow, StoredEvent
@@ -99,15 +99,21 @@ async def _list(
 ) -> tuple[int, int]:
     """Print the matching events after `cursor` in global order, a page at a time: (listed, new cursor)."""
     listed = 0
+    bytes_read = Utf8Pages.of(reader) if args.raw and not sys.stdout.isatty() else None
     while limit is None or listed < limit:
         want = PAGE if limit is None else min(PAGE, limit - listed)
         if args.raw:  # passed through as stored, with the real sequence: no event is built
-            rows = await reader.read_rows(cursor, want, stream_id=args.run, tag=tag)
-            listed += _emit_raw(rows.rows, reader)
-            cursor = rows.last_global_id
+            made = await bytes_read.page(cursor, want, args.run, tag) if bytes_read is not None else None
+            if made is not None:
+                (lines, cursor, scanned), listed = made, listed + made[2]
+                _write_bytes(lines)
+            else:
+                rows = await reader.read_rows(cursor, want, stream_id=args.run, tag=tag)
+                listed += _emit_raw(rows.rows, reader)
+                cursor, scanned = rows.last_global_id, rows.rows_scanned
             if progress is not None:
                 progress.at(cursor)
-            if rows.rows_scanned < want:
+            if scanned < want:
                 break
             continue
         if tag or args.run:
@@ -173,16 +179,10 @@ def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
     """Write each row's stored JSON with its real sequence; a row whose envelope is unreadable is
     reported and skipped. The kind's payload is passed through unread. Returns the rows written.
     A page zymi wrote is written in one piece (`raw_lines`) where no control needs escaping."""
-    out = sys.stdout
-    if not out.isatty():
+    if not sys.stdout.isatty():
         made = page_lines(rows)
         if made is not None:
-            out.flush()
-            binary = getattr(out, "buffer", None)  # none when stdout is a text stream in memory
-            if binary is not None:
-                binary.write(made)
-            else:
-                out.write(made.decode())
+            _write_bytes(made)
             return len(rows)
     lines = []
     for gid, stream_id, seq, data in rows:
@@ -193,6 +193,16 @@ def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
     if lines:
         sys.stdout.write(raw_line("\n".join(lines)) + "\n")
     return len(lines)
+
+
+def _write_bytes(made: bytes) -> None:
+    out = sys.stdout
+    out.flush()
+    binary = getattr(out, "buffer", None)  # none when stdout is a text stream in memory
+    if binary is not None:
+        binary.write(made)
+    else:
+        out.write(made.decode())
 
 
 def _emit(se: StoredEvent, args: argparse.Namespace) -> None:
