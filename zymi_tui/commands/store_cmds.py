@@ -10,7 +10,9 @@ from datetime import datetime
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
 from zymi_tui.events.raw_lines import Utf8Pages, page_lines
+from zymi_tui.events.raw_pair import PairedPages, PartnerEnded, paired
 from zymi_tui.events.row_envelope import LeanError, checked_stream_id, with_sequence
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import EventReader, RawRow, step_of
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.tail import tail
@@ -79,7 +81,10 @@ async def _events(args: argparse.Namespace) -> int:
             common.out.print(f"[bold]{shown(reader.label)}[/]: {total} event(s); {shown(scope)}"
                       + ("" if limit is None else f", first {limit}"))  # fmt: skip
         progress = Progress("listing", await reader.max_global_id() if limit is None else 0)
-        listed, _ = await _list(reader, args, tag, 0, limit, progress)
+        cursor = 0
+        if args.raw and limit is None and not tag and not args.run and isinstance(reader, SqliteReader):
+            cursor = await _list_paired(reader, progress)
+        listed, _ = await _list(reader, args, tag, cursor, limit, progress)
         progress.end()
         if listed == 0 and not args.raw:
             common.out.print("No events.")
@@ -137,6 +142,27 @@ async def _list(
         if scanned < want:
             break
     return listed, cursor
+
+
+async def _list_paired(reader: SqliteReader, progress: Progress) -> int:
+    """Every row up to the table's end as read now, listed by two processes (`raw_pair`) when the table is
+    large and two cores are there: the id it reached (0 when not paired)."""
+    upto = progress.total
+    if not paired(upto):
+        return 0
+    pages = PairedPages(reader.uri, upto, PAGE)
+
+    async def slow(after: int, upto: int) -> None:
+        _emit_raw((await reader.read_range(after, upto)).rows, reader)
+        sys.stdout.flush()
+
+    try:
+        await pages.run(slow, progress.at)
+    except PartnerEnded as e:
+        raise CommandError(f"{reader.label}: {e}; the output is cut short") from None
+    finally:
+        pages.close()
+    return upto
 
 
 async def _follow(reader: EventReader, args: argparse.Namespace, tag: str | None, limit: int | None) -> None:

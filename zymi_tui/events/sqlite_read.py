@@ -313,6 +313,16 @@ class SqliteReader(RowDecoder, Closable):
         rows = await self._select_rows(_UTF8_ROW, after_global_id, limit, stream_id, tag)
         return rows, rows[-1][0] if rows else after_global_id
 
+    @property
+    def uri(self) -> str:
+        """How the store was opened (read-only, or an immutable snapshot): another connection opens it so."""
+        return self._uri
+
+    async def read_range(self, after_global_id: int, upto: int) -> RowPage:
+        """`read_rows` of the ids in (after_global_id, upto]."""
+        rows = await self._fetch(f"{_ROW} WHERE id > ? AND id <= ? ORDER BY id", (after_global_id, upto))
+        return RowPage(self._sane(rows), upto, len(rows))
+
     async def _select_rows(
         self, select: str, after_global_id: int, limit: int, stream_id: str | None, tag: str | None
     ) -> list[Any]:
