@@ -81,8 +81,8 @@ class PairedPages:
 
     def __init__(self, uri: str, upto: int, page: int) -> None:
         self.upto, self.page = upto, page
-        self.conn = open_pages(uri)
         answer_r, answer_w = os.pipe()
+        self.answers = os.fdopen(answer_r, "rb", buffering=0)
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", __name__, uri, str(upto), str(page), str(answer_w)],
@@ -90,9 +90,18 @@ class PairedPages:
                 pass_fds=(answer_w,),
                 start_new_session=True,  # Ctrl-C is the caller's to handle: it ends this process
             )
+        except BaseException:
+            self.answers.close()
+            raise
         finally:
             os.close(answer_w)
-        self.answers = os.fdopen(answer_r, "rb", buffering=0)
+        try:
+            self.conn = open_pages(uri)
+        except BaseException:
+            self.proc.kill()
+            self.proc.wait()
+            self.answers.close()
+            raise
 
     async def run(self, slow: Callable[[int, int], Awaitable[None]], at: Callable[[int], None]) -> None:
         """Write each page: ours made here, the partner's by it in its turn; `slow(after, upto)` writes a page
