@@ -9,8 +9,10 @@ from datetime import datetime
 
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
-from zymi_tui.events.raw_lines import page_lines
+from zymi_tui.events.raw_lines import Utf8Pages, page_lines
+from zymi_tui.events.raw_pair import PairedPages, PartnerEnded, paired
 from zymi_tui.events.row_envelope import LeanError, checked_stream_id, with_sequence
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import EventReader, RawRow, step_of
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.tail import tail
@@ -79,7 +81,10 @@ async def _events(args: argparse.Namespace) -> int:
             common.out.print(f"[bold]{shown(reader.label)}[/]: {total} event(s); {shown(scope)}"
                       + ("" if limit is None else f", first {limit}"))  # fmt: skip
         progress = Progress("listing", await reader.max_global_id() if limit is None else 0)
-        listed, _ = await _list(reader, args, tag, 0, limit, progress)
+        cursor = 0
+        if args.raw and limit is None and not tag and not args.run and isinstance(reader, SqliteReader):
+            cursor = await _list_paired(reader, progress)
+        listed, _ = await _list(reader, args, tag, cursor, limit, progress)
         progress.end()
         if listed == 0 and not args.raw:
             common.out.print("No events.")
@@ -99,15 +104,21 @@ async def _list(
 ) -> tuple[int, int]:
     """Print the matching events after `cursor` in global order, a page at a time: (listed, new cursor)."""
     listed = 0
+    bytes_read = Utf8Pages.of(reader) if args.raw and not sys.stdout.isatty() else None
     while limit is None or listed < limit:
         want = PAGE if limit is None else min(PAGE, limit - listed)
         if args.raw:  # passed through as stored, with the real sequence: no event is built
-            rows = await reader.read_rows(cursor, want, stream_id=args.run, tag=tag)
-            listed += _emit_raw(rows.rows, reader)
-            cursor = rows.last_global_id
+            made = await bytes_read.page(cursor, want, args.run, tag) if bytes_read is not None else None
+            if made is not None:
+                (lines, cursor, scanned), listed = made, listed + made[2]
+                _write_bytes(lines)
+            else:
+                rows = await reader.read_rows(cursor, want, stream_id=args.run, tag=tag)
+                listed += _emit_raw(rows.rows, reader)
+                cursor, scanned = rows.last_global_id, rows.rows_scanned
             if progress is not None:
                 progress.at(cursor)
-            if rows.rows_scanned < want:
+            if scanned < want:
                 break
             continue
         if tag or args.run:
@@ -131,6 +142,27 @@ async def _list(
         if scanned < want:
             break
     return listed, cursor
+
+
+async def _list_paired(reader: SqliteReader, progress: Progress) -> int:
+    """Every row up to the table's end as read now, listed by two processes (`raw_pair`) when the table is
+    large and two cores are there: the id it reached (0 when not paired)."""
+    upto = progress.total
+    if not paired(upto):
+        return 0
+    pages = PairedPages(reader.uri, upto, PAGE)
+
+    async def slow(after: int, upto: int) -> None:
+        _emit_raw((await reader.read_range(after, upto)).rows, reader)
+        sys.stdout.flush()
+
+    try:
+        await pages.run(slow, progress.at)
+    except PartnerEnded as e:
+        raise CommandError(f"{reader.label}: {e}; the output is cut short") from None
+    finally:
+        pages.close()
+    return upto
 
 
 async def _follow(reader: EventReader, args: argparse.Namespace, tag: str | None, limit: int | None) -> None:
@@ -173,16 +205,10 @@ def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
     """Write each row's stored JSON with its real sequence; a row whose envelope is unreadable is
     reported and skipped. The kind's payload is passed through unread. Returns the rows written.
     A page zymi wrote is written in one piece (`raw_lines`) where no control needs escaping."""
-    out = sys.stdout
-    if not out.isatty():
+    if not sys.stdout.isatty():
         made = page_lines(rows)
         if made is not None:
-            out.flush()
-            binary = getattr(out, "buffer", None)  # none when stdout is a text stream in memory
-            if binary is not None:
-                binary.write(made)
-            else:
-                out.write(made.decode())
+            _write_bytes(made)
             return len(rows)
     lines = []
     for gid, stream_id, seq, data in rows:
@@ -193,6 +219,16 @@ def _emit_raw(rows: list[RawRow], reader: EventReader) -> int:
     if lines:
         sys.stdout.write(raw_line("\n".join(lines)) + "\n")
     return len(lines)
+
+
+def _write_bytes(made: bytes) -> None:
+    out = sys.stdout
+    out.flush()
+    binary = getattr(out, "buffer", None)  # none when stdout is a text stream in memory
+    if binary is not None:
+        binary.write(made)
+    else:
+        out.write(made.decode())
 
 
 def _emit(se: StoredEvent, args: argparse.Namespace) -> None:

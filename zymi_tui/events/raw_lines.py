@@ -19,12 +19,21 @@ from __future__ import annotations
 import operator
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
 from zymi_tui.events.kinds import Event
-from zymi_tui.events.store import RawRow
+from zymi_tui.events.store import RawRow, Utf8Row
+
+
+@runtime_checkable
+class Utf8Reader(Protocol):
+    """A reader that can return rows with their `data` as bytes (the SQLite reader)."""
+
+    async def read_utf8_rows(
+        self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
+    ) -> tuple[list[Utf8Row], int]: ...
 
 
 class _Kind(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -104,23 +113,29 @@ def _timestamps_hold(values: list[str]) -> bool:
     return True
 
 
-def page_lines(rows: list[RawRow]) -> bytes | None:
+def page_lines(rows: list[RawRow] | list[Utf8Row]) -> bytes | None:
     """The `--raw` lines of `rows` (each ending with a newline, UTF-8), or None when the page must be
-    written a row at a time (see the module's note)."""
+    written a row at a time (see the module's note). The stored texts may be given as read (str) or as
+    their UTF-8 bytes (`Utf8Row`, read so from SQLite: no text object is made for them)."""
     if not rows:
         return b""
     try:
-        stored = "\n".join([r[3] for r in rows])
-        if _ESCAPED.search("".join([r[1] for r in rows])) is not None:
+        stream_ids = [r[1] for r in rows]
+        if not _plain_stream_ids(stream_ids):
             return None
+        stored = _joined_utf8([r[3] for r in rows])
         envelopes = _DECODER.decode_lines(stored)
-        if len(envelopes) != len(rows) or _ENCODER.encode_lines(envelopes) != (stored + "\n").encode():
+        if len(envelopes) != len(rows):
+            return None
+        # the page's text is exactly what msgspec writes of it (one newline more), compared as UTF-8
+        written = _ENCODER.encode_lines(envelopes)
+        if len(written) != len(stored) + 1 or not written.startswith(stored):
             return None
         sequences = [r[2] for r in rows]
         if (
             any(map(_sequence, envelopes))  # a stored sequence that is not 0
             or set(map(type, sequences)) != {int}
-            or list(map(_stream_id, envelopes)) != [r[1] for r in rows]
+            or list(map(_stream_id, envelopes)) != stream_ids
             or not _uuids_hold(list(map(_id, envelopes)))
             or not _uuids_hold([c for c in map(_correlation, envelopes) if c is not None])
             or not _uuids_hold([c for c in map(_causation, envelopes) if c is not None])
@@ -134,5 +149,66 @@ def page_lines(rows: list[RawRow]) -> bytes | None:
         return None
 
 
+def _plain_stream_ids(stream_ids: list[str]) -> bool:
+    """Every stream id text that `with_sequence` finds unescaped in a row's text (no quote, backslash,
+    control or line separator): printable text without `"` or `\\` is (the other printable-but-rare cases
+    go to the pattern)."""
+    if set(map(type, stream_ids)) != {str}:
+        return False
+    joined = "".join(stream_ids)
+    if joined.isprintable():
+        return '"' not in joined and "\\" not in joined
+    return _ESCAPED.search(joined) is None and not _has_surrogate(joined)
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _joined_utf8(texts: list[Any]) -> bytes:
+    """The stored texts one a line as UTF-8; ValueError where one is not valid UTF-8, TypeError where
+    one is not text."""
+    if type(texts[0]) is bytes:
+        joined = b"\n".join(texts)  # TypeError when a row's is not bytes
+        if not joined.isascii():
+            joined.decode()  # UnicodeDecodeError (a ValueError) when not UTF-8, as SQLite's text would be
+        return joined
+    return "\n".join(texts).encode()  # TypeError: not text; UnicodeEncodeError: a surrogate
+
+
 _id, _stream_id, _sequence, _timestamp = (operator.attrgetter(f) for f in ("id", "stream_id", "sequence", "timestamp"))
 _correlation, _causation = operator.attrgetter("correlation_id"), operator.attrgetter("causation_id")
+
+
+class Utf8Pages:
+    """`--raw` pages made from rows read with their `data` as bytes (`SqliteReader.read_utf8_rows`): no
+    text object per row. A page `page_lines` declines is answered None: the caller reads it again as
+    before (`read_rows`, whose checks report bad rows). A store whose pages are often declined (another
+    writer's layout) stops being read twice: past `MAX_DECLINED` of the pages asked, every answer is None."""
+
+    MAX_DECLINED = 0.125
+
+    def __init__(self, reader: Utf8Reader) -> None:
+        self.reader, self.asked, self.declined = reader, 0, 0
+
+    @classmethod
+    def of(cls, reader: object) -> Utf8Pages | None:
+        return cls(reader) if isinstance(reader, Utf8Reader) else None
+
+    async def page(
+        self, after_global_id: int, limit: int, stream_id: str | None, tag: str | None
+    ) -> tuple[bytes, int, int] | None:
+        """(the lines, the last global id read, the rows written) of the next page, or None."""
+        if self.declined > 2 + self.MAX_DECLINED * self.asked:
+            return None
+        self.asked += 1
+        rows, last = await self.reader.read_utf8_rows(after_global_id, limit, stream_id=stream_id, tag=tag)
+        made = page_lines(rows)
+        if made is None:
+            self.declined += 1
+            return None
+        return made, last, len(rows)

@@ -33,6 +33,7 @@ from zymi_tui.events.store import (
     RowPage,
     StoreError,
     StreamInfo,
+    Utf8Row,
     step_range,
 )
 from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
@@ -41,6 +42,7 @@ from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LOCK_WAIT_S in all
 
 _ROW = "SELECT id, stream_id, sequence, data FROM events"
+_UTF8_ROW = "SELECT id, stream_id, sequence, CAST(data AS BLOB) FROM events"  # `data` as its bytes
 ID_BATCH = 500  # ids bound in one `IN (...)` (under SQLite's oldest limit of 999 variables)
 ID_PAGE = 50_000  # `run_ids` reads a stream this many rows at a time
 DENSE_SPAN = 2  # `kinds_of` reads the kind index over ids spanning less than this many times their number
@@ -68,13 +70,13 @@ def _bind(text: str) -> str | bytes:
     return text.encode("utf-8", "surrogateescape") if has_undecodable_bytes(text) else text
 
 
-def _run_and_steps(where: str) -> str:
+def _run_and_steps(where: str, select: str = _ROW) -> str:
     """Rows of a run stream and of its `<run>:step:*` sub-streams matching `where`, each half on the
     (stream_id, sequence) index: an OR of the two stream conditions makes SQLite scan the table, and
     the unary `+` in `where` keeps it from preferring the id or kind index."""
     return (
-        f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND {where} UNION ALL "
-        f"{_ROW} WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) AND {where}"
+        f"{select} WHERE stream_id = CAST(? AS TEXT) AND {where} UNION ALL "
+        f"{select} WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) AND {where}"
     )
 
 
@@ -119,7 +121,7 @@ class SqliteReader(RowDecoder, Closable):
         self._seen_bad: set[int] = set()
         # True when read as an immutable snapshot (see `open`): a writer's later commits are not seen
         self.snapshot = False
-        self._ahead: tuple[tuple[int, int], asyncio.Future[list[Any]]] | None = None
+        self._ahead: tuple[tuple[str, int, int], asyncio.Future[list[Any]]] | None = None
 
     @classmethod
     async def open(cls, path: str | Path) -> SqliteReader:
@@ -218,7 +220,12 @@ class SqliteReader(RowDecoder, Closable):
 
     def _sane(self, rows: Iterable[Any]) -> list[RawRow]:
         """The rows whose columns have the types zymi writes (a BLOB `data` read as the text its bytes
-        hold); the others are reported in `problems` and left out."""
+        hold); the others are reported in `problems` and left out. While SQLite decodes text itself (no
+        undecodable text seen yet), a page whose columns all have zymi's types is taken as read."""
+        if type(rows) is list and self._text_strict():
+            typed = [r for r in rows if type(r[1]) is str and type(r[2]) is int and type(r[3]) is str]
+            if len(typed) == len(rows):
+                return typed
         out: list[RawRow] = []
         for gid, stream_id, seq, data in rows:
             if self._placed(gid, stream_id, seq):
@@ -229,7 +236,7 @@ class SqliteReader(RowDecoder, Closable):
         """`_sane` of rows with their kind tag (a text equal to a tag asked for: not checked again).
         While SQLite decodes text itself (no undecodable text seen yet), a text column holds valid UTF-8:
         a page whose columns all have zymi's types is taken as read, the rows one by one only if not."""
-        if self._conn.text_factory is not TEXT_ANY:
+        if self._text_strict():
             typed = [r for r in rows if type(r[1]) is str and type(r[2]) is int and type(r[4]) is str]
             if len(typed) == len(rows):
                 return typed
@@ -238,6 +245,11 @@ class SqliteReader(RowDecoder, Closable):
             if self._placed(gid, stream_id, seq):
                 out.append((gid, stream_id, seq, tag, data if type(data) is str else column_text(data)))
         return out
+
+    def _text_strict(self) -> bool:
+        """Whether both connections still let SQLite decode text (so a str column is valid UTF-8)."""
+        blocking = self._blocking
+        return self._conn.text_factory is not TEXT_ANY and (blocking is None or blocking.text_factory is not TEXT_ANY)
 
     def _placed(self, gid: int, stream_id: Any, seq: Any) -> bool:
         """Whether a row's stream id is UTF-8 text and its sequence an integer (else it is reported)."""
@@ -265,19 +277,20 @@ class SqliteReader(RowDecoder, Closable):
         )
         return [StreamInfo(column_text(s), n, lo, hi) for s, n, lo, hi in rows]
 
-    async def _rows_after(self, after_global_id: int, limit: int) -> list[RawRow]:
+    async def _rows_after(self, after_global_id: int, limit: int, select: str = _ROW) -> list[Any]:
         """The next `limit` rows after a global id. After a full page the following one is fetched
         ahead (SQLite works in aiosqlite's thread while this one is decoded): a full scan's reads
         and decoding overlap. A read-ahead nobody asks for is dropped at the next different call."""
         ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead[0] == (after_global_id, limit):
+        sql = f"{select} WHERE id > ? ORDER BY id LIMIT ?"
+        if ahead is not None and ahead[0] == (sql, after_global_id, limit):
             rows = await ahead[1]
         else:
             _drop(ahead)
-            rows = await self._fetch(f"{_ROW} WHERE id > ? ORDER BY id LIMIT ?", (after_global_id, limit))
+            rows = await self._fetch(sql, (after_global_id, limit))
         if len(rows) == limit:
-            key = (rows[-1][0], limit)
-            self._ahead = (key, asyncio.ensure_future(self._fetch(f"{_ROW} WHERE id > ? ORDER BY id LIMIT ?", key)))
+            key = (sql, rows[-1][0], limit)
+            self._ahead = (key, asyncio.ensure_future(self._fetch(sql, key[1:])))
         return rows
 
     async def read_after(self, after_global_id: int, limit: int) -> Page:
@@ -288,19 +301,41 @@ class SqliteReader(RowDecoder, Closable):
         self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
     ) -> RowPage:
         """Rows in global order as stored (not decoded): all, of one kind, and/or of a run and its steps."""
-        rows: list[RawRow]
+        rows = await self._select_rows(_ROW, after_global_id, limit, stream_id, tag)
+        return RowPage(self._sane(rows), rows[-1][0] if rows else after_global_id, len(rows))
+
+    async def read_utf8_rows(
+        self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
+    ) -> tuple[list[Utf8Row], int]:
+        """`read_rows`' rows with each `data` as its bytes (a text's UTF-8, not checked) and no column
+        checked (`raw_lines` checks them, or the caller reads the page again with `read_rows`); and the
+        last global id read. (A BLOB `data` reads as its bytes, as `_sane` reads it.)"""
+        rows = await self._select_rows(_UTF8_ROW, after_global_id, limit, stream_id, tag)
+        return rows, rows[-1][0] if rows else after_global_id
+
+    @property
+    def uri(self) -> str:
+        """How the store was opened (read-only, or an immutable snapshot): another connection opens it so."""
+        return self._uri
+
+    async def read_range(self, after_global_id: int, upto: int) -> RowPage:
+        """`read_rows` of the ids in (after_global_id, upto]."""
+        rows = await self._fetch(f"{_ROW} WHERE id > ? AND id <= ? ORDER BY id", (after_global_id, upto))
+        return RowPage(self._sane(rows), upto, len(rows))
+
+    async def _select_rows(
+        self, select: str, after_global_id: int, limit: int, stream_id: str | None, tag: str | None
+    ) -> list[Any]:
         if stream_id is not None:
             where = "+id > ?" + ("" if tag is None else " AND +kind_tag = ?")
             cond = (after_global_id,) if tag is None else (after_global_id, tag)
             lo, hi = step_range(stream_id)
             params = (stream_id, *cond, lo, hi, *cond, limit)
-            rows = await self._fetch(_run_and_steps(where) + " ORDER BY id LIMIT ?", params)
-        elif tag is not None:
-            sql = f"{_ROW} WHERE kind_tag = ? AND id > ? ORDER BY id LIMIT ?"
-            rows = await self._fetch(sql, (tag, after_global_id, limit))
-        else:
-            rows = await self._rows_after(after_global_id, limit)
-        return RowPage(self._sane(rows), rows[-1][0] if rows else after_global_id, len(rows))
+            return await self._fetch(_run_and_steps(where, select) + " ORDER BY id LIMIT ?", params)
+        if tag is not None:
+            sql = f"{select} WHERE kind_tag = ? AND id > ? ORDER BY id LIMIT ?"
+            return await self._fetch(sql, (tag, after_global_id, limit))
+        return await self._rows_after(after_global_id, limit, select)
 
     async def read_stream(
         self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None

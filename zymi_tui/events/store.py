@@ -50,6 +50,8 @@ class Page(msgspec.Struct, frozen=True):
 
 
 RawRow = tuple[int, str, int, str]  # (global id, stream id, sequence, the stored `data` text)
+# a row as SQLite returns it with its `data` as bytes (its UTF-8, unchecked) and its columns unchecked
+Utf8Row = tuple[int, str, int, bytes]
 IndexRow = tuple[int, str, int, str]  # (global id, stream id, sequence, kind tag): a row without its data
 IdRow = tuple[int, str, int]  # (global id, stream id, sequence): where a row is, not what it is
 
