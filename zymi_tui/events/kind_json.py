@@ -56,6 +56,19 @@ def row_decoder(type_name: str) -> msgspec.json.Decoder[Any]:
     return found
 
 
+_PLAIN_ROWS: dict[str, msgspec.json.Decoder[Any]] = {}
+
+
+def plain_row_decoder(type_name: str) -> msgspec.json.Decoder[Any]:
+    """`row_decoder` with the envelope's ids and timestamp left unchecked (`plain_envelope_type`): its
+    caller checks them (`plain_forms`), and decodes with `row_decoder` any row whose values it doubts."""
+    found = _PLAIN_ROWS.get(type_name)
+    if found is None:
+        plain = row_envelope.plain_envelope_type()
+        found = _PLAIN_ROWS[type_name] = envelope_decoder(type_name, KNOWN_KINDS[type_name], plain)
+    return found
+
+
 def decode_row(type_name: str, data: str) -> Any | None:
     """A row of the known kind `type_name` in one typed pass, every check of its envelope made (the
     timestamp's ranges too); None for a row these checks refuse or of another kind, which

@@ -25,8 +25,9 @@ from zymi_tui.context.splice import Ends, bounds, layer_c_bytes, rendered_as, re
 from zymi_tui.events.kinds import LlmCallStarted, WorkflowNodeCompleted
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
+from zymi_tui.replay.call_builds import StepState
 from zymi_tui.replay.call_context import CallContext
-from zymi_tui.replay.calls import Replayer, _Step
+from zymi_tui.replay.calls import Replayer
 
 _Class = tuple[list[int], RenderedContext, PrefixReuse]  # members, their context, their prefix reuse
 PRUNE_SLACK = 64  # streams whose previous shapes are kept past their step's end before they are pruned
@@ -143,7 +144,7 @@ class LockstepReplayer(Replayer):
         own = next(i for i, k in self.members.items() if k == self.knobs)
         return [p for p in parts if p and own not in p]
 
-    def _on_call(self, se: ReplayEvent, st: _Step, kind: LlmCallStarted) -> None:
+    def _on_call(self, se: ReplayEvent, st: StepState, kind: LlmCallStarted) -> None:
         figured, self._figured = self._figured, None
         before = len(self.queue)
         super()._on_call(se, st, kind)
