@@ -91,6 +91,9 @@ class LazyReader:
     async def read_kinds_rows(self, tags: Sequence[str], after_global_id: int, limit: int) -> KindRowPage:
         return await (await self._open()).read_kinds_rows(tags, after_global_id, limit)
 
+    async def read_rows_before(self, before_global_id: int | None, limit: int, *, tag: str) -> RowPage:
+        return await (await self._open()).read_rows_before(before_global_id, limit, tag=tag)
+
     async def read_kind_page(
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
     ) -> list[StoredEvent]:

@@ -318,6 +318,17 @@ class PostgresReader(RowDecoder, Closable):
     ) -> RowPage:
         return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
 
+    async def read_rows_before(self, before_global_id: int | None, limit: int, *, tag: str) -> RowPage:
+        """Below the settled horizon (None: from it down), newest first, on the kind index."""
+        top = await self.horizon() + 1
+        if before_global_id is not None:
+            top = min(top, before_global_id)
+        rows = await self._fetch(
+            f"{_ROW} WHERE kind_tag = $1 AND id < $2 ORDER BY id DESC LIMIT $3", tag, top, limit
+        )  # fmt: skip
+        out = [(int(gid), str(s), int(seq), str(data)) for gid, s, seq, data in rows]
+        return RowPage(out, out[-1][0] if out else top, len(out))
+
     async def read_kinds_rows(self, tags: Sequence[str], after_global_id: int, limit: int) -> KindRowPage:
         """Up to the settled horizon, like every cursor read (the planner picks the kind index or a scan)."""
         top = await self.horizon()

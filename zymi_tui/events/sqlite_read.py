@@ -302,6 +302,16 @@ class SqliteReader(RowDecoder, Closable):
             rows = await self._rows_after(after_global_id, limit)
         return RowPage(self._sane(rows), rows[-1][0] if rows else after_global_id, len(rows))
 
+    async def read_rows_before(self, before_global_id: int | None, limit: int, *, tag: str) -> RowPage:
+        """Rows of one kind below a global id (None: from the newest), newest first, as stored: the kind
+        index read backwards."""
+        if before_global_id is None:
+            rows = await self._fetch(f"{_ROW} WHERE kind_tag = ? ORDER BY id DESC LIMIT ?", (tag, limit))
+        else:
+            sql = f"{_ROW} WHERE kind_tag = ? AND id < ? ORDER BY id DESC LIMIT ?"
+            rows = await self._fetch(sql, (tag, before_global_id, limit))
+        return RowPage(self._sane(rows), rows[-1][0] if rows else (before_global_id or 0), len(rows))
+
     async def read_stream(
         self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
     ) -> list[StoredEvent]:

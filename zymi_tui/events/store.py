@@ -113,6 +113,11 @@ class EventReader(Protocol):
     async def read_kind_page(
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
     ) -> list[StoredEvent]: ...
+    async def read_rows_before(self, before_global_id: int | None, limit: int, *, tag: str) -> RowPage:
+        """The `limit` rows of one kind just below a global id (None: the newest), newest first, as stored
+        (not decoded); `last_global_id` is the lowest id read: the next page's `before_global_id`."""
+        ...
+
     async def read_kinds_rows(self, tags: Sequence[str], after_global_id: int, limit: int) -> KindRowPage:
         """The next `limit` rows whose `kind_tag` is one of `tags`, in global order, as stored (not
         decoded), with their tag: several kinds in one pass over the store (a replay reads a dozen kinds,
