@@ -17,6 +17,7 @@ from zymi_tui.events.sqlite_schema import HASH_MIGRATION, SCHEMA
 from zymi_tui.tui.state.events import EventsModel
 from zymi_tui.tui.state.item_index import ItemIndex
 from zymi_tui.tui.state.kind_codes import KindCodes
+from zymi_tui.tui.state.run_index import RunIndex
 
 N = 60_000
 
@@ -63,7 +64,7 @@ def test_kinds_taken_without_a_second_index() -> None:
         kinds = KindCodes([gid for gid, *_ in rows])
         kinds.add({gid: "llm_call_started" for gid, *_ in rows})
         state = EventsModel()
-        state.set_index(rows, [], kinds=False)
+        state.set_index(RunIndex(rows), [], kinds=False)
         del rows
         base = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
@@ -108,9 +109,10 @@ def test_a_laid_out_long_run_costs_its_rows_not_a_dict_of_them() -> None:
     tracemalloc.start()
     try:
         rows = [(gid, "long", gid - 10**6, "llm_call_started") for gid in range(10**6, 10**6 + N)]
+        index = RunIndex(rows)
         state = EventsModel()
         base = tracemalloc.get_traced_memory()[0]
-        state.set_index(rows, [])
+        state.set_index(index, [])
         held = tracemalloc.get_traced_memory()[0] - base
     finally:
         tracemalloc.stop()
@@ -118,3 +120,41 @@ def test_a_laid_out_long_run_costs_its_rows_not_a_dict_of_them() -> None:
     assert state.cursor_row == rows[100] and state.span_of(rows[-1][0]) == (N, 1)  # under its group's header
     # the layout: the items (8 B an event) and where each is (8 B an event); main's dict of them ~94 B
     assert held / N < 40, f"{held / N:.0f} B an event"
+
+
+async def test_a_long_runs_index_is_held_in_columns(tmp_path: Path) -> None:
+    """The dashboard's way with a long run (its ids, then its kinds, then the layout), through the real reader:
+    the index and layout held in ~40 B an event, every row as SQL reads it. Main held a 4-tuple a row (~150 B
+    an event with the layout: ~180 MB at a million events)."""
+    db = tmp_path / "events.db"
+    long_stream(db)
+    with sqlite3.connect(db) as c:
+        want = c.execute(
+            "SELECT id, stream_id, sequence, kind_tag FROM events WHERE stream_id = 'long' ORDER BY id"
+        ).fetchall()
+    async with await SqliteReader.open(db) as reader:
+        await reader.run_ids("other")  # the reader's own first-read costs, before the count starts
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            ids = await reader.run_ids("long")
+            state = EventsModel()
+            state.set_index(RunIndex.from_ids(ids), [], kinds=False)
+            assert ids == []
+            gids = state.rows.gids()
+            kinds = KindCodes(gids)
+            kinds.add(await reader.kinds_of(list(gids)))
+            del gids
+            state.set_kinds(kinds)
+            del kinds
+            held = tracemalloc.get_traced_memory()[0] - base
+        finally:
+            tracemalloc.stop()
+    assert list(state.rows) == want and len(want) == N + 1
+    assert [state.tag_of(row) for row in state.rows] == [tag for *_, tag in want]
+    assert state.visible_count == N + 1
+    state.cursor_gid = want[7][0]
+    assert state.cursor_row == want[7]
+    # the columns (gid 8, sequence 8, stream 4, kind 4), the items (8) and where each is (8): ~40 B (the id
+    # rows went as they were taken in)
+    assert held / N < 60, f"{held / N:.0f} B an event"
