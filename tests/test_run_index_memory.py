@@ -122,25 +122,26 @@ def test_a_laid_out_long_run_costs_its_rows_not_a_dict_of_them() -> None:
     assert held / N < 40, f"{held / N:.0f} B an event"
 
 
-async def test_a_long_runs_index_is_held_in_columns(tmp_path: Path) -> None:
-    """The dashboard's way with a long run (its ids, then its kinds, then the layout), through the real reader:
-    the index and layout held in ~40 B an event, every row as SQL reads it. Main held a 4-tuple a row (~150 B
-    an event with the layout: ~180 MB at a million events)."""
+async def test_a_long_runs_index_is_held_in_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dashboard's way with a long run (its index, then its kinds, then the layout), through the real reader:
+    no tuple a row while it is read (`run_index`: pages into columns), ~50 B an event held after, every row as
+    SQL reads it. Main held a 4-tuple a row: 167 B an event held, 295 B at the peak (the run_ids rows)."""
     db = tmp_path / "events.db"
     long_stream(db)
     with sqlite3.connect(db) as c:
         want = c.execute(
             "SELECT id, stream_id, sequence, kind_tag FROM events WHERE stream_id = 'long' ORDER BY id"
         ).fetchall()
+    monkeypatch.setattr(backend, "ID_PAGE", 1000, raising=False)  # the repeated sequence 1000 sits at an edge
     async with await SqliteReader.open(db) as reader:
-        await reader.run_ids("other")  # the reader's own first-read costs, before the count starts
+        assert [(gid, stream, seq) for gid, stream, seq, _ in want] == await reader.run_ids("long")
         tracemalloc.start()
         try:
             base = tracemalloc.get_traced_memory()[0]
-            ids = await reader.run_ids("long")
             state = EventsModel()
-            state.set_index(RunIndex.from_ids(ids), [], kinds=False)
-            assert ids == []
+            index = await reader.run_index("long")
+            read_peak = tracemalloc.get_traced_memory()[1] - base
+            state.set_index(index, [], kinds=False)
             gids = state.rows.gids()
             kinds = KindCodes(gids)
             kinds.add(await reader.kinds_of(list(gids)))
@@ -155,6 +156,44 @@ async def test_a_long_runs_index_is_held_in_columns(tmp_path: Path) -> None:
     assert state.visible_count == N + 1
     state.cursor_gid = want[7][0]
     assert state.cursor_row == want[7]
-    # the columns (gid 8, sequence 8, stream 4, kind 4), the items (8) and where each is (8): ~40 B (the id
-    # rows went as they were taken in)
-    assert held / N < 60, f"{held / N:.0f} B an event"
+    # the columns (gid 8, sequence 8, stream 4, kind 4), the items (8) and where each is (8): ~40 B
+    assert held / N < 60, f"{held / N:.0f} B an event held"
+    # while it is read: the columns and a page of (id, sequence) rows (main: every id row's tuple, ~200 B)
+    assert read_peak / N < 60, f"{read_peak / N:.0f} B an event at the peak of the read"
+
+
+async def test_run_index_is_run_ids_in_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run and its steps interleaved at random, a step whose sequence order is not its id order (a damaged
+    store), a sequence stored as text, a repeated sequence at a page's edge: `run_index` gives the rows SQL
+    gives, in id order, as `run_ids` does."""
+    rng = random.Random(11)
+    streams = ["r", "r:step:a", "r:step:b", "r:step:c", "other", "r2"]
+    seqs = dict.fromkeys(streams, 0)
+    rows = []
+    for i in range(3000):
+        stream = rng.choice(streams)
+        seqs[stream] += 1
+        seq: object = seqs[stream]
+        if stream == "r:step:b":
+            seq = 10_000 - seqs[stream]  # ids ascend while the sequences descend
+        rows.append((f"e{i}", stream, seq))
+    rows.insert(700, ("dup", "r", 50))
+    rows.insert(900, ("text", "r:step:c", "7x"))
+    db = tmp_path / "events.db"
+    with sqlite3.connect(db) as c:
+        c.executescript(SCHEMA)
+        c.executescript(HASH_MIGRATION)
+        c.executemany(
+            "INSERT INTO events (event_id, stream_id, sequence, timestamp, kind_tag, data, source) "
+            "VALUES (?, ?, ?, '2026-01-01T00:00:00Z', 'response_ready', '{}', 'test')",
+            rows,
+        )
+        want = c.execute(
+            "SELECT id, stream_id, sequence FROM events WHERE stream_id = 'r' OR stream_id LIKE 'r:step:%' ORDER BY id"
+        ).fetchall()
+    monkeypatch.setattr(backend, "ID_PAGE", 50, raising=False)
+    async with await SqliteReader.open(db) as reader:
+        index = await reader.run_index("r")
+        assert [(gid, stream, seq) for gid, stream, seq, _ in index] == want == await reader.run_ids("r")
+    assert {tag for *_, tag in index} == {""}
+    assert index[-1] == (*want[-1], "") and index[3:5] == [(*row, "") for row in want[3:5]]

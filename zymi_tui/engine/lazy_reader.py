@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from zymi_tui.events.hashchain import ChainRow, ChainScan
+    from zymi_tui.events.run_index import RunIndex
     from zymi_tui.events.store import EventReader, IdRow, KindRowPage, Page, RawRow, RowPage, StreamInfo
     from zymi_tui.events.stored import BadRow, StoredEvent
 
@@ -70,6 +71,9 @@ class LazyReader:
 
     async def run_ids(self, stream_id: str) -> list[IdRow]:
         return await (await self._open()).run_ids(stream_id)
+
+    async def run_index(self, stream_id: str) -> RunIndex:
+        return await (await self._open()).run_index(stream_id)
 
     async def kinds_of(self, ids: list[int]) -> dict[int, str]:
         return await (await self._open()).kinds_of(ids)

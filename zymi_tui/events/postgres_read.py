@@ -43,6 +43,7 @@ import asyncpg
 from zymi_tui.events.hashchain import ChainRow, ChainScan
 from zymi_tui.events.location import redact_url
 from zymi_tui.events.postgres_schema import connect_pool, explain_pg_error, first_connection, schema_present
+from zymi_tui.events.run_index import RunIndex
 from zymi_tui.events.store import (
     Closable,
     IdRow,
@@ -282,6 +283,9 @@ class PostgresReader(RowDecoder, Closable):
             top,
         )
         return [(int(gid), str(s), int(seq)) for gid, s, seq in rows]
+
+    async def run_index(self, stream_id: str) -> RunIndex:
+        return RunIndex.from_ids(await self.run_ids(stream_id))
 
     async def kinds_of(self, ids: list[int]) -> dict[int, str]:
         top = await self.horizon()

@@ -18,6 +18,9 @@ import msgspec
 
 from zymi_tui.errors import UserError
 from zymi_tui.events.hashchain import ChainRow, ChainScan, scan_rows
+from zymi_tui.events.run_index import IdRow as IdRow
+from zymi_tui.events.run_index import IndexRow as IndexRow
+from zymi_tui.events.run_index import RunIndex
 from zymi_tui.events.stored import BadRow, StoredEvent
 
 if TYPE_CHECKING:
@@ -50,8 +53,6 @@ class Page(msgspec.Struct, frozen=True):
 
 
 RawRow = tuple[int, str, int, str]  # (global id, stream id, sequence, the stored `data` text)
-IndexRow = tuple[int, str, int, str]  # (global id, stream id, sequence, kind tag): a row without its data
-IdRow = tuple[int, str, int]  # (global id, stream id, sequence): where a row is, not what it is
 
 
 class RowPage(msgspec.Struct, frozen=True):
@@ -92,6 +93,10 @@ class EventReader(Protocol):
     async def run_ids(self, stream_id: str) -> list[IdRow]:
         """A run stream's and its step streams' rows, where each is and not what it is (no kind, no data),
         in global order: what a store's (stream, sequence) index alone gives. Kinds: `kinds_of`."""
+        ...
+
+    async def run_index(self, stream_id: str) -> RunIndex:
+        """`run_ids` in columns, the kinds to come ("" each): a long run listed without a tuple a row."""
         ...
 
     async def kinds_of(self, ids: list[int]) -> dict[int, str]:

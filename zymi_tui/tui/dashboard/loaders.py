@@ -183,9 +183,8 @@ class DashboardLoaders(DashboardState):
                 head = await reader.newest(key.stream_id, FIRST_PAGE, include_steps=True)
                 if len(head) == FIRST_PAGE and not get_current_worker().is_cancelled:
                     self.post_message(RunPage(key, head, True, False))
-                ids = await reader.run_ids(key.stream_id)
-                if len(ids) > sparse_threshold():  # ids first: the rows are read as they are drawn, the kinds next
-                    rows = RunIndex.from_ids(ids)  # in columns, each id row freed as it is taken in
+                rows = await reader.run_index(key.stream_id)  # in columns: no tuple a row
+                if len(rows) > sparse_threshold():  # ids first: the rows are read as they are drawn, the kinds next
                     if not get_current_worker().is_cancelled:
                         self.post_message(RunIndexed(key, rows, head))
                     return

@@ -97,7 +97,7 @@ class EventsModel:
 
     def set_kinds(self, kinds: KindCodes) -> None:
         """The kind tags (by id) of the rows listed from the ids (rows added live since have theirs)."""
-        self.rows.retag(kinds)
+        self.rows.retag(kinds.get)
         self.unkinded = 0
         self.relayout()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.hashchain import ChainRow, ChainScan
+from zymi_tui.events.run_index import RunIndex
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
@@ -75,6 +76,9 @@ class MemoryReader:
     async def run_ids(self, stream_id: str) -> list[IdRow]:
         run = await self.read_stream(stream_id, include_steps=True)
         return [(se.global_id, se.event.stream_id, se.event.sequence) for se in run]
+
+    async def run_index(self, stream_id: str) -> RunIndex:
+        return RunIndex.from_ids(await self.run_ids(stream_id))
 
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
         wanted = set(ids)
