@@ -43,7 +43,14 @@ def own_cpu_seconds(pid: int) -> float:
 
 def runs_rows(screen: str) -> list[str]:
     """The runs list's rows on a 120x40 screen (its panel is the left one, framed by `│`)."""
-    return [line[1:49] for line in screen.splitlines()[2:24] if line.startswith("│") and line[2:3].strip()]
+    lines = screen.splitlines()
+    top = next((i for i, line in enumerate(lines) if line.startswith("╭─ Runs")), len(lines))
+    rows = []
+    for line in lines[top + 1 :]:
+        if not line.startswith("│"):
+            break
+        rows.append(line[1:49])
+    return [row for row in rows if row.strip()]  # a run's header row and its turns' rows alike
 
 
 def peak_drawn(row: str) -> bool:

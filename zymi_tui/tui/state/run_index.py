@@ -5,6 +5,7 @@ items as before (issue 34: the dashboard at a million events in 100 MB)."""
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import overload
 
@@ -52,6 +53,9 @@ class Items:
 
     def _item(self, at: int) -> Header | IndexRow:
         return self._headers[-1 - at] if at < 0 else self.rows.row(at)
+
+    def __iter__(self) -> Iterator[Header | IndexRow]:
+        return (self._item(at) for at in self._at)
 
     @overload
     def __getitem__(self, i: int) -> Header | IndexRow: ...
