@@ -41,21 +41,48 @@ def own_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def wait_verified(session: str, pid: int, t0: float) -> tuple[float, float]:
+def runs_rows(screen: str) -> list[str]:
+    """The runs list's rows on a 120x40 screen (its panel is the left one, framed by `│`)."""
+    lines = screen.splitlines()
+    top = next((i for i, line in enumerate(lines) if line.startswith("╭─ Runs")), len(lines))
+    rows = []
+    for line in lines[top + 1 :]:
+        if not line.startswith("│"):
+            break
+        rows.append(line[1:49])
+    return [row for row in rows if row.strip()]  # a run's header row and its turns' rows alike
+
+
+def peak_drawn(row: str) -> bool:
+    return " — " not in row  # `—`: no peak yet (format_size(None))
+
+
+def wait_verified(session: str, pid: int, t0: float, peaks: dict[str, float]) -> tuple[float, float]:
     """(seconds to `verified`, CPU seconds the dashboard and its child processes had used by then: each
-    process's own, sampled while it runs, so a chain check that has ended counts as last seen)."""
+    process's own, sampled while it runs, so a chain check that has ended counts as last seen). `peaks`
+    gets the seconds at which the top and the bottom row on screen first showed a peak (polled on to 300 s)."""
     seen: dict[int, float] = {}
+    verified = cpu = None
     while time.perf_counter() - t0 < 900:
-        for p in process_tree(pid):
-            seen[p] = max(seen.get(p, 0.0), own_cpu_seconds(p))
-        if "verified" in bt.capture(session):
-            return time.perf_counter() - t0, sum(seen.values())
+        if verified is None:
+            for p in process_tree(pid):
+                seen[p] = max(seen.get(p, 0.0), own_cpu_seconds(p))
+        screen, now = bt.capture(session), time.perf_counter() - t0
+        rows = runs_rows(screen)
+        for name, row in (("top", rows[0]), ("bottom", rows[-1])) if rows else ():
+            if name not in peaks and peak_drawn(row):
+                peaks[name] = now
+        if verified is None and "verified" in screen:
+            verified, cpu = now, sum(seen.values())
+        if verified is not None and (len(peaks) == 2 or now > 300):
+            return verified, cpu or 0.0
         time.sleep(0.02)
     raise TimeoutError(f"{session}: no `verified` in 900 s")
 
 
-def one(project: Path, tree: Path, settle_s: float) -> tuple[float, float, str, float]:
-    """(seconds to `verified`, peak RSS MB once settled, the settled screen, CPU seconds at `verified`)."""
+def one(project: Path, tree: Path, settle_s: float, peaks: dict[str, float]) -> tuple[float, float, str, float]:
+    """(seconds to `verified`, peak RSS MB once settled, the settled screen, CPU seconds at `verified`);
+    `peaks`: when the top and bottom rows' peaks were painted."""
     session = f"dashmem-{os.getpid()}"
     cmd = (f"exec env TERM=xterm-256color PYTHONPATH={tree} {sys.executable} -m zymi_tui observe {project} "
            "--theme textual-dark")  # fmt: skip
@@ -63,7 +90,7 @@ def one(project: Path, tree: Path, settle_s: float) -> tuple[float, float, str, 
     bt.tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", bt.NEUTRAL_DIR, cmd)
     try:
         pid = bt.pane_pid(session)
-        verified, cpu = wait_verified(session, pid, t0)
+        verified, cpu = wait_verified(session, pid, t0, peaks)
         screen, end = bt.capture(session), time.monotonic() + settle_s
         while time.monotonic() < end:
             time.sleep(2)
@@ -90,9 +117,12 @@ def main() -> int:
     trees = {"before": args.checkout.resolve(), "after": HERE}
     got: dict[str, list[tuple[float, float, str, float]]] = {k: [] for k in trees}
     loads = []
+    painted: dict[str, list[dict[str, float]]] = {k: [] for k in trees}
     for _ in range(args.rounds):
         for name, tree in trees.items():
-            got[name].append(one(args.project.resolve(), tree, args.settle))
+            peaks: dict[str, float] = {}
+            got[name].append(one(args.project.resolve(), tree, args.settle, peaks))
+            painted[name].append(peaks)
             if args.save:
                 args.save.mkdir(parents=True, exist_ok=True)
                 (args.save / f"{name}-{len(got[name])}.txt").write_text(got[name][-1][2])
@@ -103,6 +133,9 @@ def main() -> int:
         print(f"{name:6} verified {statistics.median(r[0] for r in rows):6.2f} s, CPU then (with the check's "
               f"processes) {statistics.median(r[3] for r in rows):5.2f} s | peak RSS median "
               f"{statistics.median(rss):6.1f} MB {[round(x) for x in rss]}")  # fmt: skip
+        for row in ("top", "bottom"):
+            at = [p.get(row, float("nan")) for p in painted[name]]
+            print(f"{'':6} {row} row's peak painted at {statistics.median(at):6.2f} s {[round(x, 1) for x in at]}")
     ratio = statistics.median(r[1] for r in got["after"]) / statistics.median(r[1] for r in got["before"])
     same = all(a[2] == b[2] for a, b in zip(got["before"], got["after"], strict=True))
     print(f"peak RSS after/before {ratio:.2f} | settled screens the same: {same} | load "

@@ -17,6 +17,7 @@ from zymi_tui.events.sqlite_schema import HASH_MIGRATION, SCHEMA
 from zymi_tui.tui.state.events import EventsModel
 from zymi_tui.tui.state.item_index import ItemIndex
 from zymi_tui.tui.state.kind_codes import KindCodes
+from zymi_tui.tui.state.run_index import RunIndex
 
 N = 60_000
 
@@ -63,7 +64,7 @@ def test_kinds_taken_without_a_second_index() -> None:
         kinds = KindCodes([gid for gid, *_ in rows])
         kinds.add({gid: "llm_call_started" for gid, *_ in rows})
         state = EventsModel()
-        state.set_index(rows, [], kinds=False)
+        state.set_index(RunIndex(rows), [], kinds=False)
         del rows
         base = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
@@ -108,9 +109,10 @@ def test_a_laid_out_long_run_costs_its_rows_not_a_dict_of_them() -> None:
     tracemalloc.start()
     try:
         rows = [(gid, "long", gid - 10**6, "llm_call_started") for gid in range(10**6, 10**6 + N)]
+        index = RunIndex(rows)
         state = EventsModel()
         base = tracemalloc.get_traced_memory()[0]
-        state.set_index(rows, [])
+        state.set_index(index, [])
         held = tracemalloc.get_traced_memory()[0] - base
     finally:
         tracemalloc.stop()
@@ -118,3 +120,80 @@ def test_a_laid_out_long_run_costs_its_rows_not_a_dict_of_them() -> None:
     assert state.cursor_row == rows[100] and state.span_of(rows[-1][0]) == (N, 1)  # under its group's header
     # the layout: the items (8 B an event) and where each is (8 B an event); main's dict of them ~94 B
     assert held / N < 40, f"{held / N:.0f} B an event"
+
+
+async def test_a_long_runs_index_is_held_in_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dashboard's way with a long run (its index, then its kinds, then the layout), through the real reader:
+    no tuple a row while it is read (`run_index`: pages into columns), ~50 B an event held after, every row as
+    SQL reads it. Main held a 4-tuple a row: 167 B an event held, 295 B at the peak (the run_ids rows)."""
+    db = tmp_path / "events.db"
+    long_stream(db)
+    with sqlite3.connect(db) as c:
+        want = c.execute(
+            "SELECT id, stream_id, sequence, kind_tag FROM events WHERE stream_id = 'long' ORDER BY id"
+        ).fetchall()
+    monkeypatch.setattr(backend, "ID_PAGE", 1000, raising=False)  # the repeated sequence 1000 sits at an edge
+    async with await SqliteReader.open(db) as reader:
+        assert [(gid, stream, seq) for gid, stream, seq, _ in want] == await reader.run_ids("long")
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            state = EventsModel()
+            index = await reader.run_index("long")
+            read_peak = tracemalloc.get_traced_memory()[1] - base
+            state.set_index(index, [], kinds=False)
+            gids = state.rows.gids()
+            kinds = KindCodes(gids)
+            kinds.add(await reader.kinds_of(list(gids)))
+            del gids
+            state.set_kinds(kinds)
+            del kinds
+            held = tracemalloc.get_traced_memory()[0] - base
+        finally:
+            tracemalloc.stop()
+    assert list(state.rows) == want and len(want) == N + 1
+    assert [state.tag_of(row) for row in state.rows] == [tag for *_, tag in want]
+    assert state.visible_count == N + 1
+    state.cursor_gid = want[7][0]
+    assert state.cursor_row == want[7]
+    # the columns (gid 8, sequence 8, stream 4, kind 4), the items (8) and where each is (8): ~40 B
+    assert held / N < 60, f"{held / N:.0f} B an event held"
+    # while it is read: the columns and a page of (id, sequence) rows (main: every id row's tuple, ~200 B)
+    assert read_peak / N < 60, f"{read_peak / N:.0f} B an event at the peak of the read"
+
+
+async def test_run_index_is_run_ids_in_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run and its steps interleaved at random, a step whose sequence order is not its id order (a damaged
+    store), a sequence stored as text, a repeated sequence at a page's edge: `run_index` gives the rows SQL
+    gives, in id order, as `run_ids` does."""
+    rng = random.Random(11)
+    streams = ["r", "r:step:a", "r:step:b", "r:step:c", "other", "r2"]
+    seqs = dict.fromkeys(streams, 0)
+    rows = []
+    for i in range(3000):
+        stream = rng.choice(streams)
+        seqs[stream] += 1
+        seq: object = seqs[stream]
+        if stream == "r:step:b":
+            seq = 10_000 - seqs[stream]  # ids ascend while the sequences descend
+        rows.append((f"e{i}", stream, seq))
+    rows.insert(700, ("dup", "r", 50))
+    rows.insert(900, ("text", "r:step:c", "7x"))
+    db = tmp_path / "events.db"
+    with sqlite3.connect(db) as c:
+        c.executescript(SCHEMA)
+        c.executescript(HASH_MIGRATION)
+        c.executemany(
+            "INSERT INTO events (event_id, stream_id, sequence, timestamp, kind_tag, data, source) "
+            "VALUES (?, ?, ?, '2026-01-01T00:00:00Z', 'response_ready', '{}', 'test')",
+            rows,
+        )
+        want = c.execute(
+            "SELECT id, stream_id, sequence FROM events WHERE stream_id = 'r' OR stream_id LIKE 'r:step:%' ORDER BY id"
+        ).fetchall()
+    monkeypatch.setattr(backend, "ID_PAGE", 50, raising=False)
+    async with await SqliteReader.open(db) as reader:
+        index = await reader.run_index("r")
+        assert [(gid, stream, seq) for gid, stream, seq, _ in index] == want == await reader.run_ids("r")
+    assert {tag for *_, tag in index} == {""}
+    assert index[-1] == (*want[-1], "") and index[3:5] == [(*row, "") for row in want[3:5]]

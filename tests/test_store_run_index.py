@@ -27,6 +27,7 @@ async def check(reader: EventReader, run: str) -> None:
     ids = await reader.run_ids(run)
     assert ids == [(se.global_id, se.event.stream_id, se.event.sequence) for se in whole]
     assert {stream for _, stream, _ in ids} == {run, f"{run}:step:reply"}
+    assert [(gid, stream, seq) for gid, stream, seq, _ in await reader.run_index(run)] == ids  # in columns
     assert await reader.kinds_of([gid for gid, *_ in ids]) == {se.global_id: se.event.tag for se in whole}
     index = [(se.global_id, se.event.stream_id, se.event.sequence, se.event.tag) for se in whole]
     thin = index[::3]  # ids spread over three times their number: read by id
@@ -58,6 +59,7 @@ async def test_sqlite_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             assert len(kinds) == len(ids) and kinds[ids[5]] == "odd\x1b"
         await check(await load_run(reader, "chat-42"), "chat-42")
         assert await reader.run_ids("no-such-run") == []
+        assert len(await reader.run_index("no-such-run")) == 0
 
 
 async def test_postgres(tmp_path: Path, pg_url: str) -> None:

@@ -21,6 +21,7 @@ from textual.widgets import Static
 from tests.conftest import copy_store, long_run_store
 from tests.tui_support import make_app, settle, sql
 from tests.waiting import LIMIT, pilot_until
+from zymi_tui.events.run_index import RunIndex
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.sqlite_write import SqliteWriter
 from zymi_tui.events.stored import BadRow
@@ -360,14 +361,14 @@ async def test_events_written_while_the_run_is_read_reach_the_list_and_the_plot(
     monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
     db = copy_store(long_store, tmp_path / "grow")
     gate = threading.Event()
-    read_ids = SqliteReader.run_ids
+    read_index = SqliteReader.run_index
 
-    async def held(self: SqliteReader, stream_id: str) -> list[tuple[int, str, int]]:
-        rows = await read_ids(self, stream_id)
+    async def held(self: SqliteReader, stream_id: str) -> RunIndex:
+        rows = await read_index(self, stream_id)
         gate.wait(LIMIT)
         return rows
 
-    monkeypatch.setattr(SqliteReader, "run_ids", held)
+    monkeypatch.setattr(SqliteReader, "run_index", held)
     app = make_app(db)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot_until(pilot, lambda: app.main.run_loading and len(app.main.events.rows) > 0, "the newest page")

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from zymi_tui.events.hashchain import ChainRow, ChainScan
+    from zymi_tui.events.run_index import RunIndex
     from zymi_tui.events.store import EventReader, IdRow, KindRowPage, Page, RawRow, RowPage, StreamInfo
     from zymi_tui.events.stored import BadRow, StoredEvent
 
@@ -71,6 +72,9 @@ class LazyReader:
     async def run_ids(self, stream_id: str) -> list[IdRow]:
         return await (await self._open()).run_ids(stream_id)
 
+    async def run_index(self, stream_id: str) -> RunIndex:
+        return await (await self._open()).run_index(stream_id)
+
     async def kinds_of(self, ids: list[int]) -> dict[int, str]:
         return await (await self._open()).kinds_of(ids)
 
@@ -90,6 +94,9 @@ class LazyReader:
 
     async def read_kinds_rows(self, tags: Sequence[str], after_global_id: int, limit: int) -> KindRowPage:
         return await (await self._open()).read_kinds_rows(tags, after_global_id, limit)
+
+    async def read_rows_before(self, before_global_id: int | None, limit: int, *, tag: str) -> RowPage:
+        return await (await self._open()).read_rows_before(before_global_id, limit, tag=tag)
 
     async def read_kind_page(
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int

@@ -43,6 +43,7 @@ import asyncpg
 from zymi_tui.events.hashchain import ChainRow, ChainScan
 from zymi_tui.events.location import redact_url
 from zymi_tui.events.postgres_schema import connect_pool, explain_pg_error, first_connection, schema_present
+from zymi_tui.events.run_index import RunIndex
 from zymi_tui.events.store import (
     Closable,
     IdRow,
@@ -283,6 +284,9 @@ class PostgresReader(RowDecoder, Closable):
         )
         return [(int(gid), str(s), int(seq)) for gid, s, seq in rows]
 
+    async def run_index(self, stream_id: str) -> RunIndex:
+        return RunIndex.from_ids(await self.run_ids(stream_id))
+
     async def kinds_of(self, ids: list[int]) -> dict[int, str]:
         top = await self.horizon()
         rows = await self._fetch("SELECT id, kind_tag FROM events WHERE id = ANY($1::bigint[]) AND id <= $2", ids, top)
@@ -317,6 +321,17 @@ class PostgresReader(RowDecoder, Closable):
         self, after_global_id: int, limit: int, *, stream_id: str | None = None, tag: str | None = None
     ) -> RowPage:
         return await rows_from_events(self, after_global_id, limit, stream_id=stream_id, tag=tag)
+
+    async def read_rows_before(self, before_global_id: int | None, limit: int, *, tag: str) -> RowPage:
+        """Below the settled horizon (None: from it down), newest first, on the kind index."""
+        top = await self.horizon() + 1
+        if before_global_id is not None:
+            top = min(top, before_global_id)
+        rows = await self._fetch(
+            f"{_ROW} WHERE kind_tag = $1 AND id < $2 ORDER BY id DESC LIMIT $3", tag, top, limit
+        )  # fmt: skip
+        out = [(int(gid), str(s), int(seq), str(data)) for gid, s, seq, data in rows]
+        return RowPage(out, out[-1][0] if out else top, len(out))
 
     async def read_kinds_rows(self, tags: Sequence[str], after_global_id: int, limit: int) -> KindRowPage:
         """Up to the settled horizon, like every cursor read (the planner picks the kind index or a scan)."""

@@ -12,7 +12,7 @@ import asyncio
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import aiosqlite
 
 from zymi_tui.events.chain_split import scan_in_two, seam_of
 from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text
+from zymi_tui.events.run_index import RunIndex
 from zymi_tui.events.sqlite_check import NOT_UTF8, TEXT_ANY, pragma_check, scan_store
 from zymi_tui.events.sqlite_file import check_store_file, is_wal, note_store
 from zymi_tui.events.sqlite_schema import LOCK_WAIT_S, explain_sqlite_error, is_locked
@@ -337,6 +338,16 @@ class SqliteReader(RowDecoder, Closable):
             return await self._fetch(sql, (tag, after_global_id, limit))
         return await self._rows_after(after_global_id, limit, select)
 
+    async def read_rows_before(self, before_global_id: int | None, limit: int, *, tag: str) -> RowPage:
+        """Rows of one kind below a global id (None: from the newest), newest first, as stored: the kind
+        index read backwards."""
+        if before_global_id is None:
+            rows = await self._fetch(f"{_ROW} WHERE kind_tag = ? ORDER BY id DESC LIMIT ?", (tag, limit))
+        else:
+            sql = f"{_ROW} WHERE kind_tag = ? AND id < ? ORDER BY id DESC LIMIT ?"
+            rows = await self._fetch(sql, (tag, before_global_id, limit))
+        return RowPage(self._sane(rows), rows[-1][0] if rows else (before_global_id or 0), len(rows))
+
     async def read_stream(
         self, stream_id: str, *, include_steps: bool = False, after_global_id: int = 0, limit: int | None = None
     ) -> list[StoredEvent]:
@@ -371,6 +382,32 @@ class SqliteReader(RowDecoder, Closable):
             params = [stream_id, lo, hi, n]
         return self._decode(await self._fetch(f"{_ROW} WHERE id IN ({ids}) ORDER BY id", params))
 
+    async def run_index(self, stream_id: str) -> RunIndex:
+        """`run_ids` in columns: each stream's pages taken into arrays as they are read, the streams merged
+        by id (at a million events the id rows' tuples would be ~120 MB)."""
+        lo, hi = step_range(stream_id)
+        streams = [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
+        parts: list[RunIndex] = []
+        for stream in streams:
+            part = RunIndex()
+            async for page in self._id_pages(stream):
+                part.add_page(stream, page)
+            parts.append(part)
+        return RunIndex.merged(parts)
+
+    async def _id_pages(self, stream: str) -> AsyncIterator[list[Any]]:
+        """A stream's (id, sequence) rows, a page at a time, on the (stream_id, sequence) index's own order
+        (keyset pages: a damaged store may repeat a sequence)."""
+        sql = (
+            "SELECT id, sequence FROM events WHERE stream_id = CAST(? AS TEXT) AND (sequence, id) > (?, ?) "
+            "ORDER BY sequence, id LIMIT ?"
+        )
+        after: tuple[Any, int] | None = (-(2**63), -(2**63))
+        while after is not None:
+            page = await self._fetch(sql, (stream, *after, ID_PAGE))
+            yield page
+            after = (page[-1][1], page[-1][0]) if len(page) == ID_PAGE else None
+
     async def run_ids(self, stream_id: str) -> list[IdRow]:
         """Stream by stream from the (stream_id, sequence) index alone (it covers id: the table is not
         read), merged by id: no stream column read per row, and each stream's rows already in id order
@@ -378,16 +415,9 @@ class SqliteReader(RowDecoder, Closable):
         lo, hi = step_range(stream_id)
         streams = [stream_id, *(column_text(s) for (s,) in await self._fetch(_STREAMS_IN_RANGE, (lo, hi, hi)))]
         out: list[IdRow] = []
-        sql = (  # keyset pages on the index's own order (a damaged store may repeat a sequence)
-            "SELECT id, sequence FROM events WHERE stream_id = CAST(? AS TEXT) AND (sequence, id) > (?, ?) "
-            "ORDER BY sequence, id LIMIT ?"
-        )
         for stream in streams:
-            after: tuple[Any, int] | None = (-(2**63), -(2**63))  # a page at a time: not held beside the ids
-            while after is not None:
-                page = await self._fetch(sql, (stream, *after, ID_PAGE))
+            async for page in self._id_pages(stream):  # a page at a time: not held beside the ids
                 out += [(gid, stream, seq) for gid, seq in page]
-                after = (page[-1][1], page[-1][0]) if len(page) == ID_PAGE else None
         out.sort()  # runs already in order: linear
         return out
 

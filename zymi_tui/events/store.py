@@ -18,6 +18,9 @@ import msgspec
 
 from zymi_tui.errors import UserError
 from zymi_tui.events.hashchain import ChainRow, ChainScan, scan_rows
+from zymi_tui.events.run_index import IdRow as IdRow
+from zymi_tui.events.run_index import IndexRow as IndexRow
+from zymi_tui.events.run_index import RunIndex
 from zymi_tui.events.stored import BadRow, StoredEvent
 
 if TYPE_CHECKING:
@@ -52,8 +55,6 @@ class Page(msgspec.Struct, frozen=True):
 RawRow = tuple[int, str, int, str]  # (global id, stream id, sequence, the stored `data` text)
 # a row as SQLite returns it with its `data` as bytes (its UTF-8, unchecked) and its columns unchecked
 Utf8Row = tuple[int, str, int, bytes]
-IndexRow = tuple[int, str, int, str]  # (global id, stream id, sequence, kind tag): a row without its data
-IdRow = tuple[int, str, int]  # (global id, stream id, sequence): where a row is, not what it is
 
 
 class RowPage(msgspec.Struct, frozen=True):
@@ -96,6 +97,10 @@ class EventReader(Protocol):
         in global order: what a store's (stream, sequence) index alone gives. Kinds: `kinds_of`."""
         ...
 
+    async def run_index(self, stream_id: str) -> RunIndex:
+        """`run_ids` in columns, the kinds to come ("" each): a long run listed without a tuple a row."""
+        ...
+
     async def kinds_of(self, ids: list[int]) -> dict[int, str]:
         """The kind tag of each of these global ids, by id (ids not in the store are left out)."""
         ...
@@ -115,6 +120,11 @@ class EventReader(Protocol):
     async def read_kind_page(
         self, tag: str, *, stream_id: str | None, after_global_id: int, limit: int
     ) -> list[StoredEvent]: ...
+    async def read_rows_before(self, before_global_id: int | None, limit: int, *, tag: str) -> RowPage:
+        """The `limit` rows of one kind just below a global id (None: the newest), newest first, as stored
+        (not decoded); `last_global_id` is the lowest id read: the next page's `before_global_id`."""
+        ...
+
     async def read_kinds_rows(self, tags: Sequence[str], after_global_id: int, limit: int) -> KindRowPage:
         """The next `limit` rows whose `kind_tag` is one of `tags`, in global order, as stored (not
         decoded), with their tag: several kinds in one pass over the store (a replay reads a dozen kinds,

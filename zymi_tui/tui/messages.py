@@ -5,12 +5,12 @@ from __future__ import annotations
 from textual.message import Message
 
 from zymi_tui.events.runs import RunSummary
-from zymi_tui.events.store import IndexRow
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.state.graph import StepDef
 from zymi_tui.tui.state.kind_codes import KindCodes
 from zymi_tui.tui.state.plot import CallCollector
+from zymi_tui.tui.state.run_index import RunIndex
 
 
 class RunsLoaded(Message):
@@ -105,7 +105,7 @@ class RunIndexed(Message):
     """A long run's ids (every row without its data; the kind tags are placeholders, `RunKinds` brings
     them) and its newest events, decoded: the sparse list."""
 
-    def __init__(self, key: RunKey, rows: list[IndexRow], newest: list[StoredEvent]) -> None:
+    def __init__(self, key: RunKey, rows: RunIndex, newest: list[StoredEvent]) -> None:
         super().__init__()
         self.key = key
         self.rows = rows

@@ -91,11 +91,12 @@ async def read_run(reader: EventReader, key: RunKey) -> list[StoredEvent]:
 
 
 async def read_peaks(reader: EventReader, turn_of: dict[str, str]) -> AsyncIterator[dict[RunKey, int]]:
-    """Peak approx_context_chars per run and per turn, from the `llm_call_started` index, in pages;
-    of each row only the envelope and `approx_context_chars` are read (`row_envelope`), not the whole event."""
-    cursor = 0
+    """Peak approx_context_chars per run and per turn, from the `llm_call_started` index, in pages read
+    newest first (the runs list's top rows get theirs first); of each row only the envelope and
+    `approx_context_chars` are read (`row_envelope`), not the whole event."""
+    cursor: int | None = None
     while True:
-        page = await reader.read_rows(cursor, PAGE, tag="llm_call_started")
+        page = await reader.read_rows_before(cursor, PAGE, tag="llm_call_started")
         out: dict[RunKey, int] = {}
         for gid, stream_id, seq, data in page.rows:
             try:

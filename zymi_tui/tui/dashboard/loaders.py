@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from textual import work
@@ -15,7 +15,7 @@ from textual.worker import get_current_worker
 from zymi_tui.errors import UserError
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.runs import RunSummary, list_runs, newest_runs, with_liveness
-from zymi_tui.events.store import EventReader, IndexRow, StoreError, step_of
+from zymi_tui.events.store import EventReader, StoreError, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.writers import store_writers
 from zymi_tui.tui.chain_freshness import store_stamp
@@ -42,6 +42,7 @@ from zymi_tui.tui.state.events import RUN_GROUP
 from zymi_tui.tui.state.graph import load_pipeline_steps
 from zymi_tui.tui.state.kind_codes import KindCodes
 from zymi_tui.tui.state.plot import PLOT_TAGS, WORKFLOW_TAGS, CallCollector
+from zymi_tui.tui.state.run_index import RunIndex
 
 TAIL_POLL_S = 0.1
 FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then all of them
@@ -182,11 +183,8 @@ class DashboardLoaders(DashboardState):
                 head = await reader.newest(key.stream_id, FIRST_PAGE, include_steps=True)
                 if len(head) == FIRST_PAGE and not get_current_worker().is_cancelled:
                     self.post_message(RunPage(key, head, True, False))
-                ids = await reader.run_ids(key.stream_id)
-                if len(ids) > sparse_threshold():  # ids first: the rows are read as they are drawn, the kinds next
-                    rows: list[IndexRow] = ids  # type: ignore[assignment]  # made index rows in place, below
-                    for i, (gid, stream, seq) in enumerate(ids):  # each id row freed as its index row replaces it
-                        rows[i] = (gid, stream, seq, "")
+                rows = await reader.run_index(key.stream_id)  # in columns: no tuple a row
+                if len(rows) > sparse_threshold():  # ids first: the rows are read as they are drawn, the kinds next
                     if not get_current_worker().is_cancelled:
                         self.post_message(RunIndexed(key, rows, head))
                     return
@@ -197,13 +195,13 @@ class DashboardLoaders(DashboardState):
         self.in_thread(job)
 
     @work(thread=True, exclusive=True, group="kinds", exit_on_error=False, description="a run's kinds")
-    def read_kinds(self, key: RunKey, gids: list[int]) -> None:
+    def read_kinds(self, key: RunKey, gids: Sequence[int]) -> None:
         """The kind of every row (by id) of a long run listed from its ids (the filters, pickers and plot need them)."""
 
         async def job(reader: EventReader) -> None:
             kinds = KindCodes(gids)  # a byte an id: the reader's answers (dicts) are kept a chunk at a time
             for i in range(0, len(gids), KINDS_CHUNK):
-                kinds.add(await reader.kinds_of(gids[i : i + KINDS_CHUNK]))
+                kinds.add(await reader.kinds_of(list(gids[i : i + KINDS_CHUNK])))
                 if get_current_worker().is_cancelled:
                     return
             self.post_message(RunKinds(key, kinds))
@@ -220,19 +218,24 @@ class DashboardLoaders(DashboardState):
         self.in_thread(job)
 
     @work(thread=True, exclusive=True, group="collect", exit_on_error=False, description="a run's figures")
-    def collect_run(self, key: RunKey, rows: list[IndexRow]) -> None:
+    def collect_run(self, key: RunKey, rows: RunIndex, upto: int) -> None:
         """A long run's plot and graph: its LLM-call, compaction and workflow rows read a page at a time
         (of a call only the fields drawn are decoded) and fed to a collector that keeps the calls, not the
         events). A row whose kind column names no known kind (an unknown or a hostile one) is read too: its
-        data says what it is, as when a small run is read whole (and an unreadable one is counted)."""
+        data says what it is, as when a small run is read whole (and an unreadable one is counted).
+        `rows`: the model's own index, of which the first `upto` rows are read (rows added live since come live)."""
         from zymi_tui.events.kinds import KIND_BY_TAG  # the kinds load with the first event decoded, not at start
 
-        wanted = [gid for gid, _, _, tag in rows if tag in PLOT_TAGS or tag in WORKFLOW_TAGS or tag not in KIND_BY_TAG]
+        def wanted_tag(tag: str) -> bool:
+            return tag in PLOT_TAGS or tag in WORKFLOW_TAGS or tag not in KIND_BY_TAG
+
+        wanted = [rows.gid(i) for i in range(upto) if wanted_tag(rows.tag(i))]
+        first_gid, last_gid = (rows.gid(0), rows.gid(upto - 1)) if upto else (None, 0)
 
         async def job(reader: EventReader) -> None:
             collector = CallCollector(self.window, self.forget_after)
             worker = get_current_worker()
-            first = await reader.read_ids([rows[0][0]]) if rows else []  # x = seconds since the run started
+            first = await reader.read_ids([first_gid]) if first_gid is not None else []  # x: since the run started
             collector.t0 = first[0].event.timestamp_ns if first else None
             for n, page in enumerate(id_pages(wanted), 1):
                 reader.problems += collector.feed_rows(await reader.read_id_rows(page))
@@ -240,7 +243,7 @@ class DashboardLoaders(DashboardState):
                     return
                 if n % 20 == 0:  # the curve grows as it is read
                     self.post_message(CallsCollected(key, collector.snapshot(), False))
-            collector.last_gid = max(collector.last_gid, rows[-1][0] if rows else 0)
+            collector.last_gid = max(collector.last_gid, last_gid)
             self.post_message(CallsCollected(key, collector, True))
 
         self.in_thread(job)

@@ -137,7 +137,7 @@ class DashboardResults(DashboardSelection):
         view.reveal_cursor()
         self.refresh_derived(new_run=True)
         self.update_events_title()
-        self.call_after_refresh(self.read_kinds, msg.key, [gid for gid, *_ in msg.rows])  # once the list is on screen
+        self.call_after_refresh(self.read_kinds, msg.key, msg.rows.gids())  # once the list is on screen
 
     def on_run_kinds(self, msg: messages.RunKinds) -> None:
         if msg.key != self.selected or not self.events.sparse:
@@ -152,7 +152,7 @@ class DashboardResults(DashboardSelection):
         view.reveal_cursor()
         view.refresh()
         self.update_events_title()
-        self.collect_run(msg.key, list(self.events.rows))
+        self.collect_run(msg.key, self.events.rows, len(self.events.rows))
 
     @on(EventsList.NeedRows)
     def need_rows(self, msg: EventsList.NeedRows) -> None:

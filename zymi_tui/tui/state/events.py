@@ -7,6 +7,7 @@ depend on which events are expanded and on the width (expanded payloads wrap).
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from zymi_tui.tui.state.event_detail import detail_rows, wrap_detail
 from zymi_tui.tui.state.event_search import matches
 from zymi_tui.tui.state.item_index import ItemIndex
 from zymi_tui.tui.state.kind_codes import KindCodes
+from zymi_tui.tui.state.run_index import Header, Items, RunIndex
 
 if TYPE_CHECKING:
     from zymi_tui.events.describe import Line
@@ -24,15 +26,7 @@ if TYPE_CHECKING:
 RUN_GROUP = ""  # the group key of the run stream itself
 
 
-@dataclass(frozen=True, slots=True)
-class Header:
-    group: str  # RUN_GROUP or a step id
-    count: int
-
-    @property
-    def title(self) -> str:
-        name = "run stream" if self.group == RUN_GROUP else f"step {self.group}"
-        return f"── {name} ({self.count} event{'s' if self.count != 1 else ''})"
+__all__ = ["RUN_GROUP", "EventsModel", "Header", "index_row"]
 
 
 @dataclass(slots=True)
@@ -49,7 +43,7 @@ class EventsModel:
     a kind filter shows none of them rather than a part of them, and `kind_tags` offers none of theirs.
     """
 
-    rows: list[IndexRow] = field(default_factory=list)
+    rows: RunIndex = field(default_factory=RunIndex)  # in columns: a tuple made for each row read
     decoded: dict[int, StoredEvent] = field(default_factory=dict)
     sparse: bool = False
     cache: int = 5000
@@ -67,7 +61,7 @@ class EventsModel:
     unkinded: int = 0  # sparse: rows up to this id were listed from the ids, their kinds not read yet (0: none)
     _lines: dict[int, Line] = field(default_factory=dict)
     _detail: dict[tuple[int, int], list[str]] = field(default_factory=dict)
-    items: list[Header | IndexRow] = field(default_factory=list)
+    items: Items = field(default_factory=lambda: Items(RunIndex()))
     _index: ItemIndex = field(default_factory=ItemIndex)  # gid -> item index
     # the headers' item indexes, and where each group's events start among the visible events: an
     # event's position (for the cursor's moves) is its item index less the headers above it
@@ -85,12 +79,12 @@ class EventsModel:
         """Every event of the run, decoded (a small run)."""
         events = list(events)
         self.sparse = False
-        self.rows = [index_row(se) for se in events]
+        self.rows = RunIndex(index_row(se) for se in events)
         self.decoded = {se.global_id: se for se in events}
         self._reset_caches()
         self.relayout()
 
-    def set_index(self, rows: list[IndexRow], decoded: Iterable[StoredEvent], *, kinds: bool = True) -> None:
+    def set_index(self, rows: RunIndex, decoded: Iterable[StoredEvent], *, kinds: bool = True) -> None:
         """A long run: its index, and the events already decoded (its newest page); `kinds=False`: the
         rows' kind tags are placeholders, their kinds to come (`set_kinds`)."""
         self.sparse = True
@@ -103,10 +97,7 @@ class EventsModel:
 
     def set_kinds(self, kinds: KindCodes) -> None:
         """The kind tags (by id) of the rows listed from the ids (rows added live since have theirs)."""
-        self.items, self._index = [], ItemIndex()  # the old rows go as they are replaced (relayout makes these again)
-        rows = self.rows
-        for i, (gid, stream, seq, tag) in enumerate(rows):
-            rows[i] = (gid, stream, seq, kinds.get(gid, tag))
+        self.rows.retag(kinds.get)
         self.unkinded = 0
         self.relayout()
 
@@ -161,6 +152,7 @@ class EventsModel:
         added = list(events)
         if not added:
             return 0
+        first = len(self.rows)
         self.rows.extend(index_row(se) for se in added)
         for se in added:
             self.decoded[se.global_id] = se
@@ -168,29 +160,31 @@ class EventsModel:
         if self.sparse and needle and self.search_hits is not None:  # decoded already: searched here
             self.search_hits.update(se.global_id for se in added if matches(se, needle, self.line_of(se)))
         self._trim()
-        self._extend([index_row(se) for se in added])
+        self._extend(range(first, len(self.rows)))
         return len(added)
 
-    def _extend(self, new: list[IndexRow]) -> None:
-        """Newer rows at the end of the list (flat order, or all of them in the last group) are added
-        without laying the whole run out again: a live long run costs its new rows, not its length."""
+    def _extend(self, new: range) -> None:
+        """Newer rows (by position) at the end of the list (flat order, or all of them in the last group) are
+        added without laying the whole run out again: a live long run costs its new rows, not its length."""
         needle = self.search.lower().strip()
-        shown = [row for row in new if self._visible(row, needle)]
+        rows = self.rows
+        shown = [pos for pos in new if self._visible(rows.row(pos), needle)]
         if not shown:
             return
         tail = self.items[-1] if self.items else None
-        if isinstance(tail, Header) or (tail is not None and tail[0] > shown[0][0]):
+        if isinstance(tail, Header) or (tail is not None and tail[0] > rows.gid(shown[0])):
             self.relayout()  # not newer than the list's last row (never, from a live tail)
             return
         if self.group_by_step:
             header = self.items[self._headers[-1]] if self._headers else None
-            if not isinstance(header, Header) or {step_of(row[1]) or RUN_GROUP for row in shown} != {header.group}:
+            groups = {step_of(rows.stream(pos)) or RUN_GROUP for pos in shown}
+            if not isinstance(header, Header) or groups != {header.group}:
                 self.relayout()  # a group before the last one grows: its rows move the ones below
                 return
-            self.items[self._headers[-1]] = Header(header.group, header.count + len(shown))
-        for row in shown:
-            self._index.append(row[0], len(self.items))
-            self.items.append(row)
+            self.items.set_header(self._headers[-1], Header(header.group, header.count + len(shown)))
+        for pos in shown:
+            self._index.append(rows.gid(pos), len(self.items))
+            self.items.add_row(pos)
         self.reflow()
 
     def event(self, gid: int) -> StoredEvent | None:
@@ -202,7 +196,8 @@ class EventsModel:
 
     def loaded(self) -> list[StoredEvent]:
         """The decoded events in global order: every event of a small run, the read windows of a long one."""
-        return [se for gid, *_ in self.rows if (se := self.decoded.get(gid)) is not None]
+        rows = self.rows
+        return [se for i in range(len(rows)) if (se := self.decoded.get(rows.gid(i))) is not None]
 
     def line_of(self, se: StoredEvent) -> Line:
         line = self._lines.get(se.global_id)
@@ -215,13 +210,7 @@ class EventsModel:
 
     @property
     def steps(self) -> list[str]:
-        seen: dict[str, None] = {}
-        streams: set[str] = set()
-        for _, stream, _, _ in self.rows:
-            if stream not in streams:
-                streams.add(stream)
-                seen.setdefault(step_of(stream) or RUN_GROUP, None)
-        return list(seen)
+        return list(dict.fromkeys(step_of(stream) or RUN_GROUP for stream in self.rows.streams()))
 
     @property
     def kind_tags(self) -> list[str]:
@@ -244,24 +233,30 @@ class EventsModel:
     def relayout(self) -> None:
         needle = self.search.lower().strip()
         plain = not needle and self.kinds is None and self.step is None
-        shown = self.rows if plain else [row for row in self.rows if self._visible(row, needle)]
-        items: list[Header | IndexRow] = []
+        rows = self.rows
+        shown: Iterable[int] = (
+            range(len(rows)) if plain else [i for i in range(len(rows)) if self._visible(rows.row(i), needle)]
+        )
+        items = Items(rows)
         headers: list[int] = []
         if self.group_by_step:
-            groups: dict[str, list[IndexRow]] = {}
-            group_of: dict[str, list[IndexRow]] = {}  # per stream: one step_of a stream, not one a row
-            for row in shown:
-                rows = group_of.get(row[1])
-                if rows is None:
-                    rows = group_of[row[1]] = groups.setdefault(step_of(row[1]) or RUN_GROUP, [])
-                rows.append(row)
-            order = sorted(groups, key=lambda g: (g != RUN_GROUP, groups[g][0][0]))
+            groups: dict[str, array[int]] = {}  # each group's rows (positions)
+            group_of: dict[str, array[int]] = {}  # per stream: one step_of a stream, not one a row
+            for pos in shown:
+                stream = rows.stream(pos)
+                members = group_of.get(stream)
+                if members is None:
+                    members = group_of[stream] = groups.setdefault(step_of(stream) or RUN_GROUP, array("q"))
+                members.append(pos)
+            order = sorted(groups, key=lambda g: (g != RUN_GROUP, rows.gid(groups[g][0])))
             for g in order:
                 headers.append(len(items))
-                items.append(Header(g, len(groups[g])))
-                items.extend(groups[g])
+                items.add_header(Header(g, len(groups[g])))
+                for pos in groups[g]:
+                    items.add_row(pos)
         else:
-            items.extend(shown)
+            for pos in shown:
+                items.add_row(pos)
         self.items = items
         self._headers = headers
         self._group_pos = [h - k for k, h in enumerate(headers)]
@@ -269,9 +264,9 @@ class EventsModel:
         if headers:
             for k, h in enumerate(headers):
                 end = headers[k + 1] if k + 1 < len(headers) else len(items)
-                self._index.add_run(h + 1, (row[0] for row in items[h + 1 : end] if not isinstance(row, Header)))
+                self._index.add_run(h + 1, (x for i in range(h + 1, end) if (x := items.gid(i)) is not None))
         else:
-            self._index.add_run(0, (row[0] for row in shown))
+            self._index.add_run(0, (x for i in range(len(items)) if (x := items.gid(i)) is not None))
         if self.cursor_gid is not None and self.cursor_gid not in self._index:
             self.cursor_gid = self._nearest_visible(self.cursor_gid)
         self.reflow()

@@ -8,7 +8,7 @@ its answer (a dict of one chunk) never holds the whole run either. A run whose i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 SPREAD = 16  # a span of more ids than this many times the run's rows is kept as a dict (a byte each would weigh more)
 MAX_CODES = 255  # tag numbers a byte holds (0 is "not known")
@@ -17,7 +17,7 @@ MAX_CODES = 255  # tag numbers a byte holds (0 is "not known")
 class KindCodes:
     """The tag of each id of [lo, hi] known so far (`add`), read back by `get`."""
 
-    def __init__(self, ids: list[int]) -> None:
+    def __init__(self, ids: Sequence[int]) -> None:
         self.lo = min(ids) if ids else 0
         span = max(ids) - self.lo + 1 if ids else 0
         self.codes = bytearray(span) if span <= SPREAD * len(ids) else bytearray()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
@@ -23,7 +24,7 @@ class Dashboard(Protocol):
     def notify(self, message: str) -> None: ...
 
 
-def pick_call(rows: list[IndexRow], picked_gid: int | None) -> tuple[str, int] | None:
+def pick_call(rows: Iterable[IndexRow], picked_gid: int | None) -> tuple[str, int] | None:
     """The (step stream, sequence) to tune: the picked LlmCallStarted, else the run's last one (from the
     run's index: (global id, stream, sequence, kind tag) rows)."""
     calls = [row for row in rows if row[3] == "llm_call_started" and STEP_MARK in row[1]]
@@ -32,7 +33,7 @@ def pick_call(rows: list[IndexRow], picked_gid: int | None) -> tuple[str, int] |
 
 
 def open_editor(
-    screen: Dashboard, reader: EventReader | None, project: Path | None, rows: list[IndexRow], gid: int | None
+    screen: Dashboard, reader: EventReader | None, project: Path | None, rows: Iterable[IndexRow], gid: int | None
 ) -> None:
     target = pick_call(rows, gid)
     if reader is None or target is None:

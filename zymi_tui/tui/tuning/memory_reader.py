@@ -9,6 +9,7 @@ from pathlib import Path
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.hashchain import ChainRow, ChainScan
+from zymi_tui.events.run_index import RunIndex
 from zymi_tui.events.store import (
     STEP_MARK,
     EventReader,
@@ -76,6 +77,9 @@ class MemoryReader:
         run = await self.read_stream(stream_id, include_steps=True)
         return [(se.global_id, se.event.stream_id, se.event.sequence) for se in run]
 
+    async def run_index(self, stream_id: str) -> RunIndex:
+        return RunIndex.from_ids(await self.run_ids(stream_id))
+
     async def read_ids(self, ids: list[int]) -> list[StoredEvent]:
         wanted = set(ids)
         return [se for se in self.events if se.global_id in wanted]
@@ -102,6 +106,15 @@ class MemoryReader:
 
     async def read_kinds_rows(self, tags: Sequence[str], after_global_id: int, limit: int) -> KindRowPage:
         return await kind_rows_from_events(self, tags, after_global_id, limit)
+
+    async def read_rows_before(self, before_global_id: int | None, limit: int, *, tag: str) -> RowPage:
+        below = [
+            se
+            for se in self.events
+            if se.event.tag == tag and (before_global_id is None or se.global_id < before_global_id)
+        ]
+        rows = [(se.global_id, se.event.stream_id, se.event.sequence, se.data) for se in reversed(below[-limit:])]
+        return RowPage(rows, rows[-1][0] if rows else (before_global_id or 0), len(rows))
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         return []

@@ -1,0 +1,155 @@
+"""A run's index (global id, stream, sequence, kind tag of each event) kept in columns: at a million events a
+list of 4-tuples costs ~130 bytes an event (the tuple and two ints), these arrays ~24 (issue 34: the dashboard
+at a million events in 100 MB). Rows are made as `IndexRow` tuples when one is read. A reader builds one from
+its pages (`EventReader.run_index`), so no tuple a row is held while a long run is listed."""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from itertools import repeat
+from typing import Any, overload
+
+IndexRow = tuple[int, str, int, str]  # (global id, stream id, sequence, kind tag): a row without its data
+IdRow = tuple[int, str, int]  # (global id, stream id, sequence): where a row is, not what it is
+
+
+class _Names:
+    """Texts (streams, kind tags) by a number each: a column holds the numbers."""
+
+    __slots__ = ("code", "names")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.code: dict[str, int] = {}
+
+    def of(self, name: str) -> int:
+        n = self.code.get(name)
+        if n is None:
+            n = self.code[name] = len(self.names)
+            self.names.append(name)
+        return n
+
+
+class RunIndex:
+    """A run's rows in columns: ids and sequences as 8-byte integers, streams and kinds by number. A sequence
+    that is no 64-bit integer (a damaged store's) is kept aside as it was read."""
+
+    __slots__ = ("_gids", "_odd", "_seqs", "_stream", "_streams", "_tag", "_tags")
+
+    def __init__(self, rows: Iterable[IndexRow] = ()) -> None:
+        self._gids = array("q")
+        self._seqs = array("q")
+        self._stream = array("I")
+        self._tag = array("I")
+        self._streams = _Names()
+        self._tags = _Names()
+        self._odd: dict[int, object] = {}  # position -> a sequence that is not a 64-bit integer
+        self.extend(rows)
+
+    @classmethod
+    def from_ids(cls, ids: list[IdRow]) -> RunIndex:
+        """A run listed from its ids (the kinds to come: "" each), `ids` emptied as they are taken in, so the
+        id rows and the columns are not held side by side."""
+        index = cls()
+        ids.reverse()
+        while ids:
+            gid, stream, seq = ids.pop()
+            index.append((gid, stream, seq, ""))
+        return index
+
+    def add_page(self, stream: str, page: Iterable[tuple[int, Any]]) -> None:
+        """(id, sequence) rows of one stream, the kinds to come ("" each)."""
+        code, blank = self._streams.of(stream), self._tags.of("")
+        for gid, seq in page:
+            self._put_seq(seq)
+            self._gids.append(gid)
+            self._stream.append(code)
+            self._tag.append(blank)
+
+    @classmethod
+    def merged(cls, parts: list[RunIndex]) -> RunIndex:
+        """The rows of several indexes (each of one stream, say) in id order (ids are unique in a store)."""
+        if len(parts) == 1 and parts[0].ascending():
+            return parts[0]
+        out = cls()
+        keyed = []
+        for k, part in enumerate(parts):
+            order = part.id_order()
+            keyed.append(zip(map(part._gids.__getitem__, order), repeat(k), order, strict=False))
+        for gid, k, i in heapq.merge(*keyed):
+            part = parts[k]
+            out._gids.append(gid)
+            out._put_seq(part._odd.get(i, part._seqs[i]) if part._odd else part._seqs[i])
+            out._stream.append(out._streams.of(part._streams.names[part._stream[i]]))
+            out._tag.append(out._tags.of(part._tags.names[part._tag[i]]))
+        return out
+
+    def ascending(self) -> bool:
+        g = self._gids
+        return all(g[i] < g[i + 1] for i in range(len(g) - 1))
+
+    def id_order(self) -> Iterable[int]:
+        """Positions in id order (a damaged stream's sequence order may not be its id order)."""
+        return range(len(self)) if self.ascending() else sorted(range(len(self)), key=self._gids.__getitem__)
+
+    def _put_seq(self, seq: object) -> None:
+        try:
+            self._seqs.append(seq)  # type: ignore[arg-type]  # an int, unless the store is damaged
+        except (TypeError, OverflowError):
+            self._odd[len(self._seqs)] = seq
+            self._seqs.append(0)
+
+    def append(self, row: IndexRow) -> None:
+        gid, stream, seq, tag = row
+        self._put_seq(seq)
+        self._gids.append(gid)
+        self._stream.append(self._streams.of(stream))
+        self._tag.append(self._tags.of(tag))
+
+    def extend(self, rows: Iterable[IndexRow]) -> None:
+        for row in rows:
+            self.append(row)
+
+    def __len__(self) -> int:
+        return len(self._gids)
+
+    def row(self, i: int) -> IndexRow:
+        seq = self._odd.get(i, self._seqs[i]) if self._odd else self._seqs[i]
+        return (self._gids[i], self._streams.names[self._stream[i]], seq, self._tags.names[self._tag[i]])  # type: ignore[return-value]
+
+    @overload
+    def __getitem__(self, i: int) -> IndexRow: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[IndexRow]: ...
+    def __getitem__(self, i: int | slice) -> IndexRow | list[IndexRow]:
+        if isinstance(i, slice):
+            return [self.row(k) for k in range(*i.indices(len(self)))]
+        return self.row(i + len(self) if i < 0 else i)
+
+    def __iter__(self) -> Iterator[IndexRow]:
+        return (self.row(i) for i in range(len(self)))
+
+    def gid(self, i: int) -> int:
+        return self._gids[i]
+
+    def stream(self, i: int) -> str:
+        return self._streams.names[self._stream[i]]
+
+    def tag(self, i: int) -> str:
+        return self._tags.names[self._tag[i]]
+
+    def gids(self) -> array[int]:
+        """Every row's id (a copy)."""
+        return array("q", self._gids)
+
+    def streams(self) -> list[str]:
+        """Every stream, in the order of its first row."""
+        return list(self._streams.names)
+
+    def retag(self, kind_of: Callable[[int, str], str]) -> None:
+        """Each row's kind: `kind_of(id, its kind now)`."""
+        codes, of, names = self._tag, self._tags.of, self._tags.names
+        for i, gid in enumerate(self._gids):
+            codes[i] = of(kind_of(gid, names[codes[i]]))
