@@ -295,8 +295,9 @@ def _raw(seq: int, kind: str, text: str) -> Any:
         "summary": (UserMessage(content=COMPACTED_HEADER + text), b.OTHER),
     }
     message, code = made[kind]
-    note = "summary" if kind == "summary" else None
-    return b.Item(seq, message, message_bytes(message), code, note)
+    if kind == "summary":
+        return b.NotedItem(seq, message, message_bytes(message), code, "summary")
+    return b.Item(seq, message, message_bytes(message), code)
 
 
 @given(st.lists(item, max_size=30), st.lists(item, max_size=6), st.data())

@@ -27,6 +27,7 @@ from zymi_tui.context.layer_c import (
     TOOL,
     Converted,
     Item,
+    NotedItem,
     Tail,
     TextSource,
     convert,
@@ -43,6 +44,23 @@ from zymi_tui.events.messages import (
     SystemMessage,
 )
 from zymi_tui.events.replay_view import ReplayEvent
+
+SEQ = "I"  # sequences as 4-byte machine integers (a builder holds one or two per event); wider when one is not
+
+
+def _wide(seqs: array[int], seq: int) -> array[int]:
+    """`seqs` and then `seq`, which an array of `SEQ` cannot hold (64-bit signed integers)."""
+    out = array("q", seqs)
+    out.append(seq)
+    return out
+
+
+def _joined(seqs: array[int], more: array[int]) -> array[int]:
+    """`seqs` followed by `more` (in place when both are of one width)."""
+    if seqs.typecode != more.typecode:
+        seqs, more = array("q", seqs), array("q", more)
+    seqs += more
+    return seqs
 
 
 @dataclass(slots=True)
@@ -109,9 +127,9 @@ class ContextBuilder:
         self._raw: list[Item] = []
         self._fed = 0  # message bytes appended (see HOT_BYTES)
         # machine integers (8 bytes each, not int objects): one per event of a stream of a million
-        self._raw_seqs = array("q")
+        self._raw_seqs = array(SEQ)
         self._raw_ts = array("q")  # each item's timestamp (ns)
-        self._seen_seqs = array("q")  # events seen, in order (a replay may skip kinds zymi ignores)
+        self._seen_seqs = array(SEQ)  # events seen, in order (a replay may skip kinds zymi ignores)
         self._seen_ts = array("q")
         self._monotone = True
         self._last_ts = -1
@@ -147,7 +165,10 @@ class ContextBuilder:
         `converted`: messages already converted for these events (shared by re-runs of one stream)."""
         ts, raw = convert(ev) if converted is None else converted.get(ev)
         seq = ev.sequence
-        self._seen_seqs.append(seq)
+        try:
+            self._seen_seqs.append(seq)
+        except OverflowError:
+            self._seen_seqs = _wide(self._seen_seqs, seq)
         self._seen_ts.append(ts)
         if ts < self._last_ts:
             self._monotone = False
@@ -172,7 +193,10 @@ class ContextBuilder:
 
     def _append_raw(self, raw: Item, ts: int) -> None:
         self._raw.append(raw)
-        self._raw_seqs.append(raw.seq)
+        try:
+            self._raw_seqs.append(raw.seq)
+        except OverflowError:
+            self._raw_seqs = _wide(self._raw_seqs, raw.seq)
         self._raw_ts.append(ts)
         self._fed += raw.bytes
         if len(self._raw) > HOT_ITEMS and (self.texts is not None or self._fed > HOT_BYTES):  # see Item
@@ -241,8 +265,8 @@ class ContextBuilder:
                 if c.estimated_bytes is not None:
                     nbytes = len(COMPACTED_HEADER.encode()) + c.estimated_bytes
                 note = f"{'simulated summary' if c.simulated else 'summary'} replacing compaction of seq {c.lo}..{c.hi}"
-                summaries.append(Item(c.lo, SystemMessage(content=text), nbytes, OTHER, note))
-                summaries[-1].simulated = c.simulated
+                summary = SystemMessage(content=text)
+                summaries.append(NotedItem(c.lo, summary, nbytes, OTHER, note, simulated=c.simulated))
                 last = c.lo
             else:
                 break
@@ -368,9 +392,9 @@ class ContextBuilder:
         if n0 < now.n and items[n0].seq <= self._max_hi:
             return False
         self._raw += base._raw[r0 : now.raw]
-        self._raw_seqs += base._raw_seqs[r0 : now.raw]
+        self._raw_seqs = _joined(self._raw_seqs, base._raw_seqs[r0 : now.raw])
         self._raw_ts += base._raw_ts[r0 : now.raw]
-        self._seen_seqs += base._seen_seqs[s0 : now.seen]
+        self._seen_seqs = _joined(self._seen_seqs, base._seen_seqs[s0 : now.seen])
         self._seen_ts += base._seen_ts[s0 : now.seen]
         self.recorded += [dataclasses.replace(rc) for rc in base.recorded[c0 : now.recorded]]
         self._tail.extend(now.tail, n0, now.n)
@@ -397,11 +421,11 @@ class ContextBuilder:
         if reply is not None:
             seq = self.last_seq if reply_seq is None else reply_seq
             ts = self._ts_at(seq) or self._last_ts
-            raw = Item(seq, reply, message_bytes(reply), kind_of(reply))
             if simulated and estimated_bytes is not None:
-                raw.bytes = estimated_bytes
-                raw.note = "simulated compaction reply (size estimated)"
-                raw.simulated = True
+                note = "simulated compaction reply (size estimated)"
+                raw: Item = NotedItem(seq, reply, estimated_bytes, kind_of(reply), note, simulated=True)
+            else:
+                raw = Item(seq, reply, message_bytes(reply), kind_of(reply))
             self._append_raw(raw, ts)
         lo, hi = plan.replaces_seq_range
         self._add_compaction(_Compaction(lo, hi, summary, simulated, estimated_bytes))

@@ -65,25 +65,29 @@ class Item:
       the builder was fed `HOT_BYTES` (packing costs ~20 µs a result, paid only by long runs).
     `message` gives the message back, byte for byte."""
 
+    # (a long run holds hundreds of thousands: each slot is 8 bytes an item. `_aux` is an assistant's
+    # masked content or a tool result's call, read directly where the kind is known: no property on
+    # the hot paths; a note and `simulated` are class defaults here, set only on a `NotedItem`)
     __slots__ = (
-        "_call", "_error", "_masked_text", "_message", "_packed", "bytes", "kind", "masked", "masked_bytes",
-        "masked_for", "note", "seq", "simulated",
+        "_aux", "_error", "_message", "_packed", "bytes", "kind", "masked", "masked_bytes", "masked_for", "seq",
     )  # fmt: skip
 
-    def __init__(self, seq: int, message: MessageModel, nbytes: int, kind: int, note: str | None = None) -> None:
+    note: str | None = None  # a summary's or a simulated message's reason (a `NotedItem`'s)
+    simulated = False  # a message zymi did not write: its size is estimated (a `NotedItem`'s)
+
+    def __init__(self, seq: int, message: MessageModel, nbytes: int, kind: int) -> None:
         self.seq = seq  # (its timestamp is its builder's: an int object per item of a long run was 40 bytes)
         self._message: MessageModel | None = message
         # a packed tool result: (tool_call_id, zlib of its text); or where the dropped text is read back
         self._packed: tuple[str, bytes] | TextSource | None = None
         self.bytes = nbytes
         self.kind = kind
-        self.note = note  # a summary's or a simulated message's reason
-        self.simulated = False
         # the turn head its masked form was made for (-1: none yet, 0: an assistant); the head itself,
         # not its id(): a freed head's id can be a new head's
         self.masked_for: int | Item = -1
-        self._masked_text: str | None = None  # an assistant's masked content (None: unchanged)
-        self._call: ToolCallInfo | None = None  # a tool result's call in its turn (its placeholder's tool and arg)
+        # an assistant's masked content (None: unchanged; `_CUT`: cut again from its text when shown);
+        # a tool result's call in its turn (its placeholder's tool and arg; `_DROPPED_CALL`: read back)
+        self._aux: str | ToolCallInfo | None = None
         self._error = False  # a tool result's text is an error (its placeholder says so)
         self.masked_bytes = 0
         self.masked: MessageModel | None = None  # the masked message, made when first shown
@@ -93,7 +97,9 @@ class Item:
 
     def has_masked_text(self) -> bool:
         """Whether `masked_text` is not None (without making a placeholder)."""
-        return (self.kind == TOOL and self.masked_for not in (-1, 0)) or self._masked_text is not None
+        if self.kind == TOOL:
+            return self.masked_for not in (-1, 0)
+        return self._aux is not None
 
     @property
     def masked_text(self) -> str | None:
@@ -101,7 +107,7 @@ class Item:
         its call, status and size (a long run holds hundreds of thousands, seldom shown)."""
         if self.kind == TOOL and self.masked_for not in (-1, 0):
             return placeholder_of(self._turn_call(), self._error, self.bytes)
-        text = self._masked_text
+        text: str | None = self._aux  # type: ignore[assignment]  # (not a tool result: that is its call)
         if text is _CUT:
             content = self.message.content
             assert content is not None
@@ -110,7 +116,7 @@ class Item:
 
     def _turn_call(self) -> ToolCallInfo | None:
         """A tool result's call in its turn (read back from both texts if it was dropped)."""
-        call = self._call
+        call: ToolCallInfo | None = self._aux  # type: ignore[assignment]  # (a tool result: its call)
         if call is _DROPPED_CALL:
             head, msg = self.masked_for, self.message
             assert isinstance(head, Item) and isinstance(msg, ToolResultMessage)
@@ -145,10 +151,10 @@ class Item:
         if m is None or self.simulated or self.note is not None:
             return
         if texts is not None and hidden:
-            if self.kind == TOOL and self._call is not None:
-                self._call = _DROPPED_CALL
-            elif self.kind == ASSISTANT and self._masked_text is not None:
-                self._masked_text = _CUT
+            if self.kind == TOOL and self._aux is not None:
+                self._aux = _DROPPED_CALL
+            elif self.kind == ASSISTANT and self._aux is not None:
+                self._aux = _CUT
             self.masked, self._packed, self._message = None, texts, None
             return
         if texts is None:
@@ -157,10 +163,10 @@ class Item:
                 self._message = None
             return
         if self.kind == ASSISTANT:
-            if self.masked_for != 0 or self._masked_text is None:
+            if self.masked_for != 0 or self._aux is None:
                 return  # (its masked form is itself: nothing to drop that a masked build would not show)
             self.masked = self.masked_message()  # the cut content and the calls, what masked builds show
-        elif self.bytes < DROP_MIN_BYTES or (self.kind == TOOL and self.masked_for != -1 and self._call is None):
+        elif self.bytes < DROP_MIN_BYTES or (self.kind == TOOL and self.masked_for != -1 and self._aux is None):
             return  # (an unknown call's placeholder needs the result's call id: kept)
         else:
             self.masked = None  # a placeholder is made again when shown (primary_arg is remembered)
@@ -187,13 +193,26 @@ class Item:
                     call_id = held.tool_call_id
                 elif isinstance(p, tuple):
                     call_id = p[0]
-                elif self._call is not None:  # (a dropped text: its placeholder is not kept either)
-                    call_id = self._call.id if self._call is not _DROPPED_CALL else self.message.tool_call_id  # type: ignore[union-attr]
+                elif (call := self._aux) is not None:  # (a dropped text: its placeholder is not kept either)
+                    call_id = call.id if call is not _DROPPED_CALL else self.message.tool_call_id  # type: ignore[union-attr]
                     return ToolResultMessage(tool_call_id=call_id, content=text)
                 else:
                     call_id = self.message.tool_call_id  # type: ignore[union-attr]
                 self.masked = ToolResultMessage(tool_call_id=call_id, content=text)
         return self.masked
+
+
+class NotedItem(Item):
+    """An item with a note: a summary, or a message zymi did not write (`simulated`)."""
+
+    __slots__ = ("note", "simulated")
+
+    def __init__(
+        self, seq: int, message: MessageModel, nbytes: int, kind: int, note: str, *, simulated: bool = False
+    ) -> None:
+        super().__init__(seq, message, nbytes, kind)
+        self.note = note
+        self.simulated = simulated
 
 
 def read_back(items: Iterable[tuple[Item, bool]]) -> None:
@@ -210,9 +229,9 @@ def read_back(items: Iterable[tuple[Item, bool]]) -> None:
     for r, masked in items:
         if r._message is not None:
             continue
-        if not masked or r._masked_text is _CUT or (r.kind == TOOL and r._call is None):
+        if not masked or r._aux is _CUT or (r.kind == TOOL and r._aux is None):
             want(r)
-        elif r._call is _DROPPED_CALL:
+        elif r._aux is _DROPPED_CALL:
             want(r)
             if isinstance(r.masked_for, Item):
                 want(r.masked_for)
@@ -254,15 +273,15 @@ class Tail:
             if raw.masked_for != 0:
                 content = raw.message.content
                 if raw.simulated:  # no real text: only its estimated size is cut
-                    raw._masked_text, raw.masked_bytes = (
+                    raw._aux, raw.masked_bytes = (
                         None,
                         min(raw.bytes, CONTENT_PREVIEW_BYTES + len(ELLIPSIS.encode())),
                     )
                 elif content is not None and raw.bytes > CONTENT_PREVIEW_BYTES:
-                    raw._masked_text = floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
-                    raw.masked_bytes = len(raw._masked_text.encode())
+                    cut = floor_bytes(content, CONTENT_PREVIEW_BYTES) + ELLIPSIS
+                    raw._aux, raw.masked_bytes = cut, len(cut.encode())
                 else:
-                    raw._masked_text, raw.masked_bytes = None, raw.bytes
+                    raw._aux, raw.masked_bytes = None, raw.bytes
                 raw.masked, raw.masked_for = None, 0
             masked_bytes = raw.masked_bytes
         elif raw.kind == TOOL and self.head is not None:
@@ -274,7 +293,7 @@ class Tail:
                 msg = raw.message
                 assert isinstance(msg, ToolResultMessage) and isinstance(head.message, AssistantMessage)
                 call = next((c for c in head.message.tool_calls if c.id == msg.tool_call_id), None)
-                raw._call, raw._error = call, is_tool_error(msg.content)
+                raw._aux, raw._error = call, is_tool_error(msg.content)
                 raw.masked_bytes = len(placeholder_of(call, raw._error, raw.bytes).encode())
                 raw.masked, raw.masked_for = None, head
             masked_bytes = raw.masked_bytes
@@ -353,11 +372,20 @@ def fast_ts_ns(text: str) -> int:
     return parse_timestamp_ns(text)
 
 
+_SHARED_SIZES = 4096
+# one int object for each size under `_SHARED_SIZES`, shared by the items of that size: Python makes a
+# new one for each size over 256, 32 bytes an item of a long run (most messages are a few KB at most)
+_SIZES = tuple(range(_SHARED_SIZES))
+
+
 def convert(ev: ReplayEvent) -> tuple[int, Item | None]:
     """An event's timestamp (ns) and its Layer C message (None: a kind zymi skips)."""
     message = to_message(ev.kind)
     ts = fast_ts_ns(ev.timestamp)
-    return ts, None if message is None else Item(ev.sequence, message, message_bytes(message), kind_of(message))
+    if message is None:
+        return ts, None
+    n = message_bytes(message)
+    return ts, Item(ev.sequence, message, _SIZES[n] if n < _SHARED_SIZES else n, kind_of(message))
 
 
 class Converted:

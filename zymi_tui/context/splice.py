@@ -346,6 +346,9 @@ def context_entries(
         reason = "memory snapshot" + ("; values cut to 200 bytes" if cut_values else "")
         out.append(ContextEntry(SystemMessage(content=b_text), "B", len(b_text.encode()), reason))
     window = f"observation_window={k.observation_window}"
+    # (made once a build, not once an item)
+    tool_reason, cut_reason = f"masked by {window}", f"cut to 200 bytes (turn masked by {window})"
+    kept_reason = f"kept (turn masked by {window})"
     items = tail.items
     masked = shown_masked(tail, cut, n, mask_end)
     read_back((items[i], masked[i - cut]) for i in range(cut, n))
@@ -353,11 +356,11 @@ def context_entries(
         r = items[i]
         if masked[i - cut]:
             if r.kind == TOOL:
-                reason = f"masked by {window}"
+                reason = tool_reason
             elif r.has_masked_text():
-                reason = f"cut to 200 bytes (turn masked by {window})"
+                reason = cut_reason
             else:
-                reason = f"kept (turn masked by {window})"
+                reason = kept_reason
             out.append(ContextEntry(r.masked_message(), "C", r.masked_bytes, reason, r.seq, r.simulated))
         else:
             out.append(ContextEntry(r.message, "C", r.bytes, r.note or "kept", r.seq, r.simulated))
