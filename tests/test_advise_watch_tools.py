@@ -74,3 +74,33 @@ def test_tools_read_off_shapes_with_every_old_text_dropped(tmp_path: Path, monke
     shaped = _figures(db, project, monkeypatch, entries=False)
     assert shaped[0] and shaped[1]  # tool results counted, some in full
     assert shaped == _figures(db, project, monkeypatch, entries=True)
+
+
+def test_each_call_reads_only_the_results_that_entered_its_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long run's window moves forward call by call: the watch reads each Layer C item's message
+    about once per window it enters (again after a compaction or a rebuild), not once per call."""
+    db = tmp_path / "long.db"
+    write_clones(db, 2_000, "coding_default")
+    reads: list[tuple[int, int]] = []  # (tail, index) of each message read while totalling tools
+    shaping: list[Shape] = []
+    shape_tools, message = Watch._shape_tools, layer_c.Item.message
+
+    def watched(self: Watch, st: OpenStream, index: int, shape: Shape, before_c: int) -> None:
+        shaping.append(shape)
+        shape_tools(self, st, index, shape, before_c)
+        shaping.pop()
+
+    def read(item: layer_c.Item) -> Any:
+        if shaping:
+            items = shaping[-1].tail.items
+            reads.append((id(shaping[-1].tail), next(j for j in range(len(items) - 1, -1, -1) if items[j] is item)))
+        return message.fget(item)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(Watch, "_shape_tools", watched)
+    monkeypatch.setattr(layer_c.Item, "message", property(read))
+    _figures(db, ORACLE / "coding_default" / "project", monkeypatch, entries=False)
+    items = len(set(reads))
+    assert items > 100  # tool results and assistants read, of many calls
+    assert len(reads) <= 2 * items, (len(reads), items)

@@ -15,12 +15,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from zymi_tui.context.layer_c import ASSISTANT, OTHER, TOOL, Tail
+from zymi_tui.context.layer_c import TOOL, Tail
 from zymi_tui.context.rendered import ContextEntry, Shape
 from zymi_tui.events.kinds import ToolCallRequested
 from zymi_tui.events.messages import AssistantMessage, SystemMessage, ToolResultMessage
 from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.replay.advice.model import ProjectFacts
+from zymi_tui.replay.advice.tool_window import ToolWindow
 from zymi_tui.replay.call_context import CallContext
 
 NEAR_MISS = 0.10  # a call within 10% of the hard cap
@@ -110,7 +111,7 @@ class OpenStream:
 
     __slots__ = (
         "carried", "compacted", "count", "first_of_later", "fresh", "masked", "names", "order", "pipeline",
-        "retrieval", "runs", "seen_runs", "seqs", "shaped_tail", "stream", "tails", "tools", "ys",
+        "retrieval", "runs", "seen_runs", "seqs", "shaped_tail", "stream", "tails", "tools", "window", "ys",
     )  # fmt: skip
 
     def __init__(self, stream: str) -> None:
@@ -127,6 +128,7 @@ class OpenStream:
         self.tails: dict[int, Tail] = {}  # every tail its sent calls read, by first use (alive: ids unique)
         self.names: dict[str, str] = {}  # tool call id -> tool name, as its calls carried them
         self.tools: set[str] = set()  # the tools it called (ToolCallRequested)
+        self.window = ToolWindow()  # its last call's tool results, totalled per tool
         self.fresh = False  # its step may be a fresh-mode candidate: its runs' carried bytes are summed
         self.carried = self.retrieval = self.runs = 0
         self.first_of_later: int | None = None
@@ -257,7 +259,7 @@ class Watch:
         for i, e in enumerate(entries):
             m = e.message
             if isinstance(m, AssistantMessage):
-                st.names.update((tc.id, tc.name) for tc in m.tool_calls)
+                st.window.name(st.names, m.tool_calls)
             elif isinstance(m, ToolResultMessage):
                 tool = st.names.get(m.tool_call_id, "unknown")
                 key, first = (st.order, index, i), self.first_use.get(tool)
@@ -270,30 +272,24 @@ class Watch:
     def _shape_tools(self, st: OpenStream, index: int, shape: Shape, before_c: int) -> None:
         """`_tools` of a built context's entries, read off its shape without making them: its Layer C
         items [cut, n) as `context_entries` shows them (`before_c`: how many entries come before them),
-        the assistants' tool calls named, each tool result counted at its shown size ("masked by" unless
-        shown in full)."""
-        tail, cut, mask_end = shape.tail, shape.cut, shape.mask_end
-        items, names = tail.items, st.names
-        for j in range(cut, shape.n):
-            r = items[j]
-            kind = r.kind
-            if kind == OTHER:
-                continue
-            masked = j < mask_end and r.masked_for != -1 and tail.in_turn(j)
-            m = r.masked_message() if masked else r.message
-            if kind == ASSISTANT:
-                assert isinstance(m, AssistantMessage)
-                names.update((tc.id, tc.name) for tc in m.tool_calls)
-                continue
-            assert isinstance(m, ToolResultMessage)
-            tool = names.get(m.tool_call_id, "unknown")
-            key, first = (st.order, index, before_c + j - cut), self.first_use.get(tool)
-            if first is None or key < first:
-                self.first_use[tool] = key
-            nbytes = r.masked_bytes if masked else r.bytes
-            self.sent_bytes[tool] += nbytes
-            if not masked and not (r.note or "").startswith("masked"):
-                self.rent[tool] += nbytes
+        each tool result counted at its shown size ("masked by" unless shown in full). The window's
+        totals are kept from the stream's previous call (`ToolWindow`): only the results that entered
+        it are read."""
+        first_use, sent_bytes, rent = self.first_use, self.sent_bytes, self.rent
+        at = (st.order, index, before_c - shape.cut)
+        for j, tool, is_rent in st.window.move(shape, st.names):
+            key, first = (at[0], at[1], at[2] + j), first_use.get(tool)
+            if first is None or key < first:  # the order the tools come in, stream after stream
+                first_use[tool] = key
+            if tool not in sent_bytes:  # (keys made in the order a walk of the entries makes them)
+                sent_bytes[tool] = 0
+            if is_rent and tool not in rent:
+                rent[tool] = 0
+        for tool, (results, nbytes, shown, shown_bytes) in st.window.totals.items():
+            if results:
+                sent_bytes[tool] += nbytes
+            if shown:
+                rent[tool] += shown_bytes
 
     # -- the streams the pass has gone past --------------------------------------------------------
     async def _close_before(self, global_id: float) -> None:
