@@ -209,7 +209,8 @@ class SqliteReader(RowDecoder, Closable):
         params = [_bind(p) if type(p) is str else p for p in params]
         while True:
             try:
-                return list(await self._conn.execute_fetchall(sql, params))
+                rows = await self._conn.execute_fetchall(sql, params)
+                return rows if type(rows) is list else list(rows)  # (the list itself: see `stream_heads`)
             except sqlite3.Error as e:
                 if is_locked(e) and time.monotonic() < deadline:
                     await asyncio.sleep(0.05)
@@ -537,4 +538,8 @@ class SqliteReader(RowDecoder, Closable):
         if not self._has_heads:
             return {}
         rows = await self._fetch("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
-        return {column_text(s): (seq, column_text(h)) for s, seq, h in rows}
+        heads = {column_text(s): (seq, column_text(h)) for s, seq, h in rows}
+        # emptied: aiosqlite's thread holds the list it fetched until its next call (after the whole scan), and its
+        # row tuples, 3.6 MB for a million-event store's 50,000 heads
+        rows.clear()
+        return heads
