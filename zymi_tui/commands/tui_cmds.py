@@ -151,11 +151,12 @@ class _Child:
         if first is None or first.whole:
             self.stop()
             return first
-        if select.select([self.source], [], [], 0)[0]:
-            rest = self.rest()
-            if rest is not None:
-                return FirstRuns(rest.summaries, True, rest.last_global_id, first.skipped + rest.skipped)
-        return FirstRuns(first.summaries, False, first.last_global_id, first.skipped, rest=self.rest)
+        waiting = FirstRuns(first.summaries, False, first.last_global_id, first.skipped, self.rest, self.rest_ready)
+        return waiting.settled()  # looked at again as the screen mounts (MainScreen.on_mount)
+
+    def rest_ready(self) -> bool:
+        """Whether the whole list of runs (or the end of the pipe) is there to be read without waiting."""
+        return not self.open or bool(select.select([self.source], [], [], 0)[0])
 
     def rest(self) -> RestOfRuns | None:
         """The whole list of runs from the child (waited for), or None if it failed or was stopped."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +39,19 @@ class FirstRuns:
     skipped: list[BadRow]  # rows that could not be read
     # not every run: waits for the whole list read by another process (None if it could not)
     rest: Callable[[], RestOfRuns | None] | None = field(default=None, compare=False)
+    # whether `rest` would return at once (the other process has sent the whole list)
+    rest_ready: Callable[[], bool] | None = field(default=None, compare=False)
+
+    def settled(self) -> FirstRuns:
+        """Every run, when the other process has already sent the whole list (taken without waiting); else
+        these newest runs as they are (the rest to follow). A first frame drawn from it counts every run
+        when they were read by then."""
+        if self.whole or self.rest is None or self.rest_ready is None or not self.rest_ready():
+            return self
+        rest = self.rest()
+        if rest is None:
+            return replace(self, rest=None, rest_ready=None)  # the reader failed: the runs worker reads them
+        return FirstRuns(rest.summaries, True, rest.last_global_id, self.skipped + rest.skipped)
 
 
 @dataclass(frozen=True)

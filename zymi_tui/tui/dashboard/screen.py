@@ -111,6 +111,8 @@ class MainScreen(DashboardLaunchers):
         self.set_interval(1.0, self._check_store_file)
         self.set_interval(LIVENESS_S, self._check_writers)
         if self.first is not None:
+            # every run, if the process reading them has sent the whole list while the screen's modules loaded
+            self.first = self.first.settled()
             self.bad_rows.update({b.global_id: b.describe() for b in self.first.skipped})
             self.show_runs(self.first.summaries, complete=self.first.whole)
         self.update_banner()
@@ -129,9 +131,15 @@ class MainScreen(DashboardLaunchers):
 
     @work(exclusive=True, group="open", exit_on_error=False)
     async def start(self) -> None:
+        first = self.first
+        if first is not None:
+            self.last_gid = first.last_global_id  # (a chain check started with the rest of the runs stamps it)
+        if first is not None and not first.whole:
+            # the rest of the runs, taken as soon as the process reading them sends them (not after the knobs,
+            # whose model loads pydantic and yaml in this process)
+            self.reload_runs(drawn=first)
         knobs, source = await asyncio.to_thread(knobs_of, self.target.project)
         self.apply_knobs(knobs, source)
-        first = self.first
         try:
             self.reader = await open_reader(self.target.store)
             # the live tail starts after the newest runs already drawn, if they were read before the start
@@ -148,8 +156,8 @@ class MainScreen(DashboardLaunchers):
             self.first_check_done.set()  # (the check comes once every run is listed: nothing waits for it)
         if first is None:
             self.reload_runs(newest_first=self.target.run is None)
-        else:
-            self.reload_runs(drawn=first)
+        elif first.whole:
+            self.reload_runs(drawn=first)  # (the runs' peaks)
         self.tail_store()
         if self.target.project is None:
             self.find_agent_steps()
