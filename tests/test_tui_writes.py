@@ -28,6 +28,11 @@ from zymi_tui.tui.tuning.compare_screen import CompareScreen
 PATH = re.compile(r"(/[^\s,()]+)")
 
 
+# A notice lives 5 s, then leaves `app._notifications`: under load a screen can take longer than that to open, and
+# the list would shrink under the index a test took before acting. Every notice here stays until it is read.
+KEPT = 24 * 3600.0
+
+
 def notices(pilot: Pilot[None]) -> list[str]:
     return [str(n.message) for n in pilot.app._notifications]
 
@@ -58,6 +63,7 @@ async def test_every_export_names_full_paths_that_exist(tmp_path: Path, elsewher
     db = scenario_copy("coding_compaction", tmp_path)
     run = str(sql(db, "SELECT stream_id FROM events WHERE kind_tag = 'pipeline_requested' LIMIT 1")[0][0])
     app = make_app(db)
+    app.NOTIFICATION_TIMEOUT = KEPT  # type: ignore[misc]  # this app only (a ClassVar)
     async with app.run_test(size=(120, 40)) as pilot:
         await dashboard_ready(pilot)
         # the dashboard: the selected run as LHAR, and the screen as SVG
@@ -123,6 +129,7 @@ async def test_the_chat_opened_from_the_dashboard_writes_into_the_store_it_shows
     project = db.parent / "project"
     before_rows = len(sql(db, "SELECT id FROM events"))
     app = make_app(db)
+    app.NOTIFICATION_TIMEOUT = KEPT  # type: ignore[misc]  # this app only (a ClassVar)
     async with app.run_test(size=(120, 40)) as pilot:
         await dashboard_ready(pilot)
         await pilot.press("d")
