@@ -126,6 +126,11 @@ def run_command(args_list: list[str], command: str | None, *, own_process: bool)
         sys.stderr.write(INTERRUPTED_LINE.decode())
         sys.stderr.flush()
         return EXIT_INTERRUPTED
+    finally:
+        if own_process:  # no store connection's thread holds the exit (imported only if a store was opened)
+            opened = sys.modules.get("zymi_tui.events.sqlite_connect")
+            if opened is not None:
+                opened.stop_left_connections()
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from zymi_tui.events.chain_split import scan_in_two, seam_of
 from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text
 from zymi_tui.events.run_index import RunIndex
 from zymi_tui.events.sqlite_check import NOT_UTF8, TEXT_ANY, pragma_check, scan_store
+from zymi_tui.events.sqlite_connect import connect
 from zymi_tui.events.sqlite_file import check_store_file, is_wal, note_store
 from zymi_tui.events.sqlite_schema import LOCK_WAIT_S, explain_sqlite_error, is_locked
 from zymi_tui.events.store import (
@@ -79,23 +80,6 @@ def _run_and_steps(where: str, select: str = _ROW) -> str:
         f"{select} WHERE stream_id = CAST(? AS TEXT) AND {where} UNION ALL "
         f"{select} WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT) AND {where}"
     )
-
-
-async def _connect(database: str, **kwargs: Any) -> aiosqlite.Connection:
-    return await aiosqlite.connect(database, **kwargs)
-
-
-async def connect(database: str, **kwargs: Any) -> aiosqlite.Connection:
-    """`aiosqlite.connect`; if the caller is cancelled meanwhile (Ctrl-C), the connection is still
-    waited for and closed: its thread, left working after the event loop closed, prints a traceback."""
-    task = asyncio.ensure_future(_connect(database, **kwargs))
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await asyncio.wait({task})
-        if not task.cancelled() and task.exception() is None:
-            await task.result().close()
-        raise
 
 
 def _drop(ahead: tuple[object, asyncio.Future[list[Any]]] | None) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import aiosqlite
 
 from zymi_tui.events.postgres_schema import sqlite_column_time
+from zymi_tui.events.sqlite_connect import connect
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.sqlite_schema import explain_sqlite_error
 from zymi_tui.events.sqlite_write import SqliteWriter
@@ -30,7 +31,7 @@ class SqliteRows:
     @classmethod
     async def source(cls, path: str) -> SqliteRows:
         await (await SqliteReader.open(path)).close()  # one clear line if it is not a zymi store
-        conn = await aiosqlite.connect(Path(path).expanduser().resolve().as_uri() + "?mode=ro", uri=True)
+        conn = await connect(Path(path).expanduser().resolve().as_uri() + "?mode=ro", uri=True)
         await conn.execute("PRAGMA busy_timeout=5000")
         cols = {r[1] for r in await conn.execute_fetchall("PRAGMA table_info(events)")}
         tables = {r[0] for r in await conn.execute_fetchall("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -39,7 +40,7 @@ class SqliteRows:
     @classmethod
     async def target(cls, path: str) -> SqliteRows:
         await (await SqliteWriter.open(path)).close()  # zymi's DDL, WAL and hash columns
-        conn = await aiosqlite.connect(str(Path(path).expanduser()), isolation_level=None)
+        conn = await connect(str(Path(path).expanduser()), isolation_level=None)
         await conn.execute("PRAGMA busy_timeout=5000")
         return cls(Path(path), conn, True, True)
 
