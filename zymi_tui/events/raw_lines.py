@@ -131,6 +131,7 @@ def page_lines(rows: list[RawRow] | list[Utf8Row]) -> bytes | None:
         written = _ENCODER.encode_lines(envelopes)
         if len(written) != len(stored) + 1 or not written.startswith(stored):
             return None
+        del written  # a page's copy less at the peak, before the page is written again below
         sequences = [r[2] for r in rows]
         if (
             any(map(_sequence, envelopes))  # a stored sequence that is not 0
