@@ -196,11 +196,11 @@ class ContextPlot(Widget, can_focus=True):
             if not sc.calls:
                 continue
             xs = x_values(sc.calls, self.by_time, self.t0_ns)
-            ys = [float(c.chars) for c in sc.calls]
+            ys = list(map(float, sc.calls.chars))
             dx, dy = downsample(xs, ys, 2 * width)
             colour, token_colour = SERIES_COLOURS[i % len(SERIES_COLOURS)], TOKEN_COLOURS[i % len(TOKEN_COLOURS)]
             label = "run" if sc.step == RUN_GROUP else clean(sc.step, one_line=True, max_cells=16)
-            tokens = [(x, float(c.input_tokens)) for x, c in zip(xs, sc.calls, strict=True) if c.input_tokens]
+            tokens = [(x, float(t)) for x, t in zip(xs, sc.calls.input_tokens(), strict=True) if t]
             if tokens:  # drawn first: the chars curve stays on top where they cross
                 tx, ty = downsample([t[0] for t in tokens], [t[1] for t in tokens], 2 * width)
                 plt.plot(tx, ty, color=token_colour, marker="dot", yside="right")
@@ -215,7 +215,7 @@ class ContextPlot(Widget, can_focus=True):
             xs_all.extend(xs)
             for x, _gid, saved in sc.compactions:
                 cx = self._compaction_x(sc, x)
-                before = sc.calls[max(0, min(len(sc.calls) - 1, int(x) - 1))].chars
+                before = sc.calls.chars[max(0, min(len(sc.calls) - 1, int(x) - 1))]
                 if saved >= 0:
                     markers.append((cx, float(before), "▼", YELLOW, f"saved {human(saved)}"))
                 else:
@@ -308,10 +308,10 @@ class ContextPlot(Widget, can_focus=True):
         if not self.by_time:
             return x
         i = int(x)  # compaction came after call i
-        calls = sc.calls
-        if 0 < i < len(calls):
-            return ((calls[i - 1].ns + calls[i].ns) / 2 - self.t0_ns) / 1e9
-        return (calls[-1].ns - self.t0_ns) / 1e9 if calls else 0.0
+        ns = sc.calls.ns
+        if 0 < i < len(ns):
+            return ((ns[i - 1] + ns[i]) / 2 - self.t0_ns) / 1e9
+        return (ns[-1] - self.t0_ns) / 1e9 if ns else 0.0
 
 
 def legend_text(items: list[tuple[str, RGB | None]], width: int) -> Text:

@@ -55,7 +55,7 @@ class DashboardPanels(DashboardLoaders):
             steps[name] = sc = replace(sc)  # the collector keeps its estimate; the plot shows the best answer
             if self.masking_checked:  # the context engine's answer replaces the estimate
                 gid = self.masking.get(name)
-                index = next((c.index for c in sc.calls if c.global_id == gid), None)
+                index = sc.calls.index_of(gid) if gid is not None else None
                 sc.masking_from, sc.masking_exact = index, True
         t0 = collected.t0 if collected is not None and collected.t0 is not None else 0
         plot.step = self.events.step

@@ -16,26 +16,16 @@ from zymi_tui.events.row_envelope import LeanError, payload, run_envelope
 from zymi_tui.events.store import RawRow, step_of
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
+from zymi_tui.tui.state.call_columns import CallColumns, CallPoint
 from zymi_tui.tui.state.events import RUN_GROUP
 
-
-@dataclass(frozen=True, slots=True)
-class CallPoint:
-    index: int  # 1-based agent-call index within its step stream
-    ns: int
-    chars: int
-    message_count: int
-    iteration: int
-    global_id: int
-    stream_id: str
-    sequence: int
-    input_tokens: int | None  # usage.input_tokens of the matching LlmCallCompleted (recorded)
+__all__ = ["CallCollector", "CallColumns", "CallPoint", "StepCalls"]
 
 
 @dataclass(slots=True)
 class StepCalls:
     step: str
-    calls: list[CallPoint] = field(default_factory=list)
+    calls: CallColumns = field(default_factory=CallColumns)
     compactions: list[tuple[float, int, int]] = field(default_factory=list)  # (x index, global id, bytes_saved)
     masking_from: int | None = None  # first call index at which masking starts (None: never)
     masking_exact: bool = False  # True when it comes from the rebuilt context, False when estimated
@@ -62,14 +52,14 @@ class CallCollector:
         self.workflow: list[StoredEvent] = []
         self.t0: int | None = None  # the first event's timestamp (x = seconds since the run started)
         self.last_gid = 0
-        self._pending: dict[str, CallPoint] = {}  # stream -> started call awaiting its completion
+        self._pending: dict[str, tuple[StepCalls, int]] = {}  # stream -> started call (its step, its index)
         self._tool_turns: dict[str, int] = {}
         self._turns: dict[str, int] = {}
 
     def snapshot(self) -> CallCollector:
         """A copy to hand to another thread while this one is still fed (the calls are shared, immutable)."""
         copy = CallCollector(self.window, self.forget_after)
-        copy.steps = {name: replace(sc, calls=list(sc.calls), compactions=list(sc.compactions))
+        copy.steps = {name: replace(sc, calls=sc.calls.copy(), compactions=list(sc.compactions))
                       for name, sc in self.steps.items()}  # fmt: skip
         copy.workflow, copy.t0, copy.last_gid = list(self.workflow), self.t0, self.last_gid
         return copy
@@ -131,22 +121,21 @@ class CallCollector:
         if iteration == 0:  # a compaction's own call: a marker, not a point
             self._pending.pop(stream, None)
             return
-        p = CallPoint(len(sc.calls) + 1, ns, chars, messages, iteration, gid, stream, seq, None)
-        sc.calls.append(p)
-        self._pending[stream] = p
+        index = sc.calls.append(ns, chars, messages, iteration, gid, stream, seq)
+        self._pending[stream] = (sc, index)
         if self.window is not None and sc.masking_from is None and self._tool_turns.get(step, 0) > self.window:
-            sc.masking_from = p.index
+            sc.masking_from = index
         if (self.forget_after is not None and sc.forgetting_from is None
                 and self._turns.get(step, 0) > self.forget_after):  # fmt: skip
-            sc.forgetting_from = p.index
+            sc.forgetting_from = index
 
     def _completed(self, stream: str, tokens: int | None, tool_calls: bool) -> None:
         started = self._pending.pop(stream, None)
         if started is None:
             return
-        step = step_of(stream) or RUN_GROUP
-        sc = self.steps[step]
-        sc.calls[started.index - 1] = _with_tokens(started, tokens)
+        sc, index = started
+        sc.calls.set_tokens(index, tokens)
+        step = sc.step
         self._turns[step] = self._turns.get(step, 0) + 1
         if tool_calls:
             self._tool_turns[step] = self._tool_turns.get(step, 0) + 1
@@ -164,11 +153,6 @@ def collect_calls(
     collector = CallCollector(window, forget_after)
     collector.feed(events)
     return collector.steps
-
-
-def _with_tokens(p: CallPoint, tokens: int | None) -> CallPoint:
-    return CallPoint(p.index, p.ns, p.chars, p.message_count, p.iteration, p.global_id, p.stream_id, p.sequence,
-                     tokens)  # fmt: skip
 
 
 def downsample(xs: Sequence[float], ys: Sequence[float], max_points: int) -> tuple[list[float], list[float]]:
@@ -192,14 +176,10 @@ def downsample(xs: Sequence[float], ys: Sequence[float], max_points: int) -> tup
     return out_x, out_y
 
 
-def x_values(calls: Sequence[CallPoint], by_time: bool, t0_ns: int) -> list[float]:
+def x_values(calls: CallColumns, by_time: bool, t0_ns: int) -> list[float]:
     if by_time:
-        return [(c.ns - t0_ns) / 1e9 for c in calls]
-    return [float(c.index) for c in calls]
-
-
-def peak(calls: Iterable[CallPoint]) -> int | None:
-    return max((c.chars for c in calls), default=None)
+        return [(ns - t0_ns) / 1e9 for ns in calls.ns]
+    return list(map(float, range(1, len(calls) + 1)))
 
 
 def human(n: float) -> str:
