@@ -6,7 +6,8 @@ a context is built (docs/context.md). So every what-if knob set of a pass (`repl
 starts in one `LockstepReplayer`, fed each event once; at each agent call it builds once and renders the
 build under each member's knobs from the same state (`splice.rerender`, what `build(knobs=...)` gives),
 members whose forget cut, masked end and hard-cap side agree (and whose stream's previous sent call had
-the same shape) sharing one rendering and one prefix-reuse figure. A member parts (`diverging`: it is
+the same shape) sharing one rendering and one prefix-reuse figure (its break, if any, not named: the rows
+are read for their figures only). A member parts (`diverging`: it is
 forked off, `Replayer.fork`) just before the first build that would compact under its knobs, or a failed
 step's build whose figures differ between members; it joins the others again once both are idle
 (`Replayer.idle_before`: between runs, every step dropped)."""
@@ -179,9 +180,9 @@ class LockstepReplayer(Replayer):
                 reuse = PrefixReuse(0, 0, None)
             elif same_head(before_shape, made.shape):
                 head = head_figures(made.shape) if head is None else head
-                reuse = prefix_reuse(before_shape, made.shape, head)
+                reuse = prefix_reuse(before_shape, made.shape, head, named=False)
             else:
-                reuse = prefix_reuse(before_shape, made.shape)
+                reuse = prefix_reuse(before_shape, made.shape, named=False)
             if not made.hard_cap_exceeded:
                 for i in members:
                     prev[i] = made.shape
