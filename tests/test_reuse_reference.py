@@ -9,6 +9,7 @@ streams (compactions included, which start a new tail), and `named=False` must f
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from hypothesis import given
@@ -89,7 +90,7 @@ def test_prefix_reuse_equals_the_messages_compared(
         hard_cap_chars=k.hard_cap_chars,
         min_tail_turns=k.min_tail_turns,
     )
-    for prev, cur in zip(builds, builds[1:], strict=False):
+    for prev, cur in pairwise(builds):
         _check(prev, cur)  # the builder's own knobs
         again_prev, again_cur = rerender(prev, other), rerender(cur, other)  # another knob set, as lockstep does
         assert again_prev is not None and again_cur is not None
