@@ -161,10 +161,15 @@ class LockstepReplayer(Replayer):
                 self._prev = {s: shapes for s, shapes in self._prev.items() if s in self.steps}
             prev = self._prev[se.stream_id] = {}
         classes: dict[tuple[int, int, bool, int], list[int]] = {}
-        for i in self.members:  # (the figures may hold members parted since they were made)
+        shape_of = prev.get
+        for i, k in self.members.items():  # (the figures may hold members parted since they were made)
             cut, mask_end, chars = figures[i]
-            key = (cut, mask_end, chars > self.members[i].hard_cap_chars, id(prev.get(i)))
-            classes.setdefault(key, []).append(i)
+            key = (cut, mask_end, chars > k.hard_cap_chars, id(shape_of(i)))
+            same = classes.get(key)
+            if same is None:
+                classes[key] = [i]
+            else:
+                same.append(i)
         own = (ctx.forgotten, ctx.shape.mask_end, ctx.hard_cap_exceeded)
         out: list[_Class] = []
         head: tuple[int, int] | None = None  # Layer A and B's figures, the same in every class
