@@ -171,16 +171,17 @@ class LockstepReplayer(Replayer):
             else:
                 same.append(i)
         own = (ctx.forgotten, ctx.shape.mask_end, ctx.hard_cap_exceeded)
+        ab = ctx.layer_bytes["A"] + ctx.layer_bytes["B"]
         out: list[_Class] = []
         head: tuple[int, int] | None = None  # Layer A and B's figures, the same in every class
         for (cut, mask_end, over, _), members in classes.items():
+            first = members[0]
             if (cut, mask_end, over) == own:
                 made = ctx
             else:  # the same build under this class's knobs (no plan: a member that compacts has parted)
-                c_bytes = figures[members[0]][2] - ctx.layer_bytes["A"] - ctx.layer_bytes["B"]
-                made = rendered_as(ctx, self.members[members[0]], cut, mask_end, c_bytes)
+                made = rendered_as(ctx, self.members[first], cut, mask_end, figures[first][2] - ab)
             assert made.shape is not None
-            before_shape = prev.get(members[0])
+            before_shape = shape_of(first)
             if before_shape is None:
                 reuse = PrefixReuse(0, 0, None)
             elif same_head(before_shape, made.shape):
