@@ -98,10 +98,16 @@ def head_figures(shape: Shape) -> tuple[int, int]:
     return len(head), sum(nbytes for _, nbytes in head)
 
 
-def prefix_reuse(prev: Shape, cur: Shape, same_head: tuple[int, int] | None = None) -> PrefixReuse:
+UNNAMED = "not named: figures only"  # the cause of a break `prefix_reuse(named=False)` finds
+
+
+def prefix_reuse(
+    prev: Shape, cur: Shape, same_head: tuple[int, int] | None = None, *, named: bool = True
+) -> PrefixReuse:
     """How much of `prev`'s message list `cur` begins with (see the module's docstring). `same_head`:
     `head_figures(cur)`, given only when `prev`'s Layer A and memory are `cur`'s (its calls' renderings
-    under several knob sets share them: replay/lockstep.py)."""
+    under several knob sets share them: replay/lockstep.py). `named=False`: a break found in Layer C
+    has the cause UNNAMED, not worked out (for a caller that reads only whether there is one)."""
     if same_head is not None:
         head, reused_chars = same_head
     else:
@@ -129,9 +135,10 @@ def prefix_reuse(prev: Shape, cur: Shape, same_head: tuple[int, int] | None = No
     if j >= prev_len:
         return PrefixReuse(reused, chars, None)
     if j >= cur_len:  # the current list is a strict prefix of the previous one
-        cause = _fresh(prev, cur) or "messages removed"
+        cause = (_fresh(prev, cur) or "messages removed") if named else UNNAMED
         return PrefixReuse(reused, chars, PrefixBreak(reused, "C", None, cause))
-    return PrefixReuse(reused, chars, PrefixBreak(reused, "C", cur.tail.items[cur.cut + j].seq, _cause(prev, cur, j)))
+    cause = _cause(prev, cur, j) if named else UNNAMED
+    return PrefixReuse(reused, chars, PrefixBreak(reused, "C", cur.tail.items[cur.cut + j].seq, cause))
 
 
 def _head_break(cur: Shape, i: int, a_count: int) -> PrefixBreak:
@@ -146,10 +153,11 @@ def _first_c_difference(prev: Shape, cur: Shape) -> int:
     prev_len, cur_len = prev.n - prev.cut, cur.n - cur.cut
     limit = min(prev_len, cur_len)
     if prev.tail is cur.tail and prev.cut == cur.cut and prev.mask_end <= cur.mask_end:
-        # the same list grown by appends: only the newly masked items can differ
+        # the same list grown by appends: only the newly masked items can differ, each shown in full
+        # before (at or past the previous masked end) and masked now (before this one's) if maskable
         t = cur.tail
         for i in range(max(prev.mask_end, cur.cut), min(cur.mask_end, prev.n)):
-            if _masked(t, i, cur.mask_end) != _masked(prev.tail, i, prev.mask_end):
+            if maskable(t, i):
                 return i - cur.cut
         return limit
     pt, ct = prev.tail, cur.tail

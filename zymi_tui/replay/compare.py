@@ -6,12 +6,11 @@ Same trajectory assumed: the agent is taken to have made the same calls whatever
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs
-from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader, run_of
 from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext
 from zymi_tui.replay.costs import PriceTable, Pricing, pricing
@@ -26,7 +25,7 @@ from zymi_tui.replay.figures import (
     figure_chars,
     summarize,
 )
-from zymi_tui.replay.store_replay import replay_groups
+from zymi_tui.replay.store_replay import Events, replay_groups
 
 CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
 
@@ -78,7 +77,7 @@ def replay_profiles(
     project: Path | None,
     profiles: Profiles,
     streams: Sequence[str] | None = None,
-    events: AsyncGenerator[ReplayEvent, None] | None = None,
+    events: Events | None = None,
 ) -> ProfileCalls:
     """The profiles' calls, for `collect_calls` (which reads their figures only); `events`: see `replay_many`."""
     knobs = [k for _, k in profiles]

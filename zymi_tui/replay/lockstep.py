@@ -6,7 +6,8 @@ a context is built (docs/context.md). So every what-if knob set of a pass (`repl
 starts in one `LockstepReplayer`, fed each event once; at each agent call it builds once and renders the
 build under each member's knobs from the same state (`splice.rerender`, what `build(knobs=...)` gives),
 members whose forget cut, masked end and hard-cap side agree (and whose stream's previous sent call had
-the same shape) sharing one rendering and one prefix-reuse figure. A member parts (`diverging`: it is
+the same shape) sharing one rendering and one prefix-reuse figure (its break, if any, not named: the rows
+are read for their figures only). A member parts (`diverging`: it is
 forked off, `Replayer.fork`) just before the first build that would compact under its knobs, or a failed
 step's build whose figures differ between members; it joins the others again once both are idle
 (`Replayer.idle_before`: between runs, every step dropped)."""
@@ -160,28 +161,34 @@ class LockstepReplayer(Replayer):
                 self._prev = {s: shapes for s, shapes in self._prev.items() if s in self.steps}
             prev = self._prev[se.stream_id] = {}
         classes: dict[tuple[int, int, bool, int], list[int]] = {}
-        for i in self.members:  # (the figures may hold members parted since they were made)
+        shape_of = prev.get
+        for i, k in self.members.items():  # (the figures may hold members parted since they were made)
             cut, mask_end, chars = figures[i]
-            key = (cut, mask_end, chars > self.members[i].hard_cap_chars, id(prev.get(i)))
-            classes.setdefault(key, []).append(i)
+            key = (cut, mask_end, chars > k.hard_cap_chars, id(shape_of(i)))
+            same = classes.get(key)
+            if same is None:
+                classes[key] = [i]
+            else:
+                same.append(i)
         own = (ctx.forgotten, ctx.shape.mask_end, ctx.hard_cap_exceeded)
+        ab = ctx.layer_bytes["A"] + ctx.layer_bytes["B"]
         out: list[_Class] = []
         head: tuple[int, int] | None = None  # Layer A and B's figures, the same in every class
         for (cut, mask_end, over, _), members in classes.items():
+            first = members[0]
             if (cut, mask_end, over) == own:
                 made = ctx
             else:  # the same build under this class's knobs (no plan: a member that compacts has parted)
-                c_bytes = figures[members[0]][2] - ctx.layer_bytes["A"] - ctx.layer_bytes["B"]
-                made = rendered_as(ctx, self.members[members[0]], cut, mask_end, c_bytes)
+                made = rendered_as(ctx, self.members[first], cut, mask_end, figures[first][2] - ab)
             assert made.shape is not None
-            before_shape = prev.get(members[0])
+            before_shape = shape_of(first)
             if before_shape is None:
                 reuse = PrefixReuse(0, 0, None)
             elif same_head(before_shape, made.shape):
                 head = head_figures(made.shape) if head is None else head
-                reuse = prefix_reuse(before_shape, made.shape, head)
+                reuse = prefix_reuse(before_shape, made.shape, head, named=False)
             else:
-                reuse = prefix_reuse(before_shape, made.shape)
+                reuse = prefix_reuse(before_shape, made.shape, named=False)
             if not made.hard_cap_exceeded:
                 for i in members:
                     prev[i] = made.shape

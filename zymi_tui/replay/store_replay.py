@@ -36,6 +36,8 @@ from zymi_tui.replay.calls import Replayer
 from zymi_tui.replay.lockstep import lockstep_group, rejoined
 from zymi_tui.replay.simulated import SummaryEstimate
 
+Events = AsyncGenerator[ReplayEvent, None] | list[ReplayEvent]  # decoded events, as they come or kept
+
 
 async def replay_events(
     reader: EventReader, streams: Sequence[str] | None, kinds: Sequence[str] = REPLAY_KINDS, *, after: int = 0
@@ -85,6 +87,7 @@ async def event_pages(
             ahead.cancel()
 
 
+DECODED_PAGE = 256  # events kept decoded are replayed this many at a time (`replay_groups(events=[...])`)
 DENSE_SPAN = 2  # a run whose rows fill more than 1/DENSE_SPAN of their id span is read by id range
 
 
@@ -224,7 +227,7 @@ async def replay_many(
     knobs: Sequence[ContextKnobs | None],
     streams: Sequence[str] | None = None,
     figures_only: bool = False,
-    events: AsyncGenerator[ReplayEvent, None] | None = None,
+    events: Events | None = None,
     part: Part | None = None,
 ) -> AsyncIterator[tuple[int, CallContext]]:
     """`replay_groups`, one knob set's row at a time."""
@@ -244,7 +247,7 @@ async def replay_groups(
     knobs: Sequence[ContextKnobs | None],
     streams: Sequence[str] | None = None,
     figures_only: bool = False,
-    events: AsyncGenerator[ReplayEvent, None] | None = None,
+    events: Events | None = None,
     part: Part | None = None,
 ) -> AsyncGenerator[tuple[Sequence[int], CallContext], None]:
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
@@ -257,8 +260,8 @@ async def replay_groups(
     event once, each build rendered under each set's knobs), a set forked off before the first build
     that would compact under its knobs, and joining the others again once both are idle.
 
-    `events`: the events `replay_events(reader, streams)` gives, already decoded (`advise` replays the
-    events of its first pass again, not decoding them twice).
+    `events`: the events `replay_events(reader, streams)` gives, already decoded, as they come or kept in
+    a list (`advise` replays the events of its first pass again, not decoding them twice).
 
     `part`: only the events of one range of the store (`store_ranges`), replayed as the whole store's
     replay replays them (without `streams`)."""
@@ -280,7 +283,10 @@ async def replay_groups(
     top = max(ends.values(), default=0) if part is None else part.until
     wanted = set(streams) if streams else None
     after = 0 if part is None else part.after
-    source = event_pages(reader, streams, after=after) if events is None else _one_by_one(events)
+    if events is None:
+        source = event_pages(reader, streams, after=after)
+    else:
+        source = _pages_of(events) if isinstance(events, list) else _one_by_one(events)
     only = alone[0] if len(alone) == 1 and not lockstep and not figures_only else None
     async with aclosing(source) as pages:  # its read-ahead stopped on a break
         async for page in pages:
@@ -323,6 +329,12 @@ async def replay_groups(
     for each in lockstep:
         for members, row in each.rows(each.replayer.flush(), wanted):
             yield members, row
+
+
+async def _pages_of(events: list[ReplayEvent]) -> AsyncGenerator[Iterator[ReplayEvent], None]:
+    """Events kept decoded, as pages of DECODED_PAGE."""
+    for start in range(0, len(events), DECODED_PAGE):
+        yield iter(events[start : start + DECODED_PAGE])
 
 
 async def _one_by_one(events: AsyncGenerator[ReplayEvent, None]) -> AsyncGenerator[Iterator[ReplayEvent], None]:

@@ -4,7 +4,7 @@ judged against keeping the current knobs."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -200,10 +200,6 @@ async def _replay_candidates(
     if not candidates:
         return {}
 
-    async def again() -> AsyncGenerator[ReplayEvent, None]:
-        for se in decoded or []:
-            yield se
-
     tried = _tried(candidates)
     how = pricing(common["prices"], common["model"], common["provider"])
     runs = profile_runs(tried, common["recorded_knobs"])
@@ -213,7 +209,7 @@ async def _replay_candidates(
         for f in figures:
             tallies[index].add(f)
 
-    calls = replay_profiles(reader, project, tried, streams, again() if decoded is not None else None)
+    calls = replay_profiles(reader, project, tried, streams, decoded)
     await collect_calls(calls, runs, last_global_id=0, progress=None, label="", take=take)
     for run, tally in zip(runs, tallies, strict=True):
         close_tally(how, tally, run, common["output"])
