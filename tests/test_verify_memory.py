@@ -13,6 +13,7 @@ from pathlib import Path
 
 import msgspec
 
+from zymi_tui.events.chain_heads import Heads
 from zymi_tui.events.chain_split import PartResult, joined, part_result
 from zymi_tui.events.hashchain import ChainScan, ScanRow, hash_v2
 from zymi_tui.events.sqlite_read import SqliteReader
@@ -52,7 +53,7 @@ def test_a_stream_at_its_head_holds_no_more_than_its_key() -> None:
     """Every stream ends at its head (as in every store zymi finished writing): what the scan holds for it
     beyond the heads is its key in one dict (~130 B), not also a (sequence, hash) of its own (~300 B)."""
     ids, chains = _chains()
-    heads = {s: (ROWS, rows[-1][4]) for s, rows in zip(ids, chains, strict=True)}
+    heads = Heads.of({s: (ROWS, rows[-1][4]) for s, rows in zip(ids, chains, strict=True)})  # (as `verify` reads them)
     gc.collect()
     tracemalloc.start()
     try:
@@ -75,7 +76,7 @@ def test_a_stream_at_its_head_holds_no_more_than_its_key() -> None:
 def _scanned() -> tuple[ChainScan, int]:
     """Every stream fed through a scan, each ending at its head; and the bytes the scan holds then (made and fed)."""
     ids, chains = _chains()
-    heads = {s: (ROWS, rows[-1][4]) for s, rows in zip(ids, chains, strict=True)}
+    heads = Heads.of({s: (ROWS, rows[-1][4]) for s, rows in zip(ids, chains, strict=True)})  # (as `verify` reads them)
     gc.collect()
     tracemalloc.start()
     try:

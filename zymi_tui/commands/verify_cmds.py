@@ -22,16 +22,17 @@ async def _verify(args: argparse.Namespace) -> int:
     finally:
         await close_reader(reader)
     copying = await copy_in_progress(store)  # its chains may hold, but it is not the whole store
-    verdicts = report.verdicts
-    broken = [v for v in verdicts if not v.ok]
-    total = sum(v.verified for v in verdicts)
-    legacy = sum(v.legacy for v in verdicts)
+    verdicts = report.verdicts  # (each made as it is reached: one pass)
+    broken = total = legacy = 0
     for v in verdicts:
+        total += v.verified
+        legacy += v.legacy
         if v.ok:
             if args.verbose:
                 extra = f" ({v.legacy} legacy, pre-hash — exempt)" if v.legacy else ""
                 out.print(f"  [green]✓[/] {shown(v.stream_id)}: {v.verified}/{v.rows} events OK{extra}")
         else:
+            broken += 1
             problem = shown(v.problem or "")
             where = f"sequence {v.bad_sequence}" if v.bad_sequence is not None else f"row {v.bad_global_id}"
             out.print(f"  [red]✗ {shown(v.stream_id)}[/]: BROKEN at {where} — {problem}")
@@ -40,7 +41,7 @@ async def _verify(args: argparse.Namespace) -> int:
     if report.damage:
         err.print(
             f"verification failed: the store itself is damaged ({len(report.damage)} finding(s) above); "
-            f"{len(broken)} of {len(verdicts)} stream(s) broken. Restore it from a copy, or try "
+            f"{broken} of {len(verdicts)} stream(s) broken. Restore it from a copy, or try "
             "`sqlite3 FILE .recover` on a copy"
         )
         return EXIT_FAIL
@@ -48,7 +49,7 @@ async def _verify(args: argparse.Namespace) -> int:
         err.print(shown(copying.describe(reader.label)))
         return EXIT_FAIL
     if broken:
-        err.print(f"hash chain verification failed: {len(broken)} of {len(verdicts)} stream(s) broken")
+        err.print(f"hash chain verification failed: {broken} of {len(verdicts)} stream(s) broken")
         return EXIT_FAIL
     legacy_note = f" ({legacy} legacy event(s) pre-hash — exempt)" if legacy else ""
     out.print(f"Verified {total} event(s) across {len(verdicts)} stream(s){legacy_note}.")

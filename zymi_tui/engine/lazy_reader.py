@@ -10,7 +10,7 @@ from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from zymi_tui.events.hashchain import ChainRow, ChainScan
     from zymi_tui.events.run_index import RunIndex
@@ -107,8 +107,8 @@ class LazyReader:
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         return await (await self._open()).chain_rows(stream_id)
 
-    async def scan_chains(self, heads: dict[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
+    async def scan_chains(self, heads: Mapping[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
         return await (await self._open()).scan_chains(heads, thorough=thorough)
 
-    async def stream_heads(self) -> dict[str, tuple[int, str]]:
+    async def stream_heads(self) -> Mapping[str, tuple[int, str]]:
         return await (await self._open()).stream_heads()

@@ -25,12 +25,13 @@ import subprocess
 import sys
 import threading
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgspec
 
 from zymi_tui.cores import usable_cores
+from zymi_tui.events.chain_heads import Heads
 from zymi_tui.events.hashchain import ChainScan, StreamVerdict
 from zymi_tui.events.sqlite_check import end_read, index_damage, scan_store
 
@@ -55,47 +56,78 @@ def seam_of(upto: int) -> int | None:
 
 
 class JoinedScan(ChainScan):
-    """Two parts' scans joined at the seam: what `verify` reads of a `ChainScan` (`verdicts`, `out_of_order`,
-    `damage`)."""
+    """Two parts' scans joined at the seam: what `verify` reads of a `ChainScan` (`verdict`, `streams`,
+    `out_of_order`, `damage`), each verdict made when it is asked for from both parts' (see the module's
+    docstring)."""
 
-    def __init__(self, heads: dict[str, tuple[int, str]], verdicts: dict[str, StreamVerdict]) -> None:
+    def __init__(self, earlier: ChainScan, later: PartResult) -> None:
         super().__init__({})  # (no scan's state: none made from the heads)
-        self.heads = heads
-        self.joined = verdicts
+        self.heads = heads = earlier.heads
+        self.earlier, self.openings = earlier, later.openings
+        self.later_verdicts = dict(later.verdicts)  # (few: the streams not at their heads there)
+        self.later_at_head = bytearray(len(heads))  # 1 at the place of a stream the later part verified to its head
+        places = array("I")
+        places.frombytes(later.at_head)
+        for i in places:
+            self.later_at_head[i] = 1
+        again = earlier.settle() | set(later.out_of_order)
+        for stream in self._later_streams():
+            a = earlier.verdict(stream)
+            opening = later.openings.get(stream)
+            if a is None:
+                if opening is not None:  # it links to a row the earlier part never read of this stream
+                    again.add(stream)
+            elif a.problem is None and (opening is None or opening != a.last):
+                again.add(stream)  # the link at the seam does not name the earlier part's last row
+        self.out_of_order = again
 
-    def verdicts(self) -> dict[str, StreamVerdict]:
-        return self.joined
+    def _later_streams(self) -> Iterator[str]:
+        yield from self.later_verdicts
+        at_head = self.later_at_head
+        for stream, place in self.heads.places.items():
+            if at_head[place]:
+                yield stream
+
+    def _later(self, stream: str) -> StreamVerdict | None:
+        fields = self.later_verdicts.get(stream)
+        if fields is not None:
+            return StreamVerdict(*fields)
+        place = self.heads.places.get(stream)
+        if place is None or not self.later_at_head[place]:
+            return None
+        return _made_at_head(stream, self.heads.at(place), self.openings.get(stream))
+
+    def settle(self) -> set[str]:
+        return self.out_of_order
+
+    def streams(self) -> Iterator[str]:
+        earlier = self.earlier
+        yield from earlier.streams()
+        yield from (s for s in self.later_verdicts if s not in earlier.heads and s not in earlier.lasts)
+
+    def verdict(self, stream: str) -> StreamVerdict | None:
+        a, b = self.earlier.verdict(stream), self._later(stream)
+        if b is None or (a is not None and a.problem is not None):
+            return a  # (its first problem is in the earlier part)
+        if a is None:
+            return b
+        # (a link at the seam that does not name the earlier part's last row: its stream is in `out_of_order`)
+        return StreamVerdict(
+            stream,
+            rows=a.rows + b.rows,
+            verified=a.verified + b.verified,
+            legacy=a.legacy + b.legacy,
+            problem=b.problem,
+            bad_sequence=b.bad_sequence,
+            bad_global_id=b.bad_global_id,
+            last=b.last if b.verified else a.last,
+            hash_at_head=b.hash_at_head if b.hash_at_head is not None else a.hash_at_head,
+        )
 
 
 def joined(earlier: ChainScan, later: PartResult) -> JoinedScan:
     """The verdicts of both parts as one scan's (see the module's docstring)."""
-    verdicts = earlier.verdicts()
-    again = earlier.out_of_order | set(later.out_of_order)
-    for stream, b in _later_verdicts(earlier.heads, later):
-        a = verdicts.get(stream)
-        opening = later.openings.get(stream)
-        if a is None:
-            if opening is not None:  # it links to a row the earlier part never read of this stream
-                again.add(stream)
-            verdicts[stream] = b
-        elif a.problem is not None:
-            continue  # its first problem is in the earlier part
-        elif opening is None or opening != a.last:
-            again.add(stream)  # the link at the seam does not name the earlier part's last row
-        else:
-            verdicts[stream] = StreamVerdict(
-                stream,
-                rows=a.rows + b.rows,
-                verified=a.verified + b.verified,
-                legacy=a.legacy + b.legacy,
-                problem=b.problem,
-                bad_sequence=b.bad_sequence,
-                bad_global_id=b.bad_global_id,
-                last=b.last if b.verified else a.last,
-                hash_at_head=b.hash_at_head if b.hash_at_head is not None else a.hash_at_head,
-            )
-    scan = JoinedScan(earlier.heads, verdicts)
-    scan.out_of_order = again
+    scan = JoinedScan(earlier, later)
     scan.damage = earlier.damage + later.damage
     scan.rows_read = earlier.rows_read + later.rows_read
     scan.id_sum = earlier.id_sum + later.id_sum
@@ -133,35 +165,24 @@ def _made_at_head(stream: str, head: tuple[int, str], opening: tuple[int, str] |
 
 
 def part_result(scan: ChainScan) -> PartResult:
-    openings, verdicts, at_head = scan.openings, scan.verdicts(), array("I")
-    for i, (stream, head) in enumerate(scan.heads.items()):
-        v = verdicts.get(stream)
-        if v is not None and _at_head(v, head, openings.get(stream)):
-            at_head.append(i)
-            del verdicts[stream]
-    rest = [(s, msgspec.structs.astuple(v)) for s, v in verdicts.items()]
-    return PartResult(
-        rest, at_head.tobytes(), openings, sorted(scan.out_of_order), scan.damage, scan.rows_read, scan.id_sum
-    )
-
-
-def _later_verdicts(heads: dict[str, tuple[int, str]], later: PartResult) -> Iterator[tuple[str, StreamVerdict]]:
-    """The later part's verdicts, each made as it is taken (those at their heads from the heads)."""
-    for stream, fields in later.verdicts:
-        yield stream, StreamVerdict(*fields)
-    if later.at_head:
-        places = array("I")
-        places.frombytes(later.at_head)
-        names = list(heads)
-        for i in places:
-            stream = names[i]
-            yield stream, _made_at_head(stream, heads[stream], later.openings.get(stream))
+    openings, places, at_head, rest = scan.openings, scan.heads.places, array("I"), []
+    out_of_order = sorted(scan.settle())
+    for stream in scan.streams():
+        v = scan.verdict(stream)
+        if v is None:
+            continue
+        place = places.get(stream)
+        if place is not None and _at_head(v, scan.heads.at(place), openings.get(stream)):
+            at_head.append(place)
+        else:
+            rest.append((stream, msgspec.structs.astuple(v)))
+    return PartResult(rest, at_head.tobytes(), openings, out_of_order, scan.damage, scan.rows_read, scan.id_sum)
 
 
 class LaterPart:
     """The later part's process, started at once; `result` waits for it (from a thread), `stop` ends it."""
 
-    def __init__(self, uri: str, heads: dict[str, tuple[int, str]], after: int, upto: int, has_hash: bool) -> None:
+    def __init__(self, uri: str, heads: Mapping[str, tuple[int, str]], after: int, upto: int, has_hash: bool) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", __name__, uri, str(after), str(upto), "1" if has_hash else "0"],
             stdin=subprocess.PIPE,
@@ -174,12 +195,12 @@ class LaterPart:
         self.sender = threading.Thread(target=self._send, args=(heads,), daemon=True)
         self.sender.start()
 
-    def _send(self, heads: dict[str, tuple[int, str]]) -> None:
+    def _send(self, heads: Mapping[str, tuple[int, str]]) -> None:
         assert self.proc.stdin is not None
         try:
             pickler = pickle.Pickler(self.proc.stdin, pickle.HIGHEST_PROTOCOL)
             pickler.fast = True  # no memo (4.6 MB for 50,000 heads): the heads share no object worth one
-            pickler.dump(heads)
+            pickler.dump(Heads.of(heads))
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):  # it was stopped (or died): `result` says so
             pass
@@ -215,7 +236,7 @@ class LaterPart:
 def scan_in_two(
     conn: sqlite3.Connection,
     uri: str,
-    heads: dict[str, tuple[int, str]],
+    heads: Mapping[str, tuple[int, str]],
     stop: threading.Event,
     *,
     has_hash: bool,

@@ -10,12 +10,13 @@ removed rows passes its check), then compares the last row with `stream_heads` (
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import msgspec
 
-V2_PREFIX = "v2:"
+from zymi_tui.events.chain_heads import V2_PREFIX as V2_PREFIX
+from zymi_tui.events.chain_heads import Heads
 
 
 def column_text(value: object) -> str:
@@ -147,6 +148,7 @@ def scan_rows(stream_id: str, rows: Iterable[ChainRow]) -> list[ScanRow]:
 _START = (0, "")  # a stream's state before its first row: the sequence and hash its first row links to
 _NEVER = object()  # equal to no column: a stream left to its `ChainWalker` never matches the inline check
 _WALKED = (0, _NEVER)
+_AT_HEAD = (-1, _NEVER)  # a stream checked inline up to its head: its (sequence, hash) are the head's
 
 
 class ChainScan:
@@ -154,24 +156,28 @@ class ChainScan:
 
     A row whose v2 hash links and recomputes from the bytes as fetched is checked inline, and of its stream
     only (last sequence, last hash) is kept: one tuple, its hash the row's own string (no per-row object,
-    no per-stream walker: this is all of a million-row check but the fetch and the hashing). Any other
-    row hands its stream to a `ChainWalker`, which words what is wrong. A stream whose sequences do not
-    rise with the ids, or whose rows go past the head read before the scan (written meanwhile), is named
-    in `out_of_order`: its verdict must come from a walk in sequence order (`verify._walk_all` walks it
-    again alone)."""
+    no per-stream walker: this is all of a million-row check but the fetch and the hashing); once its head is
+    reached, not even that (`_AT_HEAD`: the packed heads hold it). Any other row hands its stream to a
+    `ChainWalker`, which words what is wrong. A stream whose sequences do not rise with the ids, or whose rows
+    go past the head read before the scan (written meanwhile), is named in `out_of_order` (complete once
+    `settle` is called): its verdict must come from a walk in sequence order (`verify._walk_all` walks it
+    again alone). Verdicts are made one at a time, when asked for (`verdict`): a million-event store's 50,000
+    streams never hold a verdict each at once."""
 
-    def __init__(self, heads: dict[str, tuple[int, str]], *, continues: bool = False) -> None:
-        self.heads = heads
+    def __init__(self, heads: Mapping[str, tuple[int, str]], *, continues: bool = False) -> None:
+        self.heads = Heads.of(heads)
         # `continues`: the rows start part way through the table (a later part of a split scan, `chain_split`):
         # a stream whose first row here links to an earlier one is taken up from that row's link, kept in
         # `openings` ((sequence, hash) it links to) for the seam to be checked against the earlier part
         self.continues = continues
         self.openings: dict[str, tuple[int, str]] = {}
-        # a stream's (last sequence, last hash) while every row of it checked inline; `_WALKED` once handed
-        # to its walker; a stream id that is not text (a tampered row's BLOB) is never kept here. Made with
-        # the heads' keys (None: no row met yet), so a stream's entry holds the heads' own string, not a
-        # second copy from the first row fetched (~110 B a stream; 5.4 MB on a million-event store)
-        self.lasts: dict[object, tuple[int, object] | None] = dict.fromkeys(heads)
+        # a stream's state: its (last sequence, last hash) while every row of it checked inline; `_AT_HEAD` once
+        # that reached its head; `_WALKED` once handed to its walker; None: no row met yet. Of a stream the heads
+        # know, at its place in `states` (a list: no second dict of 50,000 keys, 2.6 MB, and no second copy of a
+        # stream's id); of any other, in `lasts`. A stream id that is not text (a tampered row's BLOB) is never
+        # kept (its walker holds it as text)
+        self.states: list[tuple[int, object] | None] = [None] * len(self.heads)
+        self.lasts: dict[object, tuple[int, object]] = {}
         self.walkers: dict[str, ChainWalker] = {}
         self.out_of_order: set[str] = set()
         # what the store's engine finds wrong below the rows (SQLite's quick_check, an index that
@@ -183,13 +189,17 @@ class ChainScan:
         self.read_whole = False  # every row meant was read (not stopped, no damaged page)
 
     def feed(self, rows: Iterable[ScanRow]) -> None:
-        lasts, heads, sha256, prefix = self.lasts, self.heads, hashlib.sha256, V2_PREFIX
+        lasts, states, heads, sha256, prefix = self.lasts, self.states, self.heads, hashlib.sha256, V2_PREFIX
+        places, seqs = heads.places, heads.seqs
         for gid, event_id, stream_id, seq, data, prev, digest in rows:
-            last = lasts.get(stream_id)
+            place = places.get(stream_id)
+            last = lasts.get(stream_id) if place is None else states[place]
             if last is None:  # a new stream (an id that is not text: to its walker)
                 last = _START if type(stream_id) is str else _WALKED
                 if self.continues and last is _START and seq != 1:
                     last = self._open(stream_id, seq, prev)
+            elif last is _AT_HEAD:  # a row past the head
+                last = heads.at(place)  # type: ignore[arg-type]
             # `prev` equal to the last verified hash (or "" before the first) is ASCII text: it encodes
             if seq == last[0] + 1 and prev == last[1] and type(seq) is int:
                 try:
@@ -197,13 +207,12 @@ class ChainScan:
                 except (TypeError, OverflowError):  # a column that is not bytes, a sequence past 64 bits
                     computed = ""
                 if digest == prefix + computed:  # what `ChainWalker.feed` does with a row that holds
-                    # at its head, a stream keeps the head's own tuple: of the many streams a store ends, this
-                    # holds nothing more than the heads do (a tuple, a hash and often an int less per stream)
-                    head = heads.get(stream_id)
-                    if head is not None and head[0] == seq and head[1] == digest:
-                        lasts[stream_id] = head
-                    else:
+                    if place is None:
                         lasts[stream_id] = (seq, digest)
+                    elif seqs[place] == seq and heads.is_head(place, seq, digest):
+                        states[place] = _AT_HEAD
+                    else:
+                        states[place] = (seq, digest)
                     continue
             self._walk(gid, event_id, stream_id, seq, data, prev, digest)
 
@@ -214,10 +223,26 @@ class ChainScan:
         to a walk of the stream alone, in sequence order (`out_of_order`)."""
         if type(seq) is int and seq > 1 and type(prev) is str and prev:
             self.openings[stream_id] = opening = (seq - 1, prev)
-            self.lasts[stream_id] = opening
+            self._put(stream_id, opening)
             return opening
         self.out_of_order.add(stream_id)
         return _START
+
+    def _state(self, stream: str) -> tuple[int, object] | None:
+        place = self.heads.places.get(stream)
+        return self.lasts.get(stream) if place is None else self.states[place]
+
+    def _put(self, stream: str, state: tuple[int, object]) -> None:
+        place = self.heads.places.get(stream)
+        if place is None:
+            self.lasts[stream] = state
+        else:
+            self.states[place] = state
+
+    def _last(self, stream: str) -> tuple[int, object] | None:
+        """A stream's (last sequence, last hash) as checked inline (None: no row met; `_WALKED`: walked)."""
+        last = self._state(stream)
+        return self.heads[stream] if last is _AT_HEAD else last
 
     def _walk(self, gid: Any, event_id: Any, stream_id: Any, seq: Any, data: Any, prev: Any, digest: Any) -> None:
         """A row the inline check did not pass, through its stream's walker (made, at the state the inline
@@ -226,7 +251,7 @@ class ChainScan:
         walker = self.walkers.get(text)
         if walker is None:
             walker = self.walkers[text] = ChainWalker(text, self.heads.get(text))
-            last = self.lasts.get(text) or _START
+            last = self._last(text) or _START
             if last[0]:  # the rows checked inline so far: 1..n (from the opening on, in a later part), each verified
                 n, digest_n = last
                 assert isinstance(digest_n, str)
@@ -237,35 +262,53 @@ class ChainScan:
                     walker.verdict.hash_at_head = digest_n
                 elif n > walker.head_sequence >= 0:  # the hash at the head, passed, was not kept: walk it again
                     self.out_of_order.add(text)
-            self.lasts[text] = _WALKED
+            self._put(text, _WALKED)
         if type(seq) is int and seq <= walker.last_sequence:
             self.out_of_order.add(text)
         walker.feed(
             ChainRow(gid, column_text(event_id), seq, column_text(data), column_text(prev), column_text(digest))
         )
 
-    def verdicts(self) -> dict[str, StreamVerdict]:
-        """Every stream's verdict (before the heads' check): its walker's, or that of its rows all checked
-        inline (a stream whose rows went past the head read first is also named in `out_of_order`). Called
-        once: the streams' states are let go as their verdicts are made (a million-event store's 50,000
-        streams held both at once)."""
-        out = {s: w.verdict for s, w in self.walkers.items()}
-        lasts, heads, openings = self.lasts, self.heads, self.openings
-        self.lasts = {}
-        while lasts:
-            stream, last = lasts.popitem()
-            if last is None:  # a head no row was met of (`verify` makes its verdict from the head alone)
-                continue
-            n, digest = last
-            if digest is _NEVER:
-                continue
-            assert isinstance(stream, str) and isinstance(digest, str)
-            head = heads.get(stream)
-            at_head = digest if head is not None and head[0] == n else None
-            if head is not None and n > head[0]:
+    def settle(self) -> set[str]:
+        """`out_of_order` made complete (with each stream checked inline past the head read before the scan),
+        once the rows are all fed; returned."""
+        heads, states = self.heads, self.states
+        for stream, place in heads.places.items():
+            last = states[place]
+            if last is not None and last is not _AT_HEAD and last is not _WALKED and last[0] > heads.at(place)[0]:
                 self.out_of_order.add(stream)
-            checked = n - openings.get(stream, _START)[0]
-            out[stream] = StreamVerdict(stream, rows=checked, verified=checked, last=last, hash_at_head=at_head)  # type: ignore[arg-type]
+        return self.out_of_order
+
+    def streams(self) -> Iterator[str]:
+        """Every stream met, or known to the heads (the keys of `verdict`; those of the heads among them may have
+        none)."""
+        yield from self.heads.places
+        yield from self.lasts  # type: ignore[misc]
+
+    def verdict(self, stream: str) -> StreamVerdict | None:
+        """A stream's verdict (before the heads' check): its walker's, or that of its rows all checked inline;
+        None when no row of it was met."""
+        walker = self.walkers.get(stream)
+        if walker is not None:
+            return walker.verdict
+        last = self._last(stream)
+        if last is None or last is _WALKED:  # (no row met; a walked stream has its walker)
+            return None
+        n, digest = last
+        assert isinstance(digest, str)
+        head = self.heads.get(stream)
+        at_head = digest if head is not None and head[0] == n else None
+        checked = n - self.openings.get(stream, _START)[0]
+        return StreamVerdict(stream, rows=checked, verified=checked, last=(n, digest), hash_at_head=at_head)
+
+    def verdicts(self) -> dict[str, StreamVerdict]:
+        """Every stream's verdict at once (`settle`d first); `verify` takes them one at a time instead."""
+        self.settle()
+        out = {}
+        for stream in self.streams():
+            v = self.verdict(stream)
+            if v is not None:
+                out[stream] = v
         return out
 
 

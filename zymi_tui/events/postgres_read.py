@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import asyncpg
@@ -344,7 +344,7 @@ class PostgresReader(RowDecoder, Closable):
         out = [(int(gid), str(s), int(seq), str(tag), str(data)) for gid, s, seq, tag, data in rows]
         return KindRowPage(out, out[-1][0] if out else after_global_id, len(out))
 
-    async def scan_chains(self, heads: dict[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
+    async def scan_chains(self, heads: Mapping[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
         return await scan_by_stream(self, heads)  # rows commit out of id order here: each stream is read whole
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:

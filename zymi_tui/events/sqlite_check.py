@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 import threading
+from collections.abc import Mapping
 from operator import itemgetter
 
 from zymi_tui.events.hashchain import ChainScan
@@ -117,7 +118,7 @@ def _named(conn: sqlite3.Connection, index: str, bound: str) -> str:
 
 def scan_store(
     conn: sqlite3.Connection,
-    heads: dict[str, tuple[int, str]],
+    heads: Mapping[str, tuple[int, str]],
     stop: threading.Event,
     *,
     has_hash: bool,

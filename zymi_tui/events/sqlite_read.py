@@ -12,12 +12,13 @@ import asyncio
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
+from zymi_tui.events.chain_heads import Heads
 from zymi_tui.events.chain_split import scan_in_two, seam_of
 from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text
 from zymi_tui.events.run_index import RunIndex
@@ -469,7 +470,7 @@ class SqliteReader(RowDecoder, Closable):
         )
         return [_chain_row(*r) for r in rows]
 
-    async def scan_chains(self, heads: dict[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
+    async def scan_chains(self, heads: Mapping[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
         """One pass over the table in global order, in a thread with a connection of its own: each row
         is hashed as soon as it is read, while its bytes are fresh in memory (pages of rows held for
         another thread to hash cost as much again as the hashing). SQLite's own check runs beside it,
@@ -485,7 +486,7 @@ class SqliteReader(RowDecoder, Closable):
         scan.damage[:0] = found
         return scan
 
-    def _scan_chains(self, heads: dict[str, tuple[int, str]], stop: threading.Event) -> ChainScan:
+    def _scan_chains(self, heads: Mapping[str, tuple[int, str]], stop: threading.Event) -> ChainScan:
         conn = self._check_connection()
         try:
             upto = conn.execute("SELECT max(id) FROM events").fetchone()[0]  # (read after the heads)
@@ -518,12 +519,23 @@ class SqliteReader(RowDecoder, Closable):
         rows = await self._fetch("SELECT count(*), total(last_sequence) FROM stream_heads")
         return int(rows[0][0]), int(rows[0][1])
 
-    async def stream_heads(self) -> dict[str, tuple[int, str]]:
+    async def stream_heads(self) -> Heads:
         if not self._has_heads:
-            return {}
-        rows = await self._fetch("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
-        heads = {column_text(s): (seq, column_text(h)) for s, seq, h in rows}
-        # emptied: aiosqlite's thread holds the list it fetched until its next call (after the whole scan), and its
-        # row tuples, 3.6 MB for a million-event store's 50,000 heads
-        rows.clear()
-        return heads
+            return Heads()
+        # (read in this thread: what a thread of its own allocates stays in its malloc arena, ~4 MB at a million)
+        return self._read_heads()
+
+    def _read_heads(self) -> Heads:
+        """The heads packed as they are read, a row at a time (never the rows all fetched: 3.6 MB of tuples for
+        a million-event store's 50,000 heads), into arrays made at their size."""
+        conn = self._check_connection()
+        conn.text_factory = TEXT_ANY  # (a stream id that is not UTF-8 reads as its bytes kept as surrogates)
+        try:
+            conn.execute("BEGIN")  # (one snapshot: the count is that of the rows read)
+            count = conn.execute("SELECT count(*) FROM stream_heads").fetchone()[0]
+            cursor = conn.execute("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
+            return Heads(((column_text(s), seq, column_text(h)) for s, seq, h in cursor), size=count)
+        except sqlite3.Error as e:
+            raise explain_sqlite_error(self.label, e) from None
+        finally:
+            conn.close()

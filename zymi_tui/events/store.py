@@ -10,7 +10,7 @@ import errno
 import os
 import stat
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
@@ -132,13 +132,13 @@ class EventReader(Protocol):
         ...
 
     async def chain_rows(self, stream_id: str) -> list[ChainRow]: ...
-    async def scan_chains(self, heads: dict[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
+    async def scan_chains(self, heads: Mapping[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
         """Every stream's chain rows fed to a `ChainScan`, each stream's rows in ascending global id (how
         a backend orders streams among themselves, and where it hashes, is its own), and in its `damage`
         what the backend finds wrong with its storage (`thorough`: its slowest, fullest check)."""
         ...
 
-    async def stream_heads(self) -> dict[str, tuple[int, str]]: ...
+    async def stream_heads(self) -> Mapping[str, tuple[int, str]]: ...
     async def heads_stamp(self) -> tuple[int, int] | None:
         """A figure of `stream_heads` that changes with every append zymi's writers make (its heads and the sum
         of their sequences), read cheaply; None where not known (the heads are then read again)."""
@@ -221,7 +221,7 @@ async def kind_rows_from_events(
     return KindRowPage(rows, found[-1].global_id if found else after_global_id, len(found))
 
 
-async def scan_by_stream(reader: EventReader, heads: dict[str, tuple[int, str]]) -> ChainScan:
+async def scan_by_stream(reader: EventReader, heads: Mapping[str, tuple[int, str]]) -> ChainScan:
     """`scan_chains` as one `chain_rows` read per stream."""
     scan = ChainScan(heads)
     for info in await reader.streams():

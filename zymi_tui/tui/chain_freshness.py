@@ -6,8 +6,8 @@ stamp is what changes with any commit: for a SQLite file the size and modificati
 file and of its `-wal` (a stat, never an open: see `events.sqlite_file`), and for any store the
 highest global id the tail has seen. The check is run again when the stamp moves, at most once
 per `RECHECK_S`, and never sooner than `IDLE_SHARE` times the last check's own duration after it (a
-check of 1M events takes ~3.5 s of CPU: a store written without pause costs at most a fifth of a
-core in checks).
+check of 1M events takes ~5-6 s of CPU, what `zymi-tui verify` takes: a store written without pause
+costs at most a fifth of a core in checks).
 """
 
 from __future__ import annotations

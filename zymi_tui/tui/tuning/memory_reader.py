@@ -3,7 +3,7 @@ replayed whole: what every what-if of the knob editor replays, without reading t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,7 +119,7 @@ class MemoryReader:
     async def chain_rows(self, stream_id: str) -> list[ChainRow]:
         return []
 
-    async def scan_chains(self, heads: dict[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
+    async def scan_chains(self, heads: Mapping[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
         return await scan_by_stream(self, heads)
 
     async def heads_stamp(self) -> tuple[int, int] | None:
