@@ -7,7 +7,9 @@ was wrong. Unknown keys are ignored everywhere, as zymi does. Fields zymi parses
 so that a project written for zymi loads unchanged.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: msgspec reads these annotations as objects made when each class
+# is; as strings it would compile and evaluate every one (`typing.ForwardRef`) at a run's first
+# project load. Every class here names only classes defined above it.
 
 from typing import Annotated, Any, ClassVar, Literal
 

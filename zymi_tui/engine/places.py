@@ -34,14 +34,38 @@ SECRET_DENY = (
     "id_ed25519", ".netrc", ".pypirc", ".npmrc", "credentials", "*.secret",
 )  # fmt: skip
 PROTECTED = ("project.yml", "agents", "pipelines", ".git", ".zymi")  # the project's own files
+
+
+class UnderFolder:
+    """A pattern of paths in one system folder (`/dev/`, `/proc/`), compiled the first time a path in that
+    folder is matched: most paths a run judges are not, and compiling these six at import cost a `run`
+    ~5.7 M instructions (benchmarks/bench_engine.py --instructions)."""
+
+    __slots__ = ("_compiled", "folder", "source")
+
+    def __init__(self, folder: str, rest: str) -> None:
+        self.folder, self.source = folder, "^" + re.escape(folder) + rest
+        self._compiled: re.Pattern[str] | None = None
+
+    def match(self, path: str) -> bool:
+        """Whether `path` matches from its start (as `re.match`); never without the folder's prefix."""
+        if not path.startswith(self.folder):
+            return False
+        if self._compiled is None:
+            self._compiled = re.compile(self.source)
+        return self._compiled.match(path) is not None
+
+
 # whole names (a prefix would let `/dev/fd/../../etc/shadow` through)
-HARMLESS_READ = re.compile(r"^/dev/(?:null|zero|random|urandom|stdin|tty|fd/\d+)$")
-HARMLESS_WRITE = re.compile(r"^/dev/(?:null|stdout|stderr|tty|fd/\d+)$")
+HARMLESS_READ = UnderFolder("/dev/", r"(?:null|zero|random|urandom|stdin|tty|fd/\d+)$")
+HARMLESS_WRITE = UnderFolder("/dev/", r"(?:null|stdout|stderr|tty|fd/\d+)$")
 MAX_TREE = 20000  # files a recursive reader's roots may hold and still be checked one by one
-BLOCK_DEVICE = re.compile(r"^/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|md\d|dm-\d|loop\d|disk\d|sr\d)")
-NETWORK = re.compile(r"^/dev/(?:tcp|udp)(?:/|$)")
-_PROC_SECRET = re.compile(r"^/proc/[^/]+/(?:task/[^/]+/)?(?:environ|mem)$")
-_PROC_VIEW = re.compile(r"^/proc/[^/]+/(?:task/[^/]+/)?(?:root|cwd|map_files)(?:/|$)")  # another process's tree
+BLOCK_DEVICE = UnderFolder(
+    "/dev/", r"(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|md\d|dm-\d|loop\d|disk\d|sr\d)"
+)
+NETWORK = UnderFolder("/dev/", r"(?:tcp|udp)(?:/|$)")
+_PROC_SECRET = UnderFolder("/proc/", r"[^/]+/(?:task/[^/]+/)?(?:environ|mem)$")
+_PROC_VIEW = UnderFolder("/proc/", r"[^/]+/(?:task/[^/]+/)?(?:root|cwd|map_files)(?:/|$)")  # another process's tree
 _RUST_META = set("\\.+*?()|[]{}^$#&-~")
 
 
@@ -72,7 +96,7 @@ def normalize_components(path: str) -> list[str]:
 
 def secret_place(path: str) -> bool:
     """A process's environment or memory, or anything in an `.ssh` folder."""
-    return bool(_PROC_SECRET.match(path)) or "/.ssh/" in f"/{path}"
+    return _PROC_SECRET.match(path) or "/.ssh/" in f"/{path}"
 
 
 def _block_device(path: str, real: Path) -> bool:

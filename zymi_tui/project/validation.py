@@ -20,8 +20,10 @@ import msgspec
 
 T = TypeVar("T")
 
-_AT = re.compile(r"^(?P<what>.*?)(?: - at (?P<key>`key` in )?`\$(?P<path>[^`]*)`)?$", re.S)
-_STEP = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
+# read only when a document does not convert (patterns, compiled by `re` at their first use: a project that
+# converts as written, as a `run`'s usually does, never compiles them)
+_AT = r"^(?P<what>.*?)(?: - at (?P<key>`key` in )?`\$(?P<path>[^`]*)`)?$"
+_STEP = r"\.([^.\[]+)|\[(\d+|\.\.\.)\]"
 _KINDS = {
     "int": "an integer", "str": "a string", "float": "a number", "bool": "true or false",
     "null": "null", "array": "a list", "object": "a mapping", "str | null": "a string",
@@ -61,7 +63,7 @@ def _converted(doc: Any, cls: Any) -> Any:
         try:
             return msgspec.convert(doc, cls, strict=True)
         except msgspec.ValidationError as e:
-            parsed = _AT.match(str(e))
+            parsed = re.match(_AT, str(e), re.S)
             assert parsed is not None  # the pattern matches any text
             steps = _steps(parsed["path"] or "")
             what = parsed["what"]
@@ -121,7 +123,7 @@ def _is_union(kind: Any) -> bool:
 def _steps(path: str) -> list[str | int]:
     """`.a.b[0][...]` -> ["a", "b", 0, "..."]."""
     out: list[str | int] = []
-    for name, index in _STEP.findall(path):
+    for name, index in re.findall(_STEP, path):
         out.append(name if name else (int(index) if index.isdigit() else index))
     return out
 
