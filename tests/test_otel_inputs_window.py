@@ -115,10 +115,15 @@ def test_a_mask_end_passing_items_shown_in_full_masks_them() -> None:
     assert _check(calls, memory=True) == 4 * 6
 
 
-def test_a_mask_end_moving_back_walks_the_window() -> None:
+def test_a_mask_end_or_end_moving_back_walks_the_window() -> None:
     tail = _tail(_turns())
     s = "run:step:work"
-    calls = [(s, tail, 0, 6, 9, False), (s, tail, 0, 3, 10, False), (s, tail, 0, 10, 11, True)]
+    calls = [
+        (s, tail, 0, 6, 9, False),
+        (s, tail, 0, 3, 10, False),
+        (s, tail, 0, 10, 11, True),
+        (s, tail, 0, 10, 10, False),  # and the end
+    ]
     assert _check(calls) == 4
 
 
@@ -129,8 +134,8 @@ def test_a_compaction_and_a_fresh_step_walk_the_window() -> None:
     compacted = _tail([summary, *items[5:]])  # a new tail: the same items after the summary
     s = "run:step:work"
     calls = [
-        (s, tail, 0, 4, 9, False),
-        (s, compacted, 0, 1, 4, False),  # compaction: another tail
+        (s, tail, 0, 1, 4, False),
+        (s, compacted, 0, 2, 5, False),  # compaction: another tail (no earlier by its figures)
         (s, compacted, 0, 3, 5, True),
         (s, compacted, 6, 6, 7, False),  # fresh: cut past everything shown before
         (s, compacted, 6, 7, 7, True),
@@ -163,9 +168,9 @@ def test_a_leading_system_message_of_layer_c_and_an_item_put_in_a_turn_later() -
     s, t = "run:step:work", "run:step:other"
     calls = [
         (s, tail, 0, 0, 3, False),
-        (s, tail, 0, 2, 5, True),
         (t, _tail([_assistant(30, ("z", "grep")), loose]), 0, 2, 2, False),  # `loose` goes in a turn there
-        (s, tail, 0, 7, 7, True),  # `tail` still shows it in full: not in a turn of its own
+        (s, tail, 0, 2, 5, True),  # the mask passes it: `tail` still shows it in full (in no turn there)
+        (s, tail, 0, 7, 7, True),
         (s, tail, 1, 7, 7, True),  # the system message leaves: the prompt is Layer A's again
     ]
     assert loose.masked_for != -1
