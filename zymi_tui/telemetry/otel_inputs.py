@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 
-from zymi_tui.context.layer_c import Item, read_back
+from zymi_tui.context.layer_c import Item, Tail, read_back
 from zymi_tui.context.masking import memory_block
 from zymi_tui.context.rendered import Shape
-from zymi_tui.context.splice import prefix_entries, shown_masked
+from zymi_tui.context.splice import prefix_entries
 from zymi_tui.events.messages import MessageModel, SystemMessage
 from zymi_tui.telemetry.message_cache import OPEN_STREAMS
 
@@ -30,14 +30,38 @@ def shape_length(shape: Shape) -> int:
     return len(prefix_entries(shape.prefix)) + (1 if shape.memory else 0) + shape.n - shape.cut
 
 
+class _Window:
+    """A step stream's last call's Layer C messages: items [start, n) of `tail` (shown masked before
+    `mask_end`), their keys and texts in order, and the texts by key (`held`: an item is held, so its id
+    stays its own)."""
+
+    __slots__ = ("held", "keys", "mask_end", "n", "start", "tail", "texts")
+
+    def __init__(self, tail: Tail, mask_end: int, n: int, start: int) -> None:
+        self.tail, self.mask_end, self.n, self.start = tail, mask_end, n, start
+        self.keys: list[int] = []
+        self.texts: list[Texts] = []
+        self.held: dict[int, tuple[Item, Texts]] = {}
+
+    def follows(self, tail: Tail, mask_end: int, n: int, start: int) -> bool:
+        """Whether items [start, n) of `tail` are a forward move of this window: the same tail, its
+        start, mask end and end no earlier. Then an item it showed is shown the same way unless the mask
+        end passed it: a tail's items are only appended, and an item's turn and masked form are fixed
+        once it is in a tail's turn (an item masked for another turn is copied: `Tail.append`)."""
+        return (
+            tail is self.tail and start >= self.start and n >= self.n and mask_end >= self.mask_end and start <= self.n
+        )
+
+
 class ShownInputs:
-    """`make(message)` for the messages of each call's context (`inputs`), made once per item shown."""
+    """`make(message)` for the messages of each call's context (`inputs`), made once per item shown.
+    A call whose Layer C is a forward move of its step's previous call's (`_Window.follows`) looks
+    only at the items that left, entered, or went masked; any other (a compaction, a rebuild, a mask
+    end moved back, a step's first call) walks its items, reusing the texts of those shown alike."""
 
     def __init__(self, make: Callable[[MessageModel], Texts]) -> None:
         self.make = make
-        # step stream -> its last call's items: (id(item) * 2 + masked) -> (item, texts); the item is held,
-        # so its id stays its own
-        self.streams: OrderedDict[str, dict[int, tuple[Item, Texts]]] = OrderedDict()
+        self.streams: OrderedDict[str, _Window] = OrderedDict()  # step stream -> its last call's window
         self.heads: dict[MessageModel, Texts] = {}
 
     def inputs(
@@ -48,9 +72,7 @@ class ShownInputs:
         head: list[MessageModel] = [] if drop_prefix else [e.message for e in prefix_entries(shape.prefix)]
         if shape.memory:
             head.append(SystemMessage(content=memory_block(shape.memory).text))
-        tail, cut, n = shape.tail, shape.cut, shape.n
-        items = tail.items
-        masked = shown_masked(tail, cut, n, shape.mask_end)
+        tail, cut, n, mask_end = shape.tail, shape.cut, shape.n, shape.mask_end
         prompt: SystemMessage | None = None
         start = cut
         if prompt_first and head:
@@ -59,36 +81,86 @@ class ShownInputs:
                 prompt = first
                 del head[0]
         elif prompt_first and n > cut:
-            read_back([(items[cut], masked[0])])
-            m = _shown(items[cut], masked[0])
+            item, masked = tail.items[cut], _masked(tail, cut, mask_end)
+            read_back([(item, masked)])
+            m = _shown(item, masked)
             if isinstance(m, SystemMessage):
                 prompt, start = m, cut + 1
         texts = [self._head(m) for m in head]
-        old = self.streams.pop(stream, None) or {}
-        new: dict[int, tuple[Item, Texts]] = {}
+        w = self.streams.pop(stream, None)
+        if w is not None and w.follows(tail, mask_end, n, start):
+            self._move(w, mask_end, n, start)
+        else:
+            w = self._walk(w, tail, mask_end, n, start)
+        self.streams[stream] = w
+        if len(self.streams) > OPEN_STREAMS:
+            self.streams.popitem(last=False)
+        texts += w.texts
+        return prompt, texts
+
+    def _walk(self, old: _Window | None, tail: Tail, mask_end: int, n: int, start: int) -> _Window:
+        """The window made item by item, taking the texts of the items `old` showed alike."""
+        w = _Window(tail, mask_end, n, start)
+        held = old.held if old is not None else {}
+        items, keys, texts, new = tail.items, w.keys, w.texts, w.held
         missing: list[tuple[int, int, int]] = []  # (place in texts, index in items, key)
         for i in range(start, n):
             item = items[i]
-            # shown masked, in a form of its own (else its masked form is its message: the same key)
-            key = id(item) * 2 + 1 if masked[i - cut] and item.has_masked_text() else id(item) * 2
-            got = old.get(key)
+            key = _key(item, i < mask_end and item.masked_for != -1 and tail.in_turn(i))
+            keys.append(key)
+            got = held.get(key)
             if got is None:
                 missing.append((len(texts), i, key))
                 texts.append(_NONE)
             else:
                 new[key] = got
                 texts.append(got[1])
-        if missing:
-            read_back((items[i], masked[i - cut]) for _, i, _ in missing)
-            for at, i, key in missing:
-                item = items[i]
-                made = self.make(_shown(item, masked[i - cut]))
-                new[key] = (item, made)
-                texts[at] = made
-        self.streams[stream] = new
-        if len(self.streams) > OPEN_STREAMS:
-            self.streams.popitem(last=False)
-        return prompt, texts
+        self._fill(w, missing)
+        return w
+
+    def _move(self, w: _Window, mask_end: int, n: int, start: int) -> None:
+        """Bring `w` forward to items [start, n) shown masked before `mask_end` (`_Window.follows`)."""
+        tail = w.tail
+        items, keys, texts, held = tail.items, w.keys, w.texts, w.held
+        left = start - w.start
+        if left:
+            for key in keys[:left]:
+                held.pop(key, None)
+            del keys[:left], texts[:left]
+        missing: list[tuple[int, int, int]] = []
+        for i in range(max(w.mask_end, start), min(mask_end, w.n)):  # shown in full before, masked now
+            item = items[i]
+            key = _key(item, item.masked_for != -1 and tail.in_turn(i))
+            at = i - start
+            if key != keys[at]:
+                held.pop(keys[at], None)
+                keys[at] = key
+                missing.append((at, i, key))
+        for i in range(w.n, n):  # entered
+            item = items[i]
+            key = _key(item, i < mask_end and item.masked_for != -1 and tail.in_turn(i))
+            keys.append(key)
+            got = held.get(key)
+            if got is None:
+                missing.append((len(texts), i, key))
+                texts.append(_NONE)
+            else:
+                texts.append(got[1])
+        w.mask_end, w.n, w.start = mask_end, n, start
+        self._fill(w, missing)
+
+    def _fill(self, w: _Window, missing: list[tuple[int, int, int]]) -> None:
+        """Make the texts of the items not held (their dropped texts read back in one batch)."""
+        if not missing:
+            return
+        items = w.tail.items
+        read_back((items[i], _masked(w.tail, i, w.mask_end)) for _, i, _ in missing)
+        texts, held = w.texts, w.held
+        for at, i, key in missing:
+            item = items[i]
+            made = self.make(_shown(item, _masked(w.tail, i, w.mask_end)))
+            held[key] = (item, made)
+            texts[at] = made
 
     def _head(self, m: MessageModel) -> Texts:
         got = self.heads.get(m)
@@ -104,6 +176,17 @@ class ShownInputs:
 
 
 _NONE: Texts = ("", b"")  # a place in a call's texts whose item's text is being made
+
+
+def _masked(tail: Tail, i: int, mask_end: int) -> bool:
+    """Whether item `i` of `tail` is shown in its masked form (`splice.shown_masked`, for one item)."""
+    return i < mask_end and tail.items[i].masked_for != -1 and tail.in_turn(i)
+
+
+def _key(item: Item, masked: bool) -> int:
+    """How an item is known among a window's: by the object and, shown masked in a form of its own,
+    as masked (else its masked form is its message: the same key)."""
+    return id(item) * 2 + 1 if masked and item.has_masked_text() else id(item) * 2
 
 
 def _shown(item: Item, masked: bool) -> MessageModel:
