@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from textual.message import Message
 
 from zymi_tui.events.runs import RunSummary
@@ -134,11 +136,12 @@ class RunRows(Message):
 class CallsCollected(Message):
     """A long run's plot and graph figures, collected from its pages in a worker (`done`: the whole run)."""
 
-    def __init__(self, key: RunKey, collector: CallCollector, done: bool) -> None:
+    def __init__(self, key: RunKey, collector: CallCollector, done: bool, taken: threading.Event | None = None) -> None:
         super().__init__()
         self.key = key
         self.collector = collector
         self.done = done
+        self.taken = taken  # set once handled: the worker sends its next copy only then (one in flight)
 
 
 class SearchHits(Message):

@@ -5,6 +5,7 @@ posts what it read as a message (tui/messages.py); results.py applies them."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -237,12 +238,15 @@ class DashboardLoaders(DashboardState):
             worker = get_current_worker()
             first = await reader.read_ids([first_gid]) if first_gid is not None else []  # x: since the run started
             collector.t0 = first[0].event.timestamp_ns if first else None
+            taken = threading.Event()  # the last copy sent was handled (a slow screen gets fewer, not a queue)
+            taken.set()
             for n, page in enumerate(id_pages(wanted), 1):
                 reader.problems += collector.feed_rows(await reader.read_id_rows(page))
                 if worker.is_cancelled:
                     return
-                if n % 20 == 0:  # the curve grows as it is read
-                    self.post_message(CallsCollected(key, collector.snapshot(), False))
+                if n % 20 == 0 and taken.is_set():  # the curve grows as it is read
+                    taken.clear()
+                    self.post_message(CallsCollected(key, collector.snapshot(), False, taken))
             collector.last_gid = max(collector.last_gid, last_gid)
             self.post_message(CallsCollected(key, collector, True))
 

@@ -185,6 +185,8 @@ class DashboardResults(DashboardSelection):
             self.rows_wanted.clear()
 
     def on_calls_collected(self, msg: messages.CallsCollected) -> None:
+        if msg.taken is not None:
+            msg.taken.set()
         if msg.key != self.selected or not self.events.sparse:
             return
         self.calls, self.calls_done = msg.collector, msg.done
