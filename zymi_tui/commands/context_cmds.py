@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zymi_tui import GC_THRESHOLD
 from zymi_tui.context.knobs import ContextKnobs, resolve_knobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore, StoreLocation
@@ -128,6 +130,8 @@ def _replay_or_compare(args: argparse.Namespace) -> int:
         from zymi_tui.commands.tuning_cmds import CompareRequest, compare
 
         return compare(CompareRequest(located(args), args.compare, args, format="json" if args.json else "table"))
+    if getattr(args, "own_process", False):  # a process of its own: no caller's collector settings to keep
+        gc.set_threshold(GC_THRESHOLD)
     setup = _setup(args)
     if isinstance(setup[0], SqliteStore):  # read in this thread: no event loop (nor asyncio) to start
         return run_inline(_replay(args, setup, inline=True))
