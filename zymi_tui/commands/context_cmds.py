@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zymi_tui import GC_THRESHOLD
 from zymi_tui.context.knobs import ContextKnobs, resolve_knobs
 from zymi_tui.events.factory import open_reader
-from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.location import SqliteStore, StoreLocation
+from zymi_tui.events.sqlite_inline import run_inline
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import (
@@ -127,12 +130,22 @@ def _replay_or_compare(args: argparse.Namespace) -> int:
         from zymi_tui.commands.tuning_cmds import CompareRequest, compare
 
         return compare(CompareRequest(located(args), args.compare, args, format="json" if args.json else "table"))
-    return run_async(_replay(args))
+    if getattr(args, "own_process", False):  # a process of its own: no caller's collector settings to keep
+        gc.set_threshold(GC_THRESHOLD)
+    setup = _setup(args)
+    if isinstance(setup[0], SqliteStore):  # read in this thread: no event loop (nor asyncio) to start
+        return run_inline(_replay(args, setup, inline=True))
+    return run_async(_replay(args, setup))
 
 
-async def _replay(args: argparse.Namespace) -> int:
-    location, project, knobs = _setup(args)
-    reader = await open_reader(location)
+async def _replay(
+    args: argparse.Namespace,
+    setup: tuple[StoreLocation, Path | None, ContextKnobs | None],
+    *,
+    inline: bool = False,
+) -> int:
+    location, project, knobs = setup
+    reader = await open_reader(location, inline=inline)
     try:
         total = await reader.max_global_id()
         totals = _Totals()  # running: no row is kept (a million-event replay stays flat in memory)

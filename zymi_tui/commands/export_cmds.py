@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from zymi_tui import GC_THRESHOLD
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.store import STEP_MARK, EventReader, step_of
@@ -151,11 +152,6 @@ def _check(args: argparse.Namespace) -> None:
         raise CommandError("--header goes with --endpoint")
     if args.follow and args.run:
         raise CommandError("--follow exports the whole store as it grows; leave out -r")
-
-
-# an export makes spans, entries and message texts by the hundred thousand, nearly none in a cycle: at
-# Python's default (700 new objects) the collector scanned the young ones ~300 times per 100k events
-GC_THRESHOLD = 50_000
 
 
 def cmd_export(args: argparse.Namespace) -> int:

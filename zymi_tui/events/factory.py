@@ -11,15 +11,17 @@ from zymi_tui.events.store import EventReader, EventWriter
 from zymi_tui.events.whole_rows import CopyInProgress, RowSource, RowTarget
 
 
-async def open_reader(location: StoreLocation) -> EventReader:
-    """Open a store for reading; raises StoreError with a one-line reason."""
+async def open_reader(location: StoreLocation, *, inline: bool = False) -> EventReader:
+    """Open a store for reading; raises StoreError with a one-line reason. `inline`: a SQLite store is read
+    in this thread, with no event loop (`sqlite_inline`: the caller runs with `run_inline`); Postgres is
+    always read on an event loop."""
     if isinstance(location, PostgresStore):
         from zymi_tui.events.postgres_read import PostgresReader
 
         return await PostgresReader.open(location.url)
     from zymi_tui.events.sqlite_read import SqliteReader
 
-    return await SqliteReader.open(location.path)
+    return await SqliteReader.open(location.path, inline=inline)
 
 
 async def open_writer(location: StoreLocation) -> EventWriter:

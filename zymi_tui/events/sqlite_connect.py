@@ -10,18 +10,19 @@ hung the process on one connection in about one quit of four on a loaded machine
 
 from __future__ import annotations
 
-import asyncio
-import warnings
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiosqlite
+if TYPE_CHECKING:  # imported where used: a reader in this thread (`sqlite_inline`) loads neither
+    import aiosqlite
 
 # every connection opened here that is still referenced (a lost one left in a reference cycle included)
 _OPENED: weakref.WeakSet[aiosqlite.Connection] = weakref.WeakSet()
 
 
 async def _open(database: str, **kwargs: Any) -> aiosqlite.Connection:
+    import aiosqlite
+
     conn = aiosqlite.connect(database, **kwargs)  # not started until awaited
     _OPENED.add(conn)
     return await conn
@@ -30,6 +31,8 @@ async def _open(database: str, **kwargs: Any) -> aiosqlite.Connection:
 async def connect(database: str, **kwargs: Any) -> aiosqlite.Connection:
     """`aiosqlite.connect`; if the caller is cancelled meanwhile (Ctrl-C), the connection is still
     waited for and closed: its thread, left working after the event loop closed, prints a traceback."""
+    import asyncio
+
     task = asyncio.ensure_future(_open(database, **kwargs))
     try:
         return await asyncio.shield(task)
@@ -43,6 +46,10 @@ async def connect(database: str, **kwargs: Any) -> aiosqlite.Connection:
 def stop_left_connections() -> None:
     """Close every connection still open and end its thread (after the event loop is over: nothing awaits
     them any more). The thread ends once its current query, if any, returns."""
+    if not _OPENED:
+        return
+    import warnings
+
     with warnings.catch_warnings():  # `stop` asks for an event loop there is none of (it then needs none)
         warnings.simplefilter("ignore", DeprecationWarning)
         for conn in list(_OPENED):

@@ -8,15 +8,12 @@ sqlite_schema.py.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import aiosqlite
+from typing import TYPE_CHECKING, Any
 
 from zymi_tui.events.chain_heads import Heads
 from zymi_tui.events.chain_split import scan_in_two, seam_of
@@ -25,6 +22,7 @@ from zymi_tui.events.run_index import RunIndex
 from zymi_tui.events.sqlite_check import NOT_UTF8, TEXT_ANY, pragma_check, scan_store
 from zymi_tui.events.sqlite_connect import connect
 from zymi_tui.events.sqlite_file import check_store_file, is_wal, note_store
+from zymi_tui.events.sqlite_inline import InlineConnection, ReadConnection
 from zymi_tui.events.sqlite_schema import LOCK_WAIT_S, explain_sqlite_error, is_locked
 from zymi_tui.events.store import (
     Closable,
@@ -41,6 +39,10 @@ from zymi_tui.events.store import (
 )
 from zymi_tui.events.stored import BadRow, RowDecoder, StoredEvent
 from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
+
+if TYPE_CHECKING:
+    import asyncio
+
 
 READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LOCK_WAIT_S in all
 
@@ -97,7 +99,7 @@ def _drop(ahead: tuple[object, asyncio.Future[list[Any]]] | None) -> None:
 class SqliteReader(RowDecoder, Closable):
     """A read-only view of a SQLite event store."""
 
-    def __init__(self, path: Path, uri: str, conn: aiosqlite.Connection, has_hash: bool) -> None:
+    def __init__(self, path: Path, uri: str, conn: ReadConnection, has_hash: bool) -> None:
         self.path = path
         self.label = str(path)
         self._uri = uri  # how `conn` was opened (read-only; immutable for a snapshot)
@@ -108,16 +110,19 @@ class SqliteReader(RowDecoder, Closable):
         # True when read as an immutable snapshot (see `open`): a writer's later commits are not seen
         self.snapshot = False
         self._ahead: tuple[tuple[str, int, int], asyncio.Future[list[Any]]] | None = None
+        # read in the caller's thread (`sqlite_inline`): no page read ahead, a lock waited for by sleeping
+        self.inline = isinstance(conn, InlineConnection)
 
     @classmethod
-    async def open(cls, path: str | Path) -> SqliteReader:
+    async def open(cls, path: str | Path, *, inline: bool = False) -> SqliteReader:
         """Open read-only. A WAL store in a folder we cannot write, with no `-wal` file (so no writer
-        is active), cannot get its `-shm` index: it is then read as an immutable snapshot."""
+        is active), cannot get its `-shm` index: it is then read as an immutable snapshot. `inline`:
+        read in this thread, with no event loop (`sqlite_inline`)."""
         p = Path(path).expanduser()
         check_store_file(p)
         note_store(p)
         try:
-            return await cls._open(p, immutable=False)
+            return await cls._open(p, immutable=False, inline=inline)
         except StoreError as e:
             # a read-only mount says "unable to open"; a folder without write permission, "readonly database"
             if not ("unable to open" in str(e) or "readonly database" in str(e)) or not is_wal(p):
@@ -127,20 +132,20 @@ class SqliteReader(RowDecoder, Closable):
                     f"cannot open {p} read-only: it is a WAL store with a -wal file, and SQLite cannot create "
                     "its -shm index in that folder. Copy the store with its -wal file to a writable folder"
                 ) from None
-        reader = await cls._open(p, immutable=True)
+        reader = await cls._open(p, immutable=True, inline=inline)
         reader.snapshot = True
         return reader
 
     @classmethod
-    async def _open(cls, p: Path, *, immutable: bool) -> SqliteReader:
+    async def _open(cls, p: Path, *, immutable: bool, inline: bool) -> SqliteReader:
         uri = p.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
         try:
-            conn = await connect(uri, uri=True)
+            conn: ReadConnection = await (InlineConnection.connect if inline else connect)(uri, uri=True)
         except sqlite3.Error as e:
             raise explain_sqlite_error(str(p), e) from None
         reader = cls(p, uri, conn, has_hash=False)
         try:
-            await conn.execute(f"PRAGMA busy_timeout={READ_BUSY_MS}")
+            await conn.execute_fetchall(f"PRAGMA busy_timeout={READ_BUSY_MS}")
             tables = {r[0] for r in await reader._fetch("SELECT name FROM sqlite_master WHERE type='table'")}
             if "events" not in tables:
                 raise StoreError(
@@ -198,7 +203,12 @@ class SqliteReader(RowDecoder, Closable):
                 return rows if type(rows) is list else list(rows)  # (the list itself: see `stream_heads`)
             except sqlite3.Error as e:
                 if is_locked(e) and time.monotonic() < deadline:
-                    await asyncio.sleep(0.05)
+                    if self.inline:
+                        time.sleep(0.05)
+                    else:
+                        import asyncio
+
+                        await asyncio.sleep(0.05)
                     continue
                 if NOT_UTF8 in str(e) and self._conn.text_factory is not TEXT_ANY:
                     self._conn.text_factory = TEXT_ANY
@@ -275,7 +285,9 @@ class SqliteReader(RowDecoder, Closable):
         else:
             _drop(ahead)
             rows = await self._fetch(sql, (after_global_id, limit))
-        if len(rows) == limit:
+        if len(rows) == limit and not self.inline:
+            import asyncio
+
             key = (sql, rows[-1][0], limit)
             self._ahead = (key, asyncio.ensure_future(self._fetch(sql, key[1:])))
         return rows
@@ -475,6 +487,8 @@ class SqliteReader(RowDecoder, Closable):
         is hashed as soon as it is read, while its bytes are fresh in memory (pages of rows held for
         another thread to hash cost as much again as the hashing). SQLite's own check runs beside it,
         in another thread (see `sqlite_check`). A cancelled caller stops both soon."""
+        import asyncio
+
         stop = threading.Event()
         try:
             scan, found = await asyncio.gather(

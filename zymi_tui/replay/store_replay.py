@@ -3,7 +3,6 @@ sets in one pass, grouped while they agree), and the context of one call or of a
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from array import array
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
@@ -11,6 +10,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.layer_c import Converted, TextSource
@@ -37,6 +37,14 @@ from zymi_tui.replay.lockstep import lockstep_group, rejoined
 from zymi_tui.replay.simulated import SummaryEstimate
 
 Events = AsyncGenerator[ReplayEvent, None] | list[ReplayEvent]  # decoded events, as they come or kept
+if TYPE_CHECKING:
+    import asyncio
+
+
+def _reads_ahead(reader: EventReader) -> bool:
+    """Whether the next page is read while this one is replayed (on the reader's thread or connection);
+    not by a reader that reads in this thread (`sqlite_inline`: no event loop, asyncio not loaded)."""
+    return getattr(reader, "inline", False) is not True
 
 
 async def replay_events(
@@ -67,6 +75,7 @@ async def event_pages(
     # kinds: decoding is most of a replay's cost, and they are half of a typical store); the next page is
     # read (on the reader's thread or connection) while this one is decoded and replayed
     ahead: asyncio.Future[KindRowPage] | None = None
+    reads_ahead = _reads_ahead(reader)
 
     def bad(gid: int, stream_id: str, seq: int, error: str) -> None:
         reader.problems.append(BadRow(gid, stream_id, seq, error))
@@ -75,11 +84,14 @@ async def event_pages(
         while True:
             page = await ahead if ahead is not None else await reader.read_kinds_rows(kinds, after, PAGE)
             ahead = None
-            if page.rows_scanned == PAGE:
+            more = page.rows_scanned == PAGE
+            if more and reads_ahead:
+                import asyncio
+
                 ahead = asyncio.ensure_future(reader.read_kinds_rows(kinds, page.last_global_id, PAGE))
                 await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
             yield replay_rows(page.rows, bad)
-            if ahead is None:
+            if not more:
                 return
             after = page.last_global_id
     finally:
@@ -115,11 +127,14 @@ async def _run_events(reader: EventReader, streams: Sequence[str]) -> AsyncGener
     if len(runs) > 1:
         ids = array("q", sorted(ids))  # several runs: in global order (ids are unique)
     ahead: asyncio.Future[list[RawRow]] | None = None
+    reads_ahead = _reads_ahead(reader)
     try:
         for at in range(0, len(ids), PAGE):
             page = await ahead if ahead is not None else await reader.read_id_rows(ids[at : at + PAGE].tolist())
             ahead = None
-            if at + PAGE < len(ids):
+            if at + PAGE < len(ids) and reads_ahead:
+                import asyncio
+
                 ahead = asyncio.ensure_future(reader.read_id_rows(ids[at + PAGE : at + 2 * PAGE].tolist()))
                 await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
             yield _decoding(reader, page)
@@ -131,12 +146,15 @@ async def _run_events(reader: EventReader, streams: Sequence[str]) -> AsyncGener
 async def _id_range_pages(reader: EventReader, after: int, until: int) -> AsyncGenerator[list[RawRow], None]:
     """The store's rows with ids in (after, until], a page at a time, the next page read ahead."""
     ahead: asyncio.Future[RowPage] | None = None
+    reads_ahead = _reads_ahead(reader)
     try:
         while after < until:
             page = await ahead if ahead is not None else await reader.read_rows(after, PAGE)
             ahead = None
             more = page.rows_scanned == PAGE and page.last_global_id < until
-            if more:
+            if more and reads_ahead:
+                import asyncio
+
                 ahead = asyncio.ensure_future(reader.read_rows(page.last_global_id, PAGE))
                 await asyncio.sleep(0)
             yield page.rows

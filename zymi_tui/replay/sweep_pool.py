@@ -28,6 +28,7 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
+from zymi_tui import GC_THRESHOLD as GC_THRESHOLD  # (advise_cmds takes it from here)
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted
@@ -51,9 +52,6 @@ from zymi_tui.replay.store_ranges import Range, learned_before, store_ranges
 from zymi_tui.replay.store_replay import Part, replay_events, replay_groups, stream_ends
 
 TICK_S = 0.25  # how often the parent reports the workers' progress
-# a worker makes figures and builders by the hundred thousand: at Python's default (700 new objects)
-# the collector rescans the live ones thousands of times, ~25% of a worker's CPU at 100k events
-GC_THRESHOLD = 50_000
 CALL_KINDS = ("llm_call_started", "llm_call_completed", "llm_call_failed")
 BUFFER_MAX = 100_000  # figures a worker holds while the ratio is not known yet; past that, it waits
 

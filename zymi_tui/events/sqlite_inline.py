@@ -1,0 +1,71 @@
+"""SQLite read in the caller's thread, for a command that replays a store and needs no event loop.
+
+`SqliteReader` reads through an aiosqlite connection (a thread of its own, an event loop's futures). A
+command that only reads a store from start to end (`replay`) gains nothing from that thread but pays
+for it: `import asyncio` alone (its ssl support) is ~200 M instructions, and each read is a hand-off
+between threads. `InlineConnection` is the few awaitables of aiosqlite's connection `SqliteReader` uses,
+done at once on a plain `sqlite3` connection: the reader's SQL, checks and decoding are its own, unchanged.
+`run_inline` drives a coroutine that awaits nothing but such reads (no loop is needed: none of it ever
+waits on a future).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class ReadConnection(Protocol):
+    """What `SqliteReader` asks of its connection (aiosqlite's, or `InlineConnection`)."""
+
+    @property
+    def text_factory(self) -> Callable[[bytes], Any]: ...
+    @text_factory.setter
+    def text_factory(self, factory: Callable[[bytes], Any]) -> None: ...
+    async def execute_fetchall(self, sql: str, parameters: Iterable[Any] | None = None) -> Iterable[Any]: ...
+    async def close(self) -> None: ...
+
+
+class InlineConnection:
+    """A read-only `sqlite3` connection with aiosqlite's awaitables, each done before it returns."""
+
+    inline = True  # (`SqliteReader` then reads no page ahead and waits for a lock by sleeping)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    @classmethod
+    async def connect(cls, database: str, **kwargs: Any) -> InlineConnection:
+        return cls(sqlite3.connect(database, **kwargs))
+
+    @property
+    def text_factory(self) -> Callable[[bytes], Any]:
+        return self._conn.text_factory  # type: ignore[no-any-return]
+
+    @text_factory.setter
+    def text_factory(self, factory: Callable[[bytes], Any]) -> None:
+        self._conn.text_factory = factory
+
+    async def execute_fetchall(self, sql: str, parameters: Iterable[Any] | None = None) -> list[Any]:
+        return self._conn.execute(sql, () if parameters is None else tuple(parameters)).fetchall()
+
+    async def close(self) -> None:
+        self._conn.close()
+
+
+class AwaitedLoop(RuntimeError):
+    """A coroutine run inline waited on something only an event loop can bring (a bug: see `run_inline`)."""
+
+
+def run_inline(coro: Coroutine[Any, Any, T]) -> T:
+    """`coro`'s result, run to its end in this thread with no event loop: it must await only coroutines
+    that never suspend (an `InlineConnection`'s reads, and code awaiting them)."""
+    try:
+        waited = coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise AwaitedLoop(f"a command run without an event loop waited on {waited!r}")
