@@ -37,6 +37,7 @@ from zymi_tui.context.masking import (
     message_bytes,
 )
 from zymi_tui.context.rendered import COMPACTED_HEADER, CompactionPlan, Prefix, RenderedContext
+from zymi_tui.context.seen import SeenEvents
 from zymi_tui.context.splice import Frame, compaction_plan, render_frame
 from zymi_tui.events.kinds import ContextCompacted
 from zymi_tui.events.messages import (
@@ -129,8 +130,7 @@ class ContextBuilder:
         # machine integers (8 bytes each, not int objects): one per event of a stream of a million
         self._raw_seqs = array(SEQ)
         self._raw_ts = array("q")  # each item's timestamp (ns)
-        self._seen_seqs = array(SEQ)  # events seen, in order (a replay may skip kinds zymi ignores)
-        self._seen_ts = array("q")
+        self._seen = SeenEvents()  # events seen, in order (a replay may skip kinds zymi ignores)
         self._monotone = True
         self._last_ts = -1
         self._compactions: list[_Compaction] = []
@@ -165,11 +165,7 @@ class ContextBuilder:
         `converted`: messages already converted for these events (shared by re-runs of one stream)."""
         ts, raw = convert(ev) if converted is None else converted.get(ev)
         seq = ev.sequence
-        try:
-            self._seen_seqs.append(seq)
-        except OverflowError:
-            self._seen_seqs = _wide(self._seen_seqs, seq)
-        self._seen_ts.append(ts)
+        self._seen.add(seq, ts)
         if ts < self._last_ts:
             self._monotone = False
         self._last_ts = ts
@@ -239,8 +235,7 @@ class ContextBuilder:
         builder takes the next fed one's timestamp, as zymi's clock only moves forward)."""
         if seq < 1 or seq > self.last_seq:
             return None
-        i = bisect.bisect_left(self._seen_seqs, seq)
-        return self._seen_ts[i] if i < len(self._seen_ts) else None
+        return self._seen.ts_at(seq)
 
     def _compute_tail(self, cutoff: int | None) -> Tail:
         ranges = sorted((c.lo, c.hi) for c in self._compactions if c.lo <= c.hi)
@@ -351,7 +346,7 @@ class ContextBuilder:
         here under other knobs while this builder stays as it is."""
         other = copy.copy(self)
         other._raw, other._raw_seqs, other._raw_ts = list(self._raw), self._raw_seqs[:], self._raw_ts[:]
-        other._seen_seqs, other._seen_ts = self._seen_seqs[:], self._seen_ts[:]
+        other._seen = self._seen.copy()
         other._compactions = list(self._compactions)
         other._tail = self._tail.clone()
         other._uncut_tail = None  # made again when needed
@@ -361,7 +356,7 @@ class ContextBuilder:
     def mark(self) -> BuildMark:
         """This builder's state now (see `BuildMark`)."""
         return BuildMark(
-            len(self._raw), len(self._seen_seqs), len(self.recorded), self._tail, len(self._tail.items),
+            len(self._raw), len(self._seen), len(self.recorded), self._tail, len(self._tail.items),
             self.last_seq, self._last_ts, self._monotone, self.last_was_compaction, self._pending_reply,
             self.prefix, self._cutoff,
         )  # fmt: skip
@@ -394,8 +389,7 @@ class ContextBuilder:
         self._raw += base._raw[r0 : now.raw]
         self._raw_seqs = _joined(self._raw_seqs, base._raw_seqs[r0 : now.raw])
         self._raw_ts += base._raw_ts[r0 : now.raw]
-        self._seen_seqs = _joined(self._seen_seqs, base._seen_seqs[s0 : now.seen])
-        self._seen_ts += base._seen_ts[s0 : now.seen]
+        self._seen.extend(base._seen, s0, now.seen)
         self.recorded += [dataclasses.replace(rc) for rc in base.recorded[c0 : now.recorded]]
         self._tail.extend(now.tail, n0, now.n)
         self._uncut_tail = None

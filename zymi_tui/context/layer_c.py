@@ -247,6 +247,25 @@ def kind_of(message: MessageModel) -> int:
     return OTHER
 
 
+INDEX = "I"  # item indices and running byte sums as 4-byte machine integers (a tail holds a few per item)
+
+
+def _wider(values: array[int], more: list[int]) -> array[int]:
+    """`values` and then `more` as 8-byte integers (a running sum past what `INDEX` holds)."""
+    out = array("q", values)
+    out.extend(more)
+    return out
+
+
+def _extended(values: array[int], more: list[int]) -> array[int]:
+    """`values` and then `more` (in place, unless one of them needs `_wider`)."""
+    try:
+        values += array(values.typecode, more)
+    except OverflowError:
+        return _wider(values, more)
+    return values
+
+
 class Tail:
     """Layer C before forget/masking, with turn boundaries and running byte sums."""
 
@@ -254,11 +273,12 @@ class Tail:
 
     def __init__(self) -> None:
         self.items: list[Item] = []
-        # machine integers (8 bytes each, not a list of int objects): a long run has hundreds of thousands
-        self.turn_starts = array("q")
-        self.turn_ends = array("q")
-        self.cum_full = array("q", [0])
-        self.cum_masked = array("q", [0])
+        # machine integers (not a list of int objects): a long run has hundreds of thousands. Item
+        # indices in 4 bytes; the running sums too, widened to 8 once one passes 4 GB (`_wider`)
+        self.turn_starts = array(INDEX)
+        self.turn_ends = array(INDEX)
+        self.cum_full = array(INDEX, [0])
+        self.cum_masked = array(INDEX, [0])
         self.head: Item | None = None  # the assistant of the open turn
         self.summaries = 0  # `[compacted history]` messages among the items
         self.hidden_by_fresh = 0  # stored items older than the fresh cutoff
@@ -302,8 +322,15 @@ class Tail:
             if raw.note is not None and raw.kind == OTHER:
                 self.summaries += 1
         self.items.append(raw)
-        self.cum_full.append(self.cum_full[-1] + raw.bytes)
-        self.cum_masked.append(self.cum_masked[-1] + masked_bytes)
+        full, masked = self.cum_full[-1] + raw.bytes, self.cum_masked[-1] + masked_bytes
+        try:
+            self.cum_full.append(full)
+        except OverflowError:
+            self.cum_full = _wider(self.cum_full, [full])
+        try:
+            self.cum_masked.append(masked)
+        except OverflowError:
+            self.cum_masked = _wider(self.cum_masked, [masked])
 
     def extend(self, base: Tail, start: int, end: int) -> None:
         """Append `base`'s items [start, end) as `append` does one by one, from `base`'s running sums
@@ -319,8 +346,8 @@ class Tail:
         off = len(self.items) - start
         full, masked = self.cum_full[-1] - base.cum_full[start], self.cum_masked[-1] - base.cum_masked[start]
         self.items += items[start:end]
-        self.cum_full.extend(v + full for v in base.cum_full[start + 1 : end + 1])
-        self.cum_masked.extend(v + masked for v in base.cum_masked[start + 1 : end + 1])
+        self.cum_full = _extended(self.cum_full, [v + full for v in base.cum_full[start + 1 : end + 1]])
+        self.cum_masked = _extended(self.cum_masked, [v + masked for v in base.cum_masked[start + 1 : end + 1]])
         lo = bisect.bisect_left(base.turn_starts, start)
         hi = bisect.bisect_left(base.turn_starts, end)
         self.turn_starts.extend(t + off for t in base.turn_starts[lo:hi])
