@@ -12,8 +12,9 @@ from zymi_tui.engine.tool_catalog import definition_bytes
 from zymi_tui.events.factory import open_reader
 from zymi_tui.replay.advice import Advice, advise, head_lines, recommendation_lines, to_json, to_markdown
 from zymi_tui.replay.sweep_pool import GC_THRESHOLD
+from zymi_tui.text_safety import escape_controls
 
-from .common import EXIT_OK, add_project_arg, add_store_arg, close_reader, located, out, run_async
+from .common import EXIT_OK, add_project_arg, add_store_arg, close_reader, located, out, run_async, shown
 from .flags import add_runs_filter, run_step_streams
 from .tuning_cmds import add_workers_arg, prices_arg, write_or_print
 
@@ -58,7 +59,8 @@ def cmd_advise(args: argparse.Namespace) -> int:
     if fmt == "json":
         write_or_print(json.dumps(to_json(advice), indent=1, ensure_ascii=False) + "\n", args.output)
     elif fmt == "md" or args.output:
-        write_or_print(to_markdown(advice), args.output)
+        # store text (tool names, stream ids) with its terminal controls escaped: the report is read, on a terminal too
+        write_or_print(escape_controls(to_markdown(advice), keep="\n"), args.output)
     else:
         print_advice(advice)
     return EXIT_OK
@@ -71,20 +73,20 @@ def print_advice(advice: Advice) -> None:
     """The report as text, rendered a few thousand lines at a time (a report of thousands of findings is
     thousands of lines: one `print` a line cost a second per 10k of them, and all of them in one print
     held the whole rendering, ~240 MB at 16,500 findings)."""
-    lines = [f"[yellow]⚠ {escape(advice.caveat)}[/]", *(escape(line) for line in head_lines(advice))]
+    lines = [f"[yellow]⚠ {escape(advice.caveat)}[/]", *(shown(line) for line in head_lines(advice))]
     if not advice.findings:
         lines.append("no findings")
     for f in advice.findings:
         if len(lines) >= PRINT_LINES:
             out.print("\n".join(lines))
             lines = []
-        lines.append(f"\n[bold]{escape(f.signal)}[/]  {escape(f.summary)}")
+        lines.append(f"\n[bold]{shown(f.signal)}[/]  {shown(f.summary)}")
         if f.stream_id is not None:
-            lines.append(f"  at {escape(f.stream_id)} seq {f.sequence}")
-        lines += (f"  - {escape(e)}" for e in f.evidence)
+            lines.append(f"  at {shown(f.stream_id)} seq {f.sequence}")
+        lines += (f"  - {shown(e)}" for e in f.evidence)
         rec = f.recommendation
         if rec is None:
             continue
-        lines.append(f"  [{'dim' if rec.nothing_to_change else 'green'}]→ {escape(rec.text)}[/]")
-        lines += (f"    {escape(line)}" for line in recommendation_lines(rec))
+        lines.append(f"  [{'dim' if rec.nothing_to_change else 'green'}]→ {shown(rec.text)}[/]")
+        lines += (f"    {shown(line)}" for line in recommendation_lines(rec))
     out.print("\n".join(lines))

@@ -34,6 +34,7 @@ from .common import (
     need_terminal,
     out,
     run_async,
+    shown,
 )
 from .flags import (
     add_step_args,
@@ -80,7 +81,7 @@ def cmd_rent(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
         return EXIT_OK
     out.print(
-        f"[bold]{escape(rent.stream_id)}[/]: {rent.calls} call(s), {rent.chars_total:,} input bytes (recorded knobs)"
+        f"[bold]{shown(rent.stream_id)}[/]: {rent.calls} call(s), {rent.chars_total:,} input bytes (recorded knobs)"
     )
     table = Table()
     for col in ("seq", "tool", "bytes", "sent in full", "masked", "rent (bytes×calls)"):
@@ -90,7 +91,7 @@ def cmd_rent(args: argparse.Namespace) -> int:
     for o in ranked:
         row = [
             str(o.source_seq),
-            o.tool,
+            shown(o.tool),
             f"{o.bytes_full:,}",
             str(o.calls_full),
             str(o.calls_masked),
@@ -159,7 +160,7 @@ async def _find_in(
         if args.json:
             sys.stdout.write(json.dumps({**vars(p), "what_if": what_if}, ensure_ascii=False) + "\n")
             continue
-        lines.append(f"seq {p.sequence:>5}  [{style.get(p.status, 'bright_black')}]{p.status:<9}[/] {escape(p.why)}")
+        lines.append(f"seq {p.sequence:>5}  [{style.get(p.status, 'bright_black')}]{p.status:<9}[/] {shown(p.why)}")
         if len(lines) == 1000:  # rich's cost is per call (performance-notes)
             out.print("\n".join(lines))
             lines.clear()
