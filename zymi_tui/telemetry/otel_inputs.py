@@ -101,20 +101,8 @@ class ShownInputs:
     def _walk(self, old: _Window | None, tail: Tail, mask_end: int, n: int, start: int) -> _Window:
         """The window made item by item, taking the texts of the items `old` showed alike."""
         w = _Window(tail, mask_end, n, start)
-        held = old.held if old is not None else {}
-        items, keys, texts, new = tail.items, w.keys, w.texts, w.held
         missing: list[tuple[int, int, int]] = []  # (place in texts, index in items, key)
-        for i in range(start, n):
-            item = items[i]
-            key = _key(item, i < mask_end and item.masked_for != -1 and tail.in_turn(i))
-            keys.append(key)
-            got = held.get(key)
-            if got is None:
-                missing.append((len(texts), i, key))
-                texts.append(_NONE)
-            else:
-                new[key] = got
-                texts.append(got[1])
+        _append(w, start, n, old.held if old is not None else {}, missing)
         self._fill(w, missing)
         return w
 
@@ -136,17 +124,9 @@ class ShownInputs:
                 held.pop(keys[at], None)
                 keys[at] = key
                 missing.append((at, i, key))
-        for i in range(w.n, n):  # entered
-            item = items[i]
-            key = _key(item, i < mask_end and item.masked_for != -1 and tail.in_turn(i))
-            keys.append(key)
-            got = held.get(key)
-            if got is None:
-                missing.append((len(texts), i, key))
-                texts.append(_NONE)
-            else:
-                texts.append(got[1])
+        entered = w.n
         w.mask_end, w.n, w.start = mask_end, n, start
+        _append(w, entered, n, held, missing)
         self._fill(w, missing)
 
     def _fill(self, w: _Window, missing: list[tuple[int, int, int]]) -> None:
@@ -192,3 +172,23 @@ def _key(item: Item, masked: bool) -> int:
 def _shown(item: Item, masked: bool) -> MessageModel:
     """The item's message as the context shows it (a dropped text read back first: `read_back`)."""
     return item.masked_message() if masked else item.message
+
+
+def _append(
+    w: _Window, first: int, n: int, known: dict[int, tuple[Item, Texts]], missing: list[tuple[int, int, int]]
+) -> None:
+    """Items [first, n) of `w`'s tail appended to its keys and texts (masked before `w.mask_end`): a text
+    `known` holds is taken (and kept in `w.held`), the others noted in `missing` for `_fill`."""
+    tail, keys, texts, held = w.tail, w.keys, w.texts, w.held
+    items, mask_end = tail.items, w.mask_end
+    for i in range(first, n):
+        item = items[i]
+        key = _key(item, i < mask_end and item.masked_for != -1 and tail.in_turn(i))
+        keys.append(key)
+        got = known.get(key)
+        if got is None:
+            missing.append((len(texts), i, key))
+            texts.append(_NONE)
+        else:
+            held[key] = got
+            texts.append(got[1])
