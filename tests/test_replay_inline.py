@@ -35,7 +35,7 @@ import json, sys
 mode, modules_file = sys.argv[1], sys.argv[2]
 sys.argv = ["zymi-tui", *sys.argv[3:]]
 if mode == "loop":
-    import zymi_tui.commands.context_cmds as cmds
+    import zymi_tui.commands.common as cmds
     cmds.SqliteStore = type("NotASqliteStore", (), {{}})
 from zymi_tui.cli import main
 try:
@@ -48,10 +48,14 @@ raise SystemExit(code)
 
 
 def _replay(mode: str, tmp: Path, *args: str) -> tuple[subprocess.CompletedProcess[bytes], list[str]]:
+    return _command(mode, tmp, "replay", *args)
+
+
+def _command(mode: str, tmp: Path, *argv: str) -> tuple[subprocess.CompletedProcess[bytes], list[str]]:
     modules = tmp / f"modules-{mode}.json"
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"COLUMNS": "120"}
     done = subprocess.run(
-        [sys.executable, "-c", RUN, mode, str(modules), "replay", *args],
+        [sys.executable, "-c", RUN, mode, str(modules), *argv],
         cwd=ROOT, capture_output=True, env=env, timeout=300,
     )  # fmt: skip
     return done, json.loads(modules.read_text())
@@ -166,3 +170,28 @@ def test_an_inline_reader_waits_for_a_lock_then_says_so(tmp_path: Path, monkeypa
 def test_run_inline_refuses_a_coroutine_that_waits_on_the_loop() -> None:
     with pytest.raises(AwaitedLoop):
         run_inline(asyncio.sleep(0))
+
+
+@pytest.mark.parametrize("name", ["markup", "unknown_kinds", UNREADABLE, "damaged"])
+def test_rent_find_and_exports_read_inline_as_the_event_loop_does(
+    name: str, hostile: dict[str, tuple[Path, Path | None]], tmp_path: Path
+) -> None:
+    """The other commands that replay a store whole or by step (`commands.common.run_reading`)."""
+    db, project = hostile[name]
+    pre = [] if project is None else ["--project", str(project)]
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        (step,) = c.execute("SELECT MIN(stream_id) FROM events WHERE stream_id LIKE '%:step:%'").fetchone()
+    c.close()
+    for argv in (
+        ["export", str(db), *pre, "--format", "otel"],
+        ["export", str(db), *pre, "--format", "lhar"],
+        ["rent", str(db), *pre, "--step-stream", step, "--window", "2"],
+        ["find", "workspace", str(db), *pre, "--step-stream", step, "--json"],
+    ):
+        inline, loaded = _command("inline", tmp_path, *argv)
+        loop, loop_loaded = _command("loop", tmp_path, *argv)
+        assert loaded == [], f"{argv[0]} loaded {loaded}"
+        assert "asyncio" in loop_loaded  # (the oracle did take the event loop's path)
+        assert (inline.returncode, inline.stderr) == (loop.returncode, loop.stderr), argv
+        assert inline.stdout == loop.stdout, argv
+        assert inline.returncode == 0 and inline.stdout.strip(), (argv, inline.stderr)

@@ -11,11 +11,12 @@ import contextlib
 import functools
 import signal
 import sys
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from zymi_tui import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported: the commands take it from here
 from zymi_tui.errors import UserError
+from zymi_tui.events.location import SqliteStore, StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.locate import Located, locate
 from zymi_tui.text_safety import escape_controls
@@ -186,6 +187,16 @@ def hold_ctrl_c() -> None:
 def let_ctrl_c_through() -> None:
     """Let Ctrl-C through again: one pressed meanwhile arrives now."""
     _sigint(signal.SIG_UNBLOCK)
+
+
+def run_reading(location: StoreLocation, work: Callable[[bool], Coroutine[Any, Any, T]]) -> T:
+    """`work(inline)` run to its end: on a SQLite store, reading in this thread with no event loop
+    (`inline`, `events/sqlite_inline.py`: asyncio is not even loaded); on another store, on an event loop."""
+    if isinstance(location, SqliteStore):
+        from zymi_tui.events.sqlite_inline import run_inline
+
+        return run_inline(work(True))
+    return run_async(work(False))
 
 
 def run_async(coro: Awaitable[T], *, held: bool = False) -> T:

@@ -12,8 +12,7 @@ from pathlib import Path
 from zymi_tui import GC_THRESHOLD
 from zymi_tui.context.knobs import ContextKnobs, resolve_knobs
 from zymi_tui.events.factory import open_reader
-from zymi_tui.events.location import SqliteStore, StoreLocation
-from zymi_tui.events.sqlite_inline import run_inline
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import (
@@ -40,6 +39,7 @@ from .common import (
     raw_line,
     report_skipped,
     run_async,
+    run_reading,
     shown,
 )
 from .flags import (
@@ -133,9 +133,7 @@ def _replay_or_compare(args: argparse.Namespace) -> int:
     if getattr(args, "own_process", False):  # a process of its own: no caller's collector settings to keep
         gc.set_threshold(GC_THRESHOLD)
     setup = _setup(args)
-    if isinstance(setup[0], SqliteStore):  # read in this thread: no event loop (nor asyncio) to start
-        return run_inline(_replay(args, setup, inline=True))
-    return run_async(_replay(args, setup))
+    return run_reading(setup[0], lambda inline: _replay(args, setup, inline=inline))
 
 
 async def _replay(

@@ -14,6 +14,7 @@ from zymi_tui import GC_THRESHOLD
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.store import STEP_MARK, EventReader, step_of
+from zymi_tui.project.locate import Located
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.telemetry.export_calls import follow, walk
@@ -36,6 +37,7 @@ from .common import (
     close_reader,
     located,
     run_async,
+    run_reading,
     warn,
 )
 from .flags import add_runs_filter, run_step_streams
@@ -163,14 +165,19 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         write_or_print(_svg(args), args.output)
         return EXIT_OK
+    if args.follow or args.endpoint:  # polls the store, or pushes: on an event loop
+        return run_async(_otel(args, None, False))
+    found = located(args)
     if args.format == "lhar":
-        return run_async(_lhar(args))
-    return run_async(_otel(args))
+        return run_reading(found.store, lambda inline: _lhar(args, found, inline))
+    return run_reading(found.store, lambda inline: _otel(args, found, inline))
 
 
-async def _opened(args: argparse.Namespace) -> tuple[EventReader, Path | None, list[str] | None, RequestBodies]:
-    location, project = located(args)
-    reader = await open_reader(location)
+async def _opened(
+    args: argparse.Namespace, found: Located | None, inline: bool
+) -> tuple[EventReader, Path | None, list[str] | None, RequestBodies]:
+    location, project = found or located(args)
+    reader = await open_reader(location, inline=inline)
     try:
         streams = await run_step_streams(reader, args)
     except BaseException:
@@ -179,11 +186,11 @@ async def _opened(args: argparse.Namespace) -> tuple[EventReader, Path | None, l
     return reader, project, streams, project_bodies(project)
 
 
-async def _otel(args: argparse.Namespace) -> int:
+async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -> int:
     pusher = OtlpPusher(args.endpoint, headers=_headers(args)) if args.endpoint else None  # a bad URL: said first
     out = None if pusher is not None else _open_output(args.output) if args.output else _stdout_bytes()
     try:
-        reader, project, streams, bodies = await _opened(args)
+        reader, project, streams, bodies = await _opened(args, found, inline)
     except BaseException:
         _close(pusher, out)
         raise
@@ -263,8 +270,8 @@ def _stdout_bytes() -> BinaryIO:
     return open(sys.stdout.fileno(), "wb", buffering=WRITE_BUFFER, closefd=False)
 
 
-async def _lhar(args: argparse.Namespace) -> int:
-    reader, project, streams, bodies = await _opened(args)
+async def _lhar(args: argparse.Namespace, found: Located | None, inline: bool) -> int:
+    reader, project, streams, bodies = await _opened(args, found, inline)
     try:
         known = [s.stream_id for s in await reader.streams()]
         steps = [s for s in known if STEP_MARK in s and (streams is None or s in streams)]

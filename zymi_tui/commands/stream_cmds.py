@@ -34,6 +34,7 @@ from .common import (
     need_terminal,
     out,
     run_async,
+    run_reading,
     shown,
 )
 from .flags import (
@@ -54,10 +55,11 @@ def make_replay(
 
 # -- rent ----------------------------------------------------------------------------------------
 def cmd_rent(args: argparse.Namespace) -> int:
-    async def go() -> Any:
-        location, project = located(args)
+    location, project = located(args)
+
+    async def go(inline: bool) -> Any:
         base = recorded_knobs(project)
-        reader = await open_reader(location)
+        reader = await open_reader(location, inline=inline)
         try:
             stream = await resolve_step_stream(reader, args)
             assert stream is not None
@@ -66,7 +68,7 @@ def cmd_rent(args: argparse.Namespace) -> int:
         finally:
             await close_reader(reader)
 
-    rent = run_async(go())
+    rent = run_reading(location, go)
     ranked = rent.ranked(args.top)
     if args.json:
         doc = {
@@ -113,11 +115,12 @@ def cmd_find(args: argparse.Namespace) -> int:
     if not args.text:
         raise CommandError("find: TEXT is empty; give the string to look for")
 
-    async def go() -> None:
-        location, project = located(args)
+    location, project = located(args)
+
+    async def go(inline: bool) -> None:
         base = recorded_knobs(project)
         knobs = resolve_knobs(base, args.profile, args.sets or [])
-        reader = await open_reader(location)
+        reader = await open_reader(location, inline=inline)
         try:
             stream = await resolve_step_stream(reader, args)
             assert stream is not None
@@ -125,7 +128,7 @@ def cmd_find(args: argparse.Namespace) -> int:
         finally:
             await close_reader(reader)
 
-    run_async(go())
+    run_reading(location, go)
     return EXIT_OK
 
 

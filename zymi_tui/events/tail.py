@@ -9,11 +9,14 @@ batch forever.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from zymi_tui.events.store import EventReader, StoreLocked
 from zymi_tui.events.stored import StoredEvent
+
+if TYPE_CHECKING:  # loaded by the first poll: an export read in its own thread (`sqlite_inline`) never polls
+    import asyncio
 
 DEFAULT_POLL_S = 0.1
 BATCH = 1000
@@ -28,6 +31,8 @@ async def tail(
     stop: asyncio.Event | None = None,
 ) -> AsyncIterator[list[StoredEvent]]:
     """Yield each non-empty batch of events committed after `after_global_id`, in global order."""
+    import asyncio
+
     cursor = after_global_id
     while stop is None or not stop.is_set():
         while True:
