@@ -32,6 +32,7 @@ from zymi_tui.context.layer_c import (
     TextSource,
     convert,
     kind_of,
+    widened,
 )
 from zymi_tui.context.masking import (
     message_bytes,
@@ -47,13 +48,6 @@ from zymi_tui.events.messages import (
 from zymi_tui.events.replay_view import ReplayEvent
 
 SEQ = "I"  # sequences as 4-byte machine integers (a builder holds one or two per event); wider when one is not
-
-
-def _wide(seqs: array[int], seq: int) -> array[int]:
-    """`seqs` and then `seq`, which an array of `SEQ` cannot hold (64-bit signed integers)."""
-    out = array("q", seqs)
-    out.append(seq)
-    return out
 
 
 def _joined(seqs: array[int], more: array[int]) -> array[int]:
@@ -192,7 +186,7 @@ class ContextBuilder:
         try:
             self._raw_seqs.append(raw.seq)
         except OverflowError:
-            self._raw_seqs = _wide(self._raw_seqs, raw.seq)
+            self._raw_seqs = widened(self._raw_seqs, [raw.seq])
         self._raw_ts.append(ts)
         self._fed += raw.bytes
         if len(self._raw) > HOT_ITEMS and (self.texts is not None or self._fed > HOT_BYTES):  # see Item

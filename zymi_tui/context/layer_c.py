@@ -250,19 +250,19 @@ def kind_of(message: MessageModel) -> int:
 INDEX = "I"  # item indices and running byte sums as 4-byte machine integers (a tail holds a few per item)
 
 
-def _wider(values: array[int], more: list[int]) -> array[int]:
-    """`values` and then `more` as 8-byte integers (a running sum past what `INDEX` holds)."""
+def widened(values: array[int], more: list[int]) -> array[int]:
+    """`values` and then `more` as 8-byte integers (a value past what `values`' type holds)."""
     out = array("q", values)
     out.extend(more)
     return out
 
 
 def _extended(values: array[int], more: list[int]) -> array[int]:
-    """`values` and then `more` (in place, unless one of them needs `_wider`)."""
+    """`values` and then `more` (in place, unless one of them needs `widened`)."""
     try:
         values += array(values.typecode, more)
     except OverflowError:
-        return _wider(values, more)
+        return widened(values, more)
     return values
 
 
@@ -274,7 +274,7 @@ class Tail:
     def __init__(self) -> None:
         self.items: list[Item] = []
         # machine integers (not a list of int objects): a long run has hundreds of thousands. Item
-        # indices in 4 bytes; the running sums too, widened to 8 once one passes 4 GB (`_wider`)
+        # indices in 4 bytes; the running sums too, widened to 8 once one passes 4 GB (`widened`)
         self.turn_starts = array(INDEX)
         self.turn_ends = array(INDEX)
         self.cum_full = array(INDEX, [0])
@@ -326,11 +326,11 @@ class Tail:
         try:
             self.cum_full.append(full)
         except OverflowError:
-            self.cum_full = _wider(self.cum_full, [full])
+            self.cum_full = widened(self.cum_full, [full])
         try:
             self.cum_masked.append(masked)
         except OverflowError:
-            self.cum_masked = _wider(self.cum_masked, [masked])
+            self.cum_masked = widened(self.cum_masked, [masked])
 
     def extend(self, base: Tail, start: int, end: int) -> None:
         """Append `base`'s items [start, end) as `append` does one by one, from `base`'s running sums

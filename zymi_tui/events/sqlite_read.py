@@ -200,7 +200,7 @@ class SqliteReader(RowDecoder, Closable):
         while True:
             try:
                 rows = await self._conn.execute_fetchall(sql, params)
-                return rows if type(rows) is list else list(rows)  # (the list itself: see `stream_heads`)
+                return rows if type(rows) is list else list(rows)  # (both connections give a list: not copied)
             except sqlite3.Error as e:
                 if is_locked(e) and time.monotonic() < deadline:
                     if self.inline:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import copy
 from array import array
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
 from zymi_tui.context.layer_c import Converted, TextSource
@@ -37,6 +37,7 @@ from zymi_tui.replay.lockstep import lockstep_group, rejoined
 from zymi_tui.replay.simulated import SummaryEstimate
 
 Events = AsyncGenerator[ReplayEvent, None] | list[ReplayEvent]  # decoded events, as they come or kept
+T = TypeVar("T")
 if TYPE_CHECKING:
     import asyncio
 
@@ -45,6 +46,16 @@ def _reads_ahead(reader: EventReader) -> bool:
     """Whether the next page is read while this one is replayed (on the reader's thread or connection);
     not by a reader that reads in this thread (`sqlite_inline`: no event loop, asyncio not loaded)."""
     return getattr(reader, "inline", False) is not True
+
+
+async def _read_ahead(read: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
+    """The next page's `read`, started: it is sent to the reader (done on its thread or connection) before
+    this one is decoded and replayed."""
+    import asyncio
+
+    ahead = asyncio.ensure_future(read)
+    await asyncio.sleep(0)
+    return ahead
 
 
 async def replay_events(
@@ -86,10 +97,7 @@ async def event_pages(
             ahead = None
             more = page.rows_scanned == PAGE
             if more and reads_ahead:
-                import asyncio
-
-                ahead = asyncio.ensure_future(reader.read_kinds_rows(kinds, page.last_global_id, PAGE))
-                await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
+                ahead = await _read_ahead(reader.read_kinds_rows(kinds, page.last_global_id, PAGE))
             yield replay_rows(page.rows, bad)
             if not more:
                 return
@@ -133,10 +141,7 @@ async def _run_events(reader: EventReader, streams: Sequence[str]) -> AsyncGener
             page = await ahead if ahead is not None else await reader.read_id_rows(ids[at : at + PAGE].tolist())
             ahead = None
             if at + PAGE < len(ids) and reads_ahead:
-                import asyncio
-
-                ahead = asyncio.ensure_future(reader.read_id_rows(ids[at + PAGE : at + 2 * PAGE].tolist()))
-                await asyncio.sleep(0)  # the read is sent to the reader before this page is decoded
+                ahead = await _read_ahead(reader.read_id_rows(ids[at + PAGE : at + 2 * PAGE].tolist()))
             yield _decoding(reader, page)
     finally:
         if ahead is not None:
@@ -153,10 +158,7 @@ async def _id_range_pages(reader: EventReader, after: int, until: int) -> AsyncG
             ahead = None
             more = page.rows_scanned == PAGE and page.last_global_id < until
             if more and reads_ahead:
-                import asyncio
-
-                ahead = asyncio.ensure_future(reader.read_rows(page.last_global_id, PAGE))
-                await asyncio.sleep(0)
+                ahead = await _read_ahead(reader.read_rows(page.last_global_id, PAGE))
             yield page.rows
             if not more:
                 return
