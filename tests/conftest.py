@@ -73,6 +73,7 @@ def _no_process_left_by_the_test(request: pytest.FixtureRequest) -> Iterator[Non
     yield
     for pid, cmd in leftovers.left_behind(TEST_GRACE_S, ignore=before, spared=True).items():
         _left_by_tests.append(f"pid {pid}: {cmd} (left by {request.node.nodeid})")
+    leftovers.reap_orphans()
 
 
 @pytest.fixture(autouse=True)

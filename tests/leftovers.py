@@ -3,7 +3,8 @@
 The pytest process is made a child subreaper (Linux `prctl(PR_SET_CHILD_SUBREAPER)`), so a process
 whose parent died before it (a server's child when the test killed the server, a shell's background
 job) is re-parented to pytest instead of to init, and stays in view: every live process below pytest
-is one the session started. Zombies (exited, not yet waited for) are not counted: they hold nothing.
+is one the session started. Zombies (exited, not yet waited for) are not counted: they hold nothing;
+those re-parented here are waited for (`reap_orphans`), since nothing else would.
 """
 
 from __future__ import annotations
@@ -54,6 +55,28 @@ def _live() -> Iterator[tuple[int, list[str]]]:
         fields = stat[stat.rindex(")") + 2 :].split()
         if fields[0] not in ("Z", "X"):
             yield int(entry), fields
+
+
+def reap_orphans() -> list[int]:
+    """Wait for this process's exited children: orphans re-parented here, such as a sandbox's init that
+    outlived its bwrap by a moment (`bwrap_problem`'s probe, a killed shell), which no `Popen` of this
+    process knows, so nothing else would wait for them. Called between tests: a child a test started
+    itself is waited for by that test (were it not, its `Popen` would read exit code 0)."""
+    me = os.getpid()
+    reaped: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, ...
+        if fields[0] == "Z" and int(fields[1]) == me:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(int(entry), os.WNOHANG)[0]:
+                    reaped.append(int(entry))
+    return reaped
 
 
 def _parents() -> dict[int, int]:
