@@ -2,8 +2,8 @@
 
     .venv/bin/python scripts/screenshots.py [--out screenshots] [--oracle tests/oracle]
 
-Stores are COPIES (the bundled sample, and oracle scenarios when present). PNGs need cairosvg
-(`pip install cairosvg`) or `rsvg-convert` on the PATH; without either only SVGs are written.
+Stores are COPIES (the bundled sample, and oracle scenarios when present). PNGs need `rsvg-convert` on the
+PATH (Debian: librsvg2-bin) or cairosvg (`pip install cairosvg`); without either only SVGs are written.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ async def search(pilot: Pilot[None], main: MainScreen) -> None:
 # Textual's SVG sets each run of text on its cells with `textLength`, which cairosvg ignores: a run is
 # drawn at the font's own advance (offline, "Fira Code" falls back to a proportional face), so block and
 # box characters spill past their column (an input's border over the next panel, "^p palette" cut in
-# two). For the PNG every character gets its own x, the cell it has on the terminal.
+# two). For the PNG every character is a text of its own at the x of its cell on the terminal.
 _TEXT = re.compile(r'<text ([^>]*?)x="([0-9.]+)"([^>]*?) textLength="([0-9.]+)"([^>]*)>([^<]*)</text>')
 
 
@@ -170,11 +170,12 @@ def _cell_by_cell(match: re.Match[str]) -> str:
     chars = html.unescape(body)
     widths = [max(1, get_character_cell_size(c)) for c in chars]
     cell = float(length) / max(1, sum(widths))
-    xs, at = [], float(x)
-    for w in widths:
-        xs.append(f"{at:.1f}")
+    out, at = [], float(x)
+    for c, w in zip(chars, widths, strict=True):
+        if not c.isspace():  # a space is its cell skipped: renderers strip a text's edge spaces (no-break too)
+            out.append(f'<text {before}x="{at:.1f}"{middle}{after}>{escape(c)}</text>')
         at += w * cell
-    return f'<text {before}x="{" ".join(xs)}"{middle}{after}>{escape(chars)}</text>'
+    return "".join(out)
 
 
 def png_svg(svg_text: str) -> str:
@@ -183,19 +184,20 @@ def png_svg(svg_text: str) -> str:
 
 
 def to_png(svg: Path) -> bool:
+    """rsvg-convert first: it falls back glyph by glyph to a face that has the character (braille, boxes in a
+    monospace face); cairosvg draws a run in one face, without Fira Code a proportional one."""
     png = svg.with_suffix(".png")
     text = png_svg(svg.read_text(encoding="utf-8")).encode()
+    if shutil.which("rsvg-convert"):
+        subprocess.run(["rsvg-convert", "-w", "1600", "-o", str(png)], input=text, check=True)
+        return True
     try:
         import cairosvg  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         cairosvg.svg2png(bytestring=text, write_to=str(png), output_width=1600)
         return True
     except ImportError:
-        pass
-    if shutil.which("rsvg-convert"):
-        subprocess.run(["rsvg-convert", "-w", "1600", "-o", str(png)], input=text, check=True)
-        return True
-    return False
+        return False
 
 
 async def main() -> int:
