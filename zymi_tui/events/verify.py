@@ -60,7 +60,10 @@ async def verify_store(reader: EventReader, stream: str | None = None, *, thorou
     again = {s: walk_chain(s, await reader.chain_rows(s), heads.get(s)) for s in scan.settle()}
     streams = list(scan.streams())
     streams += [s for s in again if s not in heads and scan.verdict(s) is None]  # (none, but not assumed)
-    streams = sorted(streams) if stream is None else [s for s in streams if s == stream]
+    if stream is None:
+        streams.sort()  # (in place: no second list of 50,000 on a million-event store)
+    else:
+        streams = [s for s in streams if s == stream]
     # the heads again after the rows: a head that moved meanwhile belongs to a store being written (read again
     # only when the stamp moved: on a million-event store, 50,000 heads cost 0.2 s and ~16 MB to read)
     moved = stamp is None or await reader.heads_stamp() != stamp
