@@ -34,7 +34,10 @@ async def _verify(args: argparse.Namespace) -> int:
         else:
             broken += 1
             problem = shown(v.problem or "")
-            where = f"sequence {v.bad_sequence}" if v.bad_sequence is not None else f"row {v.bad_global_id}"
+            if v.bad_sequence is not None:
+                where = f"sequence {v.bad_sequence}"
+            else:
+                where = "its head" if v.bad_global_id is None else f"row {v.bad_global_id}"
             out.print(f"  [red]✗ {shown(v.stream_id)}[/]: BROKEN at {where} — {problem}")
     for line in report.damage:
         out.print(f"  [red]✗ store[/]: {shown(line)}")

@@ -275,7 +275,8 @@ class ChainScan:
         heads, states = self.heads, self.states
         for stream, place in heads.places.items():
             last = states[place]
-            if last is not None and last is not _AT_HEAD and last is not _WALKED and last[0] > heads.at(place)[0]:
+            # (an odd head, whose sequence is not an integer, has the lowest in `seqs`: its stream is walked again)
+            if last is not None and last is not _AT_HEAD and last is not _WALKED and last[0] > heads.seqs[place]:
                 self.out_of_order.add(stream)
         return self.out_of_order
 
@@ -331,6 +332,9 @@ def check_head(verdict: StreamVerdict, head: tuple[int, str] | None, head_after:
     if head is None or verdict.problem:
         return
     head_seq, head_hash = head
+    if type(head_seq) is not int:  # (a tampered row: zymi's reader fails on it, "Invalid column type")
+        verdict.problem = f"stream_heads records a sequence that is not an integer: {str(head_seq)[:40]!r}"
+        return
     after = head if head_after is None else head_after
     last_seq = verdict.last[0]
     if verdict.verified == 0:
