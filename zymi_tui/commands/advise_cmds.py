@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 
 from rich.markup import escape
 
 from zymi_tui.engine.tool_catalog import definition_bytes
 from zymi_tui.events.factory import open_reader
-from zymi_tui.replay.advice import Advice, advise, head_lines, recommendation_lines, to_json, to_markdown
+from zymi_tui.replay.advice import Advice, advise, head_lines, json_parts, markdown_parts, recommendation_lines
 from zymi_tui.replay.sweep_pool import GC_THRESHOLD
 from zymi_tui.text_safety import escape_controls
 
 from .common import EXIT_OK, add_project_arg, add_store_arg, close_reader, located, out, run_async, shown
 from .flags import add_runs_filter, run_step_streams
-from .tuning_cmds import add_workers_arg, prices_arg, write_or_print
+from .tuning_cmds import add_workers_arg, prices_arg, write_parts
 
 
 def configure(command: str, p: argparse.ArgumentParser) -> None:
@@ -57,10 +56,10 @@ def cmd_advise(args: argparse.Namespace) -> int:
     advice = run_async(run_advise(args))
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        write_or_print(json.dumps(to_json(advice), indent=1, ensure_ascii=False) + "\n", args.output)
+        write_parts(json_parts(advice), args.output)
     elif fmt == "md" or args.output:
         # store text (tool names, stream ids) with its terminal controls escaped: the report is read, on a terminal too
-        write_or_print(escape_controls(to_markdown(advice), keep="\n"), args.output)
+        write_parts((escape_controls(part, keep="\n") for part in markdown_parts(advice)), args.output)
     else:
         print_advice(advice)
     return EXIT_OK

@@ -157,6 +157,7 @@ async def _find_in(
     knob_values = knob_dict(knobs)
     replayed = replay_many(reader, project=project, knobs=[knobs], streams=[stream], events=decoded())
     async for _, call in replayed:
+        assert isinstance(call, CallContext)  # (not figures_only)
         p = call_presence(call, places, compactions, args.text, knob_values)
         if p is None:
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,14 +92,22 @@ async def refuse_guesses(reader: EventReader, project: Path | None, streams: lis
 
 
 def write_or_print(text: str, output: str | None) -> None:
+    write_parts((text,), output)
+
+
+def write_parts(parts: Iterable[str], output: str | None) -> None:
+    """The text `parts` make, written as they come (to `output`, else stdout): none of it held whole."""
     if output:
         try:
-            Path(output).write_text(text, encoding="utf-8")
+            with Path(output).open("w", encoding="utf-8") as f:
+                for part in parts:
+                    f.write(part)
         except OSError as e:
             raise CommandError(f"--output {output}: cannot write ({e.strerror or e})") from None
         err.print(f"wrote {output}")
     else:
-        sys.stdout.write(raw_line(text))
+        for part in parts:
+            sys.stdout.write(raw_line(part))
 
 
 # -- compare -------------------------------------------------------------------------------------

@@ -227,13 +227,37 @@ def spliced_context(
 def rendered_as(ctx: RenderedContext, k: ContextKnobs, cut: int, mask_end: int, c_bytes: int) -> RenderedContext:
     """`ctx`'s build under knobs `k`, whose forget cut, masked end and Layer C bytes are these (found
     from its tail's running sums) and whose total is within `k`'s soft cap (no plan): `spliced_context`
-    on `ctx`'s own tail, made straight from `ctx` (replay/lockstep.py makes several per call)."""
+    on `ctx`'s own tail, made straight from `ctx` (replay/lockstep.py takes only its figures: `figures_as`,
+    which is held to this one)."""
     shape = ctx.shape
     assert shape is not None
     layers = ctx.layer_bytes
     other = Shape(shape.prefix, shape.memory, shape.tail, cut, mask_end, shape.n, shape.compactions, k)
     count = ctx.message_count + ctx.forgotten - cut  # Layer C from its cut to n, A and B as in ctx
     return _rendered(other, (layers["A"], layers["B"], c_bytes), count, None, ctx.compacted_away)
+
+
+class Rendering(NamedTuple):
+    """A build's figures under other knobs, without its context (`figures_as`): what a caller that reads
+    only a call's figures (replay/lockstep.py) takes of `rendered_as`'s `RenderedContext`, and its shape
+    (the prefix reuse of the stream's next call is figured from it)."""
+
+    chars: int
+    message_count: int
+    hard_cap_exceeded: bool
+    shape: Shape
+
+
+def figures_as(ctx: RenderedContext, k: ContextKnobs, cut: int, mask_end: int, c_bytes: int) -> Rendering:
+    """`rendered_as(ctx, k, cut, mask_end, c_bytes)`'s figures and shape, with no `RenderedContext` (nor
+    the makers of its messages) built: the figures-only rendering (tests/test_figures_as.py holds it to
+    `rendered_as` and to the messages that one makes)."""
+    shape = ctx.shape
+    assert shape is not None
+    layers = ctx.layer_bytes
+    chars = layers["A"] + layers["B"] + c_bytes
+    other = Shape(shape.prefix, shape.memory, shape.tail, cut, mask_end, shape.n, shape.compactions, k)
+    return Rendering(chars, ctx.message_count + ctx.forgotten - cut, chars > k.hard_cap_chars, other)
 
 
 def compaction_plan(tail: Tail, k: ContextKnobs, n: int, n_turns: int, ends: Sequence[int]) -> CompactionPlan | None:

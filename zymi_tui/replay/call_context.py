@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs, KnobError, make_knobs
 from zymi_tui.context.rendered import CompactionPlan, Prefix, RenderedContext
 from zymi_tui.context.reuse import PrefixReuse
+from zymi_tui.context.splice import Rendering
 from zymi_tui.errors import UserError
 from zymi_tui.events.kinds import WorkflowNodeStarted
 from zymi_tui.events.replay_view import TYPE_BY_TAG as TYPE_BY_TAG  # by the kind tags a replay reads
@@ -89,6 +91,24 @@ class CallContext:
         """What this call's rebuild guesses because no project (nor the store) says it."""
         return [what for what, yes in (("Layer A", self.prefix_inferred),
                                        ("the recorded knobs", self.knobs_source == UNKNOWN_KNOBS)) if yes]  # fmt: skip
+
+
+class ClassCall(NamedTuple):
+    """A row as a class of what-if knob sets replayed in lockstep sees it (replay/lockstep.py), for a
+    caller that reads its figures only: the row, and its context's figures and prefix reuse under
+    those knobs (no context made: `splice.figures_as`)."""
+
+    row: CallContext
+    rendering: RenderedContext | Rendering  # (the row's own context, with a prefix reuse of its own)
+    reuse: PrefixReuse
+
+    @property
+    def global_id(self) -> int:
+        return self.row.global_id
+
+    @property
+    def foreign(self) -> bool:
+        return self.row.foreign
 
 
 @dataclass(frozen=True)

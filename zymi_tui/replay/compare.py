@@ -12,7 +12,7 @@ from pathlib import Path
 
 from zymi_tui.context.knobs import KNOB_NAMES, ContextKnobs
 from zymi_tui.events.store import EventReader, run_of
-from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext
+from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext, ClassCall
 from zymi_tui.replay.costs import PriceTable, Pricing, pricing
 from zymi_tui.replay.figures import (
     HEURISTIC_TOKENS_PER_BYTE,
@@ -65,7 +65,8 @@ class Comparison:
         }
 
 
-ProfileCalls = AsyncIterator[tuple[Sequence[int], CallContext]]  # (indices of the profiles, a call they see alike)
+# (indices of the profiles, a call they see alike: a row, or a lockstep class's figures of one)
+ProfileCalls = AsyncIterator[tuple[Sequence[int], CallContext | ClassCall]]
 Progress = Callable[[float, str], Awaitable[None] | None]  # (fraction of the whole job done, what is running)
 
 
@@ -136,7 +137,7 @@ async def collect_calls(
     same earlier calls of the stream before them, as they shared the stream's rows from its start)."""
     soft_caps = [int(run.knobs["soft_cap_chars"] or 0) for run in runs]
     done = 0
-    previous: CallContext | None = None
+    previous: CallContext | ClassCall | None = None
     shared: dict[bool, list[CallFigure]] = {}
     async for members, call in calls:
         if call is not previous:

@@ -13,10 +13,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from zymi_tui.context.rendered import RenderedContext
+from zymi_tui.context.reuse import PrefixReuse
+from zymi_tui.context.splice import Rendering
 from zymi_tui.events.kinds import LlmCallCompleted
 from zymi_tui.events.store import EventReader, run_of
 from zymi_tui.replay.cache import CacheModel
-from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.call_context import CallContext, ClassCall
 from zymi_tui.replay.costs import CacheFamily, Cost, ModelPrice, PriceTable, cost_of
 
 HEURISTIC_TOKENS_PER_BYTE = 0.28  # docs/context.md#knobs: "roughly chars x 0.28 = tokens for English"
@@ -192,15 +195,24 @@ def _cache_fields(f: CallFigure, call: CallContext) -> None:
     f.recorded_cached, f.recorded_cache_creation = call.recorded_cached_tokens, call.recorded_cache_creation_tokens
 
 
-def figure_chars(call: CallContext) -> int:
+def figure_chars(call: CallContext | ClassCall) -> int:
     """A call's size in its figures: rebuilt, else (no project) as recorded."""
+    if isinstance(call, ClassCall):
+        return call.rendering.chars
     return call.recorded_chars if call.rendered is None else call.rendered.chars
 
 
-def call_figures(call: CallContext, soft_cap: int) -> list[CallFigure]:
-    """The figures of one replayed call (the replay already decided compactions and failures)."""
-    r = call.rendered
-    chars = figure_chars(call)
+def call_figures(seen: CallContext | ClassCall, soft_cap: int) -> list[CallFigure]:
+    """The figures of one replayed call (the replay already decided compactions and failures), as its
+    knob set sees it: a row, or a lockstep class's figures of one."""
+    r: RenderedContext | Rendering | None
+    reuse: PrefixReuse | None
+    if isinstance(seen, ClassCall):
+        call, r, reuse = seen
+        chars = r.chars
+    else:
+        call, r, reuse = seen, seen.rendered, seen.reuse
+        chars = figure_chars(call)
     count = call.recorded_message_count if r is None else r.message_count
     if call.hard_cap_failure:  # a recorded failed build: still a failure unless these knobs fit under the cap
         if r is not None and not r.hard_cap_exceeded:
@@ -217,9 +229,9 @@ def call_figures(call: CallContext, soft_cap: int) -> list[CallFigure]:
     f = CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
                    call.recorded_input_tokens, chars > soft_cap, failed)  # fmt: skip
     _cache_fields(f, call)
-    if call.reuse is not None:
-        f.reuse_chars = call.reuse.chars
-        f.cache_break = call.reuse.broken is not None
+    if reuse is not None:
+        f.reuse_chars = reuse.chars
+        f.cache_break = reuse.broken is not None
     return [f]
 
 

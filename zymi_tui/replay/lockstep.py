@@ -22,15 +22,16 @@ from dataclasses import dataclass
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.rendered import RenderedContext, Shape
 from zymi_tui.context.reuse import PrefixReuse, head_figures, prefix_reuse
-from zymi_tui.context.splice import Ends, bounds, layer_c_bytes, rendered_as, rerender
+from zymi_tui.context.splice import Ends, Rendering, bounds, figures_as, layer_c_bytes, rerender
 from zymi_tui.events.kinds import LlmCallStarted, WorkflowNodeCompleted
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.call_builds import StepState
-from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.call_context import CallContext, ClassCall
 from zymi_tui.replay.calls import Replayer
 
-_Class = tuple[list[int], RenderedContext, PrefixReuse]  # members, their context, their prefix reuse
+# members, their context (the row's own) or its figures (`splice.figures_as`), their prefix reuse
+_Class = tuple[list[int], RenderedContext | Rendering, PrefixReuse]
 PRUNE_SLACK = 64  # streams whose previous shapes are kept past their step's end before they are pruned
 
 
@@ -176,11 +177,10 @@ class LockstepReplayer(Replayer):
         head: tuple[int, int] | None = None  # Layer A and B's figures, the same in every class
         for (cut, mask_end, over, _), members in classes.items():
             first = members[0]
-            if (cut, mask_end, over) == own:
-                made = ctx
-            else:  # the same build under this class's knobs (no plan: a member that compacts has parted)
-                made = rendered_as(ctx, self.members[first], cut, mask_end, figures[first][2] - ab)
-            assert made.shape is not None
+            made: RenderedContext | Rendering = ctx
+            if (cut, mask_end, over) != own:  # the same build under this class's knobs, its figures only
+                made = figures_as(ctx, self.members[first], cut, mask_end, figures[first][2] - ab)
+            assert made.shape is not None  # (no plan: a member that compacts has parted)
             before_shape = shape_of(first)
             if before_shape is None:
                 reuse = PrefixReuse(0, 0, None)
@@ -197,8 +197,9 @@ class LockstepReplayer(Replayer):
             out.append((members, made, reuse))
         self._variants[id(row)] = (row, out)
 
-    def deliver(self, row: CallContext) -> Iterator[tuple[list[int], CallContext]]:
-        """`row` as each member sees it: (members, their row); the members are this replayer's now."""
+    def deliver(self, row: CallContext) -> Iterator[tuple[list[int], CallContext | ClassCall]]:
+        """`row` as each member sees it: (members, the row, or its figures under their knobs); the members
+        are this replayer's now."""
         held = self._variants.pop(id(row), None)
         if held is None or held[0] is not row:
             yield sorted(self.members), row
@@ -209,11 +210,8 @@ class LockstepReplayer(Replayer):
                 continue
             if ctx is row.rendered and reuse is row.reuse:
                 yield mine, row
-                continue
-            other = CallContext.__new__(CallContext)  # a plain copy (copy.copy goes through __reduce_ex__)
-            other.__dict__.update(row.__dict__)
-            other.rendered, other.reuse = ctx, reuse
-            yield mine, other
+            else:
+                yield mine, ClassCall(row, ctx, reuse)
 
 
 @dataclass
@@ -231,7 +229,9 @@ class LockstepGroup:
             return []
         return [LockstepGroup(self.replayer.part(p)) for p in self.replayer.diverging(se)]
 
-    def rows(self, rows: list[CallContext], wanted: set[str] | None) -> Iterator[tuple[list[int], CallContext]]:
+    def rows(
+        self, rows: list[CallContext], wanted: set[str] | None
+    ) -> Iterator[tuple[list[int], CallContext | ClassCall]]:
         """Each of `rows` wanted, once per class of members that see it alike."""
         for row in rows:
             if wanted is None or row.stream_id in wanted:

@@ -29,6 +29,7 @@ from zymi_tui.replay.call_context import (
     PAGE,
     REPLAY_KINDS,
     CallContext,
+    ClassCall,
     ReplayError,
     self_described,
 )
@@ -237,6 +238,7 @@ async def replay_store(
     """Every LLM call (and failed build) in store order, of the store as it was when the replay began
     (later events are not read). knobs=None: the recorded knobs."""
     async for _, row in replay_groups(reader, project=project, knobs=[knobs], streams=streams):
+        assert isinstance(row, CallContext)  # (a `ClassCall` only with figures_only)
         yield row
 
 
@@ -249,7 +251,7 @@ async def replay_many(
     figures_only: bool = False,
     events: Events | None = None,
     part: Part | None = None,
-) -> AsyncIterator[tuple[int, CallContext]]:
+) -> AsyncIterator[tuple[int, CallContext | ClassCall]]:
     """`replay_groups`, one knob set's row at a time."""
     groups = replay_groups(
         reader, project=project, knobs=knobs, streams=streams, figures_only=figures_only, events=events, part=part
@@ -269,10 +271,11 @@ async def replay_groups(
     figures_only: bool = False,
     events: Events | None = None,
     part: Part | None = None,
-) -> AsyncGenerator[tuple[Sequence[int], CallContext], None]:
+) -> AsyncGenerator[tuple[Sequence[int], CallContext | ClassCall], None]:
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
     and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set indices, row):
-    one row for every knob set that sees it alike (`figures_only`: a lockstep group's class).
+    one row for every knob set that sees it alike (`figures_only`: a lockstep group's class, whose
+    figures under its knobs are a `ClassCall` when they are not the row's own).
 
     `figures_only`: the caller reads only a row's figures (`compare.call_figures`, with its own soft
     cap), not its knobs or messages: the what-if knob sets are then replayed in lockstep by one
@@ -337,8 +340,8 @@ async def replay_groups(
                 for each in lockstep:  # a group split off here is appended, so fed this event too
                     lockstep += each.split_before(se, replayers)
                     each.replayer.feed(se)
-                    for members, row in each.rows(each.replayer.ready(), wanted):
-                        yield members, row
+                    for members, seen in each.rows(each.replayer.ready(), wanted):
+                        yield members, seen
             else:
                 continue
             break
@@ -347,8 +350,8 @@ async def replay_groups(
             if wanted is None or row.stream_id in wanted:
                 yield (i,), row
     for each in lockstep:
-        for members, row in each.rows(each.replayer.flush(), wanted):
-            yield members, row
+        for members, seen in each.rows(each.replayer.flush(), wanted):
+            yield members, seen
 
 
 async def _pages_of(events: list[ReplayEvent]) -> AsyncGenerator[Iterator[ReplayEvent], None]:

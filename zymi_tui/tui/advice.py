@@ -4,7 +4,6 @@ applied at the call that shows it, `f` forks that run with it (resume)."""
 
 from __future__ import annotations
 
-import json
 from typing import ClassVar, Protocol
 
 from rich.text import Text
@@ -19,7 +18,7 @@ from zymi_tui.context.knobs import ContextKnobs, make_knobs
 from zymi_tui.engine.tool_catalog import definition_bytes
 from zymi_tui.errors import UserError
 from zymi_tui.events.store import EventReader, run_of, step_of
-from zymi_tui.replay.advice import Advice, Finding, advise, head_lines, recommendation_lines, to_json, to_markdown
+from zymi_tui.replay.advice import Advice, Finding, advise, head_lines, json_parts, recommendation_lines, to_markdown
 from zymi_tui.replay.costs import PriceError, load_prices
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
@@ -199,7 +198,7 @@ class AdviceScreen(ActionScreen):
         advice = self.advice
         files = [
             ("zymi-advice.md", lambda: to_markdown(advice)),
-            ("zymi-advice.json", lambda: json.dumps(to_json(advice), indent=1, ensure_ascii=False) + "\n"),
+            ("zymi-advice.json", lambda: "".join(json_parts(advice))),
         ]
         try:
             self.notify(write_files(files))

@@ -15,6 +15,8 @@ from zymi_tui.replay.advice.model import Advice, Baseline, Effect, Finding, Obje
 from zymi_tui.replay.advice.report import (
     effect_line,
     head_lines,
+    json_parts,
+    markdown_parts,
     recommendation_lines,
     to_json,
     to_markdown,
@@ -32,6 +34,8 @@ __all__ = [
     "advise",
     "effect_line",
     "head_lines",
+    "json_parts",
+    "markdown_parts",
     "profile_name",
     "recommendation_lines",
     "to_json",

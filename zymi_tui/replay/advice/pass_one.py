@@ -19,6 +19,7 @@ from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.watch import Watch
 from zymi_tui.replay.cache import CacheModel, predict
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.compare import (
     Comparison,
     ProfileCalls,
@@ -69,6 +70,7 @@ async def pass_one(
 
     async def watched() -> ProfileCalls:
         async for members, call in replay_profiles(reader, project, RECORDED, streams, recording()):
+            assert isinstance(call, CallContext)  # (the recorded knobs alone: every row a context)
             await watch.feed(call)  # what the detectors read of it: the call itself is not kept
             yield members, call
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
@@ -27,19 +29,26 @@ def recommendation_json(rec: Recommendation) -> dict[str, Any]:
     }
 
 
-def to_json(advice: Advice) -> dict[str, Any]:
-    def finding(f: Finding) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "signal": f.signal,
-            "summary": f.summary,
-            "evidence": f.evidence,
-            "figures": f.figures,
-            "call": None if f.stream_id is None else {"stream_id": f.stream_id, "sequence": f.sequence},
-        }
-        if f.recommendation is not None:
-            d["recommendation"] = recommendation_json(f.recommendation)
-        return d
+def finding_json(f: Finding) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "signal": f.signal,
+        "summary": f.summary,
+        "evidence": f.evidence,
+        "figures": f.figures,
+        "call": None if f.stream_id is None else {"stream_id": f.stream_id, "sequence": f.sequence},
+    }
+    if f.recommendation is not None:
+        d["recommendation"] = recommendation_json(f.recommendation)
+    return d
 
+
+def to_json(advice: Advice) -> dict[str, Any]:
+    """The advice as one JSON value (`json_parts` writes it a finding at a time)."""
+    return {**_json_head(advice), "findings": [finding_json(f) for f in advice.findings]}
+
+
+def _json_head(advice: Advice) -> dict[str, Any]:
+    """`to_json` but its findings (the last key)."""
     return {
         "caveat": advice.caveat,
         "knobs": advice.knobs,
@@ -53,8 +62,24 @@ def to_json(advice: Advice) -> dict[str, Any]:
         "nothing_to_change": advice.nothing_to_change,
         "best": None if advice.best is None else recommendation_json(advice.best),
         "signals": sorted({f.signal for f in advice.findings}),
-        "findings": [finding(f) for f in advice.findings],
     }
+
+
+def json_parts(advice: Advice) -> Iterator[str]:
+    """`json.dumps(to_json(advice), indent=1, ensure_ascii=False)` and a line break, a finding at a time:
+    the whole text of a store's thousands of findings, and the encoder's chunks of it, are not held
+    (16,667 findings on many_1m: ~230 MB at once). A finding is the list's item at depth 2, so its own
+    dump's line breaks (JSON strings hold none raw) are indented by two more spaces."""
+    if not advice.findings:
+        yield json.dumps(to_json(advice), indent=1, ensure_ascii=False) + "\n"
+        return
+    head = json.dumps({**_json_head(advice), "findings": []}, indent=1, ensure_ascii=False)
+    yield head[: -len("[]\n}")] + "["
+    sep = "\n  "
+    for f in advice.findings:
+        yield sep + json.dumps(finding_json(f), indent=1, ensure_ascii=False).replace("\n", "\n  ")
+        sep = ",\n  "
+    yield "\n ]\n}\n"
 
 
 def _money(x: float | None) -> str:
@@ -152,12 +177,20 @@ def head_lines(advice: Advice) -> list[str]:
 
 
 def to_markdown(advice: Advice, title: str = "zymi-tui advise") -> str:
+    return "".join(markdown_parts(advice, title))
+
+
+def markdown_parts(advice: Advice, title: str = "zymi-tui advise") -> Iterator[str]:
+    """The Markdown report a finding at a time (`to_markdown`: all of them joined): its lines joined by
+    line breaks, the trailing white space of the last part dropped (every part has text: it is that of
+    the whole), then one line break."""
     lines = [f"# {title}", "", f"> **{advice.caveat}**", ""]
     lines += [*head_lines(advice), ""]
     if not advice.findings:
         lines.append("No findings.")
     for f in advice.findings:
-        lines += [f"## `{f.signal}`", "", f.summary, ""]
+        yield "\n".join(lines) + "\n"
+        lines = [f"## `{f.signal}`", "", f.summary, ""]
         if f.stream_id is not None:
             lines += [f"Shown at: `{f.stream_id}` seq {f.sequence}", ""]
         lines += [f"- {e}" for e in f.evidence]
@@ -166,4 +199,4 @@ def to_markdown(advice: Advice, title: str = "zymi-tui advise") -> str:
             lines += ["", f"**Recommendation:** {rec.text}", ""]
             lines += [f"- {line}" for line in recommendation_lines(rec)]
         lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    yield "\n".join(lines).rstrip() + "\n"
