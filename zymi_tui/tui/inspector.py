@@ -215,7 +215,8 @@ class InspectorScreen(ActionScreen):
         entries = call.rendered.entries
         reasons = [clean(e.reason, one_line=True) for e in [*entries, *call.rendered.dropped]]
         reason_width = min(max([6, *(len(r) for r in reasons)]), 90)  # whole: the text column scrolls instead
-        for name, width in (("#", 3), ("layer", 5), ("role", 14), ("bytes", 7), ("tokens", 6),
+        role_width = max([4, *(len(role_of(e)) for e in [*entries, *call.rendered.dropped])])  # "assistant+2 call(s)"
+        for name, width in (("#", 3), ("layer", 5), ("role", role_width), ("bytes", 7), ("tokens", 6),
                             ("reason", reason_width), ("text", None)):  # fmt: skip
             table.add_column(name, width=width)
         for i, e in enumerate(entries, 1):

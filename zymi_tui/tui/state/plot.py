@@ -206,8 +206,15 @@ def nice_step(span: float, max_ticks: int) -> float:
 
 
 def y_ticks(top: float, max_ticks: int) -> list[float]:
-    """0, step, 2 step, ... up to `top` (never above it)."""
-    step = nice_step(top, max_ticks)
+    """0, step, 2 step, ... up to `top` (never above it): the finest 1-2-5 step that puts at most `max_ticks`
+    ticks above 0, and at least one (a step above `top` labels the axis "0" only: 4.2k at most 2 ticks is
+    0, 2k, 4k, not 0 and 5k cut off)."""
+    if top <= 0:
+        return [0.0]
+    exponent = math.floor(math.log10(top))
+    steps = [m * 10.0**e for e in range(exponent - 2, exponent + 1) for m in (1.0, 2.0, 5.0)]
+    fitting = [s for s in steps if s <= top]
+    step = next((s for s in fitting if top // s <= max_ticks), fitting[-1])
     return [i * step for i in range(int(top // step) + 1)]
 
 

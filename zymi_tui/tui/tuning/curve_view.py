@@ -98,7 +98,9 @@ class CurveView(Widget):
         top = top * 1.05 or 1.0
         ticks = y_ticks(top, max(1, (height - 4) // 3))
         label_w = max(cell_len(human(t)) for t in ticks) + 1
-        cells, rows = width - label_w - 2, height - 4  # the plot area, between the left axis and the right frame
+        legend = self._legend(width, base, [style for _, style in shown_caps])
+        # the plot area, between the left axis and the right frame, under the title and the legend
+        cells, rows = width - label_w - 2, height - 3 - len(legend)
         key = (id(c.recorded), n, top, cells, rows)
         if self._recorded is None or self._recorded[0] != key:
             self._recorded = (key, plot_dots(list[int | None](c.recorded), n, top, cells, rows))
@@ -126,8 +128,7 @@ class CurveView(Widget):
                 if v is None:
                     marks[(rows - 1, x_cell(i + 1.0))] = ("x", FAILED)
         tick_rows = {y_row(t): human(t) for t in ticks}
-        legend = self._legend(width, base, [style for _, style in shown_caps])
-        lines = [self._centred(self._title(c), width, base), legend]
+        lines = [self._centred(self._title(c, width), width, base), *legend]
         for row in range(rows):
             label = tick_rows.get(row, "")
             segments = [
@@ -155,13 +156,17 @@ class CurveView(Widget):
         lines.append(self._centred("agent call", width, base, AXIS))
         return lines
 
-    def _title(self, c: Curve) -> str:
-        title = "context bytes per call" + (" · what-if: same trajectory assumed" if self.edited else "")
-        if c.inferred_prefix is not None:
-            title += f" · Layer A inferred ≤{c.inferred_prefix:,} B (no project): estimates"
-        return title
+    def _title(self, c: Curve, width: int) -> str:
+        """Without the what-if's caveat where it does not fit: the editor states it above the curve."""
+        inferred = (
+            "" if c.inferred_prefix is None else f" · Layer A inferred ≤{c.inferred_prefix:,} B (no project): estimates"
+        )
+        head = "context bytes per call"
+        title = head + (" · what-if: same trajectory assumed" if self.edited else "") + inferred
+        return title if cell_len(title) <= width else head + inferred
 
-    def _legend(self, width: int, base: Style, caps: list[Style]) -> Strip:
+    def _legend(self, width: int, base: Style, caps: list[Style]) -> list[Strip]:
+        """One row, or two where the items do not fit in one (each item whole: none cut off at the edge)."""
         items = [("⣿ recorded", RECORDED)]
         if self.edited:
             items.append(("⣿ what-if (estimated)", WHAT_IF))
@@ -169,10 +174,13 @@ class CurveView(Widget):
                 items.append(("x would fail the hard cap", FAILED))
         items += [("│ compaction", COMPACTION), ("│ picked", PICKED)]
         items += [(text, style) for text, style in (("─ soft cap", SOFT), ("─ hard cap", HARD)) if style in caps]
-        segments: list[Segment] = []
+        rows: list[list[Segment]] = [[]]
         for text, style in items:
-            segments += [Segment(" ", base), Segment(text, base + style)]
-        return Strip(segments).crop_extend(0, width, base)
+            used = sum(cell_len(s.text) for s in rows[-1])
+            if rows[-1] and used + 1 + cell_len(text) > width and len(rows) < 2:
+                rows.append([])
+            rows[-1] += [Segment(" ", base), Segment(text, base + style)]
+        return [Strip(segments).crop_extend(0, width, base) for segments in rows]
 
     @staticmethod
     def _centred(text: str, width: int, base: Style, style: Style | None = None) -> Strip:
