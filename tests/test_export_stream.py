@@ -46,6 +46,7 @@ TEXTS = [
     "ünïcødé 漢字 😀",
     "\u2028\u2029",
 ]
+TEXTS += ["".join(TEXTS) * 4, "a" * 65, "ü" * 65 + "\n"]  # longer than otlp_lines.INLINE_CHARS: written apart
 
 
 def _spans() -> list[SpanData]:

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import Any
 
+import msgspec
+
 
 def _encoder(item_separator: str, key_separator: str) -> Callable[[Any], str]:
     settings = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(item_separator, key_separator))
@@ -26,3 +28,8 @@ def _encoder(item_separator: str, key_separator: str) -> Callable[[Any], str]:
 
 json_text = _encoder(", ", ": ")  # json.dumps(value, ensure_ascii=False)
 compact_json_text = _encoder(",", ":")  # the same with separators=(",", ":")
+
+# `encode_basestring(text).encode()`, ~5-10 times faster (msgspec escapes `"`, `\\` and the controls
+# below U+0020 as `json` does, and writes the rest as UTF-8: tests/test_json_text.py compares every code
+# point); a lone surrogate raises UnicodeEncodeError, as encoding `encode_basestring`'s text does
+quoted_utf8: Callable[[str], bytes] = msgspec.json.Encoder().encode

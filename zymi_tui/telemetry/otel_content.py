@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from json.encoder import encode_basestring as quoted
 from typing import Any
 
-from zymi_tui.events.json_text import compact_json_text
+from zymi_tui.events.json_text import compact_json_text, quoted_utf8
 from zymi_tui.events.messages import (
     AssistantMessage,
     MessageModel,
@@ -130,20 +130,25 @@ def tool_definitions(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 as_json = compact_json_text  # json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _text(text: str) -> str:
+    """`quoted(text)` (a message's content can be long: `quoted_utf8` is the faster escape)."""
+    return quoted_utf8(text).decode()
+
+
 def message_json(m: MessageModel) -> str:
     """`as_json(genai_message(to_wire(m)))`, written directly: the same keys in the same order, each
-    string escaped by the encoder's own function (`encode_basestring`); tool-call arguments go through
+    string escaped as the encoder escapes it (`encode_basestring`); tool-call arguments go through
     the encoder (a parsed JSON value)."""
     if isinstance(m, ToolResultMessage):
         return (
             '{"role":"tool","parts":[{"type":"tool_call_response","id":'
             + quoted(m.tool_call_id)
             + ',"response":'
-            + quoted(m.content)
+            + _text(m.content)
             + "}]}"
         )
     if isinstance(m, AssistantMessage):
-        parts = ['{"type":"text","content":' + quoted(m.content) + "}"] if m.content else []
+        parts = ['{"type":"text","content":' + _text(m.content) + "}"] if m.content else []
         for c in m.tool_calls:
             parts.append(
                 '{"type":"tool_call","id":' + quoted(c.id) + ',"name":' + quoted(c.name)
@@ -153,7 +158,7 @@ def message_json(m: MessageModel) -> str:
     role = "system" if isinstance(m, SystemMessage) else "user"
     if isinstance(m, SystemMessage | UserMessage | UserMultimodalMessage):
         text = m.content
-        part = '{"type":"text","content":' + quoted(text) + "}" if text else ""
+        part = '{"type":"text","content":' + _text(text) + "}" if text else ""
         return '{"role":"' + role + '","parts":[' + part + "]}"
     return as_json(genai_message(to_wire(m)))  # pragma: no cover - every message kind is above
 
@@ -163,7 +168,7 @@ def message_texts(m: MessageModel, raw: str | None = None) -> tuple[str, bytes]:
     text escaped (no quotes), in UTF-8: an item of `JsonArrayText`."""
     if raw is None:
         raw = message_json(m)
-    return raw, quoted(raw)[1:-1].encode()
+    return raw, quoted_utf8(raw)[1:-1]
 
 
 def input_messages(texts: Sequence[tuple[str, bytes]]) -> JsonArrayText:

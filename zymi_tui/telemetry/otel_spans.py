@@ -167,7 +167,7 @@ class TraceBuilder:
             "zymi.stream_id": se.stream_id,
             "zymi.sequence": se.sequence,
             "zymi.tool.duration_ms": kind.duration_ms,
-            "zymi.tool.result_bytes": len(kind.result.encode()),
+            "zymi.tool.result_bytes": _utf8_length(kind.result),
         }
         return make_span(
             trace_id=step.run.trace_id,
@@ -184,16 +184,15 @@ class TraceBuilder:
     # -- LLM calls ----------------------------------------------------------------------------------
     def _chat(self, call: _Call, row: CallContext | None) -> SpanData:
         body = self.bodies(row) if row is not None else None
-        model = str((body or {}).get("model") or self.options.model)
+        sent = body or {}
+        model = str(sent.get("model") or self.options.model)
         u = call.usage
         attrs: dict[str, AttrValue] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": self.options.provider,
             "gen_ai.request.model": model,
-            "gen_ai.request.temperature": _float((body or {}).get("temperature")),
-            "gen_ai.request.max_tokens": _int(
-                (body or {}).get("max_tokens") or (body or {}).get("max_completion_tokens")
-            ),
+            "gen_ai.request.temperature": _float(sent.get("temperature")),
+            "gen_ai.request.max_tokens": _int(sent.get("max_tokens") or sent.get("max_completion_tokens")),
             "gen_ai.conversation.id": call.run.stream,
             "gen_ai.response.finish_reasons": [call.finish_reason] if call.finish_reason else None,
             "gen_ai.usage.input_tokens": u.input_tokens if u else None,
@@ -203,8 +202,8 @@ class TraceBuilder:
             "openinference.span.kind": "LLM",
         }
         if self.options.content:
-            attrs |= self._content(row, body, call)
-        attrs |= _figures(call, row)
+            self._content(attrs, row, body, call)
+        _figures(attrs, call, row)
         return make_span(
             trace_id=call.run.trace_id,
             span_id=hex_id(f"call|{call.stream}|{call.sequence}", 16),
@@ -217,28 +216,31 @@ class TraceBuilder:
             error=call.error,
         )
 
-    def _content(self, row: CallContext | None, body: dict[str, Any] | None, call: _Call) -> dict[str, AttrValue]:
-        """Prompts and answer. The messages sent are the rebuilt context's (the body is made of them,
-        in wire form): their texts come from `self.shown` (made once per item shown the same way in a
-        step), or `self.inputs` (once per message of a step) for a context known only by its entries."""
+    def _content(
+        self, attrs: dict[str, AttrValue], row: CallContext | None, body: dict[str, Any] | None, call: _Call
+    ) -> None:
+        """Prompts and answer, added to `attrs`. The messages sent are the rebuilt context's (the body is
+        made of them, in wire form): their texts come from `self.shown` (made once per item shown the
+        same way in a step), or `self.inputs` (once per message of a step) for a context known only by
+        its entries."""
         sent = body.get("messages") if body is not None else None
         rendered = row.rendered if row is not None else None
         shape = rendered.shape if rendered is not None else None
         if shape is not None and row is not None:
             if isinstance(sent, list) and len(sent) != shape_length(shape):
-                return _content(sent, body, call, prompt_first=True) | _tools_and_output(body, self._output(call))
+                _content(attrs, sent, prompt_first=True)
+                return _tools_and_output(attrs, body, self._output(call))
             drop = not isinstance(sent, list) and row.prefix_inferred
             prompt_first = body is not None or not row.prefix_inferred
             prompt, texts = self.shown.inputs(call.stream, shape, drop_prefix=drop, prompt_first=prompt_first)
-            attrs: dict[str, AttrValue] = {}
             if prompt is not None:
                 attrs["gen_ai.system_instructions"] = self._instructions(prompt)
             attrs["gen_ai.input.messages"] = input_messages(texts)
-            return attrs | _tools_and_output(body, self._output(call))
+            return _tools_and_output(attrs, body, self._output(call))
         entries = rendered.entries if rendered is not None else None
         if isinstance(sent, list) and (entries is None or len(sent) != len(entries)):
-            return _content(sent, body, call, prompt_first=True) | _tools_and_output(body, self._output(call))
-        attrs = {}
+            _content(attrs, sent, prompt_first=True)
+            return _tools_and_output(attrs, body, self._output(call))
         if row is not None and entries is not None:  # no project: the rebuilt context, less a guessed prefix
             if isinstance(sent, list):
                 models = [e.message for e in entries]
@@ -249,7 +251,7 @@ class TraceBuilder:
                 attrs["gen_ai.system_instructions"] = self._instructions(models[0])
                 models = models[1:]
             attrs["gen_ai.input.messages"] = input_messages(self.inputs.values(call.stream, models))
-        return attrs | _tools_and_output(body, self._output(call))
+        _tools_and_output(attrs, body, self._output(call))
 
     def _instructions(self, prompt: SystemMessage) -> str | None:
         """`gen_ai.system_instructions` of a system prompt, kept for the next call (the same prompt: the
@@ -337,38 +339,35 @@ def _float(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def _content(
-    messages: list[dict[str, Any]] | None, body: dict[str, Any] | None, call: _Call, *, prompt_first: bool
-) -> dict[str, AttrValue]:
-    attrs: dict[str, AttrValue] = {}
-    if messages is not None:
-        system, inputs = split_messages(messages, prompt_first=prompt_first)
-        attrs["gen_ai.system_instructions"] = as_json(system) if system else None
-        attrs["gen_ai.input.messages"] = as_json(inputs)
-    return attrs
+def _utf8_length(text: str) -> int:
+    """`len(text.encode())` (an ASCII text, told in constant time, is its length)."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
-def _tools_and_output(body: dict[str, Any] | None, output: str | None) -> dict[str, AttrValue]:
-    attrs: dict[str, AttrValue] = {}
-    tools = (body or {}).get("tools")
+def _content(attrs: dict[str, AttrValue], messages: list[dict[str, Any]], *, prompt_first: bool) -> None:
+    """The system instructions and input messages of the messages a call sent, added to `attrs`."""
+    system, inputs = split_messages(messages, prompt_first=prompt_first)
+    attrs["gen_ai.system_instructions"] = as_json(system) if system else None
+    attrs["gen_ai.input.messages"] = as_json(inputs)
+
+
+def _tools_and_output(attrs: dict[str, AttrValue], body: dict[str, Any] | None, output: str | None) -> None:
+    tools = body.get("tools") if body is not None else None
     if isinstance(tools, list) and tools:
         attrs["gen_ai.tool.definitions"] = as_json(tool_definitions(tools))
     attrs["gen_ai.output.messages"] = output
-    return attrs
 
 
-def _figures(call: _Call, row: CallContext | None) -> dict[str, AttrValue]:
-    """Our context figures: the recorded size, the rebuilt context's layers, the prefix kept from the
-    step's previous call."""
-    attrs: dict[str, AttrValue] = {
-        "zymi.stream_id": call.stream,
-        "zymi.sequence": call.sequence,
-        "zymi.iteration": call.iteration,
-        "zymi.compaction": call.compaction,
-        "zymi.step": call.step.node_id,
-    }
+def _figures(attrs: dict[str, AttrValue], call: _Call, row: CallContext | None) -> None:
+    """Our context figures, added to `attrs`: the recorded size, the rebuilt context's layers, the
+    prefix kept from the step's previous call."""
+    attrs["zymi.stream_id"] = call.stream
+    attrs["zymi.sequence"] = call.sequence
+    attrs["zymi.iteration"] = call.iteration
+    attrs["zymi.compaction"] = call.compaction
+    attrs["zymi.step"] = call.step.node_id
     if row is None:
-        return attrs
+        return
     attrs["zymi.context.prefix_inferred"] = row.prefix_inferred or None
     attrs["zymi.context.approx_chars"] = row.recorded_chars
     attrs["zymi.context.message_count"] = row.recorded_message_count
@@ -380,4 +379,3 @@ def _figures(call: _Call, row: CallContext | None) -> dict[str, AttrValue]:
     if row.reuse is not None and not row.is_compaction:
         attrs["zymi.prefix_reuse.messages"] = row.reuse.messages
         attrs["zymi.prefix_reuse.bytes"] = row.reuse.chars
-    return attrs

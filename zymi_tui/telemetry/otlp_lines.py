@@ -18,6 +18,7 @@ from json.encoder import encode_basestring as quoted
 from typing import BinaryIO
 
 from zymi_tui import __version__
+from zymi_tui.events.json_text import quoted_utf8
 from zymi_tui.telemetry.otlp_wire import BATCH_SPANS, SCOPE, AttrValue, JsonArrayText, SpanData
 
 STATUS_OK, STATUS_ERROR = "{}", 2  # an unset Status; STATUS_CODE_ERROR
@@ -74,10 +75,16 @@ def _pair(k: str, v: str | bool) -> str:
     return text
 
 
-def attribute_parts(parts: list[str], attrs: Mapping[str, AttrValue], arrays: list[tuple[int, JsonArrayText]]) -> None:
+INLINE_CHARS = 64  # a longer text value is written as its own UTF-8 piece (`attribute_parts`)
+Utf8 = list[tuple[int, Sequence[bytes]]]  # pieces kept in UTF-8, each with its place among a span's parts
+
+
+def attribute_parts(parts: list[str], attrs: Mapping[str, AttrValue], utf8: Utf8) -> None:
     """The attributes that have a value (None: left out) as the items of a JSON array, appended to
-    `parts` in pieces to be joined with nothing between them (commas included); a `JsonArrayText` is
-    not written there: an empty piece holds its place, and (place, value) goes to `arrays`."""
+    `parts` in pieces to be joined with nothing between them (commas included). The string of a
+    `JsonArrayText`, or of a text longer than `INLINE_CHARS` that does not repeat, is not written
+    there: an empty piece holds its place, and (place, its pieces in UTF-8) goes to `utf8` (never
+    joined with the rest, nor widened by it: a non-ASCII text makes a joined str 2 or 4 bytes a character)."""
     at = len(parts)
     keys, pairs = _KEYS, _PAIRS
     for k, v in attrs.items():
@@ -87,6 +94,10 @@ def attribute_parts(parts: list[str], attrs: Mapping[str, AttrValue], arrays: li
         if t is str:
             if k in REPEATING:
                 parts.append(pairs.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
+            elif len(v) > INLINE_CHARS:  # type: ignore[arg-type]
+                parts += (keys.get(k) or _head(k), '{"stringValue":')
+                utf8.append((len(parts), (quoted_utf8(v),)))  # type: ignore[arg-type]
+                parts += ("", "}}")
             else:
                 parts.append(f'{keys.get(k) or _head(k)}{{"stringValue":{quoted(v)}}}}}')  # type: ignore[arg-type]
         elif t is int:
@@ -95,7 +106,7 @@ def attribute_parts(parts: list[str], attrs: Mapping[str, AttrValue], arrays: li
             parts.append(pairs.get((k, v)) or _pair(k, v))  # type: ignore[arg-type]
         elif t is JsonArrayText:
             parts += (keys.get(k) or _head(k), '{"stringValue":')
-            arrays.append((len(parts), v))  # type: ignore[arg-type]
+            utf8.append((len(parts), v.quoted_parts()))  # type: ignore[union-attr]
             parts += ("", "}}")
         else:
             parts.append(f"{keys.get(k) or _head(k)}{any_value_json(v)}}}")
@@ -106,16 +117,16 @@ def attribute_parts(parts: list[str], attrs: Mapping[str, AttrValue], arrays: li
 def attributes_json(attrs: Mapping[str, AttrValue]) -> str:
     """The attributes that have a value (None: left out), as the items of a JSON array."""
     parts: list[str] = []
-    arrays: list[tuple[int, JsonArrayText]] = []
-    attribute_parts(parts, attrs, arrays)
-    for at, value in arrays:
-        parts[at] = b"".join(value.quoted_parts()).decode()
+    utf8: Utf8 = []
+    attribute_parts(parts, attrs, utf8)
+    for at, pieces in utf8:
+        parts[at] = b"".join(pieces).decode()
     return "".join(parts)
 
 
 def span_chunks(s: SpanData, lead: str) -> list[bytes]:
     """`lead` and one span as OTLP/JSON (compact, the fields protobuf's JSON mapping writes, in its
-    order), in UTF-8: one piece, or a few around a `JsonArrayText`'s pieces."""
+    order), in UTF-8: one piece, or a few around the pieces `attribute_parts` leaves in UTF-8."""
     parts = [lead, '{"traceId":"', s.trace_id, '","spanId":"', s.span_id, '"']
     if s.parent_id:
         parts += [',"parentSpanId":"', s.parent_id, '"']
@@ -127,11 +138,11 @@ def span_chunks(s: SpanData, lead: str) -> list[bytes]:
         parts.append(f',"startTimeUnixNano":"{s.start_ns}"')
     if s.end_ns:
         parts.append(f',"endTimeUnixNano":"{s.end_ns}"')
-    arrays: list[tuple[int, JsonArrayText]] = []
+    utf8: Utf8 = []
     if s.attrs:
         at = len(parts)
         parts.append(',"attributes":[')
-        attribute_parts(parts, s.attrs, arrays)
+        attribute_parts(parts, s.attrs, utf8)
         if len(parts) == at + 1:  # every value None: no attributes
             parts.pop()
         else:
@@ -142,13 +153,13 @@ def span_chunks(s: SpanData, lead: str) -> list[bytes]:
         parts += [',"status":{"message":', quoted(s.error), f',"code":{STATUS_ERROR}}}}}']
     else:
         parts.append(f',"status":{{"code":{STATUS_ERROR}}}}}')
-    if not arrays:
+    if not utf8:
         return ["".join(parts).encode()]
     out: list[bytes] = []
     start = 0
-    for at, value in arrays:
+    for at, pieces in utf8:
         out.append("".join(parts[start:at]).encode())
-        out += value.quoted_parts()
+        out += pieces
         start = at + 1
     out.append("".join(parts[start:]).encode())
     return out
