@@ -179,8 +179,9 @@ class CompareScreen(JobScreen):
 
     def plot(self, run: str) -> None:
         if self.comparison is not None:
+            tail = run if len(run) <= 25 else f"…{run[-24:]}"  # (the end tells runs apart; "…": not the whole id)
             self.query_one(OverlayPlot).show(
-                clean(f"{run[-24:]}: bytes per call (what-if estimated)", one_line=True), self.comparison.series(run)
+                clean(f"{tail}: bytes per call (what-if estimated)", one_line=True), self.comparison.series(run)
             )
 
     # -- actions ----------------------------------------------------------------------------------
