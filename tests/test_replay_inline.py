@@ -173,21 +173,37 @@ def test_run_inline_refuses_a_coroutine_that_waits_on_the_loop() -> None:
 
 
 @pytest.mark.parametrize("name", ["markup", "unknown_kinds", UNREADABLE, "damaged"])
-def test_rent_find_and_exports_read_inline_as_the_event_loop_does(
+def test_rent_find_context_and_exports_read_inline_as_the_event_loop_does(
     name: str, hostile: dict[str, tuple[Path, Path | None]], tmp_path: Path
 ) -> None:
-    """The other commands that replay a store whole or by step (`commands.common.run_reading`)."""
+    """The other commands that replay a store whole or by step (`commands.common.run_reading`); `context`
+    in each form, and its errors for a call or a stream not there."""
     db, project = hostile[name]
     pre = [] if project is None else ["--project", str(project)]
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
-        (step,) = c.execute("SELECT MIN(stream_id) FROM events WHERE stream_id LIKE '%:step:%'").fetchone()
+        step, seq = c.execute(
+            "SELECT stream_id, MAX(sequence) FROM events WHERE kind_tag = 'llm_call_started' AND stream_id LIKE "
+            "'%:step:%' GROUP BY stream_id ORDER BY stream_id LIMIT 1"
+        ).fetchone()
+        (first,) = c.execute("SELECT MIN(stream_id) FROM events WHERE stream_id LIKE '%:step:%'").fetchone()
     c.close()
+    at = ["--step-stream", step, "--seq", str(seq)]
     _inline_as_on_the_loop(
         tmp_path,
         ["export", str(db), *pre, "--format", "otel"],
         ["export", str(db), *pre, "--format", "lhar"],
-        ["rent", str(db), *pre, "--step-stream", step, "--window", "2"],
-        ["find", "workspace", str(db), *pre, "--step-stream", step, "--json"],
+        ["rent", str(db), *pre, "--step-stream", first, "--window", "2"],
+        ["find", "workspace", str(db), *pre, "--step-stream", first, "--json"],
+        ["context", str(db), *pre, *at],
+        ["context", str(db), *pre, *at, "--format", "json"],
+        ["context", str(db), *pre, *at, "--format", "md", "--profile", "coding"],
+        ["context", str(db), *at, "--json"],
+    )
+    _inline_as_on_the_loop(
+        tmp_path,
+        ["context", str(db), *pre, "--step-stream", step, "--seq", "99999"],
+        ["context", str(db), *pre, "--step-stream", "no-such:step:x", "--seq", "1"],
+        ok=False,
     )
 
 
@@ -205,32 +221,3 @@ def _inline_as_on_the_loop(tmp_path: Path, *argvs: list[str], ok: bool = True) -
             assert inline.returncode == 0 and inline.stdout.strip(), (argv, inline.stderr)
         else:
             assert inline.returncode != 0 and inline.stderr.strip(), argv
-
-
-@pytest.mark.parametrize("name", ["markup", "unknown_kinds", UNREADABLE, "damaged"])
-def test_context_reads_inline_as_the_event_loop_does(
-    name: str, hostile: dict[str, tuple[Path, Path | None]], tmp_path: Path
-) -> None:
-    """`context`: one call's context, in each form, and the errors of a call or a stream not there."""
-    db, project = hostile[name]
-    pre = [] if project is None else ["--project", str(project)]
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
-        step, seq = c.execute(
-            "SELECT stream_id, MAX(sequence) FROM events WHERE kind_tag = 'llm_call_started' AND stream_id LIKE "
-            "'%:step:%' GROUP BY stream_id ORDER BY stream_id LIMIT 1"
-        ).fetchone()
-    c.close()
-    at = ["--step-stream", step, "--seq", str(seq)]
-    _inline_as_on_the_loop(
-        tmp_path,
-        ["context", str(db), *pre, *at],
-        ["context", str(db), *pre, *at, "--format", "json"],
-        ["context", str(db), *pre, *at, "--format", "md", "--profile", "coding"],
-        ["context", str(db), *at, "--json"],
-    )
-    _inline_as_on_the_loop(
-        tmp_path,
-        ["context", str(db), *pre, "--step-stream", step, "--seq", "99999"],
-        ["context", str(db), *pre, "--step-stream", "no-such:step:x", "--seq", "1"],
-        ok=False,
-    )
