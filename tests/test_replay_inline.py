@@ -173,25 +173,51 @@ def test_run_inline_refuses_a_coroutine_that_waits_on_the_loop() -> None:
 
 
 @pytest.mark.parametrize("name", ["markup", "unknown_kinds", UNREADABLE, "damaged"])
-def test_rent_find_and_exports_read_inline_as_the_event_loop_does(
+def test_rent_find_context_and_exports_read_inline_as_the_event_loop_does(
     name: str, hostile: dict[str, tuple[Path, Path | None]], tmp_path: Path
 ) -> None:
-    """The other commands that replay a store whole or by step (`commands.common.run_reading`)."""
+    """The other commands that replay a store whole or by step (`commands.common.run_reading`); `context`
+    in each form, and its errors for a call or a stream not there."""
     db, project = hostile[name]
     pre = [] if project is None else ["--project", str(project)]
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
-        (step,) = c.execute("SELECT MIN(stream_id) FROM events WHERE stream_id LIKE '%:step:%'").fetchone()
+        step, seq = c.execute(
+            "SELECT stream_id, MAX(sequence) FROM events WHERE kind_tag = 'llm_call_started' AND stream_id LIKE "
+            "'%:step:%' GROUP BY stream_id ORDER BY stream_id LIMIT 1"
+        ).fetchone()
+        (first,) = c.execute("SELECT MIN(stream_id) FROM events WHERE stream_id LIKE '%:step:%'").fetchone()
     c.close()
-    for argv in (
+    at = ["--step-stream", step, "--seq", str(seq)]
+    _inline_as_on_the_loop(
+        tmp_path,
         ["export", str(db), *pre, "--format", "otel"],
         ["export", str(db), *pre, "--format", "lhar"],
-        ["rent", str(db), *pre, "--step-stream", step, "--window", "2"],
-        ["find", "workspace", str(db), *pre, "--step-stream", step, "--json"],
-    ):
+        ["rent", str(db), *pre, "--step-stream", first, "--window", "2"],
+        ["find", "workspace", str(db), *pre, "--step-stream", first, "--json"],
+        ["context", str(db), *pre, *at],
+        ["context", str(db), *pre, *at, "--format", "json"],
+        ["context", str(db), *pre, *at, "--format", "md", "--profile", "coding"],
+        ["context", str(db), *at, "--json"],
+    )
+    _inline_as_on_the_loop(
+        tmp_path,
+        ["context", str(db), *pre, "--step-stream", step, "--seq", "99999"],
+        ["context", str(db), *pre, "--step-stream", "no-such:step:x", "--seq", "1"],
+        ok=False,
+    )
+
+
+def _inline_as_on_the_loop(tmp_path: Path, *argvs: list[str], ok: bool = True) -> None:
+    """Each command line run inline and on the event loop: the same exit code, stderr and stdout, byte
+    for byte, and inline with no asyncio, aiosqlite or ssl loaded. `ok`: each succeeds (else each fails)."""
+    for argv in argvs:
         inline, loaded = _command("inline", tmp_path, *argv)
         loop, loop_loaded = _command("loop", tmp_path, *argv)
         assert loaded == [], f"{argv[0]} loaded {loaded}"
         assert "asyncio" in loop_loaded  # (the oracle did take the event loop's path)
         assert (inline.returncode, inline.stderr) == (loop.returncode, loop.stderr), argv
         assert inline.stdout == loop.stdout, argv
-        assert inline.returncode == 0 and inline.stdout.strip(), (argv, inline.stderr)
+        if ok:
+            assert inline.returncode == 0 and inline.stdout.strip(), (argv, inline.stderr)
+        else:
+            assert inline.returncode != 0 and inline.stderr.strip(), argv

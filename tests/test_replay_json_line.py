@@ -84,3 +84,42 @@ def test_hostile_values_are_written_as_the_encoder_writes_them_or_refused() -> N
             line = row_line(row, tokens=tokens)
             if line is not None:
                 assert line == _expected(row, tokens), change
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_rows_with_a_prefix_break_are_written_without_their_object(store: str) -> None:
+    """A row whose call breaks the cached prefix of the call before (about half of a store's rows) is
+    written by `row_line` too, as the encoder writes its object."""
+    rows = _rows(ORACLE / store / "events.db", ORACLE / store / "project", None)
+    broken = [r for r in rows if r.reuse is not None and r.reuse.broken is not None]
+    if not broken:
+        pytest.skip("no call breaks the prefix here")
+    for row in broken:
+        for tokens in (False, True):
+            assert row_line(row, tokens=tokens) == _expected(row, tokens)
+
+
+def test_hostile_prefix_breaks_are_written_as_the_encoder_writes_them_or_refused() -> None:
+    rows = _rows(ORACLE / "memory" / "events.db", ORACLE / "memory" / "project", None)
+    base = next(r for r in rows if r.reuse is not None and r.reuse.broken is not None and not r.is_compaction)
+    assert base.reuse is not None and base.reuse.broken is not None
+    odd: list[dict[str, object]] = [
+        {"cause": 'a"b\\c\n\t\x00\x1f\x7f é 😀 \u2028'},
+        {"cause": "bad \udcff surrogate"},
+        {"layer": "C", "source_seq": 12},
+        {"source_seq": 2**70, "index": 0},
+        {"source_seq": True},  # a bool where an integer belongs
+        {"index": 1.5},
+        {"layer": 3},  # an int where a string belongs
+        {"cause": None},
+    ]
+    written = 0
+    for change in odd:
+        brk = dataclasses.replace(base.reuse.broken, **change)  # type: ignore[arg-type]
+        row = dataclasses.replace(base, reuse=dataclasses.replace(base.reuse, broken=brk))
+        for tokens in (False, True):
+            line = row_line(row, tokens=tokens)
+            if line is not None:
+                written += 1
+                assert line == _expected(row, tokens), change
+    assert written

@@ -38,7 +38,6 @@ from .common import (
     located,
     raw_line,
     report_skipped,
-    run_async,
     run_reading,
     shown,
 )
@@ -92,7 +91,7 @@ def _context_parser(c: argparse.ArgumentParser) -> None:
         "--format", choices=["text", "json", "md"], default="text",
         help="json: the call with its exact request body (as --json); md: layers, reasons, sizes and texts",
     )  # fmt: skip
-    c.set_defaults(func=lambda a: run_async(_context(a)))
+    c.set_defaults(func=_context)
 
 
 def _setup(args: argparse.Namespace) -> tuple[StoreLocation, Path | None, ContextKnobs | None]:
@@ -337,21 +336,25 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
         out.print(f"[yellow]Layer A inferred[/] (no project): {PREFIX_BASIS}; every size above is an estimate")
 
 
-async def _context(args: argparse.Namespace) -> int:
+def _context(args: argparse.Namespace) -> int:
     # the request body needs the engine's providers and tools: imported by `context` only, not by `replay`
     from .export_cmds import project_bodies, row_body
 
     location, project, knobs = _setup(args)
-    reader: EventReader = await open_reader(location)
-    try:
+
+    async def read(inline: bool) -> CallContext:
+        reader: EventReader = await open_reader(location, inline=inline)
         try:
-            stream = await resolve_step_stream(reader, args)
-            assert stream is not None
-            row = await context_at(reader, stream, args.seq, project=project, knobs=knobs)
+            try:
+                stream = await resolve_step_stream(reader, args)
+                assert stream is not None
+                return await context_at(reader, stream, args.seq, project=project, knobs=knobs)
+            finally:
+                report_skipped(reader)
         finally:
-            report_skipped(reader)
-    finally:
-        await close_reader(reader)
+            await close_reader(reader)
+
+    row = run_reading(location, read)
     refuse_guess(row, args.strict)
     r = row.rendered
     fmt = "json" if args.json else args.format

@@ -3,8 +3,8 @@ object (`row_line`), as a replay writes one line per call of the store.
 
 `row_line` writes what `JSON_LINE(row_json(row))` writes, byte for byte: the keys in the same order,
 `, ` and `: ` between them, strings escaped by the encoder's own `encode_basestring`, integers as
-`int.__repr__` writes them. It takes only the rows whose values are all plain (no prefix break, no
-messages): it returns None for the others, which go through the object and the encoder.
+`int.__repr__` writes them. It takes only the rows whose values are all plain (no messages, no value of an
+unexpected type): it returns None for the others, which go through the object and the encoder.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from zymi_tui.context.reuse import PrefixBreak
 from zymi_tui.events.json_text import json_text
 from zymi_tui.replay.cache import reuse_json
 from zymi_tui.replay.call_context import CallContext
@@ -79,22 +80,32 @@ def _bool(v: bool | None) -> str:
     raise _NotPlain
 
 
+def _break(b: PrefixBreak | None) -> str:
+    """A prefix break's object (or null) as the encoder writes it."""
+    if b is None:
+        return "null"
+    if type(b.layer) is not str or type(b.cause) is not str:
+        raise _NotPlain
+    return (
+        f'{{"index": {_int(b.index)}, "layer": {_text(b.layer)}, "source_seq": {_int(b.source_seq)}, '
+        f'"cause": {_text(b.cause)}}}'
+    )
+
+
 class _NotPlain(Exception):
     """A value `row_line` does not write itself (the object and the encoder do)."""
 
 
 def row_line(row: CallContext, *, tokens: bool) -> str | None:
     """`JSON_LINE(row_json(row, messages=False, tokens=tokens))` without the object (None: a row with a
-    prefix break, or a value of an unexpected type: write it through `row_json`)."""
+    value of an unexpected type: write it through `row_json`)."""
     r = row.rendered
     reuse = row.reuse
     try:
         if reuse is None or row.is_compaction or row.hard_cap_failure:
             reused = '"prefix_reuse_messages": null, "prefix_reuse_chars": null, "prefix_break": null'
-        elif reuse.broken is None:
-            reused = f'"prefix_reuse_messages": {_int(reuse.messages)}, "prefix_reuse_chars": {_int(reuse.chars)}, "prefix_break": null'  # noqa: E501
         else:
-            return None
+            reused = f'"prefix_reuse_messages": {_int(reuse.messages)}, "prefix_reuse_chars": {_int(reuse.chars)}, "prefix_break": {_break(reuse.broken)}'  # noqa: E501
         if r is None:
             built = '"chars": null, "message_count": null, "estimated_tokens": null, "hard_cap_exceeded": null, "would_compact": null'  # noqa: E501
             a = "null"

@@ -15,8 +15,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rich.cells import cell_len
-
 BOLD, RED, RESET = "\x1b[1m", "\x1b[31m", "\x1b[0m"
 
 
@@ -43,6 +41,8 @@ class Cell:
 
 class StreamedTable:
     def __init__(self, columns: Sequence[Column], *, styled: bool, write: Callable[[str], object] | None = None):
+        from rich.cells import cell_len  # here: `replay --json` imports this module, and prints no table
+
         self.columns = list(columns)
         self.widths = [max(c.width, cell_len(c.header)) for c in self.columns]
         self.styled = styled
@@ -91,6 +91,8 @@ class StreamedTable:
         return "  ".join(fields)
 
     def _line(self, plain: Sequence[str], shown: Sequence[str]) -> str:
+        from rich.cells import cell_len
+
         out = []
         last = len(self.columns) - 1
         for i, (text, styled) in enumerate(zip(plain, shown, strict=True)):

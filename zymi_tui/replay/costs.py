@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
-import yaml
 from msgspec import Meta, Struct, field
 
 from zymi_tui.context.knobs import config_dir
 from zymi_tui.errors import UserError
 from zymi_tui.project.validation import Refused, convert
+from zymi_tui.project.yamlfile import import_yaml
 
 PRICES_FILE = "prices.yml"
 
@@ -154,6 +153,8 @@ def builtin_cache_families() -> dict[str, CacheFamily]:
 
 
 def default_prices_text() -> str:
+    from importlib import resources  # (with tempfile and random: not loaded by a replay that reads no price)
+
     return resources.files("zymi_tui.data").joinpath(PRICES_FILE).read_text(encoding="utf-8")
 
 
@@ -162,6 +163,7 @@ def user_prices_path() -> Path:
 
 
 def parse_prices(text: str, label: str) -> PriceTable:
+    yaml = import_yaml()  # (not loaded by a replay that reads no price)
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
