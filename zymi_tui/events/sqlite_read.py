@@ -9,17 +9,15 @@ sqlite_schema.py.
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zymi_tui.events.chain_heads import Heads
-from zymi_tui.events.chain_split import scan_in_two, seam_of
-from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text
+from zymi_tui.events.hashchain import column_text
 from zymi_tui.events.run_index import RunIndex
-from zymi_tui.events.sqlite_check import NOT_UTF8, TEXT_ANY, pragma_check, scan_store
+from zymi_tui.events.sqlite_chains import ChainReads
+from zymi_tui.events.sqlite_check import NOT_UTF8, TEXT_ANY
 from zymi_tui.events.sqlite_connect import connect
 from zymi_tui.events.sqlite_file import check_store_file, is_wal, note_store
 from zymi_tui.events.sqlite_inline import InlineConnection, ReadConnection
@@ -51,7 +49,6 @@ _UTF8_ROW = "SELECT id, stream_id, sequence, CAST(data AS BLOB) FROM events"  # 
 ID_BATCH = 500  # ids bound in one `IN (...)` (under SQLite's oldest limit of 999 variables)
 ID_PAGE = 50_000  # `run_ids` reads a stream this many rows at a time
 DENSE_SPAN = 2  # `kinds_of` reads the kind index over ids spanning less than this many times their number
-HEADS_CACHE_KIB = 64  # the page cache `_read_heads` reads the heads through
 MAX_UNION = 400  # streams merged in one statement by `newest` (SQLite allows 500 SELECTs in a compound)
 # the distinct stream ids in [lo, hi), one index seek each (a loose index scan)
 _STREAMS_IN_RANGE = """WITH RECURSIVE s(id) AS (
@@ -60,13 +57,6 @@ _STREAMS_IN_RANGE = """WITH RECURSIVE s(id) AS (
     SELECT (SELECT min(stream_id) FROM events WHERE stream_id > s.id AND stream_id < CAST(?3 AS TEXT))
     FROM s WHERE s.id IS NOT NULL
 ) SELECT id FROM s WHERE id IS NOT NULL"""
-
-
-def _chain_row(gid: int, event_id: Any, seq: Any, data: Any, prev: Any, digest: Any) -> ChainRow:
-    """A row to hash: a BLOB is hashed as the bytes it holds (undecodable text goes back to its bytes)."""
-    if type(data) is str and type(event_id) is str and type(prev) is str and type(digest) is str:
-        return ChainRow(gid, event_id, seq, data, prev, digest)
-    return ChainRow(gid, column_text(event_id), seq, column_text(data), column_text(prev), column_text(digest))
 
 
 def _bind(text: str) -> str | bytes:
@@ -97,7 +87,7 @@ def _drop(ahead: tuple[object, asyncio.Future[list[Any]]] | None) -> None:
         future.exception()
 
 
-class SqliteReader(RowDecoder, Closable):
+class SqliteReader(ChainReads, RowDecoder, Closable):
     """A read-only view of a SQLite event store."""
 
     def __init__(self, path: Path, uri: str, conn: ReadConnection, has_hash: bool) -> None:
@@ -473,87 +463,3 @@ class SqliteReader(RowDecoder, Closable):
         sql = f"SELECT id, stream_id, sequence, kind_tag, data FROM events WHERE {where} AND id > ? ORDER BY id LIMIT ?"
         rows = await self._fetch(sql, (*tags, after_global_id, limit))
         return KindRowPage(self._sane_tagged(rows), rows[-1][0] if rows else after_global_id, len(rows))
-
-    async def chain_rows(self, stream_id: str) -> list[ChainRow]:
-        cols = "prev_hash, hash" if self._has_hash else "'', ''"
-        rows = await self._fetch(
-            f"SELECT id, event_id, sequence, data, {cols} FROM events WHERE stream_id = CAST(? AS TEXT) "
-            "ORDER BY sequence",
-            (stream_id,),
-        )
-        return [_chain_row(*r) for r in rows]
-
-    async def scan_chains(self, heads: Mapping[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
-        """One pass over the table in global order, in a thread with a connection of its own: each row
-        is hashed as soon as it is read, while its bytes are fresh in memory (pages of rows held for
-        another thread to hash cost as much again as the hashing). SQLite's own check runs beside it,
-        in another thread (see `sqlite_check`). A cancelled caller stops both soon."""
-        import asyncio
-
-        stop = threading.Event()
-        try:
-            scan, found = await asyncio.gather(
-                asyncio.to_thread(self._scan_chains, heads, stop),
-                asyncio.to_thread(self._pragma_check, stop, thorough),
-            )
-        finally:
-            stop.set()
-        scan.damage[:0] = found
-        return scan
-
-    def _scan_chains(self, heads: Mapping[str, tuple[int, str]], stop: threading.Event) -> ChainScan:
-        conn = self._check_connection()
-        try:
-            upto = conn.execute("SELECT max(id) FROM events").fetchone()[0]  # (read after the heads)
-            seam = seam_of(upto) if type(upto) is int else None
-            if seam is None:
-                return scan_store(conn, heads, stop, has_hash=self._has_hash)
-            return scan_in_two(conn, self._uri, heads, stop, has_hash=self._has_hash, seam=seam, upto=upto)
-        except sqlite3.Error as e:
-            raise explain_sqlite_error(self.label, e) from None
-        finally:
-            conn.close()
-
-    def _pragma_check(self, stop: threading.Event, thorough: bool) -> list[str]:
-        conn = self._check_connection()
-        try:
-            return pragma_check(conn, stop, thorough=thorough)
-        except sqlite3.Error as e:
-            raise explain_sqlite_error(self.label, e) from None
-        finally:
-            conn.close()
-
-    def _check_connection(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self._uri, uri=True, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
-        return conn
-
-    async def heads_stamp(self) -> tuple[int, int] | None:
-        if not self._has_heads:
-            return (0, 0)
-        rows = await self._fetch("SELECT count(*), total(last_sequence) FROM stream_heads")
-        return int(rows[0][0]), int(rows[0][1])
-
-    async def stream_heads(self) -> Heads:
-        if not self._has_heads:
-            return Heads()
-        # (read in this thread: what a thread of its own allocates stays in its malloc arena, ~4 MB at a million)
-        return self._read_heads()
-
-    def _read_heads(self) -> Heads:
-        """The heads packed as they are read, a row at a time (never the rows all fetched: 3.6 MB of tuples for
-        a million-event store's 50,000 heads), into arrays made at their size."""
-        conn = self._check_connection()
-        conn.text_factory = TEXT_ANY  # (a stream id that is not UTF-8 reads as its bytes kept as surrogates)
-        try:
-            # a page cache of a few pages for this one pass (SQLite's default, 2 MB, fills with a million-event
-            # store's 6 MB of heads and, freed under what the heads then hold, stays resident through the check)
-            conn.execute(f"PRAGMA cache_size=-{HEADS_CACHE_KIB}")
-            conn.execute("BEGIN")  # (one snapshot: the count is that of the rows read)
-            count = conn.execute("SELECT count(*) FROM stream_heads").fetchone()[0]
-            cursor = conn.execute("SELECT stream_id, last_sequence, last_hash FROM stream_heads")
-            return Heads(((column_text(s), seq, column_text(h)) for s, seq, h in cursor), size=count)
-        except sqlite3.Error as e:
-            raise explain_sqlite_error(self.label, e) from None
-        finally:
-            conn.close()
