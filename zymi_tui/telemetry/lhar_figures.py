@@ -29,7 +29,7 @@ from zymi_tui.events.messages import (
 )
 from zymi_tui.telemetry.lhar_body import BodyText
 from zymi_tui.telemetry.lhar_text import items_text, value_text
-from zymi_tui.telemetry.shown_items import ShownItems, shown
+from zymi_tui.telemetry.shown_items import HEADS_KEPT, ShownItems, shown
 
 COMPOSITION = (
     "system_prompt", "tool_definitions", "system_injections", "user_text", "assistant_text", "tool_calls",
@@ -37,7 +37,6 @@ COMPOSITION = (
 )  # fmt: skip
 CATEGORY = {c: i for i, c in enumerate(COMPOSITION)}  # a category's place in `COMPOSITION`
 SYSTEM_PROMPT, TOOL_DEFINITIONS = CATEGORY["system_prompt"], CATEGORY["tool_definitions"]
-HEADS_KEPT = 256  # Layer A and memory messages' figures kept, by value (a few per agent and snapshot)
 
 
 def message_category(m: MessageModel) -> str:

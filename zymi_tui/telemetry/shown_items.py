@@ -27,6 +27,7 @@ from zymi_tui.events.messages import MessageModel
 from zymi_tui.telemetry.message_cache import OPEN_STREAMS
 
 T = TypeVar("T")
+HEADS_KEPT = 256  # Layer A, memory (and summary) messages' values kept by value by the exports: a few per agent
 T_contra = TypeVar("T_contra", contravariant=True)
 
 
@@ -137,11 +138,11 @@ class ShownItems(Generic[T]):
             return
         tail, mask_end = w.tail, w.mask_end
         items = tail.items
-        read_back((items[i], _masked(tail, i, mask_end)) for _, i, _ in missing)
+        read_back((items[i], shown_masked_at(tail, i, mask_end)) for _, i, _ in missing)
         values, held, make = w.values, w.held, self.make
         for at, i, key in missing:
             item = items[i]
-            made = make(item, _masked(tail, i, mask_end))
+            made = make(item, shown_masked_at(tail, i, mask_end))
             held[key] = (item, made)
             values[at] = made
 
@@ -150,7 +151,7 @@ class ShownItems(Generic[T]):
         self.streams.pop(stream, None)
 
 
-def _masked(tail: Tail, i: int, mask_end: int) -> bool:
+def shown_masked_at(tail: Tail, i: int, mask_end: int) -> bool:
     """Whether item `i` of `tail` is shown in its masked form (`splice.shown_masked`, for one item)."""
     return i < mask_end and tail.items[i].masked_for != -1 and tail.in_turn(i)
 
