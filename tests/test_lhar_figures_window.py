@@ -21,6 +21,7 @@ import pytest
 from tests.conftest import ORACLE, ROOT, SCENARIOS
 from tests.hostile_stores import make_store_sync
 from tests.test_otel_inputs_window import MEMORY, PREFIX, _other, _tail, _turns
+from tests.test_otel_shown_inputs import masked_since
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.layer_c import ASSISTANT, NotedItem
 from zymi_tui.context.masking import memory_block
@@ -135,14 +136,7 @@ async def _compare_store(db: Path, project: Path | None) -> tuple[int, int, int]
                 got = shown.figures(row.stream_id, r.shape)
                 assert _got(got) == _reference(r.entries), (db, row.stream_id, row.sequence)
                 moved += shown.items.streams[row.stream_id] is before
-                seen = full.setdefault(row.stream_id, set())
-                for e in r.entries:
-                    if e.layer == "C" and e.source_seq is not None:
-                        if e.reason.startswith(("masked by", "cut to")) and e.source_seq in seen:
-                            went_masked += 1
-                            seen.discard(e.source_seq)
-                        elif not e.reason.startswith(("masked", "cut", "kept (turn")):
-                            seen.add(e.source_seq)
+                went_masked += masked_since(r.entries, full.setdefault(row.stream_id, set()))
                 calls += 1
     finally:
         await reader.close()
