@@ -34,7 +34,7 @@ from zymi_tui.events.messages import (
     UserMultimodalMessage,
     to_wire,
 )
-from zymi_tui.telemetry.lhar_export import message_figures
+from zymi_tui.telemetry.lhar_figures import message_figures
 from zymi_tui.telemetry.lhar_text import iso, uuid_text
 from zymi_tui.telemetry.message_cache import MessageCache
 from zymi_tui.telemetry.otel_content import genai_message, input_messages, message_json, message_texts, output_json

@@ -67,17 +67,20 @@ def test_a_message_json_is_made_once_per_conversation(
         made.append(m)
         return wire(m)
 
-    for module in (zymi_tui.events.messages, zymi_tui.context.rendered, zymi_tui.telemetry.lhar_export):
+    for module in (zymi_tui.events.messages, zymi_tui.context.rendered, zymi_tui.telemetry.lhar_figures):
         if hasattr(module, "to_wire"):
             monkeypatch.setattr(module, "to_wire", counted)
     out = tmp_path / "out"
     db, project = ORACLE / store / "events.db", ORACLE / store / "project"
     assert main(["export", str(db), "--project", str(project), "--format", "lhar", "-o", f"{out}/"]) == 0
-    sent, distinct = 0, 0
+    sent, distinct, anywhere = 0, 0, set()
     for f in out.iterdir():
         bodies = [d["raw"]["request_body"] for d in map(json.loads, f.read_text(encoding="utf-8").splitlines())
                   if d["type"] == "entry"]  # fmt: skip
         sent += sum(len(b["messages"]) for b in bodies)
-        distinct += len({json.dumps(m) for b in bodies for m in b["messages"]})
+        texts = {json.dumps(m) for b in bodies for m in b["messages"]}
+        distinct += len(texts)
+        anywhere |= texts
     assert sent > 2 * distinct  # calls resend their step's messages: the test means something
-    assert len(made) == distinct
+    # each message sent made once per conversation at most (a system prompt may serve several)
+    assert len(anywhere) <= len(made) <= distinct

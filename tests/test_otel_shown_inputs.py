@@ -11,12 +11,27 @@ import asyncio
 import pytest
 
 from tests.conftest import ORACLE, SCENARIOS
+from zymi_tui.context.rendered import ContextEntry
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.messages import MessageModel, SystemMessage
 from zymi_tui.telemetry.export_calls import walk
 from zymi_tui.telemetry.otel_content import message_texts
 from zymi_tui.telemetry.otel_inputs import ShownInputs, shape_length
+
+
+def masked_since(entries: list[ContextEntry], seen: set[int]) -> int:
+    """How many of a call's Layer C items are shown masked after being shown in full by an earlier call
+    of the step (`seen`: the sequences shown in full so far, kept up to date)."""
+    went = 0
+    for e in entries:
+        if e.layer == "C" and e.source_seq is not None:
+            if e.reason.startswith(("masked by", "cut to")) and e.source_seq in seen:
+                went += 1
+                seen.discard(e.source_seq)
+            elif not e.reason.startswith(("masked", "cut", "kept (turn")):
+                seen.add(e.source_seq)
+    return went
 
 
 async def _compare(store: str, with_project: bool) -> tuple[int, int]:
@@ -44,14 +59,7 @@ async def _compare(store: str, with_project: bool) -> tuple[int, int]:
                         prompt, texts = shown.inputs(key, r.shape, drop_prefix=drop, prompt_first=prompt_first)
                         assert prompt == want_prompt
                         assert texts == [message_texts(m) for m in models], (store, row.stream_id, row.sequence)
-                seen = full_before.setdefault(row.stream_id, set())
-                for e in r.entries:
-                    if e.layer == "C" and e.source_seq is not None:
-                        if e.reason.startswith(("masked by", "cut to")) and e.source_seq in seen:
-                            went_masked += 1
-                            seen.discard(e.source_seq)
-                        elif not e.reason.startswith(("masked", "cut", "kept (turn")):
-                            seen.add(e.source_seq)
+                went_masked += masked_since(r.entries, full_before.setdefault(row.stream_id, set()))
                 calls += 1
     finally:
         await reader.close()

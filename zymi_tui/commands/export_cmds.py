@@ -282,7 +282,7 @@ async def _lhar(args: argparse.Namespace, found: Located | None, inline: bool) -
         files = LharFiles(target, meta.model)
         progress = await _progress(reader, to_stdout=target.path is None)
         try:
-            async for se, rows in walk(reader, project, streams):
+            async for se, rows in walk(reader, project, streams, reuse=False):  # (an entry has no prefix reuse)
                 for entry in builder.feed(se, rows):
                     files.write(entry)
                 if se is not None and se.global_id >= progress.next_at:

@@ -62,8 +62,13 @@ class ContextEntry:
         from zymi_tui.context.tokens import estimate_message_tokens
 
         if self.simulated or (self.layer == "A" and self.reason.startswith("inferred")):
-            return max(1, round(self.bytes / 4))  # no text to count: ~4 bytes per token
+            return size_tokens(self.bytes)
         return estimate_message_tokens(self.message)
+
+
+def size_tokens(nbytes: int) -> int:
+    """The tokens of a message known only by its size (no text to count): ~4 bytes per token."""
+    return max(1, round(nbytes / 4))
 
 
 @dataclass

@@ -348,6 +348,14 @@ def prefix_entries(p: Prefix) -> list[ContextEntry]:
     return out
 
 
+def memory_entry(mem: list[tuple[str, str]], b_text: str) -> ContextEntry:
+    """Layer B's message of a built context (after Layer A's in `context_entries`): the memory snapshot
+    `mem`, whose block's text is `b_text`."""
+    cut_values = any(len(v.encode()) > 200 for _, v in mem)
+    reason = "memory snapshot" + ("; values cut to 200 bytes" if cut_values else "")
+    return ContextEntry(SystemMessage(content=b_text), "B", len(b_text.encode()), reason)
+
+
 def shown_masked(tail: Tail, cut: int, n: int, mask_end: int) -> list[bool]:
     """Whether each of items [cut, n) is shown in its masked form (before `mask_end`, in a turn)."""
     items = tail.items
@@ -366,9 +374,7 @@ def context_entries(
 ) -> list[ContextEntry]:
     out = prefix_entries(p)
     if mem:
-        cut_values = any(len(v.encode()) > 200 for _, v in mem)
-        reason = "memory snapshot" + ("; values cut to 200 bytes" if cut_values else "")
-        out.append(ContextEntry(SystemMessage(content=b_text), "B", len(b_text.encode()), reason))
+        out.append(memory_entry(mem, b_text))
     window = f"observation_window={k.observation_window}"
     # (made once a build, not once an item)
     tool_reason, cut_reason = f"masked by {window}", f"cut to 200 bytes (turn masked by {window})"

@@ -160,11 +160,13 @@ class RunTracker:
 
 
 async def walk(
-    reader: EventReader, project: Path | None, streams: Sequence[str] | None = None
+    reader: EventReader, project: Path | None, streams: Sequence[str] | None = None, *, reuse: bool = True
 ) -> AsyncIterator[tuple[ReplayEvent | None, list[CallContext]]]:
     """Every event the replay reads, in global order, with the recorded calls it completed (replayed
-    under the recorded knobs: their rebuilt context); last `(None, rows)` with the calls left open."""
+    under the recorded knobs: their rebuilt context); last `(None, rows)` with the calls left open.
+    `reuse=False`: the rows' prefix reuse is not worked out (`CallContext.reuse` stays None)."""
     replayer = make_replayer(project, texts=store_texts(reader))
+    replayer.track_reuse = reuse
     ends = await stream_ends(reader)
     replayer.forget_finished(ends)
     top = max(ends.values(), default=0)

@@ -12,43 +12,25 @@ response bodies) is null or empty.
 
 An entry's line is made as it comes and handed on (`LharEntry`): its text is assembled from parts,
 each message's (its token count, its tool calls' JSON, its JSON in the request body) made once while
-the message stays in its step's context (`MessageCache`), the rest of the body once per step
-(`BodyText`); lhar_entry.py writes the line.
+the message stays in its step's context and summed as the step's window moves (lhar_figures.py), the
+rest of the body once per step (`BodyText`); lhar_entry.py writes the line.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, NamedTuple
 
-from zymi_tui.context.rendered import ContextEntry
-from zymi_tui.context.tokens import estimate_message_tokens
-from zymi_tui.events.json_text import json_text
 from zymi_tui.events.kinds import LlmCallStarted
-from zymi_tui.events.messages import (
-    AssistantMessage,
-    MessageModel,
-    SystemMessage,
-    ToolResultMessage,
-    UserMessage,
-    to_wire,
-)
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK, step_of
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Run, RunTracker, Step
 from zymi_tui.telemetry.lhar_body import BodyFrames, BodyText, body_text
 from zymi_tui.telemetry.lhar_entry import LharEntry, entry_line
-from zymi_tui.telemetry.lhar_text import items_text, value_text
+from zymi_tui.telemetry.lhar_figures import Figures, ShownFigures, composition, counted, message_figures
 from zymi_tui.telemetry.message_cache import MessageCache
 
-COMPOSITION = (
-    "system_prompt", "tool_definitions", "system_injections", "user_text", "assistant_text", "tool_calls",
-    "tool_results",
-)  # fmt: skip
 MAIN, SUBAGENT, COMPACTION = "main", "subagent", "compaction"
 COMPACTION_CALLS = "\x00compaction"  # a step stream's compaction calls' figures are kept apart from its agent's
 
@@ -58,88 +40,6 @@ class ExportMeta:
     model: str
     provider: str  # gen_ai.system: "openai" | "anthropic" | ...
     window_tokens: int  # the context window the utilization is measured against
-
-
-def message_category(m: MessageModel) -> str:
-    """The composition category of a message anywhere but first in Layer A (the system prompt)."""
-    if isinstance(m, SystemMessage):
-        return "system_injections"
-    if isinstance(m, UserMessage) or m.role == "user_multimodal":
-        return "user_text"
-    if isinstance(m, ToolResultMessage):
-        return "tool_results"
-    if isinstance(m, AssistantMessage) and m.tool_calls and not m.content:
-        return "tool_calls"
-    return "assistant_text"
-
-
-def message_tool_calls(message: MessageModel) -> list[dict[str, Any]]:
-    """context-lens's `tool_calls` items of one message (an assistant message's calls)."""
-    calls: list[dict[str, Any]] = []
-    if isinstance(message, AssistantMessage):
-        for c in message.tool_calls:
-            try:
-                args: Any = json.loads(c.arguments)
-            except ValueError:
-                args = c.arguments
-            calls.append(
-                {"name": c.name, "call_id": c.id, "arguments": args if isinstance(args, dict | str) else c.arguments}
-            )
-    return calls
-
-
-class Figures(NamedTuple):
-    """What an entry needs of its message, made once per message of a step (`MessageCache`)."""
-
-    tokens: int  # estimated (the tokenizer of the context figures)
-    category: str  # `message_category`
-    tool_calls: str  # its `message_tool_calls` as the items of a JSON list ("" for none)
-    wire: bytes  # its OpenAI wire form's JSON, UTF-8 (b"" when no request body is written)
-
-
-def message_figures(message: MessageModel, *, wire: bool = False) -> Figures:
-    calls = message_tool_calls(message)
-    return Figures(
-        estimate_message_tokens(message),
-        message_category(message),
-        items_text(calls) if calls else "",
-        json_text(to_wire(message)).encode() if wire else b"",
-    )
-
-
-def composition(
-    entries: Sequence[ContextEntry], figures: Sequence[Figures], body: BodyText
-) -> tuple[str, dict[str, int], str]:
-    """The context by category (context-lens's composition, the items of its JSON list), tool
-    definitions included, the tokens of each category, and the tool calls of its messages (the items of
-    a JSON list). Tokens are estimates: each message's from its `figures`; a simulated entry, or an
-    inferred Layer A one, is sized from its bytes (`ContextEntry.tokens`); the first entry of Layer A,
-    a system message, is the system prompt."""
-    tokens: dict[str, int] = dict.fromkeys(COMPOSITION, 0)
-    counts: dict[str, int] = dict.fromkeys(COMPOSITION, 0)
-    calls: list[str] = []
-    first = True
-    for e, f in zip(entries, figures, strict=True):
-        n = e.tokens if e.simulated or (e.layer == "A" and e.reason.startswith("inferred")) else f.tokens
-        cat = f.category
-        if first:
-            first = False
-            if e.layer == "A" and isinstance(e.message, SystemMessage):
-                cat = "system_prompt"
-        tokens[cat] += n
-        counts[cat] += 1
-        if f.tool_calls:
-            calls.append(f.tool_calls)
-    if body.tools_count:
-        tokens["tool_definitions"], counts["tool_definitions"] = body.tools_tokens, body.tools_count
-    total = sum(tokens.values()) or 1
-    comp = ", ".join(
-        f'{{"category": "{c}", "tokens": {tokens[c]}, "pct": {value_text(round(100 * tokens[c] / total, 2))}, '
-        f'"count": {counts[c]}}}'
-        for c in COMPOSITION
-        if counts[c]
-    )
-    return comp, tokens, ", ".join(calls)
 
 
 def agent_role(row: CallContext, run: Run) -> str:
@@ -161,11 +61,14 @@ class LharBuilder:
     previous: dict[str, int] = field(default_factory=dict)  # per step stream: the last agent call's tokens
     compacted: set[str] = field(default_factory=set)  # step streams whose last call was a compaction
     bodies: dict[tuple[str | None, str | None, bool], BodyText] = field(default_factory=dict)  # per step kind
-    # per step stream (its compaction calls apart): its last context's messages' figures, kept past the
-    # step's end (a chat stream's next turn goes on with them), for the `OPEN_STREAMS` latest streams
+    # per step stream: its last context's figures (`ShownFigures`; of its compaction calls, which have
+    # no shape, by message: `MessageCache`), kept past the step's end (a chat stream's next turn goes on
+    # with them), for the `OPEN_STREAMS` latest streams
+    shown: ShownFigures = field(init=False)
     figures: MessageCache[Figures] = field(init=False)
 
     def __post_init__(self) -> None:
+        self.shown = ShownFigures(wire=self.frames is not None)
         self.figures = MessageCache(partial(message_figures, wire=self.frames is not None))
 
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[LharEntry]:
@@ -193,11 +96,16 @@ class LharBuilder:
 
     def _entry(self, r: CallContext, step: Step) -> LharEntry:
         assert r.rendered is not None
-        entries = r.rendered.entries
+        shape = r.rendered.shape
         key = f"{r.stream_id}{COMPACTION_CALLS}" if r.is_compaction else r.stream_id
-        figures = self.figures.values(key, [e.message for e in entries])
+        if shape is not None:
+            figured = self.shown.figures(key, shape)
+        else:
+            entries = r.rendered.entries
+            figures = self.figures.values(key, [e.message for e in entries])
+            figured = counted(entries, figures, wire=self.frames is not None)
         body = self._body(r)
-        comp, tokens, tool_calls = composition(entries, figures, body)
+        comp, tokens, tool_calls = composition(figured, body)
         total = sum(tokens.values())
         detected = False
         if r.is_compaction:
@@ -211,6 +119,6 @@ class LharBuilder:
         conversation = step.run.stream
         seq = self.sequence[conversation] = self.sequence.get(conversation, 0) + 1
         role, meta = agent_role(r, step.run), self.meta
-        wires = [f.wire for f in figures] if body.head is not None else None
+        wires = figured.wires if body.head is not None else None
         return entry_line(r, step, role, seq, meta.provider, meta.window_tokens, body, (comp, tokens, tool_calls),
                           (None if prev is None else total - prev, detected), wires)  # fmt: skip

@@ -34,7 +34,7 @@ def run_lhar(store: StoreLocation, project: Path | None, run: str) -> str:
 
         builder = LharBuilder(meta, frame if bodies.ws is not None else None)
         lines: list[bytes] = []
-        async for se, rows in walk(reader, project, streams):
+        async for se, rows in walk(reader, project, streams, reuse=False):
             for entry in builder.feed(se, rows):
                 if not lines:
                     lines.append(json_line(opening_line(entry.conversation, meta.model, entry)))
