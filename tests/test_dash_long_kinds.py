@@ -17,6 +17,7 @@ from zymi_tui.tui.dashboard.results import DashboardResults
 from zymi_tui.tui.messages import RunKinds
 from zymi_tui.tui.model import RunKey
 from zymi_tui.tui.state.kind_codes import KindCodes
+from zymi_tui.tui.state.run_index import RunIndex
 
 EVENTS = 60_000
 CHUNK = 5_000  # ids a kinds read asks at a time (KINDS_CHUNK, lowered: 12 chunks)
@@ -38,10 +39,10 @@ async def test_a_long_runs_kinds_are_held_a_byte_an_id(
     peaks: list[int] = []  # traced bytes above those held when the kinds read started, at its answer
     read_kinds, on_run_kinds = DashboardLoaders.read_kinds, DashboardResults.on_run_kinds
 
-    def start(self: DashboardLoaders, key: RunKey, gids: list[int]) -> None:
+    def start(self: DashboardLoaders, key: RunKey, rows: RunIndex, upto: int) -> None:
         peaks.append(tracemalloc.get_traced_memory()[0])
         tracemalloc.reset_peak()
-        read_kinds(self, key, gids)
+        read_kinds(self, key, rows, upto)
 
     def landed(self: DashboardResults, msg: RunKinds) -> None:
         peaks[-1] = tracemalloc.get_traced_memory()[1] - peaks[-1]

@@ -144,6 +144,10 @@ class RunIndex:
         """Every row's id (a copy)."""
         return array("q", self._gids)
 
+    def gid_range(self, start: int, stop: int) -> array[int]:
+        """The ids of rows [start, stop) (a copy of those alone)."""
+        return self._gids[start:stop]
+
     def streams(self) -> list[str]:
         """Every stream, in the order of its first row."""
         return list(self._streams.names)

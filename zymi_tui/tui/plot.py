@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from array import array
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -14,6 +16,7 @@ from textual.widget import Widget
 from zymi_tui.tui.safe_text import clean, safe_text
 from zymi_tui.tui.state.events import RUN_GROUP
 from zymi_tui.tui.state.plot import (
+    CallColumns,
     CallPoint,
     StepCalls,
     downsample,
@@ -138,6 +141,26 @@ class ContextPlot(Widget, can_focus=True):
         calls.sort(key=lambda c: (c.ns, c.global_id))
         return calls
 
+    def last_call(self) -> CallPoint | None:
+        """`all_calls()[-1]`, found on the columns: a long run's calls are not each made a `CallPoint` (149,425
+        of them, ~52 MB at once, on every redraw of the title)."""
+        best: tuple[tuple[int, int, int], CallColumns] | None = None
+        for sc in self.shown():
+            calls = sc.calls
+            if calls:  # the highest (time, id); of equal ones the last, as the stable sort leaves it
+                top = max(zip(calls.ns, calls.global_id, range(len(calls)), strict=True))
+                if best is None or top[:2] >= best[0][:2]:
+                    best = (top, calls)
+        return None if best is None else best[1][best[0][2]]
+
+    def call_of(self, gid: int) -> CallPoint | None:
+        """The shown call whose `llm_call_started` event is `gid` (ids are unique in a store), or None."""
+        for sc in self.shown():
+            index = sc.calls.index_of(gid)
+            if index is not None:
+                return sc.calls[index - 1]
+        return None
+
     def action_pick(self, delta: int) -> None:
         calls = self.all_calls()
         if not calls:
@@ -189,20 +212,21 @@ class ContextPlot(Widget, can_focus=True):
         width, height = max(self.size.width, 20), max(self.size.height, 6)
         top = 0.0
         top_tokens = 0.0
-        xs_all: list[float] = []
+        x_lo, x_hi = math.inf, -math.inf  # the x span of every shown call
         legend: list[tuple[str, RGB | None]] = []
         markers: list[tuple[float, float, str, RGB, str]] = []  # x, y, glyph, colour, label
         for i, sc in enumerate(shown):
             if not sc.calls:
                 continue
-            xs = x_values(sc.calls, self.by_time, self.t0_ns)
-            ys = list(map(float, sc.calls.chars))
+            # in float arrays (8 bytes a call, no float object each): a long run has ~150,000 calls
+            xs = array("d", x_values(sc.calls, self.by_time, self.t0_ns))
+            ys = array("d", map(float, sc.calls.chars))
             dx, dy = downsample(xs, ys, 2 * width)
             colour, token_colour = SERIES_COLOURS[i % len(SERIES_COLOURS)], TOKEN_COLOURS[i % len(TOKEN_COLOURS)]
             label = "run" if sc.step == RUN_GROUP else clean(sc.step, one_line=True, max_cells=16)
-            tokens = [(x, float(t)) for x, t in zip(xs, sc.calls.input_tokens(), strict=True) if t]
-            if tokens:  # drawn first: the chars curve stays on top where they cross
-                tx, ty = downsample([t[0] for t in tokens], [t[1] for t in tokens], 2 * width)
+            token_xs, token_ys = sc.calls.token_points(xs)
+            if token_xs:  # drawn first: the chars curve stays on top where they cross
+                tx, ty = downsample(token_xs, token_ys, 2 * width)
                 plt.plot(tx, ty, color=token_colour, marker="dot", yside="right")
                 top_tokens = max(top_tokens, max(ty))
                 legend.append((f"· {label} tokens →" if len(shown) > 1 else "· input tokens →", token_colour))
@@ -210,9 +234,9 @@ class ContextPlot(Widget, can_focus=True):
                 plt.plot(dx, dy, color=colour, marker="braille")
             else:
                 plt.scatter(dx, dy, color=colour, marker="●")
-            legend.insert(len(legend) - bool(tokens), (f"━ {label} chars" if len(shown) > 1 else "━ chars", colour))
+            legend.insert(len(legend) - bool(token_xs), (f"━ {label} chars" if len(shown) > 1 else "━ chars", colour))
             top = max(top, max(ys))
-            xs_all.extend(xs)
+            x_lo, x_hi = min(x_lo, min(xs)), max(x_hi, max(xs))
             for x, _gid, saved in sc.compactions:
                 cx = self._compaction_x(sc, x)
                 before = sc.calls.chars[max(0, min(len(sc.calls) - 1, int(x) - 1))]
@@ -239,7 +263,7 @@ class ContextPlot(Widget, can_focus=True):
             else:
                 off_scale.append(f"{name} {human(cap)}")
         y_top = max([top, *(float(c) for c, _, _ in caps)]) * 1.08 or 1.0
-        lo, hi = min(xs_all), max(xs_all)
+        lo, hi = x_lo, x_hi
         if hi == lo:
             lo, hi = lo - 1, hi + 1
         for cap, name, colour in caps:
@@ -292,9 +316,8 @@ class ContextPlot(Widget, can_focus=True):
         """The picked call's figures first (the newest call's when none is picked): visible at any width."""
         head = "Context"
         p = self.picked
-        calls = self.all_calls() if p is None else []
-        if p is None and calls:
-            p = calls[-1]
+        if p is None:
+            p = self.last_call()
         if p is not None:
             tokens = "" if p.input_tokens is None else f", {p.input_tokens:,} tok"
             which = "#" if self.picked is not None else "last #"

@@ -18,8 +18,8 @@ class DashboardLaunchers(DashboardSearch):
     def action_inspect(self) -> None:
         plot = self.query_one(ContextPlot)
         call = plot.picked
-        if call is None and plot.all_calls():  # nothing picked: the call the plot's title names ("last #N")
-            call = plot.all_calls()[-1]
+        if call is None:  # nothing picked: the call the plot's title names ("last #N")
+            call = plot.last_call()
         gid = call.global_id if call is not None else None
         row = self.events.cursor_row
         if row is not None and self.events.tag_of(row) == "llm_call_started":

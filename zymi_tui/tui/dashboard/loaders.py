@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from textual import work
@@ -67,8 +68,15 @@ def _file_bytes(path: Path) -> int:
         return 0
 
 
-def id_pages(gids: list[int]) -> Iterable[list[int]]:
-    return (gids[i : i + PAGE_IDS] for i in range(0, len(gids), PAGE_IDS))
+def id_pages(gids: Sequence[int]) -> Iterable[list[int]]:
+    return (list(gids[i : i + PAGE_IDS]) for i in range(0, len(gids), PAGE_IDS))
+
+
+def index_pages(rows: RunIndex, upto: int, size: int = PAGE_IDS) -> Iterator[list[int]]:
+    """The ids of a run's rows [0, upto) a page at a time: a worker is handed the index, not a copy of its ids
+    (a thread worker's arguments stay referenced after it ends, until its thread runs another worker: 8 MB for
+    a million ids in an array, 36 MB as a list)."""
+    return (rows.gid_range(i, min(i + size, upto)).tolist() for i in range(0, upto, size))
 
 
 class DashboardLoaders(DashboardState):
@@ -196,13 +204,14 @@ class DashboardLoaders(DashboardState):
         self.in_thread(job)
 
     @work(thread=True, exclusive=True, group="kinds", exit_on_error=False, description="a run's kinds")
-    def read_kinds(self, key: RunKey, gids: Sequence[int]) -> None:
-        """The kind of every row (by id) of a long run listed from its ids (the filters, pickers and plot need them)."""
+    def read_kinds(self, key: RunKey, rows: RunIndex, upto: int) -> None:
+        """The kind of every row (by id) of a long run listed from its ids (the filters, pickers and plot need
+        them): of `rows`' first `upto` (those listed then; rows added live since come with their kinds)."""
 
         async def job(reader: EventReader) -> None:
-            kinds = KindCodes(gids)  # a byte an id: the reader's answers (dicts) are kept a chunk at a time
-            for i in range(0, len(gids), KINDS_CHUNK):
-                kinds.add(await reader.kinds_of(list(gids[i : i + KINDS_CHUNK])))
+            kinds = KindCodes(rows.gid_range(0, upto))  # a byte an id: the answers (dicts) kept a chunk at a time
+            for chunk in index_pages(rows, upto, KINDS_CHUNK):
+                kinds.add(await reader.kinds_of(chunk))
                 if get_current_worker().is_cancelled:
                     return
             self.post_message(RunKinds(key, kinds))
@@ -230,7 +239,7 @@ class DashboardLoaders(DashboardState):
         def wanted_tag(tag: str) -> bool:
             return tag in PLOT_TAGS or tag in WORKFLOW_TAGS or tag not in KIND_BY_TAG
 
-        wanted = [rows.gid(i) for i in range(upto) if wanted_tag(rows.tag(i))]
+        wanted = array("q", (rows.gid(i) for i in range(upto) if wanted_tag(rows.tag(i))))  # no int object an id
         first_gid, last_gid = (rows.gid(0), rows.gid(upto - 1)) if upto else (None, 0)
 
         async def job(reader: EventReader) -> None:

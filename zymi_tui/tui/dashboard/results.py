@@ -137,7 +137,7 @@ class DashboardResults(DashboardSelection):
         view.reveal_cursor()
         self.refresh_derived(new_run=True)
         self.update_events_title()
-        self.call_after_refresh(self.read_kinds, msg.key, msg.rows.gids())  # once the list is on screen
+        self.call_after_refresh(self.read_kinds, msg.key, msg.rows, len(msg.rows))  # once the list is on screen
 
     def on_run_kinds(self, msg: messages.RunKinds) -> None:
         if msg.key != self.selected or not self.events.sparse:

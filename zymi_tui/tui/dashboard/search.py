@@ -11,10 +11,11 @@ from textual.worker import get_current_worker
 
 from zymi_tui.events.store import EventReader
 from zymi_tui.tui.dashboard.filters import DashboardFilters
-from zymi_tui.tui.dashboard.loaders import id_pages
+from zymi_tui.tui.dashboard.loaders import index_pages
 from zymi_tui.tui.footers import OnceFooter
 from zymi_tui.tui.messages import SearchHits
 from zymi_tui.tui.model import RunKey
+from zymi_tui.tui.state.run_index import RunIndex
 from zymi_tui.tui.widgets import EventsList, RunsList
 
 SEARCH_SHOWN_S = 0.5  # a long run's search shows the hits found so far at most this often
@@ -59,22 +60,23 @@ class DashboardSearch(DashboardFilters):
             if self.events.sparse and needle and self.selected is not None:  # a worker reads the pages
                 self.events.search_hits = set()
                 self.searching_run = True
-                self.search_run(self.selected, needle, [gid for gid, *_ in self.events.rows])
+                self.search_run(self.selected, needle, self.events.rows, len(self.events.rows))
             elif self.searching_run:
                 self.searching_run = False
                 self.workers.cancel_group(self, "search")
             self._relayout_events()
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="a search in a run")
-    def search_run(self, key: RunKey, needle: str, gids: list[int]) -> None:
-        """A long run's events matching `needle`, found a page at a time (as the list's own search matches)."""
+    def search_run(self, key: RunKey, needle: str, rows: RunIndex, upto: int) -> None:
+        """A long run's events (`rows`' first `upto`) matching `needle`, found a page at a time (as the list's own
+        search matches)."""
         from zymi_tui.tui.state.event_search import search_rows
 
         async def job(reader: EventReader) -> None:
             worker = get_current_worker()
             hits: set[int] = set()
             shown = 0.0  # the first hits are shown as soon as they are found
-            for page in id_pages(gids):
+            for page in index_pages(rows, upto):
                 found, bad = search_rows(await reader.read_id_rows(page), needle)
                 hits.update(found)
                 reader.problems += bad  # said in the banner when the search ends

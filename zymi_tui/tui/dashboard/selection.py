@@ -115,7 +115,7 @@ class DashboardSelection(DashboardPanels):
         row = self.events.cursor_row
         plot = self.query_one(ContextPlot)
         if row is not None and self.events.tag_of(row) == "llm_call_started":
-            call = next((c for c in plot.all_calls() if c.global_id == row[0]), None)
+            call = plot.call_of(row[0])
             if call is not None:
                 plot.pick(call)
 

@@ -87,6 +87,16 @@ class CallColumns(Sequence[CallPoint]):
         """Each call's `input_tokens` (None where unknown)."""
         return [None if t == NO_TOKENS else t for t in self.tokens]
 
+    def token_points(self, xs: Sequence[float]) -> tuple[array[float], array[float]]:
+        """(x, input tokens) of each call whose input tokens are known and not 0, `xs` giving each call's x, as
+        two float arrays (no tuple or float object a call)."""
+        out_x, out_y = array("d"), array("d")
+        for x, t in zip(xs, self.tokens, strict=True):
+            if t and t != NO_TOKENS:
+                out_x.append(x)
+                out_y.append(float(t))
+        return out_x, out_y
+
     def copy(self) -> CallColumns:
         """A copy to hand to another thread while this one is still appended to."""
         out = CallColumns()
