@@ -120,20 +120,21 @@ async def test_the_png_puts_every_character_on_its_cell(tmp_path: Path) -> None:
         await pilot.press("K", "tab")
         await pilot_until(pilot, lambda: PALETTE in bottom_row(app), "the knob editor's footer")
         svg = app.export_screenshot()
-    runs = re.findall(r'<text [^>]*x="([0-9. ]+)" y="([0-9.]+)"[^>]*>([^<]*)</text>', _screenshots().png_svg(svg))
-    cells = [(xs.split(), float(y), html.unescape(body)) for xs, y, body in runs]
-    assert any(len(xs) > 1 for xs, _, _ in cells), "no run was set cell by cell"
-    steps = {round(float(b) - float(a), 1) for xs, _, _ in cells for a, b in itertools.pairwise(xs)}
-    assert len(steps) == 1, steps  # one cell width: every character on the terminal's grid
-    step = steps.pop()
-    left = min(float(xs[0]) for xs, _, _ in cells)
+    line = r'<text [^>]*x="([0-9.]+)" y="([0-9.]+)"[^>]*clip-path="url\(#[^)]*-line-[0-9]+\)"[^>]*>([^<]*)</text>'
+    texts = re.findall(line, _screenshots().png_svg(svg))  # the terminal's lines (not the window's title)
+    cells = [(float(x), float(y), html.unescape(body)) for x, y, body in texts]
+    assert cells and all(len(body) == 1 and not body.isspace() for _, _, body in cells), "not a character a text"
+    rows: dict[float, list[float]] = {}
+    for x, y, _ in cells:
+        rows.setdefault(y, []).append(x)
+    step = min(b - a for xs in rows.values() for a, b in itertools.pairwise(sorted(xs)) if b > a)
+    left = min(x for x, _, _ in cells)
     grid: dict[float, dict[int, str]] = {}
-    for xs, y, body in cells:
-        assert len(xs) in (1, len(body)), body
-        for x, char in zip(xs if len(xs) > 1 else [xs[0]], body if len(xs) > 1 else [body], strict=True):
-            if char != "\n":  # Textual ends each line with a newline run past the last column
-                grid.setdefault(y, {})[round((float(x) - left) / step)] = char
+    for x, y, char in cells:
+        col = (x - left) / step
+        assert abs(col - round(col)) < 0.01, (x, char)  # every character on the terminal's grid
+        grid.setdefault(y, {})[round(col)] = char
     assert max(col for row in grid.values() for col in row) <= 79  # nothing drawn past column 80
     bottom = grid[max(grid)]
-    footer = "".join(bottom.get(col, "") for col in range(80)).replace("\xa0", " ")
+    footer = "".join(bottom.get(col, " ") for col in range(80))  # (a space is a cell left undrawn)
     assert footer.rstrip().endswith(PALETTE), footer
