@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -70,7 +71,11 @@ def _no_process_left_by_the_test(request: pytest.FixtureRequest) -> Iterator[Non
     the test ends is killed then and reported at the session's end. Two /proc scans a test (~2 ms); a
     process started by a module or session fixture is there before the test and is left alone."""
     before = leftovers.descendants()
+    sigint, mask = signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, set())
     yield
+    # a test that ignored or blocked Ctrl-C in this process does not hand that to every later test's children
+    signal.signal(signal.SIGINT, sigint)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     for pid, cmd in leftovers.left_behind(TEST_GRACE_S, ignore=before, spared=True).items():
         _left_by_tests.append(f"pid {pid}: {cmd} (left by {request.node.nodeid})")
     leftovers.reap_orphans()

@@ -168,6 +168,9 @@ def test_a_ctrl_c_as_the_first_event_is_written_waits_and_seals_the_run(tmp_path
     subprocess.run([sys.executable, "-m", "zymi_tui", "init"], cwd=tmp_path, capture_output=True, check=True)
     code = (
         "import os, signal, sys\n"
+        # as a shell starts a command: Ctrl-C neither ignored nor blocked, whatever pytest's process was left with
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})\n"
         "def hook(event, args):\n"
         "    if event == 'sqlite3.connect' and not getattr(hook, 'sent', False):\n"
         "        hook.sent = True\n"
