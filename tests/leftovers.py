@@ -43,8 +43,8 @@ def become_subreaper() -> bool:
         return False
 
 
-def _live() -> Iterator[tuple[int, list[str]]]:
-    """Every live, non-zombie process and its /proc/<pid>/stat fields after the command (state, ppid, pgrp, ...)."""
+def _processes() -> Iterator[tuple[int, list[str]]]:
+    """Every process and its /proc/<pid>/stat fields after the command (state, ppid, pgrp, ...)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -52,9 +52,12 @@ def _live() -> Iterator[tuple[int, list[str]]]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:  # gone meanwhile
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] not in ("Z", "X"):
-            yield int(entry), fields
+        yield int(entry), stat[stat.rindex(")") + 2 :].split()
+
+
+def _live() -> Iterator[tuple[int, list[str]]]:
+    """Every live, non-zombie process and its /proc/<pid>/stat fields."""
+    return ((pid, fields) for pid, fields in _processes() if fields[0] not in ("Z", "X"))
 
 
 def reap_orphans() -> list[int]:
@@ -64,18 +67,11 @@ def reap_orphans() -> list[int]:
     itself is waited for by that test (were it not, its `Popen` would read exit code 0)."""
     me = os.getpid()
     reaped: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, ...
+    for pid, fields in _processes():
         if fields[0] == "Z" and int(fields[1]) == me:
             with contextlib.suppress(ChildProcessError):
-                if os.waitpid(int(entry), os.WNOHANG)[0]:
-                    reaped.append(int(entry))
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    reaped.append(pid)
     return reaped
 
 
