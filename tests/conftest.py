@@ -35,6 +35,11 @@ def _one_machine_for_every_test(tmp_path_factory: pytest.TempPathFactory) -> Ite
     """Every test sees the same time zone and a private config and zymi home, whatever ran before it (the
     order is shuffled) and whatever the machine holds (~/.config/zymi-tui, ~/.zymi). Subprocesses inherit it."""
     home = tmp_path_factory.mktemp("home")
+    # pytest started with Ctrl-C ignored (`.ci/run > log &` from a non-interactive shell) would hand that
+    # to every child, and a command started so keeps it ignored: the tests that interrupt one need it live
+    sigint = signal.getsignal(signal.SIGINT)
+    if sigint == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TZ", "UTC")
         time.tzset()
@@ -42,6 +47,7 @@ def _one_machine_for_every_test(tmp_path_factory: pytest.TempPathFactory) -> Ite
         mp.setenv("ZYMI_HOME", str(home / "zymi"))
         yield
     time.tzset()
+    signal.signal(signal.SIGINT, sigint)
 
 
 LEFTOVER_WAIT_S = 10.0  # what is still exiting when the session ends gets this long

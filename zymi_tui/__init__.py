@@ -32,5 +32,9 @@ def _started_as_command() -> bool:
     return first.startswith("zymi-tui")
 
 
-if _started_as_command():
+# Ctrl-C ignored by whoever started the process (a non-interactive shell's `cmd &`, nohup-like launchers)
+# stays ignored for the whole command, as the shell's own commands and Python itself leave it
+SIGINT_IGNORED_AT_START = _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN
+
+if _started_as_command() and not SIGINT_IGNORED_AT_START:
     _signal.signal(_signal.SIGINT, _interrupted_at_start)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from zymi_tui import EXIT_INTERRUPTED, INTERRUPTED_LINE, __version__
+from zymi_tui import EXIT_INTERRUPTED, INTERRUPTED_LINE, SIGINT_IGNORED_AT_START, __version__
 from zymi_tui.commands import COMMAND_BY_NAME, COMMANDS, modules_loading
 from zymi_tui.errors import UserError
 
@@ -102,7 +102,8 @@ def run_command(args_list: list[str], command: str | None, *, own_process: bool)
     with modules_loading(own_process=own_process):
         args = parse_line(build_parser(command), args_list)
     try:
-        if own_process:  # start-up is over (zymi_tui/__init__.py): Ctrl-C is KeyboardInterrupt, handled below
+        if own_process and not SIGINT_IGNORED_AT_START:
+            # start-up is over (zymi_tui/__init__.py): Ctrl-C is KeyboardInterrupt, handled below
             signal.signal(signal.SIGINT, signal.default_int_handler)
         if command is None:
             args = build_parser("observe").parse_args(["observe"])

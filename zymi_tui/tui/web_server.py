@@ -20,6 +20,8 @@ from pathlib import Path
 from aiohttp import web
 from textual_serve.server import Server
 
+from zymi_tui import SIGINT_IGNORED_AT_START
+
 log = logging.getLogger("zymi-tui.serve-web")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -72,6 +74,7 @@ class LoopbackServer(Server):
         self.debug = debug
         self.initialize_logging()
         loop = asyncio.new_event_loop()
-        loop.add_signal_handler(signal.SIGINT, self.request_exit)
+        if not SIGINT_IGNORED_AT_START:  # started with Ctrl-C ignored (`serve-web &` in a script): kept so
+            loop.add_signal_handler(signal.SIGINT, self.request_exit)
         loop.add_signal_handler(signal.SIGTERM, self.request_exit)
         web.run_app(self._make_app(), sock=self.socket, handle_signals=False, loop=loop, print=lambda *args: None)
