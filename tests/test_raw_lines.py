@@ -88,6 +88,8 @@ VARIANTS: dict[str, Callable[[str, dict[str, Any]], str]] = {
     "escaped slash": lambda d, r: _edit(d, '"source":"', '"source":"\\/'),
     "unicode escape": lambda d, r: _edit(d, '"source":"', '"source":"\\u0041'),
     "truncated": lambda d, r: d[:-5],
+    "empty correlation id": lambda d, r: _edit(d, f'"correlation_id":"{r["correlation_id"]}"', '"correlation_id":""'),
+    "space in correlation id": lambda d, r: _edit(d, r["correlation_id"], " " + r["correlation_id"][1:]),
     "duplicate key": lambda d, r: _edit(d, '"source":', '"source":"a","source":'),
 }
 
@@ -126,3 +128,23 @@ def test_a_stream_id_with_a_quote_declines_the_page() -> None:
     quoted = stream_id + '"x'
     text = data.replace(f'"stream_id":"{stream_id}"', '"stream_id":"' + quoted.replace('"', '\\"') + '"', 1)
     assert page_lines([(gid, quoted, seq, text), *rows[1:]]) is None
+
+
+def test_a_row_not_utf8_among_ascii_and_other_non_ascii_rows_declines_the_page() -> None:
+    """The page read as bytes (`Utf8Row`): the rows that are not ASCII are the ones checked as UTF-8, so a byte
+    that is not UTF-8 in the payload (which the envelope's decoder skips unchecked) still declines the page."""
+    con = sqlite3.connect(f"file:{ORACLE / 'memory' / 'events.db'}?mode=ro", uri=True)
+    try:
+        rows = list(con.execute("SELECT id, stream_id, sequence, CAST(data AS BLOB) FROM events ORDER BY id"))[:40]
+    finally:
+        con.close()
+
+    def with_key(row: tuple[Any, ...], key: bytes) -> tuple[Any, ...]:
+        assert b'"data":{' in row[3]
+        return (*row[:3], row[3].replace(b'"data":{', b'"data":{"' + key + b'":1,', 1))
+
+    fine = [with_key(r, "caf\u00e9".encode()) if i % 9 == 4 else r for i, r in enumerate(rows)]
+    assert page_lines(fine) == one_at_a_time([(g, s, q, d.decode()) for g, s, q, d in fine])  # non-ASCII made
+    for at in (0, 20, 39):
+        bad = [*fine[:at], with_key(fine[at], b"caf\xe9"), *fine[at + 1 :]]
+        assert page_lines(bad) is None

@@ -10,21 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.loaded_modules import RUN, loaded
+
 ORACLE = Path(__file__).parent / "oracle"
 NOT_LOADED = ("yaml", "importlib.resources", "tempfile", "random", "rich")  # and their submodules
-
-RUN = """
-import json, sys
-modules_file = sys.argv[1]
-sys.argv = ["zymi-tui", *sys.argv[2:]]
-from zymi_tui.cli import main
-try:
-    code = main()
-finally:
-    with open(modules_file, "w") as f:
-        json.dump(sorted(sys.modules), f)
-raise SystemExit(code)
-"""
 
 
 def test_replay_json_without_a_project_loads_no_yaml_prices_or_rich(tmp_path: Path) -> None:
@@ -38,5 +27,4 @@ def test_replay_json_without_a_project_loads_no_yaml_prices_or_rich(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     lines = done.stdout.decode().splitlines()
     assert len(lines) > 1 and json.loads(lines[-1])["totals"] is True
-    loaded = [m for m in json.loads(modules.read_text()) if any(m == n or m.startswith(f"{n}.") for n in NOT_LOADED)]
-    assert loaded == []
+    assert loaded(modules, NOT_LOADED) == []

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.kinds import KIND_BY_TAG, KNOWN_KINDS, snake_tag
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.raw_lines import Utf8Pages, page_lines
 from zymi_tui.events.raw_pair import PairedPages, PartnerEnded, paired
 from zymi_tui.events.row_envelope import LeanError, checked_stream_id, with_sequence
@@ -29,6 +30,7 @@ from .common import (
     raw_line,
     report_skipped,
     run_async,
+    run_reading,
     shown,
     warn,
 )
@@ -65,10 +67,19 @@ def _print_human(se: StoredEvent, run_stream: str | None) -> None:
     )
 
 
-async def _events(args: argparse.Namespace) -> int:
+def _events(args: argparse.Namespace) -> int:
+    """A listing reads a SQLite store in this thread with no event loop (`run_reading`: no asyncio, no
+    reader thread to hand each page over); `--follow` waits for new rows on an event loop."""
     if args.raw:
         keep_freed_blocks()  # a page's text and lines are MBs: reused, not faulted in anew for each page
-    reader = await open_reader(located(args).store)
+    store = located(args).store
+    if args.follow:
+        return run_async(_listing(args, store, inline=False))
+    return run_reading(store, lambda inline: _listing(args, store, inline=inline))
+
+
+async def _listing(args: argparse.Namespace, store: StoreLocation, *, inline: bool) -> int:
+    reader = await open_reader(store, inline=inline)
     try:
         tag = _kind_tag(args.kind) if args.kind else None
         limit = None if args.all else args.limit
@@ -272,4 +283,4 @@ def _events_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--poll-ms", type=int, default=100, help="poll interval for --follow (default 100)")
     p.add_argument("--raw", action="store_true", help="one envelope JSON per line, with the real sequence")
-    p.set_defaults(func=lambda a: run_async(_events(a)))
+    p.set_defaults(func=_events)

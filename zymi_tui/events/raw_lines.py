@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import operator
 import re
+from binascii import unhexlify
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from itertools import compress
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import msgspec
 
 from zymi_tui.events.kinds import Event
-from zymi_tui.events.store import RawRow, Utf8Row
+
+if TYPE_CHECKING:  # the partner process (`raw_pair`) imports this module: no reader module for it
+    from zymi_tui.events.store import RawRow, Utf8Row
 
 
 @runtime_checkable
@@ -62,7 +66,7 @@ _ESCAPED = re.compile(r'["\\\x00-\x1f\x7f-\x9f\u2028\u2029]')
 _UUID_MARKS = ((8, "-"), (13, "-"), (18, "-"), (23, "-"))
 _TIME_MARKS = ((4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"))  # then `.` (with a fraction) and `Z`
 _TIME_DIGITS = {20: 14, 24: 17, 27: 20, 30: 23}  # a timestamp's length: its digits
-_NO_MARKS = str.maketrans("", "", "-T:.Z")
+_MARKS = b"-T:.Z\n"
 _day_time = operator.itemgetter(slice(0, 19))
 
 
@@ -83,12 +87,13 @@ def _uuids_hold(values: list[str]) -> bool:
     if not values:
         return True
     joined = _fixed_form(values, 36, _UUID_MARKS)
-    if joined is None:
+    if joined is None or not joined.isascii():
         return False
-    digits = joined.replace("-", "").replace("\n", "")
-    try:  # fromhex skips whitespace: a value holding some reads as fewer bytes
-        return digits.isascii() and len(bytes.fromhex(digits)) * 2 == len(digits) == 32 * len(values)
-    except ValueError:
+    # hyphens and line breaks are where `_fixed_form` checked them: what is left must be 32 hex digits each
+    digits = joined.encode().translate(None, b"-\n")
+    try:  # unhexlify, unlike fromhex, skips nothing: any other character is an error
+        return len(digits) == 32 * len(values) and len(unhexlify(digits)) == 16 * len(values)
+    except ValueError:  # binascii.Error
         return False
 
 
@@ -104,8 +109,10 @@ def _timestamps_hold(values: list[str]) -> bool:
         joined = _fixed_form(same, width, marks)
         if joined is None:
             return False
-        digits = joined.translate(_NO_MARKS).replace("\n", "")
-        if not (digits.isascii() and digits.isdigit() and len(digits) == _TIME_DIGITS[width] * len(same)):
+        if not joined.isascii():
+            return False
+        digits = joined.encode().translate(None, _MARKS)  # bytes: isdigit reads ASCII only
+        if not (digits.isdigit() and len(digits) == _TIME_DIGITS[width] * len(same)):
             return False
     when = datetime.fromisoformat
     for day_time in set(map(_day_time, values)):
@@ -137,9 +144,7 @@ def page_lines(rows: list[RawRow] | list[Utf8Row]) -> bytes | None:
             any(map(_sequence, envelopes))  # a stored sequence that is not 0
             or set(map(type, sequences)) != {int}
             or list(map(_stream_id, envelopes)) != stream_ids
-            or not _uuids_hold(list(map(_id, envelopes)))
-            or not _uuids_hold([c for c in map(_correlation, envelopes) if c is not None])
-            or not _uuids_hold([c for c in map(_causation, envelopes) if c is not None])
+            or not _uuids_hold(_uuids_of(envelopes))
             or not _timestamps_hold(list(map(_timestamp, envelopes)))
         ):
             return None
@@ -150,13 +155,21 @@ def page_lines(rows: list[RawRow] | list[Utf8Row]) -> bytes | None:
         return None
 
 
+def _uuids_of(envelopes: list[Any]) -> list[str]:
+    """The ids, then the correlation and causation ids that are not null, of a page's envelopes."""
+    ids = list(map(_id, envelopes))
+    ids += [c for c in map(_correlation, envelopes) if c is not None]
+    ids += [c for c in map(_causation, envelopes) if c is not None]
+    return ids
+
+
 def _plain_stream_ids(stream_ids: list[str]) -> bool:
     """Every stream id text that `with_sequence` finds unescaped in a row's text (no quote, backslash,
     control or line separator): printable text without `"` or `\\` is (the other printable-but-rare cases
     go to the pattern)."""
     if set(map(type, stream_ids)) != {str}:
         return False
-    joined = "".join(stream_ids)
+    joined = "".join(set(stream_ids))  # a stream's rows share its id: each distinct one checked once
     if joined.isprintable():
         return '"' not in joined and "\\" not in joined
     return _ESCAPED.search(joined) is None and not _has_surrogate(joined)
@@ -175,8 +188,8 @@ def _joined_utf8(texts: list[Any]) -> bytes:
     one is not text."""
     if type(texts[0]) is bytes:
         joined = b"\n".join(texts)  # TypeError when a row's is not bytes
-        if not joined.isascii():
-            joined.decode()  # UnicodeDecodeError (a ValueError) when not UTF-8, as SQLite's text would be
+        if not joined.isascii():  # the rows that are not ASCII, a line break apart, decoded: UnicodeDecodeError
+            b"\n".join(compress(texts, map(operator.not_, map(bytes.isascii, texts)))).decode()  # (a ValueError)
         return joined
     return "\n".join(texts).encode()  # TypeError: not text; UnicodeEncodeError: a surrogate
 

@@ -16,18 +16,16 @@ Rows appended after the pages' end (`upto`, read first) are left to the caller's
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 
 from zymi_tui.cores import usable_cores
 from zymi_tui.events.raw_lines import page_lines
 
-PAIR_IDS = 200_000  # a table whose ids reach this is listed by two processes (below, a process costs more)
+PAIR_IDS = 50_000  # a table whose ids reach this is listed by two processes (below, a process costs more)
 _RANGE = "SELECT id, stream_id, sequence, CAST(data AS BLOB) FROM events WHERE id > ? AND id <= ? ORDER BY id"
 _BUSY_MS = 200
 WRITTEN, DECLINED, CLOSED = b"w", b"d", b"p"
@@ -81,6 +79,8 @@ class PairedPages:
 
     def __init__(self, uri: str, upto: int, page: int) -> None:
         self.upto, self.page = upto, page
+        import subprocess  # here: the partner process, which imports this module, starts none
+
         answer_r, answer_w = os.pipe()
         self.answers = os.fdopen(answer_r, "rb", buffering=0)
         try:
@@ -108,7 +108,6 @@ class PairedPages:
         either declined, `at(id)` follows the progress."""
         pages = -(-self.upto // self.page)
         for k in range(0, pages, 2):
-            await asyncio.sleep(0)  # a Ctrl-C (asyncio cancels the task) ends the listing here
             lo, hi = k * self.page, min((k + 1) * self.page, self.upto)
             made = range_lines(self.conn, lo, hi)  # made while the partner writes page k - 1
             if k > 0:

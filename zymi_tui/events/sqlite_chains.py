@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from zymi_tui.events.chain_heads import Heads
-from zymi_tui.events.chain_split import scan_in_two, seam_of
 from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text
 from zymi_tui.events.sqlite_check import TEXT_ANY, pragma_check, scan_store
 from zymi_tui.events.sqlite_schema import LOCK_WAIT_S, explain_sqlite_error
@@ -67,6 +66,8 @@ class ChainReads:
         return scan
 
     def _scan_chains(self, heads: Mapping[str, tuple[int, str]], stop: threading.Event) -> ChainScan:
+        from zymi_tui.events.chain_split import scan_in_two, seam_of  # here: a reader that checks no chain
+
         conn = self._check_connection()
         try:
             upto = conn.execute("SELECT max(id) FROM events").fetchone()[0]  # (read after the heads)
