@@ -25,7 +25,7 @@ from .conftest import copy_store, oracle_db
 async def test_peaks_and_agent_steps_wait_for_the_first_check_by_a_process(
     size: tuple[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("zymi_tui.tui.dashboard.loaders.OWN_PROCESS_BYTES", 0)  # checked by a process
+    monkeypatch.setattr("zymi_tui.tui.chain_freshness.OWN_PROCESS_BYTES", 0)  # checked by a process
     release = threading.Event()
     real_result = CheckProcess.result
 

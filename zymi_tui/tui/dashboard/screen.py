@@ -125,6 +125,8 @@ class MainScreen(DashboardLaunchers):
         self.workers.cancel_node(self)
         if self.chain_check is not None:
             self.chain_check.stop()
+        if self.started_check is not None:  # (the app ended before its first check was waited for)
+            self.started_check.process.stop()
         if self.reader is not None:
             reader, self.reader = self.reader, None
             await reader.close()
