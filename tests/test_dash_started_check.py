@@ -6,17 +6,17 @@ is drawn from the run's index meanwhile (issue 34: "verified" at a million event
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import copy_store, long_run_store, oracle_db
+from tests.test_dash_first_check import held_check
 from tests.tui_support import make_app, settle, sql
 from tests.waiting import pilot_until
 from zymi_tui.events.location import SqliteStore
 from zymi_tui.events.sqlite_read import SqliteReader
-from zymi_tui.events.verify_process import ChainSummary, CheckProcess
+from zymi_tui.events.verify_process import CheckProcess
 from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.chain_freshness import start_check
 from zymi_tui.tui.target import Target
@@ -57,16 +57,8 @@ async def test_the_check_started_with_the_process_gives_the_first_verdict(
 async def test_a_long_runs_kinds_and_plot_wait_for_the_first_check(
     size: tuple[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("zymi_tui.tui.chain_freshness.OWN_PROCESS_BYTES", 0)
     monkeypatch.setenv("ZYMI_TUI_SPARSE_EVENTS", "1000")
-    release = threading.Event()
-    real_result = CheckProcess.result
-
-    def held(self: CheckProcess) -> ChainSummary:
-        release.wait(60)  # the check's verdict lands when the test says so
-        return real_result(self)
-
-    monkeypatch.setattr(CheckProcess, "result", held)
+    release = held_check(monkeypatch)
     kinds_asked: list[int] = []
     real_kinds = SqliteReader.kinds_of
 

@@ -37,13 +37,6 @@ def _file_stamp(path: Path) -> tuple[int, int]:
     return (st.st_size, st.st_mtime_ns)
 
 
-def _file_bytes(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 def checked_by_a_process(store: StoreLocation) -> bool:
     """Whether the store's hash chains are checked by a process of their own (`verify_process`: another core,
     its own memory), started with the dashboard's process: a SQLite store of OWN_PROCESS_BYTES or more. A
@@ -51,7 +44,8 @@ def checked_by_a_process(store: StoreLocation) -> bool:
     (starting a process costs more than such a check: docs/performance-notes.md)."""
     if not isinstance(store, SqliteStore):
         return False
-    return _file_bytes(store.path) + _file_bytes(Path(f"{store.path}-wal")) >= OWN_PROCESS_BYTES
+    files = (_file_stamp(store.path)[0], _file_stamp(Path(f"{store.path}-wal"))[0])
+    return sum(size for size in files if size > 0) >= OWN_PROCESS_BYTES
 
 
 def store_stamp(store: StoreLocation, last_global_id: int) -> Stamp:
