@@ -21,11 +21,9 @@ from zymi_tui.tui.source import store_from_spans
 from .conftest import copy_store, oracle_db
 
 
-@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-async def test_peaks_and_agent_steps_wait_for_the_first_check_by_a_process(
-    size: tuple[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("zymi_tui.tui.dashboard.loaders.OWN_PROCESS_BYTES", 0)  # checked by a process
+def held_check(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Every store checked by a process, whose verdict lands when the returned event is set."""
+    monkeypatch.setattr("zymi_tui.tui.chain_freshness.OWN_PROCESS_BYTES", 0)  # checked by a process
     release = threading.Event()
     real_result = CheckProcess.result
 
@@ -34,6 +32,14 @@ async def test_peaks_and_agent_steps_wait_for_the_first_check_by_a_process(
         return real_result(self)
 
     monkeypatch.setattr(CheckProcess, "result", held)
+    return release
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_peaks_and_agent_steps_wait_for_the_first_check_by_a_process(
+    size: tuple[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = held_check(monkeypatch)
     spans_read: list[int] = []
 
     async def counted(reader: EventReader) -> bool:

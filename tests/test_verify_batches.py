@@ -139,7 +139,7 @@ async def test_the_dashboard_checks_a_large_store_by_a_process_that_ends_with_it
     from tests.tui_support import make_app, settle
     from tests.waiting import pilot_until
 
-    monkeypatch.setattr("zymi_tui.tui.dashboard.loaders.OWN_PROCESS_BYTES", 0)
+    monkeypatch.setattr("zymi_tui.tui.chain_freshness.OWN_PROCESS_BYTES", 0)
     db = copy_store(oracle_db("chat_profile"), tmp_path)
     gid, stream, seq = mid_stream_rows_at_a_boundary(db)[0]
     change_one_byte(db, gid)

@@ -19,6 +19,7 @@ from zymi_tui.events.factory import open_reader
 from zymi_tui.events.runs import list_runs
 from zymi_tui.events.store import EventReader
 from zymi_tui.malloc_arenas import cap_malloc_arenas
+from zymi_tui.tui.chain_freshness import start_check
 from zymi_tui.tui.launch import choose_target
 from zymi_tui.tui.source import FirstRuns, RestOfRuns, first_runs
 from zymi_tui.tui.target import Target
@@ -191,17 +192,22 @@ def observe(args: argparse.Namespace) -> int:
         # run other threads
         first = asyncio.run(_open(target))
         reading = lambda: first  # noqa: E731
+    # a large store's hash chains: checked from now on by a process of its own (niced: the screen comes first;
+    # started after the fork, so that the child holds no end of its pipes)
+    check = start_check(target.store) if args.own_process else None
     with modules_loading(args.own_process):
         from zymi_tui.tui.app import DashboardApp
 
     try:
         first = reading()
         need_terminal("observe")
-        app = DashboardApp(target, theme=args.theme, first=first)
+        app = DashboardApp(target, theme=args.theme, first=first, check=check)
         if args.own_process:  # no GC pass while the app starts (~30 young ones: 5-10 ms); on after its first frame
             gc.disable()
         app.run()
     finally:
         if child is not None:
             child.stop()
+        if check is not None:
+            check.process.stop()  # (done, or not wanted any more)
     return app.return_code or EXIT_OK  # 1 when the app died (the one-line error names the log)

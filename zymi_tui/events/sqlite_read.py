@@ -50,6 +50,14 @@ ID_BATCH = 500  # ids bound in one `IN (...)` (under SQLite's oldest limit of 99
 ID_PAGE = 50_000  # `run_ids` reads a stream this many rows at a time
 DENSE_SPAN = 2  # `kinds_of` reads the kind index over ids spanning less than this many times their number
 MAX_UNION = 400  # streams merged in one statement by `newest` (SQLite allows 500 SELECTs in a compound)
+# a run stream's and its step streams' lowest id and number of rows, from the (stream_id, sequence) index alone
+_RUN_SPAN = (
+    "SELECT min(f), sum(n) FROM (SELECT min(id) AS f, count(*) AS n FROM events WHERE stream_id = CAST(? AS TEXT) "
+    "UNION ALL SELECT min(id), count(*) FROM events WHERE stream_id >= CAST(? AS TEXT) AND stream_id < CAST(? AS TEXT))"
+)
+_KIND_ROWS_AFTER = "SELECT count(*) FROM (SELECT 1 FROM events WHERE kind_tag = ? AND id > ? LIMIT ?)"  # (kind index)
+# a row of a run stream or of one of its steps, tested on each row the kind index gives (`+`: no stream index)
+_IN_RUN = "(+stream_id = CAST(? AS TEXT) OR (+stream_id >= CAST(? AS TEXT) AND +stream_id < CAST(? AS TEXT)))"
 # the distinct stream ids in [lo, hi), one index seek each (a loose index scan)
 _STREAMS_IN_RANGE = """WITH RECURSIVE s(id) AS (
     SELECT (SELECT min(stream_id) FROM events WHERE stream_id >= CAST(?1 AS TEXT) AND stream_id < CAST(?2 AS TEXT))
@@ -316,6 +324,17 @@ class SqliteReader(ChainReads, RowDecoder, Closable):
     async def _select_rows(
         self, select: str, after_global_id: int, limit: int, stream_id: str | None, tag: str | None
     ) -> list[Any]:
+        if stream_id is not None and tag is not None:
+            # the kind index from the run's first row when it holds fewer rows of that kind than the run holds
+            # rows: a long run's few rows of one kind, not each of its rows looked up for its kind
+            lo, hi = step_range(stream_id)
+            first, size = (await self._fetch(_RUN_SPAN, (stream_id, lo, hi)))[0]
+            if first is None:
+                return []
+            after = max(after_global_id, first - 1)
+            if (await self._fetch(_KIND_ROWS_AFTER, (tag, after, size)))[0][0] < size:
+                sql = f"{select} WHERE kind_tag = ? AND id > ? AND {_IN_RUN} ORDER BY id LIMIT ?"
+                return await self._fetch(sql, (tag, after, stream_id, lo, hi, limit))
         if stream_id is not None:
             where = "+id > ?" + ("" if tag is None else " AND +kind_tag = ?")
             cond = (after_global_id,) if tag is None else (after_global_id, tag)

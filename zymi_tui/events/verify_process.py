@@ -1,10 +1,10 @@
 """The whole-store check (`verify_store`) of a SQLite store, in a process of its own, summed up.
 
 The dashboard runs its hash-chain check here: on a core of its own (its hashing and decoding never take
-the interpreter lock the screen needs), from the first frame on (not once every run is listed), and in
-memory of its own (a check holds each stream's last hash and the heads table: never added to the
-dashboard's peak; figures in docs/performance-notes.md). What comes back is one JSON line: the streams
-checked, the first problem of each run whose chain fails (`ChainSummary`), and SQLite's findings.
+the interpreter lock the screen needs), from the dashboard's start (`chain_freshness.start_check`; not once
+every run is listed), and in memory of its own (a check holds each stream's last hash and the heads table:
+never added to the dashboard's peak; figures in docs/performance-notes.md). What comes back is one JSON line:
+the streams checked, the first problem of each run whose chain fails (`ChainSummary`), and SQLite's findings.
 
 The process reads its stdin and exits when it closes: a dashboard that quits, or dies, ends its check.
 

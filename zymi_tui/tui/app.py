@@ -10,6 +10,7 @@ from textual.markup import escape
 from textual.screen import Screen
 
 from zymi_tui.tui.base_app import SafeApp
+from zymi_tui.tui.chain_freshness import StartedCheck
 from zymi_tui.tui.dashboard.screen import MainScreen
 from zymi_tui.tui.safe_text import clean
 from zymi_tui.tui.source import FirstRuns
@@ -27,17 +28,26 @@ class DashboardApp(SafeApp):
     # Textual parse every source again (Stylesheet.reparse), on the way to the first frame
     CSS_PATH = MainScreen.CSS_PATH
 
-    def __init__(self, target: Target, *, theme: str | None = None, first: FirstRuns | None = None) -> None:
-        """`first`: the newest runs, read before the app starts (`first_runs`), listed in its first frame."""
+    def __init__(
+        self,
+        target: Target,
+        *,
+        theme: str | None = None,
+        first: FirstRuns | None = None,
+        check: StartedCheck | None = None,
+    ) -> None:
+        """`first`: the newest runs, read before the app starts (`first_runs`), listed in its first frame; `check`:
+        the store's hash-chain check, started before the app (`start_check`)."""
         super().__init__()
         self.target = target
         self.first = first
+        self.check = check
         if theme:
             self.theme = theme
 
     def get_default_screen(self) -> MainScreen:
         """The dashboard is the app's first screen (no empty screen is made, laid out and switched from first)."""
-        return MainScreen(self.target, self.first)
+        return MainScreen(self.target, self.first, self.check)
 
     @property
     def main(self) -> MainScreen:

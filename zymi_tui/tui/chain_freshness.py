@@ -15,9 +15,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zymi_tui.events.location import SqliteStore, StoreLocation
 
+if TYPE_CHECKING:
+    from zymi_tui.events.verify_process import CheckProcess
+
+OWN_PROCESS_BYTES = 256 << 20  # a SQLite store this large (~220,000 events) is checked by a process of its own
 RECHECK_S = 5.0  # at least this long between the end of one check and the start of the next
 IDLE_SHARE = 4.0  # ... and at least this many times the last check's duration
 
@@ -32,11 +37,45 @@ def _file_stamp(path: Path) -> tuple[int, int]:
     return (st.st_size, st.st_mtime_ns)
 
 
+def checked_by_a_process(store: StoreLocation) -> bool:
+    """Whether the store's hash chains are checked by a process of their own (`verify_process`: another core,
+    its own memory), started with the dashboard's process: a SQLite store of OWN_PROCESS_BYTES or more. A
+    smaller one (or a Postgres store) is checked in a thread of the dashboard once every run is listed
+    (starting a process costs more than such a check: docs/performance-notes.md)."""
+    if not isinstance(store, SqliteStore):
+        return False
+    files = (_file_stamp(store.path)[0], _file_stamp(Path(f"{store.path}-wal"))[0])
+    return sum(size for size in files if size > 0) >= OWN_PROCESS_BYTES
+
+
 def store_stamp(store: StoreLocation, last_global_id: int) -> Stamp:
     """What changes when anything is committed to `store` (see the module's note)."""
     if isinstance(store, SqliteStore):
         return (*_file_stamp(store.path), *_file_stamp(Path(f"{store.path}-wal")), last_global_id)
     return (last_global_id,)
+
+
+@dataclass(frozen=True, slots=True)
+class StartedCheck:
+    """A store's first check by a process, started with the dashboard's own process (`observe`), before its
+    screen's modules load: on a core of its own from the start, not after the first frame."""
+
+    process: CheckProcess
+    files: Stamp  # the store's file stamp before the check began (`store_stamp` without the last global id)
+    began: float  # time.monotonic() then
+
+    def stamp(self, last_global_id: int) -> Stamp:
+        return (*self.files, last_global_id)
+
+
+def start_check(store: StoreLocation) -> StartedCheck | None:
+    """The store's check, started now if it is one a process checks (`checked_by_a_process`)."""
+    if not isinstance(store, SqliteStore) or not checked_by_a_process(store):
+        return None
+    from zymi_tui.events.verify_process import CheckProcess
+
+    files, began = store_stamp(store, 0)[:-1], time.monotonic()  # (before the process reads a row)
+    return StartedCheck(CheckProcess(store.path), files, began)
 
 
 @dataclass(slots=True)

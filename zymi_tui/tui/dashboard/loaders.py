@@ -20,7 +20,7 @@ from zymi_tui.events.runs import RunSummary, list_runs, newest_runs, with_livene
 from zymi_tui.events.store import EventReader, StoreError, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.writers import store_writers
-from zymi_tui.tui.chain_freshness import store_stamp
+from zymi_tui.tui.chain_freshness import StartedCheck, checked_by_a_process, store_stamp
 from zymi_tui.tui.dashboard.state import DashboardState
 from zymi_tui.tui.messages import (
     CallsCollected,
@@ -54,18 +54,10 @@ FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then a
 SPARSE_EVENTS = 5000
 PAGE_IDS = 500  # rows a worker reads (and decodes) at a time
 KINDS_CHUNK = 50_000  # ids whose kinds are asked at a time (the answer, a dict, ~5 MB; the whole run's, ~100 MB)
-OWN_PROCESS_BYTES = 256 << 20  # a SQLite store this large (~220,000 events) is checked by a process of its own
 
 
 def sparse_threshold() -> int:
     return int(os.environ.get("ZYMI_TUI_SPARSE_EVENTS", SPARSE_EVENTS))
-
-
-def _file_bytes(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def id_pages(gids: Sequence[int]) -> Iterable[list[int]]:
@@ -128,26 +120,26 @@ class DashboardLoaders(DashboardState):
             self.in_thread(job)
 
     def checked_by_a_process(self) -> bool:
-        """Whether the store's hash chains are checked by a process of their own (`verify_process`: another
-        core, its own memory), from the first frame on: a SQLite store of OWN_PROCESS_BYTES or more. A smaller
-        one (or a Postgres store) is checked in a thread of the dashboard once every run is listed (starting
-        a process costs more than such a check: docs/performance-notes.md)."""
-        store = self.target.store
-        if not isinstance(store, SqliteStore):
-            return False
-        return _file_bytes(store.path) + _file_bytes(Path(f"{store.path}-wal")) >= OWN_PROCESS_BYTES
+        """Whether the store's hash chains are checked by a process of their own (`chain_freshness`)."""
+        return checked_by_a_process(self.target.store)
 
     @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
     def verify_chains(self) -> None:
-        """Every hash chain checked (see `checked_by_a_process`)."""
+        """Every hash chain checked (see `checked_by_a_process`); the first time, by the process `observe`
+        started with the dashboard's, if it did."""
         # the check's modules (and hashlib) load here, after the first frame
         from zymi_tui.events.verify_process import ChainSummary, CheckProcess, summed_up
 
-        stamp = store_stamp(self.target.store, self.last_gid)  # before the first row is read
-        began = time.monotonic()
+        started, self.started_check = self.started_check, None
+        if started is not None:
+            stamp, began = started.stamp(self.last_gid), started.began
+        else:
+            stamp, began = store_stamp(self.target.store, self.last_gid), time.monotonic()  # before a row is read
         store = self.target.store
-        if isinstance(store, SqliteStore) and self.checked_by_a_process():
-            check = self.chain_check = CheckProcess(store.path)
+        if started is None and isinstance(store, SqliteStore) and self.checked_by_a_process():
+            started = StartedCheck(CheckProcess(store.path), (), began)
+        if started is not None:
+            check = self.chain_check = started.process
             try:
                 summary = check.result()
             except StoreError as e:
@@ -216,7 +208,8 @@ class DashboardLoaders(DashboardState):
                     return
             self.post_message(RunKinds(key, kinds))
 
-        self.in_thread(job)
+        if self.after_first_check():  # (the list draws its rows without them meanwhile)
+            self.in_thread(job)
 
     @work(thread=True, group="rows", exit_on_error=False, description="a page of events")
     def load_rows(self, key: RunKey, gids: list[int]) -> None:
@@ -238,6 +231,9 @@ class DashboardLoaders(DashboardState):
 
         def wanted_tag(tag: str) -> bool:
             return tag in PLOT_TAGS or tag in WORKFLOW_TAGS or tag not in KIND_BY_TAG
+
+        if not self.after_first_check():  # (the two cores go to the first check: the plot can wait)
+            return
 
         wanted = array("q", (rows.gid(i) for i in range(upto) if wanted_tag(rows.tag(i))))  # no int object an id
         first_gid, last_gid = (rows.gid(0), rows.gid(upto - 1)) if upto else (None, 0)

@@ -125,6 +125,8 @@ class MainScreen(DashboardLaunchers):
         self.workers.cancel_node(self)
         if self.chain_check is not None:
             self.chain_check.stop()
+        if self.started_check is not None:  # (the app ended before its first check was waited for)
+            self.started_check.process.stop()
         if self.reader is not None:
             reader, self.reader = self.reader, None
             await reader.close()
@@ -148,8 +150,8 @@ class MainScreen(DashboardLaunchers):
             self.post_message(StoreTrouble(str(e)))
             return
         # the newest runs are drawn first, unless a run named on the command line is to be selected; a large
-        # SQLite store's hash chains are checked from now on, by a process of their own; others' once every
-        # run is drawn, in a thread of this process (show_runs)
+        # SQLite store's hash chains are checked by a process of their own (started with `observe`'s); others'
+        # once every run is drawn, in a thread of this process (show_runs)
         if self.checked_by_a_process():
             self.verify_chains()
         else:

@@ -13,7 +13,7 @@ from textual.worker import get_current_worker
 from zymi_tui.events.store import EventReader, StoreError, run_of, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.actions import ActionScreen
-from zymi_tui.tui.chain_freshness import ChainFreshness
+from zymi_tui.tui.chain_freshness import ChainFreshness, StartedCheck
 from zymi_tui.tui.messages import RowsSkipped, StoreTrouble
 from zymi_tui.tui.model import RunKey, RunsModel
 from zymi_tui.tui.source import FirstRuns
@@ -42,11 +42,13 @@ class DashboardState(ActionScreen):
     """The dashboard's state; its layers (loaders, panels, selection, results, filters, search, launchers)
     each add one responsibility on top, and `MainScreen` (screen.py) is the last of them."""
 
-    def __init__(self, target: Target, first: FirstRuns | None = None) -> None:
-        """`first`: the newest runs, read before the screen starts (drawn in its first frame)."""
+    def __init__(self, target: Target, first: FirstRuns | None = None, check: StartedCheck | None = None) -> None:
+        """`first`: the newest runs, read before the screen starts (drawn in its first frame); `check`: the
+        store's first hash-chain check, started with the process (`verify_chains` waits for it)."""
         super().__init__()
         self.target = target
         self.first = first
+        self.started_check = check
         self.runs = RunsModel()
         self.events = EventsModel()
         self.reader: EventReader | None = None
