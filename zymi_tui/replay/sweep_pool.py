@@ -72,7 +72,7 @@ def _init(done: Any, stop: Event, sums: Any, summed: Event) -> None:
     gc.set_threshold(GC_THRESHOLD)
 
 
-def _deal(profiles: Profiles, recorded: ContextKnobs, workers: int) -> list[list[int]]:
+def deal_profiles(profiles: Profiles, recorded: ContextKnobs, workers: int) -> list[list[int]]:
     """The profiles' indices per worker: the sets that differ only in their soft cap together (one
     replayer may run them as one), the biggest such family first to the worker holding the fewest."""
     families: dict[object, list[int]] = {}
@@ -296,7 +296,7 @@ async def replay_on_pool(
     if len(ranges) > 1:
         jobs: list[tuple[Range | None, list[int]]] = [(r, list(range(len(profiles)))) for r in ranges]
     else:
-        jobs = [(None, share) for share in _deal(profiles, recorded_knobs, max(1, min(workers, len(profiles))))]
+        jobs = [(None, share) for share in deal_profiles(profiles, recorded_knobs, max(1, min(workers, len(profiles))))]
     workers = max(1, min(workers, len(jobs)))
     context = multiprocessing.get_context("spawn")
     _start_resource_tracker()
@@ -335,7 +335,7 @@ async def replay_on_pool(
                 maybe = progress(sum(done[:]) / len(jobs), label)
                 if maybe is not None:
                     await maybe
-        _merge(runs, [share for _, share in jobs], [f.result() for f in futures], pricing, output)
+        merge_totalled(runs, [share for _, share in jobs], [f.result() for f in futures], pricing, output)
         known = summing.result() if summing is not None else sums
         assert known is not None
         ratio, source = ratio_of(*known)
@@ -378,7 +378,7 @@ async def _ranges(location: StoreLocation, workers: int) -> list[Range]:
         await reader.close()
 
 
-def _merge(
+def merge_totalled(
     runs: list[ProfileRun], shares: list[list[int]], results: list[Totalled], how: Pricing, out: RecordedOutput | None
 ) -> None:
     """Each profile's tallies over the ranges, in store order, added up and priced into its run."""

@@ -10,7 +10,6 @@ from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
 from zymi_tui.events.location import StoreLocation
-from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.model import (
     Advice,
@@ -24,6 +23,7 @@ from zymi_tui.replay.advice.model import (
     project_facts,
 )
 from zymi_tui.replay.advice.pass_one import pass_one
+from zymi_tui.replay.advice.pass_two import PassTwo, halves, in_halves, in_one
 from zymi_tui.replay.advice.search import effect, rank, settle, verdict
 from zymi_tui.replay.advice.signals import (
     Signals,
@@ -39,9 +39,9 @@ from zymi_tui.replay.advice.signals import (
 from zymi_tui.replay.advice.signals_cache import anthropic_no_cache, anthropic_system_overwritten, cache_breaks
 from zymi_tui.replay.advice.signals_tools import dominant_tool, fresh_mode_candidate, large_tool_result, unused_tools
 from zymi_tui.replay.advice.watch import Watch
-from zymi_tui.replay.compare import close_tally, collect_calls, knob_dict, profile_runs, replay_profiles, tally_for
+from zymi_tui.replay.compare import knob_dict
 from zymi_tui.replay.costs import PriceTable, pricing
-from zymi_tui.replay.figures import CallFigure, Totals, recorded_output
+from zymi_tui.replay.figures import Totals, recorded_output
 from zymi_tui.replay.store_replay import recorded_knobs, stream_ends
 from zymi_tui.replay.sweep_pool import replay_on_pool
 from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS
@@ -102,6 +102,7 @@ async def advise(
     streams: Sequence[str] | None = None,
     location: StoreLocation | None = None,
     workers: int | None = None,
+    split: bool = False,
 ) -> Advice:
     """Read the store, replay it under the current knobs, detect the signals, and replay every candidate
     they search (two passes over the store); keep what beats the current knobs on the objective.
@@ -111,7 +112,9 @@ async def advise(
     the candidates are replayed on a process pool (`replay_on_pool`: the store's ranges shared among the
     workers, each decoding its own) and pass one keeps nothing of the store; otherwise in this process (in
     lockstep, `replay/lockstep.py`), from pass one's events kept decoded, or from the store read again
-    from WHATIF_POOL_MIN_EVENTS events."""
+    from WHATIF_POOL_MIN_EVENTS events. From pass one's decoded events, with `split` (a process of its
+    own: it may fork), no `workers` asked for and two cores, pass two is split between this process and
+    a forked child (`pass_two`: by range, or one long run's candidates while a core is free)."""
     base = recorded_knobs(project)
     kd = knob_dict(base)
     facts = project_facts(project)
@@ -119,7 +122,7 @@ async def advise(
     output = await recorded_output(reader, streams)
     watch = Watch(reader, await stream_ends(reader), base.hard_cap_chars, base.soft_cap_chars, facts)
     last_global_id = await reader.max_global_id()
-    workers = ADVISE_WORKERS if workers is None else workers
+    asked, workers = workers, ADVISE_WORKERS if workers is None else workers
     pooled = location is not None and workers > 1
     common: dict[str, Any] = {
         "recorded_knobs": base,
@@ -141,14 +144,18 @@ async def advise(
         for k in f.recommendation.candidates if f.recommendation else []:
             candidates.setdefault(profile_name(k), k)
     before = cmp0.profiles[0].total
+    job = PassTwo(
+        project, _tried(candidates), base, streams, cmp0.tokens_per_byte, pricing(prices, model, facts.provider)
+    )
+    totals: dict[str, Totals] | None = None
     if pooled and candidates:
         assert location is not None
         on_pool = (location, project, candidates, streams, common, one.sums, last_global_id, workers)
         totals = await _candidates_on_pool(*on_pool)
-    else:
-        totals = await _replay_candidates(
-            reader, project, cmp0.tokens_per_byte, candidates, streams, common, one.decoded if keep else None
-        )
+    elif split and keep and asked is None and location is not None and candidates and in_halves(last_global_id):
+        totals = await halves(reader, location, job, output, one.decoded)
+    if totals is None:
+        totals = await in_one(reader, job, output, one.decoded if keep else None) if candidates else {}
     obj = objective_for(before, prices.currency if prices is not None else "USD")
     for f in findings:
         rec = f.recommendation
@@ -183,37 +190,6 @@ def foreign_caveat(foreign: int, rewritten: int) -> str:
     if rewritten:
         return text + f": {rewritten} of its calls sent less than that (it rewrote its history itself)"
     return text + ", which is exactly what it sent"
-
-
-async def _replay_candidates(
-    reader: EventReader,
-    project: Path | None,
-    ratio: float,
-    candidates: dict[str, KnobDict],
-    streams: Sequence[str] | None,
-    common: dict[str, Any],
-    decoded: list[ReplayEvent] | None,
-) -> dict[str, Totals]:
-    """Every candidate's totals, from one pass over pass one's decoded events (None: over the store, read
-    again), each call's figures totalled as they come (a `Tally` per candidate, at pass one's tokens per
-    byte, as `compare` and the pool calibrate them) and none kept."""
-    if not candidates:
-        return {}
-
-    tried = _tried(candidates)
-    how = pricing(common["prices"], common["model"], common["provider"])
-    runs = profile_runs(tried, common["recorded_knobs"])
-    tallies = [tally_for(how, ratio, per_run=False) for _ in runs]
-
-    def take(index: int, figures: list[CallFigure]) -> None:
-        for f in figures:
-            tallies[index].add(f)
-
-    calls = replay_profiles(reader, project, tried, streams, decoded)
-    await collect_calls(calls, runs, last_global_id=0, progress=None, label="", take=take)
-    for run, tally in zip(runs, tallies, strict=True):
-        close_tally(how, tally, run, common["output"])
-    return {run.name: run.total for run in runs}
 
 
 async def _candidates_on_pool(

@@ -1,0 +1,212 @@
+"""Pass two of `advise`: every candidate replayed over the store, in one pass in this process (`in_one`), or
+in two halves on two cores (`halves`): this process replays one half and a forked child the
+other, both from pass one's decoded events (the child has them by the fork: nothing is read, decoded or
+sent to it). A store of many runs is cut into two ranges (`store_ranges`: no stream on both sides), each
+replayed under every candidate: the two halves cost what one pass does. One long run (no such cut, or
+`--runs` given) has its candidates dealt in two shares (`deal_profiles`), each replayed over the whole
+store: each share builds every call's context again (long_100k: 1.9 and 1.8 s of CPU against 2.6 s for
+one pass), so it is split only while a core is free (`core_free`): on a busy machine each session's
+processes share one slice of it (the kernel's autogroups, when enabled), and the second share would only add its CPU
+time (paired runs at load 10: 7.1x -> 9.1x the scan's CPU, no faster). The child sends back its tallies
+(pickled, a few per candidate) and they are added up and priced as the pool's are (`merge_totalled`): the
+figures are those of one pass in one process.
+
+Only a process of its own forks (the command line's, `split`): a dashboard runs threads. The child opens
+the store again for itself (a SQLite connection is not carried across a fork), has SIGINT blocked (a
+Ctrl-C is the parent's, which then kills it), and ends with `os._exit`, running no exit handler."""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import gc
+import os
+import pickle
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from zymi_tui.context.knobs import ContextKnobs
+from zymi_tui.cores import usable_cores
+from zymi_tui.events.factory import open_reader
+from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.replay_view import ReplayEvent
+from zymi_tui.events.store import EventReader
+from zymi_tui.replay.compare import collect_calls, profile_runs, tally_for
+from zymi_tui.replay.costs import Pricing
+from zymi_tui.replay.figures import CallFigure, RecordedOutput, Totals
+from zymi_tui.replay.simulated import SummaryEstimate
+from zymi_tui.replay.store_ranges import learned_before, store_ranges
+from zymi_tui.replay.store_replay import Part, replay_groups, stream_ends
+from zymi_tui.replay.sweep_pool import Totalled, deal_profiles, merge_totalled, sigint_blocked
+
+Profiles = list[tuple[str, ContextKnobs | None]]
+# below this many events one process replays the candidates: a fork, its pages copied as they are written
+# and its store opened again cost more than half of a small pass two saves
+HALVES_MIN_EVENTS = 20_000
+
+
+def halves_from() -> int:
+    """HALVES_MIN_EVENTS, or ZYMI_TUI_ADVISE_HALVES_FROM (the tests lower it to split a small store)."""
+    return int(os.environ.get("ZYMI_TUI_ADVISE_HALVES_FROM", HALVES_MIN_EVENTS))
+
+
+def in_halves(last_global_id: int) -> bool:
+    """Whether pass two of a store of `last_global_id` events may be split between two processes."""
+    return usable_cores() >= 2 and last_global_id >= halves_from()
+
+
+def core_free() -> bool:
+    """Whether the one-minute load average leaves a core free (under the usable cores less one), or under
+    ZYMI_TUI_ADVISE_LOAD_BELOW (the tests raise it to deal a long run's candidates on a busy machine)."""
+    below = os.environ.get("ZYMI_TUI_ADVISE_LOAD_BELOW")
+    return os.getloadavg()[0] < (float(below) if below else usable_cores() - 1)
+
+
+@dataclass(frozen=True)
+class PassTwo:
+    """What both processes replay: the candidates (`tried`) of a store recorded with `project` under
+    `recorded`, their calls' tokens at pass one's tokens per byte (`ratio`), priced as `how` says."""
+
+    project: Path | None
+    tried: Profiles
+    recorded: ContextKnobs
+    streams: Sequence[str] | None
+    ratio: float
+    how: Pricing
+
+
+@dataclass(frozen=True)
+class Half:
+    """One process's share of pass two: its candidates (indices) over its events (None: the store's, read
+    again), read as `part` says (None: all of them)."""
+
+    profiles: list[int]
+    events: list[ReplayEvent] | None
+    part: Part | None
+
+
+async def halves(
+    reader: EventReader, location: StoreLocation, job: PassTwo, output: RecordedOutput, decoded: list[ReplayEvent]
+) -> dict[str, Totals] | None:
+    """Every candidate's totals (as `in_one` makes them), pass two in two halves; None
+    when it is one long run and no core is free (the caller replays them in one pass)."""
+    ends = await stream_ends(reader)
+    top = max(ends.values(), default=0)
+    ranges = store_ranges(await reader.streams(), 2) if job.streams is None else [(0, top)]
+    if len(ranges) == 2:
+        everyone = list(range(len(job.tried)))
+        (_, seam), (_, until) = ranges
+        cut = bisect.bisect_right(decoded, seam, key=lambda se: se.global_id)
+        mine = Half(everyone, decoded[:cut], Part(0, seam, SummaryEstimate(), ends))
+        theirs = Half(everyone, decoded[cut:], Part(seam, until, await learned_before(reader, seam), ends))
+    elif core_free():
+        first, second = deal_profiles(job.tried, job.recorded, 2)
+        mine = Half(first, decoded, Part(0, top, SummaryEstimate(), ends))
+        theirs = Half(second, decoded, Part(0, top, SummaryEstimate(), ends))
+    else:
+        return None
+    child = _Child(location, job, theirs)
+    try:
+        own = await _replay_half(reader, job, mine)
+        other = child.result()
+    finally:
+        child.stop()
+    return _priced(job, [mine.profiles, theirs.profiles], [own, other], output)
+
+
+async def in_one(
+    reader: EventReader, job: PassTwo, output: RecordedOutput, decoded: list[ReplayEvent] | None
+) -> dict[str, Totals]:
+    """Every candidate's totals, from one pass in this process over pass one's decoded events (None: over
+    the store, read again)."""
+    everyone = list(range(len(job.tried)))
+    return _priced(job, [everyone], [await _replay_half(reader, job, Half(everyone, decoded, None))], output)
+
+
+def _priced(
+    job: PassTwo, shares: list[list[int]], results: list[Totalled], output: RecordedOutput
+) -> dict[str, Totals]:
+    """Each candidate's tallies (in store order) added up and priced: its totals by name."""
+    runs = profile_runs(job.tried, job.recorded)
+    merge_totalled(runs, shares, results, job.how, output)
+    return {run.name: run.total for run in runs}
+
+
+async def _replay_half(reader: EventReader, job: PassTwo, half: Half) -> Totalled:
+    """`half`'s candidates replayed over its events, each call's figures totalled as they come (a `Tally`
+    per candidate, at pass one's tokens per byte, as `compare` and the pool calibrate them) and none kept."""
+    profiles = [job.tried[i] for i in half.profiles]
+    runs = profile_runs(profiles, job.recorded)
+    tallies = [tally_for(job.how, job.ratio, per_run=False) for _ in runs]
+
+    def take(index: int, figures: list[CallFigure]) -> None:
+        for f in figures:
+            tallies[index].add(f)
+
+    calls = replay_groups(reader, project=job.project, knobs=[k for _, k in profiles], streams=job.streams,
+                          figures_only=True, events=half.events, part=half.part)  # fmt: skip
+    await collect_calls(calls, runs, last_global_id=0, progress=None, label="", take=take)
+    for tally in tallies:
+        tally.cache = None  # its streams' last timestamps: no later range has those streams
+    return Totalled(tallies, [run.foreign for run in runs])
+
+
+class _Child:
+    """`_replay_half` of `half` in a forked child, its `Totalled` (or its error) pickled to a pipe."""
+
+    def __init__(self, location: StoreLocation, job: PassTwo, half: Half) -> None:
+        self.source, sink = os.pipe()
+        gc.freeze()  # the child's collections leave the objects it was born with alone (their pages not copied)
+        with sigint_blocked():
+            self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                os.close(self.source)
+                asyncio.events._set_running_loop(None)  # the parent's loop, running when it forked, is not ours
+                outcome: tuple[bool, object]
+                try:
+                    outcome = (True, asyncio.run(_on_own_reader(location, job, half)))
+                except BaseException as e:  # (the parent raises it)
+                    outcome = (False, e)
+                with os.fdopen(sink, "wb") as pipe:
+                    pickle.dump(outcome, pipe)
+            finally:
+                os._exit(0)
+        gc.unfreeze()
+        os.close(sink)
+        self.running, self.sent = True, False
+
+    def result(self) -> Totalled:
+        """The child's tallies, waited for (its error raised)."""
+        with os.fdopen(os.dup(self.source), "rb") as pipe:
+            try:
+                ok, value = pickle.load(pipe)
+            except (EOFError, pickle.UnpicklingError):
+                raise RuntimeError("the process replaying half of the candidates ended without its figures") from None
+        self.sent = True
+        if not ok:
+            raise value
+        assert isinstance(value, Totalled)
+        return value
+
+    def stop(self) -> None:
+        """The child waited for as it exits once it has sent its outcome, else killed first."""
+        if not self.running:
+            return
+        self.running = False
+        if not self.sent:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.source)
+
+
+async def _on_own_reader(location: StoreLocation, job: PassTwo, half: Half) -> Totalled:
+    reader = await open_reader(location)
+    try:
+        return await _replay_half(reader, job, half)
+    finally:
+        await reader.close()
