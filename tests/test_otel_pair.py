@@ -132,3 +132,24 @@ def test_the_cut_is_between_runs(six_runs: Path, tmp_path: Path) -> None:
     ).fetchone()[0]
     con.close()
     assert last_of_third <= cut < first_of_fourth
+
+
+def test_a_partner_whose_caller_is_gone_stops(six_runs: Path, tmp_path: Path) -> None:
+    """A partner whose parent is not the caller it names (the caller was killed: it was handed to another
+    parent) stops at its first look and writes next to nothing; under its caller it writes its part."""
+    db = _store(six_runs, "clean", tmp_path)
+    _, _, taken = export(db, tmp_path / "two.json", True, "--no-content")
+    top = sqlite3.connect(db).execute("SELECT max(id) FROM events").fetchone()[0]
+
+    def partner(caller: int) -> tuple[int, int]:
+        out = tmp_path / f"spans_{caller}"
+        with out.open("wb") as f:
+            fd = f.fileno()
+            argv = [sys.executable, "-m", "zymi_tui.commands.otel_pair", str(db), "", taken[0], str(top), "0", str(fd)]
+            code = subprocess.run([*argv, str(caller)], pass_fds=(fd,), cwd=ROOT, timeout=120).returncode
+        return code, len(out.read_bytes().splitlines())
+
+    code, spans = partner(os.getpid())  # (this test's process is its parent)
+    assert code == 0 and spans > 3 * 20
+    code, spans = partner(os.getpid() + 1_000_000)  # a caller that is not its parent
+    assert code == 4 and spans <= 3

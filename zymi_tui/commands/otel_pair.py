@@ -8,9 +8,10 @@ The parts' spans are the spans of one walk only when the caller's walk holds not
 trace builder): a run left open before it (a step that never ended, a call with no completion) is
 written at the store's end, and a call waiting for its completion holds back every row after it.
 Otherwise, or when the partner failed or read a row it could not decode, the caller goes on past the
-cut itself and the partner's spans are dropped: the output is the one process's, byte for byte.
+cut itself and the partner's spans are dropped: the output is the one process's, byte for byte. The
+partner is ended by the caller (`Partner.close`), or ends by itself once its parent is not the caller.
 
-    python -m zymi_tui.commands.otel_pair STORE PROJECT AFTER UNTIL CONTENT SPANS_FD
+    python -m zymi_tui.commands.otel_pair STORE PROJECT AFTER UNTIL CONTENT SPANS_FD CALLER_PID
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from zymi_tui import GC_THRESHOLD
 from zymi_tui.cores import usable_cores
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.location import SqliteStore, StoreLocation
-from zymi_tui.events.store import EventReader, step_of
+from zymi_tui.events.store import StreamInfo, step_of
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_ranges import store_ranges
 from zymi_tui.telemetry.export_calls import HandOver, walk
@@ -38,6 +39,8 @@ from zymi_tui.telemetry.otlp_lines import OtlpJsonLines, SpanLines
 
 PAIR_EVENTS = 20_000  # a store whose ids reach this is exported by two processes (below, a process costs more)
 DECLINED = 3  # the partner's status when it skipped an unreadable row: the caller exports that part itself
+ORPHANED = 4  # the partner's status when it found its caller gone
+CALLER_LOOKS = 2_000  # events between two looks of the partner at its caller
 WRITE_BUFFER = 1 << 20  # bytes gathered before a write to the file
 
 
@@ -59,28 +62,26 @@ def trace_builder(bodies: RequestBodies, content: bool) -> TraceBuilder:
     return TraceBuilder(options, lambda row: row_body(bodies, row))
 
 
-async def pair_cut(reader: EventReader) -> tuple[int, int] | None:
-    """(cut, last id): where the store is cut in two for two processes, and the last id the walk reads;
-    None when one process exports it (a small store, one core, or no place where no stream crosses)."""
-    if usable_cores() < 2:
+def pair_cut(streams: Sequence[StreamInfo]) -> tuple[int, int] | None:
+    """(cut, last id): where a store of these `streams` is cut in two for two processes, and the last id
+    the walk reads; None when one process exports it (a small store, one core, or no place where no
+    stream crosses)."""
+    top = max((s.last_global_id for s in streams if s.count), default=0)
+    if top < max(pair_events(), 2) or usable_cores() < 2:
         return None
-    infos = await reader.streams()
-    top = max((s.last_global_id for s in infos if s.count), default=0)
-    if top < max(pair_events(), 2):
-        return None
-    ranges = store_ranges(infos, 2)
+    ranges = store_ranges(streams, 2)
     return (ranges[0][1], top) if len(ranges) > 1 else None
 
 
-async def partner_for(
-    reader: EventReader, store: StoreLocation, project: Path | None, *, content: bool
+def partner_for(
+    streams: Sequence[StreamInfo], store: StoreLocation, project: Path | None, *, content: bool
 ) -> Partner | None:
-    """The process exporting the later part of `store` (read by `reader`), started; None: one process
-    exports it all (`pair_cut`, or not a SQLite store)."""
-    if not isinstance(store, SqliteStore):
+    """The process exporting the later part of `store` (whose `streams` these are), started; None: one
+    process exports it all (`pair_cut`, or not a SQLite store)."""
+    cut = pair_cut(streams)
+    if cut is None or not isinstance(store, SqliteStore):
         return None
-    cut = await pair_cut(reader)
-    return None if cut is None else Partner(store.path, project, *cut, content=content)
+    return Partner(store.path, project, *cut, content=content)
 
 
 class Partner:
@@ -92,6 +93,7 @@ class Partner:
         self.spans = tempfile.TemporaryFile(prefix="zymi-tui-otel-")  # noqa: SIM115 (closed by `close`)
         fd = self.spans.fileno()
         argv = [str(store), str(project or ""), str(after), str(until), "1" if content else "0", str(fd)]
+        argv.append(str(os.getpid()))  # the caller: the partner stops once its parent is another
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", __name__, *argv],
@@ -127,7 +129,9 @@ class Partner:
         self.spans.close()
 
 
-async def _export_part(store: Path, project: Path | None, after: int, until: int, content: bool, fd: int) -> int:
+async def _export_part(
+    store: Path, project: Path | None, after: int, until: int, content: bool, fd: int, caller: int
+) -> int:
     from zymi_tui.events.sqlite_read import SqliteReader
 
     reader = await SqliteReader.open(store, inline=True)
@@ -135,25 +139,28 @@ async def _export_part(store: Path, project: Path | None, after: int, until: int
         builder = trace_builder(RequestBodies(project), content)
         with open(fd, "wb", buffering=WRITE_BUFFER) as out:
             lines = SpanLines(out)
+            look_at = after
             async for se, rows in walk(reader, project, after=after, until=until):
                 lines.add(builder.feed(se, rows))
+                if se is not None and se.global_id >= look_at:
+                    if os.getppid() != caller:  # the caller ended (killed): no one will read these spans
+                        return ORPHANED
+                    look_at = se.global_id + CALLER_LOOKS
     finally:
         await reader.close()
     return DECLINED if reader.problems else 0
 
 
 def main(argv: list[str]) -> int:
-    """The partner: the spans of ids (AFTER, UNTIL] as lines on SPANS_FD."""
+    """The partner: the spans of ids (AFTER, UNTIL] as lines on SPANS_FD, while its parent is CALLER_PID."""
     from zymi_tui.events.sqlite_inline import run_inline
 
     gc.set_threshold(GC_THRESHOLD)
-    store, project, after, until, content, fd = argv
+    store, project, after, until, content, fd, caller = argv
+    where = Path(project) if project else None
+    part = _export_part(Path(store), where, int(after), int(until), content == "1", int(fd), int(caller))
     with contextlib.suppress(KeyboardInterrupt):
-        return run_inline(
-            _export_part(
-                Path(store), Path(project) if project else None, int(after), int(until), content == "1", int(fd)
-            )
-        )
+        return run_inline(part)
     return 1
 
 

@@ -179,15 +179,18 @@ async def walk(
     after: int = 0,
     until: int | None = None,
     hand_over: HandOver | None = None,
+    ends: dict[str, int] | None = None,
 ) -> AsyncIterator[tuple[ReplayEvent | None, list[CallContext]]]:
     """Every event the replay reads, in global order, with the recorded calls it completed (replayed
     under the recorded knobs: their rebuilt context); last `(None, rows)` with the calls left open.
     `reuse=False`: the rows' prefix reuse is not worked out (`CallContext.reuse` stays None).
     `after`, `until`: only the events with global ids in (after, until] (without `streams`; until=None:
-    the store's last when the walk begins). `hand_over`: see `HandOver`."""
+    the store's last when the walk begins). `hand_over`: see `HandOver`. `ends`: each stream's last
+    global id (`stream_ends`), when the caller has read them."""
     replayer = make_replayer(project, texts=store_texts(reader))
     replayer.track_reuse = reuse
-    ends = await stream_ends(reader)
+    if ends is None:
+        ends = await stream_ends(reader)
     replayer.forget_finished(ends)
     top = max(ends.values(), default=0) if until is None else until
     wanted = set(streams) if streams else None
