@@ -202,9 +202,7 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
             progress = await _progress(reader, to_stdout=pusher is None and not args.output)
             ends = None  # (the walk reads them)
             if found is not None and inline and streams is None:
-                infos = await reader.streams()
-                ends = {s.stream_id: s.last_global_id for s in infos}
-                partner = partner_for(infos, found.store, project, content=not args.no_content)
+                ends, partner = await partner_for(reader, found.store, project, content=not args.no_content)
             hand_over = None if partner is None else partner.hand_over(builder.holds_nothing_open)
             until = None if partner is None else partner.until
             async for se, rows in walk(reader, project, streams, ends=ends, until=until, hand_over=hand_over):
