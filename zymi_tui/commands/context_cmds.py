@@ -338,7 +338,8 @@ def _print_totals(run: _Totals, as_json: bool, knobs: ContextKnobs | None, proje
 
 def _context(args: argparse.Namespace) -> int:
     # the request body needs the engine's providers and tools: imported by `context` only, not by `replay`
-    from .export_cmds import project_bodies, row_body
+    from .export_cmds import project_bodies
+    from .otel_pair import row_body
 
     location, project, knobs = _setup(args)
 

@@ -8,20 +8,18 @@ import argparse
 import gc
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from zymi_tui import GC_THRESHOLD
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.factory import open_reader
-from zymi_tui.events.store import STEP_MARK, EventReader, step_of
+from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.project.locate import Located
-from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.telemetry.export_calls import follow, walk
 from zymi_tui.telemetry.lhar_body import BodyFrames
 from zymi_tui.telemetry.lhar_export import ExportMeta, LharBuilder
 from zymi_tui.telemetry.lhar_files import LharFiles, lhar_target
-from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
 from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
 from zymi_tui.telemetry.otlp_push import OtlpPusher
 from zymi_tui.telemetry.otlp_wire import SpanBatcher, resource_attributes
@@ -41,14 +39,7 @@ from .common import (
     warn,
 )
 from .flags import add_runs_filter, run_step_streams
-
-
-def row_body(bodies: RequestBodies, row: CallContext) -> dict[str, Any] | None:
-    """The exact request body of a replayed call (None without a project or a rebuilt context)."""
-    if row.rendered is None or bodies.ws is None:  # no project: no body (and no wire form to make)
-        return None
-    return bodies.body(row.rendered.wire(), pipeline=row.pipeline, step=step_of(row.stream_id),
-                       compaction=row.is_compaction)  # fmt: skip
+from .otel_pair import Partner, partner_for, trace_builder
 
 
 def body_frames(bodies: RequestBodies) -> BodyFrames | None:
@@ -194,10 +185,10 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
     except BaseException:
         _close(pusher, out)
         raise
-    options = TraceOptions(model=bodies.model, provider=bodies.provider, content=not args.no_content)
-    builder = TraceBuilder(options, lambda row: row_body(bodies, row))
+    builder = trace_builder(bodies, not args.no_content)
     resource = resource_attributes(args.service)
     batcher: SpanBatcher | OtlpJsonLines
+    partner: Partner | None = None  # the process exporting the store's later part (otel_pair.py)
     if pusher is not None:
         batcher = SpanBatcher(pusher, resource)
     else:
@@ -209,14 +200,24 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
                 batcher.add(builder.feed(se, rows))
         else:
             progress = await _progress(reader, to_stdout=pusher is None and not args.output)
-            async for se, rows in walk(reader, project, streams):
+            ends = None  # (the walk reads them)
+            if found is not None and inline and streams is None:
+                ends, partner = await partner_for(reader, found.store, project, content=not args.no_content)
+            hand_over = None if partner is None else partner.hand_over(builder.holds_nothing_open)
+            until = None if partner is None else partner.until
+            async for se, rows in walk(reader, project, streams, ends=ends, until=until, hand_over=hand_over):
                 batcher.add(builder.feed(se, rows))
                 if se is not None and se.global_id >= progress.next_at:
                     progress.at(se.global_id)
                     progress.next_at = se.global_id + PROGRESS_EVERY
+            if partner is not None and partner.taken:
+                assert isinstance(batcher, OtlpJsonLines)  # (no collector: spans go to a file or stdout)
+                partner.write_to(batcher)
             progress.end()
         batcher.flush()
     finally:
+        if partner is not None:
+            partner.close()
         await close_reader(reader)
         _close(pusher, out)
     if pusher is not None:

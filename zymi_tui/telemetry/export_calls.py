@@ -159,22 +159,49 @@ class RunTracker:
         return list(self.steps.values()), list(self.runs.values())
 
 
+@dataclass(frozen=True)
+class HandOver:
+    """The store after global id `after` is exported by another process, if this walk holds nothing
+    open there: `take()` is asked at the first event past `after` once the replayer holds no run, step
+    or row (its caller's own state checked, the other process's output ready); True ends the walk
+    there, with no last `(None, rows)`."""
+
+    after: int
+    take: Callable[[], bool]
+
+
 async def walk(
-    reader: EventReader, project: Path | None, streams: Sequence[str] | None = None, *, reuse: bool = True
+    reader: EventReader,
+    project: Path | None,
+    streams: Sequence[str] | None = None,
+    *,
+    reuse: bool = True,
+    after: int = 0,
+    until: int | None = None,
+    hand_over: HandOver | None = None,
+    ends: dict[str, int] | None = None,
 ) -> AsyncIterator[tuple[ReplayEvent | None, list[CallContext]]]:
     """Every event the replay reads, in global order, with the recorded calls it completed (replayed
     under the recorded knobs: their rebuilt context); last `(None, rows)` with the calls left open.
-    `reuse=False`: the rows' prefix reuse is not worked out (`CallContext.reuse` stays None)."""
+    `reuse=False`: the rows' prefix reuse is not worked out (`CallContext.reuse` stays None).
+    `after`, `until`: only the events with global ids in (after, until] (without `streams`; until=None:
+    the store's last when the walk begins). `hand_over`: see `HandOver`. `ends`: each stream's last
+    global id (`stream_ends`), when the caller has read them."""
     replayer = make_replayer(project, texts=store_texts(reader))
     replayer.track_reuse = reuse
-    ends = await stream_ends(reader)
+    if ends is None:
+        ends = await stream_ends(reader)
     replayer.forget_finished(ends)
-    top = max(ends.values(), default=0)
+    top = max(ends.values(), default=0) if until is None else until
     wanted = set(streams) if streams else None
-    async with aclosing(replay_events(reader, streams)) as events:
+    async with aclosing(replay_events(reader, streams, after=after)) as events:
         async for se in events:
             if se.global_id > top:
                 break
+            if hand_over is not None and se.global_id > hand_over.after:
+                if replayer.idle_before(se) and not replayer.runs and hand_over.take():
+                    return
+                hand_over = None
             replayer.feed(se)
             yield se, [r for r in replayer.ready() if wanted is None or r.stream_id in wanted]
     yield None, [r for r in replayer.flush() if wanted is None or r.stream_id in wanted]

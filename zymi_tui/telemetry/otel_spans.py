@@ -99,6 +99,13 @@ class TraceBuilder:
         self.answered[call.response] = text
         return output_json(call.response, call.finish_reason, text)
 
+    def holds_nothing_open(self) -> bool:
+        """No run, step, call or tool call is open: the spans of the events after this are what a new
+        builder makes of them (what is kept besides, the texts, is kept by value, and the windows by step
+        stream). A store cut where no stream crosses is then exported in parts (commands/otel_pair.py)."""
+        t = self.tracker
+        return not (self.calls or self.waiting or self.tool_calls or t.runs or t.steps)
+
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[SpanData]:
         out: list[SpanData] = []
         ended = None

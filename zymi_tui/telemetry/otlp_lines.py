@@ -191,6 +191,18 @@ class OtlpJsonLines:
         self.in_line = 0  # spans written to the open line
         self.spans = 0
 
+    def add_lines(self, spans: BinaryIO) -> None:
+        """Spans another process wrote (`SpanLines`), a span a line, each written here as `add` writes a span."""
+        write, head = self.out.write, self.head.encode()
+        for line in spans:
+            write(head if self.in_line == 0 else b",")
+            write(line[:-1])
+            self.in_line += 1
+            self.spans += 1
+            if self.in_line == self.size:
+                write(LINE_TAIL_UTF8)
+                self.in_line = 0
+
     def add(self, spans: Sequence[SpanData]) -> None:
         write = self.out.write
         for s in spans:
@@ -207,4 +219,24 @@ class OtlpJsonLines:
         if self.in_line:
             self.out.write(LINE_TAIL_UTF8)
             self.in_line = 0
+        self.out.flush()
+
+
+class SpanLines:
+    """Spans written to `out` as OTLP/JSON a span a line, with no line head (`OtlpJsonLines.add_lines` puts
+    them in its lines): a span's text holds no line break (JSON escapes it in a string)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.spans = 0
+
+    def add(self, spans: Sequence[SpanData]) -> None:
+        write = self.out.write
+        for s in spans:
+            for chunk in span_chunks(s, ""):
+                write(chunk)
+            write(b"\n")
+        self.spans += len(spans)
+
+    def flush(self) -> None:
         self.out.flush()
