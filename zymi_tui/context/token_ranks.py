@@ -146,7 +146,10 @@ def load_ranks(vocabulary: str, version: str) -> dict[bytes, int]:
         packed = f.read()
     digest = hashlib.sha256(packed).hexdigest()[:16]
     name = Path(vocabulary).name.removesuffix(".tiktoken.gz")
-    path = cache_dir() / f"{name}-{version}-{digest}.v{FORMAT}.marshal"
+    try:
+        path = cache_dir() / f"{name}-{version}-{digest}.v{FORMAT}.marshal"
+    except RuntimeError:  # no home folder to find the cache folder in (Python 3.12's Path.home)
+        return ranks_of(gzip.decompress(packed))
     try:
         got = _valid(marshal.loads(path.read_bytes()))
     except (OSError, ValueError, EOFError, TypeError):  # none yet, or not readable as one: made again
