@@ -13,16 +13,15 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from benchmarks.make_long_run import write_clones
 from tests.test_context_properties import MEMORY, PREFIX
-from tests.test_context_text_source import KNOBS, LAYER_C_KINDS, _events, _shown
-from zymi_tui.context import builder as builder_module
+from tests.test_context_text_source import KNOBS, LAYER_C_KINDS, _events, _shown, drop_everything, same_builds
 from zymi_tui.context import layer_c
 from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.sqlite_read import SqliteReader
+
+__all__ = ["drop_everything"]  # the fixture, imported for pytest
 
 MARKS = (0.5, 1.0)  # where what the builder holds is measured: the middle of the stream, its end
 
@@ -107,16 +106,5 @@ async def _builds_of_runs(reader: SqliteReader, db: Path, texts: bool) -> list[A
     return [_shown(c) for c in built]
 
 
-async def test_builds_showing_cold_items_equal_a_builder_that_keeps_them(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(builder_module, "HOT_ITEMS", 2)
-    monkeypatch.setattr(layer_c, "DROP_MIN_BYTES", 0)
-    db = tmp_path / "long.db"
-    write_clones(db, 1_500, "coding_default")
-    async with await SqliteReader.open(db) as reader:
-        kept = await _builds_of_runs(reader, db, texts=False)
-        made_again = await _builds_of_runs(reader, db, texts=True)
-    assert len(kept) == len(made_again) > 50
-    for i, (a, b) in enumerate(zip(kept, made_again, strict=True)):
-        assert a == b, f"build {i}"
+async def test_builds_showing_cold_items_equal_a_builder_that_keeps_them(drop_everything: None, tmp_path: Path) -> None:
+    await same_builds(tmp_path, _builds_of_runs, 50)

@@ -196,14 +196,18 @@ class ContextBuilder:
             self._raw.seqs = self._raw_seqs = widened(self._raw_seqs, [raw.seq])
         self._raw_ts.append(ts)
         self._fed += raw.bytes
-        if len(self._raw) > HOT_ITEMS and (self.texts is not None or self._fed > HOT_BYTES):  # see Item
-            old = self._raw[-HOT_ITEMS - 1]
+        n = len(self._raw_ts)  # (as many as the items)
+        if n > HOT_ITEMS and (self.texts is not None or self._fed > HOT_BYTES):  # see Item
+            old = self._raw.at(n - HOT_ITEMS - 1)
             hidden = (self._cutoff is not None and self._raw_ts[-HOT_ITEMS - 1] < self._cutoff) or self._suppressed(
                 old.seq
             )
             old.pack(self.texts, hidden=hidden)
-            if self._cutoff is not None and self.texts is not None and not self._compactions:
-                self._make_cold(self._cutoff)
+            cutoff, raw_items, stamps = self._cutoff, self._raw, self._raw_ts
+            if hidden and cutoff is not None and self.texts is not None and not self._compactions:
+                # the old items the fresh filter hides kept as columns (`RawItems`), oldest first
+                while raw_items.cold < n - HOT_ITEMS and stamps[raw_items.cold] < cutoff:
+                    raw_items.evict()
         if self._suppressed(raw.seq):
             return
         if self._cutoff is None or ts >= self._cutoff:
@@ -212,12 +216,6 @@ class ContextBuilder:
                 self._aligned = False  # (a copy masked for its turn here)
         if self._uncut_tail is not None:
             self._uncut_tail.append(raw)
-
-    def _make_cold(self, cutoff: int) -> None:
-        """Keep the old items the fresh filter hides as columns (`RawItems`), oldest first."""
-        raw, stamps = self._raw, self._raw_ts
-        while raw.cold < len(raw) - HOT_ITEMS and stamps[raw.cold] < cutoff:
-            raw.evict()
 
     def _suppressed(self, seq: int) -> bool:
         return seq <= self._max_hi and any(c.lo <= seq <= c.hi for c in self._compactions)
@@ -342,7 +340,7 @@ class ContextBuilder:
             n,
             len(tail.turn_starts),
             tail.turn_ends,
-            len(self._raw) - (n - tail.summaries) - tail.hidden_by_fresh,
+            len(self._raw_ts) - (n - tail.summaries) - tail.hidden_by_fresh,
             tuple((c.lo, c.hi) for c in self._compactions),
         )
         return render_frame(frame, list(memory), knobs or self.knobs, allow_compaction)

@@ -99,25 +99,39 @@ class RawItems:
         """Item `cold`, the oldest kept as an object, kept as columns: its text dropped (read back from
         `texts`), its masked form made again when shown, as `Item.pack(hidden=True)` leaves it."""
         j = self.cold
-        r = self._hot[j - self._off]
+        k = j - self._off
+        r = self._hot[k]
         assert r is not None
-        flags, fits = _state(r, self.texts)
-        if flags & 3 == _FOR_HEAD:  # the head its form was made for must be the one found again
+        kind, held_for, aux = r.kind, r.masked_for, r._aux
+        fits = type(r) is Item and r.bytes < _FIT and r.masked_bytes < _FIT and self.texts is not None
+        fits = fits and (r._message is not None or r._packed is self.texts)
+        flags = _ERROR if r._error else 0
+        if type(held_for) is not int:  # the turn's assistant: the one found again (the last made cold)
+            flags |= _FOR_HEAD
             last = self._last_head
-            fits = fits and last is not None and last[1] is r.masked_for and last[0] == self._head(j)
-        self._kinds.append(r.kind)
+            fits = fits and kind == TOOL and last is not None and last[1] is held_for and last[0] == self._head(j)
+            if aux is not None:
+                flags |= _AUX_CALL
+        elif held_for == 0:
+            flags |= _FOR_ITSELF
+        if aux is not None and not flags & _AUX_CALL:
+            if kind == ASSISTANT and isinstance(aux, str):
+                flags |= _AUX_CUT
+            else:
+                fits = False
+        self._kinds.append(kind)
         self._flags.append(flags)
         self._bytes.append(r.bytes if fits else 0)
         self._masked.append(r.masked_bytes if fits else 0)
         if not fits:
             self._kept[j] = r
-        if r.kind == ASSISTANT:
+        if kind == ASSISTANT:
             self._last_head = (j, r)
-        self._hot[j - self._off] = None
+        self._hot[k] = None
         self.cold = j + 1
-        if self.cold - self._off >= 1024:  # (the list's front trimmed in blocks, not an item at a time)
-            del self._hot[: self.cold - self._off]
-            self._off = self.cold
+        if k >= 1023:  # (the list's front trimmed in blocks, not an item at a time)
+            del self._hot[: k + 1]
+            self._off = j + 1
 
     def _made_again(self, j: int) -> Item:
         made = self._made.get(j)
@@ -142,29 +156,6 @@ class RawItems:
         while h >= 0 and self._kinds[h] == TOOL:
             h -= 1
         return h
-
-
-def _state(r: Item, texts: TextSource | None) -> tuple[int, bool]:
-    """Old item `r`'s state byte, and whether its columns give it back (else it is kept as it is; its
-    head is checked by the caller)."""
-    fits = type(r) is Item and r.bytes < _FIT and r.masked_bytes < _FIT and texts is not None
-    fits = fits and (r._message is not None or r._packed is texts)
-    flags = _ERROR if r._error else 0
-    held_for = r.masked_for
-    if held_for == 0:
-        flags |= _FOR_ITSELF
-    elif held_for != -1:
-        flags |= _FOR_HEAD
-        fits = fits and r.kind == TOOL
-    aux = r._aux
-    if aux is not None:
-        if r.kind == TOOL and held_for not in (-1, 0):
-            flags |= _AUX_CALL
-        elif r.kind == ASSISTANT and isinstance(aux, str):
-            flags |= _AUX_CUT
-        else:
-            fits = False
-    return flags, fits
 
 
 class RawView:
@@ -204,7 +195,9 @@ class RawView:
 
     def append(self, item: Item) -> None:
         if self._list is None:
-            if self.n < len(self.raw) and self.raw.at(self.n) is item:
+            raw = self.raw
+            k = self.n - raw._off
+            if 0 <= k < len(raw._hot) and raw._hot[k] is item:  # (the builder's next item: hot)
                 self.n += 1
                 return
             self._list = list(self)

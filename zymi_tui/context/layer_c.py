@@ -66,7 +66,8 @@ class Item:
       made from its turn's call, status and size, a long assistant's cut content is kept;
     - without one (the engine's live run, the screens), a tool result's text is kept zlib-packed, after
       the builder was fed `HOT_BYTES` (packing costs ~20 µs a result, paid only by long runs).
-    `message` gives the message back, byte for byte."""
+    `message` gives the message back, byte for byte. An old item the fresh filter hides is not even kept
+    as an object in a replay of a store: its builder keeps its figures (`cold_items.RawItems`)."""
 
     # (a long run holds hundreds of thousands: each slot is 8 bytes an item. `_aux` is an assistant's
     # masked content or a tool result's call, read directly where the kind is known: no property on
@@ -287,7 +288,7 @@ class Tail:
         self.hidden_by_fresh = 0  # stored items older than the fresh cutoff
 
     def append(self, raw: Item) -> None:
-        n = len(self.items)
+        n = len(self.cum_full) - 1  # (the items': a view's length is a call)
         masked_bytes = raw.bytes
         if raw.kind == ASSISTANT:
             self.turn_starts.append(n)
