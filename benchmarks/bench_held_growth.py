@@ -32,9 +32,10 @@ def _calls(db: Path) -> int:
 
 
 def _items_alive() -> int:
-    """The Layer C items the builders alive hold (an `Item` is not tracked by the collector: its builders are)."""
+    """The Layer C items the builders alive hold (an `Item` is not tracked by the collector: its builders are;
+    counted, not walked: an old item kept as columns would be made again)."""
     builders = [o for o in gc.get_objects() if isinstance(o, ContextBuilder)]
-    return len({id(r) for b in builders for r in b._raw})
+    return sum(len(b._raw) for b in builders)
 
 
 async def held(db: Path) -> tuple[tracemalloc.Snapshot, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import tracemalloc
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,12 +128,17 @@ def drop_everything(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_builds_showing_dropped_texts_equal_a_builder_that_keeps_them(
     drop_everything: None, tmp_path: Path
 ) -> None:
+    await same_builds(tmp_path, _builds_after_drops, 20)
+
+
+async def same_builds(tmp_path: Path, builds: Callable[[Any, Path, bool], Awaitable[list[Any]]], least: int) -> None:
+    """`builds` of a long run with a text source equal those without one (more than `least` of them)."""
     db = tmp_path / "long.db"
     write_clones(db, 1_500, "coding_default")
     async with await SqliteReader.open(db) as reader:
-        kept = await _builds_after_drops(reader, db, texts=False)
-        read_back = await _builds_after_drops(reader, db, texts=True)
-    assert len(kept) == len(read_back) > 20
+        kept = await builds(reader, db, False)
+        read_back = await builds(reader, db, True)
+    assert len(kept) == len(read_back) > least
     for i, (a, b) in enumerate(zip(kept, read_back, strict=True)):
         assert a == b, f"build {i}"
 

@@ -19,6 +19,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from zymi_tui.context.cold_items import RawItems, RawView
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.layer_c import (
     HOT_BYTES,
@@ -119,10 +120,10 @@ class ContextBuilder:
         self.prefix = prefix
         self._cutoff = fresh_cutoff_ns
         self._follow = follow_recorded_compactions
-        self._raw: list[Item] = []
         self._fed = 0  # message bytes appended (see HOT_BYTES)
         # machine integers (8 bytes each, not int objects): one per event of a stream of a million
         self._raw_seqs = array(SEQ)
+        self._raw = RawItems(texts, self._raw_seqs)  # (old items hidden by the fresh filter as columns)
         self._raw_ts = array("q")  # each item's timestamp (ns)
         self._seen = SeenEvents()  # events seen, in order (a replay may skip kinds zymi ignores)
         self._monotone = True
@@ -134,6 +135,9 @@ class ContextBuilder:
         # not known): a step run whose Layer A is inferred tries the tail without, then with its
         # cutoff, at every run of a long stream; recomputing the whole history each time was quadratic
         self._uncut_tail: Tail | None = None
+        # whether the tail without a cutoff holds exactly `_raw`'s items (no compaction, no copy): it is
+        # then made a view of them when a cutoff is set (`RawView`), so that old items can be made cold
+        self._aligned = True
         self.last_seq = 0
         self.last_was_compaction = False
         self.recorded: list[RecordedCompaction] = []
@@ -150,7 +154,10 @@ class ContextBuilder:
             self._tail, self._uncut_tail = self._uncut(), None
         else:
             if self._cutoff is None:
-                self._uncut_tail = self._tail
+                self._uncut_tail = uncut = self._tail
+                items, n = uncut.items, len(self._raw)
+                if self._aligned and self.texts is not None and isinstance(items, list) and len(items) == n:
+                    uncut.items = RawView(self._raw, n)
             self._tail = self._compute_tail(fresh_cutoff_ns)
         self._cutoff = fresh_cutoff_ns
 
@@ -186,19 +193,27 @@ class ContextBuilder:
         try:
             self._raw_seqs.append(raw.seq)
         except OverflowError:
-            self._raw_seqs = widened(self._raw_seqs, [raw.seq])
+            self._raw.seqs = self._raw_seqs = widened(self._raw_seqs, [raw.seq])
         self._raw_ts.append(ts)
         self._fed += raw.bytes
-        if len(self._raw) > HOT_ITEMS and (self.texts is not None or self._fed > HOT_BYTES):  # see Item
-            old = self._raw[-HOT_ITEMS - 1]
+        n = len(self._raw_ts)  # (as many as the items)
+        if n > HOT_ITEMS and (self.texts is not None or self._fed > HOT_BYTES):  # see Item
+            old = self._raw.at(n - HOT_ITEMS - 1)
             hidden = (self._cutoff is not None and self._raw_ts[-HOT_ITEMS - 1] < self._cutoff) or self._suppressed(
                 old.seq
             )
             old.pack(self.texts, hidden=hidden)
+            cutoff, raw_items, stamps = self._cutoff, self._raw, self._raw_ts
+            if hidden and cutoff is not None and self.texts is not None and not self._compactions:
+                # the old items the fresh filter hides kept as columns (`RawItems`), oldest first
+                while raw_items.cold < n - HOT_ITEMS and stamps[raw_items.cold] < cutoff:
+                    raw_items.evict()
         if self._suppressed(raw.seq):
             return
         if self._cutoff is None or ts >= self._cutoff:
             self._tail.append(raw)
+            if self._cutoff is None and self._aligned and self._tail.items[-1] is not raw:
+                self._aligned = False  # (a copy masked for its turn here)
         if self._uncut_tail is not None:
             self._uncut_tail.append(raw)
 
@@ -207,6 +222,7 @@ class ContextBuilder:
 
     def _add_compaction(self, c: _Compaction) -> None:
         self._compactions.append(c)
+        self._aligned = False
         self._max_hi = max(self._max_hi, c.hi)
         self._uncut_tail = None
         self._tail = self._compute_tail(self._cutoff)
@@ -217,6 +233,7 @@ class ContextBuilder:
             return self._tail
         if self._uncut_tail is None:
             self._uncut_tail = self._compute_tail(None)
+            self._aligned = False  # (its old items made again: not `_raw`'s own)
         return self._uncut_tail
 
     # ---- Layer C from the items -----------------------------------------------------------
@@ -323,7 +340,7 @@ class ContextBuilder:
             n,
             len(tail.turn_starts),
             tail.turn_ends,
-            len(self._raw) - (n - tail.summaries) - tail.hidden_by_fresh,
+            len(self._raw_ts) - (n - tail.summaries) - tail.hidden_by_fresh,
             tuple((c.lo, c.hi) for c in self._compactions),
         )
         return render_frame(frame, list(memory), knobs or self.knobs, allow_compaction)
@@ -339,10 +356,14 @@ class ContextBuilder:
         appended, and their masked forms depend on their turn's head alone): a what-if can go on from
         here under other knobs while this builder stays as it is."""
         other = copy.copy(self)
-        other._raw, other._raw_seqs, other._raw_ts = list(self._raw), self._raw_seqs[:], self._raw_ts[:]
+        other._raw_seqs, other._raw_ts = self._raw_seqs[:], self._raw_ts[:]
+        other._raw = self._raw.copy()
+        other._raw.seqs = other._raw_seqs
         other._seen = self._seen.copy()
         other._compactions = list(self._compactions)
         other._tail = self._tail.clone()
+        if isinstance(other._tail.items, RawView):  # (a view of this builder's items: of its own now)
+            other._tail.items.raw = other._raw
         other._uncut_tail = None  # made again when needed
         other.recorded = [dataclasses.replace(rc) for rc in self.recorded]
         return other
@@ -381,7 +402,8 @@ class ContextBuilder:
         if n0 < now.n and items[n0].seq <= self._max_hi:
             return False
         self._raw += base._raw[r0 : now.raw]
-        self._raw_seqs = _joined(self._raw_seqs, base._raw_seqs[r0 : now.raw])
+        self._raw.seqs = self._raw_seqs = _joined(self._raw_seqs, base._raw_seqs[r0 : now.raw])
+        self._aligned = False  # (not checked item by item here)
         self._raw_ts += base._raw_ts[r0 : now.raw]
         self._seen.extend(base._seen, s0, now.seen)
         self.recorded += [dataclasses.replace(rc) for rc in base.recorded[c0 : now.recorded]]

@@ -10,7 +10,7 @@ from array import array
 from collections.abc import Iterable
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zymi_tui.context.masking import (
     CONTENT_PREVIEW_BYTES,
@@ -29,6 +29,9 @@ from zymi_tui.events.messages import (
 )
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
+
+if TYPE_CHECKING:
+    from zymi_tui.context.cold_items import RawView
 
 ASSISTANT, TOOL, OTHER = 0, 1, 2
 HOT_ITEMS = 1024  # a builder's latest items, kept as they came (older tool results are packed: Item.pack)
@@ -63,7 +66,8 @@ class Item:
       made from its turn's call, status and size, a long assistant's cut content is kept;
     - without one (the engine's live run, the screens), a tool result's text is kept zlib-packed, after
       the builder was fed `HOT_BYTES` (packing costs ~20 µs a result, paid only by long runs).
-    `message` gives the message back, byte for byte."""
+    `message` gives the message back, byte for byte. An old item the fresh filter hides is not even kept
+    as an object in a replay of a store: its builder keeps its figures (`cold_items.RawItems`)."""
 
     # (a long run holds hundreds of thousands: each slot is 8 bytes an item. `_aux` is an assistant's
     # masked content or a tool result's call, read directly where the kind is known: no property on
@@ -272,7 +276,7 @@ class Tail:
     __slots__ = ("cum_full", "cum_masked", "head", "hidden_by_fresh", "items", "summaries", "turn_ends", "turn_starts")
 
     def __init__(self) -> None:
-        self.items: list[Item] = []
+        self.items: list[Item] | RawView = []  # (a view: its builder's items, old ones kept as columns)
         # machine integers (not a list of int objects): a long run has hundreds of thousands. Item
         # indices in 4 bytes; the running sums too, widened to 8 once one passes 4 GB (`widened`)
         self.turn_starts = array(INDEX)
@@ -284,7 +288,7 @@ class Tail:
         self.hidden_by_fresh = 0  # stored items older than the fresh cutoff
 
     def append(self, raw: Item) -> None:
-        n = len(self.items)
+        n = len(self.cum_full) - 1  # (the items': a view's length is a call)
         masked_bytes = raw.bytes
         if raw.kind == ASSISTANT:
             self.turn_starts.append(n)
@@ -345,7 +349,7 @@ class Tail:
             return
         off = len(self.items) - start
         full, masked = self.cum_full[-1] - base.cum_full[start], self.cum_masked[-1] - base.cum_masked[start]
-        self.items += items[start:end]
+        self.items.extend(items[start:end])
         self.cum_full = _extended(self.cum_full, [v + full for v in base.cum_full[start + 1 : end + 1]])
         self.cum_masked = _extended(self.cum_masked, [v + masked for v in base.cum_masked[start + 1 : end + 1]])
         lo = bisect.bisect_left(base.turn_starts, start)
@@ -359,7 +363,7 @@ class Tail:
 
     def clone(self) -> Tail:
         other = copy.copy(self)
-        other.items, other.turn_starts, other.turn_ends = list(self.items), self.turn_starts[:], self.turn_ends[:]
+        other.items, other.turn_starts, other.turn_ends = self.items.copy(), self.turn_starts[:], self.turn_ends[:]
         other.cum_full, other.cum_masked = self.cum_full[:], self.cum_masked[:]
         return other
 
