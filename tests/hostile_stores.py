@@ -36,6 +36,7 @@ KEEP = {"call_id", "tool_call_id", "id", "role", "pipeline", "node_id", "step_id
 
 HOSTILE = ["markup", "escapes", "unicode", "nul", "huge_result", "unknown_kinds", "broken_chain", "empty",
            "chat_only"]  # fmt: skip
+LONG_ID = "-مرحبا-漢字-\u202eevil\u202c-\x1b[2J-" + "0123456789" * 8  # put after every run id by "long_ids"
 # also made by make_store (not in HOSTILE: every row of those reads): the run's first row (its
 # PipelineRequested) and its first ToolCallCompleted cut short
 UNREADABLE = "unreadable_rows"
@@ -125,6 +126,13 @@ async def make_store(name: str, root: Path, source: str = SOURCE) -> tuple[Path,
 
         events = [msgspec.structs.replace(rewrite(ev, lambda s, x=suffix: s + x), stream_id=rename(ev.stream_id))
                   for ev in events]  # fmt: skip
+    elif name == "long_ids":  # every run's id 100+ cells long, with RTL, wide and control characters
+
+        def longer(stream: str) -> str:
+            run, sep, rest = stream.partition(":")
+            return run + LONG_ID + sep + rest
+
+        events = [msgspec.structs.replace(ev, stream_id=longer(ev.stream_id)) for ev in events]
     elif name == "huge_result":
         events = _huge(events)
     elif name == "unknown_kinds":

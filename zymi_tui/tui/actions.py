@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual import events, on
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import VerticalScroll
@@ -44,6 +45,7 @@ from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
 from zymi_tui.tui.failures import failure_line, show_in_panel
+from zymi_tui.tui.footers import FittingFooter
 
 APP_KEYS = frozenset({"ctrl+p", "ctrl+q", "ctrl+c"})
 """The app's own keys: the command palette, quit, and copy / quit."""
@@ -115,6 +117,10 @@ class Nav:
     keys: str
     what: str
 
+
+PALETTE_IN_MODAL = Binding(App.COMMAND_PALETTE_BINDING, "app.command_palette", "palette", show=False)
+"""The app's own palette key, which reaches a modal too: bound there again so the modal's footer shows it
+(a footer lists the bindings of the screens from the top one down to the first modal)."""
 
 HELP_ACT = Act("question_mark,f1", "show_help", "Help", "Every key of this screen and what it does.", "help keys")
 
@@ -210,13 +216,19 @@ class ActionScreen(_Declares, Screen[None]):
 
 
 class ActionModal(_Declares, ModalScreen[Any]):
-    """A modal screen declaring its actions the same way (its own key line stands in for a footer)."""
+    """A modal screen declaring its actions the same way, with a footer of its own: the keys go to the
+    modal alone, so the footer of the screen below (still drawn under it) would list keys that do nothing."""
 
     BINDINGS: ClassVar[list[BindingType]] = []
 
     def __init_subclass__(cls, **kw: Any) -> None:
         cls._declare()  # before Textual's own __init_subclass__ merges BINDINGS
+        cls.BINDINGS = [*cls.BINDINGS, PALETTE_IN_MODAL]
         super().__init_subclass__(**kw)
+
+    @on(events.Mount)
+    def _own_footer(self) -> None:
+        self.mount(FittingFooter())
 
 
 class ScreenActions(Provider):

@@ -9,7 +9,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from rich.cells import cell_len
+
 from zymi_tui.events.runs import RunSummary
+from zymi_tui.tui.safe_text import clean
+
+NAME_CELLS = 14
+"""The widest a pipeline name is shown in the runs list (longer ones end in "…")."""
 
 
 def format_duration(ms: int | None) -> str:
@@ -78,6 +84,7 @@ class RunsModel:
     peaks: dict[RunKey, int] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)
     rows: list[RunRow] = field(default_factory=list)
+    name_cells: int = 0  # the pipeline column: as wide as the longest name shown, at most NAME_CELLS
     # where each key's row is in `rows`, and the rows of each stream: rebuilt with `rows`, so a peak or
     # a broken chain reported for one run costs one lookup, not a scan of every row
     _index: dict[RunKey, int] = field(default_factory=dict, repr=False)
@@ -85,6 +92,8 @@ class RunsModel:
 
     def set_runs(self, summaries: Iterable[RunSummary]) -> None:
         self.summaries = list(summaries)
+        names = {s.pipeline for s in self.summaries}  # a few distinct names, however many runs
+        self.name_cells = min(NAME_CELLS, max((cell_len(clean(n, one_line=True)) for n in names), default=0))
         self.rebuild()
 
     def set_peak(self, key: RunKey, chars: int) -> bool:

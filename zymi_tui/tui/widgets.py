@@ -242,18 +242,21 @@ class RunsList(CursorList):
         if row.broken_chain:
             out.append(Segment("⚠ ", st.kind["failure"]))
         narrow = width < 50  # the 80-column layout: the name, the peak and the prompt; time and duration below
-        if not row.is_turn and row.turns > 1:
-            head = f"{s.stream_id} · {row.turns} turns" + ("" if narrow else f" · {s.pipeline}")
-            room = max(width - 14, 8) if narrow else width  # narrow: the peak (8 cells) stays in view
-            out.append(Segment(clean(head, one_line=True, max_cells=room) + " ", st.header))
+        when = "" if narrow else f"{local_time(s.started_ns)} {format_duration(s.duration_ms):>8} "
+        peak = f"{format_size(row.peak_chars):>7} "
+        if not row.is_turn and row.turns > 1:  # a chat stream's header: its id, and its turns in the last column
+            room = width - sum(cell_len(seg.text) for seg in out) - cell_len(when + peak) - 1
+            out.append(Segment(clean(s.stream_id, one_line=True, max_cells=room) + " ", st.header))
         elif not row.is_turn:
-            name = clean(s.pipeline, one_line=True, max_cells=14)
-            out.append(Segment(name + " " * (15 - cell_len(name)), st.bold))
-        if not narrow:
-            out.append(Segment(f"{local_time(s.started_ns)} {format_duration(s.duration_ms):>8} ", st.muted))
-        out.append(Segment(f"{format_size(row.peak_chars):>7} ", st.kind["info"]))
+            name = clean(s.pipeline, one_line=True, max_cells=self.model.name_cells)
+            out.append(Segment(name + " " * (self.model.name_cells + 1 - cell_len(name)), st.bold))
+        if when:
+            out.append(Segment(when, st.muted))
+        out.append(Segment(peak, st.kind["info"]))
         if row.is_turn or row.turns == 1:
             out.append(Segment(clean(s.prompt, one_line=True), st.muted))
+        elif width - sum(cell_len(seg.text) for seg in out) >= len(count := f"{row.turns} turns"):  # or none of it
+            out.append(Segment(f"{count} · " + clean(s.pipeline, one_line=True), st.muted))
         return fit_cells(out, width)
         return out
 

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import DataTable, Input, Label, Static
+from textual.widgets import DataTable, Input, Static
 
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.replay.compare import CAVEAT
@@ -62,11 +62,12 @@ class SweepScreen(JobScreen):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"⚠ {CAVEAT}", style="bold yellow"), id="caveat")
-        with Horizontal(id="sweep-top"):
-            yield Label("observation_window ")
-            yield Input(self.windows_text, id="windows")
-            yield Label(" soft_cap_chars ")
-            yield Input(self.caps_text, id="caps")
+        with Horizontal(id="sweep-top"):  # each box named by its knob on its border: all the width for the values
+            for box, value, knob in (("windows", self.windows_text, "observation_window"),
+                                     ("caps", self.caps_text, "soft_cap_chars")):  # fmt: skip
+                field = Input(value, id=box)
+                field.border_title = knob
+                yield field
         yield from self.job_widgets()
         with VerticalScroll(id="sweep-body"):  # side by side when wide (tuning.tcss), stacked when narrow
             yield DataTable(id="points", zebra_stripes=True, cursor_type="row")
