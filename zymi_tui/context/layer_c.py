@@ -7,10 +7,10 @@ import bisect
 import copy
 import zlib
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol, SupportsIndex, overload
 
 from zymi_tui.context.masking import (
     CONTENT_PREVIEW_BYTES,
@@ -29,9 +29,6 @@ from zymi_tui.events.messages import (
 )
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
-
-if TYPE_CHECKING:
-    from zymi_tui.context.cold_items import RawView
 
 ASSISTANT, TOOL, OTHER = 0, 1, 2
 HOT_ITEMS = 1024  # a builder's latest items, kept as they came (older tool results are packed: Item.pack)
@@ -270,13 +267,27 @@ def _extended(values: array[int], more: list[int]) -> array[int]:
     return values
 
 
+class ItemList(Protocol):
+    """What a tail's items are: a list, or a view of its builder's items (`cold_items.RawView`)."""
+
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, i: SupportsIndex) -> Item: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Item]: ...
+    def __iter__(self) -> Iterator[Item]: ...
+    def append(self, item: Item, /) -> None: ...
+    def extend(self, items: Iterable[Item], /) -> None: ...
+    def copy(self) -> ItemList: ...
+
+
 class Tail:
     """Layer C before forget/masking, with turn boundaries and running byte sums."""
 
     __slots__ = ("cum_full", "cum_masked", "head", "hidden_by_fresh", "items", "summaries", "turn_ends", "turn_starts")
 
     def __init__(self) -> None:
-        self.items: list[Item] | RawView = []  # (a view: its builder's items, old ones kept as columns)
+        self.items: ItemList = []  # (a view: its builder's items, old ones kept as columns)
         # machine integers (not a list of int objects): a long run has hundreds of thousands. Item
         # indices in 4 bytes; the running sums too, widened to 8 once one passes 4 GB (`widened`)
         self.turn_starts = array(INDEX)
