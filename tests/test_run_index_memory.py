@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from zymi_tui.events import sqlite_read as backend
+from zymi_tui.events import sqlite_runs as runs_side
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.sqlite_schema import HASH_MIGRATION, SCHEMA
 from zymi_tui.tui.state.events import EventsModel
@@ -43,7 +43,7 @@ async def test_run_ids_pages_hold_no_second_copy(tmp_path: Path, monkeypatch: py
     long_stream(db)
     with sqlite3.connect(db) as c:
         want = c.execute("SELECT id, stream_id, sequence FROM events WHERE stream_id = 'long' ORDER BY id").fetchall()
-    monkeypatch.setattr(backend, "ID_PAGE", 1000, raising=False)  # the repeated sequence 1000 sits at an edge
+    monkeypatch.setattr(runs_side, "ID_PAGE", 1000)  # the repeated sequence 1000 sits at an edge
     async with await SqliteReader.open(db) as reader:
         tracemalloc.start()
         try:
@@ -132,7 +132,7 @@ async def test_a_long_runs_index_is_held_in_columns(tmp_path: Path, monkeypatch:
         want = c.execute(
             "SELECT id, stream_id, sequence, kind_tag FROM events WHERE stream_id = 'long' ORDER BY id"
         ).fetchall()
-    monkeypatch.setattr(backend, "ID_PAGE", 1000, raising=False)  # the repeated sequence 1000 sits at an edge
+    monkeypatch.setattr(runs_side, "ID_PAGE", 1000)  # the repeated sequence 1000 sits at an edge
     async with await SqliteReader.open(db) as reader:
         assert [(gid, stream, seq) for gid, stream, seq, _ in want] == await reader.run_ids("long")
         tracemalloc.start()
@@ -191,7 +191,7 @@ async def test_run_index_is_run_ids_in_columns(tmp_path: Path, monkeypatch: pyte
         want = c.execute(
             "SELECT id, stream_id, sequence FROM events WHERE stream_id = 'r' OR stream_id LIKE 'r:step:%' ORDER BY id"
         ).fetchall()
-    monkeypatch.setattr(backend, "ID_PAGE", 50, raising=False)
+    monkeypatch.setattr(runs_side, "ID_PAGE", 50)
     async with await SqliteReader.open(db) as reader:
         index = await reader.run_index("r")
         assert [(gid, stream, seq) for gid, stream, seq, _ in index] == want == await reader.run_ids("r")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zymi_tui.events import sqlite_read as backend
+from zymi_tui.events import sqlite_runs as runs_side
 from zymi_tui.events.factory import open_reader, open_writer
 from zymi_tui.events.kinds import Event, LlmCallStarted
 from zymi_tui.events.location import location_of
@@ -44,17 +44,17 @@ async def check(reader: EventReader, run: str) -> None:
 
 async def test_sqlite_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = copy_store(oracle_db("chat_profile"), tmp_path)
-    monkeypatch.setattr(backend, "ID_BATCH", 50)  # the run's 331 events: several statements
+    monkeypatch.setattr(runs_side, "ID_BATCH", 50)  # the run's 331 events: several statements
     async with await SqliteReader.open(db) as reader:
         for dense in (0, 10**6):  # kinds read by id only; by each known kind's index over the ids' span
-            monkeypatch.setattr(backend, "DENSE_SPAN", dense)
+            monkeypatch.setattr(runs_side, "DENSE_SPAN", dense)
             await check(reader, "chat-42")
         ids = [gid for gid, *_ in await reader.run_ids("chat-42")]
         assert len(ids) > 300
         with sqlite3.connect(db) as c:  # a kind column naming no known kind
             c.execute("UPDATE events SET kind_tag = 'odd\x1b' WHERE id = ?", (ids[5],))
         for dense in (0, 10**6):
-            monkeypatch.setattr(backend, "DENSE_SPAN", dense)
+            monkeypatch.setattr(runs_side, "DENSE_SPAN", dense)
             kinds = await reader.kinds_of(ids)
             assert len(kinds) == len(ids) and kinds[ids[5]] == "odd\x1b"
         await check(await load_run(reader, "chat-42"), "chat-42")
