@@ -199,31 +199,29 @@ async def _advice_json(db: Path, project: Path | None, model: str | None) -> str
 def test_advice_identical_with_and_without_lockstep(monkeypatch: pytest.MonkeyPatch, model: str | None) -> None:
     """The whole advice (every figure it prints) with the candidates in lockstep and each replayed alone."""
     with_lockstep = [asyncio.run(_advice_json(db, project, model)) for db, project in STORES]
-    from zymi_tui.replay.advice import run
+    from zymi_tui.replay.advice import pass_two
 
-    def alone(reader: Any, project: Any, profiles: Any, streams: Any = None, events: Any = None) -> Any:
-        knobs = [k for _, k in profiles]
-        return replay_groups(reader, project=project, knobs=knobs, streams=streams, figures_only=False, events=events)
+    def alone(reader: Any, **kwargs: Any) -> Any:  # each candidate's rows made whole, so none shared in lockstep
+        return replay_groups(reader, **{**kwargs, "figures_only": False})
 
-    monkeypatch.setattr(run, "replay_profiles", alone)
+    monkeypatch.setattr(pass_two, "replay_groups", alone)
     without = [asyncio.run(_advice_json(db, project, model)) for db, project in STORES]
     assert with_lockstep == without
 
 
 def test_advice_identical_with_pass_two_read_from_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
     """One worker on a store past the pool's size: pass one keeps no event, pass two reads the store again."""
-    from zymi_tui.replay.advice import run
+    from zymi_tui.replay.advice import pass_two, run
 
     kept = [asyncio.run(_advice_json(db, project, "gpt-4o")) for db, project in STORES]
     read_again: list[bool] = []
-    from zymi_tui.replay.compare import replay_profiles
 
-    def spy(reader: Any, project: Any, profiles: Any, streams: Any = None, events: Any = None) -> Any:
-        read_again.append(events is None)
-        return replay_profiles(reader, project, profiles, streams, events)
+    def spy(reader: Any, **kwargs: Any) -> Any:
+        read_again.append(kwargs["events"] is None)
+        return replay_groups(reader, **kwargs)
 
     monkeypatch.setattr(run, "WHATIF_POOL_MIN_EVENTS", 0)
-    monkeypatch.setattr(run, "replay_profiles", spy)
+    monkeypatch.setattr(pass_two, "replay_groups", spy)
     streamed = [asyncio.run(_advice_json(db, project, "gpt-4o")) for db, project in STORES]
     assert read_again and all(read_again)
     assert kept == streamed
