@@ -7,16 +7,14 @@ rows are those of a replay that drops no run at all."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import sqlite3
-import weakref
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from benchmarks.make_long_run import write_clones
+from tests.test_replay_runs_dropped import runs_held
 from zymi_tui.commands.replay_json import row_json
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import location_of
@@ -40,32 +38,8 @@ def test_a_long_chat_stream_holds_its_turn_in_progress_only(tmp_path: Path, monk
     turns = _count(db, "SELECT COUNT(DISTINCT correlation_id) FROM events WHERE kind_tag = 'pipeline_requested'")
     streams = _count(db, "SELECT COUNT(DISTINCT stream_id) FROM events WHERE stream_id NOT LIKE '%:step:%'")
     assert turns >= TURNS - 1 and streams == 1  # the oracle: one run stream, a correlation id a turn
-    made: list[weakref.ref[calls._Run]] = []
-
-    class Counted(calls._Run):  # every run the replay makes, followed by a weak reference
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            made.append(weakref.ref(self))
-
-    monkeypatch.setattr(calls, "_Run", Counted)
-    most = 0
-
-    async def go() -> int:
-        nonlocal most
-        reader = await open_reader(location_of(db))
-        rows = 0
-        try:
-            async for _ in replay_store(reader, project=None):
-                rows += 1
-                if rows % 10 == 0:
-                    gc.collect()
-                most = max(most, sum(r() is not None for r in made))
-        finally:
-            await reader.close()
-        return rows
-
-    rows = asyncio.run(go())
-    assert rows >= turns and len(made) >= turns  # every turn's run was made and its calls replayed
+    rows, made, most = runs_held(db, monkeypatch)
+    assert rows >= turns and made >= turns  # every turn's run was made and its calls replayed
     assert most <= 3, f"{most} runs held at once (of {turns} turns)"
 
 
