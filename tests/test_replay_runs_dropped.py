@@ -23,9 +23,8 @@ from zymi_tui.replay.store_replay import replay_store
 RUNS = 150
 
 
-def test_a_replay_holds_the_runs_in_progress_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    db = tmp_path / "many.db"
-    write_clones(db, RUNS * 60, "memory", many=True)
+def runs_held(db: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int]:
+    """A replay of `db`: its rows, the runs it made, and the most of them alive at once."""
     made: list[weakref.ref[calls._Run]] = []
 
     class Counted(calls._Run):  # every run the replay makes, followed by a weak reference
@@ -50,6 +49,12 @@ def test_a_replay_holds_the_runs_in_progress_only(tmp_path: Path, monkeypatch: p
             await reader.close()
         return rows
 
-    rows = asyncio.run(go())
-    assert rows >= RUNS and len(made) >= RUNS  # every run was made and its calls replayed
+    return asyncio.run(go()), len(made), most
+
+
+def test_a_replay_holds_the_runs_in_progress_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "many.db"
+    write_clones(db, RUNS * 60, "memory", many=True)
+    rows, made, most = runs_held(db, monkeypatch)
+    assert rows >= RUNS and made >= RUNS  # every run was made and its calls replayed
     assert most <= 3, f"{most} runs held at once (of {RUNS})"

@@ -261,6 +261,15 @@ class SqliteReader(ChainReads, RunReads, RowDecoder, Closable):
         )
         return [StreamInfo(column_text(s), n, lo, hi) for s, n, lo, hi in rows]
 
+    async def closing_completions(self) -> list[int]:
+        """`RunClosings`: each completion's later rows sought on the correlation index."""
+        rows = await self._fetch(
+            "SELECT c.id FROM events AS c WHERE c.kind_tag = 'pipeline_completed' AND c.correlation_id <> '' "
+            "AND NOT EXISTS (SELECT 1 FROM events AS e WHERE e.correlation_id = c.correlation_id AND e.id > c.id) "
+            "ORDER BY c.id"
+        )
+        return [gid for (gid,) in rows]
+
     async def _rows_after(self, after_global_id: int, limit: int, select: str = _ROW) -> list[Any]:
         """The next `limit` rows after a global id. After a full page the following one is fetched
         ahead (SQLite works in aiosqlite's thread while this one is decoded): a full scan's reads

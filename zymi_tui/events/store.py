@@ -146,6 +146,16 @@ class EventReader(Protocol):
 
 
 @runtime_checkable
+class RunClosings(Protocol):
+    """A reader that can list the completions that close their run: see `closing_completions`."""
+
+    async def closing_completions(self) -> list[int]:
+        """The global ids, ascending, of the `pipeline_completed` rows with a correlation id that no
+        later row of the store carries (by the columns): no later event can look their run up again."""
+        ...
+
+
+@runtime_checkable
 class BlockingRows(Protocol):
     """A reader that can also read rows blocking, on a connection of its own, for code that cannot
     await (a context build showing texts its builder dropped: context/texts.py)."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import heapq
+from array import array
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 
@@ -90,14 +92,23 @@ class Replayer(StepBuilds):
         # with `forget_finished`: each stream's last global id, and when each step's builder can go
         self.ends: dict[str, int] = {}
         self._expiry: list[tuple[int, bool, str]] = []  # (when, a run?, its key or the step's stream)
-        self._run_ends: dict[str, int] = {}  # a run's key: the last event of its run stream(s)
+        self._run_ends: dict[str, int] = {}  # a run's key: the last event of its run stream(s), or its closing
+        self._closings: array[int] = array("q")  # with `forget_finished`: the completions that close their run
+        self._stale = 0  # run entries of `_expiry` left behind by runs dropped at their closing
         self._peeked: tuple[ReplayEvent, RenderedContext] | None = None  # `next_build_chars`' build, for `feed`
 
-    def forget_finished(self, ends: dict[str, int]) -> None:
+    def forget_finished(self, ends: dict[str, int], closings: array[int] | None = None) -> None:
         """Drop a step's builder once the replay has passed the last event of its stream and of its run
         stream (`ends`: each stream's last global id, read before the replay): no later event can need
-        it, so memory stays flat in the store's size. Events past `ends` must not be fed."""
+        it, so memory stays flat in the store's size. Events past `ends` must not be fed.
+
+        `closings` (`RunClosings.closing_completions`, read after `ends`): a run is also dropped once the
+        replay has passed its completion when that is one of these (no later row carries its
+        correlation id) and no stream has its key for a name (a row without one would look it up): the
+        runs of one long chat stream, a turn each, then go as they end, not at the stream's end."""
         self.ends = ends
+        if closings is not None:
+            self._closings = closings
 
     def fork(self, knobs: ContextKnobs, *, lockstep: bool = False) -> Replayer:
         """A what-if replayer that goes on from this one's state under `knobs` (this one must be a
@@ -191,6 +202,24 @@ class Replayer(StepBuilds):
                 del self._run_ends[name]
                 self.runs.pop(name, None)
 
+    def _closed(self, key: str, global_id: int) -> None:
+        """The run of `key` completed at `global_id`: dropped after it if that completion closes it (see
+        `forget_finished`); its entry for its stream's end is then left behind, and such entries are swept
+        out of `_expiry` once they are half of it. (Dropped at the next event, not here: replayers in
+        lockstep share their runs, and each is fed this event.)"""
+        closings = self._closings
+        i = bisect_left(closings, global_id)
+        if i == len(closings) or closings[i] != global_id or key not in self.runs or key in self.ends:
+            return
+        self._run_ends[key] = global_id
+        heapq.heappush(self._expiry, (global_id, True, key))
+        self._stale += 1
+        if self._stale > 64 and 2 * self._stale > len(self._expiry):
+            ends = self._run_ends
+            self._expiry = [e for e in self._expiry if not e[1] or ends.get(e[2]) == e[0]]
+            heapq.heapify(self._expiry)
+            self._stale = 0
+
     def feed(self, se: ReplayEvent) -> None:
         expiry = self._expiry
         if expiry and expiry[0][0] < se.global_id:
@@ -227,6 +256,8 @@ class Replayer(StepBuilds):
                 elif not exceeds_hard_cap(row):
                     row._drop = True  # the step failed for another reason
                 row._done = True
+        if isinstance(kind, PipelineCompleted) and self._closings and ev.correlation_id:
+            self._closed(key, se.global_id)
 
     def _start_step(self, run_stream: str, step_id: str, run: _Run, ts: str, described: StepDescription | None) -> None:
         st = self._step(f"{run_stream}{STEP_MARK}{step_id}")

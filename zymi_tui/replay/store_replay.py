@@ -22,7 +22,16 @@ from zymi_tui.events.kinds import (
     WorkflowNodeStarted,
 )
 from zymi_tui.events.replay_view import ReplayEvent, decode_replay_row, replay_rows
-from zymi_tui.events.store import STEP_MARK, BlockingRows, EventReader, KindRowPage, RawRow, RowPage, run_of
+from zymi_tui.events.store import (
+    STEP_MARK,
+    BlockingRows,
+    EventReader,
+    KindRowPage,
+    RawRow,
+    RowPage,
+    RunClosings,
+    run_of,
+)
 from zymi_tui.events.stored import BadRow
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import (
@@ -203,6 +212,13 @@ async def stream_ends(reader: EventReader) -> dict[str, int]:
     return {s.stream_id: s.last_global_id for s in await reader.streams()}
 
 
+async def run_closings(reader: EventReader) -> array[int]:
+    """The completions that close their run (`RunClosings`), for `Replayer.forget_finished`; read after
+    the ends (a later read finds more later rows: fewer closings, never a wrong one). None from a reader
+    that cannot list them: runs are then kept to their streams' ends."""
+    return array("q", await reader.closing_completions()) if isinstance(reader, RunClosings) else array("q")
+
+
 def store_texts(reader: EventReader) -> Callable[[str], TextSource] | None:
     """A step stream's text source on `reader`'s store, for builders that drop old texts (None: the
     reader cannot read blocking; builders then keep their texts): see context/texts.py."""
@@ -297,8 +313,9 @@ async def replay_groups(
         for replayer in replayers:
             replayer.converted = shared
     ends = await stream_ends(reader) if part is None else part.ends
+    closings = await run_closings(reader)
     for replayer in replayers:
-        replayer.forget_finished(ends)
+        replayer.forget_finished(ends, closings)
     whatifs = [i for i, r in enumerate(replayers) if figures_only and r.whatif]
     whatifs = whatifs if len(whatifs) > 1 else []  # (one alone is replayed as it is)
     alone = [(i, r) for i, r in enumerate(replayers) if i not in whatifs]

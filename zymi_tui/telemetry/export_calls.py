@@ -30,7 +30,7 @@ from zymi_tui.events.replay_view import ReplayEvent, replay_event
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 from zymi_tui.events.tail import tail
 from zymi_tui.replay.call_context import CallContext
-from zymi_tui.replay.store_replay import make_replayer, replay_events, store_texts, stream_ends
+from zymi_tui.replay.store_replay import make_replayer, replay_events, run_closings, store_texts, stream_ends
 
 AGENT = re.compile(r"^agent=([^,]+)")  # zymi's WorkflowNodeStarted description: `agent=coder, task="..."`
 
@@ -191,7 +191,7 @@ async def walk(
     replayer.track_reuse = reuse
     if ends is None:
         ends = await stream_ends(reader)
-    replayer.forget_finished(ends)
+    replayer.forget_finished(ends, await run_closings(reader))
     top = max(ends.values(), default=0) if until is None else until
     wanted = set(streams) if streams else None
     async with aclosing(replay_events(reader, streams, after=after)) as events:
