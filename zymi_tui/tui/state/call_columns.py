@@ -11,6 +11,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import overload
 
 NO_TOKENS = -(2**63)  # `input_tokens` unknown (no completion recorded, or no usage in it)
@@ -30,21 +31,62 @@ class CallPoint:
     input_tokens: int | None  # usage.input_tokens of the matching LlmCallCompleted (recorded)
 
 
+class Prefix(Sequence[int]):
+    """The first `n` values of a column another thread still appends to: read in place, not copied (the
+    collector's columns grow behind it; a column a hostile value turned into a list is a new object)."""
+
+    __slots__ = ("_base", "_n")
+
+    def __init__(self, base: Sequence[int], n: int) -> None:
+        self._base, self._n = base, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[int]: ...
+    def __getitem__(self, i: int | slice) -> int | list[int]:
+        if isinstance(i, slice):
+            return [self._base[k] for k in range(*i.indices(self._n))]
+        j = i + self._n if i < 0 else i
+        if not 0 <= j < self._n:
+            raise IndexError("column index out of range")
+        return self._base[j]
+
+    def __iter__(self) -> Iterator[int]:
+        return islice(self._base, self._n)
+
+    def index(self, value: object, start: int = 0, stop: int | None = None) -> int:
+        return self._base.index(value, start, self._n if stop is None else min(stop, self._n))
+
+
 class CallColumns(Sequence[CallPoint]):
-    """A step's calls in the order they started (a call's `index` is its place, from 1)."""
+    """A step's calls in the order they started (a call's `index` is its place, from 1). `prefix()`: the calls
+    so far, sharing these columns (a fixed-length view), for another thread while this one is appended to."""
 
     __slots__ = (*_COLUMNS, "stream_ids", "_stream_code")
 
+    ns: array[int] | list[int] | Prefix
+    chars: array[int] | list[int] | Prefix
+    message_count: array[int] | list[int] | Prefix
+    iteration: array[int] | list[int] | Prefix
+    global_id: array[int] | list[int] | Prefix
+    stream: array[int] | list[int] | Prefix
+    sequence: array[int] | list[int] | Prefix
+    tokens: array[int] | list[int] | Prefix
+
     def __init__(self) -> None:
         # 64-bit columns; a value a hostile store puts beyond them turns its column into a list (`_put`)
-        self.ns: array[int] | list[int] = array("q")
-        self.chars: array[int] | list[int] = array("q")
-        self.message_count: array[int] | list[int] = array("q")
-        self.iteration: array[int] | list[int] = array("q")
-        self.global_id: array[int] | list[int] = array("q")
-        self.stream: array[int] | list[int] = array("q")
-        self.sequence: array[int] | list[int] = array("q")
-        self.tokens: array[int] | list[int] = array("q")
+        self.ns = array("q")
+        self.chars = array("q")
+        self.message_count = array("q")
+        self.iteration = array("q")
+        self.global_id = array("q")
+        self.stream = array("q")
+        self.sequence = array("q")
+        self.tokens = array("q")
         self.stream_ids: list[str] = []
         self._stream_code: dict[str, int] = {}
 
@@ -70,6 +112,7 @@ class CallColumns(Sequence[CallPoint]):
     def set_tokens(self, index: int, tokens: int | None) -> None:
         """The recorded input tokens of call `index` (from 1), when it completed."""
         value = NO_TOKENS if tokens is None else tokens
+        assert not isinstance(self.tokens, Prefix), "a prefix is read, not written"
         try:
             self.tokens[index - 1] = value
         except OverflowError:
@@ -96,6 +139,16 @@ class CallColumns(Sequence[CallPoint]):
                 out_x.append(x)
                 out_y.append(float(t))
         return out_x, out_y
+
+    def prefix(self) -> CallColumns:
+        """The calls so far, reading these columns in place (no copy): handed to another thread while this
+        one is still appended to (a call's tokens may be set in both once it completes)."""
+        out = CallColumns.__new__(CallColumns)
+        n = len(self)
+        for name in _COLUMNS:
+            setattr(out, name, Prefix(getattr(self, name), n))
+        out.stream_ids, out._stream_code = self.stream_ids, {}  # stream codes below n are in the list already
+        return out
 
     def copy(self) -> CallColumns:
         """A copy to hand to another thread while this one is still appended to."""

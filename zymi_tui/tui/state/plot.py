@@ -57,9 +57,10 @@ class CallCollector:
         self._turns: dict[str, int] = {}
 
     def snapshot(self) -> CallCollector:
-        """A copy to hand to another thread while this one is still fed (the calls are shared, immutable)."""
+        """A copy to hand to another thread while this one is still fed (the calls' columns are shared: each
+        step's calls so far, a fixed-length view; the other thread reads them)."""
         copy = CallCollector(self.window, self.forget_after)
-        copy.steps = {name: replace(sc, calls=sc.calls.copy(), compactions=list(sc.compactions))
+        copy.steps = {name: replace(sc, calls=sc.calls.prefix(), compactions=list(sc.compactions))
                       for name, sc in self.steps.items()}  # fmt: skip
         copy.workflow, copy.t0, copy.last_gid = list(self.workflow), self.t0, self.last_gid
         return copy
