@@ -25,12 +25,12 @@ PROBE = """
 import sys
 from zymi_tui.commands import otel_pair
 from zymi_tui.cli import main
-write_to = otel_pair.Partner.write_to
+write_to = otel_pair.SpansPartner.write_to
 def noted(self, lines):
     with open(sys.argv[1], "a") as f:
         f.write(f"{self.after}\\n")
     write_to(self, lines)
-otel_pair.Partner.write_to = noted
+otel_pair.SpansPartner.write_to = noted
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -122,7 +122,11 @@ def test_the_cut_is_between_runs(six_runs: Path, tmp_path: Path) -> None:
     """The partner starts after the third run ends: every event of the first three runs is at or before it."""
     db = _store(six_runs, "clean", tmp_path)
     _, _, taken = export(db, tmp_path / "two.json", True, "--no-content")
-    cut = int(taken[0])
+    assert between_third_and_fourth(db, int(taken[0]))
+
+
+def between_third_and_fourth(db: Path, cut: int) -> bool:
+    """Whether global id `cut` is at or after the third run's last event and before the fourth's first."""
     con = sqlite3.connect(db)
     last_of_third = con.execute(
         "SELECT max(id) FROM events WHERE stream_id LIKE ?", (_run_stream(db, 2) + "%",)
@@ -131,7 +135,7 @@ def test_the_cut_is_between_runs(six_runs: Path, tmp_path: Path) -> None:
         "SELECT min(id) FROM events WHERE stream_id LIKE ?", (_run_stream(db, 3) + "%",)
     ).fetchone()[0]
     con.close()
-    assert last_of_third <= cut < first_of_fourth
+    return bool(last_of_third <= cut < first_of_fourth)
 
 
 def test_a_partner_whose_caller_is_gone_stops(six_runs: Path, tmp_path: Path) -> None:

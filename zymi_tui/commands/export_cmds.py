@@ -15,10 +15,7 @@ from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.project.locate import Located
-from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.telemetry.export_calls import follow, walk
-from zymi_tui.telemetry.lhar_body import BodyFrames
-from zymi_tui.telemetry.lhar_export import ExportMeta, LharBuilder
 from zymi_tui.telemetry.lhar_files import LharFiles, lhar_target
 from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
 from zymi_tui.telemetry.otlp_push import OtlpPusher
@@ -39,14 +36,8 @@ from .common import (
     warn,
 )
 from .flags import add_runs_filter, run_step_streams
-from .otel_pair import Partner, partner_for, trace_builder
-
-
-def body_frames(bodies: RequestBodies) -> BodyFrames | None:
-    """A call's request body without its messages, from what it depends on but them (None: no project)."""
-    if bodies.ws is None:
-        return None
-    return lambda pipeline, step, compaction: bodies.body([], pipeline=pipeline, step=step, compaction=compaction)
+from .lhar_pair import FilesPartner, lhar_builder, lhar_partner
+from .otel_pair import SpansPartner, partner_for, trace_builder
 
 
 def project_bodies(project: Path | None) -> RequestBodies:
@@ -188,7 +179,7 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
     builder = trace_builder(bodies, not args.no_content)
     resource = resource_attributes(args.service)
     batcher: SpanBatcher | OtlpJsonLines
-    partner: Partner | None = None  # the process exporting the store's later part (otel_pair.py)
+    partner: SpansPartner | None = None  # the process exporting the store's later part (otel_pair.py)
     if pusher is not None:
         batcher = SpanBatcher(pusher, resource)
     else:
@@ -273,17 +264,24 @@ def _stdout_bytes() -> BinaryIO:
 
 async def _lhar(args: argparse.Namespace, found: Located | None, inline: bool) -> int:
     reader, project, streams, bodies = await _opened(args, found, inline)
+    partner: FilesPartner | None = None  # the process writing the later conversations' files (lhar_pair.py)
     try:
-        known = [s.stream_id for s in await reader.streams()]
-        steps = [s for s in known if STEP_MARK in s and (streams is None or s in streams)]
+        known = await reader.streams()
+        ends = {s.stream_id: s.last_global_id for s in known}
+        steps = [s for s in ends if STEP_MARK in s and (streams is None or s in streams)]
         conversations = sorted({s.split(STEP_MARK, 1)[0] for s in steps})
         target = lhar_target(args.output, len(conversations))
-        meta = ExportMeta(bodies.model, bodies.provider, recorded_knobs(project).hard_cap_chars // 4)
-        builder = LharBuilder(meta, body_frames(bodies))
-        files = LharFiles(target, meta.model)
+        builder = lhar_builder(bodies, project)
+        files = LharFiles(target, builder.meta.model)
         progress = await _progress(reader, to_stdout=target.path is None)
         try:
-            async for se, rows in walk(reader, project, streams, reuse=False):  # (an entry has no prefix reuse)
+            if found is not None and inline and streams is None and target.folder and target.path is not None:
+                partner = lhar_partner(found.store, project, known, target.path)
+            del known  # (50,000 streams: ~6 MB)
+            hand_over = None if partner is None else partner.hand_over(builder.holds_nothing_open)
+            until = None if partner is None else partner.until
+            walked = walk(reader, project, streams, reuse=False, ends=ends, until=until, hand_over=hand_over)
+            async for se, rows in walked:  # (an entry has no prefix reuse)
                 for entry in builder.feed(se, rows):
                     files.write(entry)
                 if se is not None and se.global_id >= progress.next_at:
@@ -291,8 +289,12 @@ async def _lhar(args: argparse.Namespace, found: Located | None, inline: bool) -
                     progress.next_at = se.global_id + PROGRESS_EVERY
         finally:
             files.close()
+        if partner is not None and partner.taken:
+            partner.move_into(files)
         progress.end()
     finally:
+        if partner is not None:
+            partner.close()
         await close_reader(reader)
     if target is not None:
         common.err.print(files.summary())

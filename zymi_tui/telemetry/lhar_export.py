@@ -71,6 +71,13 @@ class LharBuilder:
         self.shown = ShownFigures(wire=self.frames is not None)
         self.figures = MessageCache(partial(message_figures, wire=self.frames is not None))
 
+    def holds_nothing_open(self) -> bool:
+        """No run, step or call is open: the entries of the events after this are what a new builder
+        makes of them when no conversation has events on both sides (the rest is kept by step stream or
+        by conversation, or is a cache). A store so cut is exported in parts (commands/lhar_pair.py)."""
+        t = self.tracker
+        return not (self.calls or t.runs or t.steps)
+
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[LharEntry]:
         if se is not None:
             if isinstance(se.kind, LlmCallStarted) and STEP_MARK in se.stream_id:

@@ -81,6 +81,7 @@ class LharFiles:
         self.open: OrderedDict[str, _Pending] = OrderedDict()
         self.started: set[str] = set()
         self.entries = 0
+        self.others = 0  # session files another process wrote in the folder for this export (`add_written`)
         if target.folder and target.path is not None:
             try:
                 target.path.mkdir(parents=True, exist_ok=True)
@@ -146,8 +147,13 @@ class LharFiles:
                     os.close(p.fd)
             self.open.clear()
 
+    def add_written(self, sessions: int, entries: int) -> None:
+        """Count, in the summary, `sessions` files of `entries` entries another process wrote in the folder."""
+        self.others += sessions
+        self.entries += entries
+
     def summary(self) -> str:
         where = self.target.path.resolve() if self.target.path is not None else "stdout"
         if self.target.folder:
-            return f"wrote {len(self.started)} session file(s), {self.entries} entries, in {where}"
+            return f"wrote {len(self.started) + self.others} session file(s), {self.entries} entries, in {where}"
         return f"wrote {self.entries} entries to {where}"

@@ -1,0 +1,112 @@
+"""An export of a large SQLite store of many runs by two processes, whatever its format: the store is
+cut where nothing crosses (`store_ranges`), the caller exports the first part and a process of its own
+(`Partner`: `python -m MODULE ARGS... OUT_FD CALLER_PID`) the rest at the same time, its output in a
+temporary file the caller reads once it takes the partner's part (`Partner.hand_over`).
+
+The caller takes it only when its own walk holds nothing open at the cut and the partner ended with
+status 0 (it read every row of its part); otherwise the partner is ended and the caller goes on past
+the cut itself, so the output is always the one process's. The partner looks at its parent every
+`CALLER_LOOKS` events (`CallerWatch`) and stops once it is not its caller (the caller was killed)."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from zymi_tui import GC_THRESHOLD
+from zymi_tui.cores import usable_cores
+from zymi_tui.events.store import StreamInfo
+from zymi_tui.replay.store_ranges import store_ranges
+from zymi_tui.telemetry.export_calls import HandOver
+
+PAIR_EVENTS = 20_000  # a store whose ids reach this is exported by two processes (below, a process costs more)
+DECLINED = 3  # the partner's status when it skipped an unreadable row: the caller exports that part itself
+ORPHANED = 4  # the partner's status when it found its caller gone
+CALLER_LOOKS = 2_000  # events between two looks of the partner at its caller
+
+
+def pair_cut(streams: Sequence[StreamInfo], events_env: str) -> tuple[int, int] | None:
+    """(cut, last id): where a store of these `streams` is cut in two for two processes, and the last id
+    the walk reads; None when one process exports it (a store below PAIR_EVENTS ids, or the environment
+    variable `events_env`'s count, which the tests lower; one core; or no place where no stream crosses)."""
+    top = max((s.last_global_id for s in streams if s.count), default=0)
+    if top < max(int(os.environ.get(events_env, PAIR_EVENTS)), 2) or usable_cores() < 2:
+        return None
+    ranges = store_ranges(streams, 2)
+    return (ranges[0][1], top) if len(ranges) > 1 else None
+
+
+class Partner:
+    """The process exporting the store's ids (after, until]: `python -m module *args OUT_FD CALLER_PID`,
+    writing its output to `out`, a temporary file."""
+
+    def __init__(self, module: str, args: Sequence[str], after: int, until: int) -> None:
+        self.after, self.until = after, until
+        self.taken = False  # its output is the rest of the export
+        self.out = tempfile.TemporaryFile(prefix="zymi-tui-part-")  # noqa: SIM115 (closed by `close`)
+        fd = self.out.fileno()
+        argv = [*args, str(fd), str(os.getpid())]  # the caller: the partner stops once its parent is another
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", module, *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,  # a failure is the caller's to meet again, going on itself
+                pass_fds=(fd,),
+                start_new_session=True,  # Ctrl-C is the caller's to handle: it ends this process
+            )
+        except BaseException:
+            self.out.close()
+            raise
+
+    def hand_over(self, holds_nothing_open: Callable[[], bool]) -> HandOver:
+        """The caller's walk ends at the cut when its builder `holds_nothing_open` there and the partner
+        wrote every piece of its part (then `taken`)."""
+
+        def take() -> bool:
+            self.taken = holds_nothing_open() and self.proc.wait() == 0
+            if not self.taken:  # the caller goes on alone: the core is its own again
+                self.end()
+            return self.taken
+
+        return HandOver(self.after, take)
+
+    def end(self) -> None:
+        """End the partner (at once if it is still running)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
+        """End the partner and drop its file."""
+        self.end()
+        self.out.close()
+
+
+class CallerWatch:
+    """The partner's looks at its parent: `gone(global_id)` is True once the parent is not `caller`."""
+
+    def __init__(self, caller: int, after: int) -> None:
+        self.caller, self.look_at = caller, after
+
+    def gone(self, global_id: int) -> bool:
+        if global_id < self.look_at:
+            return False
+        self.look_at = global_id + CALLER_LOOKS
+        return os.getppid() != self.caller
+
+
+def run_partner(part: Coroutine[Any, Any, int]) -> int:
+    """A partner's `main`: its export (`part`, giving its status) on an inline event loop."""
+    from zymi_tui.events.sqlite_inline import run_inline
+
+    gc.set_threshold(GC_THRESHOLD)
+    with contextlib.suppress(KeyboardInterrupt):
+        return run_inline(part)
+    return 1

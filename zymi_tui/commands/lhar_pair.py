@@ -1,0 +1,166 @@
+"""`export --format lhar` of a large SQLite store of many conversations into a folder, on two cores
+(export_pair.py): the store is cut where no conversation (a run stream and its step streams) has events
+on both sides, so each session file is written whole by one process. The partner writes the later
+conversations' files into a hidden folder of its own inside the target (`.zymi-tui-lhar-part-*`) and,
+last, its counts of files and entries to COUNTS_FD; once the caller takes its part (its own walk holds
+nothing open at the cut: `LharBuilder.holds_nothing_open`), the files are moved into the target and the
+counts added to the summary. Otherwise the hidden folder is removed and the caller goes on alone.
+
+A move leaves the tree that writing in place leaves only when no two conversations share a file name
+and every file the move replaces is a plain file a new one would be (its mode, owner, one link):
+pairing is left out otherwise (`lhar_partner`).
+
+    python -m zymi_tui.commands.lhar_pair STORE PROJECT AFTER UNTIL FOLDER COUNTS_FD CALLER_PID
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from zymi_tui.engine.bodies import RequestBodies
+from zymi_tui.events.location import SqliteStore, StoreLocation
+from zymi_tui.events.store import StreamInfo, run_of
+from zymi_tui.replay.store_replay import recorded_knobs
+from zymi_tui.telemetry.export_calls import walk
+from zymi_tui.telemetry.lhar_body import BodyFrames
+from zymi_tui.telemetry.lhar_export import ExportMeta, LharBuilder
+from zymi_tui.telemetry.lhar_files import LharFiles, LharTarget, file_name
+
+from .export_pair import DECLINED, ORPHANED, CallerWatch, Partner, pair_cut, run_partner
+
+PAIR_EVENTS_ENV = "ZYMI_TUI_LHAR_PAIR_EVENTS"  # the tests lower export_pair.PAIR_EVENTS to pair a small store
+PARTS_PREFIX = ".zymi-tui-lhar-part-"
+
+
+def body_frames(bodies: RequestBodies) -> BodyFrames | None:
+    """A call's request body without its messages, from what it depends on but them (None: no project)."""
+    if bodies.ws is None:
+        return None
+    return lambda pipeline, step, compaction: bodies.body([], pipeline=pipeline, step=step, compaction=compaction)
+
+
+def lhar_builder(bodies: RequestBodies, project: Path | None) -> LharBuilder:
+    meta = ExportMeta(bodies.model, bodies.provider, recorded_knobs(project).hard_cap_chars // 4)
+    return LharBuilder(meta, body_frames(bodies))
+
+
+def conversation_spans(streams: Sequence[StreamInfo]) -> dict[str, StreamInfo]:
+    """Each conversation's (run stream's) events, its step streams' included, as one span of ids."""
+    spans: dict[str, StreamInfo] = {}
+    for s in streams:
+        if not s.count:
+            continue
+        key = run_of(s.stream_id)
+        had = spans.get(key)
+        if had is not None:
+            first, last = min(had.first_global_id, s.first_global_id), max(had.last_global_id, s.last_global_id)
+            s = StreamInfo(key, had.count + s.count, first, last)
+        spans[key] = s
+    return spans
+
+
+def _new_file_like(path: Path, mode: int) -> bool:
+    """Whether `path` is a plain file of ours, of one link and of the mode a new file gets."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    plain = stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+    return plain and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == mode
+
+
+def lhar_partner(
+    store: StoreLocation, project: Path | None, streams: Sequence[StreamInfo], folder: Path
+) -> FilesPartner | None:
+    """The process writing the session files of the store's later conversations (read from `store`)
+    into a hidden folder inside `folder`, started; None: one process writes them all (`pair_cut`, not a
+    SQLite store, or a move would not leave the same tree)."""
+    spans = conversation_spans(streams)
+    cut = pair_cut(list(spans.values()), PAIR_EVENTS_ENV)
+    if cut is None or not isinstance(store, SqliteStore):
+        return None
+    names = {c: f"{file_name(c)}.lhar" for c in spans}
+    if len({n.casefold() for n in names.values()}) < len(names):  # two sessions, one file: the last one wins
+        return None
+    after, until = cut
+    umask = os.umask(0)
+    os.umask(umask)
+    later = {names[c] for c, s in spans.items() if s.first_global_id > after}
+    if not all(_new_file_like(folder / n, 0o666 & ~umask) for n in later.intersection(os.listdir(folder))):
+        return None
+    parts = Path(tempfile.mkdtemp(prefix=PARTS_PREFIX, dir=folder))
+    try:
+        return FilesPartner(__name__, [str(store.path), str(project or ""), str(after), str(until), str(parts)],
+                            after, until, parts)  # fmt: skip
+    except BaseException:
+        shutil.rmtree(parts, ignore_errors=True)
+        raise
+
+
+class FilesPartner(Partner):
+    """The process writing the session files of the store's ids (after, until] into `parts`."""
+
+    def __init__(self, module: str, args: Sequence[str], after: int, until: int, parts: Path) -> None:
+        self.parts = parts
+        super().__init__(module, args, after, until)
+
+    def move_into(self, files: LharFiles) -> None:
+        """Its files moved to `files`' folder, and its counts added to `files`' summary."""
+        assert files.target.path is not None  # (a folder: pairing needs one)
+        self.out.seek(0)
+        sessions, entries = map(int, self.out.read().split())
+        for name in os.listdir(self.parts):
+            os.replace(self.parts / name, files.target.path / name)
+        files.add_written(sessions, entries)
+
+    def close(self) -> None:
+        """End the partner, drop its counts and its folder (emptied when its files were taken)."""
+        try:
+            super().close()
+        finally:
+            shutil.rmtree(self.parts, ignore_errors=True)
+
+
+async def _export_part(
+    store: Path, project: Path | None, after: int, until: int, parts: Path, fd: int, caller: int
+) -> int:
+    from zymi_tui.events.sqlite_read import SqliteReader
+
+    reader = await SqliteReader.open(store, inline=True)
+    try:
+        builder = lhar_builder(RequestBodies(project), project)
+        files = LharFiles(LharTarget(parts, True), builder.meta.model)
+        watch = CallerWatch(caller, after)
+        try:
+            async for se, rows in walk(reader, project, after=after, until=until, reuse=False):
+                for entry in builder.feed(se, rows):
+                    files.write(entry)
+                if se is not None and watch.gone(se.global_id):  # no one will take these files
+                    return ORPHANED
+        finally:
+            files.close()
+        with open(fd, "w") as out:
+            out.write(f"{len(files.started)} {files.entries}\n")
+    finally:
+        await reader.close()
+    return DECLINED if reader.problems else 0
+
+
+def main(argv: list[str]) -> int:
+    """The partner: the session files of ids (AFTER, UNTIL] in FOLDER, their counts on COUNTS_FD, while
+    its parent is CALLER_PID."""
+    store, project, after, until, parts, fd, caller = argv
+    where = Path(project) if project else None
+    return run_partner(_export_part(Path(store), where, int(after), int(until), Path(parts), int(fd), int(caller)))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
