@@ -141,6 +141,13 @@ def prefix_reuse(
     return PrefixReuse(reused, chars, PrefixBreak(reused, "C", cur.tail.items[cur.cut + j].seq, cause))
 
 
+def breaks_same_head(prev: Shape, cur: Shape) -> bool:
+    """Whether `cur` does not begin with `prev`'s whole list (`prefix_reuse(prev, cur, same_head)`'s break),
+    their Layer A and memory the same: the break alone, its figures not counted (a caller that prices no
+    cache reads nothing else)."""
+    return _first_c_difference(prev, cur) < prev.n - prev.cut
+
+
 def _head_break(cur: Shape, i: int, a_count: int) -> PrefixBreak:
     if i >= a_count:
         return PrefixBreak(i, "B", None, "memory block changed")

@@ -81,13 +81,18 @@ class CacheModel:
         self.breakpoints = breakpoints
         self.last_ts: dict[str, int | None] = {}
 
+    @property
+    def reads_reuse(self) -> bool:
+        """Whether a call's reused prefix is read (an explicit family without breakpoints caches nothing)."""
+        return self.family.mode != "explicit" or self.breakpoints
+
     def next(self, c: CacheCall) -> CachePrediction:
         family = self.family
         explicit = family.mode == "explicit"
         prev_ts = self.last_ts.get(c.stream_id)
         seen = c.stream_id in self.last_ts
         self.last_ts[c.stream_id] = c.ts_ns
-        if explicit and not self.breakpoints:
+        if not self.reads_reuse:
             return CachePrediction(0, 0)
         expired = bool(
             seen and prev_ts is not None and c.ts_ns is not None and c.ts_ns - prev_ts > family.ttl_seconds * NS

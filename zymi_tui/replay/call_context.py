@@ -100,7 +100,7 @@ class ClassCall(NamedTuple):
 
     row: CallContext
     rendering: RenderedContext | Rendering  # (the row's own context, with a prefix reuse of its own)
-    reuse: PrefixReuse
+    reuse: PrefixReuse | bool  # a bool: whether it breaks the prefix, its figures not counted
 
     @property
     def global_id(self) -> int:

@@ -127,9 +127,11 @@ async def collect_calls(
     progress: Progress | None,
     label: str,
     take: Callable[[int, list[CallFigure]], None] | None = None,
+    take_shared: Callable[[list[int], list[CallFigure]], None] | None = None,
 ) -> None:
     """Append each replayed call's figures to its profiles' runs (or give them to `take(index of the
-    profile, figures)`, profile by profile); `progress` every 500 calls of a profile.
+    profile, figures)`, profile by profile, or to `take_shared(indices of the profiles, figures)`, once
+    for all the profiles that share them); `progress` every 500 calls of a profile (not with `take_shared`).
 
     A row given to several profiles (`replay_groups(figures_only=True)` shares it among the knob sets
     of one lockstep class) gets one list of figures per side of the soft cap, shared by those
@@ -143,6 +145,18 @@ async def collect_calls(
         if call is not previous:
             previous, shared = call, {}
         chars, foreign = figure_chars(call), call.foreign
+        if take_shared is not None:
+            sides: dict[bool, list[int]] = {}
+            for index in members:
+                sides.setdefault(chars > soft_caps[index], []).append(index)
+                if foreign:
+                    runs[index].foreign = True
+            for over, indices in sides.items():
+                figures = shared.get(over)
+                if figures is None:
+                    figures = shared[over] = call_figures(call, soft_caps[indices[0]])
+                take_shared(indices, figures)
+            continue
         for index in members:
             over = chars > soft_caps[index]
             if foreign:

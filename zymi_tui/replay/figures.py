@@ -206,7 +206,7 @@ def call_figures(seen: CallContext | ClassCall, soft_cap: int) -> list[CallFigur
     """The figures of one replayed call (the replay already decided compactions and failures), as its
     knob set sees it: a row, or a lockstep class's figures of one."""
     r: RenderedContext | Rendering | None
-    reuse: PrefixReuse | None
+    reuse: PrefixReuse | bool | None
     if isinstance(seen, ClassCall):
         call, r, reuse = seen
         chars = r.chars
@@ -229,7 +229,9 @@ def call_figures(seen: CallContext | ClassCall, soft_cap: int) -> list[CallFigur
     f = CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
                    call.recorded_input_tokens, chars > soft_cap, failed)  # fmt: skip
     _cache_fields(f, call)
-    if reuse is not None:
+    if isinstance(reuse, bool):  # its figures not counted (`replay_groups(reuse_chars=False)`)
+        f.cache_break = reuse
+    elif reuse is not None:
         f.reuse_chars = reuse.chars
         f.cache_break = reuse.broken is not None
     return [f]
@@ -282,6 +284,11 @@ class Tally:
         self.total = Totals()
         self.runs: dict[str, None] = {}  # per_run=False: the runs seen, in order
         self._stream: str | None = None  # per_run=False: the last call's stream (its run is in `runs`)
+
+    @property
+    def reads_reuse(self) -> bool:
+        """Whether a call's reused prefix bytes are read (by its cache model); its break is, always."""
+        return self.cache is not None and self.cache.reads_reuse
 
     def add(self, f: CallFigure) -> None:
         estimate_tokens(f, self.ratio)

@@ -7,7 +7,8 @@ starts in one `LockstepReplayer`, fed each event once; at each agent call it bui
 build under each member's knobs from the same state (`splice.rerender`, what `build(knobs=...)` gives),
 members whose forget cut, masked end and hard-cap side agree (and whose stream's previous sent call had
 the same shape) sharing one rendering and one prefix-reuse figure (its break, if any, not named: the rows
-are read for their figures only). A member parts (`diverging`: it is
+are read for their figures only; with `reuse_chars` False, whether there is a break and nothing else: no
+cache model reads the reused bytes). A member parts (`diverging`: it is
 forked off, `Replayer.fork`) just before the first build that would compact under its knobs, or a failed
 step's build whose figures differ between members; it joins the others again once both are idle
 (`Replayer.idle_before`: between runs, every step dropped)."""
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.rendered import RenderedContext, Shape
-from zymi_tui.context.reuse import PrefixReuse, head_figures, prefix_reuse
+from zymi_tui.context.reuse import PrefixReuse, breaks_same_head, head_figures, prefix_reuse
 from zymi_tui.context.splice import Ends, Rendering, bounds, figures_as, layer_c_bytes, rerender
 from zymi_tui.events.kinds import LlmCallStarted, WorkflowNodeCompleted
 from zymi_tui.events.replay_view import ReplayEvent
@@ -30,8 +31,9 @@ from zymi_tui.replay.call_builds import StepState
 from zymi_tui.replay.call_context import CallContext, ClassCall
 from zymi_tui.replay.calls import Replayer
 
-# members, their context (the row's own) or its figures (`splice.figures_as`), their prefix reuse
-_Class = tuple[list[int], RenderedContext | Rendering, PrefixReuse]
+# members, their context (the row's own) or its figures (`splice.figures_as`), their prefix reuse (or,
+# its figures not counted, whether it breaks: `reuse_chars`)
+_Class = tuple[list[int], RenderedContext | Rendering, PrefixReuse | bool]
 PRUNE_SLACK = 64  # streams whose previous shapes are kept past their step's end before they are pruned
 
 
@@ -49,15 +51,17 @@ class LockstepReplayer(Replayer):
     _prev: dict[str, dict[int, Shape]]  # per step stream, per member: its previous sent agent call's shape
     _variants: dict[int, tuple[CallContext, list[_Class]]]  # id of a row waiting in the queue: its renderings
     _figured: tuple[ReplayEvent, RenderedContext, dict[int, tuple[int, int, int]]] | None
+    reuse_chars: bool  # the prefix reuse counted (a cache model prices it), else only whether it breaks
 
     @classmethod
-    def of(cls, replayer: Replayer, members: dict[int, ContextKnobs]) -> LockstepReplayer:
+    def of(cls, replayer: Replayer, members: dict[int, ContextKnobs], *, reuse_chars: bool = True) -> LockstepReplayer:
         """`replayer` (a what-if one, fed nothing yet) running `members`."""
         assert replayer.whatif and not replayer.steps and not replayer.queue
         other = cls.__new__(cls)
         other.__dict__.update(replayer.__dict__)
         other.track_reuse = False  # the prefix reuse is figured per member here
         other.members, other._prev, other._variants, other._figured = dict(members), {}, {}, None
+        other.reuse_chars = reuse_chars
         return other
 
     def fork(self, knobs: ContextKnobs, *, lockstep: bool = False) -> Replayer:
@@ -182,8 +186,15 @@ class LockstepReplayer(Replayer):
                 made = figures_as(ctx, self.members[first], cut, mask_end, figures[first][2] - ab)
             assert made.shape is not None  # (no plan: a member that compacts has parted)
             before_shape = shape_of(first)
+            reuse: PrefixReuse | bool
             if before_shape is None:
-                reuse = PrefixReuse(0, 0, None)
+                reuse = PrefixReuse(0, 0, None) if self.reuse_chars else False
+            elif not self.reuse_chars:
+                reuse = (
+                    breaks_same_head(before_shape, made.shape)
+                    if same_head(before_shape, made.shape)
+                    else prefix_reuse(before_shape, made.shape, named=False).broken is not None
+                )
             elif same_head(before_shape, made.shape):
                 head = head_figures(made.shape) if head is None else head
                 reuse = prefix_reuse(before_shape, made.shape, head, named=False)
@@ -192,7 +203,7 @@ class LockstepReplayer(Replayer):
             if not made.hard_cap_exceeded:
                 for i in members:
                     prev[i] = made.shape
-            if made is ctx and row.reuse is None:
+            if made is ctx and row.reuse is None and isinstance(reuse, PrefixReuse):
                 row.reuse = reuse
             out.append((members, made, reuse))
         self._variants[id(row)] = (row, out)
@@ -238,10 +249,10 @@ class LockstepGroup:
                 yield from self.replayer.deliver(row)
 
 
-def lockstep_group(replayers: Sequence[Replayer], whatifs: list[int]) -> LockstepGroup:
+def lockstep_group(replayers: Sequence[Replayer], whatifs: list[int], *, reuse_chars: bool = True) -> LockstepGroup:
     """One group running the what-if replayers `whatifs` (indices of `replayers`), in the first one."""
     members = {i: replayers[i].knobs for i in whatifs}
-    return LockstepGroup(LockstepReplayer.of(replayers[whatifs[0]], members))
+    return LockstepGroup(LockstepReplayer.of(replayers[whatifs[0]], members, reuse_chars=reuse_chars))
 
 
 def rejoined(groups: list[LockstepGroup], se: ReplayEvent) -> list[LockstepGroup]:

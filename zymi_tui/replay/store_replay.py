@@ -287,6 +287,7 @@ async def replay_groups(
     figures_only: bool = False,
     events: Events | None = None,
     part: Part | None = None,
+    reuse_chars: bool = True,
 ) -> AsyncGenerator[tuple[Sequence[int], CallContext | ClassCall], None]:
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
     and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set indices, row):
@@ -303,7 +304,10 @@ async def replay_groups(
     a list (`advise` replays the events of its first pass again, not decoding them twice).
 
     `part`: only the events of one range of the store (`store_ranges`), replayed as the whole store's
-    replay replays them (without `streams`)."""
+    replay replays them (without `streams`).
+
+    `reuse_chars=False` (with `figures_only`): the caller prices no cache, so a lockstep class's prefix
+    reuse is only whether it breaks (a bool in its `ClassCall`), its bytes not counted."""
     replayers = make_replayers(project, knobs, texts=store_texts(reader))
     if part is not None:
         for replayer in replayers:
@@ -319,7 +323,7 @@ async def replay_groups(
     whatifs = [i for i, r in enumerate(replayers) if figures_only and r.whatif]
     whatifs = whatifs if len(whatifs) > 1 else []  # (one alone is replayed as it is)
     alone = [(i, r) for i, r in enumerate(replayers) if i not in whatifs]
-    lockstep = [lockstep_group(replayers, whatifs)] if whatifs else []
+    lockstep = [lockstep_group(replayers, whatifs, reuse_chars=reuse_chars)] if whatifs else []
     top = max(ends.values(), default=0) if part is None else part.until
     wanted = set(streams) if streams else None
     after = 0 if part is None else part.after

@@ -36,7 +36,7 @@ from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.compare import collect_calls, profile_runs, tally_for
 from zymi_tui.replay.costs import Pricing
-from zymi_tui.replay.figures import CallFigure, RecordedOutput, Totals
+from zymi_tui.replay.figures import CallFigure, RecordedOutput, Tally, Totals
 from zymi_tui.replay.simulated import SummaryEstimate
 from zymi_tui.replay.store_ranges import learned_before, store_ranges
 from zymi_tui.replay.store_replay import Part, replay_groups, stream_ends
@@ -141,17 +141,48 @@ async def _replay_half(reader: EventReader, job: PassTwo, half: Half) -> Totalle
     profiles = [job.tried[i] for i in half.profiles]
     runs = profile_runs(profiles, job.recorded)
     tallies = [tally_for(job.how, job.ratio, per_run=False) for _ in runs]
-
-    def take(index: int, figures: list[CallFigure]) -> None:
-        for f in figures:
-            tallies[index].add(f)
-
+    shared = SharedTallies(tallies, job)
     calls = replay_groups(reader, project=job.project, knobs=[k for _, k in profiles], streams=job.streams,
-                          figures_only=True, events=half.events, part=half.part)  # fmt: skip
-    await collect_calls(calls, runs, last_global_id=0, progress=None, label="", take=take)
+                          figures_only=True, events=half.events, part=half.part,
+                          reuse_chars=any(t.reads_reuse for t in tallies))  # fmt: skip
+    await collect_calls(calls, runs, last_global_id=0, progress=None, label="", take_shared=shared.take)
+    shared.close()
     for tally in tallies:
         tally.cache = None  # its streams' last timestamps: no later range has those streams
     return Totalled(tallies, [run.foreign for run in runs])
+
+
+class SharedTallies:
+    """`tallies` (one a candidate) fed a call's figures once for every candidate that shares them: into
+    a tally of that group of candidates (each figure's tokens estimated once, added once), each group's
+    totals added to its members' at `close`, what adding each figure to each member's tally gives (sums
+    and peaks). With a cache model (its state is each candidate's own), each member's tally is fed."""
+
+    def __init__(self, tallies: list[Tally], job: PassTwo) -> None:
+        self.tallies = tallies
+        self.job = job
+        self.grouped = all(t.cache is None and t.per_run is None for t in tallies)
+        self.groups: dict[tuple[int, ...], Tally] = {}
+
+    def take(self, indices: list[int], figures: list[CallFigure]) -> None:
+        if not self.grouped:
+            for i in indices:
+                for f in figures:
+                    self.tallies[i].add(f)
+            return
+        key = tuple(indices)
+        tally = self.groups.get(key)
+        if tally is None:
+            tally = self.groups[key] = tally_for(self.job.how, self.job.ratio, per_run=False)
+        for f in figures:
+            tally.add(f)
+
+    def close(self) -> None:
+        """Each group's totals (and runs seen) added to its members' tallies."""
+        for key, tally in self.groups.items():
+            for i in key:
+                self.tallies[i].absorb(tally)
+        self.groups = {}
 
 
 class _Child:
