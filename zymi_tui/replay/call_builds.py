@@ -13,7 +13,7 @@ from functools import partial
 from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.rendered import CompactionPlan, Prefix, Shape
-from zymi_tui.context.reuse import PrefixReuse, prefix_reuse
+from zymi_tui.context.reuse import PrefixReuse, head_figures, prefix_reuse
 from zymi_tui.events.kinds import LlmCallStarted
 from zymi_tui.events.messages import AssistantMessage
 from zymi_tui.replay.call_context import UNKNOWN_KNOBS, CallContext
@@ -39,6 +39,8 @@ class StepState:
     run: RunState | None = None
     infer: bool = False  # Layer A is to be inferred at the next agent call
     prev_shape: Shape | None = None  # the previous sent agent call's context (prefix reuse)
+    # the Layer A and memory of `prev_shape` and `head_figures` of them (its calls' share them, mostly)
+    head: tuple[Prefix, tuple[tuple[str, str], ...], tuple[int, int]] | None = None
     knobs_source: str = UNKNOWN_KNOBS  # where this step run's recorded knobs come from
     started_ns: int | None = None  # this run's WorkflowNodeStarted (the fresh cutoff, docs/context.md#fresh-mode)
     whatif: bool = False  # a foreign agent's step under knobs asked for explicitly (not its own policy)
@@ -52,13 +54,25 @@ class StepBuilds:
     whatif: bool
     estimate: SummaryEstimate
     queue: deque[CallContext]
+    name_reuse: bool = True  # a prefix break's cause worked out (`prefix_reuse(named=...)`)
 
-    @staticmethod
-    def _track_reuse(st: StepState, row: CallContext) -> None:
+    def _track_reuse(self, st: StepState, row: CallContext) -> None:
+        """`row.reuse` from the step's previous sent call. Its Layer A and memory, when they are this
+        call's, are counted once (`head_figures`, kept in `st.head`) rather than compared message by
+        message: the same figures. `name_reuse=False`: a break's cause is not worked out."""
         shape = row.rendered.shape if row.rendered is not None else None
         if shape is None:
             return
-        row.reuse = PrefixReuse(0, 0, None) if st.prev_shape is None else prefix_reuse(st.prev_shape, shape)
+        prev = st.prev_shape
+        if prev is None:
+            row.reuse = PrefixReuse(0, 0, None)
+        elif prev.prefix == shape.prefix and prev.memory == shape.memory:
+            head = st.head
+            if head is None or head[0] != shape.prefix or head[1] != shape.memory:
+                head = st.head = (shape.prefix, shape.memory, head_figures(shape))
+            row.reuse = prefix_reuse(prev, shape, head[2], named=self.name_reuse)
+        else:
+            row.reuse = prefix_reuse(prev, shape, named=self.name_reuse)
         if row.rendered is not None and not row.rendered.hard_cap_exceeded:
             st.prev_shape = shape  # a build over the hard cap is never sent
 

@@ -183,12 +183,13 @@ async def walk(
 ) -> AsyncIterator[tuple[ReplayEvent | None, list[CallContext]]]:
     """Every event the replay reads, in global order, with the recorded calls it completed (replayed
     under the recorded knobs: their rebuilt context); last `(None, rows)` with the calls left open.
-    `reuse=False`: the rows' prefix reuse is not worked out (`CallContext.reuse` stays None).
+    `reuse=False`: the rows' prefix reuse is not worked out (`CallContext.reuse` stays None); else its
+    figures are, not what broke it (no export reads `PrefixReuse.broken`'s cause).
     `after`, `until`: only the events with global ids in (after, until] (without `streams`; until=None:
     the store's last when the walk begins). `hand_over`: see `HandOver`. `ends`: each stream's last
     global id (`stream_ends`), when the caller has read them."""
     replayer = make_replayer(project, texts=store_texts(reader))
-    replayer.track_reuse = reuse
+    replayer.track_reuse, replayer.name_reuse = reuse, False
     if ends is None:
         ends = await stream_ends(reader)
     replayer.forget_finished(ends, await run_closings(reader))
@@ -214,6 +215,7 @@ async def follow(
     `on_idle` is called once the events written so far are out (after the store, after each batch).
     The step builders are kept (a chat stream's next turn goes on from them)."""
     replayer = make_replayer(project)
+    replayer.name_reuse = False  # (as `walk`)
     top = max((await stream_ends(reader)).values(), default=0)
     async with aclosing(replay_events(reader, None)) as events:
         async for se in events:
