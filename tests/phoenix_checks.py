@@ -117,6 +117,18 @@ def spans(url: str, project: str, quiet_s: float = 2.0, timeout_s: float = 60) -
         time.sleep(0.3)
 
 
+def settled_checks(url: str, project: str, timeout_s: float = 120) -> dict[str, bool]:
+    """`checks` of a project's spans, read again while one fails, until the time is up: on a busy machine
+    Phoenix can hold a batch back past `spans`' quiet period, and a span not yet ingested is not a span
+    the export left out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = checks(project, spans(url, project))
+        if all(got.values()) or time.monotonic() > deadline:
+            return got
+        time.sleep(1.0)
+
+
 # -- what the oracle says --------------------------------------------------------------------------
 def _sql(name: str, query: str) -> list[tuple[Any, ...]]:
     with contextlib.closing(sqlite3.connect(f"file:{ORACLE / name / 'events.db'}?mode=ro", uri=True)) as db:

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.conftest import zymi_tui_bin
-from tests.phoenix_checks import STORES, Phoenix, checks, phoenix_server, push, spans
+from tests.phoenix_checks import STORES, Phoenix, phoenix_server, push, settled_checks
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def test_phoenix_holds_one_rooted_trace_per_run_with_messages_and_tools(phoenix:
     proc = push(zymi_tui_bin(), name, phoenix.url)
     assert proc.returncode == 0, proc.stderr
     assert "pushed" in proc.stderr
-    got = checks(name, spans(phoenix.url, name))
+    got = settled_checks(phoenix.url, name)
     assert [check for check, ok in got.items() if not ok] == []
 
 
