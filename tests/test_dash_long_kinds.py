@@ -71,9 +71,10 @@ async def test_a_long_runs_kinds_are_held_a_byte_an_id(
     finally:
         tracemalloc.stop()
     assert len(peaks) == 1
-    # a dict of every id and the store's answers to it, held at once: 107-108 B an event (main); a byte an id
-    # and one chunk's answer: 5
-    assert peaks[0] / EVENTS < 30, f"{peaks[0] / EVENTS:.0f} B an event"
+    # a dict of every id and the store's answers to it, held at once: 107-108 B an event (the old way); a byte
+    # an id and one chunk's answer: 5, but the traced peak also holds what the screen makes meanwhile (the
+    # events list, the run's other workers): 18-28 B quiet, 30.2 in a CI run at load ~2 (c433ec4 the same)
+    assert peaks[0] / EVENTS < 50, f"{peaks[0] / EVENTS:.0f} B an event"
 
 
 @pytest.mark.parametrize("spread", [1, 3, 40])  # ids packed, gapped, spread thin (a dict then)
