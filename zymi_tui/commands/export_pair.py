@@ -17,13 +17,16 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
 from typing import Any
 
 from zymi_tui import GC_THRESHOLD
 from zymi_tui.cores import usable_cores
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import StreamInfo
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_ranges import store_ranges
-from zymi_tui.telemetry.export_calls import HandOver
+from zymi_tui.telemetry.export_calls import HandOver, walk
 
 PAIR_EVENTS = 20_000  # a store whose ids reach this is exported by two processes (below, a process costs more)
 DECLINED = 3  # the partner's status when it skipped an unreadable row: the caller exports that part itself
@@ -100,6 +103,32 @@ class CallerWatch:
             return False
         self.look_at = global_id + CALLER_LOOKS
         return os.getppid() != self.caller
+
+
+async def walk_part(
+    store: Path,
+    project: Path | None,
+    after: int,
+    until: int,
+    caller: int,
+    feed: Callable[[ReplayEvent | None, list[CallContext]], None],
+    *,
+    reuse: bool = True,
+) -> int:
+    """A partner's walk of the store's ids (after, until], each event and its rows given to `feed`, while
+    its parent is `caller`: its status (0; DECLINED when a row was unreadable; ORPHANED, the walk left)."""
+    from zymi_tui.events.sqlite_read import SqliteReader
+
+    reader = await SqliteReader.open(store, inline=True)
+    try:
+        watch = CallerWatch(caller, after)
+        async for se, rows in walk(reader, project, after=after, until=until, reuse=reuse):
+            feed(se, rows)
+            if se is not None and watch.gone(se.global_id):  # no one will take what it made
+                return ORPHANED
+    finally:
+        await reader.close()
+    return DECLINED if reader.problems else 0
 
 
 def run_partner(part: Coroutine[Any, Any, int]) -> int:

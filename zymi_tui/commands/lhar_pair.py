@@ -25,14 +25,15 @@ from pathlib import Path
 
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.location import SqliteStore, StoreLocation
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import StreamInfo, run_of
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_replay import recorded_knobs
-from zymi_tui.telemetry.export_calls import walk
 from zymi_tui.telemetry.lhar_body import BodyFrames
 from zymi_tui.telemetry.lhar_export import ExportMeta, LharBuilder
 from zymi_tui.telemetry.lhar_files import LharFiles, LharTarget, file_name
 
-from .export_pair import DECLINED, ORPHANED, CallerWatch, Partner, pair_cut, run_partner
+from .export_pair import ORPHANED, Partner, pair_cut, run_partner, walk_part
 
 PAIR_EVENTS_ENV = "ZYMI_TUI_LHAR_PAIR_EVENTS"  # the tests lower export_pair.PAIR_EVENTS to pair a small store
 PARTS_PREFIX = ".zymi-tui-lhar-part-"
@@ -132,26 +133,21 @@ class FilesPartner(Partner):
 async def _export_part(
     store: Path, project: Path | None, after: int, until: int, parts: Path, fd: int, caller: int
 ) -> int:
-    from zymi_tui.events.sqlite_read import SqliteReader
+    builder = lhar_builder(RequestBodies(project), project)
+    files = LharFiles(LharTarget(parts, True), builder.meta.model)
 
-    reader = await SqliteReader.open(store, inline=True)
+    def feed(se: ReplayEvent | None, rows: list[CallContext]) -> None:
+        for entry in builder.feed(se, rows):
+            files.write(entry)
+
     try:
-        builder = lhar_builder(RequestBodies(project), project)
-        files = LharFiles(LharTarget(parts, True), builder.meta.model)
-        watch = CallerWatch(caller, after)
-        try:
-            async for se, rows in walk(reader, project, after=after, until=until, reuse=False):
-                for entry in builder.feed(se, rows):
-                    files.write(entry)
-                if se is not None and watch.gone(se.global_id):  # no one will take these files
-                    return ORPHANED
-        finally:
-            files.close()
+        status = await walk_part(store, project, after, until, caller, feed, reuse=False)
+    finally:
+        files.close()
+    if status != ORPHANED:  # (no one will take these files)
         with open(fd, "w") as out:
             out.write(f"{len(files.started)} {files.entries}\n")
-    finally:
-        await reader.close()
-    return DECLINED if reader.problems else 0
+    return status
 
 
 def main(argv: list[str]) -> int:

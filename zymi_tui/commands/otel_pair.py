@@ -25,11 +25,10 @@ from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.location import SqliteStore, StoreLocation
 from zymi_tui.events.store import EventReader, step_of
 from zymi_tui.replay.call_context import CallContext
-from zymi_tui.telemetry.export_calls import walk
 from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
 from zymi_tui.telemetry.otlp_lines import OtlpJsonLines, SpanLines
 
-from .export_pair import DECLINED, ORPHANED, CallerWatch, Partner, pair_cut, run_partner
+from .export_pair import Partner, pair_cut, run_partner, walk_part
 
 PAIR_EVENTS_ENV = "ZYMI_TUI_OTEL_PAIR_EVENTS"  # the tests lower export_pair.PAIR_EVENTS to pair a small store
 WRITE_BUFFER = 1 << 20  # bytes gathered before a write to the file
@@ -75,21 +74,10 @@ class SpansPartner(Partner):
 async def _export_part(
     store: Path, project: Path | None, after: int, until: int, content: bool, fd: int, caller: int
 ) -> int:
-    from zymi_tui.events.sqlite_read import SqliteReader
-
-    reader = await SqliteReader.open(store, inline=True)
-    try:
-        builder = trace_builder(RequestBodies(project), content)
-        with open(fd, "wb", buffering=WRITE_BUFFER) as out:
-            lines = SpanLines(out)
-            watch = CallerWatch(caller, after)
-            async for se, rows in walk(reader, project, after=after, until=until):
-                lines.add(builder.feed(se, rows))
-                if se is not None and watch.gone(se.global_id):  # no one will read these spans
-                    return ORPHANED
-    finally:
-        await reader.close()
-    return DECLINED if reader.problems else 0
+    builder = trace_builder(RequestBodies(project), content)
+    with open(fd, "wb", buffering=WRITE_BUFFER) as out:
+        lines = SpanLines(out)
+        return await walk_part(store, project, after, until, caller, lambda se, rows: lines.add(builder.feed(se, rows)))
 
 
 def main(argv: list[str]) -> int:
