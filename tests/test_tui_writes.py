@@ -33,14 +33,21 @@ PATH = re.compile(r"(/[^\s,()]+)")
 KEPT = 24 * 3600.0
 
 
-def notices(pilot: Pilot[None]) -> list[str]:
-    return [str(n.message) for n in pilot.app._notifications]
+def shown(pilot: Pilot[None]) -> set[str]:
+    """The identities of the notifications on screen now."""
+    return {n.identity for n in pilot.app._notifications}
 
 
-async def written_paths(pilot: Pilot[None], before: int, what: str) -> list[Path]:
-    """The paths named by the first `wrote …` notification after the `before` first: each must be whole."""
-    await pilot_until(pilot, lambda: any(m.startswith("wrote ") for m in notices(pilot)[before:]), what)
-    line = next(m for m in notices(pilot)[before:] if m.startswith("wrote "))
+def notices(pilot: Pilot[None], before: set[str]) -> list[str]:
+    """The notifications on screen that were not among `before`. (By identity, not position: Textual drops
+    an expired one from the list, which would move a new one below a count taken earlier.)"""
+    return [str(n.message) for n in pilot.app._notifications if n.identity not in before]
+
+
+async def written_paths(pilot: Pilot[None], before: set[str], what: str) -> list[Path]:
+    """The paths named by the first `wrote …` notification not among `before`: each must be whole."""
+    await pilot_until(pilot, lambda: any(m.startswith("wrote ") for m in notices(pilot, before)), what)
+    line = next(m for m in notices(pilot, before) if m.startswith("wrote "))
     named = [Path(p.rstrip(".;:")) for p in PATH.findall(line)]
     assert named, line
     for path in named:
@@ -67,7 +74,7 @@ async def test_every_export_names_full_paths_that_exist(tmp_path: Path, elsewher
     async with app.run_test(size=(120, 40)) as pilot:
         await dashboard_ready(pilot)
         # the dashboard: the selected run as LHAR, and the screen as SVG
-        before = len(notices(pilot))
+        before = shown(pilot)
         await pilot.press("ctrl+o")
         lhar, svg = await written_paths(pilot, before, "the dashboard's export")
         assert lhar.parent == svg.parent == elsewhere and svg.read_text().startswith("<svg")
@@ -87,13 +94,13 @@ async def test_every_export_names_full_paths_that_exist(tmp_path: Path, elsewher
             json.loads(x) for x in cli.stdout.splitlines()
         ]
         # the palette's Screenshot (Textual's default folder, ~/Downloads, does not exist here)
-        before = len(notices(pilot))
+        before = shown(pilot)
         app.deliver_screenshot()
         (shot,) = await written_paths(pilot, before, "the screenshot")
         assert shot.parent == elsewhere and shot.suffix == ".svg"
         # the inspector: `i` opens the call the plot names, ctrl+o writes its context and request body
         inspector = await open_by_key(pilot, "i", InspectorScreen, lambda s: s.rebuilt is not None)
-        before = len(notices(pilot))
+        before = shown(pilot)
         await pilot.press("ctrl+o")
         md, body = await written_paths(pilot, before, "the inspector's export")
         assert md.suffix == ".md" and body.suffix == ".json" and md.parent == elsewhere
@@ -101,7 +108,7 @@ async def test_every_export_names_full_paths_that_exist(tmp_path: Path, elsewher
         await pilot.press("escape")
         # the advice panel
         await open_by_key(pilot, "A", AdviceScreen, lambda s: s.advice is not None)
-        before = len(notices(pilot))
+        before = shown(pilot)
         await pilot.press("ctrl+o")
         assert {p.name for p in await written_paths(pilot, before, "the advice")} == {
             "zymi-advice.md",
@@ -113,13 +120,13 @@ async def test_every_export_names_full_paths_that_exist(tmp_path: Path, elsewher
         os.environ["ZYMI_TUI_EXPORT_DIR"] = str(wanted)
         try:
             await open_by_key(pilot, "X", CompareScreen, lambda s: s.comparison is not None)
-            before = len(notices(pilot))
+            before = shown(pilot)
             await pilot.press("ctrl+o")
             paths = await written_paths(pilot, before, "the comparison")
         finally:
             del os.environ["ZYMI_TUI_EXPORT_DIR"]
         assert {p.name for p in paths if p != wanted} == {f"zymi-tui-compare.{x}" for x in ("md", "csv", "json")}
-        assert f"(created {wanted})" in next(m for m in notices(pilot)[before:] if m.startswith("wrote "))
+        assert f"(created {wanted})" in next(m for m in notices(pilot, before) if m.startswith("wrote "))
 
 
 async def test_the_chat_opened_from_the_dashboard_writes_into_the_store_it_shows(tmp_path: Path) -> None:
@@ -134,7 +141,7 @@ async def test_the_chat_opened_from_the_dashboard_writes_into_the_store_it_shows
         await dashboard_ready(pilot)
         await pilot.press("d")
         await pilot_until(pilot, lambda: type(pilot.app.screen).__name__ == "ChatScreen", "the chat")
-        said = next(m for m in notices(pilot) if m.startswith("chat on "))
+        said = next(m for m in notices(pilot, set()) if m.startswith("chat on "))
         assert f"it writes to {db} (this store)" in said, said
         chat: Any = pilot.app.screen
         chat.query_one("#prompt").value = "hello from the dashboard"
