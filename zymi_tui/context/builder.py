@@ -20,17 +20,16 @@ from dataclasses import dataclass
 
 from zymi_tui.context.cold_items import RawItems, RawView
 from zymi_tui.context.compacted_tail import Compaction, compacted_tail
+from zymi_tui.context.event_items import Converted, convert
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.layer_c import (
     HOT_BYTES,
     HOT_ITEMS,
     TOOL,
-    Converted,
     Item,
     NotedItem,
     Tail,
     TextSource,
-    convert,
     kind_of,
     widened,
 )
