@@ -16,7 +16,7 @@ from typing import Any
 from benchmarks.make_long_run import write_clones
 from tests.test_context_properties import MEMORY, PREFIX
 from tests.test_context_text_source import KNOBS, LAYER_C_KINDS, _events, _shown, drop_everything, same_builds
-from zymi_tui.context import layer_c
+from zymi_tui.context import event_items
 from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.sqlite_read import SqliteReader
@@ -47,7 +47,7 @@ async def _held_along(db: Path) -> list[tuple[int, int]]:
                     run = se.correlation_id
                     b.set_prefix(PREFIX, None)
                     b.build(MEMORY, allow_compaction=False)
-                    b.set_prefix(PREFIX, layer_c.fast_ts_ns(se.timestamp))
+                    b.set_prefix(PREFIX, event_items.fast_ts_ns(se.timestamp))
                 b.add(se)
                 if i in marks:
                     b.build(MEMORY).entries  # noqa: B018  (what `replay` shows of a call)
@@ -94,7 +94,7 @@ async def _builds_of_runs(reader: SqliteReader, db: Path, texts: bool) -> list[A
             run = se.correlation_id
             b.set_prefix(PREFIX, None)
             built.append(b.build(MEMORY, allow_compaction=False))
-            b.set_prefix(PREFIX, layer_c.fast_ts_ns(se.timestamp))
+            b.set_prefix(PREFIX, event_items.fast_ts_ns(se.timestamp))
         b.add(se)
         if i % 89 == 0 or i == len(events) - 1:
             built += [b.build(MEMORY, knobs=k) for k in KNOBS]

@@ -21,7 +21,7 @@ from tests.conftest import ORACLE, copy_store
 from tests.test_context_properties import MEMORY, PREFIX
 from tests.test_postgres_helpers import pg_url
 from zymi_tui.context import builder as builder_module
-from zymi_tui.context import layer_c
+from zymi_tui.context import event_items, layer_c
 from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.messages import to_wire
@@ -110,7 +110,7 @@ async def _builds_after_drops(reader: EventReader, db: Path, texts: bool) -> lis
     for i, se in enumerate(events):
         b.add(se)
         if i == len(events) // 2:
-            b.set_prefix(PREFIX, layer_c.fast_ts_ns(se.timestamp))  # a fresh run starts here
+            b.set_prefix(PREFIX, event_items.fast_ts_ns(se.timestamp))  # a fresh run starts here
         if i % 97 == 0 or i == len(events) - 1:
             built += [b.build(MEMORY, knobs=k) for k in KNOBS]
             built.append(b.build(MEMORY, allow_compaction=False, apply_fresh=False))

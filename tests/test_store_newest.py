@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from zymi_tui.events import sqlite_read as backend
+from zymi_tui.events import sqlite_filtered as backend
 from zymi_tui.events.kinds import Event, LlmCallStarted
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.sqlite_write import SqliteWriter

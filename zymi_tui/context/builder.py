@@ -7,12 +7,11 @@ docs/context.md (which every recorded call confirms).
 
 Incremental: `add()` keeps Layer C as a list with running byte sums and turn boundaries, so
 `build()` computes the totals in O(1) and the message list only when it is asked for.
-A ContextCompacted event (rare) re-derives Layer C from the stored items with bisection.
+A ContextCompacted event (rare) re-derives Layer C from the stored items with bisection (compacted_tail.py).
 """
 
 from __future__ import annotations
 
-import bisect
 import copy
 import dataclasses
 from array import array
@@ -20,31 +19,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zymi_tui.context.cold_items import RawItems, RawView
+from zymi_tui.context.compacted_tail import Compaction, compacted_tail
+from zymi_tui.context.event_items import Converted, convert
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.layer_c import (
     HOT_BYTES,
     HOT_ITEMS,
-    OTHER,
     TOOL,
-    Converted,
     Item,
     NotedItem,
     Tail,
     TextSource,
-    convert,
     kind_of,
     widened,
 )
 from zymi_tui.context.masking import (
     message_bytes,
 )
-from zymi_tui.context.rendered import COMPACTED_HEADER, CompactionPlan, Prefix, RenderedContext
+from zymi_tui.context.rendered import CompactionPlan, Prefix, RenderedContext
 from zymi_tui.context.seen import SeenEvents
 from zymi_tui.context.splice import Frame, compaction_plan, render_frame
 from zymi_tui.events.kinds import ContextCompacted
 from zymi_tui.events.messages import (
     MessageModel,
-    SystemMessage,
 )
 from zymi_tui.events.replay_view import ReplayEvent
 
@@ -57,15 +54,6 @@ def _joined(seqs: array[int], more: array[int]) -> array[int]:
         seqs, more = array("q", seqs), array("q", more)
     seqs += more
     return seqs
-
-
-@dataclass(slots=True)
-class _Compaction:
-    lo: int
-    hi: int
-    summary: str
-    simulated: bool = False
-    estimated_bytes: int | None = None
 
 
 @dataclass(slots=True)
@@ -128,7 +116,7 @@ class ContextBuilder:
         self._seen = SeenEvents()  # events seen, in order (a replay may skip kinds zymi ignores)
         self._monotone = True
         self._last_ts = -1
-        self._compactions: list[_Compaction] = []
+        self._compactions: list[Compaction] = []
         self._max_hi = -1
         self._tail = Tail()
         # Layer C without a fresh cutoff, kept up to date while a cutoff is set (None otherwise, or
@@ -179,7 +167,7 @@ class ContextBuilder:
             self.recorded.append(RecordedCompaction(seq, lo, hi, kind.summary, kind.bytes_saved, reply, reply_seq))
             self._pending_reply = None
             if self._follow:
-                self._add_compaction(_Compaction(lo, hi, kind.summary))
+                self._add_compaction(Compaction(lo, hi, kind.summary))
             return
         if raw is None:
             return
@@ -220,7 +208,7 @@ class ContextBuilder:
     def _suppressed(self, seq: int) -> bool:
         return seq <= self._max_hi and any(c.lo <= seq <= c.hi for c in self._compactions)
 
-    def _add_compaction(self, c: _Compaction) -> None:
+    def _add_compaction(self, c: Compaction) -> None:
         self._compactions.append(c)
         self._aligned = False
         self._max_hi = max(self._max_hi, c.hi)
@@ -249,64 +237,8 @@ class ContextBuilder:
         return self._seen.ts_at(seq)
 
     def _compute_tail(self, cutoff: int | None) -> Tail:
-        ranges = sorted((c.lo, c.hi) for c in self._compactions if c.lo <= c.hi)
-        merged: list[tuple[int, int]] = []
-        for lo, hi in ranges:
-            if merged and lo <= merged[-1][1] + 1:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
-            else:
-                merged.append((lo, hi))
-
-        def in_range(seq: int) -> bool:
-            i = bisect.bisect_right(merged, (seq, 1 << 62)) - 1
-            return i >= 0 and merged[i][0] <= seq <= merged[i][1]
-
-        # one pointer over the summaries sorted by range start (docs/context.md#compaction)
-        summaries: list[Item] = []
-        last = -1
-        for c in sorted(self._compactions, key=lambda c: c.lo):
-            if c.lo > last and self._visible(c.lo, cutoff) and in_range(c.lo):
-                text = COMPACTED_HEADER + c.summary
-                nbytes = len(text.encode())
-                if c.estimated_bytes is not None:
-                    nbytes = len(COMPACTED_HEADER.encode()) + c.estimated_bytes
-                note = f"{'simulated summary' if c.simulated else 'summary'} replacing compaction of seq {c.lo}..{c.hi}"
-                summary = SystemMessage(content=text)
-                summaries.append(NotedItem(c.lo, summary, nbytes, OTHER, note, simulated=c.simulated))
-                last = c.lo
-            else:
-                break
-
-        start = 0
-        if cutoff is not None and self._monotone:
-            lo_i, hi_i = 0, len(self._raw)
-            while lo_i < hi_i:
-                mid = (lo_i + hi_i) // 2
-                if self._raw_ts[mid] < cutoff:
-                    lo_i = mid + 1
-                else:
-                    hi_i = mid
-            start = lo_i
-        visible: list[Item] = []
-        pos = start
-        hidden = start
-        if cutoff is not None and not self._monotone:
-            hidden = sum(1 for ts in self._raw_ts if ts < cutoff)
-        for lo, hi in [*merged, (1 << 62, 1 << 62)]:
-            end = bisect.bisect_left(self._raw_seqs, lo, pos)
-            raw_ts = self._raw_ts
-            visible.extend(self._raw[i] for i in range(pos, end) if cutoff is None or raw_ts[i] >= cutoff)
-            pos = max(pos, bisect.bisect_right(self._raw_seqs, hi, pos))
-            if pos >= len(self._raw):
-                break
-        for s in summaries:
-            keys = [r.seq for r in visible]
-            visible.insert(bisect.bisect_left(keys, s.seq), s)
-        tail = Tail()
-        tail.hidden_by_fresh = hidden
-        for r in visible:
-            tail.append(r)
-        return tail
+        raw, seqs, stamps = self._raw, self._raw_seqs, self._raw_ts
+        return compacted_tail(self._compactions, raw, seqs, stamps, self._visible, cutoff, self._monotone)
 
     # ---- building -------------------------------------------------------------------------
     def _layer_a(self) -> tuple[int, int]:
@@ -438,7 +370,7 @@ class ContextBuilder:
                 raw = Item(seq, reply, message_bytes(reply), kind_of(reply))
             self._append_raw(raw, ts)
         lo, hi = plan.replaces_seq_range
-        self._add_compaction(_Compaction(lo, hi, summary, simulated, estimated_bytes))
+        self._add_compaction(Compaction(lo, hi, summary, simulated, estimated_bytes))
 
     def take_recorded(self, seq_range: tuple[int, int]) -> RecordedCompaction | None:
         """An unused recorded compaction with this range, marked used."""

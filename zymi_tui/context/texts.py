@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from zymi_tui.context.layer_c import TextSource, to_message
+from zymi_tui.context.event_items import to_message
+from zymi_tui.context.layer_c import TextSource
 from zymi_tui.events.kind_json import type_name_at
 from zymi_tui.events.replay_view import decode_replay_row
 from zymi_tui.events.store import RawRow

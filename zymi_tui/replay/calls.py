@@ -19,8 +19,9 @@ from collections import deque
 from collections.abc import Callable
 
 from zymi_tui.context.builder import ContextBuilder
+from zymi_tui.context.event_items import Converted, fast_ts_ns
 from zymi_tui.context.knobs import ContextKnobs
-from zymi_tui.context.layer_c import Converted, TextSource, fast_ts_ns
+from zymi_tui.context.layer_c import TextSource
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.context.rendered import Prefix, RenderedContext
 from zymi_tui.events.kinds import (

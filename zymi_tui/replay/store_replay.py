@@ -12,8 +12,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from zymi_tui.context.event_items import Converted
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
-from zymi_tui.context.layer_c import Converted, TextSource
+from zymi_tui.context.layer_c import TextSource
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.context.texts import StoreTexts
 from zymi_tui.events.envelope import EventDecodeError

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from zymi_tui.context.layer_c import fast_ts_ns
+from zymi_tui.context.event_items import fast_ts_ns
 from zymi_tui.events.kinds import (
     PipelineCompleted,
     PipelineRequested,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from zymi_tui.context.layer_c import fast_ts_ns
+from zymi_tui.context.event_items import fast_ts_ns
 from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted, ToolCallCompleted
 from zymi_tui.events.messages import AssistantMessage, MessageModel, SystemMessage
 from zymi_tui.events.messages import TokenUsage as Usage

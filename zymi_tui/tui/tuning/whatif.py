@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zymi_tui.context.builder import BuildMark, ContextBuilder
+from zymi_tui.context.event_items import Converted
 from zymi_tui.context.knobs import ContextKnobs, project_knobs
-from zymi_tui.context.layer_c import Converted
 from zymi_tui.context.prefix import ProjectPrefixes
 from zymi_tui.context.rendered import Prefix, RenderedContext
 from zymi_tui.context.splice import Segment, Splice, rerender, spliced_context
