@@ -2,8 +2,8 @@
 otel_pair.py), seen from the outside: real processes.
 
 - The partner is forked from the caller, its modules loaded (an audit hook in the caller sees `os.fork`
-  and no `subprocess.Popen`), and its part is taken; with `ZYMI_TUI_PAIR_SPAWN` set it is spawned, and
-  either way the folder holds what one process writes.
+  and no `subprocess.Popen`), and its part is taken; with `ZYMI_TUI_PAIR_SPAWN` set, or a store of
+  `FORK_BELOW` ids or more, it is spawned; either way the folder holds what one process writes.
 - A caller killed by SIGKILL while its partner works leaves no hidden part folder: the partner removes
   its own once it finds its caller gone.
 - An export into a folder removes the part folders of earlier exports whose caller is gone (its pid is
@@ -39,6 +39,9 @@ def hook(event, args):
     elif event == "subprocess.Popen" and any("_pair" in str(a) for a in args[1]):
         note("spawn")
 sys.addaudithook(hook)
+from zymi_tui.commands import export_pair
+if os.environ.get("PROBE_FORK_BELOW"):
+    export_pair.FORK_BELOW = int(os.environ["PROBE_FORK_BELOW"])
 from zymi_tui.commands import otel_pair
 write_to = otel_pair.SpansPartner.write_to
 def noted(self, lines):
@@ -79,13 +82,14 @@ def test_the_partner_is_forked_and_spawned_only_when_told(six_runs: Path, tmp_pa
     assert one.returncode == 0 and _marks(tmp_path / "one.marks") == []
     expected = tree(tmp_path / "one")
     assert len(expected) == 6
-    for how, extra in (("fork", {}), ("spawn", {"ZYMI_TUI_PAIR_SPAWN": "1"})):
-        marks = tmp_path / f"{how}.marks"
-        done = probe(marks, PAIRED | extra, "export", str(six_runs), "--format", "lhar", "-o", f"{tmp_path}/{how}/")
+    spawned = (("spawn", {"ZYMI_TUI_PAIR_SPAWN": "1"}), ("spawn", {"PROBE_FORK_BELOW": "2"}))  # (a larger store)
+    for k, (how, extra) in enumerate((("fork", {}), *spawned)):
+        marks = tmp_path / f"{k}.marks"
+        done = probe(marks, PAIRED | extra, "export", str(six_runs), "--format", "lhar", "-o", f"{tmp_path}/{k}/")
         assert done.returncode == 0, done.stderr
         assert _marks(marks) == [how]  # one partner, started so
-        assert tree(tmp_path / how) == expected  # (no hidden folder left either)
-        assert done.stderr.decode().replace(f"{tmp_path}/{how}", "F") == one.stderr.decode().replace(
+        assert tree(tmp_path / str(k)) == expected  # (no hidden folder left either)
+        assert done.stderr.decode().replace(f"{tmp_path}/{k}", "F") == one.stderr.decode().replace(
             f"{tmp_path}/one", "F"
         )
 
