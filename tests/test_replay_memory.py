@@ -14,7 +14,8 @@ from zymi_tui.events.replay_view import replay_event
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import STEP_MARK, run_of
 from zymi_tui.replay import store_replay
-from zymi_tui.replay.store_replay import make_replayer, replay_events, replay_store, stream_ends
+from zymi_tui.replay.store_ends import stream_ends
+from zymi_tui.replay.store_replay import make_replayer, replay_events, replay_store
 
 from .conftest import ORACLE, cloned_runs
 
