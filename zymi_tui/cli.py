@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import errno
 import gc
 import importlib
 import os
@@ -16,7 +17,7 @@ from typing import NoReturn
 
 from zymi_tui import EXIT_INTERRUPTED, INTERRUPTED_LINE, SIGINT_IGNORED_AT_START, __version__
 from zymi_tui.commands import COMMAND_BY_NAME, COMMANDS, modules_loading
-from zymi_tui.errors import UserError
+from zymi_tui.errors import EXIT_USAGE, UserError
 
 
 def command_module(name: str) -> Callable[[str, argparse.ArgumentParser], None]:
@@ -68,6 +69,8 @@ def parse_line(parser: argparse.ArgumentParser, args_list: list[str]) -> argpars
 
 # commands whose process ends as soon as they return: no interpreter teardown after them (exit_now)
 EXIT_AT_ONCE = frozenset({"run"})
+# a write that can never succeed where it is going: the disk or the quota is full, the file over its size limit
+OUTPUT_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def exit_now(code: int) -> NoReturn:
@@ -121,6 +124,14 @@ def run_command(args_list: list[str], command: str | None, *, own_process: bool)
 
         drop_stdout()
         return 0
+    except OSError as e:  # the one place a full disk or a file-size limit becomes one line, not a traceback
+        if e.errno not in OUTPUT_FULL:
+            raise
+        from zymi_tui.commands.common import drop_stdout, fail
+
+        drop_stdout()  # what stdout still holds cannot be written either: not a second error at the exit
+        fail(f"cannot write the output: {e.strerror or e}; what was written is incomplete")
+        return EXIT_USAGE
     except KeyboardInterrupt:
         if own_process:  # one line, whatever a second Ctrl-C does
             signal.signal(signal.SIGINT, signal.SIG_IGN)
