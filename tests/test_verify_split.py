@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.test_store_verify import zymi_verify
-from tests.test_verify_batches import change_one_byte
+from tests.test_verify_batches import _alive, change_one_byte
 from zymi_tui.events.chain_split import JoinedScan, seam_of
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.sqlite_schema import LOCK_WAIT_S
@@ -299,21 +299,12 @@ def test_the_later_part_ends_when_its_starter_dies(tmp_path: Path) -> None:
             child = int(out.read())
         assert run.returncode == -signal.SIGKILL
         deadline = time.monotonic() + LOCK_WAIT_S * 0.6
-        while _running(child) and time.monotonic() < deadline:
+        while _alive(child) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _running(child), "the later part outlived its starter"
+        assert not _alive(child), "the later part outlived its starter"
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-
-
-def _running(pid: int) -> bool:
-    """Whether `pid` is a live process (not gone, not a zombie waiting to be reaped)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_one_usable_core_scans_in_one_part(monkeypatch: pytest.MonkeyPatch) -> None:
