@@ -6,15 +6,23 @@ found as the scan in one piece finds it, and as the real `zymi verify` finds it.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.test_store_verify import zymi_verify
-from tests.test_verify_batches import change_one_byte
+from tests.test_verify_batches import _alive, change_one_byte
 from zymi_tui.events.chain_split import JoinedScan, seam_of
 from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_schema import LOCK_WAIT_S
 from zymi_tui.events.verify import verify_store
 
 from .conftest import copy_store, oracle_db, requires_zymi
@@ -213,35 +221,90 @@ async def test_a_row_appended_after_the_heads_were_read_is_not_a_tampering(
     assert zymi_verify(db).returncode == 0  # and the store is whole
 
 
-@pytest.mark.parametrize("end", ["stdin closed", "ctrl-c"])
-def test_the_later_parts_process_ends_quietly_when_its_starter_goes(end: str, tmp_path: Path) -> None:
-    """A Ctrl-C reaches the later part's process too (one foreground group), and a starter that dies closes its
-    stdin: either way it ends at once, with nothing on the terminal (no traceback)."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
+_FORKS = """
+import asyncio, json, sys
+from zymi_tui.events import chain_split
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.events.sqlite_schema import LOCK_WAIT_S
+from zymi_tui.events.verify import verify_store
 
-    db = copy_store(oracle_db("chat_profile"), tmp_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "zymi_tui.events.chain_split", db.as_uri() + "?mode=ro", "179", "359", "1"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+chain_split.usable_cores = lambda: 2
+events = {"fork": 0, "spawn": 0}
+
+def hook(event, args):
+    if event == "os.fork":
+        events["fork"] += 1
+    elif event in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
+        events["spawn"] += 1
+
+sys.addaudithook(hook)
+
+async def main():
+    async with await SqliteReader.open(sys.argv[1]) as reader:
+        report = await verify_store(reader)
+        verdicts = {v.stream_id: [v.problem, v.bad_sequence, v.verified] for v in report.verdicts}
+    return verdicts
+
+verdicts = asyncio.run(main())
+print(json.dumps({"events": events, "verdicts": verdicts}))
+"""
+
+
+def _verify_in_a_process(db: Path) -> dict[str, Any]:
+    env = {**os.environ, "ZYMI_TUI_SPLIT_IDS": "1"}
+    run = subprocess.run(
+        [sys.executable, "-c", _FORKS, str(db)], capture_output=True, text=True, timeout=300, env=env, check=True
     )
-    assert proc.stdin is not None
-    time.sleep(1.0)  # (its imports done: it waits for the heads)
-    if end == "ctrl-c":
-        os.kill(proc.pid, signal.SIGINT)
-    else:
-        proc.stdin.close()
-    proc.wait(timeout=10)
-    assert proc.stderr is not None and proc.stderr.read() == b""
-    for pipe in (proc.stdin, proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
-    assert proc.returncode in (3, -signal.SIGINT)
+    got: dict[str, Any] = json.loads(run.stdout)
+    return got
+
+
+def test_the_later_part_is_a_fork_that_finds_a_row_changed_after_the_seam(tmp_path: Path) -> None:
+    """The later part is a child forked from the check (it holds the heads and the modules already: no interpreter
+    started, no heads sent), and a row changed after the seam is found there, at its sequence. The answer key: the
+    changed row's own sequence, read with sqlite3. On main: one process spawned, none forked."""
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    con = sqlite3.connect(db)
+    seam = seam_at(con)
+    gid, stream, seq = con.execute(
+        "SELECT id, stream_id, sequence FROM events WHERE id > ? ORDER BY id LIMIT 1 OFFSET 40", (seam,)
+    ).fetchone()
+    con.close()
+    change_one_byte(db, gid)
+    got = _verify_in_a_process(db)
+    assert got["events"] == {"fork": 1, "spawn": 0}
+    broken = {s: v for s, v in got["verdicts"].items() if v[0] is not None}
+    assert list(broken) == [stream] and broken[stream][1] == seq, broken
+
+
+def test_the_later_part_ends_when_its_starter_dies(tmp_path: Path) -> None:
+    """A starter that dies (killed: no `stop`) leaves no later part behind: the child, waiting on a store another
+    connection holds locked, ends at once rather than after its lock wait and scan."""
+    db = copy_store(oracle_db("chat_profile"), tmp_path)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("PRAGMA journal_mode=DELETE")
+    holder.execute("BEGIN EXCLUSIVE")  # (the child's first read waits up to LOCK_WAIT_S for it)
+    script = (
+        "import os, signal, sys\n"
+        "from zymi_tui.events.chain_heads import Heads\n"
+        "from zymi_tui.events.chain_split import LaterPart\n"
+        "part = LaterPart(sys.argv[1], Heads(), 179, 359, True)\n"
+        "print(part.pid, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    try:
+        with (tmp_path / "pid").open("w+") as out:  # (a file: the child, holding a pipe open, would be waited for)
+            run = subprocess.run([sys.executable, "-c", script, db.as_uri()], stdout=out, timeout=60)
+            out.seek(0)
+            child = int(out.read())
+        assert run.returncode == -signal.SIGKILL
+        deadline = time.monotonic() + LOCK_WAIT_S * 0.6
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child), "the later part outlived its starter"
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
 
 
 def test_one_usable_core_scans_in_one_part(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,15 +8,14 @@ sequence that is not a 64-bit integer: a tampered row) is kept as read, in `odd`
 
 `Heads` is a read-only mapping of stream to `(sequence, hash)`, as the dict it replaces was: a head is made
 again, as the same values, when it is asked for. Its places (the order the heads were read in) are the same in
-every process the heads are pickled to (a split scan's later part sends streams back by place).
+a split scan's forked later part, which sends streams back by place.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
-from pickle import PickleBuffer
-from typing import Any, SupportsIndex
+from typing import Any
 
 V2_PREFIX = "v2:"  # a v2 hash: this, then the sha256 in lowercase hex
 _DIGEST = 32  # bytes of a sha256
@@ -84,14 +83,6 @@ class Heads(Mapping[str, tuple[int, str]]):
     def __len__(self) -> int:
         return len(self.places)
 
-    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
-        """The arrays as buffers (protocol 5: pickled from where they are, not copied first; 2 MB at 50,000
-        heads, at the moment the split scan starts), or as copies in bytes (an older protocol)."""
-        seqs, digests = self.seqs, self.digests
-        if int(protocol) < 5:
-            return (_unpacked, (self.places, seqs.tobytes(), bytes(digests), self.odd))
-        return (_unpacked, (self.places, PickleBuffer(seqs), PickleBuffer(digests), self.odd))
-
 
 def _packed(digest: Any) -> bytes | None:
     """The 32 bytes a `v2:` hash spells, when it spells them as zymi writes them (lowercase); else None."""
@@ -102,11 +93,3 @@ def _packed(digest: Any) -> bytes | None:
     except ValueError:
         return None
     return packed if packed.hex() == digest[len(V2_PREFIX) :] else None
-
-
-def _unpacked(places: dict[str, int], seqs: Any, digests: Any, odd: dict[int, tuple[Any, Any]]) -> Heads:
-    heads = Heads()
-    heads.places, heads.odd = places, odd
-    heads.digests = digests if type(digests) is bytearray else bytearray(digests)
-    heads.seqs.frombytes(seqs)
-    return heads

@@ -1,5 +1,5 @@
 """The chain scan of a large SQLite store in two parts by id range, on two cores: the ids up to the seam in
-the caller's thread, those after it in a process of its own (`python -m zymi_tui.events.chain_split`).
+the caller's thread, those after it in a child process forked from the caller (`LaterPart`).
 
 The later part takes up each stream it meets part way through from the link its first row there holds
 (`ChainScan(continues=True)`, its `openings`); the seam check then holds each such link against the last row
@@ -11,18 +11,16 @@ verdict is then the one a scan in one piece gives (and `zymi verify`, which walk
 Both parts read the rows up to one id, read after the heads (`upto`): rows appended meanwhile are left out of
 both, as they are of the index check the caller then makes (`index_damage(..., upto=upto)`), so a store being
 written reads whole although the parts read it in two snapshots (zymi's store is append-only).
-
-    python -m zymi_tui.events.chain_split URI AFTER UPTO HAS_HASH   # heads pickled on stdin; part on stdout
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import pickle
 import signal
 import sqlite3
-import subprocess
-import sys
 import threading
 from array import array
 from collections.abc import Iterator, Mapping
@@ -180,76 +178,127 @@ def part_result(scan: ChainScan) -> PartResult:
 
 
 class LaterPart:
-    """The later part's process, started at once; `result` waits for it (from a thread), `stop` ends it."""
+    """The later part, scanned by a child forked at once: it holds the heads as they are here (nothing is sent to
+    it, nothing imported or read again: ~0.6-1 s of CPU a spawned interpreter cost at a million events) and
+    sends its `PartResult` back through a pipe. `result` waits for it (from a thread), `stop` ends it.
 
-    def __init__(self, uri: str, heads: Mapping[str, tuple[int, str]], after: int, upto: int, has_hash: bool) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", __name__, uri, str(after), str(upto), "1" if has_hash else "0"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        # the heads, pickled by a thread straight into the pipe (a frame at a time: never the whole pickle in
-        # memory, 6.7 MB for a million-event store's 50,000 heads, twice while it was framed with its length);
-        # the process, starting, reads them as the earlier part is scanned. Its stdin stays open until `result`
-        # is read: the process ends when it closes
-        self.sender = threading.Thread(target=self._send, args=(heads,), daemon=True)
-        self.sender.start()
+    Forked before the caller starts a thread of its own (the SQLite check beside the scan: a child forked while
+    another thread is inside SQLite could be born with one of SQLite's locks held), with Ctrl-C blocked: the
+    caller handles it and stops the child. A caller that dies closes the child's end of `alive`: it ends at once."""
 
-    def _send(self, heads: Mapping[str, tuple[int, str]]) -> None:
-        assert self.proc.stdin is not None
+    def __init__(self, uri: str, heads: Heads, after: int, upto: int, has_hash: bool) -> None:
+        self.source, sink = os.pipe()
+        watched, self.alive = os.pipe()  # (`alive` is never written: its end reads EOF once this process is gone)
+        gc.freeze()  # the child's collections leave the objects it was born with alone (their pages not copied)
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        self.pid = -1
         try:
-            pickler = pickle.Pickler(self.proc.stdin, pickle.HIGHEST_PROTOCOL)
-            pickler.fast = True  # no memo (4.6 MB for 50,000 heads): the heads share no object worth one
-            pickler.dump(Heads.of(heads))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, ValueError):  # it was stopped (or died): `result` says so
-            pass
+            self.pid = os.fork()
+        finally:
+            if self.pid != 0:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+                gc.unfreeze()
+        if self.pid == 0:  # the child: scans, writes its pickled part, and exits without any exit handler
+            try:
+                os.close(self.source)
+                os.close(self.alive)
+                _exit_when_closed(watched)
+                got = _scanned(uri, heads, after, upto, has_hash)
+                with os.fdopen(sink, "wb") as pipe:
+                    pipe.write(pickle.dumps(got, pickle.HIGHEST_PROTOCOL))
+            finally:
+                os._exit(0)
+        os.close(sink)
+        os.close(watched)
+        self.after, self.upto = after, upto
+        self.running = True
+        self.lock = threading.Lock()  # (`stop` and `stop_on`, from two threads: no signal sent once it is waited for)
 
     def result(self) -> PartResult:
         """The part's scan, or sqlite3.DatabaseError (its one line) when it could not be made or was stopped."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            out = self.proc.stdout.read()
-            self.proc.wait()
-            self.sender.join()
-        finally:
-            self.proc.stdin.close()
-            self.proc.stdout.close()
+        with os.fdopen(os.dup(self.source), "rb") as pipe:
+            out = pipe.read()
+        self.stop()
         try:
             got = pickle.loads(out)
         except Exception:  # whatever a cut-off pickle raises
-            why = f"the later part of the chain scan ended with status {self.proc.returncode}"
-            raise sqlite3.DatabaseError(why) from None
+            raise sqlite3.DatabaseError("the later part of the chain scan ended without its rows' verdicts") from None
         if isinstance(got, str):
             raise sqlite3.DatabaseError(got)
         return PartResult(*got)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
+        """The child ended (killed unless it is done) and waited for; our ends of its pipes closed."""
+        with self.lock:
+            if not self.running:
+                return
+            self.running = False
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        os.close(self.source)
+        os.close(self.alive)
 
     def stop_on(self, stop: threading.Event) -> None:
+        """Kill the child once `stop` is set (`result` or `stop` then waits for it and closes the pipes)."""
         stop.wait()
-        self.stop()
+        with self.lock:
+            if self.running:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
+
+
+def later_part(uri: str, heads: Mapping[str, tuple[int, str]], upto: int, has_hash: bool) -> LaterPart | None:
+    """The later part of a table whose ids reach `upto`, forked now; None when it is scanned in one part
+    (`seam_of`)."""
+    seam = seam_of(upto)
+    return None if seam is None else LaterPart(uri, Heads.of(heads), seam, upto, has_hash)
+
+
+def _scanned(uri: str, heads: Heads, after: int, upto: int, has_hash: bool) -> tuple[Any, ...] | str:
+    """The later part's scan as plain values, or SQLite's error as a line (in the forked child)."""
+    from zymi_tui.events.sqlite_schema import LOCK_WAIT_S
+
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    except sqlite3.Error as e:
+        return str(e) or type(e).__name__
+    try:
+        conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
+        scan = scan_store(conn, heads, threading.Event(), has_hash=has_hash, part=(after, upto))
+        return msgspec.structs.astuple(part_result(scan))
+    except sqlite3.Error as e:
+        return str(e) or type(e).__name__
+    finally:
+        conn.close()
+
+
+def _exit_when_closed(fd: int) -> None:
+    """This (forked) process ends as soon as `fd` reads EOF: its caller's end of the pipe closed."""
+
+    def watch() -> None:
+        while os.read(fd, 4096):
+            pass
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def scan_in_two(
     conn: sqlite3.Connection,
-    uri: str,
+    later: LaterPart,
     heads: Mapping[str, tuple[int, str]],
     stop: threading.Event,
     *,
     has_hash: bool,
-    seam: int,
-    upto: int,
 ) -> ChainScan:
-    """`scan_store` of the rows up to `upto`, in two parts joined at `seam` (the later one in a process of its
-    own, started first), then each index checked against the rows both read."""
-    later = LaterPart(uri, heads, seam, upto, has_hash)
+    """`scan_store` of the rows up to `later.upto`, in two parts joined at `later.after` (the later one in the
+    child `later` started), then each index checked against the rows both read."""
+    upto = later.upto
     # a stop (the caller's, set when it is done or cancelled) ends the later part too
     threading.Thread(target=later.stop_on, args=(stop,), daemon=True).start()
     try:
-        earlier = scan_store(conn, heads, stop, has_hash=has_hash, part=(0, seam))
+        earlier = scan_store(conn, heads, stop, has_hash=has_hash, part=(0, later.after))
         if stop.is_set():
             return earlier
         scan = joined(earlier, later.result())
@@ -266,45 +315,3 @@ def scan_in_two(
         finally:
             end_read(conn)
     return scan
-
-
-def _exit_when_stdin_closes() -> None:
-    def watch() -> None:
-        while os.read(0, 4096):
-            pass
-        os._exit(3)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
-def main(argv: list[str]) -> int:
-    from zymi_tui.events.sqlite_schema import LOCK_WAIT_S
-
-    # a Ctrl-C reaches the whole foreground group: the starter reports it, this part just ends (no traceback)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    uri, after, upto, has_hash = argv[0], int(argv[1]), int(argv[2]), argv[3] == "1"
-    try:
-        # (the unpickler reads no further than the pickle's end: stdin is then watched for its close)
-        heads = pickle.load(sys.stdin.buffer)
-    except (EOFError, pickle.UnpicklingError):  # the starter ended before sending them (or part way)
-        return 3
-    _exit_when_stdin_closes()
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-    try:
-        conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
-        scan = scan_store(conn, heads, threading.Event(), has_hash=has_hash, part=(after, upto))
-        got: tuple[Any, ...] | str = msgspec.structs.astuple(part_result(scan))  # (plain: this is __main__)
-    except sqlite3.Error as e:
-        got = str(e) or type(e).__name__
-    finally:
-        conn.close()
-    try:
-        sys.stdout.buffer.write(pickle.dumps(got, pickle.HIGHEST_PROTOCOL))
-        sys.stdout.buffer.flush()
-    except BrokenPipeError:  # the starter ended meanwhile
-        os._exit(3)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -10,12 +10,15 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zymi_tui.events.chain_heads import Heads
 from zymi_tui.events.hashchain import ChainRow, ChainScan, column_text
 from zymi_tui.events.sqlite_check import TEXT_ANY, pragma_check, scan_store
 from zymi_tui.events.sqlite_schema import LOCK_WAIT_S, explain_sqlite_error
+
+if TYPE_CHECKING:
+    from zymi_tui.events.chain_split import LaterPart
 
 HEADS_CACHE_KIB = 64  # the page cache `_read_heads` reads the heads through
 
@@ -50,31 +53,49 @@ class ChainReads:
     async def scan_chains(self, heads: Mapping[str, tuple[int, str]], *, thorough: bool = False) -> ChainScan:
         """One pass over the table in global order, in a thread with a connection of its own: each row
         is hashed as soon as it is read, while its bytes are fresh in memory (pages of rows held for
-        another thread to hash cost as much again as the hashing). SQLite's own check runs beside it,
-        in another thread (see `sqlite_check`). A cancelled caller stops both soon."""
+        another thread to hash cost as much again as the hashing). A large table's later ids are scanned
+        by a forked child (`chain_split`), forked first: before the threads start. SQLite's own check runs
+        beside the scan, in another thread (see `sqlite_check`). A cancelled caller stops them all soon."""
         import asyncio
 
         stop = threading.Event()
+        later = self._later_part(heads)
         try:
             scan, found = await asyncio.gather(
-                asyncio.to_thread(self._scan_chains, heads, stop),
+                asyncio.to_thread(self._scan_chains, heads, stop, later),
                 asyncio.to_thread(self._pragma_check, stop, thorough),
             )
         finally:
             stop.set()
+            if later is not None:
+                later.stop()
         scan.damage[:0] = found
         return scan
 
-    def _scan_chains(self, heads: Mapping[str, tuple[int, str]], stop: threading.Event) -> ChainScan:
-        from zymi_tui.events.chain_split import scan_in_two, seam_of  # here: a reader that checks no chain
+    def _later_part(self, heads: Mapping[str, tuple[int, str]]) -> LaterPart | None:
+        """The later part of a large table, forked now (`chain_split.later_part`), of the ids up to the last
+        one now (read after the heads)."""
+        from zymi_tui.events.chain_split import later_part  # here: a reader that checks no chain
 
         conn = self._check_connection()
         try:
-            upto = conn.execute("SELECT max(id) FROM events").fetchone()[0]  # (read after the heads)
-            seam = seam_of(upto) if type(upto) is int else None
-            if seam is None:
+            upto = conn.execute("SELECT max(id) FROM events").fetchone()[0]
+        except sqlite3.Error as e:
+            raise explain_sqlite_error(self.label, e) from None
+        finally:
+            conn.close()
+        return later_part(self._uri, heads, upto, self._has_hash) if type(upto) is int else None
+
+    def _scan_chains(
+        self, heads: Mapping[str, tuple[int, str]], stop: threading.Event, later: LaterPart | None
+    ) -> ChainScan:
+        from zymi_tui.events.chain_split import scan_in_two
+
+        conn = self._check_connection()
+        try:
+            if later is None:
                 return scan_store(conn, heads, stop, has_hash=self._has_hash)
-            return scan_in_two(conn, self._uri, heads, stop, has_hash=self._has_hash, seam=seam, upto=upto)
+            return scan_in_two(conn, later, heads, stop, has_hash=self._has_hash)
         except sqlite3.Error as e:
             raise explain_sqlite_error(self.label, e) from None
         finally:
