@@ -32,7 +32,10 @@ from zymi_tui.replay.store_replay import recorded_knobs
 # the command line's own process (`cli.main()` with no argv), with the forks it makes counted by an audit
 # hook and its children's CPU time read from the kernel once they are waited for
 OBSERVED = """
-import resource, sys
+import os, resource, sys
+if os.environ.get("PASS_ONE_KEEPS_NONE"):  # as from WHATIF_POOL_MIN_EVENTS (500,000) events on
+    import zymi_tui.replay.advice.run as advice_run
+    advice_run.WHATIF_POOL_MIN_EVENTS = 1
 forks = []
 sys.addaudithook(lambda event, _args: forks.append(event) if event == "os.fork" else None)
 sys.argv = ["zymi-tui", *sys.argv[1:]]
@@ -43,12 +46,17 @@ print(code, len(forks), children.ru_utime + children.ru_stime, file=sys.stderr)
 """
 
 
-def _advise(db: Path, project: Path | None, *more: str, load_below: str = "1000") -> tuple[str, int, float]:
+def _advise(
+    db: Path, project: Path | None, *more: str, load_below: str = "1000", keep: bool = True
+) -> tuple[str, int, float]:
     """The JSON advice of the command line, how many processes it forked, and their CPU seconds.
-    `load_below`: a long run's candidates are dealt in two below this load average (any, by default)."""
+    `load_below`: a long run's candidates are dealt in two below this load average (any, by default);
+    `keep=False`: pass one keeps none of its decoded events, as on a store of a million."""
     line = ["advise", str(db), "--json", *(["--project", str(project)] if project else []), *more]
     # an oracle store is far below 20,000 events
     env = {**os.environ, "ZYMI_TUI_ADVISE_HALVES_FROM": "1", "ZYMI_TUI_ADVISE_LOAD_BELOW": load_below}
+    if not keep:
+        env["PASS_ONE_KEEPS_NONE"] = "1"
     done = subprocess.run([sys.executable, "-c", OBSERVED, *line], capture_output=True, text=True, env=env, timeout=300)
     code, forks, cpu = done.stderr.split()[-3:]
     assert code == "0", done.stderr
@@ -79,11 +87,16 @@ def _store(shape: str, tmp: Path) -> tuple[Path, Path | None]:
     return long_run_store(tmp, 3000), None
 
 
+@pytest.mark.parametrize("keep", [True, False], ids=["pass one's events kept", "each half read again"])
 @pytest.mark.parametrize("shape", ["many runs", "one long run"])
-def test_the_candidates_are_replayed_in_two_processes_with_the_one_process_advice(shape: str, tmp_path: Path) -> None:
+def test_the_candidates_are_replayed_in_two_processes_with_the_one_process_advice(
+    shape: str, keep: bool, tmp_path: Path
+) -> None:
+    """Below a million events, from pass one's decoded events; from there (`keep=False`) each process reads
+    its half from the store (on main nothing was forked then: pass two read the whole store again here)."""
     db, project = _store(shape, tmp_path)
-    split, forks, child_cpu = _advise(db, project)
-    alone, forks_alone, _ = _advise(db, project, "--workers", "1")
+    split, forks, child_cpu = _advise(db, project, keep=keep)
+    alone, forks_alone, _ = _advise(db, project, "--workers", "1", keep=keep)
     assert forks_alone == 0
     if usable_cores() < 2:
         assert forks == 0  # one core: nothing runs beside this process

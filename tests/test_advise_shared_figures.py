@@ -28,6 +28,7 @@ from zymi_tui.replay.advice import pass_two
 from zymi_tui.replay.compare import compare_profiles, knob_dict, replay_profiles
 from zymi_tui.replay.costs import load_prices, parse_prices, pricing
 from zymi_tui.replay.figures import recorded_output
+from zymi_tui.replay.store_ends import store_ends
 from zymi_tui.replay.store_replay import recorded_knobs
 
 # the built-in table with every cache family's minimum at 1 token: the cache model reads small stores' reuse
@@ -85,7 +86,7 @@ def _run(db: Path, project: Path | None, priced: str) -> tuple[Figures, Figures,
                 ratio = cmp.tokens_per_byte
                 alone.append(cmp.profiles[1].total.as_dict())
             assert ratio is not None
-            job = pass_two.PassTwo(project, tried, base, None, ratio, how)
+            job = pass_two.PassTwo(project, tried, base, None, ratio, how, await store_ends(reader))
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(reuse, "_c_bytes", counting("c_bytes", reuse._c_bytes))
                 mp.setattr(figures, "estimate_tokens", counting("estimates", figures.estimate_tokens))

@@ -15,7 +15,8 @@ from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import STEP_MARK, run_of
 from zymi_tui.replay import event_pages
 from zymi_tui.replay.event_pages import replay_events
-from zymi_tui.replay.store_replay import make_replayer, replay_store, stream_ends
+from zymi_tui.replay.store_ends import stream_ends
+from zymi_tui.replay.store_replay import make_replayer, replay_store
 
 from .conftest import ORACLE, cloned_runs
 

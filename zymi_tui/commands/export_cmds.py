@@ -193,7 +193,9 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
             progress = await _progress(reader, to_stdout=pusher is None and not args.output)
             ends = None  # (the walk reads them)
             if found is not None and inline and streams is None:
-                ends, partner = await partner_for(reader, found.store, project, content=not args.no_content)
+                ends, partner = await partner_for(
+                    reader, found.store, project, content=not args.no_content, output=args.output
+                )
             hand_over = None if partner is None else partner.hand_over(builder.holds_nothing_open)
             until = None if partner is None else partner.until
             async for se, rows in walk(reader, project, streams, ends=ends, until=until, hand_over=hand_over):
@@ -276,7 +278,7 @@ async def _lhar(args: argparse.Namespace, found: Located | None, inline: bool) -
         progress = await _progress(reader, to_stdout=target.path is None)
         try:
             if found is not None and inline and streams is None and target.folder and target.path is not None:
-                partner = lhar_partner(found.store, project, known, target.path)
+                partner = lhar_partner(reader, found.store, project, known, target.path)
             del known  # (50,000 streams: ~6 MB)
             hand_over = None if partner is None else partner.hand_over(builder.holds_nothing_open)
             until = None if partner is None else partner.until

@@ -5,6 +5,9 @@ conversations' files into a hidden folder of its own inside the target (`.zymi-t
 last, its counts of files and entries to COUNTS_FD; once the caller takes its part (its own walk holds
 nothing open at the cut: `LharBuilder.holds_nothing_open`), the files are moved into the target and the
 counts added to the summary. Otherwise the hidden folder is removed and the caller goes on alone.
+A partner whose caller is gone (killed) removes its folder itself; a folder whose caller was killed
+after its partner ended is removed by the next export into that folder (`remove_stale_parts`: the
+folder's name holds its caller's pid, `.zymi-tui-lhar-part-PID-*`).
 
 A move leaves the tree that writing in place leaves only when no two conversations share a file name
 and every file the move replaces is a plain file a new one would be (its mode, owner, one link):
@@ -26,7 +29,7 @@ from pathlib import Path
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.location import SqliteStore, StoreLocation
 from zymi_tui.events.replay_view import ReplayEvent
-from zymi_tui.events.store import StreamInfo, run_of
+from zymi_tui.events.store import EventReader, StreamInfo, run_of
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.telemetry.lhar_body import BodyFrames
@@ -79,11 +82,12 @@ def _new_file_like(path: Path, mode: int) -> bool:
 
 
 def lhar_partner(
-    store: StoreLocation, project: Path | None, streams: Sequence[StreamInfo], folder: Path
+    reader: EventReader, store: StoreLocation, project: Path | None, streams: Sequence[StreamInfo], folder: Path
 ) -> FilesPartner | None:
-    """The process writing the session files of the store's later conversations (read from `store`)
-    into a hidden folder inside `folder`, started; None: one process writes them all (`pair_cut`, not a
-    SQLite store, or a move would not leave the same tree)."""
+    """The process writing the session files of the store's later conversations (read from `store` by
+    `reader`) into a hidden folder inside `folder`, started; None: one process writes them all
+    (`pair_cut`, not a SQLite store, or a move would not leave the same tree)."""
+    remove_stale_parts(folder)  # (whether it pairs or not)
     spans = conversation_spans(streams)
     cut = pair_cut(list(spans.values()), PAIR_EVENTS_ENV)
     if cut is None or not isinstance(store, SqliteStore):
@@ -97,21 +101,53 @@ def lhar_partner(
     later = {names[c] for c, s in spans.items() if s.first_global_id > after}
     if not all(_new_file_like(folder / n, 0o666 & ~umask) for n in later.intersection(os.listdir(folder))):
         return None
-    parts = Path(tempfile.mkdtemp(prefix=PARTS_PREFIX, dir=folder))
+    parts = Path(tempfile.mkdtemp(prefix=f"{PARTS_PREFIX}{os.getpid()}-", dir=folder))
     try:
-        return FilesPartner(__name__, [str(store.path), str(project or ""), str(after), str(until), str(parts)],
-                            after, until, parts)  # fmt: skip
+        args = [str(store.path), str(project or ""), str(after), str(until), str(parts)]
+        return FilesPartner(__name__, args, after, until, reader, parts)
     except BaseException:
         shutil.rmtree(parts, ignore_errors=True)
         raise
 
 
+def remove_stale_parts(folder: Path) -> None:
+    """Remove the hidden part folders in `folder` of an earlier export whose caller is gone: a folder of
+    ours (not a link) named `.zymi-tui-lhar-part-PID-*` where no process PID runs. (A PID another
+    process took since is left alone: only a dead owner is certain.)"""
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(PARTS_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid, sep, _ = name[len(PARTS_PREFIX) :].partition("-")
+        if not (sep and pid.isdigit() and int(pid) > 0) or _runs(int(pid)):
+            continue
+        try:
+            st = (folder / name).lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+            shutil.rmtree(folder / name, ignore_errors=True)
+
+
+def _runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (another user's: it runs)
+        pass
+    return True
+
+
 class FilesPartner(Partner):
     """The process writing the session files of the store's ids (after, until] into `parts`."""
 
-    def __init__(self, module: str, args: Sequence[str], after: int, until: int, parts: Path) -> None:
+    def __init__(
+        self, module: str, args: Sequence[str], after: int, until: int, reader: EventReader, parts: Path
+    ) -> None:
         self.parts = parts
-        super().__init__(module, args, after, until)
+        super().__init__(module, args, after, until, reader)
 
     def move_into(self, files: LharFiles) -> None:
         """Its files moved to `files`' folder, and its counts added to `files`' summary."""
@@ -144,7 +180,9 @@ async def _export_part(
         status = await walk_part(store, project, after, until, caller, feed, reuse=False)
     finally:
         files.close()
-    if status != ORPHANED:  # (no one will take these files)
+    if status == ORPHANED:  # no one will take these files
+        shutil.rmtree(parts, ignore_errors=True)
+    else:
         with open(fd, "w") as out:
             out.write(f"{len(files.started)} {files.entries}\n")
     return status

@@ -48,11 +48,12 @@ def trace_builder(bodies: RequestBodies, content: bool) -> TraceBuilder:
 
 
 async def partner_for(
-    reader: EventReader, store: StoreLocation, project: Path | None, *, content: bool
+    reader: EventReader, store: StoreLocation, project: Path | None, *, content: bool, output: str | None
 ) -> tuple[dict[str, int], SpansPartner | None]:
     """Each stream's last global id (`stream_ends`, for the walk), and the process exporting the later
-    part of `store` (read by `reader`), started; None: one process exports it all (`pair_cut`, or not a
-    SQLite store). The streams' list is let go here (50,000 streams: ~6 MB)."""
+    part of `store` (read by `reader`), started, its spans kept beside the `output` file (on its file
+    system; stdout, or not a plain file: in the system's temporary folder); None: one process exports
+    it all (`pair_cut`, or not a SQLite store). The streams' list is let go here (50,000 streams: ~6 MB)."""
     streams = await reader.streams()
     ends = {s.stream_id: s.last_global_id for s in streams}
     cut = pair_cut(streams, PAIR_EVENTS_ENV)
@@ -60,7 +61,8 @@ async def partner_for(
         return ends, None
     after, until = cut
     args = [str(store.path), str(project or ""), str(after), str(until), "1" if content else "0"]
-    return ends, SpansPartner(__name__, args, after, until)
+    tmp = Path(output).resolve().parent if output is not None and Path(output).is_file() else None
+    return ends, SpansPartner(__name__, args, after, until, reader, tmp)
 
 
 class SpansPartner(Partner):

@@ -11,8 +11,9 @@ waits on a future).
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -34,12 +35,29 @@ class InlineConnection:
 
     inline = True  # (`SqliteReader` then reads no page ahead and waits for a lock by sleeping)
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, database: str, kwargs: dict[str, Any]) -> None:
         self._conn = conn
+        self._opened_as = database, kwargs
 
     @classmethod
     async def connect(cls, database: str, **kwargs: Any) -> InlineConnection:
-        return cls(sqlite3.connect(database, **kwargs))
+        return cls(sqlite3.connect(database, **kwargs), database, kwargs)
+
+    @contextlib.contextmanager
+    def closed_meanwhile(self) -> Iterator[None]:
+        """The connection closed in the context and then opened again as it was (its busy timeout and
+        text factory kept): a process forked meanwhile starts with none of this process's SQLite state
+        (SQLite's locks are its process's: a child must not inherit a connection, nor its lock counts)."""
+        timeout = self._conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        factory = self._conn.text_factory
+        self._conn.close()
+        try:
+            yield
+        finally:
+            database, kwargs = self._opened_as
+            self._conn = sqlite3.connect(database, **kwargs)
+            self._conn.execute(f"PRAGMA busy_timeout={int(timeout)}")
+            self._conn.text_factory = factory
 
     @property
     def text_factory(self) -> Callable[[bytes], Any]:

@@ -36,6 +36,7 @@ from zymi_tui.text_safety import escape_controls, has_undecodable_bytes
 
 if TYPE_CHECKING:
     import asyncio
+    from contextlib import AbstractContextManager
 
 
 READ_BUSY_MS = 200  # one statement's wait for a lock; `_fetch` retries up to LOCK_WAIT_S in all
@@ -137,6 +138,14 @@ class SqliteReader(ChainReads, RunReads, FilteredReads, RowDecoder, Closable):
         await self._conn.close()
 
     _blocking: sqlite3.Connection | None = None
+
+    def released(self) -> AbstractContextManager[None] | None:
+        """Its connection closed in this context, then opened again (`InlineConnection.closed_meanwhile`,
+        for a fork); None when it cannot be (read on a thread, or a second connection open)."""
+        conn = self._conn
+        if not isinstance(conn, InlineConnection) or self._blocking is not None or self._ahead is not None:
+            return None
+        return conn.closed_meanwhile()
 
     def rows_at(self, stream_id: str, sequences: Sequence[int]) -> list[RawRow]:
         """`BlockingRows`: on a connection of its own, opened as this reader's, when first asked."""

@@ -25,6 +25,7 @@ from zymi_tui.replay.figures import (
     figure_chars,
     summarize,
 )
+from zymi_tui.replay.store_ends import StoreEnds
 from zymi_tui.replay.store_replay import Events, replay_groups
 
 CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
@@ -79,10 +80,14 @@ def replay_profiles(
     profiles: Profiles,
     streams: Sequence[str] | None = None,
     events: Events | None = None,
+    ends: StoreEnds | None = None,
 ) -> ProfileCalls:
-    """The profiles' calls, for `collect_calls` (which reads their figures only); `events`: see `replay_many`."""
+    """The profiles' calls, for `collect_calls` (which reads their figures only); `events`: see `replay_many`;
+    `ends`: see `replay_groups`."""
     knobs = [k for _, k in profiles]
-    return replay_groups(reader, project=project, knobs=knobs, streams=streams, figures_only=True, events=events)
+    return replay_groups(
+        reader, project=project, knobs=knobs, streams=streams, figures_only=True, events=events, ends=ends
+    )
 
 
 async def compare_profiles(

@@ -41,6 +41,17 @@ class RecordedOutput:
             return self.summary_tokens / self.summary_calls, True
         return SUMMARY_MAX_TOKENS / 4, False
 
+    def count(self, stream_id: str, source: str, kind: LlmCallCompleted) -> None:
+        """One recorded completion's output tokens (none without usage)."""
+        if kind.usage is None:
+            return
+        if source == "compaction":
+            self.summary_tokens += kind.usage.output_tokens
+            self.summary_calls += 1
+        else:
+            run = run_of(stream_id)
+            self.agent_by_run[run] = self.agent_by_run.get(run, 0) + kind.usage.output_tokens
+
 
 async def recorded_output(reader: EventReader, streams: Sequence[str] | None = None) -> RecordedOutput:
     """One pass over the store's LlmCallCompleted events (the kind index; no decoding of others)."""
@@ -54,22 +65,15 @@ async def recorded_output(reader: EventReader, streams: Sequence[str] | None = N
         cursor = page[-1].global_id
         for se in page:
             kind, ev = se.event.kind, se.event
-            if not isinstance(kind, LlmCallCompleted) or kind.usage is None:
-                continue
-            if wanted is not None and ev.stream_id not in wanted:
-                continue
-            if ev.source == "compaction":
-                out.summary_tokens += kind.usage.output_tokens
-                out.summary_calls += 1
-            else:
-                run = run_of(ev.stream_id)
-                out.agent_by_run[run] = out.agent_by_run.get(run, 0) + kind.usage.output_tokens
+            if isinstance(kind, LlmCallCompleted) and (wanted is None or ev.stream_id in wanted):
+                out.count(ev.stream_id, ev.source, kind)
 
 
 # -- figures -----------------------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)
 class CallFigure:
-    """One LLM call under one profile."""
+    """One LLM call under one profile (slots: one is made per call and candidate class, and pass one keeps
+    them below a million events)."""
 
     stream_id: str
     sequence: int

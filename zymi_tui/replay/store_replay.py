@@ -4,7 +4,6 @@ sets in one pass, grouped while they agree), and the context of one call or of a
 from __future__ import annotations
 
 import copy
-from array import array
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ from zymi_tui.events.store import (
     STEP_MARK,
     BlockingRows,
     EventReader,
-    RunClosings,
 )
 from zymi_tui.project.reader import read_project
 from zymi_tui.replay.call_context import (
@@ -37,6 +35,7 @@ from zymi_tui.replay.calls import Replayer
 from zymi_tui.replay.event_pages import event_pages
 from zymi_tui.replay.lockstep import lockstep_group, rejoined
 from zymi_tui.replay.simulated import SummaryEstimate
+from zymi_tui.replay.store_ends import StoreEnds, store_ends
 
 Events = AsyncGenerator[ReplayEvent, None] | list[ReplayEvent]  # decoded events, as they come or kept
 DECODED_PAGE = 256  # events kept decoded are replayed this many at a time (`replay_groups(events=[...])`)
@@ -57,18 +56,6 @@ def agent_knobs(events: Sequence[ReplayEvent], stream_id: str) -> ContextKnobs |
 
 def recorded_knobs(project: Path | None) -> ContextKnobs:
     return project_knobs(read_project(project)) if project is not None else ContextKnobs()
-
-
-async def stream_ends(reader: EventReader) -> dict[str, int]:
-    """Each stream's last global id, as the store holds now."""
-    return {s.stream_id: s.last_global_id for s in await reader.streams()}
-
-
-async def run_closings(reader: EventReader) -> array[int]:
-    """The completions that close their run (`RunClosings`), for `Replayer.forget_finished`; read after
-    the ends (a later read finds more later rows: fewer closings, never a wrong one). None from a reader
-    that cannot list them: runs are then kept to their streams' ends."""
-    return array("q", await reader.closing_completions()) if isinstance(reader, RunClosings) else array("q")
 
 
 def store_texts(reader: EventReader) -> Callable[[str], TextSource] | None:
@@ -140,6 +127,7 @@ async def replay_groups(
     events: Events | None = None,
     part: Part | None = None,
     reuse_chars: bool = True,
+    ends: StoreEnds | None = None,
 ) -> AsyncGenerator[tuple[Sequence[int], CallContext | ClassCall], None]:
     """`replay_store` under several knob sets in one pass: each event is read and decoded once
     and fed to one replayer per knob set (None = the recorded knobs). Yields (knob set indices, row):
@@ -159,7 +147,10 @@ async def replay_groups(
     replay replays them (without `streams`).
 
     `reuse_chars=False` (with `figures_only`): the caller prices no cache, so a lockstep class's prefix
-    reuse is only whether it breaks (a bool in its `ClassCall`), its bytes not counted."""
+    reuse is only whether it breaks (a bool in its `ClassCall`), its bytes not counted.
+
+    `ends`: the store's `StoreEnds`, read once by a caller of several replays (else read here, or
+    carried by `part`)."""
     replayers = make_replayers(project, knobs, texts=store_texts(reader))
     if part is not None:
         for replayer in replayers:
@@ -168,15 +159,14 @@ async def replay_groups(
         shared = Converted(keep_all=False)
         for replayer in replayers:
             replayer.converted = shared
-    ends = await stream_ends(reader) if part is None else part.ends
-    closings = await run_closings(reader)
+    known = part.ends if part is not None else ends or await store_ends(reader)
     for replayer in replayers:
-        replayer.forget_finished(ends, closings)
+        replayer.forget_finished(known.ends, known.closings)
     whatifs = [i for i, r in enumerate(replayers) if figures_only and r.whatif]
     whatifs = whatifs if len(whatifs) > 1 else []  # (one alone is replayed as it is)
     alone = [(i, r) for i, r in enumerate(replayers) if i not in whatifs]
     lockstep = [lockstep_group(replayers, whatifs, reuse_chars=reuse_chars)] if whatifs else []
-    top = max(ends.values(), default=0) if part is None else part.until
+    top = known.top if part is None else part.until
     wanted = set(streams) if streams else None
     after = 0 if part is None else part.after
     if events is None:
@@ -243,12 +233,12 @@ async def _one_by_one(events: AsyncGenerator[ReplayEvent, None]) -> AsyncGenerat
 @dataclass(frozen=True)
 class Part:
     """One range (after, until] of the store to replay (`store_ranges`), with what a replay has learned
-    before it (the recorded summaries, `learned_before`) and every stream's last global id."""
+    before it (the recorded summaries, `learned_before`) and where the store's streams end."""
 
     after: int
     until: int
     learned: SummaryEstimate
-    ends: dict[str, int]
+    ends: StoreEnds
 
 
 async def context_at(

@@ -49,8 +49,9 @@ from zymi_tui.replay.compare import (
 from zymi_tui.replay.costs import Pricing
 from zymi_tui.replay.event_pages import replay_events
 from zymi_tui.replay.figures import CallFigure, ProfileRun, RecordedOutput, Tally, ratio_of
+from zymi_tui.replay.store_ends import StoreEnds, store_ends
 from zymi_tui.replay.store_ranges import Range, learned_before, store_ranges
-from zymi_tui.replay.store_replay import Part, replay_groups, stream_ends
+from zymi_tui.replay.store_replay import Part, replay_groups
 
 TICK_S = 0.25  # how often the parent reports the workers' progress
 CALL_KINDS = ("llm_call_started", "llm_call_completed", "llm_call_failed")
@@ -191,7 +192,7 @@ class _Tallies:
                 self.tallies[index].add(f)
 
 
-_ends: dict[StoreLocation, dict[str, int]] = {}  # per store, in a worker: every stream's last global id
+_ends: dict[StoreLocation, StoreEnds] = {}  # per store, in a worker: where its streams end
 
 
 async def _part(reader: EventReader, share: Share) -> Part | None:
@@ -199,7 +200,7 @@ async def _part(reader: EventReader, share: Share) -> Part | None:
         return None
     after, until = share.part
     if share.location not in _ends:
-        _ends[share.location] = await stream_ends(reader)
+        _ends[share.location] = await store_ends(reader)
     return Part(after, until, await learned_before(reader, after), _ends[share.location])
 
 

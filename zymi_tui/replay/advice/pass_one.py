@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zymi_tui.events.kinds import LlmCallCompleted
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.watch import Watch
@@ -33,7 +34,8 @@ from zymi_tui.replay.compare import (
 )
 from zymi_tui.replay.costs import CacheFamily, pricing
 from zymi_tui.replay.event_pages import replay_events
-from zymi_tui.replay.figures import CallFigure, ratio_of, recorded_sums
+from zymi_tui.replay.figures import CallFigure, RecordedOutput, ratio_of, recorded_sums
+from zymi_tui.replay.store_ends import StoreEnds
 from zymi_tui.replay.sweep_pool import recorded_call_sums
 
 RECORDED = [("recorded", None)]
@@ -56,20 +58,27 @@ async def pass_one(
     *,
     keep: bool,
     breakpoints: CacheFamily | None,
+    ends: StoreEnds,
 ) -> PassOne:
-    """Pass one (`common`: the keywords of `compare_profiles`); `breakpoints`: the cache family whose
-    reads and writes with a breakpoint at the end of every sent request are estimated."""
+    """Pass one (`common`: the keywords of `compare_profiles`; its `output` empty: the output tokens of the
+    completions it replays are counted into it, as `recorded_output` counts them); `breakpoints`: the
+    cache family whose reads and writes with a breakpoint at the end of every sent request are estimated;
+    `ends`: the store's, read once for both passes."""
     decoded: list[ReplayEvent] = []
+    output: RecordedOutput = common["output"]  # counted here, read once the pass is over
+    wanted = None if streams is None else set(streams)
 
     async def recording() -> AsyncGenerator[ReplayEvent, None]:
         async with aclosing(replay_events(reader, streams)) as events:
             async for se in events:
                 if keep:
                     decoded.append(se)
+                if isinstance(se.kind, LlmCallCompleted) and (wanted is None or se.stream_id in wanted):
+                    output.count(se.stream_id, se.source, se.kind)
                 yield se
 
     async def watched() -> ProfileCalls:
-        async for members, call in replay_profiles(reader, project, RECORDED, streams, recording()):
+        async for members, call in replay_profiles(reader, project, RECORDED, streams, recording(), ends):
             assert isinstance(call, CallContext)  # (the recorded knobs alone: every row a context)
             await watch.feed(call)  # what the detectors read of it: the call itself is not kept
             yield members, call

@@ -1,15 +1,17 @@
 """Pass two of `advise`: every candidate replayed over the store, in one pass in this process (`in_one`), or
 in two halves on two cores (`halves`): this process replays one half and a forked child the
 other, both from pass one's decoded events (the child has them by the fork: nothing is read, decoded or
-sent to it). A store of many runs is cut into two ranges (`store_ranges`: no stream on both sides), each
-replayed under every candidate: the two halves cost what one pass does. One long run (no such cut, or
-`--runs` given) has its candidates dealt in two shares (`deal_profiles`), each replayed over the whole
-store: each share builds every call's context again (long_100k: 1.9 and 1.8 s of CPU against 2.6 s for
-one pass), so it is split only while a core is free (`core_free`): on a busy machine each session's
-processes share one slice of it (the kernel's autogroups, when enabled), and the second share would only add its CPU
-time (paired runs at load 10: 7.1x -> 9.1x the scan's CPU, no faster). The child sends back its tallies
-(pickled, a few per candidate) and they are added up and priced as the pool's are (`merge_totalled`): the
-figures are those of one pass in one process.
+sent to it), or, from the size at which pass one keeps none (`WHATIF_POOL_MIN_EVENTS`), each reading its
+half's events from the store again (as one process would read them all). A store of many runs is cut
+into two ranges (`store_ranges`: no stream on both sides), each replayed under every candidate: the two
+halves cost what one pass does. One long run (no such cut, or `--runs` given) has its candidates dealt
+in two shares (`deal_profiles`), each replayed over the whole store: each share builds every call's
+context again (long_100k: 1.9 and 1.8 s of CPU against 2.6 s for one pass), so it is split only while a
+core is free (`core_free`: idle over pass one): on a busy machine each session's processes share one
+slice of it (the kernel's autogroups, when enabled), and the second share would only add its CPU time
+(paired runs at load 10: 7.1x -> 9.1x the scan's CPU, no faster). The child sends back its tallies
+(pickled, a few per candidate) and they are added up and priced as the pool's are (`merge_totalled`):
+the figures are those of one pass in one process.
 
 Only a process of its own forks (the command line's, `split`): a dashboard runs threads. The child opens
 the store again for itself (a SQLite connection is not carried across a fork), has SIGINT blocked (a
@@ -38,14 +40,16 @@ from zymi_tui.replay.compare import collect_calls, profile_runs, tally_for
 from zymi_tui.replay.costs import Pricing
 from zymi_tui.replay.figures import CallFigure, RecordedOutput, Tally, Totals
 from zymi_tui.replay.simulated import SummaryEstimate
+from zymi_tui.replay.store_ends import StoreEnds
 from zymi_tui.replay.store_ranges import learned_before, store_ranges
-from zymi_tui.replay.store_replay import Part, replay_groups, stream_ends
+from zymi_tui.replay.store_replay import Part, replay_groups
 from zymi_tui.replay.sweep_pool import Totalled, deal_profiles, merge_totalled, sigint_blocked
 
 Profiles = list[tuple[str, ContextKnobs | None]]
 # below this many events one process replays the candidates: a fork, its pages copied as they are written
 # and its store opened again cost more than half of a small pass two saves
 HALVES_MIN_EVENTS = 20_000
+FREE_IDLE = 0.5  # cores idle on average over pass one from which one long run's candidates are dealt in two
 
 
 def halves_from() -> int:
@@ -58,17 +62,24 @@ def in_halves(last_global_id: int) -> bool:
     return usable_cores() >= 2 and last_global_id >= halves_from()
 
 
-def core_free() -> bool:
-    """Whether the one-minute load average leaves a core free (under the usable cores less one), or under
-    ZYMI_TUI_ADVISE_LOAD_BELOW (the tests raise it to deal a long run's candidates on a busy machine)."""
+def core_free(idle: float | None) -> bool:
+    """Whether a core is free: at least FREE_IDLE of the usable cores stood `idle` over pass one (None: not
+    known, then whether the one-minute load average is under the usable cores less one); or whether the
+    load average is under ZYMI_TUI_ADVISE_LOAD_BELOW (the tests raise it to deal a long run's candidates on
+    a busy machine, or lower it to 0)."""
     below = os.environ.get("ZYMI_TUI_ADVISE_LOAD_BELOW")
-    return os.getloadavg()[0] < (float(below) if below else usable_cores() - 1)
+    if below:
+        return os.getloadavg()[0] < float(below)
+    if idle is not None:
+        return idle >= FREE_IDLE
+    return os.getloadavg()[0] < usable_cores() - 1
 
 
 @dataclass(frozen=True)
 class PassTwo:
     """What both processes replay: the candidates (`tried`) of a store recorded with `project` under
-    `recorded`, their calls' tokens at pass one's tokens per byte (`ratio`), priced as `how` says."""
+    `recorded`, their calls' tokens at pass one's tokens per byte (`ratio`), priced as `how` says, the
+    store as pass one replayed it (`ends`: read once, before it)."""
 
     project: Path | None
     tried: Profiles
@@ -76,6 +87,7 @@ class PassTwo:
     streams: Sequence[str] | None
     ratio: float
     how: Pricing
+    ends: StoreEnds
 
 
 @dataclass(frozen=True)
@@ -89,23 +101,33 @@ class Half:
 
 
 async def halves(
-    reader: EventReader, location: StoreLocation, job: PassTwo, output: RecordedOutput, decoded: list[ReplayEvent]
+    reader: EventReader,
+    location: StoreLocation,
+    job: PassTwo,
+    output: RecordedOutput,
+    decoded: list[ReplayEvent] | None,
+    idle: float | None = None,
 ) -> dict[str, Totals] | None:
     """Every candidate's totals (as `in_one` makes them), pass two in two halves; None
-    when it is one long run and no core is free (the caller replays them in one pass)."""
-    ends = await stream_ends(reader)
-    top = max(ends.values(), default=0)
+    when it is one long run and no core is free (the caller replays them in one pass). `decoded`: pass
+    one's events (None: not kept, each process reads its half's events from the store again); `idle`:
+    the usable cores that stood idle over pass one (`IdleClock`), for `core_free`."""
+    top = job.ends.top
     ranges = store_ranges(await reader.streams(), 2) if job.streams is None else [(0, top)]
-    if len(ranges) == 2:
+    # (a store written to since pass one may be cut later: a cut that no stream crosses now was one then)
+    if len(ranges) == 2 and ranges[0][1] < top:
         everyone = list(range(len(job.tried)))
-        (_, seam), (_, until) = ranges
-        cut = bisect.bisect_right(decoded, seam, key=lambda se: se.global_id)
-        mine = Half(everyone, decoded[:cut], Part(0, seam, SummaryEstimate(), ends))
-        theirs = Half(everyone, decoded[cut:], Part(seam, until, await learned_before(reader, seam), ends))
-    elif core_free():
-        first, second = deal_profiles(job.tried, job.recorded, 2)
-        mine = Half(first, decoded, Part(0, top, SummaryEstimate(), ends))
-        theirs = Half(second, decoded, Part(0, top, SummaryEstimate(), ends))
+        seam = ranges[0][1]
+        first = later = None
+        if decoded is not None:
+            cut = bisect.bisect_right(decoded, seam, key=lambda se: se.global_id)
+            first, later = decoded[:cut], decoded[cut:]
+        mine = Half(everyone, first, Part(0, seam, SummaryEstimate(), job.ends))
+        theirs = Half(everyone, later, Part(seam, top, await learned_before(reader, seam), job.ends))
+    elif core_free(idle):
+        shares = deal_profiles(job.tried, job.recorded, 2)
+        mine = Half(shares[0], decoded, Part(0, top, SummaryEstimate(), job.ends))
+        theirs = Half(shares[1], decoded, Part(0, top, SummaryEstimate(), job.ends))
     else:
         return None
     child = _Child(location, job, theirs)
@@ -144,7 +166,7 @@ async def _replay_half(reader: EventReader, job: PassTwo, half: Half) -> Totalle
     shared = SharedTallies(tallies, job)
     calls = replay_groups(reader, project=job.project, knobs=[k for _, k in profiles], streams=job.streams,
                           figures_only=True, events=half.events, part=half.part,
-                          reuse_chars=any(t.reads_reuse for t in tallies))  # fmt: skip
+                          reuse_chars=any(t.reads_reuse for t in tallies), ends=job.ends)  # fmt: skip
     await collect_calls(calls, runs, last_global_id=0, progress=None, label="", take_shared=shared.take)
     shared.close()
     for tally in tallies:

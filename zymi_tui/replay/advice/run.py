@@ -11,6 +11,7 @@ from typing import Any
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
+from zymi_tui.replay.advice.idle_cores import IdleClock
 from zymi_tui.replay.advice.model import (
     Advice,
     Baseline,
@@ -41,8 +42,9 @@ from zymi_tui.replay.advice.signals_tools import dominant_tool, fresh_mode_candi
 from zymi_tui.replay.advice.watch import Watch
 from zymi_tui.replay.compare import knob_dict
 from zymi_tui.replay.costs import PriceTable, pricing
-from zymi_tui.replay.figures import Totals, recorded_output
-from zymi_tui.replay.store_replay import recorded_knobs, stream_ends
+from zymi_tui.replay.figures import RecordedOutput, Totals
+from zymi_tui.replay.store_ends import store_ends
+from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.replay.sweep_pool import replay_on_pool
 from zymi_tui.replay.whatifs import WHATIF_POOL_MIN_EVENTS
 
@@ -112,15 +114,17 @@ async def advise(
     the candidates are replayed on a process pool (`replay_on_pool`: the store's ranges shared among the
     workers, each decoding its own) and pass one keeps nothing of the store; otherwise in this process (in
     lockstep, `replay/lockstep.py`), from pass one's events kept decoded, or from the store read again
-    from WHATIF_POOL_MIN_EVENTS events. From pass one's decoded events, with `split` (a process of its
-    own: it may fork), no `workers` asked for and two cores, pass two is split between this process and
-    a forked child (`pass_two`: by range, or one long run's candidates while a core is free)."""
+    from WHATIF_POOL_MIN_EVENTS events. With `split` (a process of its own: it may fork), no `workers`
+    asked for and two cores, pass two is split between this process and a forked child (`pass_two`: by
+    range, or one long run's candidates while a core is free), from pass one's decoded events or, from
+    WHATIF_POOL_MIN_EVENTS events, each reading its half from the store."""
     base = recorded_knobs(project)
     kd = knob_dict(base)
     facts = project_facts(project)
     model = model or facts.model
-    output = await recorded_output(reader, streams)
-    watch = Watch(reader, await stream_ends(reader), base.hard_cap_chars, base.soft_cap_chars, facts)
+    output = RecordedOutput()  # counted by pass one, from the completions it decodes (not in a pass of its own)
+    ends = await store_ends(reader)  # one reading of where the streams end, for every replay of both passes
+    watch = Watch(reader, ends.ends, base.hard_cap_chars, base.soft_cap_chars, facts)
     last_global_id = await reader.max_global_id()
     asked, workers = workers, ADVISE_WORKERS if workers is None else workers
     pooled = location is not None and workers > 1
@@ -135,7 +139,9 @@ async def advise(
     # below the pool's size pass one keeps its decoded events for pass two; from it, pass two reads the
     # store again (on the pool, or here with one worker), so that memory stays flat
     keep = not pooled and last_global_id < WHATIF_POOL_MIN_EVENTS
-    one = await pass_one(reader, project, streams, watch, common, keep=keep, breakpoints=family[1] if family else None)
+    bp, clock = family[1] if family else None, IdleClock.started()
+    one = await pass_one(reader, project, streams, watch, common, keep=keep, breakpoints=bp, ends=ends)
+    idle = clock.idle_cores()  # (over pass one: whether a forked child would have a core of its own)
     cmp0 = one.cmp
     signals = Signals(watch, cmp0, base, facts, await store_facts(reader), tool_bytes, prices, one.breakpoints)
     findings = [f for detect in DETECTORS for f in detect(signals)]
@@ -144,16 +150,15 @@ async def advise(
         for k in f.recommendation.candidates if f.recommendation else []:
             candidates.setdefault(profile_name(k), k)
     before = cmp0.profiles[0].total
-    job = PassTwo(
-        project, _tried(candidates), base, streams, cmp0.tokens_per_byte, pricing(prices, model, facts.provider)
-    )
+    how = pricing(prices, model, facts.provider)
+    job = PassTwo(project, _tried(candidates), base, streams, cmp0.tokens_per_byte, how, ends)
     totals: dict[str, Totals] | None = None
     if pooled and candidates:
         assert location is not None
         on_pool = (location, project, candidates, streams, common, one.sums, last_global_id, workers)
         totals = await _candidates_on_pool(*on_pool)
-    elif split and keep and asked is None and location is not None and candidates and in_halves(last_global_id):
-        totals = await halves(reader, location, job, output, one.decoded)
+    elif split and asked is None and location is not None and candidates and in_halves(last_global_id):
+        totals = await halves(reader, location, job, output, one.decoded if keep else None, idle)
     if totals is None:
         totals = await in_one(reader, job, output, one.decoded if keep else None) if candidates else {}
     obj = objective_for(before, prices.currency if prices is not None else "USD")
