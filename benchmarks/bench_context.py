@@ -48,7 +48,8 @@ from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.events.timestamps import format_timestamp
-from zymi_tui.replay.store_replay import make_replayer, replay_events, replay_store
+from zymi_tui.replay.event_pages import replay_events
+from zymi_tui.replay.store_replay import make_replayer, replay_store
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = 5000

@@ -28,7 +28,8 @@ from zymi_tui.events.messages import to_wire
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import EventReader
-from zymi_tui.replay.store_replay import replay_events, replay_store
+from zymi_tui.replay.event_pages import replay_events
+from zymi_tui.replay.store_replay import replay_store
 
 __all__ = ["pg_url"]  # the fixture, imported for pytest
 

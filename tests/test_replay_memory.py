@@ -13,9 +13,10 @@ from zymi_tui.events.envelope import decode_event
 from zymi_tui.events.replay_view import replay_event
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import STEP_MARK, run_of
-from zymi_tui.replay import store_replay
+from zymi_tui.replay import event_pages
+from zymi_tui.replay.event_pages import replay_events
 from zymi_tui.replay.store_ends import stream_ends
-from zymi_tui.replay.store_replay import make_replayer, replay_events, replay_store
+from zymi_tui.replay.store_replay import make_replayer, replay_store
 
 from .conftest import ORACLE, cloned_runs
 
@@ -45,7 +46,7 @@ async def test_a_streams_replay_makes_no_whole_event_of_a_replay_kind(monkeypatc
     """With `streams`, the runs' rows are decoded as a replay reads them (a page at a time): only a row
     of another kind is made a whole event, and the events are those a whole read of the runs gives,
     in global order (recorded by zymi: two runs, their steps)."""
-    monkeypatch.setattr(store_replay, "PAGE", 7)  # pages much smaller than a run
+    monkeypatch.setattr(event_pages, "PAGE", 7)  # pages much smaller than a run
     whole_events: list[int] = []
 
     def counted(data: str, sequence: int) -> Any:

@@ -20,9 +20,9 @@ from zymi_tui.events.replay_view import ReplayEvent, replay_event
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import EventReader
 from zymi_tui.events.stored import StoredEvent
-from zymi_tui.replay import store_replay
+from zymi_tui.replay import event_pages
 from zymi_tui.replay.call_context import REPLAY_KINDS
-from zymi_tui.replay.store_replay import replay_events
+from zymi_tui.replay.event_pages import replay_events
 
 from .conftest import ORACLE, cloned_runs, write_sql
 from .test_postgres_helpers import pg_url
@@ -95,7 +95,7 @@ async def _replayed(reader: EventReader) -> tuple[list[ReplayEvent], list[int]]:
 async def test_a_replay_reads_the_store_once_in_global_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each statement that reads `events` returns the next page of the replay's rows: as many statements
     as pages, each on the table's id order (per kind, it was a dozen index walks and more pages)."""
-    monkeypatch.setattr(store_replay, "PAGE", SMALL_PAGE)
+    monkeypatch.setattr(event_pages, "PAGE", SMALL_PAGE)
     db = cloned_runs(tmp_path, 3)
     with contextlib.closing(sqlite3.connect(db)) as c:
         wanted = c.execute(
@@ -120,7 +120,7 @@ async def test_one_pass_yields_what_a_whole_event_read_gives(tmp_path: Path, mon
     """Interleaved kinds of 3 runs, an unknown kind, and 8 tampered rows, over pages smaller than a run:
     the same events (the `kind_tag` column decides what is read, the data what it is) and the same rows
     named unreadable, each once."""
-    monkeypatch.setattr(store_replay, "PAGE", SMALL_PAGE)
+    monkeypatch.setattr(event_pages, "PAGE", SMALL_PAGE)
     db = cloned_runs(tmp_path, 3, "memory")
     done = _tamper(db)
     want, want_bad = _whole_event_read(db)
@@ -167,7 +167,7 @@ async def test_postgres_one_pass_yields_what_a_whole_event_read_gives(
     """The same on Postgres: the kinds read in one statement per page, and the same events as the
     whole-event read of the same rows (the tampered rows that Postgres can hold: data cut short, the
     kind tag of another replay kind or of a kind not replayed, an unknown kind)."""
-    monkeypatch.setattr(store_replay, "PAGE", SMALL_PAGE)
+    monkeypatch.setattr(event_pages, "PAGE", SMALL_PAGE)
     db = cloned_runs(tmp_path, 2)
     with contextlib.closing(sqlite3.connect(db)) as c:
         first = {t: c.execute("SELECT MIN(id) FROM events WHERE kind_tag = ?", (t,)).fetchone()[0]

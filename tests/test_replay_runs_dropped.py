@@ -17,7 +17,7 @@ import pytest
 from benchmarks.make_long_run import write_clones
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import location_of
-from zymi_tui.replay import calls
+from zymi_tui.replay import run_lifetimes
 from zymi_tui.replay.store_replay import replay_store
 
 RUNS = 150
@@ -25,14 +25,14 @@ RUNS = 150
 
 def runs_held(db: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int]:
     """A replay of `db`: its rows, the runs it made, and the most of them alive at once."""
-    made: list[weakref.ref[calls._Run]] = []
+    made: list[weakref.ref[run_lifetimes._Run]] = []
 
-    class Counted(calls._Run):  # every run the replay makes, followed by a weak reference
+    class Counted(run_lifetimes._Run):  # every run the replay makes, followed by a weak reference
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             made.append(weakref.ref(self))
 
-    monkeypatch.setattr(calls, "_Run", Counted)
+    monkeypatch.setattr(run_lifetimes, "_Run", Counted)
     most = 0
 
     async def go() -> int:

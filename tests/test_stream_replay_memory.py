@@ -17,8 +17,9 @@ import pytest
 from benchmarks.make_long_run import write_clones
 from zymi_tui.events.replay_view import decode_replay_row
 from zymi_tui.events.sqlite_read import SqliteReader
-from zymi_tui.replay import store_replay
-from zymi_tui.replay.store_replay import context_at, replay_events
+from zymi_tui.replay import event_pages
+from zymi_tui.replay.event_pages import replay_events
+from zymi_tui.replay.store_replay import context_at
 
 
 def _step_stream(db: Path) -> str:
@@ -81,7 +82,7 @@ async def test_context_at_a_call_decodes_nothing_after_it(tmp_path: Path, monkey
         decoded.append(gid)
         return decode_replay_row(type_name, gid, sequence, data)
 
-    monkeypatch.setattr(store_replay, "decode_replay_row", counted)
+    monkeypatch.setattr(event_pages, "decode_replay_row", counted)
     async with await SqliteReader.open(db) as reader:
         row = await context_at(reader, stream, seq, project=None)
     assert (row.stream_id, row.sequence) == (stream, seq)

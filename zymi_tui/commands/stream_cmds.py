@@ -20,9 +20,10 @@ from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.compare import CAVEAT, knob_dict
+from zymi_tui.replay.event_pages import replay_events
 from zymi_tui.replay.presence import Occurrence, call_presence, occurrences
 from zymi_tui.replay.rent import observation_rent
-from zymi_tui.replay.store_replay import recorded_knobs, replay_events, replay_many, replay_store
+from zymi_tui.replay.store_replay import recorded_knobs, replay_many, replay_store
 
 from .common import (
     EXIT_OK,

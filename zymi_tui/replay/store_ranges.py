@@ -12,8 +12,8 @@ from itertools import pairwise
 
 from zymi_tui.events.kinds import ContextCompacted
 from zymi_tui.events.store import STEP_MARK, EventReader, StreamInfo
+from zymi_tui.replay.event_pages import replay_events
 from zymi_tui.replay.simulated import SummaryEstimate
-from zymi_tui.replay.store_replay import replay_events
 
 Range = tuple[int, int]  # (after, until]: the global ids after `after` up to `until`, both included
 

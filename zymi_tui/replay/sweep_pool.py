@@ -47,10 +47,11 @@ from zymi_tui.replay.compare import (
     tally_for,
 )
 from zymi_tui.replay.costs import Pricing
+from zymi_tui.replay.event_pages import replay_events
 from zymi_tui.replay.figures import CallFigure, ProfileRun, RecordedOutput, Tally, ratio_of
 from zymi_tui.replay.store_ends import StoreEnds, store_ends
 from zymi_tui.replay.store_ranges import Range, learned_before, store_ranges
-from zymi_tui.replay.store_replay import Part, replay_events, replay_groups
+from zymi_tui.replay.store_replay import Part, replay_groups
 
 TICK_S = 0.25  # how often the parent reports the workers' progress
 CALL_KINDS = ("llm_call_started", "llm_call_completed", "llm_call_failed")

@@ -30,8 +30,9 @@ from zymi_tui.events.replay_view import ReplayEvent, replay_event
 from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 from zymi_tui.events.tail import tail
 from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.event_pages import replay_events
 from zymi_tui.replay.store_ends import run_closings, stream_ends
-from zymi_tui.replay.store_replay import make_replayer, replay_events, store_texts
+from zymi_tui.replay.store_replay import make_replayer, store_texts
 
 AGENT = re.compile(r"^agent=([^,]+)")  # zymi's WorkflowNodeStarted description: `agent=coder, task="..."`
 

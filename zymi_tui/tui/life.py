@@ -23,8 +23,9 @@ from zymi_tui.errors import UserError
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.call_context import SAME_TRAJECTORY, CallContext
+from zymi_tui.replay.event_pages import replay_events
 from zymi_tui.replay.life import COMPACTED, FORGOTTEN, FRESH, FULL, MASKED, NOT_YET, STATE_NAMES, MessageLife
-from zymi_tui.replay.store_replay import make_replayers, replay_events
+from zymi_tui.replay.store_replay import make_replayers
 from zymi_tui.tui.actions import Act, ActionScreen, Nav
 from zymi_tui.tui.footers import FittingFooter
 from zymi_tui.tui.safe_text import clean, safe_text

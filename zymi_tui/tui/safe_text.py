@@ -73,6 +73,21 @@ def cut_cells(text: str, max_cells: int) -> str:
     return "".join(out) + ELLIPSIS
 
 
+def cut_middle(text: str, max_cells: int) -> str:
+    """`text` in at most `max_cells` terminal cells: its start, `…`, its end (both ends of a long id tell it
+    apart), cut between graphemes."""
+    if cell_len(text) <= max_cells:
+        return text
+    head = cut_cells(text, (max_cells + 1) // 2)
+    room, used, tail = max_cells - cell_len(head), 0, []
+    for g in reversed(list(graphemes(text))):
+        if used + cell_len(g) > room:
+            break
+        tail.append(g)
+        used += cell_len(g)
+    return head + "".join(reversed(tail))
+
+
 def clean(text: object, *, one_line: bool = False, max_cells: int | None = None) -> str:
     """Any value as display text: controls escaped, on one line (whitespace runs folded) if asked, cut to fit."""
     s = "" if text is None else str(text)

@@ -33,9 +33,9 @@ from zymi_tui.replay.compare import (
     tally_for,
 )
 from zymi_tui.replay.costs import CacheFamily, pricing
+from zymi_tui.replay.event_pages import replay_events
 from zymi_tui.replay.figures import CallFigure, RecordedOutput, ratio_of, recorded_sums
 from zymi_tui.replay.store_ends import StoreEnds
-from zymi_tui.replay.store_replay import replay_events
 from zymi_tui.replay.sweep_pool import recorded_call_sums
 
 RECORDED = [("recorded", None)]

@@ -18,11 +18,13 @@ from zymi_tui.tui.lineage import lineage_text
 from zymi_tui.tui.messages import StoreTrouble
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.plot import ContextPlot
-from zymi_tui.tui.safe_text import clean, safe_text
+from zymi_tui.tui.safe_text import clean, cut_middle, safe_text
 from zymi_tui.tui.state.events import RUN_GROUP
 from zymi_tui.tui.state.graph import build_graph
 from zymi_tui.tui.state.plot import StepCalls
 from zymi_tui.tui.widgets import RunsList
+
+ID_CELLS = 24  # a run's id on the run-info line: at least this many cells, else half the line, cut in its middle
 
 
 class DashboardPanels(DashboardLoaders):
@@ -91,7 +93,9 @@ class DashboardPanels(DashboardLoaders):
         row = self.runs.rows[self.query_one(RunsList).cursor]
         s = row.summary
         t = Text()
-        t.append(clean(s.stream_id), style="bold")
+        sid = clean(s.stream_id, one_line=True)  # whole in the tooltip (`c` copies it), cut in its middle here
+        info.tooltip = sid if cell_len(sid) > ID_CELLS else None
+        t.append(cut_middle(sid, max(ID_CELLS, info.size.width // 2)), style="bold")
         if row.is_turn:
             t.append(f"  turn {s.turn}/{row.turns}")
         t.append(f"  {s.status}")

@@ -85,6 +85,7 @@ class ForkModal(ActionModal):
         self.on_jump, self.on_compare = on_jump, on_compare
         self.job = job  # set when reopening a running fork
         self.pipeline: str | None = None
+        self._keys_shown: tuple[bool, ...] = ()  # the keys on the footer (see `check_action`)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="fork-box"):
@@ -169,8 +170,25 @@ class ForkModal(ActionModal):
             self.dismiss()
             self.on_jump(self.job.stream_id)
 
+    def _can_compare(self) -> bool:
+        """A fork that ended (done or failed) with a run of its own to compare with the parent."""
+        job = self.job
+        return job is not None and job.state != "running" and bool(job.stream_id) and self.on_compare is not None
+
+    def _keys_apply(self) -> tuple[bool, bool, bool, bool]:
+        """Whether go, step, profile and compare do something in the dialog's state now."""
+        job = self.job
+        go = job is None or (job.state == "done" and bool(job.stream_id) and self.on_jump is not None)
+        return go, job is None, job is None and self.fixed_knobs is None, self._can_compare()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # a key is on the footer (and in the palette) while it does something: `c Compare` once there
+        # is a fork to compare, the step and profile keys until the fork starts
+        keys = ("go", "step", "profile", "compare")
+        return self._keys_apply()[keys.index(action)] if action in keys else True
+
     def action_compare(self) -> None:
-        if self.job is not None and self.job.state != "running" and self.job.stream_id and self.on_compare:
+        if self._can_compare() and self.job is not None and self.job.stream_id and self.on_compare:
             self.dismiss()
             self.on_compare(self.parent_stream, self.job.stream_id)
 
@@ -181,6 +199,9 @@ class ForkModal(ActionModal):
 
     # -- drawing ------------------------------------------------------------------------------
     def redraw(self) -> None:
+        if self._keys_apply() != self._keys_shown:  # the footer's keys follow the fork's state
+            self._keys_shown = self._keys_apply()
+            self.refresh_bindings()
         box = self.query_one("#fork-box")
         for s in STATE_STYLE:
             box.set_class(s == self.state, s)
