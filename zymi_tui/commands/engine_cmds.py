@@ -90,7 +90,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     with modules_loading(args.own_process):  # the engine: asyncio, the runner, the runtime
         from zymi_tui.engine.approvals import TerminalApproval
-        from zymi_tui.engine.runner import RunHalted, SealWatch, run_pipeline
+        from zymi_tui.engine.run_seal import SealWatch
+        from zymi_tui.engine.runner import RunHalted, run_pipeline
         from zymi_tui.engine.runtime import close_runtime, open_runtime
 
     watch = SealWatch()

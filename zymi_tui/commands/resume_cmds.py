@@ -19,7 +19,7 @@ from zymi_tui.context.knobs import resolve_knobs
 from zymi_tui.engine.approvals import TerminalApproval
 from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.resume import KnobChoice, ResumePlan, fork, plan_lines, plan_resume
-from zymi_tui.engine.runner import SealWatch
+from zymi_tui.engine.run_seal import SealWatch
 from zymi_tui.engine.runtime import close_runtime, open_runtime, workspace_knobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore

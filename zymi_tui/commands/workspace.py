@@ -11,7 +11,7 @@ from zymi_tui.events.location import StoreLocation
 from zymi_tui.project.errors import ProjectError
 
 if TYPE_CHECKING:
-    from zymi_tui.engine.runner import SealWatch
+    from zymi_tui.engine.run_seal import SealWatch
 
 
 def load_project(directory: str | None) -> Workspace:

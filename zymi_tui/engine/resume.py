@@ -26,7 +26,8 @@ from zymi_tui.engine.config import PipelineConfig
 from zymi_tui.engine.dag import plan_levels
 from zymi_tui.engine.loader import Workspace
 from zymi_tui.engine.run_request import run_stream
-from zymi_tui.engine.runner import ResumeHook, RunHalted, RunResult, Runtime, run_pipeline, seal_interrupted
+from zymi_tui.engine.run_seal import seal_interrupted
+from zymi_tui.engine.runner import ResumeHook, RunHalted, RunResult, Runtime, run_pipeline
 from zymi_tui.errors import UserError
 from zymi_tui.events.kinds import (
     Event,
@@ -338,7 +339,7 @@ async def fork(
     try:
         await _write_all(rt, frozen.events)
     except asyncio.CancelledError:  # Ctrl-C while the fork's head is written: it commits, then is sealed
-        await asyncio.shield(seal_interrupted(rt, stream, plan.pipeline, corr))
+        await asyncio.shield(seal_interrupted(rt.recorder, stream, plan.pipeline, corr))
         raise
     if on_stream is not None:
         on_stream(stream)

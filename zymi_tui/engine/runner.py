@@ -24,6 +24,7 @@ from zymi_tui.engine.providers.base import Provider
 from zymi_tui.engine.recorder import Recorder
 from zymi_tui.engine.run_request import RequestedRun, run_inputs, run_stream
 from zymi_tui.engine.run_scope import RunScope, StepError, StepResult
+from zymi_tui.engine.run_seal import seal_interrupted
 from zymi_tui.engine.templating import cut_bytes, substitute
 from zymi_tui.engine.when_expr import WhenError, parse_when
 from zymi_tui.events.kinds import (
@@ -44,7 +45,6 @@ from zymi_tui.events.kinds import (
     WorkflowStarted,
 )
 from zymi_tui.events.store import EventReader
-from zymi_tui.events.stored import StoredEvent
 
 if TYPE_CHECKING:  # loaded with a run's first step, after its first events (test_engine_startup_modules.py)
     from zymi_tui.engine.sandbox import Sandbox
@@ -261,7 +261,7 @@ class PipelineRun:
         if self.running:
             await asyncio.wait(self.running)
         if (self.local or self.resume) and not self.sealed:
-            await seal_interrupted(self.rt, self.stream, self.pipeline.name, self.scope.correlation_id)
+            await seal_interrupted(self.rt.recorder, self.stream, self.pipeline.name, self.scope.correlation_id)
         await self.rt.tools.close_shell(self.scope)
 
     async def _run(self) -> RunResult:
@@ -363,32 +363,6 @@ class PipelineRun:
                 return sid, OutputVia(form="any_of", skipped=prefix), None
             prefix.append(sid)
         return None, None, f"all any_of outputs were skipped: [{', '.join(ids)}]"
-
-
-INTERRUPTED = "interrupted (Ctrl-C)"
-
-
-class SealWatch(msgspec.Struct):
-    """A recorder listener: the last `PipelineCompleted` this process wrote, i.e. how its run ended."""
-
-    sealed: PipelineCompleted | None = None
-
-    def __call__(self, stored: StoredEvent) -> None:
-        if isinstance(stored.event.kind, PipelineCompleted):
-            self.sealed = stored.event.kind
-
-    @property
-    def interrupted(self) -> bool:
-        return self.sealed is not None and self.sealed.error == INTERRUPTED
-
-
-async def seal_interrupted(
-    rt: Runtime, stream: str, pipeline: str, correlation_id: str, source: str = "engine"
-) -> None:
-    """Write the `PipelineCompleted` of a run stopped by Ctrl-C (success false), then checkpoint."""
-    done = PipelineCompleted(pipeline=pipeline, success=False, final_output=None, error=INTERRUPTED)
-    await rt.recorder.emit(stream, done, source, correlation_id)
-    await rt.recorder.checkpoint()
 
 
 def _ask_terminal(prompt: str) -> str | None:

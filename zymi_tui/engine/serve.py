@@ -19,7 +19,8 @@ from zymi_tui.engine.connectors import (
     StdoutOutput,
     clip,
 )
-from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline, seal_interrupted
+from zymi_tui.engine.run_seal import seal_interrupted
+from zymi_tui.engine.runner import RunHalted, Runtime, run_pipeline
 from zymi_tui.events.kinds import PipelineCompleted, PipelineRequested
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.http_request import is_loopback
@@ -64,7 +65,7 @@ class Router:
         except RunHalted as e:
             done = PipelineCompleted(pipeline=pipeline, success=False, final_output=None, error=str(e))
         except asyncio.CancelledError:  # Ctrl-C: the run is sealed as failed before serve exits
-            await asyncio.shield(seal_interrupted(self.rt, stream, pipeline, corr, "zymi-serve"))
+            await asyncio.shield(seal_interrupted(self.rt.recorder, stream, pipeline, corr, "zymi-serve"))
             raise
         except Exception as e:  # a fault of ours: sealed as failed and said, never an open run in a live serve
             error = f"{type(e).__name__}: {e}"
