@@ -145,3 +145,20 @@ def test_the_collector_keeps_the_graphs_states_not_the_workflow_events() -> None
     assert held / len(rows) < 8, f"{held / len(rows):.1f} B a row"
     graph = build_graph("main", None, "no project", collector.nodes, collector.steps)
     assert [(n.id, n.status) for n in graph.nodes] == [("work", "ok"), ("b", "failed"), ("c", "running")]
+
+
+async def test_a_flat_list_fed_live_from_empty_finds_each_event() -> None:
+    """Events appended to a new list not grouped by step (no layout made before): each is found where the
+    list puts it, in id order."""
+    from zymi_tui.events.runs import list_runs
+    from zymi_tui.events.sqlite_read import SqliteReader
+
+    async with await SqliteReader.open(ORACLE / "coding_default" / "events.db") as reader:
+        run = (await list_runs(reader))[0].stream_id
+        events = await reader.read_stream(run, include_steps=True)
+    state = EventsModel(group_by_step=False)
+    for at in range(0, len(events), 7):
+        state.append(events[at : at + 7])
+    gids = [se.global_id for se in events]
+    assert gids == sorted(gids) and len(gids) > 20
+    assert [state.span_of(gid) for gid in gids] == [(k, 1) for k in range(len(gids))]

@@ -61,8 +61,8 @@ class EventsModel:
     unkinded: int = 0  # sparse: rows up to this id were listed from the ids, their kinds not read yet (0: none)
     _lines: dict[int, Line] = field(default_factory=dict)
     _detail: dict[tuple[int, int], list[str]] = field(default_factory=dict)
-    items: Items = field(default_factory=lambda: Items(RunIndex()))
-    _index: ItemIndex = field(default_factory=lambda: ItemIndex(Items(RunIndex())))  # gid -> item index
+    items: Items = field(init=False)  # laid out over `rows`
+    _index: ItemIndex = field(init=False)  # gid -> item index, over `items`
     # the headers' item indexes, and where each group's events start among the visible events: an
     # event's position (for the cursor's moves) is its item index less the headers above it
     _headers: list[int] = field(default_factory=list)
@@ -73,6 +73,10 @@ class EventsModel:
     _exp_starts: list[int] = field(default_factory=list)
     _exp_extra: list[int] = field(default_factory=list)
     _total: int = 0
+
+    def __post_init__(self) -> None:
+        self.items = Items(self.rows)
+        self._index = ItemIndex(self.items)
 
     # -- data ---------------------------------------------------------------------------------
     def set_events(self, events: Iterable[StoredEvent]) -> None:
