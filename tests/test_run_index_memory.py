@@ -17,7 +17,7 @@ from zymi_tui.events.sqlite_schema import HASH_MIGRATION, SCHEMA
 from zymi_tui.tui.state.events import EventsModel
 from zymi_tui.tui.state.item_index import ItemIndex
 from zymi_tui.tui.state.kind_codes import KindCodes
-from zymi_tui.tui.state.run_index import RunIndex
+from zymi_tui.tui.state.run_index import Header, Items, RunIndex
 
 N = 60_000
 
@@ -79,30 +79,39 @@ def test_kinds_taken_without_a_second_index() -> None:
 
 
 def test_item_index_finds_what_a_dict_finds() -> None:
-    """Rows in id order and out of it (a live row older than the last), groups, gaps: every id's place and
-    every absent id as a dict of the same places says."""
-    rng = random.Random(7)
-    places: dict[int, int] = {}
-    index = ItemIndex()
-    item = 0
-    for _ in range(40):
-        item += rng.randint(0, 2)  # a header (or none) between runs
-        gids = sorted(rng.sample(range(5000), rng.randint(0, 60)))
-        if rng.random() < 0.3:
-            rng.shuffle(gids)
-        index.add_run(item, gids)
-        for gid in gids:
-            places.setdefault(gid, item)
-            item += 1
-    for _ in range(30):
-        gid = rng.randrange(5000)
-        index.append(gid, item)
-        places.setdefault(gid, item)
-        item += 1
-    for gid in range(5001):
-        assert index.get(gid) == places.get(gid), gid
-        assert (gid in index) == (gid in places)
-    assert index.gids() == sorted(index.gids()) and set(index.gids()) == set(places)
+    """Rows in id order and out of it (a live row older than the last; an index not in id order), groups,
+    gaps: every id's place and every absent id as a dict of the same places says."""
+    for ordered in (True, False):
+        rng = random.Random(7)
+        gids = sorted(rng.sample(range(5000), 1500))
+        if not ordered:
+            rng.shuffle(gids)  # a damaged store's index: bisecting it is not enough
+        rows = RunIndex((gid, "s", k, "") for k, gid in enumerate(gids))
+        items = Items(rows)
+        index = ItemIndex(items)
+        places: dict[int, int] = {}
+        pos = 0
+        for _ in range(40):
+            for _ in range(rng.randint(0, 2)):  # a header (or none) between runs
+                items.add_header(Header("", 0))
+            run = sorted(range(pos, min(pos + rng.randint(0, 60), len(gids))))
+            pos += len(run)
+            if rng.random() < 0.3:
+                rng.shuffle(run)
+            start = len(items)
+            for p in run:
+                places.setdefault(gids[p], len(items))
+                items.add_row(p)
+            index.add_run(start, len(items))
+        for _ in range(30):
+            p = rng.randrange(len(gids))
+            places.setdefault(gids[p], len(items))
+            items.add_row(p)
+            index.append(len(items) - 1)
+        for gid in range(5001):
+            assert index.get(gid) == places.get(gid), (ordered, gid)
+            assert (gid in index) == (gid in places)
+        assert index.gids() == sorted(gid for item in items if not isinstance(item, Header) for gid in item[:1])
 
 
 def test_a_laid_out_long_run_costs_its_rows_not_a_dict_of_them() -> None:

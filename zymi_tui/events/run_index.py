@@ -1,20 +1,48 @@
 """A run's index (global id, stream, sequence, kind tag of each event) kept in columns: at a million events a
-list of 4-tuples costs ~130 bytes an event (the tuple and two ints), these arrays ~24 (issue 34: the dashboard
+list of 4-tuples costs ~130 bytes an event (the tuple and two ints), these arrays ~10 (issue 34: the dashboard
 at a million events in 100 MB). Rows are made as `IndexRow` tuples when one is read. A reader builds one from
-its pages (`EventReader.run_index`), so no tuple a row is held while a long run is listed."""
+its pages (`EventReader.run_index`), so no tuple a row is held while a long run is listed. Each column is as
+narrow as its values allow: ids and sequences 4 bytes (8 past 2**31), streams and kinds a byte by number (2 or
+4 past 255 or 65,535 names); a value that does not fit makes its column a wider copy once."""
 
 from __future__ import annotations
 
 import bisect
 import heapq
+import operator
 from array import array
 from collections.abc import Callable, Iterable, Iterator
-from itertools import repeat
+from itertools import islice, repeat
 from typing import Any, overload
 
 IndexRow = tuple[int, str, int, str]  # (global id, stream id, sequence, kind tag): a row without its data
 IdRow = tuple[int, str, int]  # (global id, stream id, sequence): where a row is, not what it is
-MERGE_CHUNK = 1 << 16  # rows cut off a part at a time by `merged` (~1.5 MB of columns)
+MERGE_CHUNK = 1 << 16  # rows cut off a part at a time by `merged` (~0.7 MB of columns)
+_WIDER = {"B": "H", "H": "I", "i": "q"}  # a column's next type when a value does not fit it
+
+
+def widened(column: array[int], value: int) -> array[int]:
+    """`column` with `value` appended: the column itself, or (the value does not fit its type) a copy in the
+    narrowest wider type that holds it. OverflowError when none does (past 8 bytes)."""
+    while True:
+        try:
+            column.append(value)
+            return column
+        except OverflowError:
+            wider = _WIDER.get(column.typecode)
+            if wider is None:
+                raise
+            column = array(wider, column)
+
+
+def code_type(names: int) -> str:
+    """The narrowest array type of the numbers of `names` texts."""
+    return "B" if names <= 1 << 8 else "H" if names <= 1 << 16 else "I"
+
+
+def fitted(codes: array[int], code: int) -> array[int]:
+    """A column of names' numbers that holds `code`: `codes` itself, or a wider copy."""
+    return codes if code < 1 << 8 * codes.itemsize else array(code_type(code + 1), codes)
 
 
 class _Names:
@@ -35,16 +63,17 @@ class _Names:
 
 
 class RunIndex:
-    """A run's rows in columns: ids and sequences as 8-byte integers, streams and kinds by number. A sequence
-    that is no 64-bit integer (a damaged store's) is kept aside as it was read."""
+    """A run's rows in columns: ids and sequences as integers, streams and kinds by number, each column as
+    narrow as its values allow. A sequence that is no 64-bit integer (a damaged store's) is kept aside as it
+    was read."""
 
     __slots__ = ("_gids", "_odd", "_seqs", "_stream", "_streams", "_tag", "_tags")
 
     def __init__(self, rows: Iterable[IndexRow] = ()) -> None:
-        self._gids = array("q")
-        self._seqs = array("q")
-        self._stream = array("I")
-        self._tag = array("I")
+        self._gids = array("i")
+        self._seqs = array("i")
+        self._stream = array("B")
+        self._tag = array("B")
         self._streams = _Names()
         self._tags = _Names()
         self._odd: dict[int, object] = {}  # position -> a sequence that is not a 64-bit integer
@@ -64,11 +93,18 @@ class RunIndex:
     def add_page(self, stream: str, page: Iterable[tuple[int, Any]]) -> None:
         """(id, sequence) rows of one stream, the kinds to come ("" each)."""
         code, blank = self._streams.of(stream), self._tags.of("")
+        gids, first = self._gids, len(self._gids)
         for gid, seq in page:
             self._put_seq(seq)
-            self._gids.append(gid)
-            self._stream.append(code)
-            self._tag.append(blank)
+            try:
+                gids.append(gid)
+            except OverflowError:
+                self._gids = gids = widened(gids, gid)
+        added = len(gids) - first
+        self._stream = fitted(self._stream, code)
+        self._stream.extend(repeat(code, added))
+        self._tag = fitted(self._tag, blank)
+        self._tag.extend(repeat(blank, added))
 
     @classmethod
     def merged(cls, parts: list[RunIndex]) -> RunIndex:
@@ -83,12 +119,8 @@ class RunIndex:
         for k, part in enumerate(parts):
             order = part.id_order()
             keyed.append(zip(map(part._gids.__getitem__, order), repeat(k), order, strict=False))
-        for gid, k, i in heapq.merge(*keyed):
-            part = parts[k]
-            out._gids.append(gid)
-            out._put_seq(part._odd.get(i, part._seqs[i]) if part._odd else part._seqs[i])
-            out._stream.append(out._streams.of(part._streams.names[part._stream[i]]))
-            out._tag.append(out._tags.of(part._tags.names[part._tag[i]]))
+        for _, k, i in heapq.merge(*keyed):
+            out.append(parts[k].row(i))
         return out
 
     @classmethod
@@ -101,11 +133,15 @@ class RunIndex:
         stream_codes = [[out._streams.of(name) for name in part._streams.names] for part in parts]
         tag_codes = [[out._tags.of(name) for name in part._tags.names] for part in parts]
         chunks: list[tuple[array[int], ...]] = []  # out's columns, newest rows first
+        # each column of the chunks as wide as the widest part's (the codes: as out's names need)
+        types = [max((p._gids.typecode for p in parts), key="iq".index),
+                 max((p._seqs.typecode for p in parts), key="iq".index),
+                 code_type(len(out._streams.names)), code_type(len(out._tags.names))]  # fmt: skip
         while any(parts):
             # rows above `floor` are among each part's last MERGE_CHUNK: the newest of all the parts
             floor = max((p._gids[-1 - MERGE_CHUNK] for p in parts if len(p) > MERGE_CHUNK), default=None)
             cuts = [(k, 0 if floor is None else bisect.bisect_right(p._gids, floor)) for k, p in enumerate(parts)]
-            gids, seqs, streams, tags = array("q"), array("q"), array("I"), array("I")
+            gids, seqs, streams, tags = (array(t) for t in types)
             keyed = [zip(parts[k]._gids[cut:], repeat(k), range(cut, len(parts[k])), strict=False) for k, cut in cuts]
             for gid, k, i in heapq.merge(*keyed):
                 part = parts[k]
@@ -118,6 +154,7 @@ class RunIndex:
                 part = parts[k]
                 for column in (part._gids, part._seqs, part._stream, part._tag):
                     del column[cut:]
+        out._gids, out._seqs, out._stream, out._tag = (array(t) for t in types)
         while chunks:
             gids, seqs, streams, tags = chunks.pop()
             out._gids.extend(gids)
@@ -128,7 +165,7 @@ class RunIndex:
 
     def ascending(self) -> bool:
         g = self._gids
-        return all(g[i] < g[i + 1] for i in range(len(g) - 1))
+        return all(map(operator.lt, g, islice(g, 1, None)))
 
     def id_order(self) -> Iterable[int]:
         """Positions in id order (a damaged stream's sequence order may not be its id order)."""
@@ -137,16 +174,32 @@ class RunIndex:
     def _put_seq(self, seq: object) -> None:
         try:
             self._seqs.append(seq)  # type: ignore[arg-type]  # an int, unless the store is damaged
-        except (TypeError, OverflowError):
+        except TypeError:
             self._odd[len(self._seqs)] = seq
             self._seqs.append(0)
+        except OverflowError:
+            try:
+                self._seqs = widened(self._seqs, seq)  # type: ignore[arg-type]
+            except OverflowError:  # no 64-bit integer
+                self._odd[len(self._seqs)] = seq
+                self._seqs.append(0)
+
+    def _put_gid(self, gid: int) -> None:
+        try:
+            self._gids.append(gid)
+        except OverflowError:
+            self._gids = widened(self._gids, gid)
 
     def append(self, row: IndexRow) -> None:
         gid, stream, seq, tag = row
         self._put_seq(seq)
-        self._gids.append(gid)
-        self._stream.append(self._streams.of(stream))
-        self._tag.append(self._tags.of(tag))
+        self._put_gid(gid)
+        code = self._streams.of(stream)
+        self._stream = fitted(self._stream, code)
+        self._stream.append(code)
+        code = self._tags.of(tag)
+        self._tag = fitted(self._tag, code)
+        self._tag.append(code)
 
     def extend(self, rows: Iterable[IndexRow]) -> None:
         for row in rows:
@@ -196,4 +249,7 @@ class RunIndex:
         """Each row's kind: `kind_of(id, its kind now)`."""
         codes, of, names = self._tag, self._tags.of, self._tags.names
         for i, gid in enumerate(self._gids):
-            codes[i] = of(kind_of(gid, names[codes[i]]))
+            code = of(kind_of(gid, names[codes[i]]))
+            if code >= 1 << 8 * codes.itemsize:  # past 255 kinds (a hostile store)
+                self._tag = codes = fitted(codes, code)
+            codes[i] = code

@@ -20,6 +20,7 @@ from zymi_tui.events.runs import RunSummary, list_runs, newest_runs, with_livene
 from zymi_tui.events.store import EventReader, StoreError, step_of
 from zymi_tui.events.tail import tail
 from zymi_tui.events.writers import store_writers
+from zymi_tui.malloc_arenas import give_back_freed
 from zymi_tui.tui.chain_freshness import StartedCheck, checked_by_a_process, store_stamp
 from zymi_tui.tui.dashboard.state import DashboardState
 from zymi_tui.tui.messages import (
@@ -53,7 +54,7 @@ FIRST_PAGE = 200  # a run with more events shows its newest ones at once, then a
 # (the tests lower it to take this path on a small store).
 SPARSE_EVENTS = 5000
 PAGE_IDS = 500  # rows a worker reads (and decodes) at a time
-KINDS_CHUNK = 50_000  # ids whose kinds are asked at a time (the answer, a dict, ~5 MB; the whole run's, ~100 MB)
+KINDS_CHUNK = 20_000  # ids whose kinds are asked at a time (the answer, a dict, ~2 MB; the whole run's, ~100 MB)
 
 
 def sparse_threshold() -> int:
@@ -185,6 +186,7 @@ class DashboardLoaders(DashboardState):
                 if len(head) == FIRST_PAGE and not get_current_worker().is_cancelled:
                     self.post_message(RunPage(key, head, True, False))
                 rows = await reader.run_index(key.stream_id)  # in columns: no tuple a row
+                give_back_freed()  # the pages read and the parts merged
                 if len(rows) > sparse_threshold():  # ids first: the rows are read as they are drawn, the kinds next
                     if not get_current_worker().is_cancelled:
                         self.post_message(RunIndexed(key, rows, head))
@@ -204,6 +206,7 @@ class DashboardLoaders(DashboardState):
             kinds = KindCodes(rows.gid_range(0, upto))  # a byte an id: the answers (dicts) kept a chunk at a time
             for chunk in index_pages(rows, upto, KINDS_CHUNK):
                 kinds.add(await reader.kinds_of(chunk))
+                give_back_freed()  # the chunk's answer (a dict of KINDS_CHUNK ids)
                 if get_current_worker().is_cancelled:
                     return
             self.post_message(RunKinds(key, kinds))
@@ -249,10 +252,13 @@ class DashboardLoaders(DashboardState):
                 reader.problems += collector.feed_rows(await reader.read_id_rows(page))
                 if worker.is_cancelled:
                     return
-                if n % 20 == 0 and taken.is_set():  # the curve grows as it is read
-                    taken.clear()
-                    self.post_message(CallsCollected(key, collector.snapshot(), False, taken))
+                if n % 20 == 0:
+                    give_back_freed()  # what the pages read so far freed (issue 34: the peak RSS at 1M events)
+                    if taken.is_set():  # the curve grows as it is read
+                        taken.clear()
+                        self.post_message(CallsCollected(key, collector.snapshot(), False, taken))
             collector.last_gid = max(collector.last_gid, last_gid)
+            give_back_freed()
             self.post_message(CallsCollected(key, collector, True))
 
         self.in_thread(job)

@@ -81,7 +81,7 @@ class DashboardPanels(DashboardLoaders):
         if collected is None:
             graph_view.show(None, "reading the run's calls…")
             return
-        graph = build_graph(row.summary.pipeline, steps, problem, collected.workflow, collected.steps)  # type: ignore[arg-type]
+        graph = build_graph(row.summary.pipeline, steps, problem, collected.nodes, collected.steps)  # type: ignore[arg-type]
         graph_view.show(graph)
 
     def update_run_info(self) -> None:

@@ -1,8 +1,9 @@
 """A step's agent LLM calls, as the plot keeps them: one column of numbers per field.
 
 A long run has one call every ~7 events (149,425 in long_1m); a `CallPoint` object a call, with its own
-ints and its own copy of the stream id, held ~370 bytes. Here a call is eight 8-byte numbers (its stream an
-index into the step's few stream ids) and a `CallPoint` is made when one is asked for; the plot reads the
+ints and its own copy of the stream id, held ~370 bytes. Here a call is eight numbers in 37 bytes (its stream
+a byte's index into the step's few stream ids; its counts, id and sequence 4 bytes each until one does not fit;
+its time and tokens 8) and a `CallPoint` is made when one is asked for; the plot reads the
 columns it draws (`ns`, `chars`, `input_tokens`) without making any.
 """
 
@@ -13,6 +14,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import overload
+
+from zymi_tui.events.run_index import widened
 
 NO_TOKENS = -(2**63)  # `input_tokens` unknown (no completion recorded, or no usage in it)
 _COLUMNS = ("ns", "chars", "message_count", "iteration", "global_id", "stream", "sequence", "tokens")
@@ -78,14 +81,15 @@ class CallColumns(Sequence[CallPoint]):
     tokens: array[int] | list[int] | Prefix
 
     def __init__(self) -> None:
-        # 64-bit columns; a value a hostile store puts beyond them turns its column into a list (`_put`)
+        # a value past a column's type makes it wider (to 64 bits: `widened`), one a hostile store puts past
+        # 64 bits turns it into a list (`_put`)
         self.ns = array("q")
-        self.chars = array("q")
-        self.message_count = array("q")
-        self.iteration = array("q")
-        self.global_id = array("q")
-        self.stream = array("q")
-        self.sequence = array("q")
+        self.chars = array("i")
+        self.message_count = array("i")
+        self.iteration = array("i")
+        self.global_id = array("i")
+        self.stream = array("B")
+        self.sequence = array("i")
         self.tokens = array("q")
         self.stream_ids: list[str] = []
         self._stream_code: dict[str, int] = {}
@@ -105,8 +109,10 @@ class CallColumns(Sequence[CallPoint]):
         try:
             column.append(value)
         except OverflowError:
-            column = list(column)
-            column.append(value)
+            try:
+                column = widened(column, value)
+            except OverflowError:
+                column = [*column, value]
             setattr(self, name, column)
 
     def set_tokens(self, index: int, tokens: int | None) -> None:

@@ -61,8 +61,8 @@ class EventsModel:
     unkinded: int = 0  # sparse: rows up to this id were listed from the ids, their kinds not read yet (0: none)
     _lines: dict[int, Line] = field(default_factory=dict)
     _detail: dict[tuple[int, int], list[str]] = field(default_factory=dict)
-    items: Items = field(default_factory=lambda: Items(RunIndex()))
-    _index: ItemIndex = field(default_factory=ItemIndex)  # gid -> item index
+    items: Items = field(init=False)  # laid out over `rows`
+    _index: ItemIndex = field(init=False)  # gid -> item index, over `items`
     # the headers' item indexes, and where each group's events start among the visible events: an
     # event's position (for the cursor's moves) is its item index less the headers above it
     _headers: list[int] = field(default_factory=list)
@@ -73,6 +73,10 @@ class EventsModel:
     _exp_starts: list[int] = field(default_factory=list)
     _exp_extra: list[int] = field(default_factory=list)
     _total: int = 0
+
+    def __post_init__(self) -> None:
+        self.items = Items(self.rows)
+        self._index = ItemIndex(self.items)
 
     # -- data ---------------------------------------------------------------------------------
     def set_events(self, events: Iterable[StoredEvent]) -> None:
@@ -183,8 +187,8 @@ class EventsModel:
                 return
             self.items.set_header(self._headers[-1], Header(header.group, header.count + len(shown)))
         for pos in shown:
-            self._index.append(rows.gid(pos), len(self.items))
             self.items.add_row(pos)
+            self._index.append(len(self.items) - 1)
         self.reflow()
 
     def event(self, gid: int) -> StoredEvent | None:
@@ -240,13 +244,13 @@ class EventsModel:
         items = Items(rows)
         headers: list[int] = []
         if self.group_by_step:
-            groups: dict[str, array[int]] = {}  # each group's rows (positions)
+            groups: dict[str, array[int]] = {}  # each group's rows (positions, 4 bytes each as in `Items`)
             group_of: dict[str, array[int]] = {}  # per stream: one step_of a stream, not one a row
             for pos in shown:
                 stream = rows.stream(pos)
                 members = group_of.get(stream)
                 if members is None:
-                    members = group_of[stream] = groups.setdefault(step_of(stream) or RUN_GROUP, array("q"))
+                    members = group_of[stream] = groups.setdefault(step_of(stream) or RUN_GROUP, array("i"))
                 members.append(pos)
             order = sorted(groups, key=lambda g: (g != RUN_GROUP, rows.gid(groups[g][0])))
             for g in order:
@@ -260,13 +264,12 @@ class EventsModel:
         self.items = items
         self._headers = headers
         self._group_pos = [h - k for k, h in enumerate(headers)]
-        self._index = ItemIndex()
+        self._index = ItemIndex(items)
         if headers:
             for k, h in enumerate(headers):
-                end = headers[k + 1] if k + 1 < len(headers) else len(items)
-                self._index.add_run(h + 1, (x for i in range(h + 1, end) if (x := items.gid(i)) is not None))
+                self._index.add_run(h + 1, headers[k + 1] if k + 1 < len(headers) else len(items))
         else:
-            self._index.add_run(0, (x for i in range(len(items)) if (x := items.gid(i)) is not None))
+            self._index.add_run(0, len(items))
         if self.cursor_gid is not None and self.cursor_gid not in self._index:
             self.cursor_gid = self._nearest_visible(self.cursor_gid)
         self.reflow()

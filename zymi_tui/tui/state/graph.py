@@ -8,15 +8,14 @@ banner saying why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zymi_tui.events.stored import StoredEvent
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.project.levels import step_levels
 from zymi_tui.project.reader import read_project
 from zymi_tui.tui.state.events import RUN_GROUP
+from zymi_tui.tui.state.node_states import NodeStates
 from zymi_tui.tui.state.plot import StepCalls
 
 GLYPH = {"pending": "·", "running": "◷", "ok": "✓", "failed": "✗", "skipped": "⊘"}
@@ -68,24 +67,10 @@ def ranks_of(steps: list[StepDef]) -> dict[str, int]:
 
 
 def build_graph(pipeline: str, steps: list[StepDef] | None, problem: str | None,
-                events: Iterable[StoredEvent], calls: dict[str, StepCalls]) -> Graph:  # fmt: skip
-    """Nodes with status (from the run's workflow events; others are ignored), LLM call count and last
+                nodes: NodeStates, calls: dict[str, StepCalls]) -> Graph:  # fmt: skip
+    """Nodes with status (from the run's workflow events, as `nodes` folded them), LLM call count and last
     context size (from the plot's calls per step)."""
-    # the event readers load with the first decoded event, not with the dashboard's first frame
-    from zymi_tui.events import kinds as k
-
-    started: list[str] = []
-    status: dict[str, str] = {}
-    for se in events:
-        d = se.event.kind
-        if isinstance(d, k.WorkflowNodeStarted):
-            if d.node_id not in started:
-                started.append(d.node_id)
-            status[d.node_id] = "running"
-        elif isinstance(d, k.WorkflowNodeCompleted):
-            status[d.node_id] = "ok" if d.success else "failed"
-        elif isinstance(d, k.StepSkipped):
-            status[d.step_id] = "skipped"
+    started, status = nodes.started, nodes.status
     counts = {step: len(sc.calls) for step, sc in calls.items() if step != RUN_GROUP}
     last = {step: sc.calls[-1].chars for step, sc in calls.items() if step != RUN_GROUP and sc.calls}
     graph = Graph(pipeline)

@@ -1,52 +1,60 @@
-"""Where each event of a laid-out events list is (its item index), by global id, in 8 bytes an event:
-each run of consecutive items in id order (a group's rows) is an array of its ids and the item index
-of its first; a lookup bisects them. A dict of a million ids to their places costs ~80 bytes an event."""
+"""Where each event of a laid-out events list is (its item index), by global id, with no copy of the ids: each
+run of consecutive items whose ids ascend (a group's rows) is kept as its first and last item, and a lookup
+bisects the list's own items by id (`Items.find`). A dict of a million ids to their places costs ~80 bytes an
+event, an array of their ids 8 (issue 34: the dashboard at a million events in 100 MB)."""
 
 from __future__ import annotations
 
-import bisect
-import operator
-from array import array
-from collections.abc import Iterable
-from itertools import islice
+from zymi_tui.tui.state.run_index import Items
 
 
 class ItemIndex:
-    """gid -> item index. Runs of items whose ids ascend (`add_run`, `append`); an id out of order starts
-    a run of its own (rows are in id order, so a group is one run)."""
+    """gid -> item index over `items`. Runs of row items whose ids ascend (`add_run`, `append`); an id out of
+    order starts a run of its own (rows are in id order, so a group is one run)."""
 
-    __slots__ = ("_gids", "_starts")
+    __slots__ = ("_items", "_starts", "_stops")
 
-    def __init__(self) -> None:
-        self._starts: list[int] = []  # the item index of each run's first id
-        self._gids: list[array[int]] = []  # each run's ids, ascending
+    def __init__(self, items: Items) -> None:
+        self._items = items
+        self._starts: list[int] = []  # each run's first item
+        self._stops: list[int] = []  # each run's end (its last item + 1)
 
-    def add_run(self, start: int, gids: Iterable[int]) -> None:
-        """Items start, start+1, ... hold these ids."""
-        run = array("q", gids)
-        if all(map(operator.lt, run, islice(run, 1, None))):  # ascending (a group's rows): one array, no copy
-            if run:
-                self._starts.append(start)
-                self._gids.append(run)
+    def add_run(self, start: int, stop: int) -> None:
+        """Items [start, stop), rows (no header), split where their ids stop ascending."""
+        if stop > start and self._items.ascending(start, stop):  # a group's rows: one run, found at C speed
+            self._starts.append(start)
+            self._stops.append(stop)
             return
-        for i, gid in enumerate(run):
-            self.append(gid, start + i)
+        gid = self._items.gid
+        last = None
+        for i in range(start, stop):
+            now = gid(i)
+            if now is None:  # a header (none is given): the next row starts a run
+                last = None
+                continue
+            if last is None or now <= last:
+                self._starts.append(i)
+                self._stops.append(i + 1)
+            else:
+                self._stops[-1] = i + 1
+            last = now
 
-    def append(self, gid: int, item: int) -> None:
-        """Item `item` holds `gid`."""
-        if self._gids:
-            last = self._gids[-1]
-            if self._starts[-1] + len(last) == item and (not last or last[-1] < gid):
-                last.append(gid)
+    def append(self, item: int) -> None:
+        """Item `item` (a row) was added."""
+        if self._stops and self._stops[-1] == item:
+            last, now = self._items.gid(item - 1), self._items.gid(item)
+            if last is not None and now is not None and last < now:
+                self._stops[-1] = item + 1
                 return
         self._starts.append(item)
-        self._gids.append(array("q", [gid]))
+        self._stops.append(item + 1)
 
     def get(self, gid: int) -> int | None:
-        for start, gids in zip(self._starts, self._gids, strict=True):
-            i = bisect.bisect_left(gids, gid)
-            if i < len(gids) and gids[i] == gid:
-                return start + i
+        find = self._items.find
+        for start, stop in zip(self._starts, self._stops, strict=True):
+            i = find(gid, start, stop)
+            if i is not None:
+                return i
         return None
 
     def __contains__(self, gid: int) -> bool:
@@ -54,4 +62,6 @@ class ItemIndex:
 
     def gids(self) -> list[int]:
         """Every id, ascending."""
-        return sorted(gid for gids in self._gids for gid in gids)
+        gid = self._items.gid
+        runs = zip(self._starts, self._stops, strict=True)
+        return sorted(x for start, stop in runs for i in range(start, stop) if (x := gid(i)) is not None)

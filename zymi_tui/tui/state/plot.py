@@ -18,6 +18,7 @@ from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
 from zymi_tui.tui.state.call_columns import CallColumns, CallPoint
 from zymi_tui.tui.state.events import RUN_GROUP
+from zymi_tui.tui.state.node_states import NodeStates
 
 __all__ = ["CallCollector", "CallColumns", "CallPoint", "StepCalls"]
 
@@ -39,7 +40,7 @@ PLOT_TAGS = frozenset({"llm_call_started", "llm_call_completed", "context_compac
 
 class CallCollector:
     """Fed a run's events in global order (a page at a time, or live), keeps only what the plot and the
-    graph draw: per step every agent LLM call and every compaction, and the steps' workflow events.
+    graph draw: per step every agent LLM call and every compaction, and the steps' states (`NodeStates`).
     O(calls), not O(events): a long run's pages are fed in a worker and dropped.
 
     Where masking and forgetting start is estimated from the knobs: masking once more tool turns than
@@ -49,7 +50,7 @@ class CallCollector:
     def __init__(self, window: int | None = None, forget_after: int | None = None) -> None:
         self.window, self.forget_after = window, forget_after
         self.steps: dict[str, StepCalls] = {}
-        self.workflow: list[StoredEvent] = []
+        self.nodes = NodeStates()  # what the graph reads of the workflow events (not the events)
         self.t0: int | None = None  # the first event's timestamp (x = seconds since the run started)
         self.last_gid = 0
         self._pending: dict[str, tuple[StepCalls, int]] = {}  # stream -> started call (its step, its index)
@@ -62,7 +63,7 @@ class CallCollector:
         copy = CallCollector(self.window, self.forget_after)
         copy.steps = {name: replace(sc, calls=sc.calls.prefix(), compactions=list(sc.compactions))
                       for name, sc in self.steps.items()}  # fmt: skip
-        copy.workflow, copy.t0, copy.last_gid = list(self.workflow), self.t0, self.last_gid
+        copy.nodes, copy.t0, copy.last_gid = self.nodes.copy(), self.t0, self.last_gid
         return copy
 
     def feed(self, events: Iterable[StoredEvent]) -> None:
@@ -81,11 +82,12 @@ class CallCollector:
             elif isinstance(d, k.ContextCompacted):
                 self._compacted(se.global_id, ev.stream_id, d.bytes_saved)
             elif ev.tag in WORKFLOW_TAGS:
-                self.workflow.append(se)
+                self.nodes.feed(d)
 
     def feed_rows(self, rows: Iterable[RawRow]) -> list[BadRow]:
         """Rows as stored (a long run's pages): of a call or a compaction only the fields drawn are decoded
-        (`row_envelope`), a workflow event whole. Returns the rows that could not be read (left out)."""
+        (`row_envelope`), a workflow event whole (folded into `nodes`, not kept). Returns the rows that could not
+        be read (left out)."""
         from zymi_tui.events.envelope import EventDecodeError, decode_event
 
         bad: list[BadRow] = []
@@ -93,8 +95,7 @@ class CallCollector:
             try:
                 env = run_envelope(data)
                 kind, ns = env.kind.type, parse_timestamp_ns(env.timestamp)
-                if kind in _WORKFLOW_TYPES:
-                    se = StoredEvent(gid, decode_event(data, seq), data)
+                node = decode_event(data, seq).kind if kind in _WORKFLOW_TYPES else None
                 self._seen(gid, ns)
                 if kind == "LlmCallStarted":
                     d = read_kind(env)
@@ -105,8 +106,8 @@ class CallCollector:
                     self._completed(env.stream_id, c.usage.input_tokens if c.usage else None, c.has_tool_calls)
                 elif kind == "ContextCompacted":
                     self._compacted(gid, env.stream_id, payload(env, CONTEXT_COMPACTED).bytes_saved)
-                elif kind in _WORKFLOW_TYPES:
-                    self.workflow.append(se)
+                elif node is not None:
+                    self.nodes.feed(node)
             except (LeanError, EventDecodeError, ValueError) as e:
                 bad.append(BadRow(gid, stream_id, seq, str(e)))
         return bad
