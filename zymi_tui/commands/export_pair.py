@@ -169,7 +169,9 @@ class Forked:
         return self.returncode
 
     def kill(self) -> None:
-        os.kill(self.pid, signal.SIGKILL)
+        if self.returncode is None:  # once reaped, the pid may be another process's (Popen.kill does the same)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
 
 
 def _child(module: str, argv: list[str]) -> NoReturn:
