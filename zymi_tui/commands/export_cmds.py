@@ -38,6 +38,7 @@ from .common import (
 from .flags import add_runs_filter, run_step_streams
 from .lhar_pair import FilesPartner, lhar_builder, lhar_partner
 from .otel_pair import SpansPartner, partner_for, trace_builder
+from .otel_writer import SpanWriter, span_writer
 
 
 def project_bodies(project: Path | None) -> RequestBodies:
@@ -180,6 +181,7 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
     resource = resource_attributes(args.service)
     batcher: SpanBatcher | OtlpJsonLines
     partner: SpansPartner | None = None  # the process exporting the store's later part (otel_pair.py)
+    writer: SpanWriter | None = None  # the process making and writing the spans of one walk (otel_writer.py)
     if pusher is not None:
         batcher = SpanBatcher(pusher, resource)
     else:
@@ -196,21 +198,32 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
                 ends, partner = await partner_for(
                     reader, found.store, project, content=not args.no_content, output=args.output
                 )
+                if partner is None and out is not None:  # one long run: the spans made and written by a child
+                    writer = span_writer(reader, found.store, project, ends, bodies, not args.no_content,
+                                         args.service, out)  # fmt: skip
             hand_over = None if partner is None else partner.hand_over(builder.holds_nothing_open)
             until = None if partner is None else partner.until
             async for se, rows in walk(reader, project, streams, ends=ends, until=until, hand_over=hand_over):
-                batcher.add(builder.feed(se, rows))
+                if writer is not None:
+                    writer.add(se, rows)
+                else:
+                    batcher.add(builder.feed(se, rows))
                 if se is not None and se.global_id >= progress.next_at:
                     progress.at(se.global_id)
                     progress.next_at = se.global_id + PROGRESS_EVERY
             if partner is not None and partner.taken:
                 assert isinstance(batcher, OtlpJsonLines)  # (no collector: spans go to a file or stdout)
                 partner.write_to(batcher)
+            if writer is not None:
+                batcher.spans = writer.finish()
             progress.end()
-        batcher.flush()
+        if writer is None:
+            batcher.flush()
     finally:
         if partner is not None:
             partner.close()
+        if writer is not None:
+            writer.close()
         await close_reader(reader)
         _close(pusher, out)
     if pusher is not None:
