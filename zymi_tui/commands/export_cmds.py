@@ -8,7 +8,7 @@ import argparse
 import gc
 import sys
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from zymi_tui import GC_THRESHOLD
 from zymi_tui.engine.bodies import RequestBodies
@@ -38,7 +38,9 @@ from .common import (
 from .flags import add_runs_filter, run_step_streams
 from .lhar_pair import FilesPartner, lhar_builder, lhar_partner
 from .otel_pair import SpansPartner, partner_for, trace_builder
-from .otel_writer import SpanWriter, span_writer
+
+if TYPE_CHECKING:
+    from . import otel_writer
 
 
 def project_bodies(project: Path | None) -> RequestBodies:
@@ -181,7 +183,9 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
     resource = resource_attributes(args.service)
     batcher: SpanBatcher | OtlpJsonLines
     partner: SpansPartner | None = None  # the process exporting the store's later part (otel_pair.py)
-    writer: SpanWriter | None = None  # the process making and writing the spans of one walk (otel_writer.py)
+    writer: otel_writer.SpanWriter | None = (
+        None  # the process making and writing the spans of one walk (otel_writer.py)
+    )
     if pusher is not None:
         batcher = SpanBatcher(pusher, resource)
     else:
@@ -199,6 +203,8 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
                     reader, found.store, project, content=not args.no_content, output=args.output
                 )
                 if partner is None and out is not None:  # one long run: the spans made and written by a child
+                    from .otel_writer import span_writer  # (~2 ms of imports a small store does not need)
+
                     writer = span_writer(reader, found.store, project, ends, bodies, not args.no_content,
                                          args.service, out)  # fmt: skip
             hand_over = None if partner is None else partner.hand_over(builder.holds_nothing_open)

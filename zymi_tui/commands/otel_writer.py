@@ -30,12 +30,13 @@ import msgspec
 
 from zymi_tui.cores import usable_cores
 from zymi_tui.engine.bodies import RequestBodies
-from zymi_tui.events.kinds import WorkflowNodeCompleted
+from zymi_tui.events.kinds import LlmCallCompleted, WorkflowNodeCompleted
 from zymi_tui.events.location import SqliteStore, StoreLocation
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.replay.call_context import CallContext
+from zymi_tui.telemetry.otel_content import message_json
 from zymi_tui.telemetry.otel_numbers import NumberedTexts
 from zymi_tui.telemetry.otel_rows import CallFacts, Definition, Numbered
 from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
@@ -50,10 +51,10 @@ BATCH_EVENTS = 256  # events' facts sent in one write
 HEADER = struct.Struct("<IB")  # a batch's length in bytes and its form (MSGPACK, PICKLE), before it
 MSGPACK, PICKLE = 0, 1  # (a text msgpack cannot hold, a lone surrogate of a store's odd bytes: pickled)
 PIPE_BYTES = 1 << 20  # the pipe's room asked for: the walk goes on while the child writes the last batch
-# an event's part: (global id, None at the walk's end; definitions; facts; the step stream let go)
-Entry = tuple[int | None, list[Definition], list[CallFacts], str | None]
+# an event's part: (global id, None at the walk's end; definitions; facts; the step stream let go; the
+# `message_json` of the response it completes a call with)
+Entry = tuple[int | None, list[Definition], list[CallFacts], str | None, str | None]
 _ENCODE = msgspec.msgpack.Encoder().encode
-_DECODE = msgspec.msgpack.Decoder(list[tuple[int | None, list[Any], list[CallFacts], str | None]]).decode
 STRAYED = 5  # the child's status when the caller's facts name an event it did not read
 UNWRITTEN = 6  # the child's status when a write failed (its errno told on the result pipe: `E<errno>`)
 
@@ -92,12 +93,16 @@ class SpanWriter:
     def add(self, se: ReplayEvent | None, rows: list[CallContext]) -> None:
         facts = self.facts
         made = [facts.facts(row) for row in rows if not row.hard_cap_failure]
-        done = None
-        if se is not None and type(se.kind) is WorkflowNodeCompleted:
-            done = f"{se.stream_id}{STEP_MARK}{se.kind.node_id}"
-            facts.forget(done)
-        if made or done is not None or se is None:
-            self.batch.append((None if se is None else se.global_id, facts.definitions, made, done))
+        done = answer = None
+        if se is not None:
+            kind = se.kind
+            if type(kind) is WorkflowNodeCompleted:
+                done = f"{se.stream_id}{STEP_MARK}{kind.node_id}"
+                facts.forget(done)
+            elif type(kind) is LlmCallCompleted and kind.response_message is not None and facts.content:
+                answer = message_json(kind.response_message)  # (the child's `_output`: made here, for balance)
+        if made or done is not None or answer is not None or se is None:
+            self.batch.append((None if se is None else se.global_id, facts.definitions, made, done, answer))
             facts.definitions = []
             if len(self.batch) >= BATCH_EVENTS or se is None:
                 self._send()
@@ -162,6 +167,7 @@ def span_writer(
 
 def _entries(fd: int) -> Iterator[Entry]:
     """The caller's entries, in order; ends early (no entry for the walk's end) when the caller is gone."""
+    decode = msgspec.msgpack.Decoder(list[tuple[int | None, list[Any], list[CallFacts], str | None, str | None]]).decode
     with os.fdopen(fd, "rb") as pipe:
         while True:
             head = pipe.read(HEADER.size)
@@ -171,7 +177,7 @@ def _entries(fd: int) -> Iterator[Entry]:
             data = pipe.read(size)
             if len(data) < size:
                 return
-            yield from (_DECODE(data) if form == MSGPACK else pickle.loads(data))
+            yield from (decode(data) if form == MSGPACK else pickle.loads(data))
 
 
 async def _write(store: Path, project: Path | None, top: int, content: bool, service: str, facts_fd: int,
@@ -209,14 +215,16 @@ async def _spans(reader: SqliteReader, texts: NumberedTexts, builder: TraceBuild
             break
         texts.seen(se)
         facts: list[CallFacts] = []
+        answer = None
         while entry is not None and entry[0] == se.global_id:
             facts += _resolved(texts, entry)
+            answer = entry[4] or answer
             entry = next(entries, None)
         if entry is None:
             return ORPHANED
         if entry[0] is not None and entry[0] < se.global_id:
             return STRAYED
-        lines.add(builder.feed_facts(se, facts))
+        lines.add(builder.feed_facts(se, facts, answer))
     if entry is None or entry[0] is not None:
         return ORPHANED if entry is None else STRAYED
     lines.add(builder.feed_facts(None, _resolved(texts, entry)))
@@ -225,7 +233,7 @@ async def _spans(reader: SqliteReader, texts: NumberedTexts, builder: TraceBuild
 
 
 def _resolved(texts: NumberedTexts, entry: Entry) -> list[CallFacts]:
-    _, definitions, facts, done = entry
+    _, definitions, facts, done, _ = entry
     texts.resolve(definitions, facts)
     if done is not None:
         texts.forget(done)

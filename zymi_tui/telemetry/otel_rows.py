@@ -28,6 +28,8 @@ from zymi_tui.telemetry.otel_content import (
     tool_definitions,
 )
 from zymi_tui.telemetry.otel_inputs import ShownInputs, shape_length
+from zymi_tui.telemetry.otlp_lines import attribute_parts
+from zymi_tui.telemetry.otlp_wire import AttrValue
 from zymi_tui.telemetry.shown_items import shown
 
 Bodies = Callable[[CallContext], dict[str, Any] | None]  # the exact request body of a call, if known
@@ -87,7 +89,11 @@ class RowFacts:
         if self.content:
             self._content(facts, row, body)
         r = row.rendered
-        rebuilt = None if r is None else (r.chars, *(r.layer_bytes.get(layer, 0) for layer in "ABC"))
+        if r is None:
+            rebuilt = None
+        else:
+            layers = r.layer_bytes
+            rebuilt = (r.chars, layers.get("A", 0), layers.get("B", 0), layers.get("C", 0))
         reuse = None if row.reuse is None or row.is_compaction else (row.reuse.messages, row.reuse.chars)
         facts.figures = (row.prefix_inferred or None, row.recorded_chars, row.recorded_message_count, rebuilt, reuse)
         return facts
@@ -141,6 +147,22 @@ class RowFacts:
         return self.instructions[1]
 
 
+def figure_attrs(attrs: dict[str, AttrValue], figures: Any) -> None:
+    """`CallFacts.figures` added to `attrs`, as `zymi.context.*` and `zymi.prefix_reuse.*`."""
+    prefix_inferred, approx_chars, message_count, rebuilt, reuse = figures
+    attrs["zymi.context.prefix_inferred"] = prefix_inferred
+    attrs["zymi.context.approx_chars"] = approx_chars
+    attrs["zymi.context.message_count"] = message_count
+    if rebuilt is not None:
+        attrs["zymi.context.rebuilt_chars"] = rebuilt[0]
+        attrs["zymi.context.layer_a_bytes"] = rebuilt[1]
+        attrs["zymi.context.layer_b_bytes"] = rebuilt[2]
+        attrs["zymi.context.layer_c_bytes"] = rebuilt[3]
+    if reuse is not None:
+        attrs["zymi.prefix_reuse.messages"] = reuse[0]
+        attrs["zymi.prefix_reuse.bytes"] = reuse[1]
+
+
 class Numbered(RowFacts):
     """`RowFacts` whose input messages are numbers, each defined once (`definitions`, taken by the
     caller with the facts that first name it): a message's texts are made by the builder's process."""
@@ -151,6 +173,17 @@ class Numbered(RowFacts):
         self.definitions: list[Definition] = []
         self.moves: list[list[Any]] = []  # how the window of the call being made moved (`DeltaTally`)
         self.last = 0
+
+    def facts(self, row: CallContext) -> CallFacts:
+        """`RowFacts.facts`, the figures written as OTLP/JSON key-values here (the builder's process
+        has the rest of the span to write)."""
+        facts = super().facts(row)
+        attrs: dict[str, AttrValue] = {}
+        figure_attrs(attrs, facts.figures)
+        parts: list[str] = []
+        attribute_parts(parts, attrs, [])
+        facts.figures = "," + "".join(parts) if parts else ""
+        return facts
 
     def _number(self, m: MessageModel) -> int:
         self.last += 1

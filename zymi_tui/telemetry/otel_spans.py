@@ -24,8 +24,8 @@ from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Ended, Run, RunTracker, Step, hex_id
 from zymi_tui.telemetry.otel_content import as_json, message_json, message_texts, output_json
-from zymi_tui.telemetry.otel_rows import Bodies, CallFacts, RowFacts
-from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, SpanData, make_span
+from zymi_tui.telemetry.otel_rows import Bodies, CallFacts, RowFacts, figure_attrs
+from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, KeyValuesText, SpanData, make_span
 
 ANSWERS_KEPT = 256  # answers awaiting the call that sends them (one per open step stream, most often)
 
@@ -50,6 +50,7 @@ class _Call:
     start_ns: int
     end_ns: int | None = None
     response: MessageModel | None = None
+    answer: str | None = None  # the response's `message_json`, when made already (by the walk's process)
     finish_reason: str | None = None
     usage: Usage | None = None
     error: str | None = None
@@ -82,7 +83,7 @@ class TraceBuilder:
         """`gen_ai.output.messages`; the answer's text is kept for the call that sends it again."""
         if call.response is None:
             return None
-        text = message_json(call.response)
+        text = call.answer or message_json(call.response)
         if len(self.answered) >= ANSWERS_KEPT:
             self.answered.clear()
         self.answered[call.response] = text
@@ -96,17 +97,20 @@ class TraceBuilder:
         return not (self.calls or self.waiting or self.tool_calls or t.runs or t.steps)
 
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[SpanData]:
+        if not rows:  # (most events complete no call)
+            return self.feed_facts(se, [])
         facts = self.rows.facts
         return self.feed_facts(se, [facts(row) for row in rows if not row.hard_cap_failure])
 
-    def feed_facts(self, se: ReplayEvent | None, calls: list[CallFacts]) -> list[SpanData]:
-        """`feed`, each replayed call given by its `CallFacts` (made by `RowFacts`, here or elsewhere)."""
+    def feed_facts(self, se: ReplayEvent | None, calls: list[CallFacts], answer: str | None = None) -> list[SpanData]:
+        """`feed`, each replayed call given by its `CallFacts` (made by `RowFacts`, here or elsewhere);
+        `answer`: the `message_json` of the response `se` completes a call with, made already."""
         out: list[SpanData] = []
         ended = None
         if se is not None:
             ts = fast_ts_ns(se.timestamp)
             if STEP_MARK in se.stream_id:
-                span = self._step_event(se, ts)
+                span = self._step_event(se, ts, answer)
                 if span is not None:
                     out.append(span)
             ended = self.tracker.feed(se, ts)
@@ -121,7 +125,7 @@ class TraceBuilder:
         return out
 
     # -- events on a step stream ------------------------------------------------------------------
-    def _step_event(self, se: ReplayEvent, ts: int) -> SpanData | None:
+    def _step_event(self, se: ReplayEvent, ts: int, answer: str | None = None) -> SpanData | None:
         kind = se.kind
         if isinstance(kind, LlmCallStarted):
             step = self.tracker.step_of(se)
@@ -139,10 +143,11 @@ class TraceBuilder:
                 if isinstance(kind, LlmCallFailed):
                     call.error = kind.error
                 else:
-                    call.response, call.finish_reason, call.usage = (
+                    call.response, call.finish_reason, call.usage, call.answer = (
                         kind.response_message,
                         kind.finish_reason,
                         kind.usage,
+                        answer,
                     )
                     if isinstance(kind.response_message, AssistantMessage):
                         for c in kind.response_message.tool_calls:
@@ -311,15 +316,7 @@ def _figures(attrs: dict[str, AttrValue], call: _Call, facts: CallFacts | None) 
     attrs["zymi.step"] = call.step.node_id
     if facts is None or facts.figures is None:
         return
-    prefix_inferred, approx_chars, message_count, rebuilt, reuse = facts.figures
-    attrs["zymi.context.prefix_inferred"] = prefix_inferred
-    attrs["zymi.context.approx_chars"] = approx_chars
-    attrs["zymi.context.message_count"] = message_count
-    if rebuilt is not None:
-        attrs["zymi.context.rebuilt_chars"] = rebuilt[0]
-        attrs["zymi.context.layer_a_bytes"] = rebuilt[1]
-        attrs["zymi.context.layer_b_bytes"] = rebuilt[2]
-        attrs["zymi.context.layer_c_bytes"] = rebuilt[3]
-    if reuse is not None:
-        attrs["zymi.prefix_reuse.messages"] = reuse[0]
-        attrs["zymi.prefix_reuse.bytes"] = reuse[1]
+    if type(facts.figures) is str:  # written already (`Numbered`)
+        attrs["zymi.context"] = KeyValuesText(facts.figures) if facts.figures else None
+    else:
+        figure_attrs(attrs, facts.figures)
