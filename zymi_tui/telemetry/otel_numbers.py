@@ -24,7 +24,7 @@ from zymi_tui.telemetry.otel_rows import ADDED, LEFT, NEW, WHOLE, CallFacts, Def
 from zymi_tui.telemetry.shown_items import HEADS_KEPT
 
 Window = tuple[list[int], list[Texts]]  # a step's last window: its messages' numbers and texts
-RECENT_EVENTS = 4096  # step-stream events kept by (stream, sequence) for the definitions naming them
+RECENT_EVENTS = 1024  # step-stream events kept by (stream, sequence) for the definitions naming them (twice)
 SOURCES_KEPT = 64  # step streams whose read-back texts are kept
 
 
