@@ -23,22 +23,18 @@ from typing import Any
 import pytest
 
 from tests.conftest import ORACLE
+from tests.test_pair_start import FORKS_NOTED
 
 ROOT = Path(__file__).parent.parent
 STORE = ORACLE / "coding_compaction" / "events.db"
-# the CLI in a process of its own, its forks noted in a file; PROBE_RECENT: the child keeps that many
-# recent events (the others' messages are read back from the store); PROBE_DIE: the child ends (status 9) at
-# its second batch of facts; PROBE_STALL: the caller notes its child's pid and waits before its first
-PROBE = """
-import os, sys, time
-marks = sys.argv[1]
-def note(line):
-    with open(marks, "a") as f:
-        f.write(line + "\\n")
-def hook(event, args):
-    if event == "os.fork":
-        note("fork")
-sys.addaudithook(hook)
+# the CLI in a process of its own, its forks (and spawns of a pair module) noted in a file;
+# PROBE_RECENT: the child keeps that many recent events (the others' messages are read back from the
+# store); PROBE_DIE: the child ends (status 9) at its second batch of facts; PROBE_STALL: the caller
+# notes its child's pid and waits before its first
+PROBE = (
+    FORKS_NOTED
+    + """
+import time
 if os.environ.get("PROBE_RECENT"):
     from zymi_tui.telemetry import otel_numbers
     otel_numbers.RECENT_EVENTS = int(os.environ["PROBE_RECENT"])
@@ -62,6 +58,7 @@ if os.environ.get("PROBE_STALL"):
 from zymi_tui.cli import main
 sys.exit(main(sys.argv[2:]))
 """
+)
 PAIRED = {"ZYMI_TUI_OTEL_PAIR_EVENTS": "1"}
 ONE = {"ZYMI_TUI_OTEL_PAIR_EVENTS": "1000000000"}
 
