@@ -183,9 +183,7 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
     resource = resource_attributes(args.service)
     batcher: SpanBatcher | OtlpJsonLines
     partner: SpansPartner | None = None  # the process exporting the store's later part (otel_pair.py)
-    writer: otel_writer.SpanWriter | None = (
-        None  # the process making and writing the spans of one walk (otel_writer.py)
-    )
+    writer: otel_writer.SpanWriter | None = None  # or the one writing one walk's spans (otel_writer.py)
     if pusher is not None:
         batcher = SpanBatcher(pusher, resource)
     else:
