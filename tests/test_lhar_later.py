@@ -22,7 +22,7 @@ ROOT = Path(__file__).parent.parent
 STORES = {"coding_compaction": ORACLE / "coding_compaction", "coding_long": ROOT / "sample_stores" / "coding_long"}
 # the CLI in a process of its own, each time the caller takes the partner's entries noted in a file
 PROBE = """
-import sys
+import os, sys
 from zymi_tui.cli import main
 try:
     from zymi_tui.commands import lhar_later
@@ -32,7 +32,7 @@ if lhar_later is not None:
     take_into = lhar_later.LaterEntries.take_into
     def noted(self, files, conversation):
         with open(sys.argv[1], "a") as f:
-            f.write(f"{self.after}\\n")
+            f.write(f"{self.after} {os.readlink(f'/proc/self/fd/{self.out.fileno()}')}\\n")
         take_into(self, files, conversation)
     lhar_later.LaterEntries.take_into = noted
 sys.exit(main(sys.argv[2:]))
@@ -41,13 +41,13 @@ sys.exit(main(sys.argv[2:]))
 
 def export(db: Path, out: Path, paired: bool, form: str, *extra: str) -> tuple[object, bytes, str, int, list[str]]:
     """(what was written: a folder's files or a file's bytes, stdout, stderr with `out` made neutral,
-    status, the cuts taken)."""
+    status, each take of the partner's entries: its cut and where its file was)."""
     marks = out.with_suffix(".taken")
     env = {**os.environ, "ZYMI_TUI_LHAR_PAIR_EVENTS": "1" if paired else "1000000000"}
     target = {"folder": ["-o", f"{out}/"], "file": ["-o", str(out)], "stdout": []}[form]
     argv = [sys.executable, "-c", PROBE, str(marks), "export", str(db), "--format", "lhar", *target, *extra]
     proc = subprocess.run(argv, capture_output=True, env=env, cwd=ROOT, timeout=300)
-    taken = marks.read_text().split() if marks.exists() else []
+    taken = marks.read_text().splitlines() if marks.exists() else []
     err = proc.stderr.decode().replace(str(out.resolve()), "OUT")
     written = tree(out) if out.is_dir() else out.read_bytes() if out.exists() else None
     return written, proc.stdout, err, proc.returncode, taken
@@ -72,6 +72,10 @@ def test_two_processes_write_what_one_writes(name: str, form: str, with_project:
     entries = (one[1] if form == "stdout" else one[0] if form == "file" else b"").count(b'"type": "entry"')
     assert form == "folder" or entries > 10
     assert len(two[4]) == 1  # the partner's entries were taken
+    # from a file beside the output (not in $TMPDIR, which may be memory): one of no name, "#N (deleted)"
+    folder = {"folder": tmp_path / "two", "file": tmp_path, "stdout": None}[form]
+    if folder is not None:
+        assert two[4][0].split(" ", 1)[1].startswith(f"{folder}/"), two[4]
 
 
 def test_the_caller_goes_on_past_an_unreadable_row(tmp_path: Path) -> None:

@@ -289,7 +289,9 @@ async def _lhar(args: argparse.Namespace, found: Located | None, inline: bool) -
             if found is not None and inline and streams is None and target.folder and target.path is not None:
                 partner = lhar_partner(reader, found.store, project, known, target.path)
             if found is not None and inline and streams is None and partner is None:
-                later = later_entries(reader, found.store, project, max(ends.values(), default=0), conversations)
+                beside = target.path if target.folder else None if target.path is None else target.path.parent
+                top = max(ends.values(), default=0)
+                later = later_entries(reader, found.store, project, top, conversations, beside)
             del known  # (50,000 streams: ~6 MB)
             hand_over = None if partner is None else partner.hand_over(builder.holds_nothing_open)
             until = None if partner is None else partner.until

@@ -47,17 +47,23 @@ class LaterEntries(Partner):
 
 
 def later_entries(
-    reader: EventReader, store: StoreLocation, project: Path | None, top: int, conversations: list[str]
+    reader: EventReader,
+    store: StoreLocation,
+    project: Path | None,
+    top: int,
+    conversations: list[str],
+    beside: Path | None,
 ) -> LaterEntries | None:
-    """The process making the later entries of a store of one conversation (its last id `top`), started;
-    None: one process makes them all (not one conversation, not a SQLite store, a small store, one core)."""
+    """The process making the later entries of a store of one conversation (its last id `top`), started,
+    its file in folder `beside` (None: the system's temporary folder); None: one process makes them all
+    (not one conversation, not a SQLite store, a small store, one core)."""
     if len(conversations) != 1 or not isinstance(store, SqliteStore):
         return None
     if top < max(int(os.environ.get(PAIR_EVENTS_ENV, PAIR_EVENTS)), 2) or usable_cores() < 2:
         return None
     cut = int(top * LATER_CUT)
     args = [str(store.path), str(project or ""), str(cut), str(top)]
-    return LaterEntries(__name__, args, cut, top, reader)
+    return LaterEntries(__name__, args, cut, top, reader, beside)
 
 
 def later_hand_over(partner: LaterEntries, builder: LharBuilder, conversation: str) -> HandOver:
