@@ -5,7 +5,7 @@ stop (a replay cannot start in the middle of a run); the caller makes the entrie
 `LATER_CUT` of the ids and stops there, the partner (`LaterEntries`) replays from the start, counting the
 entries before the cut without making them (`LharBuilder.feed(quiet=True)`), and makes those after it
 into a file of its own, which the caller appends to the session's. The partner replays more and makes
-fewer: the cut balances the two (a long run's replay is ~55% of its export, its entries the rest).
+fewer: the cut balances the two (long_100k: the replay ~45% of one process's CPU, the entries the rest).
 
 The caller takes the partner's entries when it made the session's first entry itself (its file holds
 the session line) and the partner ended with status 0 (it read every row); otherwise the partner is
@@ -33,7 +33,7 @@ from zymi_tui.telemetry.lhar_files import LharFiles
 from .export_pair import PAIR_EVENTS, Partner, run_partner, walk_part
 from .lhar_pair import PAIR_EVENTS_ENV, lhar_builder
 
-LATER_CUT = 0.6  # the share of the ids whose entries the caller makes (measured: long_100k)
+LATER_CUT = 0.6  # the share of the ids whose entries the caller makes (long_100k, long_1m: ends alike)
 
 
 class LaterEntries(Partner):
