@@ -7,14 +7,18 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from zymi_tui import GC_THRESHOLD
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.factory import open_reader
+from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.project.locate import Located
+from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import follow, walk
 from zymi_tui.telemetry.lhar_files import LharFiles, lhar_target
 from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
@@ -36,6 +40,7 @@ from .common import (
     warn,
 )
 from .flags import add_runs_filter, run_step_streams
+from .lhar_later import LaterEntries, later_entries, later_hand_over
 from .lhar_pair import FilesPartner, lhar_builder, lhar_partner
 from .otel_pair import SpansPartner, partner_for, trace_builder
 
@@ -281,9 +286,13 @@ def _stdout_bytes() -> BinaryIO:
     return open(sys.stdout.fileno(), "wb", buffering=WRITE_BUFFER, closefd=False)
 
 
+Walk = AsyncGenerator[tuple[ReplayEvent | None, list[CallContext]], None]  # (`walk`'s)
+
+
 async def _lhar(args: argparse.Namespace, found: Located | None, inline: bool) -> int:
     reader, project, streams, bodies = await _opened(args, found, inline)
     partner: FilesPartner | None = None  # the process writing the later conversations' files (lhar_pair.py)
+    later: LaterEntries | None = None  # or, of one conversation, its later entries (lhar_later.py)
     try:
         known = await reader.streams()
         ends = {s.stream_id: s.last_global_id for s in known}
@@ -296,24 +305,38 @@ async def _lhar(args: argparse.Namespace, found: Located | None, inline: bool) -
         try:
             if found is not None and inline and streams is None and target.folder and target.path is not None:
                 partner = lhar_partner(reader, found.store, project, known, target.path)
+            if found is not None and inline and streams is None and partner is None:
+                beside = target.path if target.folder else None if target.path is None else target.path.parent
+                top = max(ends.values(), default=0)
+                later = later_entries(reader, found.store, project, top, conversations, beside)
             del known  # (50,000 streams: ~6 MB)
             hand_over = None if partner is None else partner.hand_over(builder.holds_nothing_open)
             until = None if partner is None else partner.until
+            cut = None if later is None else later_hand_over(later, builder, conversations[0])
             walked = walk(reader, project, streams, reuse=False, ends=ends, until=until, hand_over=hand_over)
-            async for se, rows in walked:  # (an entry has no prefix reuse)
-                for entry in builder.feed(se, rows):
-                    files.write(entry)
-                if se is not None and se.global_id >= progress.next_at:
-                    progress.at(se.global_id)
-                    progress.next_at = se.global_id + PROGRESS_EVERY
+            async with aclosing(cast(Walk, walked)):  # (left at the cut: `later`)
+                async for se, rows in walked:  # (an entry has no prefix reuse)
+                    if cut is not None and se is not None and se.global_id > cut.after:
+                        if cut.take():
+                            break
+                        cut = None
+                    for entry in builder.feed(se, rows):
+                        files.write(entry)
+                    if se is not None and se.global_id >= progress.next_at:
+                        progress.at(se.global_id)
+                        progress.next_at = se.global_id + PROGRESS_EVERY
         finally:
             files.close()
         if partner is not None and partner.taken:
             partner.move_into(files)
+        if later is not None and later.taken:
+            later.take_into(files, conversations[0])
         progress.end()
     finally:
         if partner is not None:
             partner.close()
+        if later is not None:
+            later.close()
         await close_reader(reader)
     if target is not None:
         common.err.print(files.summary())

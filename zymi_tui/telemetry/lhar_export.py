@@ -28,7 +28,7 @@ from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Run, RunTracker, Step
 from zymi_tui.telemetry.lhar_body import BodyFrames, BodyText, body_text
 from zymi_tui.telemetry.lhar_entry import LharEntry, entry_line
-from zymi_tui.telemetry.lhar_figures import Figures, ShownFigures, composition, counted, message_figures
+from zymi_tui.telemetry.lhar_figures import Counted, Figures, ShownFigures, composition, counted, message_figures
 from zymi_tui.telemetry.message_cache import MessageCache
 
 MAIN, SUBAGENT, COMPACTION = "main", "subagent", "compaction"
@@ -60,6 +60,8 @@ class LharBuilder:
     sequence: dict[str, int] = field(default_factory=dict)  # per conversation: entries so far
     previous: dict[str, int] = field(default_factory=dict)  # per step stream: the last agent call's tokens
     compacted: set[str] = field(default_factory=set)  # step streams whose last call was a compaction
+    # per step stream: its last agent call counted, not figured (`feed(quiet=True)`): `previous` once asked
+    unfigured: dict[str, CallContext] = field(default_factory=dict)
     bodies: dict[tuple[str | None, str | None, bool], BodyText] = field(default_factory=dict)  # per step kind
     # per step stream: its last context's figures (`ShownFigures`; of its compaction calls, which have
     # no shape, by message: `MessageCache`), kept past the step's end (a chat stream's next turn goes on
@@ -78,20 +80,44 @@ class LharBuilder:
         t = self.tracker
         return not (self.calls or t.runs or t.steps)
 
-    def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[LharEntry]:
+    def feed(self, se: ReplayEvent | None, rows: list[CallContext], *, quiet: bool = False) -> list[LharEntry]:
+        """`quiet`: the entries are counted, not made (another process makes them: `later_from`)."""
         if se is not None:
             if isinstance(se.kind, LlmCallStarted) and STEP_MARK in se.stream_id:
                 self.calls[(se.stream_id, se.sequence)] = self.tracker.step_of(se)
             ended = self.tracker.feed(se)
             if ended is not None and ended.step is not None:
                 self.previous.pop(ended.step.stream, None)
+                self.unfigured.pop(ended.step.stream, None)
                 self.compacted.discard(ended.step.stream)
         out = []
         for row in rows:
             step = None if row.hard_cap_failure else self.calls.pop((row.stream_id, row.sequence), None)
             if step is not None and row.rendered is not None and not row.simulated:
-                out.append(self._entry(row, step))
+                if quiet:
+                    self._count(row, step)
+                else:
+                    out.append(self._entry(row, step))
         return out
+
+    def _count(self, r: CallContext, step: Step) -> None:
+        """What an entry leaves for the next ones, but its tokens: those of a step's last agent call are
+        figured when asked (`later_from`)."""
+        conversation = step.run.stream
+        self.sequence[conversation] = self.sequence.get(conversation, 0) + 1
+        if r.is_compaction:
+            self.compacted.add(r.stream_id)
+        else:
+            self.compacted.discard(r.stream_id)
+            self.previous.pop(r.stream_id, None)
+            self.unfigured[r.stream_id] = r
+
+    def later_from(self) -> None:
+        """The entries from now on are made (`feed` was `quiet` so far): each step's last agent call's
+        tokens figured (`previous`), as its own entry would have figured them."""
+        for stream, r in self.unfigured.items():
+            self.previous[stream] = self._figured(r)[3]
+        self.unfigured.clear()
 
     def _body(self, r: CallContext) -> BodyText:
         """The body's text but for its messages: the same for each call of a step (`BodyFrames`'s arguments)."""
@@ -101,7 +127,8 @@ class LharBuilder:
             body = self.bodies[key] = body_text(self.frames(*key) if self.frames else None, self.meta.model)
         return body
 
-    def _entry(self, r: CallContext, step: Step) -> LharEntry:
+    def _figured(self, r: CallContext) -> tuple[Counted, BodyText, tuple[str, dict[str, int], str], int]:
+        """A call's figures, its body's text, its composition (`composition`) and its tokens."""
         assert r.rendered is not None
         shape = r.rendered.shape
         key = f"{r.stream_id}{COMPACTION_CALLS}" if r.is_compaction else r.stream_id
@@ -112,8 +139,11 @@ class LharBuilder:
             figures = self.figures.values(key, [e.message for e in entries])
             figured = counted(entries, figures, wire=self.frames is not None)
         body = self._body(r)
-        comp, tokens, tool_calls = composition(figured, body)
-        total = sum(tokens.values())
+        comp = composition(figured, body)
+        return figured, body, comp, sum(comp[1].values())
+
+    def _entry(self, r: CallContext, step: Step) -> LharEntry:
+        figured, body, comp, total = self._figured(r)
         detected = False
         if r.is_compaction:
             self.compacted.add(r.stream_id)
@@ -127,5 +157,5 @@ class LharBuilder:
         seq = self.sequence[conversation] = self.sequence.get(conversation, 0) + 1
         role, meta = agent_role(r, step.run), self.meta
         wires = figured.wires if body.head is not None else None
-        return entry_line(r, step, role, seq, meta.provider, meta.window_tokens, body, (comp, tokens, tool_calls),
+        return entry_line(r, step, role, seq, meta.provider, meta.window_tokens, body, comp,
                           (None if prev is None else total - prev, detected), wires)  # fmt: skip

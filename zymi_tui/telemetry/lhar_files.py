@@ -11,7 +11,7 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from zymi_tui.errors import UserError
 from zymi_tui.telemetry.lhar_entry import LharEntry
@@ -146,6 +146,17 @@ class LharFiles:
                 if p.fd is not None and self._path(conversation) is not None:
                     os.close(p.fd)
             self.open.clear()
+
+    def append(self, conversation: str, lines: BinaryIO) -> None:
+        """Append `lines`, entries of a session this export started (its file closed), to its file."""
+        fd = self._opened(conversation)
+        try:
+            while chunk := lines.read(FILE_BUFFER << 4):
+                _write_all(fd, chunk)
+                self.entries += chunk.count(b"\n")  # (a JSON line holds no other newline)
+        finally:
+            if self._path(conversation) is not None:
+                os.close(fd)
 
     def add_written(self, sessions: int, entries: int) -> None:
         """Count, in the summary, `sessions` files of `entries` entries another process wrote in the folder."""
