@@ -195,7 +195,7 @@ def test_system_instructions_kept_only_for_the_same_prompt() -> None:
     builder = TraceBuilder(TraceOptions(model="m", provider="openai"), lambda row: None)
     for text in ("aaaa", "bbbb", "aaaa", "", 'é"\n'):
         expected = _dumps([{"type": "text", "content": text}]) if text else None
-        assert builder._instructions(SystemMessage(content=text)) == expected
+        assert builder.rows._instructions(SystemMessage(content=text)) == expected
 
 
 def test_an_export_without_a_project_loads_no_engine(tmp_path: Path) -> None:

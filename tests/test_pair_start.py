@@ -27,7 +27,7 @@ from tests.test_lhar_pair import tree
 ROOT = Path(__file__).parent.parent
 # the CLI in a process of its own; the caller's partner starts (fork / spawn of a pair module) noted in
 # a file, and, for otel, where the partner's spans were kept
-PROBE = """
+FORKS_NOTED = """
 import os, sys
 marks = sys.argv[1]
 def note(line):
@@ -39,6 +39,10 @@ def hook(event, args):
     elif event == "subprocess.Popen" and any("_pair" in str(a) for a in args[1]):
         note("spawn")
 sys.addaudithook(hook)
+"""
+PROBE = (
+    FORKS_NOTED
+    + """
 from zymi_tui.commands import export_pair
 if os.environ.get("PROBE_FORK_BELOW"):
     export_pair.FORK_BELOW = int(os.environ["PROBE_FORK_BELOW"])
@@ -51,6 +55,7 @@ otel_pair.SpansPartner.write_to = noted
 from zymi_tui.cli import main
 sys.exit(main(sys.argv[2:]))
 """
+)
 PAIRED = {"ZYMI_TUI_LHAR_PAIR_EVENTS": "1", "ZYMI_TUI_OTEL_PAIR_EVENTS": "1"}
 ONE = {"ZYMI_TUI_LHAR_PAIR_EVENTS": "1000000000", "ZYMI_TUI_OTEL_PAIR_EVENTS": "1000000000"}
 PARTS = ".zymi-tui-lhar-part-"

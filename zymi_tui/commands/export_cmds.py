@@ -10,7 +10,7 @@ import sys
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from zymi_tui import GC_THRESHOLD
 from zymi_tui.engine.bodies import RequestBodies
@@ -43,6 +43,9 @@ from .flags import add_runs_filter, run_step_streams
 from .lhar_later import LaterEntries, later_entries, later_hand_over
 from .lhar_pair import FilesPartner, lhar_builder, lhar_partner
 from .otel_pair import SpansPartner, partner_for, trace_builder
+
+if TYPE_CHECKING:
+    from . import otel_writer
 
 
 def project_bodies(project: Path | None) -> RequestBodies:
@@ -185,6 +188,7 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
     resource = resource_attributes(args.service)
     batcher: SpanBatcher | OtlpJsonLines
     partner: SpansPartner | None = None  # the process exporting the store's later part (otel_pair.py)
+    writer: otel_writer.SpanWriter | None = None  # or the one writing one walk's spans (otel_writer.py)
     if pusher is not None:
         batcher = SpanBatcher(pusher, resource)
     else:
@@ -201,21 +205,34 @@ async def _otel(args: argparse.Namespace, found: Located | None, inline: bool) -
                 ends, partner = await partner_for(
                     reader, found.store, project, content=not args.no_content, output=args.output
                 )
+                if partner is None and out is not None:  # one long run: the spans made and written by a child
+                    from .otel_writer import span_writer  # (~2 ms of imports a small store does not need)
+
+                    writer = span_writer(reader, found.store, project, ends, bodies, not args.no_content,
+                                         args.service, out)  # fmt: skip
             hand_over = None if partner is None else partner.hand_over(builder.holds_nothing_open)
             until = None if partner is None else partner.until
             async for se, rows in walk(reader, project, streams, ends=ends, until=until, hand_over=hand_over):
-                batcher.add(builder.feed(se, rows))
+                if writer is not None:
+                    writer.add(se, rows)
+                else:
+                    batcher.add(builder.feed(se, rows))
                 if se is not None and se.global_id >= progress.next_at:
                     progress.at(se.global_id)
                     progress.next_at = se.global_id + PROGRESS_EVERY
             if partner is not None and partner.taken:
                 assert isinstance(batcher, OtlpJsonLines)  # (no collector: spans go to a file or stdout)
                 partner.write_to(batcher)
+            if writer is not None:
+                batcher.spans = writer.finish()
             progress.end()
-        batcher.flush()
+        if writer is None:
+            batcher.flush()
     finally:
         if partner is not None:
             partner.close()
+        if writer is not None:
+            writer.close()
         await close_reader(reader)
         _close(pusher, out)
     if pusher is not None:

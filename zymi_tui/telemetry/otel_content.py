@@ -166,8 +166,11 @@ def message_json(m: MessageModel) -> str:
 def message_texts(m: MessageModel, raw: str | None = None) -> tuple[str, bytes]:
     """A message's JSON text as `gen_ai.input.messages` holds it (`raw`, when made already), and that
     text escaped (no quotes), in UTF-8: an item of `JsonArrayText`."""
-    if raw is None:
-        raw = message_json(m)
+    return json_texts(message_json(m) if raw is None else raw)
+
+
+def json_texts(raw: str) -> tuple[str, bytes]:
+    """A message's JSON text and that text escaped (no quotes), in UTF-8: `message_texts` of its JSON."""
     return raw, quoted_utf8(raw)[1:-1]
 
 

@@ -17,27 +17,16 @@ from typing import Any
 
 from zymi_tui.context.event_items import fast_ts_ns
 from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted, ToolCallCompleted
-from zymi_tui.events.messages import AssistantMessage, MessageModel, SystemMessage
+from zymi_tui.events.messages import AssistantMessage, MessageModel
 from zymi_tui.events.messages import TokenUsage as Usage
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import STEP_MARK
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Ended, Run, RunTracker, Step, hex_id
-from zymi_tui.telemetry.message_cache import MessageCache
-from zymi_tui.telemetry.otel_content import (
-    as_json,
-    input_messages,
-    instruction_parts,
-    message_json,
-    message_texts,
-    output_json,
-    split_messages,
-    tool_definitions,
-)
-from zymi_tui.telemetry.otel_inputs import ShownInputs, shape_length
-from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, SpanData, make_span
+from zymi_tui.telemetry.otel_content import as_json, message_json, message_texts, output_json
+from zymi_tui.telemetry.otel_rows import Bodies, CallFacts, RowFacts, figure_attrs
+from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, KeyValuesText, SpanData, make_span
 
-Bodies = Callable[[CallContext], dict[str, Any] | None]  # the exact request body of a call, if known
 ANSWERS_KEPT = 256  # answers awaiting the call that sends them (one per open step stream, most often)
 
 
@@ -61,6 +50,7 @@ class _Call:
     start_ns: int
     end_ns: int | None = None
     response: MessageModel | None = None
+    answer: str | None = None  # the response's `message_json`, when made already (by the walk's process)
     finish_reason: str | None = None
     usage: Usage | None = None
     error: str | None = None
@@ -76,24 +66,24 @@ class TraceBuilder:
     calls: dict[tuple[str, int], _Call] = field(default_factory=dict)
     waiting: dict[str, deque[_Call]] = field(default_factory=dict)  # per step stream, awaiting completion
     tool_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, arguments)
-    inputs: MessageCache[tuple[str, bytes]] = field(init=False)
-    shown: ShownInputs = field(init=False)
-    instructions: tuple[SystemMessage, str | None] | None = None  # the last system prompt and its text
+    rows: RowFacts = field(init=False)
+    step_ended: Callable[[str], None] | None = None  # told each step stream whose step ended (None: `rows`)
     # answers written as output, by value, with their `message_json`: the step's next call sends each again
     answered: dict[MessageModel, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.inputs = MessageCache(self._input_texts)
-        self.shown = ShownInputs(self._input_texts)
+        self.rows = RowFacts(self.bodies, self.options.content, self.input_texts)
+        if self.step_ended is None:
+            self.step_ended = self.rows.forget
 
-    def _input_texts(self, m: MessageModel) -> tuple[str, bytes]:
+    def input_texts(self, m: MessageModel) -> tuple[str, bytes]:
         return message_texts(m, self.answered.pop(m, None) if self.answered else None)
 
     def _output(self, call: _Call) -> str | None:
         """`gen_ai.output.messages`; the answer's text is kept for the call that sends it again."""
         if call.response is None:
             return None
-        text = message_json(call.response)
+        text = call.answer or message_json(call.response)
         if len(self.answered) >= ANSWERS_KEPT:
             self.answered.clear()
         self.answered[call.response] = text
@@ -107,19 +97,27 @@ class TraceBuilder:
         return not (self.calls or self.waiting or self.tool_calls or t.runs or t.steps)
 
     def feed(self, se: ReplayEvent | None, rows: list[CallContext]) -> list[SpanData]:
+        if not rows:  # (most events complete no call)
+            return self.feed_facts(se, [])
+        facts = self.rows.facts
+        return self.feed_facts(se, [facts(row) for row in rows if not row.hard_cap_failure])
+
+    def feed_facts(self, se: ReplayEvent | None, calls: list[CallFacts], answer: str | None = None) -> list[SpanData]:
+        """`feed`, each replayed call given by its `CallFacts` (made by `RowFacts`, here or elsewhere);
+        `answer`: the `message_json` of the response `se` completes a call with, made already."""
         out: list[SpanData] = []
         ended = None
         if se is not None:
             ts = fast_ts_ns(se.timestamp)
             if STEP_MARK in se.stream_id:
-                span = self._step_event(se, ts)
+                span = self._step_event(se, ts, answer)
                 if span is not None:
                     out.append(span)
             ended = self.tracker.feed(se, ts)
-        for row in rows:
-            call = None if row.hard_cap_failure else self.calls.pop((row.stream_id, row.sequence), None)
+        for facts in calls:
+            call = self.calls.pop((facts.stream, facts.sequence), None)
             if call is not None:
-                out.append(self._chat(call, row))
+                out.append(self._chat(call, facts))
         if ended is not None:
             out.append(self._ended(ended))
         if se is None:
@@ -127,7 +125,7 @@ class TraceBuilder:
         return out
 
     # -- events on a step stream ------------------------------------------------------------------
-    def _step_event(self, se: ReplayEvent, ts: int) -> SpanData | None:
+    def _step_event(self, se: ReplayEvent, ts: int, answer: str | None = None) -> SpanData | None:
         kind = se.kind
         if isinstance(kind, LlmCallStarted):
             step = self.tracker.step_of(se)
@@ -145,10 +143,11 @@ class TraceBuilder:
                 if isinstance(kind, LlmCallFailed):
                     call.error = kind.error
                 else:
-                    call.response, call.finish_reason, call.usage = (
+                    call.response, call.finish_reason, call.usage, call.answer = (
                         kind.response_message,
                         kind.finish_reason,
                         kind.usage,
+                        answer,
                     )
                     if isinstance(kind.response_message, AssistantMessage):
                         for c in kind.response_message.tool_calls:
@@ -189,17 +188,15 @@ class TraceBuilder:
         )
 
     # -- LLM calls ----------------------------------------------------------------------------------
-    def _chat(self, call: _Call, row: CallContext | None) -> SpanData:
-        body = self.bodies(row) if row is not None else None
-        sent = body or {}
-        model = str(sent.get("model") or self.options.model)
+    def _chat(self, call: _Call, facts: CallFacts | None) -> SpanData:
+        model = str(facts.model or self.options.model) if facts is not None else self.options.model
         u = call.usage
         attrs: dict[str, AttrValue] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": self.options.provider,
             "gen_ai.request.model": model,
-            "gen_ai.request.temperature": _float(sent.get("temperature")),
-            "gen_ai.request.max_tokens": _int(sent.get("max_tokens") or sent.get("max_completion_tokens")),
+            "gen_ai.request.temperature": _float(facts.temperature) if facts is not None else None,
+            "gen_ai.request.max_tokens": _int(facts.max_tokens) if facts is not None else None,
             "gen_ai.conversation.id": call.run.stream,
             "gen_ai.response.finish_reasons": [call.finish_reason] if call.finish_reason else None,
             "gen_ai.usage.input_tokens": u.input_tokens if u else None,
@@ -209,8 +206,12 @@ class TraceBuilder:
             "openinference.span.kind": "LLM",
         }
         if self.options.content:
-            self._content(attrs, row, body, call)
-        _figures(attrs, call, row)
+            if facts is not None:
+                attrs["gen_ai.system_instructions"] = facts.system
+                attrs["gen_ai.input.messages"] = facts.inputs
+                attrs["gen_ai.tool.definitions"] = facts.tools
+            attrs["gen_ai.output.messages"] = self._output(call)
+        _figures(attrs, call, facts)
         return make_span(
             trace_id=call.run.trace_id,
             span_id=hex_id(f"call|{call.stream}|{call.sequence}", 16),
@@ -223,56 +224,10 @@ class TraceBuilder:
             error=call.error,
         )
 
-    def _content(
-        self, attrs: dict[str, AttrValue], row: CallContext | None, body: dict[str, Any] | None, call: _Call
-    ) -> None:
-        """Prompts and answer, added to `attrs`. The messages sent are the rebuilt context's (the body is
-        made of them, in wire form): their texts come from `self.shown` (made once per item shown the
-        same way in a step), or `self.inputs` (once per message of a step) for a context known only by
-        its entries."""
-        sent = body.get("messages") if body is not None else None
-        rendered = row.rendered if row is not None else None
-        shape = rendered.shape if rendered is not None else None
-        if shape is not None and row is not None:
-            if isinstance(sent, list) and len(sent) != shape_length(shape):
-                _content(attrs, sent, prompt_first=True)
-                return _tools_and_output(attrs, body, self._output(call))
-            drop = not isinstance(sent, list) and row.prefix_inferred
-            prompt_first = body is not None or not row.prefix_inferred
-            prompt, texts = self.shown.inputs(call.stream, shape, drop_prefix=drop, prompt_first=prompt_first)
-            if prompt is not None:
-                attrs["gen_ai.system_instructions"] = self._instructions(prompt)
-            attrs["gen_ai.input.messages"] = input_messages(texts)
-            return _tools_and_output(attrs, body, self._output(call))
-        entries = rendered.entries if rendered is not None else None
-        if isinstance(sent, list) and (entries is None or len(sent) != len(entries)):
-            _content(attrs, sent, prompt_first=True)
-            return _tools_and_output(attrs, body, self._output(call))
-        if row is not None and entries is not None:  # no project: the rebuilt context, less a guessed prefix
-            if isinstance(sent, list):
-                models = [e.message for e in entries]
-            else:
-                models = [e.message for e in entries if not (row.prefix_inferred and e.layer == "A")]
-            prompt_first = body is not None or not row.prefix_inferred
-            if prompt_first and models and isinstance(models[0], SystemMessage):
-                attrs["gen_ai.system_instructions"] = self._instructions(models[0])
-                models = models[1:]
-            attrs["gen_ai.input.messages"] = input_messages(self.inputs.values(call.stream, models))
-        _tools_and_output(attrs, body, self._output(call))
-
-    def _instructions(self, prompt: SystemMessage) -> str | None:
-        """`gen_ai.system_instructions` of a system prompt, kept for the next call (the same prompt: the
-        same text; a prompt is known by value)."""
-        if self.instructions is None or self.instructions[0] != prompt:
-            parts = instruction_parts(prompt)
-            self.instructions = (prompt, as_json(parts) if parts else None)
-        return self.instructions[1]
-
     # -- steps and runs -----------------------------------------------------------------------------
     def _ended(self, ended: Ended, *, incomplete: bool = False) -> SpanData:
         if ended.step is not None:
-            self.inputs.forget(ended.step.stream)
-            self.shown.forget(ended.step.stream)
+            self.step_ended(ended.step.stream)  # type: ignore[misc]  # (set by __post_init__)
             return self._step_span(ended.step, ended.ok, incomplete)
         assert ended.run is not None
         return self._run_span(ended.run, ended.ok, ended.error, incomplete)
@@ -351,21 +306,7 @@ def _utf8_length(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode())
 
 
-def _content(attrs: dict[str, AttrValue], messages: list[dict[str, Any]], *, prompt_first: bool) -> None:
-    """The system instructions and input messages of the messages a call sent, added to `attrs`."""
-    system, inputs = split_messages(messages, prompt_first=prompt_first)
-    attrs["gen_ai.system_instructions"] = as_json(system) if system else None
-    attrs["gen_ai.input.messages"] = as_json(inputs)
-
-
-def _tools_and_output(attrs: dict[str, AttrValue], body: dict[str, Any] | None, output: str | None) -> None:
-    tools = body.get("tools") if body is not None else None
-    if isinstance(tools, list) and tools:
-        attrs["gen_ai.tool.definitions"] = as_json(tool_definitions(tools))
-    attrs["gen_ai.output.messages"] = output
-
-
-def _figures(attrs: dict[str, AttrValue], call: _Call, row: CallContext | None) -> None:
+def _figures(attrs: dict[str, AttrValue], call: _Call, facts: CallFacts | None) -> None:
     """Our context figures, added to `attrs`: the recorded size, the rebuilt context's layers, the
     prefix kept from the step's previous call."""
     attrs["zymi.stream_id"] = call.stream
@@ -373,16 +314,9 @@ def _figures(attrs: dict[str, AttrValue], call: _Call, row: CallContext | None) 
     attrs["zymi.iteration"] = call.iteration
     attrs["zymi.compaction"] = call.compaction
     attrs["zymi.step"] = call.step.node_id
-    if row is None:
+    if facts is None or facts.figures is None:
         return
-    attrs["zymi.context.prefix_inferred"] = row.prefix_inferred or None
-    attrs["zymi.context.approx_chars"] = row.recorded_chars
-    attrs["zymi.context.message_count"] = row.recorded_message_count
-    r = row.rendered
-    if r is not None:
-        attrs["zymi.context.rebuilt_chars"] = r.chars
-        for layer in "ABC":
-            attrs[f"zymi.context.layer_{layer.lower()}_bytes"] = r.layer_bytes.get(layer, 0)
-    if row.reuse is not None and not row.is_compaction:
-        attrs["zymi.prefix_reuse.messages"] = row.reuse.messages
-        attrs["zymi.prefix_reuse.bytes"] = row.reuse.chars
+    if type(facts.figures) is str:  # written already (`Numbered`)
+        attrs["zymi.context"] = KeyValuesText(facts.figures) if facts.figures else None
+    else:
+        figure_attrs(attrs, facts.figures)

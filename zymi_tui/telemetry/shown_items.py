@@ -71,8 +71,11 @@ class ShownItems(Generic[T]):
     """`make(item, masked)` for the Layer C items of each call's context (`window`), made once per
     item shown alike; `tally()` makes a new window's `Tally` (None: no tally)."""
 
-    def __init__(self, make: Callable[[Item, bool], T], tally: Callable[[], Tally[T]] | None = None) -> None:
-        self.make, self.tally = make, tally
+    def __init__(
+        self, make: Callable[[Item, bool], T], tally: Callable[[], Tally[T]] | None = None, *, reads_back: bool = True
+    ) -> None:
+        """`reads_back=False`: the items' dropped texts are not read back before `make` is asked."""
+        self.make, self.tally, self.reads_back = make, tally, reads_back
         self.streams: OrderedDict[str, Window[T]] = OrderedDict()  # step stream -> its last call's window
 
     def window(self, stream: str, tail: Tail, mask_end: int, n: int, start: int) -> Window[T]:
@@ -138,7 +141,8 @@ class ShownItems(Generic[T]):
             return
         tail, mask_end = w.tail, w.mask_end
         items = tail.items
-        read_back((items[i], shown_masked_at(tail, i, mask_end)) for _, i, _ in missing)
+        if self.reads_back:
+            read_back((items[i], shown_masked_at(tail, i, mask_end)) for _, i, _ in missing)
         values, held, make = w.values, w.held, self.make
         for at, i, key in missing:
             item = items[i]
