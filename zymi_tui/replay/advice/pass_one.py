@@ -3,9 +3,11 @@
 
 Below the pool's size (`keep`) pass one's decoded events are kept for pass two, which replays them in
 this process, and so are its calls' figures (as `compare_profiles` keeps them: few beside the events).
-From it nothing of the store is kept: the tokens per byte are worked out first from the store's recorded
-LLM calls alone (`recorded_call_sums`, as the pool does), so each call's figures are totalled as they
-come (`Tally`) and dropped."""
+From it nothing of the store is kept: the tokens per byte are worked out from the store's recorded LLM
+calls alone (`recorded_call_sums`, as the pool does), so each call's figures are totalled as they come
+(`Tally`) and dropped. With a second process allowed (`sums_from`), a forked child works them out while
+this one replays (they were a pass of their own before it: ~2.1 s at a million events); the calls' figures
+made meanwhile are held (at most HELD_MAX, then the child is waited for) and totalled once they are known."""
 
 from __future__ import annotations
 
@@ -16,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from zymi_tui.events.kinds import LlmCallCompleted
+from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader
+from zymi_tui.events.stored import BadRow
+from zymi_tui.replay.advice.forked import Forked
 from zymi_tui.replay.advice.watch import Watch
 from zymi_tui.replay.cache import CacheModel, predict
 from zymi_tui.replay.call_context import CallContext
@@ -32,13 +37,15 @@ from zymi_tui.replay.compare import (
     replay_profiles,
     tally_for,
 )
-from zymi_tui.replay.costs import CacheFamily, pricing
+from zymi_tui.replay.costs import CacheFamily, Pricing, pricing
 from zymi_tui.replay.event_pages import replay_events
-from zymi_tui.replay.figures import CallFigure, RecordedOutput, ratio_of, recorded_sums
+from zymi_tui.replay.figures import CallFigure, RecordedOutput, Tally, ratio_of, recorded_sums
 from zymi_tui.replay.store_ends import StoreEnds
 from zymi_tui.replay.sweep_pool import recorded_call_sums
 
 RECORDED = [("recorded", None)]
+HELD_MAX = 20_000  # calls' figures held while the child works out the tokens per byte (then it is waited for)
+READY_EVERY = 256  # figures held between two looks at whether the child is done
 
 
 @dataclass
@@ -59,11 +66,13 @@ async def pass_one(
     keep: bool,
     breakpoints: CacheFamily | None,
     ends: StoreEnds,
+    sums_from: StoreLocation | None = None,
 ) -> PassOne:
     """Pass one (`common`: the keywords of `compare_profiles`; its `output` empty: the output tokens of the
     completions it replays are counted into it, as `recorded_output` counts them); `breakpoints`: the
     cache family whose reads and writes with a breakpoint at the end of every sent request are estimated;
-    `ends`: the store's, read once for both passes."""
+    `ends`: the store's, read once for both passes; `sums_from` (not `keep`): the store's location, for a
+    forked child to work out the tokens per byte while this process replays."""
     decoded: list[ReplayEvent] = []
     output: RecordedOutput = common["output"]  # counted here, read once the pass is over
     wanted = None if streams is None else set(streams)
@@ -90,24 +99,73 @@ async def pass_one(
         modelled = None if breakpoints is None else predict(sent, breakpoints, breakpoints=True)
         bp = None if modelled is None else (sum(x.cached for x in modelled), sum(x.written for x in modelled))
         return PassOne(cmp, recorded_sums(cmp.profiles[0].calls), bp, decoded)
-    sums = await recorded_call_sums(reader, streams, whatif=False)
-    ratio, source = ratio_of(*sums)
     how = pricing(common["prices"], common["model"], common["provider"])
     runs = profile_runs(RECORDED, common["recorded_knobs"])
-    tally = tally_for(how, ratio, per_run=False)
-    model = CacheModel(breakpoints, breakpoints=True) if breakpoints is not None else None
-    read = written = 0
+    totalled = _Totalled(how, CacheModel(breakpoints, breakpoints=True) if breakpoints is not None else None)
+    child = None
+    if sums_from is None:
+        totalled.known(await recorded_call_sums(reader, streams, whatif=False))
+    else:
+        child = Forked(sums_from, lambda own: _call_sums(own, streams), "working out the tokens per byte")
+        mark = len(reader.problems)  # where the rows it skips are reported, as if read before pass one
+    try:
+        held: list[CallFigure] = []
 
-    def take(_index: int, figures: list[CallFigure]) -> None:
-        nonlocal read, written
+        def take(_index: int, figures: list[CallFigure]) -> None:
+            if totalled.tally is not None:
+                totalled.add(figures)
+                return
+            held.extend(figures)
+            if len(held) >= HELD_MAX or (len(held) % READY_EVERY < len(figures) and child and child.ready()):
+                known()
+
+        def known() -> None:
+            assert child is not None
+            sums, skipped = child.result()
+            reader.problems[mark:mark] = skipped
+            totalled.known(sums)
+            totalled.add(held)
+            held.clear()
+
+        await collect_calls(watched(), runs, last_global_id=0, progress=None, label="", take=take)
+        if totalled.tally is None:
+            known()
+    finally:
+        if child is not None:
+            child.stop()
+    await watch.finish()
+    assert totalled.tally is not None
+    close_tally(how, totalled.tally, runs[0], common["output"])
+    ratio, source = ratio_of(*totalled.sums)
+    cmp = comparison_of(how, runs, ratio, source, common["model"], common["output"])
+    model = totalled.model
+    return PassOne(cmp, totalled.sums, None if model is None else (totalled.read, totalled.written))
+
+
+class _Totalled:
+    """Pass one's calls' figures totalled (at the tokens per byte of the recorded calls' `sums`, once
+    `known`), with the cache reads and writes a breakpoint per request gives (`model`)."""
+
+    def __init__(self, how: Pricing, model: CacheModel | None) -> None:
+        self.how, self.model = how, model
+        self.sums = (0, 0, 0)
+        self.tally: Tally | None = None
+        self.read = self.written = 0
+
+    def known(self, sums: tuple[int, int, int]) -> None:
+        self.sums = sums
+        self.tally = tally_for(self.how, ratio_of(*sums)[0], per_run=False)
+
+    def add(self, figures: list[CallFigure]) -> None:
+        tally, model = self.tally, self.model
+        assert tally is not None
         for f in figures:
             tally.add(f)  # its tokens estimated, then totalled
             if model is not None and f.sent:
                 p = model.next(f)
-                read, written = read + p.cached, written + p.written
+                self.read, self.written = self.read + p.cached, self.written + p.written
 
-    await collect_calls(watched(), runs, last_global_id=0, progress=None, label="", take=take)
-    await watch.finish()
-    close_tally(how, tally, runs[0], common["output"])
-    cmp = comparison_of(how, runs, ratio, source, common["model"], common["output"])
-    return PassOne(cmp, sums, None if model is None else (read, written))
+
+async def _call_sums(reader: EventReader, streams: Sequence[str] | None) -> tuple[tuple[int, int, int], list[BadRow]]:
+    """`recorded_call_sums` (under the recorded knobs), and the rows it skipped as unreadable."""
+    return await recorded_call_sums(reader, streams, whatif=False), reader.problems

@@ -13,31 +13,23 @@ slice of it (the kernel's autogroups, when enabled), and the second share would 
 events: where each share would decode the store again (long_1m, beside another busy process) the two
 used 78-84 s of CPU against one pass's 52-54 s, and took 70-80 s against 55-57. The child sends back its tallies
 (pickled, a few per candidate) and they are added up and priced as the pool's are (`merge_totalled`):
-the figures are those of one pass in one process.
-
-Only a process of its own forks (the command line's, `split`): a dashboard runs threads. The child opens
-the store again for itself (a SQLite connection is not carried across a fork), has SIGINT blocked (a
-Ctrl-C is the parent's, which then kills it), and ends with `os._exit`, running no exit handler."""
+the figures are those of one pass in one process. The child is `forked.Forked` (only a process of its own
+forks)."""
 
 from __future__ import annotations
 
-import asyncio
 import bisect
-import contextlib
-import gc
 import os
-import pickle
-import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.cores import usable_cores
-from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader
+from zymi_tui.replay.advice.forked import Forked
 from zymi_tui.replay.compare import collect_calls, profile_runs, tally_for
 from zymi_tui.replay.costs import Pricing
 from zymi_tui.replay.figures import CallFigure, RecordedOutput, Tally, Totals
@@ -45,7 +37,7 @@ from zymi_tui.replay.simulated import SummaryEstimate
 from zymi_tui.replay.store_ends import StoreEnds
 from zymi_tui.replay.store_ranges import learned_before, store_ranges
 from zymi_tui.replay.store_replay import Part, replay_groups
-from zymi_tui.replay.sweep_pool import Totalled, deal_profiles, merge_totalled, sigint_blocked
+from zymi_tui.replay.sweep_pool import Totalled, deal_profiles, merge_totalled
 
 Profiles = list[tuple[str, ContextKnobs | None]]
 # below this many events one process replays the candidates: a fork, its pages copied as they are written
@@ -132,10 +124,13 @@ async def halves(
         theirs = Half(shares[1], decoded, Part(0, top, SummaryEstimate(), job.ends))
     else:
         return None
-    child = _Child(location, job, theirs)
+    child = Forked(
+        location, lambda own_reader: _replay_half(own_reader, job, theirs), "replaying half of the candidates"
+    )
     try:
         own = await _replay_half(reader, job, mine)
         other = child.result()
+        assert isinstance(other, Totalled)
     finally:
         child.stop()
     return _priced(job, [mine.profiles, theirs.profiles], [own, other], output)
@@ -207,61 +202,3 @@ class SharedTallies:
             for i in key:
                 self.tallies[i].absorb(tally)
         self.groups = {}
-
-
-class _Child:
-    """`_replay_half` of `half` in a forked child, its `Totalled` (or its error) pickled to a pipe."""
-
-    def __init__(self, location: StoreLocation, job: PassTwo, half: Half) -> None:
-        self.source, sink = os.pipe()
-        gc.freeze()  # the child's collections leave the objects it was born with alone (their pages not copied)
-        with sigint_blocked():
-            self.pid = os.fork()
-        if self.pid == 0:
-            try:
-                os.close(self.source)
-                asyncio.events._set_running_loop(None)  # the parent's loop, running when it forked, is not ours
-                outcome: tuple[bool, object]
-                try:
-                    outcome = (True, asyncio.run(_on_own_reader(location, job, half)))
-                except BaseException as e:  # (the parent raises it)
-                    outcome = (False, e)
-                with os.fdopen(sink, "wb") as pipe:
-                    pickle.dump(outcome, pipe)
-            finally:
-                os._exit(0)
-        gc.unfreeze()
-        os.close(sink)
-        self.running, self.sent = True, False
-
-    def result(self) -> Totalled:
-        """The child's tallies, waited for (its error raised)."""
-        with os.fdopen(os.dup(self.source), "rb") as pipe:
-            try:
-                ok, value = pickle.load(pipe)
-            except (EOFError, pickle.UnpicklingError):
-                raise RuntimeError("the process replaying half of the candidates ended without its figures") from None
-        self.sent = True
-        if not ok:
-            raise value
-        assert isinstance(value, Totalled)
-        return value
-
-    def stop(self) -> None:
-        """The child waited for as it exits once it has sent its outcome, else killed first."""
-        if not self.running:
-            return
-        self.running = False
-        if not self.sent:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
-        os.waitpid(self.pid, 0)
-        os.close(self.source)
-
-
-async def _on_own_reader(location: StoreLocation, job: PassTwo, half: Half) -> Totalled:
-    reader = await open_reader(location)
-    try:
-        return await _replay_half(reader, job, half)
-    finally:
-        await reader.close()

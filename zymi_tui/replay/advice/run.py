@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
+from zymi_tui.cores import usable_cores
 from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.idle_cores import IdleClock
@@ -24,7 +25,7 @@ from zymi_tui.replay.advice.model import (
     project_facts,
 )
 from zymi_tui.replay.advice.pass_one import pass_one
-from zymi_tui.replay.advice.pass_two import PassTwo, halves, in_halves, in_one
+from zymi_tui.replay.advice.pass_two import PassTwo, core_free, halves, in_halves, in_one
 from zymi_tui.replay.advice.search import effect, rank, settle, verdict
 from zymi_tui.replay.advice.signals import (
     Signals,
@@ -117,7 +118,10 @@ async def advise(
     from WHATIF_POOL_MIN_EVENTS events. With `split` (a process of its own: it may fork), no `workers`
     asked for and two cores, pass two is split between this process and a forked child (`pass_two`: by
     range, or one long run's candidates while a core is free), from pass one's decoded events or, from
-    WHATIF_POOL_MIN_EVENTS events, each reading its half from the store."""
+    WHATIF_POOL_MIN_EVENTS events, each reading its half from the store; from that size, with `split` and
+    two cores, while a core is free (`core_free`: idle before pass one), pass one's tokens per byte are
+    summed by a forked child while pass one replays."""
+    early = IdleClock.started()  # (over what comes before pass one: whether a child would have a core)
     base = recorded_knobs(project)
     kd = knob_dict(base)
     facts = project_facts(project)
@@ -140,7 +144,13 @@ async def advise(
     # store again (on the pool, or here with one worker), so that memory stays flat
     keep = not pooled and last_global_id < WHATIF_POOL_MIN_EVENTS
     bp, clock = family[1] if family else None, IdleClock.started()
-    one = await pass_one(reader, project, streams, watch, common, keep=keep, breakpoints=bp, ends=ends)
+    # (pass one's tokens per byte, from the store's recorded calls, worked out by a forked child meanwhile,
+    # while a core is free: on a busy machine it would only add the fork's cost)
+    forks = split and asked is None and location is not None and usable_cores() >= 2 and not keep and not pooled
+    sums_from = location if forks and core_free(early.idle_cores()) else None
+    one = await pass_one(
+        reader, project, streams, watch, common, keep=keep, breakpoints=bp, ends=ends, sums_from=sums_from
+    )
     idle = clock.idle_cores()  # (over pass one: whether a forked child would have a core of its own)
     cmp0 = one.cmp
     signals = Signals(watch, cmp0, base, facts, await store_facts(reader), tool_bytes, prices, one.breakpoints)
