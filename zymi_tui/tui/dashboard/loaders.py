@@ -76,19 +76,22 @@ class DashboardLoaders(DashboardState):
     """The store's readers (Textual workers, each in a group of its own: a new read cancels the last)."""
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False, description="the runs list")
-    def reload_runs(self, *, newest_first: bool = False, drawn: FirstRuns | None = None) -> None:
+    def reload_runs(self, *, newest_first: bool = False, drawn: list[FirstRuns] | None = None) -> None:
         """All runs; with `newest_first`, the newest screenful is read and drawn before the rest;
-        `drawn`: that screenful is already drawn (then the rest is read, if it was not every run)."""
+        `drawn`: [that screenful, already drawn] (then the rest is read, if it was not every run), taken out
+        of the list by the job: a thread worker's arguments stay referenced after it ends (until its thread
+        runs another worker), and the runs drawn first are let go once the whole list is drawn."""
 
         async def job(reader: EventReader) -> None:
-            page, whole = (drawn.summaries, drawn.whole) if drawn is not None else ([], False)
-            if newest_first and drawn is None:
+            first = drawn.pop() if drawn else None
+            page, whole = (first.summaries, first.whole) if first is not None else ([], False)
+            if newest_first and first is None:
                 page, whole = await newest_runs(reader, FIRST_RUNS, turns=True)
                 if get_current_worker().is_cancelled:
                     return
                 self.post_message(RunsLoaded(page, complete=whole))
             # the rest: read by the process that read the first runs (on another core), or here
-            rest = drawn.rest() if drawn is not None and drawn.rest is not None and not whole else None
+            rest = first.rest() if first is not None and first.rest is not None and not whole else None
             if rest is not None:
                 reader.problems.extend(rest.skipped)
             if whole:
