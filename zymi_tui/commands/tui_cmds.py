@@ -190,8 +190,8 @@ def observe(args: argparse.Namespace) -> int:
         reading = child.first
     else:  # one core (nothing runs beside the import), or a test calling cli.main: no fork of a process that may
         # run other threads
-        first = asyncio.run(_open(target))
-        reading = lambda: first  # noqa: E731
+        opened = asyncio.run(_open(target))
+        reading = lambda: opened  # noqa: E731
     # a large store's hash chains: checked from now on by a process of its own (niced: the screen comes first;
     # started after the fork, so that the child holds no end of its pipes)
     check = start_check(target.store) if args.own_process else None
@@ -202,6 +202,7 @@ def observe(args: argparse.Namespace) -> int:
         first = reading()
         need_terminal("observe")
         app = DashboardApp(target, theme=args.theme, first=first, check=check)
+        del first  # held by the screen alone, which lets the runs drawn first go once every run is drawn
         if args.own_process:  # no GC pass while the app starts (~30 young ones: 5-10 ms); on after its first frame
             gc.disable()
         app.run()

@@ -113,15 +113,39 @@ def _outcome(done: _Mark | None, started: int) -> tuple[str, int | None, str | N
     return "ok" if d.success else "FAIL", (done.ns - started) // 1_000_000, d.error, d.final_output
 
 
-def _summary(req: _Mark, done: _Mark | None, fork: Fork | None, turn: int, turns: int) -> RunSummary:
+class _Shared:
+    """One object for each distinct value of the fields runs repeat (a stream's id and pipeline on each of its
+    turns, the inputs, output and error a chat's turns share): equal fields of the summaries are one object in
+    memory, and once in a pickle (it writes an object it has already written as a reference: the dashboard's
+    runs are read by a child process). A summary's inputs are read, never changed, so equal ones share a dict."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+        self._inputs: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+
+    def text(self, value: str) -> str:
+        return self._texts.setdefault(value, value)
+
+    def maybe(self, value: str | None) -> str | None:
+        return None if value is None else self._texts.setdefault(value, value)
+
+    def inputs(self, value: dict[str, str]) -> dict[str, str]:
+        key = tuple(value.items())
+        found = self._inputs.get(key)
+        if found is None:
+            found = self._inputs[key] = {self.text(k): self.text(v) for k, v in key}
+        return found
+
+
+def _summary(req: _Mark, done: _Mark | None, fork: Fork | None, turn: int, turns: int, shared: _Shared) -> RunSummary:
     r = req.fields
     assert isinstance(r, PipelineRequested)
     status, duration, error, final = _outcome(done, req.ns)
     return RunSummary(
-        stream_id=req.env.stream_id, pipeline=r.pipeline, correlation_id=req.env.correlation_id,
-        started_ns=req.ns, duration_ms=duration, status=status, inputs=dict(r.inputs),
-        error=error, final_output=final, fork=fork, request_global_id=req.global_id, turn=turn,
-        turns_on_stream=turns,
+        stream_id=shared.text(req.env.stream_id), pipeline=shared.text(r.pipeline),
+        correlation_id=req.env.correlation_id, started_ns=req.ns, duration_ms=duration, status=status,
+        inputs=shared.inputs(r.inputs), error=shared.maybe(error), final_output=shared.maybe(final), fork=fork,
+        request_global_id=req.global_id, turn=turn, turns_on_stream=turns,
     )  # fmt: skip
 
 
@@ -135,13 +159,16 @@ class _Unread:
     ns: int
 
 
-def _unread_summary(req: _Unread, done: _Mark | None, fork: Fork | None, turn: int, turns: int) -> RunSummary:
+def _unread_summary(
+    req: _Unread, done: _Mark | None, fork: Fork | None, turn: int, turns: int, shared: _Shared
+) -> RunSummary:
     """A run (or turn) whose request row cannot be read: listed all the same, marked as such."""
     pipeline = done.fields.pipeline if done is not None and isinstance(done.fields, PipelineCompleted) else "?"
     status, duration, error, final = _outcome(done, req.ns)
     return RunSummary(
-        stream_id=req.stream_id, pipeline=pipeline, correlation_id=None, started_ns=req.ns,
-        duration_ms=duration if req.ns else None, status=status, inputs={}, error=error, final_output=final,
+        stream_id=shared.text(req.stream_id), pipeline=shared.text(pipeline), correlation_id=None,
+        started_ns=req.ns, duration_ms=duration if req.ns else None, status=status, inputs=shared.inputs({}),
+        error=shared.maybe(error), final_output=shared.maybe(final),
         fork=fork, request_global_id=req.global_id, turn=turn, turns_on_stream=turns,
         unreadable_request=req.global_id,
     )  # fmt: skip
@@ -266,13 +293,14 @@ async def newest_runs(reader: EventReader, n: int, *, turns: bool = False) -> tu
 
 def _summaries(marks: _Marks, turns: bool) -> list[RunSummary]:
     out: list[RunSummary] = []
+    shared = _Shared()
     for stream in dict.fromkeys([*marks.read, *marks.unread]):
-        out += _stream_runs(marks.read.get(stream, []), marks.unread.get(stream, []), turns)
+        out += _stream_runs(marks.read.get(stream, []), marks.unread.get(stream, []), turns, shared)
     out.sort(key=lambda r: (r.started_ns, r.request_global_id), reverse=True)
     return out
 
 
-def _stream_runs(marks: list[_Mark], unread: list[_Unread], turns: bool) -> list[RunSummary]:
+def _stream_runs(marks: list[_Mark], unread: list[_Unread], turns: bool, shared: _Shared) -> list[RunSummary]:
     """The run of one stream (zymi's pairing), or its turns."""
     requests = [m for m in marks if isinstance(m.fields, PipelineRequested)]
     if not requests and not unread:
@@ -285,11 +313,11 @@ def _stream_runs(marks: list[_Mark], unread: list[_Unread], turns: bool) -> list
     count = len(requests) + len(unread)
     if not turns:
         if unread and (not requests or unread[0].global_id < requests[0].global_id):
-            return [_unread_summary(unread[0], next(iter(completions), None), fork, 1, count)]
+            return [_unread_summary(unread[0], next(iter(completions), None), fork, 1, count, shared)]
         first = requests[0]
         name = first.fields.pipeline  # type: ignore[union-attr]
         done = next((c for c in completions if c.fields.pipeline == name), None)  # type: ignore[union-attr]
-        return [_summary(first, done, fork, 1, count)]
+        return [_summary(first, done, fork, 1, count, shared)]
     by_correlation: dict[str | None, _Mark] = {}
     for c in completions:
         by_correlation.setdefault(c.env.correlation_id, c)
@@ -301,9 +329,9 @@ def _stream_runs(marks: list[_Mark], unread: list[_Unread], turns: bool) -> list
     for i, req in enumerate(ordered, 1):
         first_fork = fork if i == 1 else None
         if isinstance(req, _Unread):
-            out.append(_unread_summary(req, unclaimed.pop(0) if unclaimed else None, first_fork, i, count))
+            out.append(_unread_summary(req, unclaimed.pop(0) if unclaimed else None, first_fork, i, count, shared))
         else:
-            out.append(_summary(req, by_correlation.get(req.env.correlation_id), first_fork, i, count))
+            out.append(_summary(req, by_correlation.get(req.env.correlation_id), first_fork, i, count, shared))
     return out
 
 

@@ -47,7 +47,8 @@ class DashboardApp(SafeApp):
 
     def get_default_screen(self) -> MainScreen:
         """The dashboard is the app's first screen (no empty screen is made, laid out and switched from first)."""
-        return MainScreen(self.target, self.first, self.check)
+        first, self.first = self.first, None  # held by the screen only, which lets it go once drawn
+        return MainScreen(self.target, first, self.check)
 
     @property
     def main(self) -> MainScreen:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from textual import work
@@ -61,8 +60,18 @@ def sparse_threshold() -> int:
     return int(os.environ.get("ZYMI_TUI_SPARSE_EVENTS", SPARSE_EVENTS))
 
 
-def id_pages(gids: Sequence[int]) -> Iterable[list[int]]:
-    return (list(gids[i : i + PAGE_IDS]) for i in range(0, len(gids), PAGE_IDS))
+def kind_pages(rows: RunIndex, upto: int, wanted: Callable[[str], bool], size: int = PAGE_IDS) -> Iterator[list[int]]:
+    """The ids of a run's rows [0, upto) whose kind is `wanted`, a page at a time, taken from the index as each page
+    is asked for: no array of them all is held while they are read (long_1m: 310,000 ids, 2.5 MB at the peak)."""
+    page: list[int] = []
+    for i in range(upto):
+        if wanted(rows.tag(i)):
+            page.append(rows.gid(i))
+            if len(page) == size:
+                yield page
+                page = []
+    if page:
+        yield page
 
 
 def index_pages(rows: RunIndex, upto: int, size: int = PAGE_IDS) -> Iterator[list[int]]:
@@ -76,19 +85,22 @@ class DashboardLoaders(DashboardState):
     """The store's readers (Textual workers, each in a group of its own: a new read cancels the last)."""
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False, description="the runs list")
-    def reload_runs(self, *, newest_first: bool = False, drawn: FirstRuns | None = None) -> None:
+    def reload_runs(self, *, newest_first: bool = False, drawn: list[FirstRuns] | None = None) -> None:
         """All runs; with `newest_first`, the newest screenful is read and drawn before the rest;
-        `drawn`: that screenful is already drawn (then the rest is read, if it was not every run)."""
+        `drawn`: [that screenful, already drawn] (then the rest is read, if it was not every run), taken out
+        of the list by the job: a thread worker's arguments stay referenced after it ends (until its thread
+        runs another worker), and the runs drawn first are let go once the whole list is drawn."""
 
         async def job(reader: EventReader) -> None:
-            page, whole = (drawn.summaries, drawn.whole) if drawn is not None else ([], False)
-            if newest_first and drawn is None:
+            first = drawn.pop() if drawn else None
+            page, whole = (first.summaries, first.whole) if first is not None else ([], False)
+            if newest_first and first is None:
                 page, whole = await newest_runs(reader, FIRST_RUNS, turns=True)
                 if get_current_worker().is_cancelled:
                     return
                 self.post_message(RunsLoaded(page, complete=whole))
             # the rest: read by the process that read the first runs (on another core), or here
-            rest = drawn.rest() if drawn is not None and drawn.rest is not None and not whole else None
+            rest = first.rest() if first is not None and first.rest is not None and not whole else None
             if rest is not None:
                 reader.problems.extend(rest.skipped)
             if whole:
@@ -238,7 +250,6 @@ class DashboardLoaders(DashboardState):
         if not self.after_first_check():  # (the two cores go to the first check: the plot can wait)
             return
 
-        wanted = array("q", (rows.gid(i) for i in range(upto) if wanted_tag(rows.tag(i))))  # no int object an id
         first_gid, last_gid = (rows.gid(0), rows.gid(upto - 1)) if upto else (None, 0)
 
         async def job(reader: EventReader) -> None:
@@ -248,7 +259,7 @@ class DashboardLoaders(DashboardState):
             collector.t0 = first[0].event.timestamp_ns if first else None
             taken = threading.Event()  # the last copy sent was handled (a slow screen gets fewer, not a queue)
             taken.set()
-            for n, page in enumerate(id_pages(wanted), 1):
+            for n, page in enumerate(kind_pages(rows, upto, wanted_tag), 1):
                 reader.problems += collector.feed_rows(await reader.read_id_rows(page))
                 if worker.is_cancelled:
                     return

@@ -133,13 +133,13 @@ class MainScreen(DashboardLaunchers):
 
     @work(exclusive=True, group="open", exit_on_error=False)
     async def start(self) -> None:
-        first = self.first
+        first, self.first = self.first, None  # (the runs drawn first are let go once the whole list is drawn)
         if first is not None:
             self.last_gid = first.last_global_id  # (a chain check started with the rest of the runs stamps it)
         if first is not None and not first.whole:
             # the rest of the runs, taken as soon as the process reading them sends them (not after the knobs,
             # whose model loads pydantic and yaml in this process)
-            self.reload_runs(drawn=first)
+            self.reload_runs(drawn=[first])
         knobs, source = await asyncio.to_thread(knobs_of, self.target.project)
         self.apply_knobs(knobs, source)
         try:
@@ -159,7 +159,7 @@ class MainScreen(DashboardLaunchers):
         if first is None:
             self.reload_runs(newest_first=self.target.run is None)
         elif first.whole:
-            self.reload_runs(drawn=first)  # (the runs' peaks)
+            self.reload_runs(drawn=[first])  # (the runs' peaks)
         self.tail_store()
         if self.target.project is None:
             self.find_agent_steps()
