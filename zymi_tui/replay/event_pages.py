@@ -4,7 +4,7 @@ page read while this one is decoded and replayed, each row decoded only when it 
 from __future__ import annotations
 
 from array import array
-from collections.abc import AsyncGenerator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,6 +16,8 @@ from zymi_tui.events.stored import BadRow
 from zymi_tui.replay.call_context import PAGE, REPLAY_KINDS
 
 T = TypeVar("T")
+K = TypeVar("K")  # where a page starts
+P = TypeVar("P")  # a page
 if TYPE_CHECKING:
     import asyncio
 
@@ -34,6 +36,36 @@ async def _read_ahead(read: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
     ahead = asyncio.ensure_future(read)
     await asyncio.sleep(0)
     return ahead
+
+
+async def _pages_read_ahead(
+    reader: EventReader, read: Callable[[K], Coroutine[Any, Any, P]], start: K, next_start: Callable[[K, P], K | None]
+) -> AsyncGenerator[P, None]:
+    """The pages `read(start)`, then `read(next_start(start, page))` until that is None. Each page's next read
+    is sent to the reader (done on its thread or connection) before the page is taken, so the next page is
+    read while this one is decoded and replayed."""
+    ahead: asyncio.Future[P] | None = None
+    reads_ahead = _reads_ahead(reader)
+    try:
+        page = await read(start)
+        while True:
+            following = next_start(start, page)
+            if following is not None and reads_ahead:
+                ahead = await _read_ahead(read(following))
+            yield page
+            if following is None:
+                return
+            page = await ahead if ahead is not None else await read(following)
+            ahead = None
+            start = following
+    finally:
+        if ahead is not None:
+            ahead.cancel()
+
+
+def _after_full(page: RowPage | KindRowPage) -> int | None:
+    """Where the page after `page` starts (its last id), when `page` is full (more rows may follow)."""
+    return page.last_global_id if page.rows_scanned == PAGE else None
 
 
 async def replay_events(
@@ -60,29 +92,18 @@ async def event_pages(
             async for events in runs:
                 yield events
         return
-    # only the kinds the context depends on, in one pass in global order (the reader skips the other
-    # kinds: decoding is most of a replay's cost, and they are half of a typical store); the next page is
-    # read (on the reader's thread or connection) while this one is decoded and replayed
-    ahead: asyncio.Future[KindRowPage] | None = None
-    reads_ahead = _reads_ahead(reader)
 
+    # only the kinds the context depends on, in one pass in global order (the reader skips the other
+    # kinds: decoding is most of a replay's cost, and they are half of a typical store)
     def bad(gid: int, stream_id: str, seq: int, error: str) -> None:
         reader.problems.append(BadRow(gid, stream_id, seq, error))
 
-    try:
-        while True:
-            page = await ahead if ahead is not None else await reader.read_kinds_rows(kinds, after, PAGE)
-            ahead = None
-            more = page.rows_scanned == PAGE
-            if more and reads_ahead:
-                ahead = await _read_ahead(reader.read_kinds_rows(kinds, page.last_global_id, PAGE))
+    def read(after: int) -> Coroutine[Any, Any, KindRowPage]:
+        return reader.read_kinds_rows(kinds, after, PAGE)
+
+    async with aclosing(_pages_read_ahead(reader, read, after, lambda _, page: _after_full(page))) as pages:
+        async for page in pages:
             yield replay_rows(page.rows, bad)
-            if not more:
-                return
-            after = page.last_global_id
-    finally:
-        if ahead is not None:
-            ahead.cancel()
 
 
 DENSE_SPAN = 2  # a run whose rows fill more than 1/DENSE_SPAN of their id span is read by id range
@@ -102,47 +123,35 @@ async def _run_events(reader: EventReader, streams: Sequence[str]) -> AsyncGener
     first, last = min(i.first_global_id for i in own), max(i.last_global_id for i in own)
     if last - first < DENSE_SPAN * sum(i.count for i in own):
         wanted = {i.stream_id for i in own}
-        async with aclosing(_id_range_pages(reader, first - 1, last)) as pages:
-            async for rows in pages:
-                yield _decoding(reader, [r for r in rows if r[1] in wanted and r[0] <= last])
+
+        def read_range(after: int) -> Coroutine[Any, Any, RowPage]:
+            return reader.read_rows(after, PAGE)
+
+        def range_next(_: int, page: RowPage) -> int | None:
+            after = _after_full(page)
+            return after if after is not None and after < last else None
+
+        async with aclosing(_pages_read_ahead(reader, read_range, first - 1, range_next)) as pages:
+            async for page in pages:
+                yield _decoding(reader, [r for r in page.rows if r[1] in wanted and r[0] <= last])
         return
     ids = array("q")
     for run in sorted(runs):
         ids.extend(gid for gid, _, _ in await reader.run_ids(run))
     if len(runs) > 1:
         ids = array("q", sorted(ids))  # several runs: in global order (ids are unique)
-    ahead: asyncio.Future[list[RawRow]] | None = None
-    reads_ahead = _reads_ahead(reader)
-    try:
-        for at in range(0, len(ids), PAGE):
-            page = await ahead if ahead is not None else await reader.read_id_rows(ids[at : at + PAGE].tolist())
-            ahead = None
-            if at + PAGE < len(ids) and reads_ahead:
-                ahead = await _read_ahead(reader.read_id_rows(ids[at + PAGE : at + 2 * PAGE].tolist()))
-            yield _decoding(reader, page)
-    finally:
-        if ahead is not None:
-            ahead.cancel()
+    if not ids:
+        return
 
+    def read_ids(at: int) -> Coroutine[Any, Any, list[RawRow]]:
+        return reader.read_id_rows(ids[at : at + PAGE].tolist())
 
-async def _id_range_pages(reader: EventReader, after: int, until: int) -> AsyncGenerator[list[RawRow], None]:
-    """The store's rows with ids in (after, until], a page at a time, the next page read ahead."""
-    ahead: asyncio.Future[RowPage] | None = None
-    reads_ahead = _reads_ahead(reader)
-    try:
-        while after < until:
-            page = await ahead if ahead is not None else await reader.read_rows(after, PAGE)
-            ahead = None
-            more = page.rows_scanned == PAGE and page.last_global_id < until
-            if more and reads_ahead:
-                ahead = await _read_ahead(reader.read_rows(page.last_global_id, PAGE))
-            yield page.rows
-            if not more:
-                return
-            after = page.last_global_id
-    finally:
-        if ahead is not None:
-            ahead.cancel()
+    def ids_next(at: int, _: list[RawRow]) -> int | None:
+        return at + PAGE if at + PAGE < len(ids) else None
+
+    async with aclosing(_pages_read_ahead(reader, read_ids, 0, ids_next)) as id_pages:
+        async for rows in id_pages:
+            yield _decoding(reader, rows)
 
 
 def _decoding(reader: EventReader, rows: Sequence[RawRow]) -> Iterator[ReplayEvent]:

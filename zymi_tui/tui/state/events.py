@@ -6,7 +6,6 @@ depend on which events are expanded and on the width (expanded payloads wrap).
 
 from __future__ import annotations
 
-import bisect
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from zymi_tui.events.store import IndexRow, step_of
 from zymi_tui.events.stored import StoredEvent
 from zymi_tui.tui.state.event_detail import detail_rows, wrap_detail
 from zymi_tui.tui.state.event_search import matches
-from zymi_tui.tui.state.item_index import ItemIndex
+from zymi_tui.tui.state.events_layout import EventsLayout
 from zymi_tui.tui.state.kind_codes import KindCodes
 from zymi_tui.tui.state.run_index import Header, Items, RunIndex
 
@@ -41,6 +40,8 @@ class EventsModel:
     A long run is listed from its ids first; its rows' kinds come in a second read (`set_kinds`). Until
     then (`kinds_pending`) a row listed from the ids has no kind (`tag_of` is None unless it was read):
     a kind filter shows none of them rather than a part of them, and `kind_tags` offers none of theirs.
+
+    The rows shown, grouped, are laid out in `layout` (its lines, the cursor's moves through it).
     """
 
     rows: RunIndex = field(default_factory=RunIndex)  # in columns: a tuple made for each row read
@@ -61,22 +62,10 @@ class EventsModel:
     unkinded: int = 0  # sparse: rows up to this id were listed from the ids, their kinds not read yet (0: none)
     _lines: dict[int, Line] = field(default_factory=dict)
     _detail: dict[tuple[int, int], list[str]] = field(default_factory=dict)
-    items: Items = field(init=False)  # laid out over `rows`
-    _index: ItemIndex = field(init=False)  # gid -> item index, over `items`
-    # the headers' item indexes, and where each group's events start among the visible events: an
-    # event's position (for the cursor's moves) is its item index less the headers above it
-    _headers: list[int] = field(default_factory=list)
-    _group_pos: list[int] = field(default_factory=list)
-    # expanded items (item index, first line, extra lines), in item order: a line's item is found by
-    # bisecting these, so expanding one event costs O(expanded), not O(events)
-    _exp_items: list[int] = field(default_factory=list)
-    _exp_starts: list[int] = field(default_factory=list)
-    _exp_extra: list[int] = field(default_factory=list)
-    _total: int = 0
+    layout: EventsLayout = field(init=False)  # of the rows shown
 
     def __post_init__(self) -> None:
-        self.items = Items(self.rows)
-        self._index = ItemIndex(self.items)
+        self.layout = EventsLayout(Items(self.rows))
 
     # -- data ---------------------------------------------------------------------------------
     def set_events(self, events: Iterable[StoredEvent]) -> None:
@@ -175,20 +164,14 @@ class EventsModel:
         shown = [pos for pos in new if self._visible(rows.row(pos), needle)]
         if not shown:
             return
-        tail = self.items[-1] if self.items else None
-        if isinstance(tail, Header) or (tail is not None and tail[0] > rows.gid(shown[0])):
-            self.relayout()  # not newer than the list's last row (never, from a live tail)
-            return
         if self.group_by_step:
-            header = self.items[self._headers[-1]] if self._headers else None
             groups = {step_of(rows.stream(pos)) or RUN_GROUP for pos in shown}
-            if not isinstance(header, Header) or groups != {header.group}:
-                self.relayout()  # a group before the last one grows: its rows move the ones below
-                return
-            self.items.set_header(self._headers[-1], Header(header.group, header.count + len(shown)))
-        for pos in shown:
-            self.items.add_row(pos)
-            self._index.append(len(self.items) - 1)
+            added = len(groups) == 1 and self.layout.extend(shown, groups.pop())
+        else:
+            added = self.layout.extend(shown, None)
+        if not added:
+            self.relayout()  # not all at the list's end (or in its last group): the rows below move
+            return
         self.reflow()
 
     def event(self, gid: int) -> StoredEvent | None:
@@ -241,8 +224,6 @@ class EventsModel:
         shown: Iterable[int] = (
             range(len(rows)) if plain else [i for i in range(len(rows)) if self._visible(rows.row(i), needle)]
         )
-        items = Items(rows)
-        headers: list[int] = []
         if self.group_by_step:
             groups: dict[str, array[int]] = {}  # each group's rows (positions, 4 bytes each as in `Items`)
             group_of: dict[str, array[int]] = {}  # per stream: one step_of a stream, not one a row
@@ -253,45 +234,16 @@ class EventsModel:
                     members = group_of[stream] = groups.setdefault(step_of(stream) or RUN_GROUP, array("i"))
                 members.append(pos)
             order = sorted(groups, key=lambda g: (g != RUN_GROUP, rows.gid(groups[g][0])))
-            for g in order:
-                headers.append(len(items))
-                items.add_header(Header(g, len(groups[g])))
-                for pos in groups[g]:
-                    items.add_row(pos)
+            self.layout = EventsLayout.grouped(rows, ((g, groups[g]) for g in order))
         else:
-            for pos in shown:
-                items.add_row(pos)
-        self.items = items
-        self._headers = headers
-        self._group_pos = [h - k for k, h in enumerate(headers)]
-        self._index = ItemIndex(items)
-        if headers:
-            for k, h in enumerate(headers):
-                self._index.add_run(h + 1, headers[k + 1] if k + 1 < len(headers) else len(items))
-        else:
-            self._index.add_run(0, len(items))
-        if self.cursor_gid is not None and self.cursor_gid not in self._index:
-            self.cursor_gid = self._nearest_visible(self.cursor_gid)
+            self.layout = EventsLayout.flat(rows, shown)
+        if self.cursor_gid is not None and self.cursor_gid not in self.layout:
+            self.cursor_gid = self.layout.nearest(self.cursor_gid)
         self.reflow()
 
     def reflow(self) -> None:
         """Where each expanded event starts and how many lines it adds (heights change, not the items)."""
-        exp = sorted(i for gid in self.expanded if (i := self._index.get(gid)) is not None)
-        self._exp_items, self._exp_starts, self._exp_extra = exp, [], []
-        extra = 0
-        for i in exp:
-            self._exp_starts.append(i + extra)
-            n = self.height(self.items[i]) - 1
-            self._exp_extra.append(n)
-            extra += n
-        self._total = len(self.items) + extra
-
-    def _nearest_visible(self, gid: int) -> int | None:
-        gids = self._index.gids()
-        if not gids:
-            return None
-        i = bisect.bisect_left(gids, gid)
-        return gids[min(i, len(gids) - 1)]
+        self.layout.reflow(self.expanded, self.height)
 
     def height(self, item: Header | IndexRow) -> int:
         if isinstance(item, Header) or item[0] not in self.expanded:
@@ -311,41 +263,25 @@ class EventsModel:
         return cached
 
     @property
-    def line_count(self) -> int:
-        return self._total
+    def items(self) -> Items:
+        return self.layout.items
 
-    def _start(self, i: int) -> int:
-        k = bisect.bisect_left(self._exp_items, i)
-        return i if k == 0 else i + self._exp_starts[k - 1] - self._exp_items[k - 1] + self._exp_extra[k - 1]
+    @property
+    def line_count(self) -> int:
+        return self.layout.line_count
 
     def locate(self, y: int) -> tuple[int, int]:
         """(item index, line within the item) of view line y."""
-        k = bisect.bisect_right(self._exp_starts, y)
-        if k == 0:
-            return y, 0
-        start, item, extra = self._exp_starts[k - 1], self._exp_items[k - 1], self._exp_extra[k - 1]
-        if y <= start + extra:
-            return item, y - start
-        return item + (y - start - extra), 0
+        return self.layout.locate(y)
 
     def span_of(self, gid: int) -> tuple[int, int] | None:
         """(first line, height) of an event, or None when it is filtered out."""
-        i = self._index.get(gid)
-        if i is None:
-            return None
-        k = bisect.bisect_left(self._exp_items, i)
-        if k < len(self._exp_items) and self._exp_items[k] == i:
-            return self._exp_starts[k], 1 + self._exp_extra[k]
-        return self._start(i), 1
+        return self.layout.span_of(gid)
 
     # -- cursor -------------------------------------------------------------------------------
     @property
     def cursor_row(self) -> IndexRow | None:
-        if self.cursor_gid is None:
-            return None
-        i = self._index.get(self.cursor_gid)
-        item = self.items[i] if i is not None else None
-        return None if item is None or isinstance(item, Header) else item
+        return None if self.cursor_gid is None else self.layout.row_of(self.cursor_gid)
 
     @property
     def cursor_event(self) -> StoredEvent | None:
@@ -355,51 +291,29 @@ class EventsModel:
 
     @property
     def visible_count(self) -> int:
-        return len(self.items) - len(self._headers)
-
-    def _gid_at(self, pos: int) -> int:
-        """The gid of the visible event at `pos` (0 = the top one), headers skipped."""
-        item = self.items[pos + bisect.bisect_right(self._group_pos, pos)]
-        assert not isinstance(item, Header)
-        return item[0]
+        return self.layout.visible_count
 
     def move(self, delta: int) -> None:
         """Move the cursor by `delta` events (headers are skipped); clamps at both ends."""
-        count = self.visible_count
-        if not count:
-            self.cursor_gid = None
-            return
-        i = self._index.get(self.cursor_gid) if self.cursor_gid is not None else None
-        if i is None:
-            self.cursor_gid = self._gid_at(count - 1 if delta >= 0 else 0)
-            return
-        pos = i - bisect.bisect_left(self._headers, i)
-        self.cursor_gid = self._gid_at(max(0, min(count - 1, pos + delta)))
+        self.cursor_gid = self.layout.moved(self.cursor_gid, delta)
 
     def home(self) -> None:
-        self.cursor_gid = self._gid_at(0) if self.visible_count else None
+        self.cursor_gid = self.layout.first()
 
     def end(self) -> None:
-        self.cursor_gid = self._gid_at(self.visible_count - 1) if self.visible_count else None
+        self.cursor_gid = self.layout.last()
 
     def jump_to(self, gid: int) -> bool:
         """Put the cursor on an event if it is shown; True when it moved."""
-        if gid in self._index:
+        if gid in self.layout:
             self.cursor_gid = gid
             return True
         return False
 
     def select_line(self, y: int) -> None:
-        if not self.items or y < 0 or y >= self._total:
-            return
-        i, _ = self.locate(y)
-        item = self.items[i]
-        if not isinstance(item, Header):
-            self.cursor_gid = item[0]
-        elif i + 1 < len(self.items):
-            nxt = self.items[i + 1]
-            if not isinstance(nxt, Header):
-                self.cursor_gid = nxt[0]
+        gid = self.layout.gid_on_line(y)
+        if gid is not None:
+            self.cursor_gid = gid
 
     def toggle_expand(self) -> None:
         gid = self.cursor_gid
