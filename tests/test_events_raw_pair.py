@@ -26,10 +26,13 @@ PARTNER = "zymi_tui.events.raw_pair"
 
 def make_store(path: Path, n: int) -> Path:
     async def go() -> None:
-        async with await SqliteWriter.open(path) as w:
-            for i in range(n):
-                kind = LlmCallStarted(iteration=i, message_count=1, approx_context_chars=i)
-                await w.append(Event.new(f"run-{i % 7}", kind, "t" * (i % 50)))
+        async with await SqliteWriter.open(path) as w:  # (a transaction of 500 events: the ids are the same)
+            for at in range(0, n, 500):
+                kinds = [
+                    LlmCallStarted(iteration=i, message_count=1, approx_context_chars=i)
+                    for i in range(at, min(n, at + 500))
+                ]
+                await w.append_many([Event.new(f"run-{k.iteration % 7}", k, "t" * (k.iteration % 50)) for k in kinds])
 
     asyncio.run(go())
     return path

@@ -42,6 +42,14 @@ def o200k() -> dict[bytes, int]:
     return load_ranks("o200k_base")
 
 
+@pytest.fixture(scope="module")
+def o200k_sorted(o200k: dict[bytes, int]) -> tuple[list[bytes], array[int]]:
+    """o200k's tokens sorted and their ranks in that order: what a `Ranks` is made of (made once a module:
+    a test makes a new, empty `Ranks` of them as often as it needs)."""
+    tokens = sorted(o200k)
+    return tokens, array("I", [o200k[t] for t in tokens])
+
+
 def _vocabulary(name: str) -> str:
     return os.path.join(_DIR, f"{name}.tiktoken.gz")
 
@@ -65,9 +73,11 @@ def test_every_token_has_puretiktokens_rank(
         assert len(list(tmp_path.iterdir())) == 1  # made once, then read back
 
 
-def test_ranks_kept_stay_bounded(monkeypatch: pytest.MonkeyPatch, o200k: dict[bytes, int]) -> None:
+def test_ranks_kept_stay_bounded(
+    monkeypatch: pytest.MonkeyPatch, o200k: dict[bytes, int], o200k_sorted: tuple[list[bytes], array[int]]
+) -> None:
     monkeypatch.setattr(token_ranks, "KEPT", 1000)
-    ranks = Ranks(sorted(o200k), array("I", [o200k[t] for t in sorted(o200k)]))
+    ranks = Ranks(*o200k_sorted)
     for i in range(5000):
         key = f"x{i}".encode()
         assert ranks[key] == o200k.get(key, ABSENT)
@@ -76,8 +86,10 @@ def test_ranks_kept_stay_bounded(monkeypatch: pytest.MonkeyPatch, o200k: dict[by
 
 @settings(max_examples=400, deadline=None)
 @given(st.binary(min_size=1, max_size=40) | st.text(max_size=30).map(str.encode).filter(bool))
-def test_merges_count_as_puretiktokens(o200k: dict[bytes, int], piece: bytes) -> None:
-    ranks = Ranks(sorted(o200k), array("I", [o200k[t] for t in sorted(o200k)]))
+def test_merges_count_as_puretiktokens(
+    o200k: dict[bytes, int], o200k_sorted: tuple[list[bytes], array[int]], piece: bytes
+) -> None:
+    ranks = Ranks(*o200k_sorted)  # a new one each example: nothing found by an earlier example is kept
     expected = 1 if piece in o200k else len(byte_pair_encode(piece, o200k))
     assert merged_count(piece, ranks) == expected
 
