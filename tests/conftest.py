@@ -41,6 +41,10 @@ def _one_machine_for_every_test(tmp_path_factory: pytest.TempPathFactory) -> Ite
     if sigint == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     with pytest.MonkeyPatch.context() as mp:
+        # pytest-xdist's workers set COLUMNS=80 and LINES=24, which a TUI on a pty or in tmux takes over the
+        # terminal's own size (shutil.get_terminal_size): a test that sizes its terminal would not get it
+        mp.delenv("COLUMNS", raising=False)
+        mp.delenv("LINES", raising=False)
         mp.setenv("TZ", "UTC")
         time.tzset()
         mp.setenv("ZYMI_TUI_CONFIG_DIR", str(home / "zymi-tui"))
