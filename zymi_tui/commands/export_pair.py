@@ -49,12 +49,17 @@ SPAWN_ENV = "ZYMI_TUI_PAIR_SPAWN"  # set: the partner is started as a new interp
 FORK_BELOW = 300_000
 
 
+def pairs(top: int, events_env: str) -> bool:
+    """Whether a store whose last id is `top` is exported by two processes: from PAIR_EVENTS ids (or the
+    environment variable `events_env`'s count, which the tests lower), on two usable cores."""
+    return top >= max(int(os.environ.get(events_env, PAIR_EVENTS)), 2) and usable_cores() >= 2
+
+
 def pair_cut(streams: Sequence[StreamInfo], events_env: str) -> tuple[int, int] | None:
     """(cut, last id): where a store of these `streams` is cut in two for two processes, and the last id
-    the walk reads; None when one process exports it (a store below PAIR_EVENTS ids, or the environment
-    variable `events_env`'s count, which the tests lower; one core; or no place where no stream crosses)."""
+    the walk reads; None when one process exports it (not `pairs`, or no place where no stream crosses)."""
     top = max((s.last_global_id for s in streams if s.count), default=0)
-    if top < max(int(os.environ.get(events_env, PAIR_EVENTS)), 2) or usable_cores() < 2:
+    if not pairs(top, events_env):
         return None
     ranges = store_ranges(streams, 2)
     return (ranges[0][1], top) if len(ranges) > 1 else None

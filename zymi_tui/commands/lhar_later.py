@@ -16,11 +16,9 @@ ended and the caller goes on past the cut, so the output is always the one proce
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
-from zymi_tui.cores import usable_cores
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.location import SqliteStore, StoreLocation
 from zymi_tui.events.replay_view import ReplayEvent
@@ -30,7 +28,7 @@ from zymi_tui.telemetry.export_calls import HandOver
 from zymi_tui.telemetry.lhar_export import LharBuilder
 from zymi_tui.telemetry.lhar_files import LharFiles
 
-from .export_pair import PAIR_EVENTS, Partner, run_partner, walk_part
+from .export_pair import Partner, pairs, run_partner, walk_part
 from .lhar_pair import PAIR_EVENTS_ENV, lhar_builder
 
 LATER_CUT = 0.6  # the share of the ids whose entries the caller makes (long_100k, long_1m: ends alike)
@@ -59,7 +57,7 @@ def later_entries(
     (not one conversation, not a SQLite store, a small store, one core)."""
     if len(conversations) != 1 or not isinstance(store, SqliteStore):
         return None
-    if top < max(int(os.environ.get(PAIR_EVENTS_ENV, PAIR_EVENTS)), 2) or usable_cores() < 2:
+    if not pairs(top, PAIR_EVENTS_ENV):
         return None
     cut = int(top * LATER_CUT)
     args = [str(store.path), str(project or ""), str(cut), str(top)]

@@ -28,7 +28,6 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from zymi_tui.cores import usable_cores
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.kinds import LlmCallCompleted, WorkflowNodeCompleted
 from zymi_tui.events.location import SqliteStore, StoreLocation
@@ -44,7 +43,7 @@ from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
 from zymi_tui.telemetry.otlp_wire import resource_attributes
 
 from .common import EXIT_FAIL, CommandError
-from .export_pair import ORPHANED, PAIR_EVENTS, Forked, forkable, run_partner
+from .export_pair import ORPHANED, Forked, forkable, pairs, run_partner
 from .otel_pair import PAIR_EVENTS_ENV, WRITE_BUFFER, row_body
 
 BATCH_EVENTS = 256  # events' facts sent in one write
@@ -156,7 +155,7 @@ def span_writer(
     """The child writing the spans of a walk of `store` (read by `reader`) to `out`, started; None: the
     caller writes them (a store below PAIR_EVENTS ids, one core, no safe fork)."""
     top = max(ends.values(), default=0)
-    if top < max(int(os.environ.get(PAIR_EVENTS_ENV, PAIR_EVENTS)), 2) or usable_cores() < 2:
+    if not pairs(top, PAIR_EVENTS_ENV):
         return None
     if not isinstance(store, SqliteStore) or not isinstance(reader, SqliteReader) or not forkable():
         return None
