@@ -1,6 +1,7 @@
 """The dashboard's peak RSS on one store: this checkout against an older one (`--checkout DIR`, e.g. a
 `git archive main` copy), alternated in tmux at 120x40, each measured once `verified` is in the banner and
-the screen has stopped changing (the plot is collected in pages); the settled screens are compared. Also
+the screen has stopped changing with the process idle (a long run's kinds and plot are read in pages); the
+settled screens are compared. Also
 the time to `verified` and the CPU seconds the dashboard and its child processes (the chain check's) had used
 by then: on two cores the check shares them with the dashboard's start-up, so CPU is what a load cannot blur.
 
@@ -21,6 +22,7 @@ from pathlib import Path
 import bench_tui as bt
 
 HERE = Path(__file__).resolve().parent.parent
+IDLE_CPU_S = 0.2  # CPU seconds over the 2 s a settled dashboard stays under (its idle aim is 3% of a core)
 
 
 def process_tree(pid: int) -> list[int]:
@@ -91,13 +93,15 @@ def one(project: Path, tree: Path, settle_s: float, peaks: dict[str, float]) -> 
     try:
         pid = bt.pane_pid(session)
         verified, cpu = wait_verified(session, pid, t0, peaks)
-        screen, end = bt.capture(session), time.monotonic() + settle_s
+        # settled: the screen the same over 2 s and the process idle meanwhile (a long run's kinds and calls are
+        # read by workers that can leave the screen unchanged for longer than that: not yet its peak)
+        screen, cpu, end = bt.capture(session), own_cpu_seconds(pid), time.monotonic() + settle_s
         while time.monotonic() < end:
             time.sleep(2)
-            now = bt.capture(session)
-            if now == screen:
+            now, used = bt.capture(session), own_cpu_seconds(pid)
+            if now == screen and used - cpu < IDLE_CPU_S:
                 break
-            screen = now
+            screen, cpu = now, used
         return verified, bt.peak_rss_mb(pid), screen, cpu
     finally:
         subprocess.run([*bt.TMUX, "kill-session", "-t", session], capture_output=True)

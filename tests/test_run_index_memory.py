@@ -74,8 +74,35 @@ def test_kinds_taken_without_a_second_index() -> None:
         tracemalloc.stop()
     assert [row[3] for row in state.rows] == ["llm_call_started"] * N
     assert state.tag_of(state.rows[-1]) == "llm_call_started" and not state.kinds_pending
-    # in place: ~23 B an event (the layout made again); main built a new index beside the old one, ~97 B
+    # in place, the layout kept (no kind filter); main built a new index beside the old one, ~97 B
     assert peak / N < 50, f"{peak / N:.0f} B an event"
+
+
+def test_kinds_taken_without_laying_the_list_out_again() -> None:
+    """Without a kind filter the kinds change no row shown: the layout stands (main laid the whole list out
+    again beside the old one, ~20 B an event at the peak: long_1m's dashboard peak RSS); under a filter chosen
+    before the kinds came, the rows of that kind are shown once they come."""
+    rows = [(gid, "long" if gid % 3 else "long/step:a", gid - 10**6, "") for gid in range(10**6, 10**6 + N)]
+    kinds = KindCodes([gid for gid, *_ in rows])
+    kinds.add({gid: "llm_call_started" if gid % 2 else "tool_call_completed" for gid, *_ in rows})
+    plain, filtered = EventsModel(), EventsModel(kinds={"tool_call_completed"})
+    for state in (plain, filtered):
+        state.set_index(RunIndex(rows), [], kinds=False)
+    plain.cursor_gid = rows[7][0]
+    where = [plain.span_of(gid) for gid, *_ in rows[::997]]  # (each row's first line and height)
+    assert filtered.visible_count == 0  # (no row's kind known yet)
+    tracemalloc.start()
+    try:
+        plain.set_kinds(kinds)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    filtered.set_kinds(kinds)
+    assert [plain.tag_of(row) for row in plain.rows[:4]] == ["tool_call_completed", "llm_call_started"] * 2
+    assert plain.visible_count == N and plain.cursor_gid == rows[7][0]
+    assert [plain.span_of(gid) for gid, *_ in rows[::997]] == where and where[1] is not None
+    assert filtered.visible_count == N // 2 and filtered.kinds_pending is False
+    assert peak / N < 2, f"{peak / N:.1f} B an event at the peak"
 
 
 def test_item_index_finds_what_a_dict_finds() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from tests.conftest import ORACLE, oracle_db
 from tests.tui_support import sql
 from zymi_tui.events.run_index import RunIndex
-from zymi_tui.events.runs import list_runs
+from zymi_tui.events.runs import RunSummary, list_runs
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.project.errors import ProjectError
 from zymi_tui.tui.model import RunKey, RunsModel, format_duration, format_size
@@ -197,6 +198,31 @@ def test_runs_model_keeps_peaks_by_key() -> None:
     assert m.set_peak(RunKey("s"), 10)
     assert not m.set_peak(RunKey("s"), 5)
     assert m.peaks[RunKey("s")] == 10
+
+
+def test_a_listed_runs_peak_holds_no_copy_of_its_ids() -> None:
+    """Peaks come keyed by ids read from the rows (new strings each time): a listed run's is kept under its row's
+    key. Main kept the key it was handed: ~270 B a turn (the key, its stream id and correlation id); now ~80 (the
+    dict's entry, its int)."""
+    n = 3000
+    cids = [f"{k:08d}-0000-4000-8000-000000000000" for k in range(n)]
+    summaries = [
+        RunSummary("chat-long", "chat", cid, k, 5, "ok", {}, None, None, None, k, k + 1, n)
+        for k, cid in enumerate(cids)
+    ]
+    m = RunsModel()
+    m.set_runs(summaries)
+    tracemalloc.start()
+    try:
+        for k in range(n):
+            stream, cid = "".join(["chat-", "long"]), "".join([cids[k][:8], cids[k][8:]])  # (new strings)
+            assert m.set_peak(RunKey(stream, cid), 1000 + k)
+            assert m.set_peak(RunKey(stream), 1000 + k)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert [row.peak_chars for row in m.rows[:3]] == [1000 + n - 1, 1000, 1001]  # (the stream's header, its turns)
+    assert held / n < 100, f"{held / n:.0f} B a turn"
 
 
 @pytest.mark.parametrize("grouped", [True, False])
