@@ -49,6 +49,12 @@ def _bind(text: str) -> str | bytes:
     return text.encode("utf-8", "surrogateescape") if has_undecodable_bytes(text) else text
 
 
+# a stream's last id up to a global id: of its BLOB rows if any (`streams` lists those after its TEXT ones)
+_STREAM_ENDS = tuple(
+    f"SELECT MAX(id) FROM events WHERE stream_id = CAST(?1 AS {form}) AND id <= ?2" for form in ("BLOB", "TEXT")
+)
+
+
 def _drop(ahead: tuple[object, asyncio.Future[list[Any]]] | None) -> None:
     """Discard a read-ahead: cancel it, or consume its error so none is logged as never retrieved."""
     if ahead is None:
@@ -147,11 +153,30 @@ class SqliteReader(ChainReads, RunReads, FilteredReads, RowDecoder, Closable):
             return None
         return conn.closed_meanwhile()
 
-    def rows_at(self, stream_id: str, sequences: Sequence[int]) -> list[RawRow]:
-        """`BlockingRows`: on a connection of its own, opened as this reader's, when first asked."""
+    def _blocking_conn(self) -> sqlite3.Connection:
+        """A connection of its own, opened as this reader's, when first asked."""
         if self._blocking is None:
             self._blocking = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
             self._blocking.execute(f"PRAGMA busy_timeout={READ_BUSY_MS}")
+        return self._blocking
+
+    def stream_end(self, stream_id: str, top: int) -> int | None:
+        """`StreamEnds`: the last global id up to `top` of `stream_id` as `streams` lists it (a stream
+        whose rows hold it as TEXT and as a BLOB is listed twice, the BLOB's last), blocking: on this
+        reader's connection when it reads in this thread (no second connection, nor its page cache)."""
+        params = (_bind(stream_id), top)
+        conn = self._conn
+        fetch = conn.fetchall_now if isinstance(conn, InlineConnection) else self._blocking_conn().execute
+        for sql in _STREAM_ENDS:
+            (end,) = next(iter(fetch(sql, params)))
+            if end is not None:
+                return int(end)
+        return None
+
+    def rows_at(self, stream_id: str, sequences: Sequence[int]) -> list[RawRow]:
+        """`BlockingRows`: on a connection of its own, opened as this reader's, when first asked."""
+        self._blocking_conn()
+        assert self._blocking is not None
         out: list[RawRow] = []
         for i in range(0, len(sequences), ID_BATCH):
             batch = list(sequences[i : i + ID_BATCH])
@@ -245,6 +270,18 @@ class SqliteReader(ChainReads, RunReads, FilteredReads, RowDecoder, Closable):
             "SELECT stream_id, COUNT(*), MIN(id), MAX(id) FROM events GROUP BY stream_id ORDER BY stream_id"
         )
         return [StreamInfo(column_text(s), n, lo, hi) for s, n, lo, hi in rows]
+
+    async def stream_spans(self, long_from: int) -> tuple[list[tuple[int, int]], dict[str, int]]:
+        """Each stream's (first global id, last global id), as `streams` lists them, without their names
+        but those of the streams of `long_from` events or more, with their ends (as `stream_ends`: a
+        BLOB stream id's rows, which it lists after the TEXT ones of the same name, are always named)."""
+        rows = await self._fetch(
+            "SELECT MIN(id), MAX(id), CASE WHEN COUNT(*) >= ? OR typeof(stream_id) = 'blob' THEN stream_id END "
+            "FROM events GROUP BY stream_id "
+            "ORDER BY stream_id",
+            (long_from,),
+        )
+        return [(lo, hi) for lo, hi, _ in rows], {column_text(s): hi for _, hi, s in rows if s is not None}
 
     async def closing_completions(self) -> list[int]:
         """`RunClosings`: each completion's later rows sought on the correlation index."""
