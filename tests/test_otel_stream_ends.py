@@ -38,12 +38,15 @@ async def test_a_streams_end_is_the_one_its_list_gives(tmp_path: Path) -> None:
         top = await reader.max_global_id()
         want = {s.stream_id: s.last_global_id for s in listed}  # (a name listed twice: its BLOB rows' last)
         assert sum(s.stream_id == blob_stream for s in listed) == 2
-        ends = StreamEnds(reader.stream_end, top)
+        ends = StreamEnds(reader.stream_end, top, await reader.named_ends(1_000_000, top))
         assert {name: ends.get(name) for name in want} == want
         assert "no-such-stream" not in ends and ends.get("no-such-stream", 0) == 0
         assert all(name in ends for name in want)
         spans, long = await reader.stream_spans(2)  # (every stream of the clones holds 2 events or more)
         assert sorted(spans) == sorted((s.first_global_id, s.last_global_id) for s in listed) and long == want
+        assert await reader.named_ends(2, top) == want and list(await reader.named_ends(1_000_000, top)) == [
+            blob_stream
+        ]
         cut = top // 2  # up to a global id: each stream's last id at or before it
         con = sqlite3.connect(db)
         below = dict(con.execute("SELECT stream_id, MAX(id) FROM events WHERE id <= ? AND typeof(stream_id) = "

@@ -35,7 +35,7 @@ from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import EventReader, StreamInfo
 from zymi_tui.replay.call_context import CallContext
-from zymi_tui.replay.store_ends import StreamEnds
+from zymi_tui.replay.store_ends import LONG_STREAM, StreamEnds
 from zymi_tui.replay.store_ranges import span_ranges
 from zymi_tui.telemetry.export_calls import HandOver, walk
 
@@ -227,7 +227,7 @@ async def walk_part(
     reader = await SqliteReader.open(store, inline=True)
     try:
         watch = CallerWatch(caller, after)
-        ends = StreamEnds(reader.stream_end, until)  # (each read when the walk first asks it)
+        ends = StreamEnds(reader.stream_end, until, await reader.named_ends(LONG_STREAM, until))
         async for se, rows in walk(reader, project, after=after, until=until, reuse=reuse, ends=ends):
             feed(se, rows)
             if se is not None and watch.gone(se.global_id):  # no one will take what it made

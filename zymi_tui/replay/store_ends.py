@@ -31,7 +31,8 @@ class StreamEnds:
     """`stream_ends` of a store up to global id `top`, each read when first asked (`read(stream, top)`:
     None for no such stream) and a few kept: what a replay of a store of many runs asks of it, without
     every stream's end held (50,000 streams: ~9 MB). `long`: the ends of the streams of `LONG_STREAM`
-    events or more, read already (a stream's own read goes through its events)."""
+    events or more (a stream's own read goes through its events) and of those `read` does not read (a
+    stream id held as a BLOB: `SqliteReader.stream_spans`), read already."""
 
     def __init__(self, read: Callable[[str, int], int | None], top: int, long: dict[str, int] | None = None) -> None:
         self.read, self.top = read, top
