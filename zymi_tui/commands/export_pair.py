@@ -35,7 +35,8 @@ from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import EventReader, StreamInfo
 from zymi_tui.replay.call_context import CallContext
-from zymi_tui.replay.store_ranges import store_ranges
+from zymi_tui.replay.store_ends import LONG_STREAM, StreamEnds
+from zymi_tui.replay.store_ranges import span_ranges
 from zymi_tui.telemetry.export_calls import HandOver, walk
 
 PAIR_EVENTS = 20_000  # a store whose ids reach this is exported by two processes (below, a process costs more)
@@ -58,10 +59,15 @@ def pairs(top: int, events_env: str) -> bool:
 def pair_cut(streams: Sequence[StreamInfo], events_env: str) -> tuple[int, int] | None:
     """(cut, last id): where a store of these `streams` is cut in two for two processes, and the last id
     the walk reads; None when one process exports it (not `pairs`, or no place where no stream crosses)."""
-    top = max((s.last_global_id for s in streams if s.count), default=0)
+    return spans_cut([(s.first_global_id, s.last_global_id) for s in streams if s.count], events_env)
+
+
+def spans_cut(spans: list[tuple[int, int]], events_env: str) -> tuple[int, int] | None:
+    """`pair_cut` of the streams' (first global id, last global id) (`SqliteReader.stream_spans`)."""
+    top = max((last for _, last in spans), default=0)
     if not pairs(top, events_env):
         return None
-    ranges = store_ranges(streams, 2)
+    ranges = span_ranges(spans, 2)
     return (ranges[0][1], top) if len(ranges) > 1 else None
 
 
@@ -221,7 +227,8 @@ async def walk_part(
     reader = await SqliteReader.open(store, inline=True)
     try:
         watch = CallerWatch(caller, after)
-        async for se, rows in walk(reader, project, after=after, until=until, reuse=reuse):
+        ends = StreamEnds(reader.stream_end, until, await reader.named_ends(LONG_STREAM, until))
+        async for se, rows in walk(reader, project, after=after, until=until, reuse=reuse, ends=ends):
             feed(se, rows)
             if se is not None and watch.gone(se.global_id):  # no one will take what it made
                 return ORPHANED

@@ -23,12 +23,14 @@ from typing import Any
 
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.location import SqliteStore, StoreLocation
+from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import EventReader, step_of
 from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.store_ends import LONG_STREAM, StreamEnds
 from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
 from zymi_tui.telemetry.otlp_lines import OtlpJsonLines, SpanLines
 
-from .export_pair import Partner, pair_cut, run_partner, walk_part
+from .export_pair import Partner, pair_cut, run_partner, spans_cut, walk_part
 
 PAIR_EVENTS_ENV = "ZYMI_TUI_OTEL_PAIR_EVENTS"  # the tests lower export_pair.PAIR_EVENTS to pair a small store
 WRITE_BUFFER = 1 << 20  # bytes gathered before a write to the file
@@ -49,14 +51,22 @@ def trace_builder(bodies: RequestBodies, content: bool) -> TraceBuilder:
 
 async def partner_for(
     reader: EventReader, store: StoreLocation, project: Path | None, *, content: bool, output: str | None
-) -> tuple[dict[str, int], SpansPartner | None]:
-    """Each stream's last global id (`stream_ends`, for the walk), and the process exporting the later
-    part of `store` (read by `reader`), started, its spans kept beside the `output` file (on its file
-    system; stdout, or not a plain file: in the system's temporary folder); None: one process exports
-    it all (`pair_cut`, or not a SQLite store). The streams' list is let go here (50,000 streams: ~6 MB)."""
-    streams = await reader.streams()
-    ends = {s.stream_id: s.last_global_id for s in streams}
-    cut = pair_cut(streams, PAIR_EVENTS_ENV)
+) -> tuple[dict[str, int] | StreamEnds, SpansPartner | None]:
+    """Each stream's last global id (for the walk: `stream_ends`, or from a SQLite store `StreamEnds`,
+    each read when the walk asks it), and the process exporting the later part of `store` (read by
+    `reader`), started, its spans kept beside the `output` file (on its file system; stdout, or not a
+    plain file: in the system's temporary folder); None: one process exports it all (`pair_cut`, or not
+    a SQLite store). No list of every stream is held (50,000 streams: ~9 MB with their ends)."""
+    ends: dict[str, int] | StreamEnds
+    if isinstance(reader, SqliteReader):
+        spans, long = await reader.stream_spans(LONG_STREAM)
+        ends = StreamEnds(reader.stream_end, max((last for _, last in spans), default=0), long)
+        cut = spans_cut(spans, PAIR_EVENTS_ENV)
+        del spans
+    else:
+        streams = await reader.streams()
+        ends = {s.stream_id: s.last_global_id for s in streams}
+        cut = pair_cut(streams, PAIR_EVENTS_ENV)
     if cut is None or not isinstance(store, SqliteStore):
         return ends, None
     after, until = cut

@@ -35,6 +35,7 @@ from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.store_ends import StreamEnds, ends_top
 from zymi_tui.telemetry.otel_content import message_json
 from zymi_tui.telemetry.otel_numbers import NumberedTexts
 from zymi_tui.telemetry.otel_rows import CallFacts, Definition, Numbered
@@ -149,12 +150,13 @@ class SpanWriter:
 
 
 def span_writer(
-    reader: EventReader, store: StoreLocation, project: Path | None, ends: dict[str, int], bodies: RequestBodies,
+    reader: EventReader, store: StoreLocation, project: Path | None, ends: dict[str, int] | StreamEnds,
+    bodies: RequestBodies,
     content: bool, service: str, out: BinaryIO,
 ) -> SpanWriter | None:  # fmt: skip
     """The child writing the spans of a walk of `store` (read by `reader`) to `out`, started; None: the
     caller writes them (a store below PAIR_EVENTS ids, one core, no safe fork)."""
-    top = max(ends.values(), default=0)
+    top = ends_top(ends)
     if not pairs(top, PAIR_EVENTS_ENV):
         return None
     if not isinstance(store, SqliteStore) or not isinstance(reader, SqliteReader) or not forkable():

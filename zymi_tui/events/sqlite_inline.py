@@ -68,7 +68,11 @@ class InlineConnection:
         self._conn.text_factory = factory
 
     async def execute_fetchall(self, sql: str, parameters: Iterable[Any] | None = None) -> list[Any]:
-        return self._conn.execute(sql, () if parameters is None else tuple(parameters)).fetchall()
+        return self.fetchall_now(sql, () if parameters is None else tuple(parameters))
+
+    def fetchall_now(self, sql: str, parameters: tuple[Any, ...]) -> list[Any]:
+        """`execute_fetchall` for code that cannot await (every read here is done before it returns)."""
+        return self._conn.execute(sql, parameters).fetchall()
 
     async def close(self) -> None:
         self._conn.close()

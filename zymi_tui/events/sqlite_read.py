@@ -49,6 +49,18 @@ def _bind(text: str) -> str | bytes:
     return text.encode("utf-8", "surrogateescape") if has_undecodable_bytes(text) else text
 
 
+_STREAM_END = "SELECT MAX(id) FROM events WHERE stream_id = CAST(? AS TEXT) AND id <= ?"
+# each stream's first and last id, and the name of a long one (or one held as a BLOB: `streams` lists its
+# BLOB rows after its TEXT rows, and `stream_ends` keeps the BLOB rows' end)
+_NAMED = "COUNT(*) >= ?1 OR typeof(stream_id) = 'blob'"
+_SPANS = (
+    f"SELECT MIN(id), MAX(id), CASE WHEN {_NAMED} THEN stream_id END FROM events GROUP BY stream_id ORDER BY stream_id"
+)
+_NAMED_ENDS = (
+    f"SELECT stream_id, MAX(id) FROM events WHERE id <= ?2 GROUP BY stream_id HAVING {_NAMED} ORDER BY stream_id"
+)
+
+
 def _drop(ahead: tuple[object, asyncio.Future[list[Any]]] | None) -> None:
     """Discard a read-ahead: cancel it, or consume its error so none is logged as never retrieved."""
     if ahead is None:
@@ -147,11 +159,27 @@ class SqliteReader(ChainReads, RunReads, FilteredReads, RowDecoder, Closable):
             return None
         return conn.closed_meanwhile()
 
-    def rows_at(self, stream_id: str, sequences: Sequence[int]) -> list[RawRow]:
-        """`BlockingRows`: on a connection of its own, opened as this reader's, when first asked."""
+    def _blocking_conn(self) -> sqlite3.Connection:
+        """A connection of its own, opened as this reader's, when first asked."""
         if self._blocking is None:
             self._blocking = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
             self._blocking.execute(f"PRAGMA busy_timeout={READ_BUSY_MS}")
+        return self._blocking
+
+    def stream_end(self, stream_id: str, top: int) -> int | None:
+        """`StreamEnds`: the last global id up to `top` of the rows holding `stream_id` as TEXT (those of a
+        stream id held as a BLOB are named by `stream_spans`), blocking: on this reader's connection when
+        it reads in this thread (no second connection, nor its page cache)."""
+        params = (_bind(stream_id), top)
+        conn = self._conn
+        fetch = conn.fetchall_now if isinstance(conn, InlineConnection) else self._blocking_conn().execute
+        (end,) = next(iter(fetch(_STREAM_END, params)))
+        return None if end is None else int(end)
+
+    def rows_at(self, stream_id: str, sequences: Sequence[int]) -> list[RawRow]:
+        """`BlockingRows`: on a connection of its own, opened as this reader's, when first asked."""
+        self._blocking_conn()
+        assert self._blocking is not None
         out: list[RawRow] = []
         for i in range(0, len(sequences), ID_BATCH):
             batch = list(sequences[i : i + ID_BATCH])
@@ -245,6 +273,18 @@ class SqliteReader(ChainReads, RunReads, FilteredReads, RowDecoder, Closable):
             "SELECT stream_id, COUNT(*), MIN(id), MAX(id) FROM events GROUP BY stream_id ORDER BY stream_id"
         )
         return [StreamInfo(column_text(s), n, lo, hi) for s, n, lo, hi in rows]
+
+    async def stream_spans(self, long_from: int) -> tuple[list[tuple[int, int]], dict[str, int]]:
+        """Each stream's (first global id, last global id), as `streams` lists them, without their names
+        but those of the streams of `long_from` events or more and of a stream id held as a BLOB, with
+        their ends (as `stream_ends` keeps them: `named_ends`)."""
+        rows = await self._fetch(_SPANS, (long_from,))
+        return [(lo, hi) for lo, hi, _ in rows], {column_text(s): hi for _, hi, s in rows if s is not None}
+
+    async def named_ends(self, long_from: int, top: int) -> dict[str, int]:
+        """The last global id up to `top` of the streams of `long_from` events or more there, and of a
+        stream id held as a BLOB (which `stream_end` does not read), as `stream_ends` keeps them."""
+        return {column_text(s): hi for s, hi in await self._fetch(_NAMED_ENDS, (long_from, top))}
 
     async def closing_completions(self) -> list[int]:
         """`RunClosings`: each completion's later rows sought on the correlation index."""

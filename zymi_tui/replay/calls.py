@@ -56,6 +56,7 @@ from zymi_tui.replay.call_context import (
 )
 from zymi_tui.replay.run_lifetimes import RunLifetimes
 from zymi_tui.replay.simulated import SummaryEstimate, compaction_context
+from zymi_tui.replay.store_ends import Ends
 
 
 class Replayer(StepBuilds, RunLifetimes):
@@ -91,7 +92,7 @@ class Replayer(StepBuilds, RunLifetimes):
         self.pending: dict[str, deque[CallContext]] = {}  # per stream: rows awaiting their LlmCallCompleted
         self.estimate = SummaryEstimate()
         # with `forget_finished`: each stream's last global id, and when each step's builder can go
-        self.ends: dict[str, int] = {}
+        self.ends: Ends = dict[str, int]()
         self._expiry: list[tuple[int, bool, str]] = []  # (when, a run?, its key or the step's stream)
         self._run_ends: dict[str, int] = {}  # a run's key: the last event of its run stream(s), or its closing
         self._closings: array[int] = array("q")  # with `forget_finished`: the completions that close their run

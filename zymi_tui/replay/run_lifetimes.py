@@ -12,6 +12,7 @@ from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.replay.call_builds import RunState as _Run
 from zymi_tui.replay.call_builds import StepState as _Step
 from zymi_tui.replay.call_context import CallContext
+from zymi_tui.replay.store_ends import Ends
 
 
 class RunLifetimes:
@@ -20,13 +21,13 @@ class RunLifetimes:
     runs: dict[str, _Run]
     steps: dict[str, _Step]
     queue: deque[CallContext]
-    ends: dict[str, int]
+    ends: Ends
     _expiry: list[tuple[int, bool, str]]
     _run_ends: dict[str, int]
     _closings: array[int]
     _stale: int
 
-    def forget_finished(self, ends: dict[str, int], closings: array[int] | None = None) -> None:
+    def forget_finished(self, ends: Ends, closings: array[int] | None = None) -> None:
         """Drop a step's builder once the replay has passed the last event of its stream and of its run
         stream (`ends`: each stream's last global id, read before the replay): no later event can need
         it, so memory stays flat in the store's size. Events past `ends` must not be fed.

@@ -6,9 +6,64 @@ that all of them replay the store as it was when the command began."""
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol, overload
 
 from zymi_tui.events.store import EventReader, RunClosings
+
+CACHED_ENDS = 4096  # streams whose ends `StreamEnds` keeps (then it forgets them all and reads again)
+LONG_STREAM = 1024  # events of a stream whose end is read with the others (its own read is a scan of them)
+
+
+class Ends(Protocol):
+    """Each stream's last global id, as `Replayer.forget_finished` asks it: a dict, or `StreamEnds` (both
+    true when given: a replay without `forget_finished` holds an empty dict)."""
+
+    @overload
+    def get(self, stream: str, /) -> int | None: ...
+    @overload
+    def get(self, stream: str, default: int, /) -> int: ...
+    def __contains__(self, stream: object, /) -> bool: ...
+
+
+class StreamEnds:
+    """`stream_ends` of a store up to global id `top`, each read when first asked (`read(stream, top)`:
+    None for no such stream) and a few kept: what a replay of a store of many runs asks of it, without
+    every stream's end held (50,000 streams: ~9 MB). `long`: the ends of the streams of `LONG_STREAM`
+    events or more (a stream's own read goes through its events) and of those `read` does not read (a
+    stream id held as a BLOB: `SqliteReader.stream_spans`), read already."""
+
+    def __init__(self, read: Callable[[str, int], int | None], top: int, long: dict[str, int] | None = None) -> None:
+        self.read, self.top = read, top
+        self.long = long or {}
+        self.known: dict[str, int | None] = {}
+
+    def _end(self, stream: str) -> int | None:
+        end = self.long.get(stream)
+        if end is not None:
+            return end
+        known = self.known
+        if stream in known:
+            return known[stream]
+        if len(known) >= CACHED_ENDS:
+            known.clear()
+        end = known[stream] = self.read(stream, self.top)
+        return end
+
+    @overload
+    def get(self, stream: str, /) -> int | None: ...
+    @overload
+    def get(self, stream: str, default: int, /) -> int: ...
+    def get(self, stream: str, default: int | None = None, /) -> int | None:
+        end = self._end(stream)
+        return default if end is None else end
+
+    def __contains__(self, stream: object, /) -> bool:
+        return isinstance(stream, str) and self._end(stream) is not None
+
+    def __bool__(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True)
@@ -23,6 +78,11 @@ class StoreEnds:
     def top(self) -> int:
         """The last global id of the store as it was read."""
         return max(self.ends.values(), default=0)
+
+
+def ends_top(ends: dict[str, int] | StreamEnds) -> int:
+    """The last global id of the store as its `ends` were read."""
+    return ends.top if isinstance(ends, StreamEnds) else max(ends.values(), default=0)
 
 
 async def stream_ends(reader: EventReader) -> dict[str, int]:

@@ -21,7 +21,12 @@ Range = tuple[int, int]  # (after, until]: the global ids after `after` up to `u
 def store_ranges(streams: Sequence[StreamInfo], parts: int) -> list[Range]:
     """At most `parts` ranges of about as many global ids each, cut only where every stream lies wholly
     on one side; one range (0, last global id] when there is no such place (one long run)."""
-    spans = sorted((s.first_global_id, s.last_global_id) for s in streams if s.count)
+    return span_ranges([(s.first_global_id, s.last_global_id) for s in streams if s.count], parts)
+
+
+def span_ranges(spans: list[tuple[int, int]], parts: int) -> list[Range]:
+    """`store_ranges` of the streams' (first global id, last global id), in any order (sorted here)."""
+    spans.sort()
     if not spans:
         return [(0, 0)]
     top = max(last for _, last in spans)

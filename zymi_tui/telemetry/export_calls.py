@@ -31,7 +31,7 @@ from zymi_tui.events.store import STEP_MARK, EventReader, run_of
 from zymi_tui.events.tail import tail
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.event_pages import replay_events
-from zymi_tui.replay.store_ends import run_closings, stream_ends
+from zymi_tui.replay.store_ends import StreamEnds, ends_top, run_closings, stream_ends
 from zymi_tui.replay.store_replay import make_replayer, store_texts
 
 AGENT = re.compile(r"^agent=([^,]+)")  # zymi's WorkflowNodeStarted description: `agent=coder, task="..."`
@@ -181,7 +181,7 @@ async def walk(
     after: int = 0,
     until: int | None = None,
     hand_over: HandOver | None = None,
-    ends: dict[str, int] | None = None,
+    ends: dict[str, int] | StreamEnds | None = None,
 ) -> AsyncIterator[tuple[ReplayEvent | None, list[CallContext]]]:
     """Every event the replay reads, in global order, with the recorded calls it completed (replayed
     under the recorded knobs: their rebuilt context); last `(None, rows)` with the calls left open.
@@ -189,13 +189,13 @@ async def walk(
     figures are, not what broke it (no export reads `PrefixReuse.broken`'s cause).
     `after`, `until`: only the events with global ids in (after, until] (without `streams`; until=None:
     the store's last when the walk begins). `hand_over`: see `HandOver`. `ends`: each stream's last
-    global id (`stream_ends`), when the caller has read them."""
+    global id (`stream_ends`), when the caller has read them, or `StreamEnds` (read as they are asked)."""
     replayer = make_replayer(project, texts=store_texts(reader))
     replayer.track_reuse, replayer.name_reuse = reuse, False
     if ends is None:
         ends = await stream_ends(reader)
     replayer.forget_finished(ends, await run_closings(reader))
-    top = max(ends.values(), default=0) if until is None else until
+    top = ends_top(ends) if until is None else until
     wanted = set(streams) if streams else None
     async with aclosing(replay_events(reader, streams, after=after)) as events:
         async for se in events:
