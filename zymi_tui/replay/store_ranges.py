@@ -18,19 +18,25 @@ from zymi_tui.replay.simulated import SummaryEstimate
 Range = tuple[int, int]  # (after, until]: the global ids after `after` up to `until`, both included
 
 
-def store_ranges(streams: Sequence[StreamInfo], parts: int) -> list[Range]:
-    """At most `parts` ranges of about as many global ids each, cut only where every stream lies wholly
-    on one side; one range (0, last global id] when there is no such place (one long run)."""
-    spans = sorted((s.first_global_id, s.last_global_id) for s in streams if s.count)
-    if not spans:
-        return [(0, 0)]
-    top = max(last for _, last in spans)
-    cuts: list[int] = []  # a cut after global id c: every stream ends at or before c, or starts after it
+def clean_cuts(streams: Sequence[StreamInfo]) -> list[int]:
+    """Every global id c, ascending, after which the store may be cut: each stream ends at or before c,
+    or starts after it."""
+    cuts: list[int] = []
     reach = 0
-    for first, last in spans:
+    for first, last in sorted((s.first_global_id, s.last_global_id) for s in streams if s.count):
         if reach and first > reach:
             cuts.append(first - 1)
         reach = max(reach, last)
+    return cuts
+
+
+def store_ranges(streams: Sequence[StreamInfo], parts: int) -> list[Range]:
+    """At most `parts` ranges of about as many global ids each, cut only where every stream lies wholly
+    on one side; one range (0, last global id] when there is no such place (one long run)."""
+    top = max((s.last_global_id for s in streams if s.count), default=0)
+    if not top:
+        return [(0, 0)]
+    cuts = clean_cuts(streams)
     if parts <= 1 or not cuts:
         return [(0, top)]
     chosen: list[int] = []
