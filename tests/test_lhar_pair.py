@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ORACLE, cloned_runs
+from tests.conftest import ORACLE, cloned_runs, noting_cli
 from tests.test_otel_pair import STORES, _store, between_third_and_fourth
 from zymi_tui.commands.export_pair import pair_cut
 from zymi_tui.commands.lhar_pair import PAIR_EVENTS_ENV
@@ -26,22 +26,7 @@ from zymi_tui.events.store import StreamInfo
 ROOT = Path(__file__).parent.parent
 PROJECT = ORACLE / "coding_compaction" / "project"
 # the CLI in a process of its own, each time the caller takes the partner's files noted in a file
-PROBE = """
-import sys
-from zymi_tui.cli import main
-try:
-    from zymi_tui.commands import lhar_pair
-except ImportError:  # (a tree without it: nothing is taken)
-    lhar_pair = None
-if lhar_pair is not None:
-    move_into = lhar_pair.FilesPartner.move_into
-    def noted(self, files):
-        with open(sys.argv[1], "a") as f:
-            f.write(f"{self.after}\\n")
-        move_into(self, files)
-    lhar_pair.FilesPartner.move_into = noted
-sys.exit(main(sys.argv[2:]))
-"""
+PROBE = noting_cli("lhar_pair", "FilesPartner.move_into", "{self.after}")
 
 
 def tree(folder: Path) -> dict[str, str]:
