@@ -43,7 +43,8 @@ PARTS_PREFIX = ".zymi-tui-lhar-part-"
 # the ids' worth of the caller's work to write a session over the file an earlier export left (its old
 # blocks freed, its new ones allocated as the caller closes it: ext4's auto_da_alloc), which the partner,
 # writing new files, does not pay: the cut moves that much towards the partner. many_1m over its earlier
-# export, per file past the partner's cost of its ids (28 us an id): 8, 15, 23 ids (load 6-9)
+# export, the caller's walk CPU past the partner's cost of as many ids, a file: 8 and 15 ids (load 6-10),
+# 20, 23, 27 (load 15-20, more of it waits on the disk); the lighter loads' side, as a quiet machine's
 REWRITE_EVENTS = 12
 
 
