@@ -104,6 +104,29 @@ def oracle_db(name: str) -> Path:
     return ORACLE / name / "events.db"
 
 
+def noting_cli(module: str, method: str, note: str) -> str:
+    """Source for `python -c SOURCE NOTES ARGS...`: the CLI (ARGS) in a process of its own, each call of
+    `METHOD` ("Class.name") of `zymi_tui.commands.MODULE` noted first as a line of NOTES, the f-string
+    `note` over its `self` (a tree without the module notes nothing)."""
+    cls, name = method.split(".")
+    return (
+        "import os, sys\n"
+        "from zymi_tui.cli import main\n"
+        "try:\n"
+        f"    from zymi_tui.commands import {module} as partners\n"
+        "except ImportError:\n"
+        "    partners = None\n"
+        "if partners is not None:\n"
+        f"    method = partners.{cls}.{name}\n"
+        "    def noted(self, *args):\n"
+        "        with open(sys.argv[1], 'a') as f:\n"
+        f'            f.write(f"{note}\\n")\n'
+        "        method(self, *args)\n"
+        f"    partners.{cls}.{name} = noted\n"
+        "sys.exit(main(sys.argv[2:]))\n"
+    )
+
+
 def cloned_runs(tmp: Path, clones: int, scenario: str = "coding_default") -> Path:
     """`clones` copies of the run of `scenario`, one after another, each under its own stream ids."""
     src = sqlite3.connect(f"file:{oracle_db(scenario)}?mode=ro", uri=True)

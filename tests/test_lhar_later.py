@@ -15,28 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ORACLE
+from tests.conftest import ORACLE, noting_cli
 from tests.test_lhar_pair import tree
 
 ROOT = Path(__file__).parent.parent
 STORES = {"coding_compaction": ORACLE / "coding_compaction", "coding_long": ROOT / "sample_stores" / "coding_long"}
 # the CLI in a process of its own, each time the caller takes the partner's entries noted in a file
-PROBE = """
-import os, sys
-from zymi_tui.cli import main
-try:
-    from zymi_tui.commands import lhar_later
-except ImportError:  # (a tree without it: nothing is taken)
-    lhar_later = None
-if lhar_later is not None:
-    take_into = lhar_later.LaterEntries.take_into
-    def noted(self, files, conversation):
-        with open(sys.argv[1], "a") as f:
-            f.write(f"{self.after} {os.readlink(f'/proc/self/fd/{self.out.fileno()}')}\\n")
-        take_into(self, files, conversation)
-    lhar_later.LaterEntries.take_into = noted
-sys.exit(main(sys.argv[2:]))
-"""
+PROBE = noting_cli(
+    "lhar_later", "LaterEntries.take_into", "{self.after} {os.readlink(f'/proc/self/fd/{self.out.fileno()}')}"
+)
 
 
 def export(db: Path, out: Path, paired: bool, form: str, *extra: str) -> tuple[object, bytes, str, int, list[str]]:

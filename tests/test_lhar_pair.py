@@ -17,28 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ORACLE, cloned_runs
+from tests.conftest import ORACLE, cloned_runs, noting_cli
 from tests.test_otel_pair import STORES, _store, between_third_and_fourth
+from zymi_tui.commands.export_pair import pair_cut
+from zymi_tui.commands.lhar_pair import PAIR_EVENTS_ENV
+from zymi_tui.events.store import StreamInfo
 
 ROOT = Path(__file__).parent.parent
 PROJECT = ORACLE / "coding_compaction" / "project"
 # the CLI in a process of its own, each time the caller takes the partner's files noted in a file
-PROBE = """
-import sys
-from zymi_tui.cli import main
-try:
-    from zymi_tui.commands import lhar_pair
-except ImportError:  # (a tree without it: nothing is taken)
-    lhar_pair = None
-if lhar_pair is not None:
-    move_into = lhar_pair.FilesPartner.move_into
-    def noted(self, files):
-        with open(sys.argv[1], "a") as f:
-            f.write(f"{self.after}\\n")
-        move_into(self, files)
-    lhar_pair.FilesPartner.move_into = noted
-sys.exit(main(sys.argv[2:]))
-"""
+PROBE = noting_cli("lhar_pair", "FilesPartner.move_into", "{self.after}")
 
 
 def tree(folder: Path) -> dict[str, str]:
@@ -140,3 +128,30 @@ def test_a_partner_whose_caller_is_gone_stops(six_runs: Path, tmp_path: Path) ->
     assert code == 0 and files is not None and len(files) == 3 and counts.split()[0] == "3"
     code, files, counts = partner(os.getpid() + 1_000_000)  # a caller that is not its parent
     assert code == 4 and files is None and counts == ""  # (its folder removed: no one will take it)
+
+
+def test_the_cut_balances_the_work_the_caller_pays_beyond_its_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten streams of ten ids each (1-10, 11-20, ..., 91-100): without more the cut is after id 50; when
+    each stream costs the caller ten ids' worth more (its file rewritten), after 30: the caller's three
+    streams cost 30 + 30, the partner's seven 70 (after 40: 80 against 60)."""
+    monkeypatch.setenv(PAIR_EVENTS_ENV, "1")
+    streams = [StreamInfo(f"pipeline-main-{k}", 10, 10 * k + 1, 10 * k + 10) for k in range(10)]
+    assert pair_cut(streams, PAIR_EVENTS_ENV) == (50, 100)
+    every = {s.stream_id: 10 for s in streams}
+    assert pair_cut(streams, PAIR_EVENTS_ENV, lambda: every) == (30, 100)
+    later = {s.stream_id: 10 for s in streams[5:]}  # (the partner's streams: it is the caller that pays)
+    assert pair_cut(streams, PAIR_EVENTS_ENV, lambda: later) == (50, 100)
+
+
+def test_over_an_earlier_export_the_partner_takes_more(tmp_path: Path) -> None:
+    """Twenty runs of 60 events: into a new folder the cut is after the tenth run; over that export's own
+    files (the caller rewrites each of its part's) it is earlier, and the folder is what one process
+    leaves."""
+    db = cloned_runs(tmp_path, 20, "memory")
+    one = export(db, tmp_path / "one", False)
+    again = export(db, tmp_path / "one", False)
+    first = export(db, tmp_path / "two", True)
+    second = export(db, tmp_path / "two", True)
+    assert first[:4] == one[:4] and second[:4] == again[:4]
+    assert first[4] == ["600"]
+    assert len(second[4]) == 2 and int(second[4][1]) < 600  # (the cuts taken into "two", each export's)

@@ -16,23 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ORACLE, cloned_runs
+from tests.conftest import ORACLE, cloned_runs, noting_cli
 
 ROOT = Path(__file__).parent.parent
 PROJECT = ORACLE / "coding_compaction" / "project"
 # the CLI in a process of its own, each time the caller takes the partner's spans noted in a file
-PROBE = """
-import sys
-from zymi_tui.commands import otel_pair
-from zymi_tui.cli import main
-write_to = otel_pair.SpansPartner.write_to
-def noted(self, lines):
-    with open(sys.argv[1], "a") as f:
-        f.write(f"{self.after}\\n")
-    write_to(self, lines)
-otel_pair.SpansPartner.write_to = noted
-sys.exit(main(sys.argv[2:]))
-"""
+PROBE = noting_cli("otel_pair", "SpansPartner.write_to", "{self.after}")
 
 
 def _run_stream(db: Path, clone: int) -> str:

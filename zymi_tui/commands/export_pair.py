@@ -1,5 +1,5 @@
 """An export of a large SQLite store of many runs by two processes, whatever its format: the store is
-cut where nothing crosses (`store_ranges`), the caller exports the first part and a process of its own
+cut where nothing crosses (`clean_cuts`), the caller exports the first part and a process of its own
 (`Partner`: `python -m MODULE ARGS... OUT_FD CALLER_PID`) the rest at the same time, its output in a
 temporary file the caller reads once it takes the partner's part (`Partner.hand_over`).
 
@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn
 
@@ -36,7 +36,7 @@ from zymi_tui.events.sqlite_read import SqliteReader
 from zymi_tui.events.store import EventReader, StreamInfo
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_ends import LONG_STREAM, StreamEnds
-from zymi_tui.replay.store_ranges import span_ranges
+from zymi_tui.replay.store_ranges import Span, clean_cuts
 from zymi_tui.telemetry.export_calls import HandOver, walk
 
 PAIR_EVENTS = 20_000  # a store whose ids reach this is exported by two processes (below, a process costs more)
@@ -56,19 +56,45 @@ def pairs(top: int, events_env: str) -> bool:
     return top >= max(int(os.environ.get(events_env, PAIR_EVENTS)), 2) and usable_cores() >= 2
 
 
-def pair_cut(streams: Sequence[StreamInfo], events_env: str) -> tuple[int, int] | None:
+def pair_cut(
+    streams: Sequence[StreamInfo], events_env: str, caller_extra: Callable[[], Mapping[str, int]] | None = None
+) -> tuple[int, int] | None:
     """(cut, last id): where a store of these `streams` is cut in two for two processes, and the last id
-    the walk reads; None when one process exports it (not `pairs`, or no place where no stream crosses)."""
-    return spans_cut([(s.first_global_id, s.last_global_id) for s in streams if s.count], events_env)
+    the walk reads; None when one process exports it (not `pairs`, or no place where no stream crosses:
+    `clean_cuts`). The cut balances the two: the caller's ids, plus the ids' worth of work that
+    `caller_extra` gives a stream (by its id) when the stream is the caller's, against the partner's ids
+    (without it, the cut nearest the middle id, as `store_ranges`' two ranges)."""
+    live = [s for s in streams if s.count]
+
+    def costs() -> list[tuple[int, int]]:
+        extra = caller_extra() if caller_extra is not None else {}
+        return [(s.last_global_id, extra[s.stream_id]) for s in live if s.stream_id in extra]
+
+    return spans_cut([(s.first_global_id, s.last_global_id) for s in live], events_env, costs)
 
 
-def spans_cut(spans: list[tuple[int, int]], events_env: str) -> tuple[int, int] | None:
-    """`pair_cut` of the streams' (first global id, last global id) (`SqliteReader.stream_spans`)."""
+def spans_cut(
+    spans: list[Span], events_env: str, costs: Callable[[], list[tuple[int, int]]] | None = None
+) -> tuple[int, int] | None:
+    """`pair_cut` of the streams' (first global id, last global id) (`SqliteReader.stream_spans`), `costs`
+    giving (a stream's last global id, the ids' worth of work the caller pays for it beyond its ids), asked
+    only when the store pairs."""
     top = max((last for _, last in spans), default=0)
     if not pairs(top, events_env):
         return None
-    ranges = span_ranges(spans, 2)
-    return (ranges[0][1], top) if len(ranges) > 1 else None
+    cuts = clean_cuts(spans)
+    if not cuts:
+        return None
+    paid_by = sorted(costs()) if costs is not None else []
+    best, best_gap, paid, k = 0, -1, 0, 0
+    for cut in cuts:  # |caller - partner| = |cut + paid - (top - cut)|, in halves of an id: as store_ranges
+        while k < len(paid_by) and paid_by[k][0] <= cut:
+            paid += paid_by[k][1]
+            k += 1
+        gap = abs(2 * cut + paid - 2 * (top // 2))
+        if best_gap < 0 or gap < best_gap:
+            best, best_gap = cut, gap
+    return best, top
 
 
 class Partner:

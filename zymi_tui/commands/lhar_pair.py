@@ -40,6 +40,12 @@ from .export_pair import ORPHANED, Partner, pair_cut, run_partner, walk_part
 
 PAIR_EVENTS_ENV = "ZYMI_TUI_LHAR_PAIR_EVENTS"  # the tests lower export_pair.PAIR_EVENTS to pair a small store
 PARTS_PREFIX = ".zymi-tui-lhar-part-"
+# the ids' worth of the caller's work to write a session over the file an earlier export left (its old
+# blocks freed, its new ones allocated as the caller closes it: ext4's auto_da_alloc), which the partner,
+# writing new files, does not pay: the cut moves that much towards the partner. many_1m over its earlier
+# export, the caller's walk CPU past the partner's cost of as many ids, a file: 8 and 15 ids (load 6-10),
+# 20, 23, 27 (load 15-20, more of it waits on the disk); the lighter loads' side, as a quiet machine's
+REWRITE_EVENTS = 12
 
 
 def body_frames(bodies: RequestBodies) -> BodyFrames | None:
@@ -88,18 +94,26 @@ def lhar_partner(
     `reader`) into a hidden folder inside `folder`, started; None: one process writes them all
     (`pair_cut`, not a SQLite store, or a move would not leave the same tree)."""
     remove_stale_parts(folder)  # (whether it pairs or not)
-    spans = conversation_spans(streams)
-    cut = pair_cut(list(spans.values()), PAIR_EVENTS_ENV)
-    if cut is None or not isinstance(store, SqliteStore):
+    if not isinstance(store, SqliteStore):
         return None
+    spans = conversation_spans(streams)
     names = {c: f"{file_name(c)}.lhar" for c in spans}
     if len({n.casefold() for n in names.values()}) < len(names):  # two sessions, one file: the last one wins
+        return None
+    present: set[str] = set()  # the session files an earlier export left in the folder
+
+    def rewritten() -> dict[str, int]:  # (listed only when the store pairs)
+        present.update(set(os.listdir(folder)).intersection(names.values()))
+        return {c: REWRITE_EVENTS for c, n in names.items() if n in present}
+
+    cut = pair_cut(list(spans.values()), PAIR_EVENTS_ENV, rewritten)
+    if cut is None:
         return None
     after, until = cut
     umask = os.umask(0)
     os.umask(umask)
     later = {names[c] for c, s in spans.items() if s.first_global_id > after}
-    if not all(_new_file_like(folder / n, 0o666 & ~umask) for n in later.intersection(os.listdir(folder))):
+    if not all(_new_file_like(folder / n, 0o666 & ~umask) for n in later & present):
         return None
     parts = Path(tempfile.mkdtemp(prefix=f"{PARTS_PREFIX}{os.getpid()}-", dir=folder))
     try:

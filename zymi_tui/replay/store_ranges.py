@@ -18,24 +18,34 @@ from zymi_tui.replay.simulated import SummaryEstimate
 Range = tuple[int, int]  # (after, until]: the global ids after `after` up to `until`, both included
 
 
+Span = tuple[int, int]  # a stream's (first global id, last global id)
+
+
 def store_ranges(streams: Sequence[StreamInfo], parts: int) -> list[Range]:
     """At most `parts` ranges of about as many global ids each, cut only where every stream lies wholly
     on one side; one range (0, last global id] when there is no such place (one long run)."""
     return span_ranges([(s.first_global_id, s.last_global_id) for s in streams if s.count], parts)
 
 
-def span_ranges(spans: list[tuple[int, int]], parts: int) -> list[Range]:
-    """`store_ranges` of the streams' (first global id, last global id), in any order (sorted here)."""
+def clean_cuts(spans: list[Span]) -> list[int]:
+    """Every global id c, ascending, after which a store of streams spanning `spans` (in any order: sorted
+    here) may be cut: each stream ends at or before c, or starts after it."""
     spans.sort()
-    if not spans:
-        return [(0, 0)]
-    top = max(last for _, last in spans)
-    cuts: list[int] = []  # a cut after global id c: every stream ends at or before c, or starts after it
+    cuts: list[int] = []
     reach = 0
     for first, last in spans:
         if reach and first > reach:
             cuts.append(first - 1)
         reach = max(reach, last)
+    return cuts
+
+
+def span_ranges(spans: list[Span], parts: int) -> list[Range]:
+    """`store_ranges` of the streams' (first global id, last global id), in any order (sorted here)."""
+    if not spans:
+        return [(0, 0)]
+    top = max(last for _, last in spans)
+    cuts = clean_cuts(spans)
     if parts <= 1 or not cuts:
         return [(0, top)]
     chosen: list[int] = []
