@@ -101,11 +101,13 @@ def test_the_candidates_are_replayed_in_two_processes_with_the_one_process_advic
     if usable_cores() < 2:
         assert forks == 0  # one core: nothing runs beside this process
     elif shape == "one long run" and not keep:
-        # each share would decode the whole store again: one pass costs less (the one fork: pass one's
-        # tokens per byte summed beside it, test_advise_sums_forked.py)
-        assert forks == 1
+        # each share would decode the whole store again: one pass costs less (and with no project, no
+        # cache model: pass one sums its tokens per byte itself, test_advise_sums_forked.py)
+        assert forks == 0
     else:
-        assert forks == (1 if keep else 2)  # (keep=False: and the tokens per byte summed beside pass one)
+        # (keep=False: and the tokens per byte summed beside pass one, the project's provider giving a
+        # cache model)
+        assert forks == (1 if keep else 2)
         assert child_cpu > 0.01  # the child replayed its half
     assert split == alone
     advice = json.loads(split)

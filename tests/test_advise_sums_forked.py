@@ -1,19 +1,21 @@
-"""From a million events (pass one keeps none of its decoded events) `advise` on two cores works out pass
-one's tokens per byte (the sums of the store's recorded calls) in a forked child while it replays, not in a
-pass over the store of its own before pass one (~2.1 s at a million events).
+"""From a million events (pass one keeps none of its decoded events) `advise` works out pass one's tokens
+per byte (the sums of the store's recorded calls) in no pass of its own: with no cache model, pass one sums
+them from the events it decodes anyway and totals the estimated tokens at the end; with one (a priced
+model: it reads each call's tokens as they come), on two cores, a forked child sums them while pass one
+replays (a pass of their own before pass one: ~2.1 s at a million events, 3.7 s of CPU on long_1m).
 
 Seen from outside the code under test: every reading of the store from its first event (`read_kinds_rows`
-after id 0) is logged with the pid of the process reading and the kinds it asks for. On main the
-command's process made three such passes (the recorded calls, pass one, pass two) and forked nothing for
-one long run; now it makes two, and another process, forked, reads the recorded calls. The advice (stdout)
-and the rows named unreadable (stderr, in their order) are byte for byte those of `--workers 1`, which
-forks nothing and reads every pass in the command's process."""
+after id 0) is logged with the pid of the process reading and the kinds it asks for. The advice (stdout)
+and the rows named unreadable (stderr, in their order: a recorded call's first, as a pass over those
+kinds names it) are byte for byte those of `--workers 1`, which forks nothing."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -75,12 +77,40 @@ def _store(shape: str, tmp: Path) -> tuple[Path, Path | None]:
     return long_run_store(tmp, 3000), None
 
 
+PRICED = ("--model", "gpt-4o")  # a cache model (OpenAI's automatic caching) prices the calls
+
+
+@pytest.mark.parametrize("shape", ["many runs", "one long run"])
+def test_no_cache_model_pass_one_sums_the_recorded_calls_itself(shape: str, tmp_path: Path) -> None:
+    db, _ = _store(shape, tmp_path)  # (no project: no provider, whose cache family would model the cache)
+    out, err, forks, passes = _advise(db, None, tmp_path / "reads.log")
+    out_alone, err_alone, _, passes_alone = _advise(db, None, tmp_path / "reads.log", "--workers", "1")
+    assert CALLS not in [kinds for _, kinds in passes + passes_alone]  # no pass over the recorded calls
+    assert [own for own, kinds in passes_alone if kinds != LEARNED] == [True, True]  # pass one, pass two
+    assert forks == (1 if shape == "many runs" and usable_cores() >= 2 else 0)  # (pass two's later range)
+    assert out == out_alone
+    assert err == err_alone
+    if shape == "many runs":
+        call_row, tool_row = (_bad_row(db, kind) for kind in ("llm_call_completed", "tool_call_completed"))
+        assert tool_row < call_row
+        assert err.count("skipped unreadable") == 2, err
+        assert err.index(f"row {call_row} ") < err.index(f"row {tool_row} "), err  # a recorded call's first
+
+
+def _bad_row(db: Path, kind: str) -> int:
+    with closing(sqlite3.connect(db)) as c:
+        (gid,) = c.execute("SELECT id FROM events WHERE kind_tag = ? AND data = '{'", (kind,)).fetchone()
+    return int(gid)
+
+
 @pytest.mark.skipif(usable_cores() < 2, reason="one usable core: nothing is forked")
 @pytest.mark.parametrize("shape", ["many runs", "one long run"])
 def test_the_recorded_calls_are_summed_in_a_forked_child_while_pass_one_replays(shape: str, tmp_path: Path) -> None:
     db, project = _store(shape, tmp_path)
-    out, err, forks, passes = _advise(db, project, tmp_path / "reads.log")
-    out_alone, err_alone, forks_alone, passes_alone = _advise(db, project, tmp_path / "reads.log", "--workers", "1")
+    out, err, forks, passes = _advise(db, project, tmp_path / "reads.log", *PRICED)
+    out_alone, err_alone, forks_alone, passes_alone = _advise(
+        db, project, tmp_path / "reads.log", *PRICED, "--workers", "1"
+    )
     assert forks_alone == 0
     assert [own for own, _ in passes_alone] == [True, True, True]  # one process: the recorded calls, pass one, two
     assert passes_alone[0][1] == CALLS
@@ -96,11 +126,11 @@ def test_the_recorded_calls_are_summed_in_a_forked_child_while_pass_one_replays(
 
 
 def test_no_core_free_the_recorded_calls_are_summed_before_pass_one(tmp_path: Path) -> None:
-    """On a busy machine (no core free) a child would only add the fork's cost: nothing is forked and the
-    command's process sums the recorded calls in a pass of its own, as on main."""
+    """With a cache model, on a busy machine (no core free) a child would only add the fork's cost: nothing
+    is forked and the command's process sums the recorded calls in a pass of its own."""
     db, project = _store("one long run", tmp_path)
-    out, _, forks, passes = _advise(db, project, tmp_path / "reads.log", load_below="0")
-    out_alone, *_ = _advise(db, project, tmp_path / "reads.log", "--workers", "1")
+    out, _, forks, passes = _advise(db, project, tmp_path / "reads.log", *PRICED, load_below="0")
+    out_alone, *_ = _advise(db, project, tmp_path / "reads.log", *PRICED, "--workers", "1")
     assert forks == 0
     assert passes == [(True, CALLS), (True, passes[1][1]), (True, passes[1][1])]  # the calls, pass one, pass two
     assert out == out_alone

@@ -13,7 +13,7 @@ from zymi_tui.replay.advice import Advice, advise, head_lines, json_parts, markd
 from zymi_tui.replay.sweep_pool import GC_THRESHOLD
 from zymi_tui.text_safety import escape_controls
 
-from .common import EXIT_OK, add_project_arg, add_store_arg, close_reader, located, out, run_async, shown
+from .common import EXIT_OK, add_project_arg, add_store_arg, close_reader, located, print_markup, run_async, shown
 from .flags import add_runs_filter, run_step_streams
 from .tuning_cmds import add_workers_arg, prices_arg, write_parts
 
@@ -81,7 +81,7 @@ def print_advice(advice: Advice) -> None:
         lines.append("no findings")
     for f in advice.findings:
         if len(lines) >= PRINT_LINES:
-            out.print("\n".join(lines))
+            print_markup("\n".join(lines))
             lines = []
         lines.append(f"\n[bold]{shown(f.signal)}[/]  {shown(f.summary)}")
         if f.stream_id is not None:
@@ -92,4 +92,4 @@ def print_advice(advice: Advice) -> None:
             continue
         lines.append(f"  [{'dim' if rec.nothing_to_change else 'green'}]→ {shown(rec.text)}[/]")
         lines += (f"    {shown(line)}" for line in recommendation_lines(rec))
-    out.print("\n".join(lines))
+    print_markup("\n".join(lines))

@@ -86,6 +86,29 @@ def shown(text: str) -> str:
     return escape(escape_controls(text))
 
 
+def print_markup(markup: str) -> None:
+    """`out.print(markup)`, and the same bytes: into a pipe or a file (no terminal, no colour) the markup's
+    plain text is written as rich renders it (`rich.markup.render`: its escapes, emoji codes and control
+    codes dropped) and its layout skipped, which there changes nothing (soft wrap: no line is wrapped,
+    cropped or padded; a tab, which it would expand, goes the long way). Half of rich's cost: 0.53 ->
+    0.27 s of CPU for advise's 1.8 MB report of many_99k."""
+    console = _console(False)
+    if console.is_terminal or console.color_system is not None or console.record or console.quiet:
+        console.print(markup)
+        return
+    from rich.markup import render
+
+    plain = render(markup).plain
+    if "\t" in plain:
+        console.print(markup)
+        return
+    try:
+        console.file.write(plain + "\n")
+        console.file.flush()
+    except BrokenPipeError:
+        console.on_broken_pipe()
+
+
 @functools.cache
 def _stdout_is_terminal() -> bool:
     return sys.stdout.isatty()

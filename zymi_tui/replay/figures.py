@@ -263,15 +263,26 @@ def ratio_of(n: int, chars: int, tokens: int) -> tuple[float, str]:
     return tokens / chars, f"calibrated on {n} recorded call(s)"
 
 
+def tokens_recorded(f: CallFigure) -> bool:
+    """Whether the call's tokens are the ones recorded (it is sent as recorded): none estimated."""
+    return f.recorded_tokens is not None and f.chars == f.recorded_chars and f.kind != "simulated summary"
+
+
 def estimate_tokens(f: CallFigure, ratio: float) -> None:
-    if f.recorded_tokens is not None and f.chars == f.recorded_chars and f.kind != "simulated summary":
+    if tokens_recorded(f):
+        assert f.recorded_tokens is not None
         f.tokens, f.tokens_provenance = f.recorded_tokens, "recorded"
         return
-    if f.recorded_tokens is not None and f.kind != "simulated summary":
-        f.tokens = max(0, round(f.recorded_tokens + (f.chars - f.recorded_chars) * ratio))
-    else:
-        f.tokens = round(f.chars * ratio)
+    f.tokens = tokens_at(ratio, f.chars, f.recorded_chars, None if f.kind == "simulated summary" else f.recorded_tokens)
     f.tokens_provenance = "estimated"
+
+
+def tokens_at(ratio: float, chars: int, recorded_chars: int, recorded_tokens: int | None) -> int:
+    """The estimated tokens of a call of `chars` bytes: its recorded tokens (None: none, or a simulated
+    summary's) corrected for the bytes it differs by from the recorded ones, else its bytes at `ratio`."""
+    if recorded_tokens is not None:
+        return max(0, round(recorded_tokens + (chars - recorded_chars) * ratio))
+    return round(chars * ratio)
 
 
 class Tally:
@@ -296,6 +307,10 @@ class Tally:
 
     def add(self, f: CallFigure) -> None:
         estimate_tokens(f, self.ratio)
+        self.count(f)
+
+    def count(self, f: CallFigure) -> None:
+        """Add `f`, its tokens estimated (the cache model's figures made here)."""
         if self.cache is not None and f.sent:
             p = self.cache.next(f)
             f.cached_modelled, f.cache_written_modelled = p.cached, p.written

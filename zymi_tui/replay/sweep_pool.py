@@ -17,10 +17,9 @@ import gc
 import multiprocessing
 import signal
 import sys
-from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import aclosing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import resource_tracker
 from multiprocessing.sharedctypes import SynchronizedArray
@@ -31,9 +30,8 @@ from typing import Any
 from zymi_tui import GC_THRESHOLD as GC_THRESHOLD  # (advise_cmds takes it from here)
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.events.factory import open_reader
-from zymi_tui.events.kinds import LlmCallCompleted, LlmCallFailed, LlmCallStarted
 from zymi_tui.events.location import StoreLocation
-from zymi_tui.events.store import STEP_MARK, EventReader
+from zymi_tui.events.store import EventReader
 from zymi_tui.replay.compare import (
     Comparison,
     Profiles,
@@ -47,14 +45,13 @@ from zymi_tui.replay.compare import (
     tally_for,
 )
 from zymi_tui.replay.costs import Pricing
-from zymi_tui.replay.event_pages import replay_events
 from zymi_tui.replay.figures import CallFigure, ProfileRun, RecordedOutput, Tally, ratio_of
+from zymi_tui.replay.recorded_calls import recorded_call_sums
 from zymi_tui.replay.store_ends import StoreEnds, store_ends
 from zymi_tui.replay.store_ranges import Range, learned_before, store_ranges
 from zymi_tui.replay.store_replay import Part, replay_groups
 
 TICK_S = 0.25  # how often the parent reports the workers' progress
-CALL_KINDS = ("llm_call_started", "llm_call_completed", "llm_call_failed")
 BUFFER_MAX = 100_000  # figures a worker holds while the ratio is not known yet; past that, it waits
 
 
@@ -238,36 +235,6 @@ async def basis_sums(location: StoreLocation, streams: Sequence[str] | None, *, 
         return await recorded_call_sums(reader, streams, whatif=whatif)
     finally:
         await reader.close()
-
-
-async def recorded_call_sums(
-    reader: EventReader, streams: Sequence[str] | None, *, whatif: bool
-) -> tuple[int, int, int]:
-    """The `recorded_sums` of the basis profile's figures, from the store's recorded LLM calls alone:
-    a replay pairs each LlmCallStarted it keeps (every one under the recorded knobs; under other knobs
-    only the agent calls, as a what-if decides its own compactions) with the stream's next
-    LlmCallCompleted or LlmCallFailed, and a call's figure carries its recorded bytes and the usage of
-    that completion."""
-    pending: dict[str, deque[int]] = {}
-    n = chars = tokens = 0
-    async with aclosing(replay_events(reader, streams, CALL_KINDS)) as events:
-        async for se in events:
-            kind = se.kind
-            if STEP_MARK not in se.stream_id:
-                continue
-            if isinstance(kind, LlmCallStarted):
-                if not whatif or (kind.iteration != 0 and se.source != "compaction"):
-                    pending.setdefault(se.stream_id, deque()).append(kind.approx_context_chars)
-            elif isinstance(kind, LlmCallCompleted | LlmCallFailed):
-                waiting = pending.get(se.stream_id)
-                if not waiting:
-                    continue
-                recorded_chars = waiting.popleft()
-                if not waiting:
-                    del pending[se.stream_id]
-                if isinstance(kind, LlmCallCompleted) and kind.usage is not None and recorded_chars > 0:
-                    n, chars, tokens = n + 1, chars + recorded_chars, tokens + kind.usage.input_tokens
-    return n, chars, tokens
 
 
 async def replay_on_pool(

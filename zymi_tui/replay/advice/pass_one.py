@@ -5,12 +5,17 @@ Below the pool's size (`keep`) pass one's decoded events are kept for pass two, 
 this process, and so are its calls' figures (as `compare_profiles` keeps them: few beside the events).
 From it nothing of the store is kept: the tokens per byte are worked out from the store's recorded LLM
 calls alone (`recorded_call_sums`, as the pool does), so each call's figures are totalled as they come
-(`Tally`) and dropped. With a second process allowed (`sums_from`), a forked child works them out while
-this one replays (they were a pass of their own before it: ~2.1 s at a million events); the calls' figures
-made meanwhile are held (at most HELD_MAX, then the child is waited for) and totalled once they are known."""
+(`Tally`) and dropped. With no cache model (none reads a call's tokens as they come) the recorded calls
+are summed from the events pass one decodes anyway (`RecordedCalls`), and the tokens of the calls whose
+tokens are estimated at that tokens per byte are totalled at the end (`_Totalled.later`): no pass and no
+process of their own (a pass of its own took 3.7 s of CPU on long_1m, 7% of the command's). With a cache
+model, and a second process allowed (`sums_from`), a forked child works them out while this one replays;
+the calls' figures made meanwhile are held (at most HELD_MAX, then the child is waited for) and totalled
+once they are known; with no second process, a pass of their own before pass one works them out."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -39,9 +44,19 @@ from zymi_tui.replay.compare import (
 )
 from zymi_tui.replay.costs import CacheFamily, Pricing, pricing
 from zymi_tui.replay.event_pages import replay_events
-from zymi_tui.replay.figures import CallFigure, RecordedOutput, Tally, ratio_of, recorded_sums
+from zymi_tui.replay.figures import (
+    HEURISTIC_TOKENS_PER_BYTE,
+    CallFigure,
+    RecordedOutput,
+    Tally,
+    Totals,
+    ratio_of,
+    recorded_sums,
+    tokens_at,
+    tokens_recorded,
+)
+from zymi_tui.replay.recorded_calls import CALL_KINDS, RecordedCalls, recorded_call_sums
 from zymi_tui.replay.store_ends import StoreEnds
-from zymi_tui.replay.sweep_pool import recorded_call_sums
 
 RECORDED = [("recorded", None)]
 HELD_MAX = 20_000  # calls' figures held while the child works out the tokens per byte (then it is waited for)
@@ -71,23 +86,25 @@ async def pass_one(
     """Pass one (`common`: the keywords of `compare_profiles`; its `output` empty: the output tokens of the
     completions it replays are counted into it, as `recorded_output` counts them); `breakpoints`: the
     cache family whose reads and writes with a breakpoint at the end of every sent request are estimated;
-    `ends`: the store's, read once for both passes; `sums_from` (not `keep`): the store's location, for a
-    forked child to work out the tokens per byte while this process replays."""
+    `ends`: the store's, read once for both passes; `sums_from` (not `keep`, a cache model): the store's
+    location, for a forked child to work out the tokens per byte while this process replays."""
     decoded: list[ReplayEvent] = []
     output: RecordedOutput = common["output"]  # counted here, read once the pass is over
     wanted = None if streams is None else set(streams)
 
-    async def recording() -> AsyncGenerator[ReplayEvent, None]:
+    async def recording(summed: RecordedCalls | None) -> AsyncGenerator[ReplayEvent, None]:
         async with aclosing(replay_events(reader, streams)) as events:
             async for se in events:
                 if keep:
                     decoded.append(se)
                 if isinstance(se.kind, LlmCallCompleted) and (wanted is None or se.stream_id in wanted):
                     output.count(se.stream_id, se.source, se.kind)
+                if summed is not None:
+                    summed.feed(se)
                 yield se
 
-    async def watched() -> ProfileCalls:
-        async for members, call in replay_profiles(reader, project, RECORDED, streams, recording(), ends):
+    async def watched(summed: RecordedCalls | None = None) -> ProfileCalls:
+        async for members, call in replay_profiles(reader, project, RECORDED, streams, recording(summed), ends):
             assert isinstance(call, CallContext)  # (the recorded knobs alone: every row a context)
             await watch.feed(call)  # what the detectors read of it: the call itself is not kept
             yield members, call
@@ -102,12 +119,15 @@ async def pass_one(
     how = pricing(common["prices"], common["model"], common["provider"])
     runs = profile_runs(RECORDED, common["recorded_knobs"])
     totalled = _Totalled(how, CacheModel(breakpoints, breakpoints=True) if breakpoints is not None else None)
-    child = None
-    if sums_from is None:
+    mark = len(reader.problems)  # where the rows the sums skip are reported, as if read before pass one
+    child, summed = None, None
+    if totalled.model is None and how.cache_family is None:
+        summed = RecordedCalls(whatif=False)  # fed by `recording`: no pass, no child of their own
+        totalled.later()
+    elif sums_from is None:
         totalled.known(await recorded_call_sums(reader, streams, whatif=False))
     else:
         child = Forked(sums_from, lambda own: _call_sums(own, streams), "working out the tokens per byte")
-        mark = len(reader.problems)  # where the rows it skips are reported, as if read before pass one
     try:
         held: list[CallFigure] = []
 
@@ -127,8 +147,11 @@ async def pass_one(
             totalled.add(held)
             held.clear()
 
-        await collect_calls(watched(), runs, last_global_id=0, progress=None, label="", take=take)
-        if totalled.tally is None:
+        await collect_calls(watched(summed), runs, last_global_id=0, progress=None, label="", take=take)
+        if summed is not None:
+            totalled.settle(summed.sums)
+            reader.problems[mark:mark] = await _call_rows(reader, reader.problems[mark:])
+        elif totalled.tally is None:
             known()
     finally:
         if child is not None:
@@ -144,21 +167,45 @@ async def pass_one(
 
 class _Totalled:
     """Pass one's calls' figures totalled (at the tokens per byte of the recorded calls' `sums`, once
-    `known`), with the cache reads and writes a breakpoint per request gives (`model`)."""
+    `known`), with the cache reads and writes a breakpoint per request gives (`model`). With no cache
+    model, from `later` on, before the sums are known: the tokens a call recorded are totalled as they
+    come, and of a call whose tokens are estimated at the tokens per byte, only its bytes are held (a few
+    numbers, `_Estimated`) and its tokens totalled once `settle` gives the sums."""
 
     def __init__(self, how: Pricing, model: CacheModel | None) -> None:
         self.how, self.model = how, model
         self.sums = (0, 0, 0)
         self.tally: Tally | None = None
         self.read = self.written = 0
+        self.estimated: _Estimated | None = None
 
     def known(self, sums: tuple[int, int, int]) -> None:
         self.sums = sums
         self.tally = tally_for(self.how, ratio_of(*sums)[0], per_run=False)
 
+    def later(self) -> None:
+        assert self.model is None and self.how.cache_family is None  # (a cache model reads each call's tokens)
+        self.tally, self.estimated = tally_for(self.how, HEURISTIC_TOKENS_PER_BYTE, per_run=False), _Estimated()
+
+    def settle(self, sums: tuple[int, int, int]) -> None:
+        """The held calls' tokens, estimated at the tokens per byte of `sums`, added to the totals."""
+        assert self.tally is not None and self.estimated is not None
+        self.sums = sums
+        self.tally.ratio = ratio_of(*sums)[0]
+        self.estimated.total(self.tally.ratio, self.tally.total)
+        self.estimated = None
+
     def add(self, figures: list[CallFigure]) -> None:
-        tally, model = self.tally, self.model
+        tally, model, estimated = self.tally, self.model, self.estimated
         assert tally is not None
+        if estimated is not None:
+            for f in figures:
+                if f.hard_cap_failed or tokens_recorded(f):
+                    tally.add(f)  # (tokens recorded, or none counted: the tokens per byte not read)
+                else:
+                    estimated.hold(f)
+                    tally.count(f)
+            return
         for f in figures:
             tally.add(f)  # its tokens estimated, then totalled
             if model is not None and f.sent:
@@ -169,3 +216,37 @@ class _Totalled:
 async def _call_sums(reader: EventReader, streams: Sequence[str] | None) -> tuple[tuple[int, int, int], list[BadRow]]:
     """`recorded_call_sums` (under the recorded knobs), and the rows it skipped as unreadable."""
     return await recorded_call_sums(reader, streams, whatif=False), reader.problems
+
+
+class _Estimated:
+    """The calls of `_Totalled` whose tokens are estimated at a tokens per byte not known yet: each one
+    counted with no tokens (`hold`), its bytes, recorded bytes and tokens held (8 bytes each) and its
+    tokens added to the totals once the tokens per byte is known (`total`)."""
+
+    def __init__(self) -> None:
+        self.chars, self.recorded_chars, self.recorded_tokens = array("q"), array("q"), array("q")
+        self.agent = array("b")
+
+    def hold(self, f: CallFigure) -> None:
+        self.chars.append(f.chars)
+        self.recorded_chars.append(f.recorded_chars)
+        recorded = None if f.kind == "simulated summary" else f.recorded_tokens
+        self.recorded_tokens.append(-1 if recorded is None else recorded)
+        self.agent.append(f.kind == "agent")
+        f.tokens, f.tokens_provenance = 0, "estimated"
+
+    def total(self, ratio: float, totals: Totals) -> None:
+        for chars, recorded_chars, recorded, agent in zip(
+            self.chars, self.recorded_chars, self.recorded_tokens, self.agent, strict=True
+        ):
+            tokens = tokens_at(ratio, chars, recorded_chars, None if recorded < 0 else recorded)
+            totals.tokens_sum += tokens
+            if agent and tokens > totals.tokens_peak:
+                totals.tokens_peak = tokens
+
+
+async def _call_rows(reader: EventReader, skipped: list[BadRow]) -> list[BadRow]:
+    """Of the rows pass one skipped as unreadable, those of the recorded calls' kinds: the rows a pass of
+    their own over those kinds would have named first (`recorded_call_sums`)."""
+    kinds = await reader.kinds_of([b.global_id for b in skipped]) if skipped else {}
+    return [b for b in skipped if kinds.get(b.global_id) in CALL_KINDS]

@@ -120,7 +120,8 @@ async def advise(
     range, or one long run's candidates while a core is free), from pass one's decoded events or, from
     WHATIF_POOL_MIN_EVENTS events, each reading its half from the store; from that size, with `split` and
     two cores, while a core is free (`core_free`: idle before pass one), pass one's tokens per byte are
-    summed by a forked child while pass one replays."""
+    summed by a forked child while pass one replays, where a cache model prices the calls (without one,
+    pass one sums them from the events it decodes: `pass_one`)."""
     early = IdleClock.started()  # (over what comes before pass one: whether a child would have a core)
     base = recorded_knobs(project)
     kd = knob_dict(base)
@@ -145,7 +146,7 @@ async def advise(
     keep = not pooled and last_global_id < WHATIF_POOL_MIN_EVENTS
     bp, clock = family[1] if family else None, IdleClock.started()
     # (pass one's tokens per byte, from the store's recorded calls, worked out by a forked child meanwhile,
-    # while a core is free: on a busy machine it would only add the fork's cost)
+    # while a core is free: on a busy machine it would only add the fork's cost; with a cache model only)
     forks = split and asked is None and location is not None and usable_cores() >= 2 and not keep and not pooled
     sums_from = location if forks and core_free(early.idle_cores()) else None
     one = await pass_one(
