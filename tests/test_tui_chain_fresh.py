@@ -65,3 +65,44 @@ async def test_a_store_sqlite_finds_damaged_is_said_so_in_the_banner(tmp_path: P
         await pilot_until(pilot, lambda: "the store is damaged" in banner(main), "the damage in the banner", limit=60)
         assert "Rowid 203 out of order" in banner(main)
         assert "stream(s) verified" not in banner(main) and "chain ✓" not in run_info(main)
+
+
+async def test_rows_the_check_saw_are_no_change_when_the_tail_reads_them(tmp_path: Path) -> None:
+    """The tail starts after the rows the first runs were drawn from; rows written before the check began
+    are in the check, and the tail reading them is not a change (the banner said "the store changed since
+    2 stream(s) were verified: checking again…" and checked an unchanged store again, as `observe` did on
+    every long run of benchmarks/make_long_run.py)."""
+    from dataclasses import replace
+
+    from benchmarks.make_long_run import write_clones
+    from tests.test_dash_first_runs_let_go import EVENTS, app_with_first_runs
+
+    db = tmp_path / "events.db"
+    write_clones(db, EVENTS)
+    with sqlite3.connect(db) as con:
+        (top,) = con.execute("SELECT MAX(id) FROM events").fetchone()
+    app = await app_with_first_runs(db)
+    assert app.first is not None
+    app.first = replace(app.first, last_global_id=top - 500)  # (as if drawn before the last 500 rows came)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        await pilot_until(pilot, lambda: "stream(s) verified" in banner(main), "the first check")
+        await pilot_until(pilot, lambda: main.last_gid == top, "the tail at the store's last row")
+        main._recheck_chains_if_changed()  # (what the once-a-second stat does)
+        assert not main.chain_freshness.stale
+        await pilot.pause()
+        assert "stream(s) verified" in banner(main) and "changed since" not in banner(main)
+
+
+def test_a_tail_behind_the_checked_row_is_no_change_and_past_it_is() -> None:
+    from zymi_tui.tui.chain_freshness import ChainFreshness
+
+    fresh = ChainFreshness()
+    fresh.landed((10, 20, 0, 30, 1000), [], 0.1)
+    fresh.recheck_now((10, 20, 0, 30, 400))
+    assert not fresh.stale
+    fresh.recheck_now((10, 20, 0, 30, 1001))
+    assert fresh.stale
+    fresh.landed((10, 20, 0, 30, 1000), [], 0.1)
+    fresh.recheck_now((10, 20, 0, 31, 1000))  # (the -wal's time moved: a commit)
+    assert fresh.stale

@@ -92,9 +92,12 @@ class ChainFreshness:
         self.checked, self.ended, self.took, self.stale, self.damage = stamp, time.monotonic(), took, False, damage
 
     def recheck_now(self, current: Stamp) -> bool:
-        """Whether the store moved since the check started (then `stale`), and a new check is due."""
-        if self.checked is None:
+        """Whether the store moved since the check started (then `stale`: its files changed, or the tail saw
+        a row past the last one the store held then; a tail still catching up to that row is no change),
+        and a new check is due."""
+        checked = self.checked
+        if checked is None:
             return False
-        if current != self.checked:
+        if current[:-1] != checked[:-1] or current[-1] > checked[-1]:
             self.stale = True
         return self.stale and time.monotonic() - self.ended >= max(RECHECK_S, IDLE_SHARE * self.took)

@@ -136,6 +136,16 @@ class DashboardLoaders(DashboardState):
         """Whether the store's hash chains are checked by a process of their own (`chain_freshness`)."""
         return checked_by_a_process(self.target.store)
 
+    def _store_top(self) -> int:
+        """The store's last global id now, read in this worker thread (0 if it cannot be read: said there)."""
+        top = [0]
+
+        async def read(reader: EventReader) -> None:
+            top[0] = await reader.max_global_id()
+
+        self.in_thread(read)
+        return top[0]
+
     @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
     def verify_chains(self) -> None:
         """Every hash chain checked (see `checked_by_a_process`); the first time, by the process `observe`
@@ -148,6 +158,8 @@ class DashboardLoaders(DashboardState):
             stamp, began = started.stamp(self.last_gid), started.began
         else:
             stamp, began = store_stamp(self.target.store, self.last_gid), time.monotonic()  # before a row is read
+        # the last id the store holds as the check begins (the tail, still catching up, may be behind it)
+        stamp = (*stamp[:-1], max(stamp[-1], self._store_top()))
         store = self.target.store
         if started is None and isinstance(store, SqliteStore) and self.checked_by_a_process():
             started = StartedCheck(CheckProcess(store.path), (), began)
