@@ -95,13 +95,13 @@ def one(project: Path, tree: Path, settle_s: float, peaks: dict[str, float]) -> 
         verified, cpu = wait_verified(session, pid, t0, peaks)
         # settled: the screen the same over 2 s and the process idle meanwhile (a long run's kinds and calls are
         # read by workers that can leave the screen unchanged for longer than that: not yet its peak)
-        screen, cpu, end = bt.capture(session), own_cpu_seconds(pid), time.monotonic() + settle_s
+        screen, was, end = bt.capture(session), own_cpu_seconds(pid), time.monotonic() + settle_s
         while time.monotonic() < end:
             time.sleep(2)
             now, used = bt.capture(session), own_cpu_seconds(pid)
-            if now == screen and used - cpu < IDLE_CPU_S:
+            if now == screen and used - was < IDLE_CPU_S:
                 break
-            screen, cpu = now, used
+            screen, was = now, used
         return verified, bt.peak_rss_mb(pid), screen, cpu
     finally:
         subprocess.run([*bt.TMUX, "kill-session", "-t", session], capture_output=True)
