@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 _cleanups: list[Callable[[], object]] = []
 _spared: list[str] = []
@@ -41,6 +42,14 @@ def become_subreaper() -> bool:
         return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
+
+
+def die_with_parent() -> None:
+    """For `Popen(preexec_fn=...)`: the child is sent SIGKILL when the thread that started it ends, even when
+    that is pytest killed outright (a CI timeout), where no `finally` stops a server; a no-op where the
+    kernel says no."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _processes() -> Iterator[tuple[int, list[str]]]:

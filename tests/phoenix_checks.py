@@ -32,6 +32,8 @@ from typing import Any
 
 import httpx
 
+from tests.leftovers import die_with_parent
+
 ORACLE = Path(__file__).resolve().parent / "oracle"
 STORES = sorted(p.name for p in ORACLE.iterdir() if (p / "requests.jsonl").is_file())
 START_TIMEOUT_S = 180
@@ -52,14 +54,18 @@ class Phoenix:
 
 @contextlib.contextmanager
 def phoenix_server(workdir: Path) -> Iterator[Phoenix]:
-    """`phoenix serve` on free loopback ports, its database in `workdir`; killed (its process group) at the end."""
+    """`phoenix serve` on free loopback ports, its database in `workdir`; killed (its process group) at the end,
+    or with this process if that is killed first."""
     port, grpc = free_port(), free_port()
     env = {**os.environ, "PHOENIX_WORKING_DIR": str(workdir), "PHOENIX_HOST": "127.0.0.1",
            "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(grpc), "PHOENIX_TELEMETRY_ENABLED": "false"}  # fmt: skip
     exe = Path(sys.executable).with_name("phoenix")
     log = (workdir / "phoenix.log").open("wb")
     t0 = time.monotonic()
-    proc = subprocess.Popen([str(exe), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(exe), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        preexec_fn=die_with_parent,
+    )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
         while True:

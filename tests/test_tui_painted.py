@@ -17,6 +17,7 @@ import pyte
 
 from benchmarks.make_long_run import write_clones
 from tests.hostile_stores import make_store
+from tests.leftovers import die_with_parent
 from tests.tui_support import scenario_copy
 from tests.waiting import LIMIT
 
@@ -39,7 +40,7 @@ class Terminal:
         self.raw = bytearray()
         self.proc = subprocess.Popen(
             [sys.executable, *args], stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=die_with_parent,
         )  # fmt: skip
         os.close(slave)
         self.fd = master
