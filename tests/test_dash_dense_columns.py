@@ -90,10 +90,10 @@ def test_the_layout_holds_no_copy_of_the_ids() -> None:
     step = [gid for gid, stream, *_ in rows if stream == STEP]
     # the items: a header, the run stream's rows; a header, the step's rows
     for k in (0, 1, len(run) // 2, len(run) - 1):
-        assert state.span_of(run[k]) == (1 + k, 1)
+        assert state.layout.span_of(run[k]) == (1 + k, 1)
     for k in (0, 7, len(step) - 1):
-        assert state.span_of(step[k]) == (2 + len(run) + k, 1)
-    assert state.span_of(rows[5][0] + 1) is None  # no such id
+        assert state.layout.span_of(step[k]) == (2 + len(run) + k, 1)
+    assert state.layout.span_of(rows[5][0] + 1) is None  # no such id
     state.cursor_gid = step[3]
     state.move(1)
     assert state.cursor_gid == step[4]
@@ -161,4 +161,4 @@ async def test_a_flat_list_fed_live_from_empty_finds_each_event() -> None:
         state.append(events[at : at + 7])
     gids = [se.global_id for se in events]
     assert gids == sorted(gids) and len(gids) > 20
-    assert [state.span_of(gid) for gid in gids] == [(k, 1) for k in range(len(gids))]
+    assert [state.layout.span_of(gid) for gid in gids] == [(k, 1) for k in range(len(gids))]

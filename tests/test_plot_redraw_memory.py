@@ -1,5 +1,5 @@
 """A redraw of the context plot holds a few bytes a call beyond the calls themselves: its title names the newest
-call without making every call a `CallPoint`, and its curves are drawn from float arrays (issue 34: on long_1m's
+call without making every call a `CallPoint`, and its curves are read from the columns (issue 34: on long_1m's
 149,425 calls each redraw made ~52 MB of objects, and the dashboard redraws as the calls are read). The title
 and the call an events row picks are checked against the calls as this test made them."""
 

@@ -89,8 +89,8 @@ def test_kinds_taken_without_laying_the_list_out_again() -> None:
     for state in (plain, filtered):
         state.set_index(RunIndex(rows), [], kinds=False)
     plain.cursor_gid = rows[7][0]
-    where = [plain.span_of(gid) for gid, *_ in rows[::997]]  # (each row's first line and height)
-    assert filtered.visible_count == 0  # (no row's kind known yet)
+    where = [plain.layout.span_of(gid) for gid, *_ in rows[::997]]  # (each row's first line and height)
+    assert filtered.layout.visible_count == 0  # (no row's kind known yet)
     tracemalloc.start()
     try:
         plain.set_kinds(kinds)
@@ -99,9 +99,9 @@ def test_kinds_taken_without_laying_the_list_out_again() -> None:
         tracemalloc.stop()
     filtered.set_kinds(kinds)
     assert [plain.tag_of(row) for row in plain.rows[:4]] == ["tool_call_completed", "llm_call_started"] * 2
-    assert plain.visible_count == N and plain.cursor_gid == rows[7][0]
-    assert [plain.span_of(gid) for gid, *_ in rows[::997]] == where and where[1] is not None
-    assert filtered.visible_count == N // 2 and filtered.kinds_pending is False
+    assert plain.layout.visible_count == N and plain.cursor_gid == rows[7][0]
+    assert [plain.layout.span_of(gid) for gid, *_ in rows[::997]] == where and where[1] is not None
+    assert filtered.layout.visible_count == N // 2 and filtered.kinds_pending is False
     assert peak / N < 2, f"{peak / N:.1f} B an event at the peak"
 
 
@@ -153,7 +153,7 @@ def test_a_laid_out_long_run_costs_its_rows_not_a_dict_of_them() -> None:
     finally:
         tracemalloc.stop()
     state.cursor_gid = rows[100][0]
-    assert state.cursor_row == rows[100] and state.span_of(rows[-1][0]) == (N, 1)  # under its group's header
+    assert state.cursor_row == rows[100] and state.layout.span_of(rows[-1][0]) == (N, 1)  # under its group's header
     # the layout: the items (8 B an event) and where each is (8 B an event); main's dict of them ~94 B
     assert held / N < 40, f"{held / N:.0f} B an event"
 
@@ -189,7 +189,7 @@ async def test_a_long_runs_index_is_held_in_columns(tmp_path: Path, monkeypatch:
             tracemalloc.stop()
     assert list(state.rows) == want and len(want) == N + 1
     assert [state.tag_of(row) for row in state.rows] == [tag for *_, tag in want]
-    assert state.visible_count == N + 1
+    assert state.layout.visible_count == N + 1
     state.cursor_gid = want[7][0]
     assert state.cursor_row == want[7]
     # the columns (gid 8, sequence 8, stream 4, kind 4), the items (8) and where each is (8): ~40 B

@@ -61,21 +61,21 @@ async def test_expand_an_event_then_search_and_filter(tmp_path: Path) -> None:
         main = await settle(app, pilot)
         await pilot.press("tab")
         assert isinstance(app.focused, EventsList)
-        lines = main.events.line_count
+        lines = main.events.layout.line_count
         await pilot.press("enter")
         assert main.events.cursor_gid in main.events.expanded
-        assert main.events.line_count > lines
+        assert main.events.layout.line_count > lines
         await pilot.press("enter")
-        assert main.events.line_count == lines
+        assert main.events.layout.line_count == lines
         # search
         await pilot.press("slash", *"read_file", "enter")
         hits = sql(db, "SELECT COUNT(*) FROM events WHERE data LIKE '%read_file%'")[0][0]
-        assert main.events.visible_count == hits
+        assert main.events.layout.visible_count == hits
         await pilot.press("slash", "escape")
-        assert main.events.visible_count == len(main.events.rows)
+        assert main.events.layout.visible_count == len(main.events.rows)
         # kind preset: LLM calls
         await pilot.press("t")
-        tags = {row[3] for row in main.events.items if isinstance(row, tuple)}
+        tags = {row[3] for row in main.events.layout.items if isinstance(row, tuple)}
         assert tags
         assert tags <= {"llm_call_started", "llm_call_completed", "llm_call_failed", "context_compacted"}
         # step filter: run stream, then step work

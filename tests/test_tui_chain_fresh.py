@@ -106,3 +106,31 @@ def test_a_tail_behind_the_checked_row_is_no_change_and_past_it_is() -> None:
     fresh.landed((10, 20, 0, 30, 1000), [], 0.1)
     fresh.recheck_now((10, 20, 0, 31, 1000))  # (the -wal's time moved: a commit)
     assert fresh.stale
+
+
+async def test_a_check_in_a_thread_reads_the_last_id_on_its_own_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check's stamp ends with the store's last id as the check began, read on the reader the check reads
+    the rows with: the check opens one reader, not a second one for that id alone."""
+    from textual.worker import get_current_worker
+
+    from tests.tui_support import sql
+    from zymi_tui.tui import store_job
+
+    opened: list[str] = []
+    real = store_job.open_reader
+
+    async def counted(store: object) -> object:
+        opened.append(get_current_worker().group)
+        return await real(store)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store_job, "open_reader", counted)
+    db = scenario_copy("memory", tmp_path)
+    app = make_app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = await settle(app, pilot)
+        await pilot_until(pilot, lambda: "3 stream(s) verified" in banner(main), "the first check")
+        assert opened.count("verify") == 1, opened
+        checked = main.chain_freshness.checked
+        assert checked is not None and checked[-1] == sql(db, "SELECT MAX(id) FROM events")[0][0]

@@ -146,19 +146,19 @@ async def test_scroll_flat_order_and_expand(db: Path, path: str) -> None:
         first_ts = json.loads(str(sql(db, "SELECT data FROM events WHERE id = ?", first)[0][0]))["timestamp"]
         assert text.splitlines()[0].startswith("»") and first_ts[11:19] in text.splitlines()[0]
         await pilot.press("o")  # flat, in store order: the store's first event on top
-        assert not any(isinstance(it, Header) for it in main.events.items)
-        gids = [it[0] for it in main.events.items if not isinstance(it, Header)]
+        assert not any(isinstance(it, Header) for it in main.events.layout.items)
+        gids = [it[0] for it in main.events.layout.items if not isinstance(it, Header)]
         assert len(gids) == EVENTS and gids == sorted(gids)
         await pilot.press("home", *["pagedown"] * 3)
         gid = main.events.cursor_gid
         await drawn(pilot, app)
-        lines = main.events.line_count
+        lines = main.events.layout.line_count
         await pilot.press("enter")
-        await pilot_until(pilot, lambda: main.events.line_count > lines, "the payload expanded")
+        await pilot_until(pilot, lambda: main.events.layout.line_count > lines, "the payload expanded")
         assert main.events.cursor_gid == gid and gid in main.events.expanded
         assert f"global id: {gid}" in await drawn(pilot, app)
         await pilot.press("enter")
-        assert main.events.line_count == lines
+        assert main.events.layout.line_count == lines
 
 
 async def test_search_kinds_and_steps(db: Path, path: str) -> None:
@@ -167,19 +167,21 @@ async def test_search_kinds_and_steps(db: Path, path: str) -> None:
         main = await opened(app, pilot, db, path)
         await pilot.press("tab", "slash", *"read_file", "enter")
         hits = sql(db, "SELECT COUNT(*) FROM events WHERE data LIKE '%read_file%'")[0][0]
-        await pilot_until(pilot, lambda: main.events.visible_count == hits and not main.searching_run, "the hits")
+        shown = lambda: main.events.layout.visible_count  # noqa: E731  (a filter lays the list out anew)
+        await pilot_until(pilot, lambda: shown() == hits and not main.searching_run, "the hits")
         assert "read_file" in (await drawn(pilot, app)).lower()
         await pilot.press("slash", "escape")
-        assert main.events.visible_count == EVENTS
+        assert main.events.layout.visible_count == EVENTS
         await pilot.press("t")  # LLM calls
         llm = {"llm_call_started", "llm_call_completed", "llm_call_failed", "context_compacted"}
         n = sql(db, f"SELECT COUNT(*) FROM events WHERE kind_tag IN ({','.join('?' * len(llm))})", *llm)[0][0]
-        assert main.events.visible_count == n
-        assert {row[3] for row in main.events.items if isinstance(row, tuple)} <= llm
+        assert main.events.layout.visible_count == n
+        assert {row[3] for row in main.events.layout.items if isinstance(row, tuple)} <= llm
         await pilot.press("t", "t", "t", "s")  # all kinds, then the run stream only
-        assert main.events.visible_count == sql(db, "SELECT COUNT(*) FROM events WHERE stream_id = ?", RUN)[0][0]
+        count = "SELECT COUNT(*) FROM events WHERE stream_id = ?"
+        assert main.events.layout.visible_count == sql(db, count, RUN)[0][0]
         await pilot.press("s")
-        assert main.events.visible_count == sql(db, "SELECT COUNT(*) FROM events WHERE stream_id = ?", STEP)[0][0]
+        assert main.events.layout.visible_count == sql(db, count, STEP)[0][0]
 
 
 async def test_search_finds_the_line_shown_and_never_an_unreadable_row(db: Path, path: str) -> None:
@@ -196,7 +198,7 @@ async def test_search_finds_the_line_shown_and_never_an_unreadable_row(db: Path,
         main = await settle(app, pilot)
         await pilot.press("tab", "slash", *"LLM done", "enter")
         await pilot_until(pilot, lambda: not main.searching_run, "the search done")
-        shown = {it[0] for it in main.events.items if isinstance(it, tuple)}
+        shown = {it[0] for it in main.events.layout.items if isinstance(it, tuple)}
         assert shown == set(done) - {bad}
         assert "LLM done" in await drawn(pilot, app)
         banner = main.query_one("#banner")
@@ -414,23 +416,23 @@ async def test_the_run_is_listed_before_its_kinds_are_read(
         first_ts = json.loads(str(sql(db, "SELECT data FROM events WHERE id = ?", main.events.cursor_gid)[0][0]))
         assert first_ts["timestamp"][11:19] in (await drawn(pilot, app)).splitlines()[0]
         await pilot.press("end", "t")  # LLM calls, before the kinds are known
-        assert main.events.visible_count == 0
+        assert main.events.layout.visible_count == 0
         assert f"0/{EVENTS} events · LLM calls · reading kinds…" in events_title(main)
         await append_the_last_call_again(db)
         await pilot_until(pilot, lambda: len(main.events.rows) == EVENTS + 2, "the new events listed")
-        assert main.events.visible_count == 2  # the new call started and completed: their kinds came with them
+        assert main.events.layout.visible_count == 2  # the new call started and completed: their kinds came with them
         assert "reading kinds…" in events_title(main)
         await pilot.press("t", "t", "t", "K")  # all kinds again; the knob editor picks among the run's calls: waits
         await pilot_until(pilot, lambda: any("event kinds" in str(n.message) for n in app._notifications), "told so")
-        assert app.screen is main and main.events.visible_count == EVENTS + 2
+        assert app.screen is main and main.events.layout.visible_count == EVENTS + 2
         await pilot.press("t")
         gate.set()
         await pilot_until(pilot, lambda: "reading kinds" not in events_title(main), "the kinds read")
         llm = ("llm_call_started", "llm_call_completed", "llm_call_failed", "context_compacted")
         n = sql(db, f"SELECT COUNT(*) FROM events WHERE kind_tag IN ({','.join('?' * len(llm))})", *llm)[0][0]
-        assert main.events.visible_count == n
+        assert main.events.layout.visible_count == n
         assert f"{n}/{EVENTS + 2} events · LLM calls" in events_title(main)
-        assert {row[3] for row in main.events.items if isinstance(row, tuple)} <= set(llm)
+        assert {row[3] for row in main.events.layout.items if isinstance(row, tuple)} <= set(llm)
         assert "LLM" in (await drawn(pilot, app))
         await pilot_until(pilot, lambda: len(plot.all_calls()) == len(agent_calls(db)), "every call on the plot")
 

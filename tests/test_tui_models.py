@@ -102,13 +102,13 @@ async def test_events_grouped_by_step_with_run_stream_first() -> None:
     events = await _events("coding_default")
     m = EventsModel()
     m.set_events(events)
-    headers = [it for it in m.items if isinstance(it, Header)]
+    headers = [it for it in m.layout.items if isinstance(it, Header)]
     assert [h.group for h in headers] == [RUN_GROUP, "work"]
     stream = events[0].event.stream_id
     counts = dict(sql(oracle_db("coding_default"), "SELECT stream_id, COUNT(*) FROM events GROUP BY 1"))
     assert headers[0].count == counts[stream]
     assert headers[1].count == counts[stream + ":step:work"]
-    assert m.line_count == len(events) + 2
+    assert m.layout.line_count == len(events) + 2
 
 
 async def test_expand_shows_the_full_tool_result_and_keeps_the_cursor() -> None:
@@ -118,13 +118,13 @@ async def test_expand_shows_the_full_tool_result_and_keeps_the_cursor() -> None:
     big = max((se for se in events if se.event.tag == "tool_call_completed"),
               key=lambda se: len(se.event.kind.result))  # type: ignore[union-attr]  # fmt: skip
     assert m.jump_to(big.global_id)
-    before = m.line_count
+    before = m.layout.line_count
     m.toggle_expand()
     text = "".join(line.strip() for line in m.detail_lines(big))
     result = big.event.kind.result  # type: ignore[union-attr]
     assert len(result) > 200  # longer than zymi's result_preview
     assert "".join(result.split())[:2000] in "".join(text.split())
-    assert m.line_count == before + len(m.detail_lines(big))
+    assert m.layout.line_count == before + len(m.detail_lines(big))
     m.append([])
     assert m.cursor_gid == big.global_id
 
@@ -136,11 +136,11 @@ async def test_kind_and_step_filters() -> None:
     m.kinds = {"llm_call_started"}
     m.relayout()
     n = sql(oracle_db("coding_default"), "SELECT COUNT(*) FROM events WHERE kind_tag='llm_call_started'")[0][0]
-    assert m.visible_count == n
+    assert m.layout.visible_count == n
     m.kinds = None
     m.step = RUN_GROUP
     m.relayout()
-    assert all(":step:" not in row[1] for row in m.items if not isinstance(row, Header))
+    assert all(":step:" not in row[1] for row in m.layout.items if not isinstance(row, Header))
 
 
 async def test_compaction_links_to_the_events_it_replaced() -> None:
@@ -245,6 +245,8 @@ async def test_appending_lays_out_as_a_fresh_load(grouped: bool, sparse: bool) -
             m.append(events[i : i + 4])
         whole = EventsModel(group_by_step=grouped, expanded=set(m.expanded))
         whole.set_events(events)
-        assert list(m.items) == list(whole.items) and len(whole.items) > cut
-        assert m.line_count == whole.line_count
-        assert [m.span_of(se.global_id) for se in events] == [whole.span_of(se.global_id) for se in events]
+        assert list(m.layout.items) == list(whole.layout.items) and len(whole.layout.items) > cut
+        assert m.layout.line_count == whole.layout.line_count
+        assert [m.layout.span_of(se.global_id) for se in events] == [
+            whole.layout.span_of(se.global_id) for se in events
+        ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from array import array
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -19,11 +18,11 @@ from zymi_tui.tui.state.plot import (
     CallColumns,
     CallPoint,
     StepCalls,
-    downsample,
+    curve,
     human,
     seconds_label,
+    x_at,
     x_ticks,
-    x_values,
     y_ticks,
 )
 
@@ -218,25 +217,21 @@ class ContextPlot(Widget, can_focus=True):
         for i, sc in enumerate(shown):
             if not sc.calls:
                 continue
-            # in float arrays (8 bytes a call, no float object each): a long run has ~150,000 calls
-            xs = array("d", x_values(sc.calls, self.by_time, self.t0_ns))
-            ys = array("d", map(float, sc.calls.chars))
-            dx, dy = downsample(xs, ys, 2 * width)
+            drawn = curve(sc.calls, self.by_time, self.t0_ns, 2 * width)
             colour, token_colour = SERIES_COLOURS[i % len(SERIES_COLOURS)], TOKEN_COLOURS[i % len(TOKEN_COLOURS)]
             label = "run" if sc.step == RUN_GROUP else clean(sc.step, one_line=True, max_cells=16)
-            token_xs, token_ys = sc.calls.token_points(xs)
-            if token_xs:  # drawn first: the chars curve stays on top where they cross
-                tx, ty = downsample(token_xs, token_ys, 2 * width)
-                plt.plot(tx, ty, color=token_colour, marker="dot", yside="right")
-                top_tokens = max(top_tokens, max(ty))
+            if drawn.token_xs:  # drawn first: the chars curve stays on top where they cross
+                plt.plot(drawn.token_xs, drawn.token_ys, color=token_colour, marker="dot", yside="right")
+                top_tokens = max(top_tokens, max(drawn.token_ys))
                 legend.append((f"· {label} tokens →" if len(shown) > 1 else "· input tokens →", token_colour))
-            if len(dx) > 1:
-                plt.plot(dx, dy, color=colour, marker="braille")
+            if len(drawn.xs) > 1:
+                plt.plot(drawn.xs, drawn.ys, color=colour, marker="braille")
             else:
-                plt.scatter(dx, dy, color=colour, marker="●")
-            legend.insert(len(legend) - bool(token_xs), (f"━ {label} chars" if len(shown) > 1 else "━ chars", colour))
-            top = max(top, max(ys))
-            x_lo, x_hi = min(x_lo, min(xs)), max(x_hi, max(xs))
+                plt.scatter(drawn.xs, drawn.ys, color=colour, marker="●")
+            legend.insert(len(legend) - bool(drawn.token_xs),
+                          (f"━ {label} chars" if len(shown) > 1 else "━ chars", colour))  # fmt: skip
+            top = max(top, drawn.top)
+            x_lo, x_hi = min(x_lo, drawn.x_lo), max(x_hi, drawn.x_hi)
             for x, _gid, saved in sc.compactions:
                 cx = self._compaction_x(sc, x)
                 before = sc.calls.chars[max(0, min(len(sc.calls) - 1, int(x) - 1))]
@@ -245,11 +240,13 @@ class ContextPlot(Widget, can_focus=True):
                 else:
                     markers.append((cx, float(before), "▲", RED, f"⚠ grew {human(-saved)}"))
             if sc.masking_from is not None:
-                mx = xs[sc.masking_from - 1]
-                markers.append((mx, ys[sc.masking_from - 1], "◆", BLUE, "masking from here"))
+                at = sc.masking_from - 1
+                markers.append((x_at(sc.calls, at, self.by_time, self.t0_ns), float(sc.calls.chars[at]), "◆", BLUE,
+                                "masking from here"))  # fmt: skip
             if sc.forgetting_from is not None:
-                fx = xs[sc.forgetting_from - 1]
-                markers.append((fx, ys[sc.forgetting_from - 1], "◇", PINK, "forgetting from here"))
+                at = sc.forgetting_from - 1
+                markers.append((x_at(sc.calls, at, self.by_time, self.t0_ns), float(sc.calls.chars[at]), "◇", PINK,
+                                "forgetting from here"))  # fmt: skip
         caps: list[tuple[int, str, RGB]] = []
         off_scale = []
         for cap, name, colour, reach in (

@@ -273,7 +273,7 @@ class EventsList(CursorList):
         self.model = model
 
     def total_lines(self) -> int:
-        return self.model.line_count
+        return self.model.layout.line_count
 
     def empty_text(self) -> str:
         if self.model.rows:
@@ -282,7 +282,7 @@ class EventsList(CursorList):
 
     def cursor_span(self) -> tuple[int, int] | None:
         gid = self.model.cursor_gid
-        return self.model.span_of(gid) if gid is not None else None
+        return self.model.layout.span_of(gid) if gid is not None else None
 
     def shift(self, delta: int) -> None:
         self.model.move(delta)
@@ -333,21 +333,21 @@ class EventsList(CursorList):
 
     def visible_gids(self, margin: int) -> list[int]:
         """The ids of the events on screen, and `margin` events above and below (read ahead of scrolling)."""
-        m = self.model
-        if not m.items:
+        layout = self.model.layout
+        if not layout.items:
             return []
-        top = round(self.scroll_y)
-        first, _ = m.locate(min(top, max(m.line_count - 1, 0)))
-        last, _ = m.locate(min(top + self.scrollable_content_region.height, max(m.line_count - 1, 0)))
-        lo, hi = max(first - margin, 0), min(last + margin + 1, len(m.items))
-        return [it[0] for it in m.items[lo:hi] if not isinstance(it, Header)]
+        top, bottom = round(self.scroll_y), max(layout.line_count - 1, 0)
+        first, _ = layout.locate(min(top, bottom))
+        last, _ = layout.locate(min(top + self.scrollable_content_region.height, bottom))
+        lo, hi = max(first - margin, 0), min(last + margin + 1, len(layout.items))
+        return [it[0] for it in layout.items[lo:hi] if not isinstance(it, Header)]
 
     def draw(self, y: int, width: int, selected: bool) -> list[Segment]:
-        m = self.model
-        if not m.items:
+        m, layout = self.model, self.model.layout
+        if not layout.items:
             return []
-        i, k = m.locate(y)
-        item = m.items[i]
+        i, k = layout.locate(y)
+        item = layout.items[i]
         st = self.styles_
         if isinstance(item, Header):
             return [Segment(clean(item.title, one_line=True) + " " + "─" * max(width, 0), st.header)]

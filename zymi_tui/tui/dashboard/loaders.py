@@ -137,7 +137,8 @@ class DashboardLoaders(DashboardState):
         return checked_by_a_process(self.target.store)
 
     def _store_top(self) -> int:
-        """The store's last global id now, read in this worker thread (0 if it cannot be read: said there)."""
+        """The store's last global id now, read in this worker thread on a reader of its own (0 if it cannot be
+        read: said there), for a check by a process."""
         top = [0]
 
         async def read(reader: EventReader) -> None:
@@ -158,10 +159,11 @@ class DashboardLoaders(DashboardState):
             stamp, began = started.stamp(self.last_gid), started.began
         else:
             stamp, began = store_stamp(self.target.store, self.last_gid), time.monotonic()  # before a row is read
-        # the last id the store holds as the check begins (the tail, still catching up, may be behind it)
-        stamp = (*stamp[:-1], max(stamp[-1], self._store_top()))
         store = self.target.store
-        if started is None and isinstance(store, SqliteStore) and self.checked_by_a_process():
+        by_process = started is not None or (isinstance(store, SqliteStore) and self.checked_by_a_process())
+        if by_process:  # the last id the store holds as the check begins (the tail, still catching up, may be behind)
+            stamp = (*stamp[:-1], max(stamp[-1], self._store_top()))  # (a check here reads it on its own reader)
+        if started is None and by_process and isinstance(store, SqliteStore):
             started = StartedCheck(CheckProcess(store.path), (), began)
         if started is not None:
             check = self.chain_check = started.process
@@ -181,10 +183,11 @@ class DashboardLoaders(DashboardState):
         async def job(reader: EventReader) -> None:
             from zymi_tui.events.verify import verify_store
 
+            checked = (*stamp[:-1], max(stamp[-1], await reader.max_global_id()))
             report = await verify_store(reader)
             summary: ChainSummary = summed_up([(v.stream_id, v.problem) for v in report.verdicts], report.damage)
             took = time.monotonic() - began
-            self.post_message(ChainChecked(summary.broken, summary.streams, summary.damage, stamp, took))
+            self.post_message(ChainChecked(summary.broken, summary.streams, summary.damage, checked, took))
 
         self.in_thread(job)
 

@@ -113,7 +113,7 @@ class DashboardPanels(DashboardLoaders):
 
     def update_events_title(self) -> None:
         m = self.events
-        parts = [f"{m.visible_count}/{len(m.rows)} events"]
+        parts = [f"{m.layout.visible_count}/{len(m.rows)} events"]
         if m.step is not None:
             parts.append("run stream" if m.step == RUN_GROUP else f"step {m.step}")
         kinds = next((name for name, tags in KIND_PRESETS if tags == m.kinds), "custom kinds")

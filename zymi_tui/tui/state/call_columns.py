@@ -65,6 +65,12 @@ class Prefix(Sequence[int]):
         return self._base.index(value, start, self._n if stop is None else min(stop, self._n))
 
 
+def read_in_place(column: Sequence[int]) -> Sequence[int]:
+    """`column` to read by place at C speed: a `Prefix`'s base (its values below the prefix's length are the
+    prefix's own), any other column itself."""
+    return column._base if isinstance(column, Prefix) else column
+
+
 class CallColumns(Sequence[CallPoint]):
     """A step's calls in the order they started (a call's `index` is its place, from 1). `prefix()`: the calls
     so far, sharing these columns (a fixed-length view), for another thread while this one is appended to."""
@@ -136,15 +142,9 @@ class CallColumns(Sequence[CallPoint]):
         """Each call's `input_tokens` (None where unknown)."""
         return [None if t == NO_TOKENS else t for t in self.tokens]
 
-    def token_points(self, xs: Sequence[float]) -> tuple[array[float], array[float]]:
-        """(x, input tokens) of each call whose input tokens are known and not 0, `xs` giving each call's x, as
-        two float arrays (no tuple or float object a call)."""
-        out_x, out_y = array("d"), array("d")
-        for x, t in zip(xs, self.tokens, strict=True):
-            if t and t != NO_TOKENS:
-                out_x.append(x)
-                out_y.append(float(t))
-        return out_x, out_y
+    def known_tokens(self) -> array[int]:
+        """The places (from 0) of the calls whose input tokens are known and not 0 (4 bytes each)."""
+        return array("i", (i for i, t in enumerate(self.tokens) if t and t != NO_TOKENS))
 
     def prefix(self) -> CallColumns:
         """The calls so far, reading these columns in place (no copy): handed to another thread while this

@@ -1,6 +1,6 @@
 """The events list of the selected run: run stream plus step sub-streams, grouped, filtered, expandable.
 
-Pure: no widgets, no IO. The view asks for `line_count`, `locate(y)` and `text_line(y)`; heights
+Pure: no widgets, no IO. The view asks its `layout` for `line_count`, `locate(y)` and `items`; heights
 depend on which events are expanded and on the width (expanded payloads wrap).
 """
 
@@ -265,22 +265,6 @@ class EventsModel:
             return lines
         return cached
 
-    @property
-    def items(self) -> Items:
-        return self.layout.items
-
-    @property
-    def line_count(self) -> int:
-        return self.layout.line_count
-
-    def locate(self, y: int) -> tuple[int, int]:
-        """(item index, line within the item) of view line y."""
-        return self.layout.locate(y)
-
-    def span_of(self, gid: int) -> tuple[int, int] | None:
-        """(first line, height) of an event, or None when it is filtered out."""
-        return self.layout.span_of(gid)
-
     # -- cursor -------------------------------------------------------------------------------
     @property
     def cursor_row(self) -> IndexRow | None:
@@ -291,10 +275,6 @@ class EventsModel:
         """The selected event, decoded (None while a sparse run's row is being read)."""
         row = self.cursor_row
         return None if row is None else self.event(row[0])
-
-    @property
-    def visible_count(self) -> int:
-        return self.layout.visible_count
 
     def move(self, delta: int) -> None:
         """Move the cursor by `delta` events (headers are skipped); clamps at both ends."""

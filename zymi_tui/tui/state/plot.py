@@ -7,7 +7,7 @@ the run started; compaction calls (iteration 0) are drawn as markers, not as poi
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from zymi_tui.events.kind_json import CONTEXT_COMPACTED, LLM_CALL_COMPLETED, read_kind
@@ -16,7 +16,7 @@ from zymi_tui.events.row_envelope import LeanError, payload, run_envelope
 from zymi_tui.events.store import RawRow, step_of
 from zymi_tui.events.stored import BadRow, StoredEvent
 from zymi_tui.events.timestamps import parse_timestamp_ns
-from zymi_tui.tui.state.call_columns import CallColumns, CallPoint
+from zymi_tui.tui.state.call_columns import CallColumns, CallPoint, read_in_place
 from zymi_tui.tui.state.events import RUN_GROUP
 from zymi_tui.tui.state.node_states import NodeStates
 
@@ -157,31 +157,62 @@ def collect_calls(
     return collector.steps
 
 
-def downsample(xs: Sequence[float], ys: Sequence[float], max_points: int) -> tuple[list[float], list[float]]:
-    """At most ~max_points points: min and max of each bucket, in x order (spikes and drops survive)."""
-    n = len(xs)
+def picked(n: int, y: Callable[[int], float], max_points: int) -> list[int]:
+    """Which of n points (by place) to draw, at most ~max_points: all of them, or the lowest and the highest
+    `y` of each bucket, in place order (spikes and drops survive)."""
     if n <= max_points or max_points < 4:
-        return list(xs), list(ys)
+        return list(range(n))
     buckets = max_points // 2
-    out_x: list[float] = []
-    out_y: list[float] = []
+    out: list[int] = []
     for b in range(buckets):
         lo, hi = b * n // buckets, (b + 1) * n // buckets
         if lo >= hi:
             continue
         seg = range(lo, hi)
-        i_min = min(seg, key=lambda i: ys[i])
-        i_max = max(seg, key=lambda i: ys[i])
-        for i in sorted({i_min, i_max}):
-            out_x.append(xs[i])
-            out_y.append(ys[i])
-    return out_x, out_y
+        out.extend(sorted({min(seg, key=y), max(seg, key=y)}))
+    return out
 
 
-def x_values(calls: CallColumns, by_time: bool, t0_ns: int) -> list[float]:
-    if by_time:
-        return [(ns - t0_ns) / 1e9 for ns in calls.ns]
-    return list(map(float, range(1, len(calls) + 1)))
+def downsample(xs: Sequence[float], ys: Sequence[float], max_points: int) -> tuple[list[float], list[float]]:
+    """At most ~max_points points (`picked`)."""
+    keep = picked(len(xs), ys.__getitem__, max_points)
+    return [xs[i] for i in keep], [ys[i] for i in keep]
+
+
+def x_at(calls: CallColumns, i: int, by_time: bool, t0_ns: int) -> float:
+    """Where call i (from 0) is drawn: seconds since the run started, or its index (from 1)."""
+    return (calls.ns[i] - t0_ns) / 1e9 if by_time else float(i + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """A step's calls as drawn: their chars and known input tokens, downsampled, and the span of all of them."""
+
+    xs: list[float]
+    ys: list[float]
+    token_xs: list[float]
+    token_ys: list[float]
+    x_lo: float
+    x_hi: float
+    top: float  # the most chars
+
+
+def curve(calls: CallColumns, by_time: bool, t0_ns: int, max_points: int) -> Curve:
+    """`calls` downsampled to `max_points` points per series, read from the columns in place: no number is made
+    for a call not drawn (a long run's 149,425 calls as float lists and arrays: ~10 MB at every redraw, the
+    dashboard's peak RSS at a million events, issue 34). `calls` is not empty."""
+    n = len(calls)
+    chars, tokens = read_in_place(calls.chars), read_in_place(calls.tokens)
+    keep = picked(n, lambda i: float(chars[i]), max_points)
+    known = calls.known_tokens()
+    token_keep = picked(len(known), lambda j: float(tokens[known[j]]), max_points)
+    if by_time:  # (seconds grow with the time: the span's ends are the earliest and the latest call's)
+        x_lo, x_hi = ((min(calls.ns) - t0_ns) / 1e9, (max(calls.ns) - t0_ns) / 1e9)
+    else:
+        x_lo, x_hi = 1.0, float(n)
+    return Curve([x_at(calls, i, by_time, t0_ns) for i in keep], [float(chars[i]) for i in keep],
+                 [x_at(calls, known[j], by_time, t0_ns) for j in token_keep],
+                 [float(tokens[known[j]]) for j in token_keep], x_lo, x_hi, float(max(calls.chars)))  # fmt: skip
 
 
 def human(n: float) -> str:

@@ -56,8 +56,8 @@ class Items:
 
     def ascending(self, start: int, stop: int) -> bool:
         """Whether items [start, stop) are rows whose ids ascend (their positions do, and the index's ids)."""
-        at = self._at[start:stop]
-        return (not at or min(at) >= 0) and all(map(operator.lt, at, islice(at, 1, None))) and self.rows.ascending()
+        with memoryview(self._at)[start:stop] as at:  # read in place: a copy was 4 bytes a row (4 MB at 1M events)
+            return (not at or min(at) >= 0) and all(map(operator.lt, at, islice(at, 1, None))) and self.rows.ascending()
 
     def find(self, gid: int, start: int, stop: int) -> int | None:
         """The index of the row item of id `gid` among items [start, stop), rows whose ids ascend; else None."""
