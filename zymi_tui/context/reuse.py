@@ -145,6 +145,13 @@ def breaks_same_head(prev: Shape, cur: Shape) -> bool:
     """Whether `cur` does not begin with `prev`'s whole list (`prefix_reuse(prev, cur, same_head)`'s break),
     their Layer A and memory the same: the break alone, its figures not counted (a caller that prices no
     cache reads nothing else)."""
+    if prev.tail is cur.tail and prev.cut == cur.cut and prev.mask_end <= cur.mask_end:
+        # (`_first_c_difference`'s grown list: a break at a newly masked item, else where `cur` is shorter)
+        t = cur.tail
+        for i in range(max(prev.mask_end, cur.cut), min(cur.mask_end, prev.n)):
+            if maskable(t, i):
+                return True
+        return cur.n < prev.n
     return _first_c_difference(prev, cur) < prev.n - prev.cut
 
 
