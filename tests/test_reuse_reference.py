@@ -5,7 +5,8 @@ bytes (each entry's), and a break exactly when the previous list is not all reus
 Its answers come from running sums and two shortcuts: the same tail grown by appends (only the newly
 masked items compared), and the same Layer A and memory given (`same_head`, as replay/lockstep.py gives
 it for the renderings of one build under several knob sets). Both shortcuts are exercised here on random
-streams (compactions included, which start a new tail), and `named=False` must find the same figures."""
+streams (compactions included, which start a new tail), and `named=False` must find the same figures, and
+`breaks_same_head` (the break alone, with its own shortcut for the grown list) the same break."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from tests.test_context_properties import MEMORY, PREFIX, SETTINGS, knobs, make_
 from zymi_tui.context.builder import ContextBuilder
 from zymi_tui.context.knobs import ContextKnobs
 from zymi_tui.context.rendered import RenderedContext
-from zymi_tui.context.reuse import UNNAMED, head_figures, prefix_reuse
+from zymi_tui.context.reuse import UNNAMED, breaks_same_head, head_figures, prefix_reuse
 from zymi_tui.context.splice import rerender
 from zymi_tui.events.replay_view import replay_event
+from zymi_tui.replay.lockstep import same_head
 
 
 def _reference(prev: RenderedContext, cur: RenderedContext) -> tuple[int, int, bool]:
@@ -69,6 +71,8 @@ def _check(prev: RenderedContext, cur: RenderedContext) -> None:
     assert (named.messages, named.chars, named.broken is not None) == want
     same = prefix_reuse(prev.shape, cur.shape, head_figures(cur.shape), named=False)
     assert (same.messages, same.chars, same.broken is not None) == want
+    if same_head(prev.shape, cur.shape):  # (as lockstep asks it, no cache model reading the figures)
+        assert breaks_same_head(prev.shape, cur.shape) == want[2]
     if same.broken is not None and same.broken.layer == "C":
         assert same.broken.cause == UNNAMED
         assert named.broken is not None and (named.broken.index, named.broken.source_seq) == (

@@ -145,6 +145,8 @@ def breaks_same_head(prev: Shape, cur: Shape) -> bool:
     """Whether `cur` does not begin with `prev`'s whole list (`prefix_reuse(prev, cur, same_head)`'s break),
     their Layer A and memory the same: the break alone, its figures not counted (a caller that prices no
     cache reads nothing else)."""
+    if _grown(prev, cur):  # (answered without `_first_c_difference`'s index: a break, or a shorter list)
+        return _newly_masked(prev, cur) is not None or cur.n < prev.n
     return _first_c_difference(prev, cur) < prev.n - prev.cut
 
 
@@ -155,18 +157,28 @@ def _head_break(cur: Shape, i: int, a_count: int) -> PrefixBreak:
     return PrefixBreak(i, "A", None, what)
 
 
+def _grown(prev: Shape, cur: Shape) -> bool:
+    """Whether `cur` is `prev`'s list grown by appends (the same tail and cut, masked as far or further)."""
+    return prev.tail is cur.tail and prev.cut == cur.cut and prev.mask_end <= cur.mask_end
+
+
+def _newly_masked(prev: Shape, cur: Shape) -> int | None:
+    """In a grown list (`_grown`), the first item that differs: only a newly masked one can, shown in full before
+    (at or past the previous masked end) and masked now (before this one's) if maskable; None if none is."""
+    t = cur.tail
+    for i in range(max(prev.mask_end, cur.cut), min(cur.mask_end, prev.n)):
+        if maskable(t, i):
+            return i
+    return None
+
+
 def _first_c_difference(prev: Shape, cur: Shape) -> int:
     """Index (from cut) of the first Layer C message that differs; len of the shorter if none."""
     prev_len, cur_len = prev.n - prev.cut, cur.n - cur.cut
     limit = min(prev_len, cur_len)
-    if prev.tail is cur.tail and prev.cut == cur.cut and prev.mask_end <= cur.mask_end:
-        # the same list grown by appends: only the newly masked items can differ, each shown in full
-        # before (at or past the previous masked end) and masked now (before this one's) if maskable
-        t = cur.tail
-        for i in range(max(prev.mask_end, cur.cut), min(cur.mask_end, prev.n)):
-            if maskable(t, i):
-                return i - cur.cut
-        return limit
+    if _grown(prev, cur):
+        i = _newly_masked(prev, cur)
+        return limit if i is None else i - cur.cut
     pt, ct = prev.tail, cur.tail
     for j in range(limit):
         pi, ci = prev.cut + j, cur.cut + j

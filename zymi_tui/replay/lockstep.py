@@ -92,7 +92,12 @@ class LockstepReplayer(Replayer):
         assert shape is not None
         tail, n = shape.tail, shape.n
         n_turns = bisect.bisect_left(tail.turn_starts, n)
-        ends = Ends(tail.turn_ends, n_turns, n)
+        turn_ends = tail.turn_ends
+        # `ctx` was built just now: its tail holds its n items and n_turns turns, none ending past n, so
+        # its turn ends are the build's as they are (what `Ends` gives, read with no wrapper per index)
+        ends: Sequence[int] = turn_ends
+        if len(turn_ends) != n_turns or (n_turns and turn_ends[n_turns - 1] > n):
+            ends = Ends(turn_ends, n_turns, n)
         ab = ctx.layer_bytes["A"] + ctx.layer_bytes["B"]
         masked, full = tail.cum_masked, tail.cum_full
         out = {}
