@@ -15,16 +15,17 @@ while other writers are busy, which unlinks on several threads share: 8,000 file
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
-import queue
 import shutil
 import stat
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # (ctypes and queue imported when first needed: most exports replace nothing)
+    import queue
 
 RENAME_EXCHANGE = 2  # linux/fs.h
 UNLINK_THREADS = 16  # threads unlinking a folder's files (`remove_folder`)
@@ -38,6 +39,8 @@ def _exchange_function() -> Any:
     if _renameat2 is None:
         _renameat2 = False
         if sys.platform.startswith("linux"):
+            import ctypes
+
             try:
                 function = ctypes.CDLL(None, use_errno=True).renameat2
             except (OSError, AttributeError):
@@ -46,6 +49,12 @@ def _exchange_function() -> Any:
             function.restype = ctypes.c_int
             _renameat2 = function
     return _renameat2
+
+
+def _errno() -> int:
+    import ctypes
+
+    return ctypes.get_errno()
 
 
 def mover(src_dir: int, dst_dir: int) -> Callable[[str], None]:
@@ -62,7 +71,7 @@ def mover(src_dir: int, dst_dir: int) -> Callable[[str], None]:
                 if stat.S_ISREG(os.lstat(name, dir_fd=src_dir).st_mode):
                     return
                 exchange(src_dir, raw, dst_dir, raw, RENAME_EXCHANGE)  # (a folder: put back, refused below)
-            elif ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # not on this system
+            elif _errno() in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # not on this system
                 exchange = False
         os.replace(name, name, src_dir_fd=src_dir, dst_dir_fd=dst_dir)  # (nothing to swap with: a new name)
 
@@ -121,18 +130,22 @@ class SetAside:
         self.make_folder = make_folder
         self.folder: str | None = None
         self.fd = -1
-        self.names: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self.names: queue.SimpleQueue[str | None] | None = None
         self.threads: list[threading.Thread] = []
         self.count = 0
 
     def put(self, path: str | os.PathLike[str]) -> None:
         """Move the file `path` into the folder, to be unlinked there."""
         if self.folder is None:
+            import queue
+
+            self.names = queue.SimpleQueue()
             self.folder = self.make_folder()
             self.fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         name = str(self.count)
         os.rename(path, name, dst_dir_fd=self.fd)  # (a new name: nothing written out, nothing freed)
         self.count += 1
+        assert self.names is not None
         self.names.put(name)
         if len(self.threads) < UNLINK_THREADS:
             thread = threading.Thread(target=self._unlink, daemon=True)  # (an interrupted process's: left)
@@ -140,12 +153,14 @@ class SetAside:
             self.threads.append(thread)
 
     def _unlink(self) -> None:
+        assert self.names is not None
         while (name := self.names.get()) is not None:
             with contextlib.suppress(OSError):
                 os.unlink(name, dir_fd=self.fd)
 
     def close(self) -> None:
         for _ in self.threads:
+            assert self.names is not None
             self.names.put(None)
         for thread in self.threads:
             thread.join()

@@ -4,7 +4,10 @@ on both sides, so each session file is written whole by one process. The partner
 conversations' files into a hidden folder of its own inside the target (`.zymi-tui-lhar-part-*`) and,
 last, its counts of files and entries to COUNTS_FD; once the caller takes its part (its own walk holds
 nothing open at the cut: `LharBuilder.holds_nothing_open`), the files are moved into the target and the
-counts added to the summary. Otherwise the hidden folder is removed and the caller goes on alone.
+counts added to the summary. Otherwise the hidden folder is removed and the caller goes on alone. A
+move over an earlier export's file swaps the two (file_swap.py `mover`: each name holds the old file or
+the whole new one at every moment, as with `os.replace`), and the old files are unlinked in the hidden
+folder on several threads as it is removed (`remove_folder`).
 A partner whose caller is gone (killed) removes its folder itself; a folder whose caller was killed
 after its partner ended is removed by the next export into that folder (`remove_stale_parts`: the
 folder's name holds its caller's pid, `.zymi-tui-lhar-part-PID-*`).
@@ -41,12 +44,13 @@ from zymi_tui.telemetry.lhar_files import PARTS_PREFIX, LharFiles, LharTarget, f
 from .export_pair import ORPHANED, Partner, pair_cut, run_partner, walk_part
 
 PAIR_EVENTS_ENV = "ZYMI_TUI_LHAR_PAIR_EVENTS"  # the tests lower export_pair.PAIR_EVENTS to pair a small store
-# the ids' worth of the caller's work to write a session over the file an earlier export left (its old
-# blocks freed, its new ones allocated as the caller closes it: ext4's auto_da_alloc), which the partner,
-# writing new files, does not pay: the cut moves that much towards the partner. many_1m over its earlier
-# export, the caller's walk CPU past the partner's cost of as many ids, a file: 8 and 15 ids (load 6-10),
-# 20, 23, 27 (load 15-20, more of it waits on the disk); the lighter loads' side, as a quiet machine's
-REWRITE_EVENTS = 12
+# the ids' worth of the caller's work to write a session over the file an earlier export left, which the
+# partner, writing new files, does not pay: the cut moves that much towards the partner. Since the old file
+# is set aside (lhar_files.py, `SetAside`: a rename, and an unlink on another thread) 8,000 files of 20 kB
+# over 35 s old ones cost 111-146 us of CPU a file against 28-48 us for new files (truncated in place,
+# 96 us but 13.5-17.2 s of wall, waiting on the disk): ~80-100 us, 3 ids at the partner's 28 us an id
+# (it was 12 when a truncated file cost 8-27 ids)
+REWRITE_EVENTS = 3
 
 
 def body_frames(bodies: RequestBodies) -> BodyFrames | None:
