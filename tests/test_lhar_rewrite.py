@@ -110,3 +110,23 @@ def test_a_move_leaves_what_os_replace_leaves(tmp_path: Path) -> None:
     with pytest.raises(IsADirectoryError):
         _move(src, dst, "c.lhar")
     assert (src / "c.lhar").read_text() == "new c\n" and (dst / "c.lhar" / "kept").read_text() == "kept\n"
+
+
+def test_a_file_not_set_aside_is_left_in_place(tmp_path: Path) -> None:
+    """Where the hidden folder cannot be made (a folder one may not write in, whose files one may write),
+    the file stays where it is, to be truncated as before; a file set aside is gone once it closes."""
+    from zymi_tui.file_swap import SetAside
+
+    def refused() -> str:
+        raise PermissionError(13, "Permission denied")
+
+    (tmp_path / "a.lhar").write_text("old\n")
+    aside = SetAside(refused)
+    assert not aside.put(tmp_path / "a.lhar") and not aside.put(tmp_path / "a.lhar")
+    aside.close()
+    assert (tmp_path / "a.lhar").read_text() == "old\n"
+    aside = SetAside(lambda: str(tmp_path / ".aside"))
+    (tmp_path / ".aside").mkdir()
+    assert aside.put(tmp_path / "a.lhar")
+    aside.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

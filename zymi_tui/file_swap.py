@@ -134,16 +134,28 @@ class SetAside:
         self.threads: list[threading.Thread] = []
         self.count = 0
 
-    def put(self, path: str | os.PathLike[str]) -> None:
-        """Move the file `path` into the folder, to be unlinked there."""
+    def put(self, path: str | os.PathLike[str]) -> bool:
+        """Move the file `path` into the folder, to be unlinked there; False: left where it is (the folder
+        cannot be made, as in a folder one may not write but whose files one may, or the move failed)."""
         if self.folder is None:
+            if self.fd == -2:  # (the folder could not be made)
+                return False
             import queue
 
+            try:
+                self.folder = self.make_folder()
+                self.fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError:
+                if self.folder is not None:
+                    shutil.rmtree(self.folder, ignore_errors=True)
+                self.folder, self.fd = None, -2
+                return False
             self.names = queue.SimpleQueue()
-            self.folder = self.make_folder()
-            self.fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         name = str(self.count)
-        os.rename(path, name, dst_dir_fd=self.fd)  # (a new name: nothing written out, nothing freed)
+        try:
+            os.rename(path, name, dst_dir_fd=self.fd)  # (a new name: nothing written out, nothing freed)
+        except OSError:
+            return False
         self.count += 1
         assert self.names is not None
         self.names.put(name)
@@ -151,6 +163,7 @@ class SetAside:
             thread = threading.Thread(target=self._unlink, daemon=True)  # (an interrupted process's: left)
             thread.start()
             self.threads.append(thread)
+        return True
 
     def _unlink(self) -> None:
         assert self.names is not None

@@ -113,10 +113,7 @@ class LharFiles:
             return sys.stdout.fileno()
         started = conversation in self.started
         if self.target.folder and not started and is_new_file_like(path, self.new_mode, missing=False):
-            try:  # a new file in its place: as it truncated, with nothing to wait for
-                self.aside.put(path)
-            except OSError as e:
-                raise LharTargetError(f"{path.resolve()}: cannot write ({e.strerror or e})") from None
+            self.aside.put(path)  # a new file in its place: as it truncated, with nothing to wait for (or truncated)
         flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if started else os.O_TRUNC)
         try:
             return os.open(path, flags, 0o666)
