@@ -144,14 +144,14 @@ def test_the_cut_balances_the_work_the_caller_pays_beyond_its_ids(monkeypatch: p
 
 
 def test_over_an_earlier_export_the_partner_takes_more(tmp_path: Path) -> None:
-    """Twenty runs of 60 events: into a new folder the cut is after the tenth run; over that export's own
-    files (the caller rewrites each of its part's) it is earlier, and the folder is what one process
-    leaves."""
-    db = cloned_runs(tmp_path, 20, "memory")
+    """Fifty runs of 60 events: into a new folder the cut is after the 25th run; over that export's own
+    files (the caller rewrites each of its part's, `REWRITE_EVENTS` ids' worth more: 3) after the 24th
+    (1440 + 24 * 3 against 1560), and the folder is what one process leaves."""
+    db = cloned_runs(tmp_path, 50, "memory")
     one = export(db, tmp_path / "one", False)
     again = export(db, tmp_path / "one", False)
     first = export(db, tmp_path / "two", True)
     second = export(db, tmp_path / "two", True)
     assert first[:4] == one[:4] and second[:4] == again[:4]
-    assert first[4] == ["600"]
-    assert len(second[4]) == 2 and int(second[4][1]) < 600  # (the cuts taken into "two", each export's)
+    assert first[4] == ["1500"]
+    assert second[4] == ["1500", "1440"]  # (the cuts taken into "two", each export's)

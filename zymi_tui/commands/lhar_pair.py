@@ -4,7 +4,10 @@ on both sides, so each session file is written whole by one process. The partner
 conversations' files into a hidden folder of its own inside the target (`.zymi-tui-lhar-part-*`) and,
 last, its counts of files and entries to COUNTS_FD; once the caller takes its part (its own walk holds
 nothing open at the cut: `LharBuilder.holds_nothing_open`), the files are moved into the target and the
-counts added to the summary. Otherwise the hidden folder is removed and the caller goes on alone.
+counts added to the summary. Otherwise the hidden folder is removed and the caller goes on alone. A
+move over an earlier export's file swaps the two (file_swap.py `mover`: each name holds the old file or
+the whole new one at every moment, as with `os.replace`), and the old files are unlinked in the hidden
+folder on several threads as it is removed (`remove_folder`).
 A partner whose caller is gone (killed) removes its folder itself; a folder whose caller was killed
 after its partner ended is removed by the next export into that folder (`remove_stale_parts`: the
 folder's name holds its caller's pid, `.zymi-tui-lhar-part-PID-*`).
@@ -18,34 +21,36 @@ pairing is left out otherwise (`lhar_partner`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.location import SqliteStore, StoreLocation
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader, StreamInfo, run_of
+from zymi_tui.file_swap import is_new_file_like, mover, remove_folder
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.telemetry.lhar_body import BodyFrames
 from zymi_tui.telemetry.lhar_export import ExportMeta, LharBuilder
-from zymi_tui.telemetry.lhar_files import LharFiles, LharTarget, file_name
+from zymi_tui.telemetry.lhar_files import PARTS_PREFIX, LharFiles, LharTarget, file_name
 
 from .export_pair import ORPHANED, Partner, pair_cut, run_partner, walk_part
 
 PAIR_EVENTS_ENV = "ZYMI_TUI_LHAR_PAIR_EVENTS"  # the tests lower export_pair.PAIR_EVENTS to pair a small store
-PARTS_PREFIX = ".zymi-tui-lhar-part-"
-# the ids' worth of the caller's work to write a session over the file an earlier export left (its old
-# blocks freed, its new ones allocated as the caller closes it: ext4's auto_da_alloc), which the partner,
-# writing new files, does not pay: the cut moves that much towards the partner. many_1m over its earlier
-# export, the caller's walk CPU past the partner's cost of as many ids, a file: 8 and 15 ids (load 6-10),
-# 20, 23, 27 (load 15-20, more of it waits on the disk); the lighter loads' side, as a quiet machine's
-REWRITE_EVENTS = 12
+# the ids' worth of the caller's work to write a session over the file an earlier export left, which the
+# partner, writing new files, does not pay: the cut moves that much towards the partner. Since the old file
+# is set aside (lhar_files.py, `SetAside`: a rename, and an unlink on another thread) 8,000 files of 20 kB
+# over 35 s old ones cost 111-146 us of CPU a file against 28-48 us for new files (truncated in place,
+# 96 us but 13.5-17.2 s of wall, waiting on the disk): ~80-100 us, 3 ids at the partner's 28 us an id
+# (it was 12 when a truncated file cost 8-27 ids)
+REWRITE_EVENTS = 3
 
 
 def body_frames(bodies: RequestBodies) -> BodyFrames | None:
@@ -75,18 +80,6 @@ def conversation_spans(streams: Sequence[StreamInfo]) -> dict[str, StreamInfo]:
     return spans
 
 
-def _new_file_like(path: Path, mode: int) -> bool:
-    """Whether `path` is a plain file of ours, of one link and of the mode a new file gets."""
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    plain = stat.S_ISREG(st.st_mode) and st.st_nlink == 1
-    return plain and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == mode
-
-
 def lhar_partner(
     reader: EventReader, store: StoreLocation, project: Path | None, streams: Sequence[StreamInfo], folder: Path
 ) -> FilesPartner | None:
@@ -113,7 +106,7 @@ def lhar_partner(
     umask = os.umask(0)
     os.umask(umask)
     later = {names[c] for c, s in spans.items() if s.first_global_id > after}
-    if not all(_new_file_like(folder / n, 0o666 & ~umask) for n in later & present):
+    if not all(is_new_file_like(folder / n, 0o666 & ~umask, missing=True) for n in later & present):
         return None
     parts = Path(tempfile.mkdtemp(prefix=f"{PARTS_PREFIX}{os.getpid()}-", dir=folder))
     try:
@@ -168,8 +161,10 @@ class FilesPartner(Partner):
         assert files.target.path is not None  # (a folder: pairing needs one)
         self.out.seek(0)
         sessions, entries = map(int, self.out.read().split())
-        for name in os.listdir(self.parts):
-            os.replace(self.parts / name, files.target.path / name)
+        with _folder_fd(self.parts) as src, _folder_fd(files.target.path) as dst:
+            move = mover(src, dst)  # (the files they replace left in `parts`, removed with it by `close`)
+            for name in os.listdir(src):
+                move(name)
         files.add_written(sessions, entries)
 
     def close(self) -> None:
@@ -177,7 +172,16 @@ class FilesPartner(Partner):
         try:
             super().close()
         finally:
-            shutil.rmtree(self.parts, ignore_errors=True)
+            remove_folder(self.parts)  # (after a take: the files its own replaced)
+
+
+@contextlib.contextmanager
+def _folder_fd(folder: Path) -> Iterator[int]:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 async def _export_part(

@@ -95,22 +95,29 @@ class LharBuilder:
             step = None if row.hard_cap_failure else self.calls.pop((row.stream_id, row.sequence), None)
             if step is not None and row.rendered is not None and not row.simulated:
                 if quiet:
-                    self._count(row, step)
+                    self._passed(row, step, None)
                 else:
                     out.append(self._entry(row, step))
         return out
 
-    def _count(self, r: CallContext, step: Step) -> None:
-        """What an entry leaves for the next ones, but its tokens: those of a step's last agent call are
-        figured when asked (`later_from`)."""
+    def _passed(self, r: CallContext, step: Step, total: int | None) -> tuple[int, bool, int | None]:
+        """What an entry of `total` tokens (None: counted, not made: figured when asked, `later_from`)
+        leaves for the next ones; its number in its conversation, whether a compaction had just shrunk
+        its context, and the tokens of its step's previous agent call."""
         conversation = step.run.stream
-        self.sequence[conversation] = self.sequence.get(conversation, 0) + 1
+        seq = self.sequence[conversation] = self.sequence.get(conversation, 0) + 1
         if r.is_compaction:
             self.compacted.add(r.stream_id)
-        else:
-            self.compacted.discard(r.stream_id)
+            return seq, False, None
+        detected = r.stream_id in self.compacted
+        self.compacted.discard(r.stream_id)
+        if total is None:
             self.previous.pop(r.stream_id, None)
             self.unfigured[r.stream_id] = r
+            return seq, detected, None
+        prev = self.previous.get(r.stream_id)
+        self.previous[r.stream_id] = total
+        return seq, detected, prev
 
     def later_from(self) -> None:
         """The entries from now on are made (`feed` was `quiet` so far): each step's last agent call's
@@ -144,17 +151,7 @@ class LharBuilder:
 
     def _entry(self, r: CallContext, step: Step) -> LharEntry:
         figured, body, comp, total = self._figured(r)
-        detected = False
-        if r.is_compaction:
-            self.compacted.add(r.stream_id)
-        else:
-            detected = r.stream_id in self.compacted
-            self.compacted.discard(r.stream_id)
-        prev = None if r.is_compaction else self.previous.get(r.stream_id)
-        if not r.is_compaction:
-            self.previous[r.stream_id] = total
-        conversation = step.run.stream
-        seq = self.sequence[conversation] = self.sequence.get(conversation, 0) + 1
+        seq, detected, prev = self._passed(r, step, total)
         role, meta = agent_role(r, step.run), self.meta
         wires = figured.wires if body.head is not None else None
         return entry_line(r, step, role, seq, meta.provider, meta.window_tokens, body, comp,

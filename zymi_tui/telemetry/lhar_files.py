@@ -8,17 +8,22 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from zymi_tui.errors import UserError
+from zymi_tui.file_swap import SetAside, is_new_file_like
 from zymi_tui.telemetry.lhar_entry import LharEntry
 from zymi_tui.telemetry.lhar_text import json_line, session_line
 
 OPEN_FILES = 32  # files kept open at once (a store of many runs writes many files)
 FILE_BUFFER = 1 << 16  # bytes gathered before a write to a file (32 open: 2 MB)
+# a hidden folder of an export in its target folder (then the caller's pid, "-" and a random tail): the
+# files an earlier export left, set aside (`SetAside`), or a partner's files (commands/lhar_pair.py)
+PARTS_PREFIX = ".zymi-tui-lhar-part-"
 
 
 class LharTargetError(UserError):
@@ -82,6 +87,10 @@ class LharFiles:
         self.started: set[str] = set()
         self.entries = 0
         self.others = 0  # session files another process wrote in the folder for this export (`add_written`)
+        umask = os.umask(0)
+        os.umask(umask)
+        self.new_mode = 0o666 & ~umask
+        self.aside = SetAside(self._aside_folder)  # the files an earlier export left, a folder's
         if target.folder and target.path is not None:
             try:
                 target.path.mkdir(parents=True, exist_ok=True)
@@ -93,12 +102,19 @@ class LharFiles:
             return None
         return self.target.path / f"{file_name(conversation)}.lhar" if self.target.folder else self.target.path
 
+    def _aside_folder(self) -> str:
+        assert self.target.path is not None
+        return tempfile.mkdtemp(prefix=f"{PARTS_PREFIX}{os.getpid()}-", dir=self.target.path)
+
     def _opened(self, conversation: str) -> int:
         path = self._path(conversation)
         if path is None:  # stdout's bytes, after what was printed on it so far
             sys.stdout.flush()
             return sys.stdout.fileno()
-        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if conversation in self.started else os.O_TRUNC)
+        started = conversation in self.started
+        if self.target.folder and not started and is_new_file_like(path, self.new_mode, missing=False):
+            self.aside.put(path)  # a new file in its place: as it truncated, with nothing to wait for (or truncated)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if started else os.O_TRUNC)
         try:
             return os.open(path, flags, 0o666)
         except OSError as e:
@@ -146,6 +162,7 @@ class LharFiles:
                 if p.fd is not None and self._path(conversation) is not None:
                     os.close(p.fd)
             self.open.clear()
+            self.aside.close()
 
     def append(self, conversation: str, lines: BinaryIO) -> None:
         """Append `lines`, entries of a session this export started (its file closed), to its file."""
