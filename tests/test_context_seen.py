@@ -1,16 +1,18 @@
 """`SeenEvents` answers as the two plain lists it replaced: the timestamp of the first event seen at a
 sequence or later (`bisect_left` over the sequences, as the builder read its arrays before), and the
 events themselves in order, through every way out of its step form (a sequence not after the last or
-256 on, a clock going back or 2**32 ns on) and across copies and extensions."""
+256 on, a clock going back or 2**32 ns on) and across copies and extensions; and `SeenBesideItems`, the events
+that made an item only counted, gives every event back in its place from the items' own figures."""
 
 from __future__ import annotations
 
 import bisect
+from array import array
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zymi_tui.context.seen import CHUNK, SeenEvents
+from zymi_tui.context.seen import CHUNK, SeenBesideItems, SeenEvents
 
 _T0 = 1_760_000_000_000_000_000  # (a 2025 clock in ns: past what 4 bytes hold)
 
@@ -74,3 +76,31 @@ def _check(events: list[tuple[int, int]], data: st.DataObject) -> None:
     w_seqs, w_stamps = [s for s, _ in want], [t for _, t in want]
     for seq in sorted({*w_seqs, *(s + 1 for s in w_seqs), 0}):
         assert copied.ts_at(seq) == _expected_ts_at(w_seqs, w_stamps, seq), seq
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(steps, st.booleans()), max_size=3 * CHUNK), st.integers(0, 300))
+def test_events_beside_the_items_are_every_event_in_its_place(moves: list[tuple[tuple[int, int], bool]],
+                                                              items_first: int) -> None:  # fmt: skip
+    """Events that made an item counted (as a replay's builder notes them: its items keep their own
+    sequence and timestamp), the others kept: made whole, every event in the order seen; `items_first`
+    items before the first other event (past 255 in a row: `other` refuses, the caller makes them whole)."""
+    flags = [True] * items_first + [made for _, made in moves]
+    events = _events([(1, 1000)] * items_first + [move for move, _ in moves])
+    beside = SeenBesideItems()
+    whole: SeenEvents | None = None
+    seqs, stamps = array("q"), array("q")
+    for (seq, ts), made in zip(events, flags, strict=True):
+        if whole is not None:
+            whole.add(seq, ts)
+        elif made:
+            beside.since += 1
+        elif not beside.other(seq, ts):
+            whole = beside.events(seqs, stamps)
+            whole.add(seq, ts)
+        if made:
+            seqs.append(seq)
+            stamps.append(ts)
+    if whole is None:
+        whole = beside.events(seqs, stamps)
+    assert list(whole.between(0, len(whole))) == events

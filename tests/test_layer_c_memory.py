@@ -14,8 +14,11 @@ from pathlib import Path
 
 from benchmarks.make_long_run import write_clones
 from tests.test_context_text_source import _held_at_the_end, _layer_c_rows
+from zymi_tui.context import seen
 from zymi_tui.context.layer_c import OTHER, TOOL, Item, Tail
 from zymi_tui.events.messages import ToolResultMessage
+from zymi_tui.events.sqlite_read import SqliteReader
+from zymi_tui.replay.store_replay import replay_store
 
 N = 20_000
 
@@ -74,6 +77,38 @@ def test_a_long_runs_replay_grows_under_90_bytes_per_item(tmp_path: Path) -> Non
     items = [_layer_c_rows(db) for db in dbs]
     per_item = (held[1] - held[0]) / (items[1] - items[0])
     assert per_item < 90, f"held {held} bytes for {items} items: {per_item:.1f} B per item added"
+
+
+async def _seen_held_at_the_end(db: Path) -> int:
+    """What context/seen.py's lines allocated and still hold at a whole-store replay's last snapshot
+    (one every 500 rows, its builders alive)."""
+    kept = [tracemalloc.Filter(True, seen.__file__)]
+    async with await SqliteReader.open(db) as reader:
+        tracemalloc.start()
+        try:
+            held = 0
+            rows = 0
+            async for _ in replay_store(reader, project=None):
+                rows += 1
+                if rows % 500 == 0:
+                    held = sum(t.size for t in tracemalloc.take_snapshot().filter_traces(kept).traces)
+        finally:
+            tracemalloc.stop()
+    return held
+
+
+async def test_a_long_runs_builder_holds_its_events_seen_in_under_4_bytes_per_item(tmp_path: Path) -> None:
+    """3x the run: the events a replay's builder has seen grow by < 4 B per Layer C item added: those that
+    made an item are counted, not kept (the item keeps its sequence and timestamp), the others ~6 B each
+    (a chat stream sees ~0.5 of them an item: measured 3.2 B); 11095fa kept every event, 5 B each (8.2 B)."""
+    held, items = [], []
+    for events in (16_000, 48_000):
+        db = tmp_path / f"long_{events}.db"
+        write_clones(db, events, "coding_default")
+        items.append(_layer_c_rows(db))
+        held.append(await _seen_held_at_the_end(db))
+    per_item = (held[1] - held[0]) / (items[1] - items[0])
+    assert per_item < 4, f"held {held} bytes for {items} items: {per_item:.1f} B per item added"
 
 
 def test_a_tails_running_sums_pass_4_gb() -> None:

@@ -5,6 +5,7 @@ real processes on the oracle's one-run compaction store (masking, compactions, a
   what one process writes, to a file and to stdout, also when the child reads every message it sends
   back from the store (it keeps 1 recent event); the tool results and the messages sent that the
   child read from the store itself are the store's (`json.loads` of its rows).
+- The caller writes no span text: the attributes and the answers are written by the child.
 - A child that dies mid-export makes one error line and exit status 1, and no "wrote N spans".
 - A caller killed (SIGKILL) or interrupted (SIGINT) while its child waits leaves no child behind."""
 
@@ -30,7 +31,8 @@ STORE = ORACLE / "coding_compaction" / "events.db"
 # the CLI in a process of its own, its forks (and spawns of a pair module) noted in a file;
 # PROBE_RECENT: the child keeps that many recent events (the others' messages are read back from the
 # store); PROBE_DIE: the child ends (status 9) at its second batch of facts; PROBE_STALL: the caller
-# notes its child's pid and waits before its first
+# notes its child's pid and waits before its first; PROBE_WRITES: the caller notes once each span writer
+# it calls once it forked (the OTLP attribute writer, an answer's text made in the writer's module)
 PROBE = (
     FORKS_NOTED
     + """
@@ -55,6 +57,24 @@ if os.environ.get("PROBE_STALL"):
         time.sleep(120)
         send(self)
     otel_writer.SpanWriter._send = stalled
+if os.environ.get("PROBE_WRITES"):
+    from zymi_tui.commands import otel_writer
+    from zymi_tui.telemetry import otel_rows, otlp_lines
+    caller, written, forked = os.getpid(), set(), []
+    sys.addaudithook(lambda event, args: forked.append(1) if event == "os.fork" else None)
+    def noting(module, name):
+        made = getattr(module, name, None)
+        if made is None:
+            return
+        def noted(*args):
+            if forked and os.getpid() == caller and name not in written:
+                written.add(name)
+                note(f"caller {name}")
+            return made(*args)
+        setattr(module, name, noted)
+    noting(otlp_lines, "attribute_parts")
+    noting(otel_rows, "attribute_parts")
+    noting(otel_writer, "message_json")
 from zymi_tui.cli import main
 sys.exit(main(sys.argv[2:]))
 """
@@ -99,6 +119,16 @@ def test_one_long_run_is_written_by_a_forked_child_as_one_process_writes_it(tmp_
             assert proc.stderr.decode().startswith(f"wrote {spans} spans to "), proc.stderr
     assert outs[0] == outs[1]
     assert len(outs[0]) > 100_000
+
+
+def test_the_caller_writes_no_span_text(tmp_path: Path) -> None:
+    """The walk's process is the critical path of one long run: the spans' attributes (the context
+    figures among them) and the answers' texts are written by the child, not made in the caller."""
+    out = tmp_path / "out.jsonl"
+    proc, marks = _export(tmp_path, {**PAIRED, "PROBE_WRITES": "1"}, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert marks == ["fork"], marks
+    assert b'"zymi.context.rebuilt_chars"' in out.read_bytes()
 
 
 def test_messages_read_back_from_the_store_are_those_of_one_process(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from zymi_tui.context.masking import (
     message_bytes,
 )
 from zymi_tui.context.rendered import CompactionPlan, Prefix, RenderedContext
-from zymi_tui.context.seen import SeenEvents
+from zymi_tui.context.seen import SeenBesideItems, SeenEvents
 from zymi_tui.context.splice import Frame, compaction_plan, render_frame
 from zymi_tui.events.kinds import ContextCompacted
 from zymi_tui.events.messages import (
@@ -113,7 +113,9 @@ class ContextBuilder:
         self._raw_seqs = array(SEQ)
         self._raw = RawItems(texts, self._raw_seqs)  # (old items hidden by the fresh filter as columns)
         self._raw_ts = array("q")  # each item's timestamp (ns)
-        self._seen = SeenEvents()  # events seen, in order (a replay may skip kinds zymi ignores)
+        # events seen, in order (a replay may skip kinds zymi ignores); those that made an item only
+        # counted while every item is one an event made (`_events_seen` makes them whole when asked)
+        self._seen: SeenEvents | SeenBesideItems = SeenBesideItems() if follow_recorded_compactions else SeenEvents()
         self._monotone = True
         self._last_ts = -1
         self._compactions: list[Compaction] = []
@@ -154,12 +156,18 @@ class ContextBuilder:
         `converted`: messages already converted for these events (shared by re-runs of one stream)."""
         ts, raw = convert(ev) if converted is None else converted.get(ev)
         seq = ev.sequence
-        self._seen.add(seq, ts)
+        kind = ev.kind
+        seen = self._seen
+        if isinstance(seen, SeenEvents):
+            seen.add(seq, ts)
+        elif raw is not None and not isinstance(kind, ContextCompacted) and (self._follow or ev.source != "compaction"):
+            seen.since += 1  # (its item is appended below)
+        elif not seen.other(seq, ts):
+            self._events_seen().add(seq, ts)
         if ts < self._last_ts:
             self._monotone = False
         self._last_ts = ts
         self.last_seq = seq
-        kind = ev.kind
         self.last_was_compaction = isinstance(kind, ContextCompacted)
         if isinstance(kind, ContextCompacted):
             lo, hi = kind.replaces_seq_range
@@ -234,7 +242,14 @@ class ContextBuilder:
         builder takes the next fed one's timestamp, as zymi's clock only moves forward)."""
         if seq < 1 or seq > self.last_seq:
             return None
-        return self._seen.ts_at(seq)
+        return self._events_seen().ts_at(seq)
+
+    def _events_seen(self) -> SeenEvents:
+        """Every event seen (made whole from the items' figures once asked for)."""
+        seen = self._seen
+        if isinstance(seen, SeenBesideItems):
+            seen = self._seen = seen.events(self._raw_seqs, self._raw_ts)
+        return seen
 
     def _compute_tail(self, cutoff: int | None) -> Tail:
         raw, seqs, stamps = self._raw, self._raw_seqs, self._raw_ts
@@ -291,7 +306,7 @@ class ContextBuilder:
         other._raw_seqs, other._raw_ts = self._raw_seqs[:], self._raw_ts[:]
         other._raw = self._raw.copy()
         other._raw.seqs = other._raw_seqs
-        other._seen = self._seen.copy()
+        other._seen = self._events_seen().copy()
         other._compactions = list(self._compactions)
         other._tail = self._tail.clone()
         if isinstance(other._tail.items, RawView):  # (a view of this builder's items: of its own now)
@@ -303,7 +318,7 @@ class ContextBuilder:
     def mark(self) -> BuildMark:
         """This builder's state now (see `BuildMark`)."""
         return BuildMark(
-            len(self._raw), len(self._seen), len(self.recorded), self._tail, len(self._tail.items),
+            len(self._raw), len(self._events_seen()), len(self.recorded), self._tail, len(self._tail.items),
             self.last_seq, self._last_ts, self._monotone, self.last_was_compaction, self._pending_reply,
             self.prefix, self._cutoff,
         )  # fmt: skip
@@ -330,6 +345,7 @@ class ContextBuilder:
         compactions (copies: this builder marks its own as used). False, and nothing done, if an item
         would fall inside a compacted range (none can: every range ends at an item already seen)."""
         r0, s0, c0, n0 = (since.raw, since.seen, since.recorded, since.n) if since else (0, 0, 0, 0)
+        seen = self._events_seen()  # (before items no event of this builder made are appended)
         items = now.tail.items
         if n0 < now.n and items[n0].seq <= self._max_hi:
             return False
@@ -337,7 +353,7 @@ class ContextBuilder:
         self._raw.seqs = self._raw_seqs = _joined(self._raw_seqs, base._raw_seqs[r0 : now.raw])
         self._aligned = False  # (not checked item by item here)
         self._raw_ts += base._raw_ts[r0 : now.raw]
-        self._seen.extend(base._seen, s0, now.seen)
+        seen.extend(base._events_seen(), s0, now.seen)
         self.recorded += [dataclasses.replace(rc) for rc in base.recorded[c0 : now.recorded]]
         self._tail.extend(now.tail, n0, now.n)
         self._uncut_tail = None
@@ -360,6 +376,7 @@ class ContextBuilder:
         """Apply a compaction decided by a what-if: its reply joins Layer C, its range is suppressed.
 
         A recorded reply keeps its sequence; a simulated one takes the last event's."""
+        self._events_seen()  # (an item no event made)
         if reply is not None:
             seq = self.last_seq if reply_seq is None else reply_seq
             ts = self._ts_at(seq) or self._last_ts

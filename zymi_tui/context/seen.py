@@ -105,3 +105,42 @@ class SeenEvents:
         """`other`'s events [lo, hi) seen too, after these."""
         for seq, ts in other.between(lo, hi):
             self.add(seq, ts)
+
+
+class SeenBesideItems:
+    """`SeenEvents` of a builder that keeps each of its items' sequence and timestamp already (every
+    item made by an event it saw, in order: a replay's builder): the events that made an item are a
+    count between the others (`since`, then `gaps`), the others `SeenEvents` (`others`). A long chat
+    stream's builder sees ~1.5 events an item: 2.2 B an item vs 7.4 B. `events(seqs, stamps)` gives
+    every event seen, the items' own figures put back in their places."""
+
+    __slots__ = ("gaps", "others", "since")
+
+    def __init__(self) -> None:
+        self.others = SeenEvents()
+        self.gaps = array("B")  # before each of `others`, the items made since the one before
+        self.since = 0  # items made since the last of `others`
+
+    def other(self, seq: int, ts: int) -> bool:
+        """An event that made no item, seen next; False (nothing noted): too many items came before it
+        for `gaps` (make the events whole with `events`, then add it there)."""
+        if self.since >= _SEQ_STEP:
+            return False
+        self.others.add(seq, ts)
+        self.gaps.append(self.since)
+        self.since = 0
+        return True
+
+    def events(self, seqs: array[int], stamps: array[int]) -> SeenEvents:
+        """Every event seen, in order, where the items' sequences and timestamps are `seqs`, `stamps`."""
+        assert sum(self.gaps) + self.since == len(seqs) == len(stamps)
+        out = SeenEvents()
+        k = 0
+        for (seq, ts), gap in zip(self.others.between(0, len(self.others)), self.gaps, strict=True):
+            for j in range(k, k + gap):
+                out.add(seqs[j], stamps[j])
+            k += gap
+            out.add(seq, ts)
+        for j in range(k, len(seqs)):
+            out.add(seqs[j], stamps[j])
+        return out

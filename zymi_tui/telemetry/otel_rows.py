@@ -28,7 +28,6 @@ from zymi_tui.telemetry.otel_content import (
     tool_definitions,
 )
 from zymi_tui.telemetry.otel_inputs import ShownInputs, shape_length
-from zymi_tui.telemetry.otlp_lines import attribute_parts
 from zymi_tui.telemetry.otlp_wire import AttrValue
 from zymi_tui.telemetry.shown_items import shown
 
@@ -173,17 +172,6 @@ class Numbered(RowFacts):
         self.definitions: list[Definition] = []
         self.moves: list[list[Any]] = []  # how the window of the call being made moved (`DeltaTally`)
         self.last = 0
-
-    def facts(self, row: CallContext) -> CallFacts:
-        """`RowFacts.facts`, the figures written as OTLP/JSON key-values here (the builder's process
-        has the rest of the span to write)."""
-        facts = super().facts(row)
-        attrs: dict[str, AttrValue] = {}
-        figure_attrs(attrs, facts.figures)
-        parts: list[str] = []
-        attribute_parts(parts, attrs, [])
-        facts.figures = "," + "".join(parts) if parts else ""
-        return facts
 
     def _number(self, m: MessageModel) -> int:
         self.last += 1

@@ -25,7 +25,7 @@ from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import Ended, Run, RunTracker, Step, hex_id
 from zymi_tui.telemetry.otel_content import as_json, message_json, message_texts, output_json
 from zymi_tui.telemetry.otel_rows import Bodies, CallFacts, RowFacts, figure_attrs
-from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, KeyValuesText, SpanData, make_span
+from zymi_tui.telemetry.otlp_wire import CLIENT, INTERNAL, AttrValue, SpanData, make_span
 
 ANSWERS_KEPT = 256  # answers awaiting the call that sends them (one per open step stream, most often)
 
@@ -50,7 +50,6 @@ class _Call:
     start_ns: int
     end_ns: int | None = None
     response: MessageModel | None = None
-    answer: str | None = None  # the response's `message_json`, when made already (by the walk's process)
     finish_reason: str | None = None
     usage: Usage | None = None
     error: str | None = None
@@ -83,7 +82,7 @@ class TraceBuilder:
         """`gen_ai.output.messages`; the answer's text is kept for the call that sends it again."""
         if call.response is None:
             return None
-        text = call.answer or message_json(call.response)
+        text = message_json(call.response)
         if len(self.answered) >= ANSWERS_KEPT:
             self.answered.clear()
         self.answered[call.response] = text
@@ -102,15 +101,14 @@ class TraceBuilder:
         facts = self.rows.facts
         return self.feed_facts(se, [facts(row) for row in rows if not row.hard_cap_failure])
 
-    def feed_facts(self, se: ReplayEvent | None, calls: list[CallFacts], answer: str | None = None) -> list[SpanData]:
-        """`feed`, each replayed call given by its `CallFacts` (made by `RowFacts`, here or elsewhere);
-        `answer`: the `message_json` of the response `se` completes a call with, made already."""
+    def feed_facts(self, se: ReplayEvent | None, calls: list[CallFacts]) -> list[SpanData]:
+        """`feed`, each replayed call given by its `CallFacts` (made by `RowFacts`, here or elsewhere)."""
         out: list[SpanData] = []
         ended = None
         if se is not None:
             ts = fast_ts_ns(se.timestamp)
             if STEP_MARK in se.stream_id:
-                span = self._step_event(se, ts, answer)
+                span = self._step_event(se, ts)
                 if span is not None:
                     out.append(span)
             ended = self.tracker.feed(se, ts)
@@ -125,7 +123,7 @@ class TraceBuilder:
         return out
 
     # -- events on a step stream ------------------------------------------------------------------
-    def _step_event(self, se: ReplayEvent, ts: int, answer: str | None = None) -> SpanData | None:
+    def _step_event(self, se: ReplayEvent, ts: int) -> SpanData | None:
         kind = se.kind
         if isinstance(kind, LlmCallStarted):
             step = self.tracker.step_of(se)
@@ -143,12 +141,8 @@ class TraceBuilder:
                 if isinstance(kind, LlmCallFailed):
                     call.error = kind.error
                 else:
-                    call.response, call.finish_reason, call.usage, call.answer = (
-                        kind.response_message,
-                        kind.finish_reason,
-                        kind.usage,
-                        answer,
-                    )
+                    call.response, call.finish_reason = kind.response_message, kind.finish_reason
+                    call.usage = kind.usage
                     if isinstance(kind.response_message, AssistantMessage):
                         for c in kind.response_message.tool_calls:
                             self.tool_calls[c.id] = (c.name, c.arguments)
@@ -314,9 +308,5 @@ def _figures(attrs: dict[str, AttrValue], call: _Call, facts: CallFacts | None) 
     attrs["zymi.iteration"] = call.iteration
     attrs["zymi.compaction"] = call.compaction
     attrs["zymi.step"] = call.step.node_id
-    if facts is None or facts.figures is None:
-        return
-    if type(facts.figures) is str:  # written already (`Numbered`)
-        attrs["zymi.context"] = KeyValuesText(facts.figures) if facts.figures else None
-    else:
+    if facts is not None and facts.figures is not None:
         figure_attrs(attrs, facts.figures)

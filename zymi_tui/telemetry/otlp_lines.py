@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 from zymi_tui import __version__
 from zymi_tui.events.json_text import quoted_utf8
-from zymi_tui.telemetry.otlp_wire import BATCH_SPANS, SCOPE, AttrValue, JsonArrayText, KeyValuesText, SpanData
+from zymi_tui.telemetry.otlp_wire import BATCH_SPANS, SCOPE, AttrValue, JsonArrayText, SpanData
 
 STATUS_OK, STATUS_ERROR = "{}", 2  # an unset Status; STATUS_CODE_ERROR
 
@@ -108,8 +108,6 @@ def attribute_parts(parts: list[str], attrs: Mapping[str, AttrValue], utf8: Utf8
             parts += (keys.get(k) or _head(k), '{"stringValue":')
             utf8.append((len(parts), v.quoted_parts()))  # type: ignore[union-attr]
             parts += ("", "}}")
-        elif t is KeyValuesText:
-            parts.append(v)  # type: ignore[arg-type]
         else:
             parts.append(f"{keys.get(k) or _head(k)}{any_value_json(v)}}}")
     if len(parts) > at:

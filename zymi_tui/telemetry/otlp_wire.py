@@ -40,14 +40,7 @@ class JsonArrayText:
         return b'"[', b",".join([t[1] for t in self.items]), b']"'
 
 
-class KeyValuesText(str):
-    """Attributes already written as OTLP/JSON key-values, each after a comma (`otlp_lines.attribute_parts`
-    puts them in as they are, whatever the key they are given under; only the JSON lines read them)."""
-
-    __slots__ = ()
-
-
-AttrValue = str | int | float | bool | Sequence[str] | JsonArrayText | KeyValuesText | None
+AttrValue = str | int | float | bool | Sequence[str] | JsonArrayText | None
 INTERNAL, CLIENT = 1, 3  # Span.SpanKind.SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT (tests/test_export_caches.py)
 
 
