@@ -134,30 +134,47 @@ class Totals:
         return "estimated" if self.tokens_estimated or self.compactions_simulated else "recorded"
 
     def add(self, f: CallFigure) -> None:
-        if f.hard_cap_failed:
-            self.hard_cap_failures += 1
+        agent = f.kind == "agent"
+        recorded = f.tokens_provenance == "recorded"
+        cached, created = f.recorded_cached, f.recorded_cache_creation
+        if not self.add_call(
+            f.hard_cap_failed, f.chars, f.tokens, recorded, cached, created, agent, f.cache_break, f.over_soft
+        ):
             return
-        self.calls += 1
-        self.chars_sum += f.chars
-        self.tokens_sum += f.tokens
-        self.tokens_estimated += f.tokens_provenance != "recorded"
         self.cached_tokens_modelled += f.cached_modelled
         self.cache_write_tokens_modelled += f.cache_written_modelled
-        if f.tokens_provenance == "recorded":  # the provider's cache usage holds for the tokens it reported
-            self.cached_tokens_recorded += f.recorded_cached or 0
-            self.cache_creation_tokens_recorded += f.recorded_cache_creation or 0
-        if f.kind == "agent":
-            self.cache_breaks += f.cache_break
-            self.agent_calls += 1
-            if f.chars > self.chars_peak:
-                self.chars_peak = f.chars
-            if f.tokens > self.tokens_peak:
-                self.tokens_peak = f.tokens
-            self.over_soft_cap += f.over_soft
-        elif f.kind == "summary":
+        if agent:
+            return
+        if f.kind == "summary":
             self.compactions_recorded += 1
         else:
             self.compactions_simulated += 1
+
+    def add_call(
+        self, failed: bool, chars: int, tokens: int, recorded: bool, cached: int | None, created: int | None,
+        agent: bool, cache_break: bool, over_soft: bool,
+    ) -> bool:  # fmt: skip
+        """A call's figures (`add`'s, less the cache model's and the kind of a compaction), with or without
+        a `CallFigure` of them (`Tally.add_class`); whether it was sent (not failed)."""
+        if failed:
+            self.hard_cap_failures += 1
+            return False
+        self.calls += 1
+        self.chars_sum += chars
+        self.tokens_sum += tokens
+        self.tokens_estimated += not recorded
+        if recorded:  # the provider's cache usage holds for the tokens it reported
+            self.cached_tokens_recorded += cached or 0
+            self.cache_creation_tokens_recorded += created or 0
+        if agent:
+            self.cache_breaks += cache_break
+            self.agent_calls += 1
+            if chars > self.chars_peak:
+                self.chars_peak = chars
+            if tokens > self.tokens_peak:
+                self.tokens_peak = tokens
+            self.over_soft_cap += over_soft
+        return True
 
     def add_totals(self, other: Totals) -> None:
         """Add the sums of another scope's calls (before any cost is priced)."""
@@ -233,12 +250,16 @@ def call_figures(seen: CallContext | ClassCall, soft_cap: int) -> list[CallFigur
     f = CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
                    call.recorded_input_tokens, chars > soft_cap, failed)  # fmt: skip
     _cache_fields(f, call)
-    if isinstance(reuse, bool):  # its figures not counted (`replay_groups(reuse_chars=False)`)
-        f.cache_break = reuse
-    elif reuse is not None:
-        f.reuse_chars = reuse.chars
-        f.cache_break = reuse.broken is not None
+    if reuse is not None:
+        f.cache_break = breaks(reuse)
+        if not isinstance(reuse, bool):
+            f.reuse_chars = reuse.chars
     return [f]
+
+
+def breaks(reuse: PrefixReuse | bool) -> bool:
+    """Whether a call breaks its stream's cached prefix: by its reuse, or the bool that stands for it."""
+    return reuse if isinstance(reuse, bool) else reuse.broken is not None
 
 
 def calibrate(calls: Iterable[CallFigure]) -> tuple[float, str]:
@@ -265,16 +286,27 @@ def ratio_of(n: int, chars: int, tokens: int) -> tuple[float, str]:
 
 def tokens_recorded(f: CallFigure) -> bool:
     """Whether the call's tokens are the ones recorded (it is sent as recorded): none estimated."""
-    return f.recorded_tokens is not None and f.chars == f.recorded_chars and f.kind != "simulated summary"
+    return sent_as_recorded(f.chars, f.recorded_chars, f.recorded_tokens, f.kind == "simulated summary")
+
+
+def sent_as_recorded(chars: int, recorded_chars: int, recorded_tokens: int | None, simulated: bool) -> bool:
+    """Whether a call of `chars` bytes is sent as recorded, its tokens known (a `simulated` summary never is)."""
+    return recorded_tokens is not None and chars == recorded_chars and not simulated
 
 
 def estimate_tokens(f: CallFigure, ratio: float) -> None:
-    if tokens_recorded(f):
-        assert f.recorded_tokens is not None
-        f.tokens, f.tokens_provenance = f.recorded_tokens, "recorded"
-        return
-    f.tokens = tokens_at(ratio, f.chars, f.recorded_chars, None if f.kind == "simulated summary" else f.recorded_tokens)
-    f.tokens_provenance = "estimated"
+    f.tokens, recorded = tokens_of(ratio, f.chars, f.recorded_chars, f.recorded_tokens, f.kind == "simulated summary")
+    f.tokens_provenance = "recorded" if recorded else "estimated"
+
+
+def tokens_of(
+    ratio: float, chars: int, recorded_chars: int, recorded_tokens: int | None, simulated: bool = False
+) -> tuple[int, bool]:
+    """A call's tokens, and whether they are the ones recorded (`sent_as_recorded`: none estimated); else
+    estimated as `tokens_at` does."""
+    if recorded_tokens is not None and sent_as_recorded(chars, recorded_chars, recorded_tokens, simulated):
+        return recorded_tokens, True
+    return tokens_at(ratio, chars, recorded_chars, None if simulated else recorded_tokens), False
 
 
 def tokens_at(ratio: float, chars: int, recorded_chars: int, recorded_tokens: int | None) -> int:
@@ -308,6 +340,22 @@ class Tally:
     def add(self, f: CallFigure) -> None:
         estimate_tokens(f, self.ratio)
         self.count(f)
+
+    def add_class(self, seen: ClassCall, soft_cap: int) -> None:
+        """`add` of `call_figures(seen, soft_cap)` (a lockstep class's figures of an agent call) with no
+        `CallFigure` made: a tally with no cache model and no runs' totals (`per_run=False`) keeps none."""
+        assert self.cache is None and self.per_run is None
+        row, r, reuse = seen
+        assert not row.hard_cap_failure and not row.is_compaction  # (a lockstep class's row: a sent agent call)
+        if row.stream_id != self._stream:
+            self._stream = row.stream_id
+            self.runs.setdefault(run_of(row.stream_id))
+        chars, recorded_chars = r.chars, row.recorded_chars
+        tokens, recorded = tokens_of(self.ratio, chars, recorded_chars, row.recorded_input_tokens)
+        cached, created = row.recorded_cached_tokens, row.recorded_cache_creation_tokens
+        self.total.add_call(
+            r.hard_cap_exceeded, chars, tokens, recorded, cached, created, True, breaks(reuse), chars > soft_cap
+        )
 
     def count(self, f: CallFigure) -> None:
         """Add `f`, its tokens estimated (the cache model's figures made here)."""
