@@ -19,14 +19,13 @@ from zymi_tui.replay.figures import (
     CallFigure,
     ProfileRun,
     RecordedOutput,
-    Tally,
     calibrate,
     call_figures,
     figure_chars,
-    summarize,
 )
 from zymi_tui.replay.store_ends import StoreEnds
 from zymi_tui.replay.store_replay import Events, replay_groups
+from zymi_tui.replay.tally import Tally, summarize
 
 CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
 

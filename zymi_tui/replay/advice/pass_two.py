@@ -33,12 +33,13 @@ from zymi_tui.replay.advice.forked import Forked
 from zymi_tui.replay.call_context import CallContext, ClassCall
 from zymi_tui.replay.compare import collect_calls, profile_runs, tally_for
 from zymi_tui.replay.costs import Pricing
-from zymi_tui.replay.figures import RecordedOutput, Tally, Totals, call_figures
+from zymi_tui.replay.figures import RecordedOutput, Totals, call_figures
 from zymi_tui.replay.simulated import SummaryEstimate
 from zymi_tui.replay.store_ends import StoreEnds
 from zymi_tui.replay.store_ranges import learned_before, store_ranges
 from zymi_tui.replay.store_replay import Part, replay_groups
 from zymi_tui.replay.sweep_pool import Totalled, deal_profiles, merge_totalled
+from zymi_tui.replay.tally import Tally
 
 Profiles = list[tuple[str, ContextKnobs | None]]
 # below this many events one process replays the candidates: a fork, its pages copied as they are written
