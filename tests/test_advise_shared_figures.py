@@ -7,7 +7,7 @@ model that reads the reused bytes, they are counted.
 The reference is each candidate replayed alone beside the recorded knobs (`compare_profiles`: one
 what-if replayer, no lockstep, every call's prefix reuse counted and named, every figure added to each
 profile's own tally): every total of each candidate, its costs too, must be the same. The work done is
-seen by counting calls of `reuse._c_bytes` and `figures.estimate_tokens`. On main pass two counted the
+seen by counting calls of `reuse._c_bytes` and `estimate_tokens` (as `Tally.add` calls it). On main pass two counted the
 reused bytes of every class with no price, and estimated each figure once per candidate sharing it."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from zymi_tui.context import reuse
 from zymi_tui.context.knobs import make_knobs
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.location import SqliteStore
-from zymi_tui.replay import figures
+from zymi_tui.replay import figures, tally
 from zymi_tui.replay.advice import pass_two
 from zymi_tui.replay.compare import compare_profiles, knob_dict, replay_profiles
 from zymi_tui.replay.costs import load_prices, parse_prices, pricing
@@ -89,7 +89,7 @@ def _run(db: Path, project: Path | None, priced: str) -> tuple[Figures, Figures,
             job = pass_two.PassTwo(project, tried, base, None, ratio, how, await store_ends(reader))
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(reuse, "_c_bytes", counting("c_bytes", reuse._c_bytes))
-                mp.setattr(figures, "estimate_tokens", counting("estimates", figures.estimate_tokens))
+                mp.setattr(tally, "estimate_tokens", counting("estimates", figures.estimate_tokens))
                 totals = await pass_two.in_one(reader, job, output, None)
             return [totals[name].as_dict() for name, _ in tried], alone
         finally:

@@ -8,8 +8,9 @@ from zymi_tui.context.knobs import ContextKnobs, make_knobs
 from zymi_tui.context.rendered import RenderedContext
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.costs import parse_prices
-from zymi_tui.replay.figures import ProfileRun, RecordedOutput, calibrate, call_figures, summarize
+from zymi_tui.replay.figures import ProfileRun, RecordedOutput, calibrate, call_figures
 from zymi_tui.replay.sweep import SweepError, grid_profiles, pareto_front, parse_values
+from zymi_tui.replay.tally import summarize
 from zymi_tui.tui.tuning.curve_view import plot_dots
 
 KNOBS: dict[str, int | None] = {

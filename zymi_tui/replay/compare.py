@@ -19,14 +19,13 @@ from zymi_tui.replay.figures import (
     CallFigure,
     ProfileRun,
     RecordedOutput,
-    Tally,
     calibrate,
     call_figures,
     figure_chars,
-    summarize,
 )
 from zymi_tui.replay.store_ends import StoreEnds
 from zymi_tui.replay.store_replay import Events, replay_groups
+from zymi_tui.replay.tally import Tally, summarize
 
 CAVEAT = SAME_TRAJECTORY + "; a different context changes what a model does: these figures isolate the policy"
 
@@ -132,11 +131,12 @@ async def collect_calls(
     progress: Progress | None,
     label: str,
     take: Callable[[int, list[CallFigure]], None] | None = None,
-    take_shared: Callable[[list[int], list[CallFigure]], None] | None = None,
+    take_shared: Callable[[list[int], CallContext | ClassCall, int], None] | None = None,
 ) -> None:
     """Append each replayed call's figures to its profiles' runs (or give them to `take(index of the
-    profile, figures)`, profile by profile, or to `take_shared(indices of the profiles, figures)`, once
-    for all the profiles that share them); `progress` every 500 calls of a profile (not with `take_shared`).
+    profile, figures)`, profile by profile, or to `take_shared(indices of the profiles, the call, their
+    soft cap)`, once for all the profiles that share its figures); `progress` every 500 calls of a profile
+    (not with `take_shared`).
 
     A row given to several profiles (`replay_groups(figures_only=True)` shares it among the knob sets
     of one lockstep class) gets one list of figures per side of the soft cap, shared by those
@@ -147,8 +147,6 @@ async def collect_calls(
     previous: CallContext | ClassCall | None = None
     shared: dict[bool, list[CallFigure]] = {}
     async for members, call in calls:
-        if call is not previous:
-            previous, shared = call, {}
         chars, foreign = figure_chars(call), call.foreign
         if take_shared is not None:
             sides: dict[bool, list[int]] = {}
@@ -156,12 +154,11 @@ async def collect_calls(
                 sides.setdefault(chars > soft_caps[index], []).append(index)
                 if foreign:
                     runs[index].foreign = True
-            for over, indices in sides.items():
-                figures = shared.get(over)
-                if figures is None:
-                    figures = shared[over] = call_figures(call, soft_caps[indices[0]])
-                take_shared(indices, figures)
+            for indices in sides.values():
+                take_shared(indices, call, soft_caps[indices[0]])
             continue
+        if call is not previous:
+            previous, shared = call, {}
         for index in members:
             over = chars > soft_caps[index]
             if foreign:

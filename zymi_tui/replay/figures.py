@@ -1,5 +1,5 @@
 """A profile's figures over a replayed store: each call's (`CallFigure`), made from its replayed context,
-and their totals (`Totals`, per run stream and in total), tallied as the calls come (`Tally`) and priced.
+and their totals (`Totals`, per run stream and in total), tallied as the calls come (replay/tally.py) and priced.
 
 A call whose re-rendered context equals the recorded one keeps the provider's reported tokens
 (`recorded`); any other call is `estimated` as the recorded usage plus the change in bytes times the
@@ -18,9 +18,8 @@ from zymi_tui.context.reuse import PrefixReuse
 from zymi_tui.context.splice import Rendering
 from zymi_tui.events.kinds import LlmCallCompleted
 from zymi_tui.events.store import EventReader, run_of
-from zymi_tui.replay.cache import CacheModel
 from zymi_tui.replay.call_context import CallContext, ClassCall
-from zymi_tui.replay.costs import CacheFamily, Cost, ModelPrice, PriceTable, cost_of
+from zymi_tui.replay.costs import Cost
 
 HEURISTIC_TOKENS_PER_BYTE = 0.28  # docs/context.md#knobs: "roughly chars x 0.28 = tokens for English"
 SUMMARY_MAX_TOKENS = 1024  # zymi's compaction call: max_tokens 1024 (docs/context.md#compaction)
@@ -134,30 +133,47 @@ class Totals:
         return "estimated" if self.tokens_estimated or self.compactions_simulated else "recorded"
 
     def add(self, f: CallFigure) -> None:
-        if f.hard_cap_failed:
-            self.hard_cap_failures += 1
+        agent = f.kind == "agent"
+        recorded = f.tokens_provenance == "recorded"
+        cached, created = f.recorded_cached, f.recorded_cache_creation
+        if not self.add_call(
+            f.hard_cap_failed, f.chars, f.tokens, recorded, cached, created, agent, f.cache_break, f.over_soft
+        ):
             return
-        self.calls += 1
-        self.chars_sum += f.chars
-        self.tokens_sum += f.tokens
-        self.tokens_estimated += f.tokens_provenance != "recorded"
         self.cached_tokens_modelled += f.cached_modelled
         self.cache_write_tokens_modelled += f.cache_written_modelled
-        if f.tokens_provenance == "recorded":  # the provider's cache usage holds for the tokens it reported
-            self.cached_tokens_recorded += f.recorded_cached or 0
-            self.cache_creation_tokens_recorded += f.recorded_cache_creation or 0
-        if f.kind == "agent":
-            self.cache_breaks += f.cache_break
-            self.agent_calls += 1
-            if f.chars > self.chars_peak:
-                self.chars_peak = f.chars
-            if f.tokens > self.tokens_peak:
-                self.tokens_peak = f.tokens
-            self.over_soft_cap += f.over_soft
-        elif f.kind == "summary":
+        if agent:
+            return
+        if f.kind == "summary":
             self.compactions_recorded += 1
         else:
             self.compactions_simulated += 1
+
+    def add_call(
+        self, failed: bool, chars: int, tokens: int, recorded: bool, cached: int | None, created: int | None,
+        agent: bool, cache_break: bool, over_soft: bool,
+    ) -> bool:  # fmt: skip
+        """A call's figures (`add`'s, less the cache model's and the kind of a compaction), with or without
+        a `CallFigure` of them (`Tally.add_class`); whether it was sent (not failed)."""
+        if failed:
+            self.hard_cap_failures += 1
+            return False
+        self.calls += 1
+        self.chars_sum += chars
+        self.tokens_sum += tokens
+        self.tokens_estimated += not recorded
+        if recorded:  # the provider's cache usage holds for the tokens it reported
+            self.cached_tokens_recorded += cached or 0
+            self.cache_creation_tokens_recorded += created or 0
+        if agent:
+            self.cache_breaks += cache_break
+            self.agent_calls += 1
+            if chars > self.chars_peak:
+                self.chars_peak = chars
+            if tokens > self.tokens_peak:
+                self.tokens_peak = tokens
+            self.over_soft_cap += over_soft
+        return True
 
     def add_totals(self, other: Totals) -> None:
         """Add the sums of another scope's calls (before any cost is priced)."""
@@ -233,12 +249,16 @@ def call_figures(seen: CallContext | ClassCall, soft_cap: int) -> list[CallFigur
     f = CallFigure(call.stream_id, call.sequence, call.global_id, "agent", chars, count, call.recorded_chars,
                    call.recorded_input_tokens, chars > soft_cap, failed)  # fmt: skip
     _cache_fields(f, call)
-    if isinstance(reuse, bool):  # its figures not counted (`replay_groups(reuse_chars=False)`)
-        f.cache_break = reuse
-    elif reuse is not None:
-        f.reuse_chars = reuse.chars
-        f.cache_break = reuse.broken is not None
+    if reuse is not None:
+        f.cache_break = breaks(reuse)
+        if not isinstance(reuse, bool):
+            f.reuse_chars = reuse.chars
     return [f]
+
+
+def breaks(reuse: PrefixReuse | bool) -> bool:
+    """Whether a call breaks its stream's cached prefix: by its reuse, or the bool that stands for it."""
+    return reuse if isinstance(reuse, bool) else reuse.broken is not None
 
 
 def calibrate(calls: Iterable[CallFigure]) -> tuple[float, str]:
@@ -265,16 +285,27 @@ def ratio_of(n: int, chars: int, tokens: int) -> tuple[float, str]:
 
 def tokens_recorded(f: CallFigure) -> bool:
     """Whether the call's tokens are the ones recorded (it is sent as recorded): none estimated."""
-    return f.recorded_tokens is not None and f.chars == f.recorded_chars and f.kind != "simulated summary"
+    return sent_as_recorded(f.chars, f.recorded_chars, f.recorded_tokens, f.kind == "simulated summary")
+
+
+def sent_as_recorded(chars: int, recorded_chars: int, recorded_tokens: int | None, simulated: bool) -> bool:
+    """Whether a call of `chars` bytes is sent as recorded, its tokens known (a `simulated` summary never is)."""
+    return recorded_tokens is not None and chars == recorded_chars and not simulated
 
 
 def estimate_tokens(f: CallFigure, ratio: float) -> None:
-    if tokens_recorded(f):
-        assert f.recorded_tokens is not None
-        f.tokens, f.tokens_provenance = f.recorded_tokens, "recorded"
-        return
-    f.tokens = tokens_at(ratio, f.chars, f.recorded_chars, None if f.kind == "simulated summary" else f.recorded_tokens)
-    f.tokens_provenance = "estimated"
+    f.tokens, recorded = tokens_of(ratio, f.chars, f.recorded_chars, f.recorded_tokens, f.kind == "simulated summary")
+    f.tokens_provenance = "recorded" if recorded else "estimated"
+
+
+def tokens_of(
+    ratio: float, chars: int, recorded_chars: int, recorded_tokens: int | None, simulated: bool = False
+) -> tuple[int, bool]:
+    """A call's tokens, and whether they are the ones recorded (`sent_as_recorded`: none estimated); else
+    estimated as `tokens_at` does."""
+    if recorded_tokens is not None and sent_as_recorded(chars, recorded_chars, recorded_tokens, simulated):
+        return recorded_tokens, True
+    return tokens_at(ratio, chars, recorded_chars, None if simulated else recorded_tokens), False
 
 
 def tokens_at(ratio: float, chars: int, recorded_chars: int, recorded_tokens: int | None) -> int:
@@ -283,109 +314,3 @@ def tokens_at(ratio: float, chars: int, recorded_chars: int, recorded_tokens: in
     if recorded_tokens is not None:
         return max(0, round(recorded_tokens + (chars - recorded_chars) * ratio))
     return round(chars * ratio)
-
-
-class Tally:
-    """One profile's totals, made as its calls' figures come in store order: each figure's tokens
-    (estimated at `ratio`) and the cache model's reads and writes, then the figure added to its run's
-    totals; with `per_run=False`, straight to the whole store's instead (only the runs' names kept),
-    so memory does not grow with the store."""
-
-    def __init__(self, ratio: float, family: CacheFamily | None, *, per_run: bool = True) -> None:
-        self.ratio = ratio
-        self.family = family
-        self.cache = CacheModel(family) if family is not None else None
-        self.per_run: dict[str, Totals] | None = {} if per_run else None
-        self.total = Totals()
-        self.runs: dict[str, None] = {}  # per_run=False: the runs seen, in order
-        self._stream: str | None = None  # per_run=False: the last call's stream (its run is in `runs`)
-
-    @property
-    def reads_reuse(self) -> bool:
-        """Whether a call's reused prefix bytes are read (by its cache model); its break is, always."""
-        return self.cache is not None and self.cache.reads_reuse
-
-    def add(self, f: CallFigure) -> None:
-        estimate_tokens(f, self.ratio)
-        self.count(f)
-
-    def count(self, f: CallFigure) -> None:
-        """Add `f`, its tokens estimated (the cache model's figures made here)."""
-        if self.cache is not None and f.sent:
-            p = self.cache.next(f)
-            f.cached_modelled, f.cache_written_modelled = p.cached, p.written
-        if self.per_run is None:
-            if f.stream_id != self._stream:
-                self._stream = f.stream_id
-                self.runs.setdefault(run_of(f.stream_id))
-            self.total.add(f)
-            return
-        run = run_of(f.stream_id)
-        totals = self.per_run.get(run)
-        if totals is None:
-            totals = self.per_run[run] = Totals()
-        totals.add(f)
-
-    def absorb(self, later: Tally) -> None:
-        """Add the figures of `later`, a tally of the same profile over a later range of the store whose
-        streams are not this one's (`store_ranges`): as if its calls had been added here."""
-        if self.per_run is not None and later.per_run is not None:
-            for name, totals in later.per_run.items():
-                mine = self.per_run.setdefault(name, Totals())
-                mine.add_totals(totals)
-        self.total.add_totals(later.total)
-        self.runs.update(later.runs)
-
-    def close(self, run: ProfileRun, price: tuple[PriceTable, ModelPrice] | None, output: RecordedOutput) -> None:
-        """Fill the per-run (if kept) and total figures of `run` and their cost.
-
-        Output tokens: the recorded agent replies of each run (same trajectory), plus one summary reply
-        per compaction at the recorded mean (a guess of max_tokens/4 when the store has none)."""
-        if self.per_run is None:
-            run.per_run, run.total = {}, self.total
-            scopes = [(run.total, list(self.runs))]
-        else:
-            run.per_run, run.total = self.per_run, Totals()
-            for totals in run.per_run.values():
-                run.total.add_totals(totals)
-            scopes = [(totals, [name]) for name, totals in run.per_run.items()] + [(run.total, list(run.per_run))]
-        if price is None:
-            return
-        table, model_price = price
-        family = self.family
-        mean, mean_recorded = output.summary_mean
-        for totals, members in scopes:
-            summaries = totals.compactions_recorded + totals.compactions_simulated
-            out_tokens = sum(output.agent_by_run.get(m, 0) for m in members) + round(summaries * mean)
-            totals.cost = cost_of(
-                table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
-                cached_input_tokens=totals.cached_tokens_recorded,
-                cache_creation_tokens=totals.cache_creation_tokens_recorded, family=family,
-            )  # fmt: skip
-            totals.cost_estimated = totals.provenance == "estimated" or (summaries > 0 and not mean_recorded)
-            if family is not None:
-                totals.cost_with_cache = cost_of(
-                    table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
-                    cached_input_tokens=totals.cached_tokens_modelled,
-                    cache_creation_tokens=totals.cache_write_tokens_modelled, family=family,
-                )  # fmt: skip
-            if run.recorded:
-                totals.cost_recorded_cache = cost_of(
-                    table, model_price, input_tokens=totals.tokens_sum, output_tokens=out_tokens,
-                    cached_input_tokens=totals.cached_tokens_recorded,
-                    cache_creation_tokens=totals.cache_creation_tokens_recorded, family=family,
-                )  # fmt: skip
-
-
-def summarize(
-    run: ProfileRun,
-    ratio: float,
-    price: tuple[PriceTable, ModelPrice] | None,
-    output: RecordedOutput,
-    family: CacheFamily | None = None,
-) -> None:
-    """Fill the per-run and total figures of one profile from its calls, and their cost (see `Tally`)."""
-    tally = Tally(ratio, family)
-    for f in run.calls:
-        tally.add(f)
-    tally.close(run, price, output)

@@ -45,11 +45,12 @@ from zymi_tui.replay.compare import (
     tally_for,
 )
 from zymi_tui.replay.costs import Pricing
-from zymi_tui.replay.figures import CallFigure, ProfileRun, RecordedOutput, Tally, ratio_of
+from zymi_tui.replay.figures import CallFigure, ProfileRun, RecordedOutput, ratio_of
 from zymi_tui.replay.recorded_calls import recorded_call_sums
 from zymi_tui.replay.store_ends import StoreEnds, store_ends
 from zymi_tui.replay.store_ranges import Range, learned_before, store_ranges
 from zymi_tui.replay.store_replay import Part, replay_groups
+from zymi_tui.replay.tally import Tally
 
 TICK_S = 0.25  # how often the parent reports the workers' progress
 BUFFER_MAX = 100_000  # figures a worker holds while the ratio is not known yet; past that, it waits

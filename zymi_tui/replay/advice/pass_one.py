@@ -48,7 +48,6 @@ from zymi_tui.replay.figures import (
     HEURISTIC_TOKENS_PER_BYTE,
     CallFigure,
     RecordedOutput,
-    Tally,
     Totals,
     ratio_of,
     recorded_sums,
@@ -57,6 +56,7 @@ from zymi_tui.replay.figures import (
 )
 from zymi_tui.replay.recorded_calls import CALL_KINDS, RecordedCalls, recorded_call_sums
 from zymi_tui.replay.store_ends import StoreEnds
+from zymi_tui.replay.tally import Tally
 
 RECORDED = [("recorded", None)]
 HELD_MAX = 20_000  # calls' figures held while the child works out the tokens per byte (then it is waited for)

@@ -30,14 +30,16 @@ from zymi_tui.events.location import StoreLocation
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.forked import Forked
+from zymi_tui.replay.call_context import CallContext, ClassCall
 from zymi_tui.replay.compare import collect_calls, profile_runs, tally_for
 from zymi_tui.replay.costs import Pricing
-from zymi_tui.replay.figures import CallFigure, RecordedOutput, Tally, Totals
+from zymi_tui.replay.figures import RecordedOutput, Totals, call_figures
 from zymi_tui.replay.simulated import SummaryEstimate
 from zymi_tui.replay.store_ends import StoreEnds
 from zymi_tui.replay.store_ranges import learned_before, store_ranges
 from zymi_tui.replay.store_replay import Part, replay_groups
 from zymi_tui.replay.sweep_pool import Totalled, deal_profiles, merge_totalled
+from zymi_tui.replay.tally import Tally
 
 Profiles = list[tuple[str, ContextKnobs | None]]
 # below this many events one process replays the candidates: a fork, its pages copied as they are written
@@ -183,8 +185,11 @@ class SharedTallies:
         self.grouped = all(t.cache is None and t.per_run is None for t in tallies)
         self.groups: dict[tuple[int, ...], Tally] = {}
 
-    def take(self, indices: list[int], figures: list[CallFigure]) -> None:
+    def take(self, indices: list[int], call: CallContext | ClassCall, soft_cap: int) -> None:
+        """`call`'s figures (`call_figures(call, soft_cap)`) added for the candidates `indices`; a lockstep
+        class's (a `ClassCall`) to its group's tally with no `CallFigure` made (`Tally.add_class`)."""
         if not self.grouped:
+            figures = call_figures(call, soft_cap)
             for i in indices:
                 for f in figures:
                     self.tallies[i].add(f)
@@ -193,7 +198,10 @@ class SharedTallies:
         tally = self.groups.get(key)
         if tally is None:
             tally = self.groups[key] = tally_for(self.job.how, self.job.ratio, per_run=False)
-        for f in figures:
+        if isinstance(call, ClassCall):
+            tally.add_class(call, soft_cap)
+            return
+        for f in call_figures(call, soft_cap):
             tally.add(f)
 
     def close(self) -> None:
