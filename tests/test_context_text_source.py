@@ -61,18 +61,25 @@ async def _held_at_the_end(db: Path) -> int:
     return min(held)
 
 
+async def growth_per_item(folder: Path, held_at_the_end: Callable[[Path], Awaitable[int]]) -> tuple[float, str]:
+    """What `held_at_the_end` of a long run (16,000 events, then 3x as many: both hold full pages of rows
+    in flight) grows by per Layer C row that SQLite counts; and the figures, said."""
+    held, items = [], []
+    for events in (16_000, 48_000):
+        db = folder / f"long_{events}.db"
+        write_clones(db, events, "coding_default")
+        items.append(_layer_c_rows(db))
+        held.append(await held_at_the_end(db))
+    per_item = (held[1] - held[0]) / (items[1] - items[0])
+    return per_item, f"held {held} bytes for {items} items: {per_item:.1f} B per item added"
+
+
 async def test_a_long_runs_builder_holds_a_few_hundred_bytes_per_item(tmp_path: Path) -> None:
     """3x the run: what the replay holds grows by a few hundred bytes per Layer C item added (its
     figures: ~410 B, most of it the item's object and its int objects), not by the item's text (on
     main: ~2,240 B per item, every text kept)."""
-    held, items = [], []
-    for events in (16_000, 48_000):  # (both hold full pages of rows in flight)
-        db = tmp_path / f"long_{events}.db"
-        write_clones(db, events, "coding_default")
-        items.append(_layer_c_rows(db))
-        held.append(await _held_at_the_end(db))
-    per_item = (held[1] - held[0]) / (items[1] - items[0])
-    assert per_item < 500, f"held {held} bytes for {items} items: {per_item:.0f} bytes per item added"
+    per_item, said = await growth_per_item(tmp_path, _held_at_the_end)
+    assert per_item < 500, said
 
 
 async def _events(db: Path) -> list[ReplayEvent]:

@@ -13,7 +13,7 @@ import tracemalloc
 from pathlib import Path
 
 from benchmarks.make_long_run import write_clones
-from tests.test_context_text_source import _held_at_the_end, _layer_c_rows
+from tests.test_context_text_source import _held_at_the_end, _layer_c_rows, growth_per_item
 from zymi_tui.context import seen
 from zymi_tui.context.layer_c import OTHER, TOOL, Item, Tail
 from zymi_tui.events.messages import ToolResultMessage
@@ -44,14 +44,8 @@ async def test_a_long_runs_replay_grows_under_135_bytes_per_item(tmp_path: Path)
     """3x the run: what a replay holds at its end grows by < 135 B per Layer C item added (measured
     119.9 B; 0e2a4f4 168.4 B: its larger `Item`, 8-byte sequence arrays and an int object for each
     message size over 256)."""
-    held, items = [], []
-    for events in (16_000, 48_000):
-        db = tmp_path / f"long_{events}.db"
-        write_clones(db, events, "coding_default")
-        items.append(_layer_c_rows(db))
-        held.append(await _held_at_the_end(db))
-    per_item = (held[1] - held[0]) / (items[1] - items[0])
-    assert per_item < 135, f"held {held} bytes for {items} items: {per_item:.1f} B per item added"
+    per_item, said = await growth_per_item(tmp_path, _held_at_the_end)
+    assert per_item < 135, said
 
 
 # Both stores replayed in one fresh interpreter, the shorter first (its replay fills the bounded caches the
@@ -104,14 +98,8 @@ async def test_a_long_runs_builder_holds_its_events_seen_in_under_4_bytes_per_it
     """3x the run: the events a replay's builder has seen grow by < 4 B per Layer C item added: those that
     made an item are counted, not kept (the item keeps its sequence and timestamp), the others ~6 B each
     (a chat stream sees ~0.5 of them an item: measured 3.2 B); 11095fa kept every event, 5 B each (8.2 B)."""
-    held, items = [], []
-    for events in (16_000, 48_000):
-        db = tmp_path / f"long_{events}.db"
-        write_clones(db, events, "coding_default")
-        items.append(_layer_c_rows(db))
-        held.append(await _seen_held_at_the_end(db))
-    per_item = (held[1] - held[0]) / (items[1] - items[0])
-    assert per_item < 4, f"held {held} bytes for {items} items: {per_item:.1f} B per item added"
+    per_item, said = await growth_per_item(tmp_path, _seen_held_at_the_end)
+    assert per_item < 4, said
 
 
 def test_a_tails_running_sums_pass_4_gb() -> None:
