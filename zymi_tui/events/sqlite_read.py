@@ -178,19 +178,18 @@ class SqliteReader(ChainReads, RunReads, FilteredReads, RowDecoder, Closable):
 
     def rows_at(self, stream_id: str, sequences: Sequence[int]) -> list[RawRow]:
         """`BlockingRows`: on a connection of its own, opened as this reader's, when first asked."""
-        self._blocking_conn()
-        assert self._blocking is not None
+        conn = self._blocking_conn()
         out: list[RawRow] = []
         for i in range(0, len(sequences), ID_BATCH):
             batch = list(sequences[i : i + ID_BATCH])
             sql = f"{_ROW} WHERE stream_id = CAST(? AS TEXT) AND sequence IN ({','.join('?' * len(batch))})"
             try:
-                out += self._sane(self._blocking.execute(sql, [_bind(stream_id), *batch]))
+                out += self._sane(conn.execute(sql, [_bind(stream_id), *batch]))
             except sqlite3.Error as e:
-                if NOT_UTF8 not in str(e) or self._blocking.text_factory is TEXT_ANY:
+                if NOT_UTF8 not in str(e) or conn.text_factory is TEXT_ANY:
                     raise explain_sqlite_error(self.label, e) from None
-                self._blocking.text_factory = TEXT_ANY  # (as `_fetch` does)
-                out += self._sane(self._blocking.execute(sql, [_bind(stream_id), *batch]))
+                conn.text_factory = TEXT_ANY  # (as `_fetch` does)
+                out += self._sane(conn.execute(sql, [_bind(stream_id), *batch]))
         return out
 
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
