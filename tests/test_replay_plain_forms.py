@@ -112,4 +112,29 @@ def test_the_batch_tests_accept_the_forms_zymi_writes() -> None:
     assert plain_uuids([U, U.upper(), "00000000-0000-0000-0000-000000000000"])
     assert plain_timestamps([T, "1970-01-01T00:00:00.000000000Z"])
     assert all(plain_timestamps([f"2026-12-02T16:44:14.{'123456789'[:n]}Z"] * 3) for n in range(1, 10))
-    assert not plain_uuids([U, U + "\n"]) and not plain_timestamps([T, T[:-3] + "1Z"])
+    assert not plain_uuids([U, U + "\n"]) and not plain_timestamps([T, T[:-3] + "1Zz"])
+
+
+SHORT = "2026-12-02T16:44:14.786111Z"  # zymi leaves a fraction's trailing zeros out: a value shorter than the rest
+
+
+def test_timestamps_of_two_lengths_are_checked_a_length_at_a_time() -> None:
+    assert plain_timestamps([T, SHORT, T]) and plain_timestamps([SHORT, T, T[:-3] + "1Z", SHORT])
+    for value in HOSTILE_TIMES:  # a value the patterns refuse, among plain ones of two lengths: refused
+        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{1,9}Z", value):
+            assert not plain_timestamps([T, SHORT, value, T]), value
+
+
+def test_a_chunk_holding_a_shorter_timestamp_is_checked_once_not_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    import zymi_tui.events.replay_view as replay_view
+
+    checked: list[int] = []
+
+    def counted(values: list[str]) -> bool:
+        checked.append(len(values))
+        return plain_timestamps(values)
+
+    monkeypatch.setattr(replay_view, "plain_timestamps", counted)
+    rows = _planted(ROWS, 5, "timestamp", SHORT)
+    assert _fast(rows) == _strict(rows)
+    assert checked == [CHUNK, len(ROWS) - CHUNK]  # one check a chunk (main: one more for each row of the first)

@@ -67,8 +67,9 @@ def parse_line(parser: argparse.ArgumentParser, args_list: list[str]) -> argpars
     return args
 
 
-# commands whose process ends as soon as they return: no interpreter teardown after them (exit_now)
-EXIT_AT_ONCE = frozenset({"run"})
+# commands whose process ends as soon as they return: no interpreter teardown after them (exit_now);
+# an export closes its store, its output and its partner processes before it returns
+EXIT_AT_ONCE = frozenset({"run", "export"})
 # a write that can never succeed where it is going: the disk or the quota is full, the file over its size limit
 OUTPUT_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 

@@ -20,7 +20,6 @@ from zymi_tui.events.store import STEP_MARK, EventReader
 from zymi_tui.project.locate import Located
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.telemetry.export_calls import follow, walk
-from zymi_tui.telemetry.lhar_files import LharFiles, lhar_target
 from zymi_tui.telemetry.otlp_lines import OtlpJsonLines
 from zymi_tui.telemetry.otlp_push import OtlpPusher
 from zymi_tui.telemetry.otlp_wire import SpanBatcher, resource_attributes
@@ -40,12 +39,12 @@ from .common import (
     warn,
 )
 from .flags import add_runs_filter, run_step_streams
-from .lhar_later import LaterEntries, later_entries, later_hand_over
-from .lhar_pair import FilesPartner, lhar_builder, lhar_partner
 from .otel_pair import SpansPartner, partner_for, trace_builder
 
 if TYPE_CHECKING:
     from . import otel_writer
+    from .lhar_later import LaterEntries
+    from .lhar_pair import FilesPartner
 
 
 def project_bodies(project: Path | None) -> RequestBodies:
@@ -290,6 +289,12 @@ Walk = AsyncGenerator[tuple[ReplayEvent | None, list[CallContext]], None]  # (`w
 
 
 async def _lhar(args: argparse.Namespace, found: Located | None, inline: bool) -> int:
+    # (loaded here, not by the other formats: ~23 ms of CPU before an otel export's first event)
+    from zymi_tui.telemetry.lhar_files import LharFiles, lhar_target
+
+    from .lhar_later import later_entries, later_hand_over
+    from .lhar_pair import lhar_builder, lhar_partner
+
     reader, project, streams, bodies = await _opened(args, found, inline)
     partner: FilesPartner | None = None  # the process writing the later conversations' files (lhar_pair.py)
     later: LaterEntries | None = None  # or, of one conversation, its later entries (lhar_later.py)

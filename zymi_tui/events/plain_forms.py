@@ -1,6 +1,7 @@
 """A cheap exact test that a batch of ids and timestamps has the one form zymi writes, made on the
 batch joined (a few passes in C, not a regular expression a value): lowercase or uppercase hyphenated
-UUIDs, and `YYYY-MM-DDTHH:MM:SS.fZ` timestamps of one length with 1 to 9 ASCII digits of fraction.
+UUIDs, and `YYYY-MM-DDTHH:MM:SS.fZ` timestamps with 1 to 9 ASCII digits of fraction (checked a length at
+a time: zymi leaves a fraction's trailing zeros out, so a batch holds a few values shorter than the rest).
 
 Every value these accept, the envelope's patterns (`patterns.UUID_PATTERN`, `TIMESTAMP_PATTERN`) accept
 too; a batch with any other value (an urn: or braced id, an offset, a timestamp of another length, a
@@ -33,16 +34,26 @@ def plain_uuids(values: list[str]) -> bool:
 
 
 def plain_timestamps(values: list[str]) -> bool:
-    """Whether every value is `YYYY-MM-DDTHH:MM:SS.` then 1 to 9 digits and `Z`, all of one length
-    (the ranges of the fields are not checked here)."""
+    """Whether every value is `YYYY-MM-DDTHH:MM:SS.` then 1 to 9 digits and `Z` (the ranges of the
+    fields are not checked here): the values of each length checked together."""
     n = len(values)
     if not n:
         return True
     width = len(values[0])
-    if not 22 <= width <= 30:
-        return False
     joined = "".join(values)
-    if len(joined) != width * n:
+    if len(joined) == width * n and _one_width(joined, width, n):
+        return True
+    widths: dict[int, list[str]] = {}
+    for v in values:
+        widths.setdefault(len(v), []).append(v)
+    if len(widths) == 1:  # (one length, refused above)
+        return False
+    return all(_one_width("".join(same), w, len(same)) for w, same in widths.items())
+
+
+def _one_width(joined: str, width: int, n: int) -> bool:
+    """Whether `joined` is `n` plain timestamps of `width` characters each."""
+    if not 22 <= width <= 30 or len(joined) != width * n:
         return False
     data = joined.encode("utf-8", "surrogatepass")
     if len(data) != len(joined) or data.translate(None, _DIGITS) != b"--T::.Z" * n:
