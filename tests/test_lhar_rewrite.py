@@ -2,7 +2,9 @@
 aside and a new one written in its place (telemetry/lhar_files.py, file_swap.py `SetAside`), not
 truncated (its blocks freed, and the new ones written out at its close, in the writer's thread); a
 file that is a link, or of another mode, is still written through as before. The partner's files are
-swapped in (`mover`: `RENAME_EXCHANGE`), with `os.replace`'s outcome and errors."""
+swapped in (`mover`: `RENAME_EXCHANGE`), with `os.replace`'s outcome and errors. A plain file of ours
+that holds exactly the session's bytes is kept (`kept_if_same`), by either process: nothing written,
+nothing freed, its time of modification now."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,8 +22,8 @@ from tests.conftest import cloned_runs
 ROOT = Path(__file__).parent.parent
 
 
-def _export(db: Path, folder: Path) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "ZYMI_TUI_LHAR_PAIR_EVENTS": "1000000000"}  # one process: the caller's own files
+def _export(db: Path, folder: Path, pair_events: int = 1_000_000_000) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "ZYMI_TUI_LHAR_PAIR_EVENTS": str(pair_events)}  # (by default one process: the caller's)
     argv = [sys.executable, "-m", "zymi_tui", "export", str(db), "--format", "lhar", "-o", f"{folder}/"]
     proc = subprocess.run(argv, capture_output=True, env=env, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -78,6 +81,47 @@ def test_a_linked_or_other_mode_file_is_written_through(three_runs: Path, tmp_pa
     assert other.read_bytes() == want[names[1]] and (folder / names[1]).stat().st_nlink == 2
     assert (folder / names[2]).stat().st_mode & 0o777 == 0o600 and (folder / names[2]).read_bytes() == want[names[2]]
     assert sorted(p.name for p in folder.iterdir()) == names
+
+
+@pytest.fixture(scope="module")
+def three_small_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three runs whose session files (20 kB) are each written at once (under `FILE_BUFFER`)."""
+    return cloned_runs(tmp_path_factory.mktemp("lhar_rewrite_small"), 3, "memory")
+
+
+@pytest.mark.parametrize("pair_events", [1_000_000_000, 1], ids=["one_process", "paired"])
+def test_a_file_holding_the_same_bytes_is_kept(three_small_runs: Path, tmp_path: Path, pair_events: int) -> None:
+    """Over an earlier export of the same store, a file that holds exactly its session's bytes is the
+    same file (its inode), its time of modification now; one of the same size with a byte changed is a
+    new file with the export's bytes (the old one left whole to whoever holds it open), and so is one
+    whose bytes are not in memory (not read from the disk to be compared); paired or not (the partner's
+    files kept where they are), and nothing else is left."""
+    folder = tmp_path / "out"
+    _export(three_small_runs, folder)
+    first = _files(folder)
+    names = sorted(first)
+    changed = folder / names[0]
+    data = changed.read_bytes()
+    stale = data[:-2] + (b"X" if data[-2:-1] != b"X" else b"Y") + data[-1:]
+    changed.write_bytes(stale)  # (its size kept)
+    for name in names:
+        os.utime(folder / name, ns=(10**9, 10**9))  # (1970: a time no export writes)
+    held = {name: os.open(folder / name, os.O_RDONLY) for name in names}  # (no inode reused meanwhile)
+    os.fsync(held[names[1]])  # (its pages written out, then dropped from memory)
+    os.posix_fadvise(held[names[1]], 0, 0, os.POSIX_FADV_DONTNEED)
+    try:
+        began = time.time_ns() - 10**9  # (a file system's clock is coarser)
+        proc = _export(three_small_runs, folder, pair_events)
+        again = _files(folder)
+        assert sorted(again) == names and b"wrote 3 session file(s), " in proc.stderr  # (no hidden folder left)
+        for name in names:
+            assert again[name][1] == first[name][1] and (folder / name).stat().st_mtime_ns > began
+        assert again[names[0]][0] != os.fstat(held[names[0]]).st_ino and os.pread(held[names[0]], len(data), 0) == stale
+        assert again[names[1]][0] != os.fstat(held[names[1]]).st_ino
+        assert again[names[2]][0] == os.fstat(held[names[2]]).st_ino
+    finally:
+        for fd in held.values():
+            os.close(fd)
 
 
 def _move(src: Path, dst: Path, name: str) -> None:

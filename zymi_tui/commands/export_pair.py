@@ -73,13 +73,22 @@ def pair_cut(
     return spans_cut([(s.first_global_id, s.last_global_id) for s in live], events_env, costs)
 
 
+def spans_top(spans: list[Span]) -> int:
+    """The last global id of the streams' (first global id, last global id): the store's last (0: none)."""
+    return max((last for _, last in spans), default=0)
+
+
 def spans_cut(
-    spans: list[Span], events_env: str, costs: Callable[[], list[tuple[int, int]]] | None = None
+    spans: list[Span],
+    events_env: str,
+    costs: Callable[[], list[tuple[int, int]]] | None = None,
+    top: int | None = None,
 ) -> tuple[int, int] | None:
     """`pair_cut` of the streams' (first global id, last global id) (`SqliteReader.stream_spans`), `costs`
     giving (a stream's last global id, the ids' worth of work the caller pays for it beyond its ids), asked
-    only when the store pairs."""
-    top = max((last for _, last in spans), default=0)
+    only when the store pairs; `top`: their `spans_top`, when the caller has it."""
+    if top is None:
+        top = spans_top(spans)
     if not pairs(top, events_env):
         return None
     cuts = clean_cuts(spans)

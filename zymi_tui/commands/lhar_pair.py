@@ -7,7 +7,8 @@ nothing open at the cut: `LharBuilder.holds_nothing_open`), the files are moved 
 counts added to the summary. Otherwise the hidden folder is removed and the caller goes on alone. A
 move over an earlier export's file swaps the two (file_swap.py `mover`: each name holds the old file or
 the whole new one at every moment, as with `os.replace`), and the old files are unlinked in the hidden
-folder on several threads as it is removed (`remove_folder`).
+folder on several threads as it is removed (`remove_folder`). A session whose earlier file holds exactly
+its bytes is not written there: that file is kept (lhar_files.py, `kept_if_same`), in either process.
 A partner whose caller is gone (killed) removes its folder itself; a folder whose caller was killed
 after its partner ended is removed by the next export into that folder (`remove_stale_parts`: the
 folder's name holds its caller's pid, `.zymi-tui-lhar-part-PID-*`).
@@ -34,7 +35,7 @@ from zymi_tui.engine.bodies import RequestBodies
 from zymi_tui.events.location import SqliteStore, StoreLocation
 from zymi_tui.events.replay_view import ReplayEvent
 from zymi_tui.events.store import EventReader, StreamInfo, run_of
-from zymi_tui.file_swap import is_new_file_like, mover, remove_folder
+from zymi_tui.file_swap import is_new_file_like, mover, new_file_mode, remove_folder
 from zymi_tui.replay.call_context import CallContext
 from zymi_tui.replay.store_replay import recorded_knobs
 from zymi_tui.telemetry.lhar_body import BodyFrames
@@ -49,7 +50,9 @@ PAIR_EVENTS_ENV = "ZYMI_TUI_LHAR_PAIR_EVENTS"  # the tests lower export_pair.PAI
 # is set aside (lhar_files.py, `SetAside`: a rename, and an unlink on another thread) 8,000 files of 20 kB
 # over 35 s old ones cost 111-146 us of CPU a file against 28-48 us for new files (truncated in place,
 # 96 us but 13.5-17.2 s of wall, waiting on the disk): ~80-100 us, 3 ids at the partner's 28 us an id
-# (it was 12 when a truncated file cost 8-27 ids)
+# (it was 12 when a truncated file cost 8-27 ids). A file holding the same bytes is kept by either process
+# at the same cost (lhar47): for those the 3 ids charge the caller too much (which files are kept is not
+# known before the walk; left as it was)
 REWRITE_EVENTS = 3
 
 
@@ -103,10 +106,8 @@ def lhar_partner(
     if cut is None:
         return None
     after, until = cut
-    umask = os.umask(0)
-    os.umask(umask)
-    later = {names[c] for c, s in spans.items() if s.first_global_id > after}
-    if not all(is_new_file_like(folder / n, 0o666 & ~umask, missing=True) for n in later & present):
+    later, mode = {names[c] for c, s in spans.items() if s.first_global_id > after}, new_file_mode()
+    if not all(is_new_file_like(folder / n, mode, missing=True) for n in later & present):
         return None
     parts = Path(tempfile.mkdtemp(prefix=f"{PARTS_PREFIX}{os.getpid()}-", dir=folder))
     try:
@@ -188,7 +189,7 @@ async def _export_part(
     store: Path, project: Path | None, after: int, until: int, parts: Path, fd: int, caller: int
 ) -> int:
     builder = lhar_builder(RequestBodies(project), project)
-    files = LharFiles(LharTarget(parts, True), builder.meta.model)
+    files = LharFiles(LharTarget(parts, True), builder.meta.model, parts.parent)  # (the same bytes: kept there)
 
     def feed(se: ReplayEvent | None, rows: list[CallContext]) -> None:
         for entry in builder.feed(se, rows):

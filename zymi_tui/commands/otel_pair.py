@@ -30,7 +30,7 @@ from zymi_tui.replay.store_ends import LONG_STREAM, StreamEnds
 from zymi_tui.telemetry.otel_spans import TraceBuilder, TraceOptions
 from zymi_tui.telemetry.otlp_lines import OtlpJsonLines, SpanLines
 
-from .export_pair import Partner, pair_cut, run_partner, spans_cut, walk_part
+from .export_pair import Partner, pair_cut, run_partner, spans_cut, spans_top, walk_part
 
 PAIR_EVENTS_ENV = "ZYMI_TUI_OTEL_PAIR_EVENTS"  # the tests lower export_pair.PAIR_EVENTS to pair a small store
 WRITE_BUFFER = 1 << 20  # bytes gathered before a write to the file
@@ -60,8 +60,9 @@ async def partner_for(
     ends: dict[str, int] | StreamEnds
     if isinstance(reader, SqliteReader):
         spans, long = await reader.stream_spans(LONG_STREAM)
-        ends = StreamEnds(reader.stream_end, max((last for _, last in spans), default=0), long)
-        cut = spans_cut(spans, PAIR_EVENTS_ENV)
+        top = spans_top(spans)
+        ends = StreamEnds(reader.stream_end, top, long)
+        cut = spans_cut(spans, PAIR_EVENTS_ENV, top=top)
         del spans
     else:
         streams = await reader.streams()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from zymi_tui.errors import UserError
-from zymi_tui.file_swap import SetAside, is_new_file_like
+from zymi_tui.file_swap import SetAside, is_new_like, kept_if_same, lstat_or_none, new_file_mode
 from zymi_tui.telemetry.lhar_entry import LharEntry
 from zymi_tui.telemetry.lhar_text import json_line, session_line
 
@@ -79,17 +79,21 @@ def _write_all(fd: int, data: bytes) -> None:
 class LharFiles:
     """Writes each session's line before its first entry, to the session's file: a file is opened when
     its first `FILE_BUFFER` bytes are gathered (or it leaves the latest, or the export ends), and
-    written with `os.write` (three system calls for a small session's file: open, write, close)."""
+    written with `os.write` (three system calls for a small session's file: open, write, close).
+    A session whose bytes are all gathered before its file is first written (it is closed: a session
+    under `FILE_BUFFER`) and that an earlier export's file of the same name in folder `earlier` holds
+    exactly is not written: that file is kept (`kept_if_same`). `earlier` is `target`'s folder by
+    default; another (a partner's) makes `target` a folder of this export's own, new (nothing in it to
+    set aside)."""
 
-    def __init__(self, target: LharTarget, model: str) -> None:
+    def __init__(self, target: LharTarget, model: str, earlier: Path | None = None) -> None:
         self.target, self.model = target, model
+        self.earlier = earlier if earlier is not None else target.path if target.folder else None
         self.open: OrderedDict[str, _Pending] = OrderedDict()
         self.started: set[str] = set()
         self.entries = 0
         self.others = 0  # session files another process wrote in the folder for this export (`add_written`)
-        umask = os.umask(0)
-        os.umask(umask)
-        self.new_mode = 0o666 & ~umask
+        self.new_mode = new_file_mode()
         self.aside = SetAside(self._aside_folder)  # the files an earlier export left, a folder's
         if target.folder and target.path is not None:
             try:
@@ -106,13 +110,15 @@ class LharFiles:
         assert self.target.path is not None
         return tempfile.mkdtemp(prefix=f"{PARTS_PREFIX}{os.getpid()}-", dir=self.target.path)
 
-    def _opened(self, conversation: str) -> int:
+    def _opened(self, conversation: str, old: os.stat_result | None = None) -> int:
+        """The session's file opened for writing; `old`: the `os.lstat` of an earlier export's file of its
+        name in `earlier` (None: none, or the session was started)."""
         path = self._path(conversation)
         if path is None:  # stdout's bytes, after what was printed on it so far
             sys.stdout.flush()
             return sys.stdout.fileno()
         started = conversation in self.started
-        if self.target.folder and not started and is_new_file_like(path, self.new_mode, missing=False):
+        if not started and self.earlier == self.target.path and is_new_like(old, self.new_mode):
             self.aside.put(path)  # a new file in its place: as it truncated, with nothing to wait for (or truncated)
         flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if started else os.O_TRUNC)
         try:
@@ -120,18 +126,29 @@ class LharFiles:
         except OSError as e:
             raise LharTargetError(f"{path.resolve()}: cannot write ({e.strerror or e})") from None
 
-    def _write_out(self, conversation: str, p: _Pending) -> None:
+    def _write_out(self, conversation: str, p: _Pending, *, last: bool = False) -> None:
+        """`last`: its file is closed after this (all of its bytes gathered, when it was not opened yet)."""
+        data = b"".join(p.chunks)
         if p.fd is None:
-            p.fd = self._opened(conversation)
+            old = earlier = None
+            if self.earlier is not None and conversation not in self.started:
+                earlier = self.earlier / f"{file_name(conversation)}.lhar"
+                old = lstat_or_none(earlier)
+            if last and earlier is not None and kept_if_same(earlier, old, data, self.new_mode):
+                self.started.add(conversation)
+                p.chunks.clear()
+                p.size = 0
+                return
+            p.fd = self._opened(conversation, old)
             self.started.add(conversation)
-        _write_all(p.fd, b"".join(p.chunks))
+        _write_all(p.fd, data)
         p.chunks.clear()
         p.size = 0
 
     def _close(self, conversation: str, p: _Pending) -> None:
         try:
             if p.chunks:
-                self._write_out(conversation, p)
+                self._write_out(conversation, p, last=True)
         finally:
             if p.fd is not None and self._path(conversation) is not None:
                 os.close(p.fd)
