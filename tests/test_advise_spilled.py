@@ -11,6 +11,7 @@ On main the pass keeping none reads every row twice."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -81,6 +82,29 @@ def test_an_event_the_file_cannot_hold_sends_pass_two_to_the_store(
     rows_kept, kept = _advise(db, project, monkeypatch, keep=True)
     rows_spilled, spilled = _advise(db, project, monkeypatch, keep=False)
     assert kept.tried > 0
+    assert rows_spilled == 2 * rows_kept  # the store read again by pass two
+    assert spilled == kept
+
+
+def test_a_disk_full_sends_pass_two_to_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file takes one page, then its disk is full (ENOSPC from the write): the advice is the same."""
+    from zymi_tui.replay import spilled_events
+
+    db, project = _store("one long run", tmp_path)
+    rows_kept, kept = _advise(db, project, monkeypatch, keep=True)
+    written = 0
+    real = spilled_events._write_all
+
+    def full(fd: int, data: bytes) -> None:
+        nonlocal written
+        if written:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        written += 1
+        real(fd, data)
+
+    monkeypatch.setattr(spilled_events, "_write_all", full)
+    rows_spilled, spilled = _advise(db, project, monkeypatch, keep=False)
+    assert written == 1
     assert rows_spilled == 2 * rows_kept  # the store read again by pass two
     assert spilled == kept
 

@@ -8,7 +8,8 @@ cache's), then read back a page at a time and decoded with no checks to make (th
 comes back equal to the one set down (`==`): its envelope as plain values, its payload as its kind's
 struct, a message field (`MESSAGE_FIELDS`) as the tagged value zymi writes (`dump_message`), decoded by
 the hook the store's rows are decoded with. An event that cannot be encoded (an integer past 64 bits in a
-free-form field) leaves the file `broken`: its reader reads the store again, as before.
+free-form field), or a page the file cannot take (its disk full), leaves the file `broken` (and dropped):
+its reader reads the store again, as before.
 
 Pages are read with `os.pread` (no shared file offset), so a process forked from the writer reads them too."""
 
@@ -65,10 +66,11 @@ class SpilledEvents:
             return
         try:
             data = self._encoder.encode([_row(se) for se in held])
-        except (OverflowError, TypeError, ValueError, msgspec.EncodeError):
+            _write_all(self._fd, data)
+        except (OverflowError, TypeError, ValueError, msgspec.EncodeError, OSError):
             self.broken = True
+            self._file.close()  # (what it holds is of no use now)
             return
-        _write_all(self._fd, data)
         self._starts.append(self._size)
         self._lengths.append(len(data))
         self._last_ids.append(held[-1].global_id)

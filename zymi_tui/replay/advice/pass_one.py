@@ -95,7 +95,7 @@ async def pass_one(
     location, for a forked child to work out the tokens per byte while this process replays; `spill` (not
     `keep`): the decoded events set down in a temporary file for pass two (the caller closes it)."""
     decoded: list[ReplayEvent] = []
-    spilled = SpilledEvents() if spill and not keep else None
+    spilled = _spilled() if spill and not keep else None
     output: RecordedOutput = common["output"]  # counted here, read once the pass is over
     wanted = None if streams is None else set(streams)
 
@@ -229,6 +229,14 @@ class _Totalled:
             if model is not None and f.sent:
                 p = model.next(f)
                 self.read, self.written = self.read + p.cached, self.written + p.written
+
+
+def _spilled() -> SpilledEvents | None:
+    """A file for pass one's events (None where no temporary file can be made: pass two reads the store)."""
+    try:
+        return SpilledEvents()
+    except OSError:
+        return None
 
 
 async def _call_sums(reader: EventReader, streams: Sequence[str] | None) -> tuple[tuple[int, int, int], list[BadRow]]:
