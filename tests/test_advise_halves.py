@@ -101,10 +101,9 @@ def test_the_candidates_are_replayed_in_two_processes_with_the_one_process_advic
     if usable_cores() < 2:
         assert forks == 0  # one core: nothing runs beside this process
     elif shape == "one long run" and not keep:
-        # its shares, from pass one's events set down in a file (with no project, no cache model: pass
-        # one sums its tokens per byte itself, test_advise_sums_forked.py)
-        assert forks == 1
-        assert child_cpu > 0.01
+        # each share would replay the whole file again: one pass costs less (and with no project, no
+        # cache model: pass one sums its tokens per byte itself, test_advise_sums_forked.py)
+        assert forks == 0
     else:
         # (keep=False: and the tokens per byte summed beside pass one, the project's provider giving a
         # cache model)

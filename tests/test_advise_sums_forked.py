@@ -87,7 +87,7 @@ def test_no_cache_model_pass_one_sums_the_recorded_calls_itself(shape: str, tmp_
     out_alone, err_alone, _, passes_alone = _advise(db, None, tmp_path / "reads.log", "--workers", "1")
     assert CALLS not in [kinds for _, kinds in passes + passes_alone]  # no pass over the recorded calls
     assert [own for own, kinds in passes_alone if kinds != LEARNED] == [True]  # pass one (two: its events, spilled)
-    assert forks == (1 if usable_cores() >= 2 else 0)  # (pass two's later range, or one long run's share)
+    assert forks == (1 if shape == "many runs" and usable_cores() >= 2 else 0)  # (pass two's later range)
     assert out == out_alone
     assert err == err_alone
     if shape == "many runs":
@@ -118,7 +118,7 @@ def test_the_recorded_calls_are_summed_in_a_forked_child_while_pass_one_replays(
     assert CALLS not in own  # no pass of its own over the recorded calls in the command's process
     assert len(own) == 1  # pass one (pass two replays pass one's events, set down in a file)
     assert [kinds for mine, kinds in passes if not mine].count(CALLS) == 1  # summed by a forked child
-    assert forks == 2  # (pass two's later range, or one long run's second share, forked too)
+    assert forks == (2 if shape == "many runs" else 1)  # (many runs: pass two's later range forked too)
     assert out == out_alone
     assert err == err_alone
     if shape == "many runs":

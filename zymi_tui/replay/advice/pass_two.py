@@ -11,9 +11,11 @@ context again (long_100k: 1.9 and 1.8 s of CPU against 2.6 s for one pass), so i
 core is free (`core_free`: idle over pass one): on a busy machine each session's processes share one
 slice of it (the kernel's autogroups, when enabled), and the second share would only add its CPU time
 (paired runs at load 10: 7.1x -> 9.1x the scan's CPU, no faster); and only from pass one's decoded
-events, kept or set down in a file: where each share would decode the store again (long_1m, beside
-another busy process) the two used 78-84 s of CPU against one pass's 52-54 s, and took 70-80 s against
-55-57. The child sends back its tallies
+events kept in memory: where each share would decode the store again (long_1m, beside another busy
+process) the two used 78-84 s of CPU against one pass's 52-54 s, and took 70-80 s against 55-57; and
+from its events set down in a file, at load ~2.4 the two used 65.0 s of CPU and took 49.9 s against
+one pass's 38.5-38.7 s and 39.0-39.3 s (each share's replay, not its candidates, is most of pass two
+there). The child sends back its tallies
 (pickled, a few per candidate) and they are added up and priced as the pool's are (`merge_totalled`):
 the figures are those of one pass in one process. The child is `forked.Forked` (only a process of its own
 forks)."""
@@ -126,7 +128,7 @@ async def halves(
             first, later = decoded[:cut], decoded[cut:]
         mine = Half(everyone, first, Part(0, seam, SummaryEstimate(), job.ends))
         theirs = Half(everyone, later, Part(seam, top, await learned_before(reader, seam), job.ends))
-    elif decoded is not None and core_free(idle):  # (each share decoding the store again costs more than it saves)
+    elif isinstance(decoded, list) and core_free(idle):  # (not from a file: see the module)
         shares = deal_profiles(job.tried, job.recorded, 2)
         mine = Half(shares[0], decoded, Part(0, top, SummaryEstimate(), job.ends))
         theirs = Half(shares[1], decoded, Part(0, top, SummaryEstimate(), job.ends))

@@ -117,9 +117,9 @@ async def advise(
     lockstep, `replay/lockstep.py`), from pass one's events kept decoded, or from WHATIF_POOL_MIN_EVENTS
     events set down in a temporary file by pass one (`SpilledEvents`: memory stays flat, the store is not
     read and decoded again). With `split` (a process of its own: it may fork), no `workers` asked for and
-    two cores, pass two is split between this process and a forked child (`pass_two`: by range, or one
-    long run's candidates while a core is free), each from pass one's events, kept or set down in a file
-    (or, an event the file could not hold, each reading its half from the store); from that size, with `split` and
+    two cores, pass two is split between this process and a forked child (`pass_two`: by range, or below
+    that size one long run's candidates while a core is free), each from pass one's events, kept or set
+    down in a file (or, where the file failed, each reading its half from the store); from that size, with `split` and
     two cores, while a core is free (`core_free`: idle before pass one), pass one's tokens per byte are
     summed by a forked child while pass one replays, where a cache model prices the calls (without one,
     pass one sums them from the events it decodes: `pass_one`)."""
