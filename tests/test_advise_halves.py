@@ -87,13 +87,13 @@ def _store(shape: str, tmp: Path) -> tuple[Path, Path | None]:
     return long_run_store(tmp, 3000), None
 
 
-@pytest.mark.parametrize("keep", [True, False], ids=["pass one's events kept", "each half read again"])
+@pytest.mark.parametrize("keep", [True, False], ids=["pass one's events kept", "pass one's events spilled"])
 @pytest.mark.parametrize("shape", ["many runs", "one long run"])
 def test_the_candidates_are_replayed_in_two_processes_with_the_one_process_advice(
     shape: str, keep: bool, tmp_path: Path
 ) -> None:
     """Below a million events, from pass one's decoded events; from there (`keep=False`) each process reads
-    its half from the store (on main nothing was forked then: pass two read the whole store again here)."""
+    its half from the file pass one set its events down in (`SpilledEvents`)."""
     db, project = _store(shape, tmp_path)
     split, forks, child_cpu = _advise(db, project, keep=keep)
     alone, forks_alone, _ = _advise(db, project, "--workers", "1", keep=keep)
@@ -101,7 +101,7 @@ def test_the_candidates_are_replayed_in_two_processes_with_the_one_process_advic
     if usable_cores() < 2:
         assert forks == 0  # one core: nothing runs beside this process
     elif shape == "one long run" and not keep:
-        # each share would decode the whole store again: one pass costs less (and with no project, no
+        # each share would replay the whole file again: one pass costs less (and with no project, no
         # cache model: pass one sums its tokens per byte itself, test_advise_sums_forked.py)
         assert forks == 0
     else:

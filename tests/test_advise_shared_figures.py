@@ -56,7 +56,8 @@ Figures = list[dict[str, Any]]
 
 
 def _run(db: Path, project: Path | None, priced: str) -> tuple[Figures, Figures, dict[str, int]]:
-    """Pass two's totals of the candidates, each candidate's replayed alone, and the calls counted in pass two."""
+    """Pass two's totals of the candidates, each candidate's replayed alone, and the calls counted in pass two
+    (`estimates`: a figure's tokens estimated, with a `CallFigure` or a lockstep class's with none)."""
     table, model = PRICED[priced]
     prices = parse_prices(LOW_MINIMUM, "low") if table else None
     base = recorded_knobs(project)
@@ -90,6 +91,8 @@ def _run(db: Path, project: Path | None, priced: str) -> tuple[Figures, Figures,
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(reuse, "_c_bytes", counting("c_bytes", reuse._c_bytes))
                 mp.setattr(tally, "estimate_tokens", counting("estimates", figures.estimate_tokens))
+                # (a lockstep class's figures, added with no CallFigure: `Tally.add_class`, its tokens so)
+                mp.setattr(tally, "tokens_of", counting("estimates", figures.tokens_of))
                 totals = await pass_two.in_one(reader, job, output, None)
             return [totals[name].as_dict() for name, _ in tried], alone
         finally:

@@ -86,7 +86,7 @@ def test_no_cache_model_pass_one_sums_the_recorded_calls_itself(shape: str, tmp_
     out, err, forks, passes = _advise(db, None, tmp_path / "reads.log")
     out_alone, err_alone, _, passes_alone = _advise(db, None, tmp_path / "reads.log", "--workers", "1")
     assert CALLS not in [kinds for _, kinds in passes + passes_alone]  # no pass over the recorded calls
-    assert [own for own, kinds in passes_alone if kinds != LEARNED] == [True, True]  # pass one, pass two
+    assert [own for own, kinds in passes_alone if kinds != LEARNED] == [True]  # pass one (two: its events, spilled)
     assert forks == (1 if shape == "many runs" and usable_cores() >= 2 else 0)  # (pass two's later range)
     assert out == out_alone
     assert err == err_alone
@@ -112,11 +112,11 @@ def test_the_recorded_calls_are_summed_in_a_forked_child_while_pass_one_replays(
         db, project, tmp_path / "reads.log", *PRICED, "--workers", "1"
     )
     assert forks_alone == 0
-    assert [own for own, _ in passes_alone] == [True, True, True]  # one process: the recorded calls, pass one, two
+    assert [own for own, _ in passes_alone] == [True, True]  # one process: the recorded calls, pass one
     assert passes_alone[0][1] == CALLS
     own = [kinds for mine, kinds in passes if mine and kinds != LEARNED]
     assert CALLS not in own  # no pass of its own over the recorded calls in the command's process
-    assert len(own) == 2  # pass one, and pass two (this process's range, or the whole long run)
+    assert len(own) == 1  # pass one (pass two replays pass one's events, set down in a file)
     assert [kinds for mine, kinds in passes if not mine].count(CALLS) == 1  # summed by a forked child
     assert forks == (2 if shape == "many runs" else 1)  # (many runs: pass two's later range forked too)
     assert out == out_alone
@@ -132,5 +132,5 @@ def test_no_core_free_the_recorded_calls_are_summed_before_pass_one(tmp_path: Pa
     out, _, forks, passes = _advise(db, project, tmp_path / "reads.log", *PRICED, load_below="0")
     out_alone, *_ = _advise(db, project, tmp_path / "reads.log", *PRICED, "--workers", "1")
     assert forks == 0
-    assert passes == [(True, CALLS), (True, passes[1][1]), (True, passes[1][1])]  # the calls, pass one, pass two
+    assert passes == [(True, CALLS), (True, passes[1][1])]  # the calls, pass one (pass two: its events, spilled)
     assert out == out_alone

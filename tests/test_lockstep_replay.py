@@ -209,15 +209,17 @@ def test_advice_identical_with_and_without_lockstep(monkeypatch: pytest.MonkeyPa
     assert with_lockstep == without
 
 
-def test_advice_identical_with_pass_two_read_from_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One worker on a store past the pool's size: pass one keeps no event, pass two reads the store again."""
+def test_advice_identical_with_pass_two_from_pass_ones_spilled_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One worker on a store past the pool's size: pass one keeps no event in memory, pass two replays
+    them from the file pass one set them down in (`SpilledEvents`)."""
     from zymi_tui.replay.advice import pass_two, run
+    from zymi_tui.replay.spilled_events import SpilledEvents
 
     kept = [asyncio.run(_advice_json(db, project, "gpt-4o")) for db, project in STORES]
     read_again: list[bool] = []
 
     def spy(reader: Any, **kwargs: Any) -> Any:
-        read_again.append(kwargs["events"] is None)
+        read_again.append(isinstance(kwargs["events"], SpilledEvents))
         return replay_groups(reader, **kwargs)
 
     monkeypatch.setattr(run, "WHATIF_POOL_MIN_EVENTS", 0)

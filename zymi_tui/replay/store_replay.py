@@ -35,9 +35,11 @@ from zymi_tui.replay.calls import Replayer
 from zymi_tui.replay.event_pages import event_pages
 from zymi_tui.replay.lockstep import lockstep_group, rejoined
 from zymi_tui.replay.simulated import SummaryEstimate
+from zymi_tui.replay.spilled_events import SpilledEvents
 from zymi_tui.replay.store_ends import StoreEnds, store_ends
 
-Events = AsyncGenerator[ReplayEvent, None] | list[ReplayEvent]  # decoded events, as they come or kept
+# decoded events, as they come, kept, or set down in a file
+Events = AsyncGenerator[ReplayEvent, None] | list[ReplayEvent] | SpilledEvents
 DECODED_PAGE = 256  # events kept decoded are replayed this many at a time (`replay_groups(events=[...])`)
 
 
@@ -140,8 +142,9 @@ async def replay_groups(
     event once, each build rendered under each set's knobs), a set forked off before the first build
     that would compact under its knobs, and joining the others again once both are idle.
 
-    `events`: the events `replay_events(reader, streams)` gives, already decoded, as they come or kept in
-    a list (`advise` replays the events of its first pass again, not decoding them twice).
+    `events`: the events `replay_events(reader, streams)` gives, already decoded, as they come, kept in
+    a list or set down in a file (`advise` replays the events of its first pass again, not reading and
+    decoding the store twice).
 
     `part`: only the events of one range of the store (`store_ranges`), replayed as the whole store's
     replay replays them (without `streams`).
@@ -171,6 +174,8 @@ async def replay_groups(
     after = 0 if part is None else part.after
     if events is None:
         source = event_pages(reader, streams, after=after)
+    elif isinstance(events, SpilledEvents):
+        source = _spilled_pages(events, after)
     else:
         source = _pages_of(events) if isinstance(events, list) else _one_by_one(events)
     only = alone[0] if len(alone) == 1 and not lockstep and not figures_only else None
@@ -221,6 +226,12 @@ async def _pages_of(events: list[ReplayEvent]) -> AsyncGenerator[Iterator[Replay
     """Events kept decoded, as pages of DECODED_PAGE."""
     for start in range(0, len(events), DECODED_PAGE):
         yield iter(events[start : start + DECODED_PAGE])
+
+
+async def _spilled_pages(events: SpilledEvents, after: int) -> AsyncGenerator[Iterator[ReplayEvent], None]:
+    """Events set down in a file, from the global id after `after`, a page at a time."""
+    for page in events.pages(after):
+        yield iter(page)
 
 
 async def _one_by_one(events: AsyncGenerator[ReplayEvent, None]) -> AsyncGenerator[Iterator[ReplayEvent], None]:

@@ -3,8 +3,10 @@
 
 Below the pool's size (`keep`) pass one's decoded events are kept for pass two, which replays them in
 this process, and so are its calls' figures (as `compare_profiles` keeps them: few beside the events).
-From it nothing of the store is kept: the tokens per byte are worked out from the store's recorded LLM
-calls alone (`recorded_call_sums`, as the pool does), so each call's figures are totalled as they come
+From it nothing of the store is kept in memory (with `spill`, its decoded events are set down in a
+temporary file for pass two: `SpilledEvents`, the store not read and decoded again): the tokens per
+byte are worked out from the store's recorded LLM calls alone (`recorded_call_sums`, as the pool
+does), so each call's figures are totalled as they come
 (`Tally`) and dropped. With no cache model (none reads a call's tokens as they come) the recorded calls
 are summed from the events pass one decodes anyway (`RecordedCalls`), and the tokens of the calls whose
 tokens are estimated at that tokens per byte are totalled at the end (`_Totalled.later`): no pass and no
@@ -55,6 +57,7 @@ from zymi_tui.replay.figures import (
     tokens_recorded,
 )
 from zymi_tui.replay.recorded_calls import CALL_KINDS, RecordedCalls, recorded_call_sums
+from zymi_tui.replay.spilled_events import SpilledEvents
 from zymi_tui.replay.store_ends import StoreEnds
 from zymi_tui.replay.tally import Tally
 
@@ -69,6 +72,7 @@ class PassOne:
     sums: tuple[int, int, int]  # their `recorded_sums`: what calibrates tokens per byte
     breakpoints: tuple[int, int] | None  # cache reads and writes with a breakpoint per request (est.)
     decoded: list[ReplayEvent] = field(default_factory=list)  # the events, when kept
+    spilled: SpilledEvents | None = None  # the events set down in a file, when asked (and none was refused)
 
 
 async def pass_one(
@@ -82,13 +86,16 @@ async def pass_one(
     breakpoints: CacheFamily | None,
     ends: StoreEnds,
     sums_from: StoreLocation | None = None,
+    spill: bool = False,
 ) -> PassOne:
     """Pass one (`common`: the keywords of `compare_profiles`; its `output` empty: the output tokens of the
     completions it replays are counted into it, as `recorded_output` counts them); `breakpoints`: the
     cache family whose reads and writes with a breakpoint at the end of every sent request are estimated;
     `ends`: the store's, read once for both passes; `sums_from` (not `keep`, a cache model): the store's
-    location, for a forked child to work out the tokens per byte while this process replays."""
+    location, for a forked child to work out the tokens per byte while this process replays; `spill` (not
+    `keep`): the decoded events set down in a temporary file for pass two (the caller closes it)."""
     decoded: list[ReplayEvent] = []
+    spilled = _spilled() if spill and not keep else None
     output: RecordedOutput = common["output"]  # counted here, read once the pass is over
     wanted = None if streams is None else set(streams)
 
@@ -97,6 +104,8 @@ async def pass_one(
             async for se in events:
                 if keep:
                     decoded.append(se)
+                elif spilled is not None:
+                    spilled.add(se)
                 if isinstance(se.kind, LlmCallCompleted) and (wanted is None or se.stream_id in wanted):
                     output.count(se.stream_id, se.source, se.kind)
                 if summed is not None:
@@ -153,6 +162,10 @@ async def pass_one(
             reader.problems[mark:mark] = await _call_rows(reader, reader.problems[mark:])
         elif totalled.tally is None:
             known()
+    except BaseException:
+        if spilled is not None:
+            spilled.close()
+        raise
     finally:
         if child is not None:
             child.stop()
@@ -162,7 +175,12 @@ async def pass_one(
     ratio, source = ratio_of(*totalled.sums)
     cmp = comparison_of(how, runs, ratio, source, common["model"], common["output"])
     model = totalled.model
-    return PassOne(cmp, totalled.sums, None if model is None else (totalled.read, totalled.written))
+    if spilled is not None:
+        spilled.finish()
+        if spilled.broken:  # (an event it could not encode: pass two reads the store again)
+            spilled.close()
+            spilled = None
+    return PassOne(cmp, totalled.sums, None if model is None else (totalled.read, totalled.written), spilled=spilled)
 
 
 class _Totalled:
@@ -211,6 +229,14 @@ class _Totalled:
             if model is not None and f.sent:
                 p = model.next(f)
                 self.read, self.written = self.read + p.cached, self.written + p.written
+
+
+def _spilled() -> SpilledEvents | None:
+    """A file for pass one's events (None where no temporary file can be made: pass two reads the store)."""
+    try:
+        return SpilledEvents()
+    except OSError:
+        return None
 
 
 async def _call_sums(reader: EventReader, streams: Sequence[str] | None) -> tuple[tuple[int, int, int], list[BadRow]]:

@@ -1,8 +1,9 @@
 """Pass two of `advise`: every candidate replayed over the store, in one pass in this process (`in_one`), or
 in two halves on two cores (`halves`): this process replays one half and a forked child the
 other, both from pass one's decoded events (the child has them by the fork: nothing is read, decoded or
-sent to it), or, from the size at which pass one keeps none (`WHATIF_POOL_MIN_EVENTS`), each reading its
-half's events from the store again (as one process would read them all). A store of many runs is cut
+sent to it), or, from the size at which pass one keeps none in memory (`WHATIF_POOL_MIN_EVENTS`), each
+reading its half's pages of the file pass one set them down in (`SpilledEvents`; where it could not,
+from the store again, as one process would read them all). A store of many runs is cut
 into two ranges (`store_ranges`: no stream on both sides), each replayed under every candidate: the two
 halves cost what one pass does. One long run (no such cut, or `--runs` given) has its candidates dealt
 in two shares (`deal_profiles`), each replayed over the whole store: each share builds every call's
@@ -10,8 +11,11 @@ context again (long_100k: 1.9 and 1.8 s of CPU against 2.6 s for one pass), so i
 core is free (`core_free`: idle over pass one): on a busy machine each session's processes share one
 slice of it (the kernel's autogroups, when enabled), and the second share would only add its CPU time
 (paired runs at load 10: 7.1x -> 9.1x the scan's CPU, no faster); and only from pass one's decoded
-events: where each share would decode the store again (long_1m, beside another busy process) the two
-used 78-84 s of CPU against one pass's 52-54 s, and took 70-80 s against 55-57. The child sends back its tallies
+events kept in memory: where each share would decode the store again (long_1m, beside another busy
+process) the two used 78-84 s of CPU against one pass's 52-54 s, and took 70-80 s against 55-57; and
+from its events set down in a file, at load ~2.4 the two used 65.0 s of CPU and took 49.9 s against
+one pass's 38.5-38.7 s and 39.0-39.3 s (each share's replay, not its candidates, is most of pass two
+there). The child sends back its tallies
 (pickled, a few per candidate) and they are added up and priced as the pool's are (`merge_totalled`):
 the figures are those of one pass in one process. The child is `forked.Forked` (only a process of its own
 forks)."""
@@ -35,6 +39,7 @@ from zymi_tui.replay.compare import collect_calls, profile_runs, tally_for
 from zymi_tui.replay.costs import Pricing
 from zymi_tui.replay.figures import RecordedOutput, Totals, call_figures
 from zymi_tui.replay.simulated import SummaryEstimate
+from zymi_tui.replay.spilled_events import SpilledEvents
 from zymi_tui.replay.store_ends import StoreEnds
 from zymi_tui.replay.store_ranges import learned_before, store_ranges
 from zymi_tui.replay.store_replay import Part, replay_groups
@@ -42,6 +47,7 @@ from zymi_tui.replay.sweep_pool import Totalled, deal_profiles, merge_totalled
 from zymi_tui.replay.tally import Tally
 
 Profiles = list[tuple[str, ContextKnobs | None]]
+Decoded = list[ReplayEvent] | SpilledEvents | None  # pass one's events: kept, set down in a file, or neither
 # below this many events one process replays the candidates: a fork, its pages copied as they are written
 # and its store opened again cost more than half of a small pass two saves
 HALVES_MIN_EVENTS = 20_000
@@ -92,7 +98,7 @@ class Half:
     again), read as `part` says (None: all of them)."""
 
     profiles: list[int]
-    events: list[ReplayEvent] | None
+    events: Decoded
     part: Part | None
 
 
@@ -101,12 +107,13 @@ async def halves(
     location: StoreLocation,
     job: PassTwo,
     output: RecordedOutput,
-    decoded: list[ReplayEvent] | None,
+    decoded: Decoded,
     idle: float | None = None,
 ) -> dict[str, Totals] | None:
     """Every candidate's totals (as `in_one` makes them), pass two in two halves; None
     when it is one long run and no core is free (the caller replays them in one pass). `decoded`: pass
-    one's events (None: not kept, each process reads its half's events from the store again); `idle`:
+    one's events (None: not kept, each process reads its half's events from the store again; set down in
+    a file: each process reads its half's pages of it); `idle`:
     the usable cores that stood idle over pass one (`IdleClock`), for `core_free`."""
     top = job.ends.top
     ranges = store_ranges(await reader.streams(), 2) if job.streams is None else [(0, top)]
@@ -114,13 +121,14 @@ async def halves(
     if len(ranges) == 2 and ranges[0][1] < top:
         everyone = list(range(len(job.tried)))
         seam = ranges[0][1]
-        first = later = None
-        if decoded is not None:
+        first: Decoded = decoded if isinstance(decoded, SpilledEvents) else None  # (each reads its pages)
+        later: Decoded = first
+        if isinstance(decoded, list):
             cut = bisect.bisect_right(decoded, seam, key=lambda se: se.global_id)
             first, later = decoded[:cut], decoded[cut:]
         mine = Half(everyone, first, Part(0, seam, SummaryEstimate(), job.ends))
         theirs = Half(everyone, later, Part(seam, top, await learned_before(reader, seam), job.ends))
-    elif decoded is not None and core_free(idle):  # (each share decoding the store again costs more than it saves)
+    elif isinstance(decoded, list) and core_free(idle):  # (not from a file: see the module)
         shares = deal_profiles(job.tried, job.recorded, 2)
         mine = Half(shares[0], decoded, Part(0, top, SummaryEstimate(), job.ends))
         theirs = Half(shares[1], decoded, Part(0, top, SummaryEstimate(), job.ends))
@@ -138,11 +146,9 @@ async def halves(
     return _priced(job, [mine.profiles, theirs.profiles], [own, other], output)
 
 
-async def in_one(
-    reader: EventReader, job: PassTwo, output: RecordedOutput, decoded: list[ReplayEvent] | None
-) -> dict[str, Totals]:
-    """Every candidate's totals, from one pass in this process over pass one's decoded events (None: over
-    the store, read again)."""
+async def in_one(reader: EventReader, job: PassTwo, output: RecordedOutput, decoded: Decoded) -> dict[str, Totals]:
+    """Every candidate's totals, from one pass in this process over pass one's decoded events (kept, or set
+    down in a file; None: over the store, read again)."""
     everyone = list(range(len(job.tried)))
     return _priced(job, [everyone], [await _replay_half(reader, job, Half(everyone, decoded, None))], output)
 

@@ -114,11 +114,12 @@ async def advise(
     `location` and more than one worker asked for (`workers`; by default ADVISE_WORKERS, this process),
     the candidates are replayed on a process pool (`replay_on_pool`: the store's ranges shared among the
     workers, each decoding its own) and pass one keeps nothing of the store; otherwise in this process (in
-    lockstep, `replay/lockstep.py`), from pass one's events kept decoded, or from the store read again
-    from WHATIF_POOL_MIN_EVENTS events. With `split` (a process of its own: it may fork), no `workers`
-    asked for and two cores, pass two is split between this process and a forked child (`pass_two`: by
-    range, or one long run's candidates while a core is free), from pass one's decoded events or, from
-    WHATIF_POOL_MIN_EVENTS events, each reading its half from the store; from that size, with `split` and
+    lockstep, `replay/lockstep.py`), from pass one's events kept decoded, or from WHATIF_POOL_MIN_EVENTS
+    events set down in a temporary file by pass one (`SpilledEvents`: memory stays flat, the store is not
+    read and decoded again). With `split` (a process of its own: it may fork), no `workers` asked for and
+    two cores, pass two is split between this process and a forked child (`pass_two`: by range, or below
+    that size one long run's candidates while a core is free), each from pass one's events, kept or set
+    down in a file (or, where the file failed, each reading its half from the store); from that size, with `split` and
     two cores, while a core is free (`core_free`: idle before pass one), pass one's tokens per byte are
     summed by a forked child while pass one replays, where a cache model prices the calls (without one,
     pass one sums them from the events it decodes: `pass_one`)."""
@@ -150,8 +151,9 @@ async def advise(
     forks = split and asked is None and location is not None and usable_cores() >= 2 and not keep and not pooled
     sums_from = location if forks and core_free(early.idle_cores()) else None
     one = await pass_one(
-        reader, project, streams, watch, common, keep=keep, breakpoints=bp, ends=ends, sums_from=sums_from
-    )
+        reader, project, streams, watch, common, keep=keep, breakpoints=bp, ends=ends, sums_from=sums_from,
+        spill=not keep and not pooled,  # (pass one's events set down in a temporary file for pass two)
+    )  # fmt: skip
     idle = clock.idle_cores()  # (over pass one: whether a forked child would have a core of its own)
     cmp0 = one.cmp
     signals = Signals(watch, cmp0, base, facts, await store_facts(reader), tool_bytes, prices, one.breakpoints)
@@ -163,15 +165,20 @@ async def advise(
     before = cmp0.profiles[0].total
     how = pricing(prices, model, facts.provider)
     job = PassTwo(project, _tried(candidates), base, streams, cmp0.tokens_per_byte, how, ends)
-    totals: dict[str, Totals] | None = None
-    if pooled and candidates:
-        assert location is not None
-        on_pool = (location, project, candidates, streams, common, one.sums, last_global_id, workers)
-        totals = await _candidates_on_pool(*on_pool)
-    elif split and asked is None and location is not None and candidates and in_halves(last_global_id):
-        totals = await halves(reader, location, job, output, one.decoded if keep else None, idle)
-    if totals is None:
-        totals = await in_one(reader, job, output, one.decoded if keep else None) if candidates else {}
+    decoded = one.decoded if keep else one.spilled  # (kept, set down in a file, or neither: the store again)
+    try:
+        totals: dict[str, Totals] | None = None
+        if pooled and candidates:
+            assert location is not None
+            on_pool = (location, project, candidates, streams, common, one.sums, last_global_id, workers)
+            totals = await _candidates_on_pool(*on_pool)
+        elif split and asked is None and location is not None and candidates and in_halves(last_global_id):
+            totals = await halves(reader, location, job, output, decoded, idle)
+        if totals is None:
+            totals = await in_one(reader, job, output, decoded) if candidates else {}
+    finally:
+        if one.spilled is not None:
+            one.spilled.close()
     obj = objective_for(before, prices.currency if prices is not None else "USD")
     for f in findings:
         rec = f.recommendation
