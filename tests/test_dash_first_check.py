@@ -15,6 +15,7 @@ from tests.tui_support import make_app, settle
 from tests.waiting import pilot_until
 from zymi_tui.events.store import EventReader
 from zymi_tui.events.verify_process import ChainSummary, CheckProcess
+from zymi_tui.tui.app import DashboardApp
 from zymi_tui.tui.model import format_size
 from zymi_tui.tui.source import store_from_spans
 
@@ -35,6 +36,13 @@ def held_check(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     return release
 
 
+def mounted(app: DashboardApp) -> bool:
+    try:
+        return app.main.reader is not None
+    except LookupError:  # (its screen not mounted yet)
+        return False
+
+
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 async def test_peaks_and_agent_steps_wait_for_the_first_check_by_a_process(
     size: tuple[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -52,7 +60,10 @@ async def test_peaks_and_agent_steps_wait_for_the_first_check_by_a_process(
     app = make_app(db)
     try:
         async with app.run_test(size=size) as pilot:
-            main = await settle(app, pilot)
+            # (not `settle`: the selected run, a chat stream of more than a page of events, has its newest page
+            # drawn at once and is read whole, from its index, once the check's verdict is in)
+            await pilot_until(pilot, lambda: mounted(app), "the dashboard")
+            main = app.main
 
             def banner() -> str:
                 return str(main.query_one("#banner").render())

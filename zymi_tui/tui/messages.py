@@ -58,6 +58,10 @@ class TailBatch(Message):
         self.events = events
 
 
+class FirstCheckDone(Message):
+    """The first hash-chain check by a process has its verdict, or failed: what waited for it can be read."""
+
+
 class StoreTrouble(Message):
     """The store could not be read (deleted, damaged, locked): shown in the banner, never fatal."""
 

@@ -78,6 +78,11 @@ class DashboardResults(DashboardSelection):
             self.bad_rows[bad.global_id] = bad.describe()
         self.update_banner()
 
+    def on_first_check_done(self, _: messages.FirstCheckDone) -> None:
+        key, self.index_after_check = self.index_after_check, None
+        if key is not None and key == self.selected:
+            self.load_run(key)  # (its newest events again, then its index)
+
     def on_store_trouble(self, msg: messages.StoreTrouble) -> None:
         if msg.text != self.trouble:
             self.notify(msg.text, severity="error", timeout=10)

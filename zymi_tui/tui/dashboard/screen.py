@@ -155,7 +155,7 @@ class MainScreen(DashboardLaunchers):
         if self.checked_by_a_process():
             self.verify_chains()
         else:
-            self.first_check_done.set()  # (the check comes once every run is listed: nothing waits for it)
+            self.first_check_over()  # (the check comes once every run is listed: nothing waits for it)
         if first is None:
             self.reload_runs(newest_first=self.target.run is None)
         elif first.whole:
