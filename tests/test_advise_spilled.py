@@ -161,3 +161,47 @@ def test_an_event_it_cannot_encode_leaves_it_broken(tmp_path: Path) -> None:
         assert spilled.broken
     finally:
         spilled.close()
+
+
+def _file_at(spilled: Any) -> str:
+    """Where the kernel says the spilled file is (an unnamed file: its folder, then `#inode (deleted)`)."""
+    import os
+
+    return os.readlink(f"/proc/self/fd/{spilled._fd}")
+
+
+def test_the_file_is_made_beside_the_store_not_in_the_temporary_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A temporary folder may be a tmpfs (memory): the file goes on the store's own disk where it can."""
+    import tempfile
+
+    from zymi_tui.events.location import SqliteStore
+    from zymi_tui.replay.spilled_events import SpilledEvents
+
+    (tmp_path / "store").mkdir()
+    (tmp_path / "temp").mkdir()
+    db, project = _store("one long run", tmp_path / "store")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    seen: list[str] = []
+    real = SpilledEvents.pages
+
+    def pages(self: SpilledEvents, after: int = 0) -> Any:
+        seen.append(_file_at(self))
+        return real(self, after)
+
+    monkeypatch.setattr(SpilledEvents, "pages", pages)
+    monkeypatch.setattr(advice_run, "WHATIF_POOL_MIN_EVENTS", 1)
+
+    async def run() -> Any:
+        async with await SqliteReader.open(db) as reader:
+            return await advise(reader, project, location=SqliteStore(db), split=False)
+
+    assert asyncio.run(run()).tried > 0
+    assert seen and all(link.startswith(f"{db.parent}/") for link in seen), seen
+    # a folder no file can be made in: the temporary folder's
+    spilled = SpilledEvents(tmp_path / "gone")
+    try:
+        assert _file_at(spilled).startswith(f"{tmp_path / 'temp'}/")
+    finally:
+        spilled.close()

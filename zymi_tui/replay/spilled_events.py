@@ -1,15 +1,15 @@
 """A replay's decoded events set down in a temporary file, to be replayed again without the store.
 
 From the size at which `advise`'s pass one keeps no decoded events (memory stays flat), its pass two read
-the store again and decoded every row a second time (JSON, checked strictly, on a reader's thread). Set
-down here instead, each page of events is encoded with msgpack as pass one decodes them (~0.1 s of CPU
-per 100k events) and written to an unnamed temporary file (no memory of the process's own: the page
-cache's), then read back a page at a time and decoded with no checks to make (they were made). An event
-comes back equal to the one set down (`==`): its envelope as plain values, its payload as its kind's
-struct, a message field (`MESSAGE_FIELDS`) as the tagged value zymi writes (`dump_message`), decoded by
-the hook the store's rows are decoded with. An event that cannot be encoded (an integer past 64 bits in a
-free-form field), or a page the file cannot take (its disk full), leaves the file `broken` (and dropped):
-its reader reads the store again, as before.
+the store again and decoded every row a second time (JSON, checked strictly, on a reader's thread). Set down
+here instead, each page of events is encoded with msgpack as pass one decodes them (~0.1 s of CPU per 100k
+events) and written to an unnamed temporary file (no memory of the process's own: the page cache's; beside
+the store where it can be: a temporary folder may be a `tmpfs`, memory), then read back a page at a time and
+decoded with no checks to make (they were made). An event comes back equal to the one set down (`==`): its
+envelope as plain values, its payload as its kind's struct, a message field (`MESSAGE_FIELDS`) as the tagged
+value zymi writes (`dump_message`), decoded by the hook the store's rows are decoded with. An event that
+cannot be encoded (an integer past 64 bits in a free-form field), or a page the file cannot take (its disk
+full), leaves the file `broken` (and dropped): its reader reads the store again, as before.
 
 Pages are read with `os.pread` (no shared file offset), so a process forked from the writer reads them too."""
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import msgspec
 from msgspec.structs import replace
@@ -27,6 +28,7 @@ from zymi_tui.events import kinds as k
 from zymi_tui.events.messages import decode_hook, dump_message
 from zymi_tui.events.replay_view import ReplayEvent, ReplayKind
 
+PREFIX = "zymi-tui-replay-"  # (a name seen only where the system cannot make a file with none)
 SPILL_PAGE = 256  # events encoded and written together
 KINDS: tuple[type[Any], ...] = ReplayKind.__args__
 KIND_INDEX = {cls: i for i, cls in enumerate(KINDS)}
@@ -37,8 +39,10 @@ _Row = tuple[int, str, int, str, str, str | None, int, msgspec.Raw]  # the last:
 class SpilledEvents:
     """Events `add`ed in global order, read back as pages (`pages`); `close` drops the file."""
 
-    def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile(prefix="zymi-tui-replay-")  # noqa: SIM115  # (closed by `close`)
+    def __init__(self, folder: Path | None = None) -> None:
+        """In `folder` (a store's: on its disk, which holds the store) or, where none is given or no file can
+        be made in it, in the temporary folder (OSError: not there either)."""
+        self._file = _unnamed_file(folder)
         self._fd = self._file.fileno()
         self._encoder = msgspec.msgpack.Encoder()
         self._held: list[ReplayEvent] = []
@@ -94,6 +98,15 @@ class SpilledEvents:
     def close(self) -> None:
         self._held = []
         self._file.close()
+
+
+def _unnamed_file(folder: Path | None) -> IO[bytes]:
+    if folder is not None:
+        try:
+            return tempfile.TemporaryFile(prefix=PREFIX, dir=folder)
+        except OSError:
+            pass  # (a folder one may not write in, a read-only disk)
+    return tempfile.TemporaryFile(prefix=PREFIX)
 
 
 def _row(se: ReplayEvent) -> tuple[Any, ...]:

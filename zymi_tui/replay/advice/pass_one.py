@@ -87,15 +87,17 @@ async def pass_one(
     ends: StoreEnds,
     sums_from: StoreLocation | None = None,
     spill: bool = False,
+    spill_in: Path | None = None,
 ) -> PassOne:
     """Pass one (`common`: the keywords of `compare_profiles`; its `output` empty: the output tokens of the
     completions it replays are counted into it, as `recorded_output` counts them); `breakpoints`: the
     cache family whose reads and writes with a breakpoint at the end of every sent request are estimated;
     `ends`: the store's, read once for both passes; `sums_from` (not `keep`, a cache model): the store's
     location, for a forked child to work out the tokens per byte while this process replays; `spill` (not
-    `keep`): the decoded events set down in a temporary file for pass two (the caller closes it)."""
+    `keep`): the decoded events set down in a temporary file for pass two (the caller closes it), made in
+    the folder `spill_in` where it can be."""
     decoded: list[ReplayEvent] = []
-    spilled = _spilled() if spill and not keep else None
+    spilled = _spilled(spill_in) if spill and not keep else None
     output: RecordedOutput = common["output"]  # counted here, read once the pass is over
     wanted = None if streams is None else set(streams)
 
@@ -231,10 +233,10 @@ class _Totalled:
                 self.read, self.written = self.read + p.cached, self.written + p.written
 
 
-def _spilled() -> SpilledEvents | None:
+def _spilled(folder: Path | None) -> SpilledEvents | None:
     """A file for pass one's events (None where no temporary file can be made: pass two reads the store)."""
     try:
-        return SpilledEvents()
+        return SpilledEvents(folder)
     except OSError:
         return None
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from zymi_tui.context.knobs import ContextKnobs, make_knobs
 from zymi_tui.cores import usable_cores
-from zymi_tui.events.location import StoreLocation
+from zymi_tui.events.location import SqliteStore, StoreLocation
 from zymi_tui.events.store import EventReader
 from zymi_tui.replay.advice.idle_cores import IdleClock
 from zymi_tui.replay.advice.model import (
@@ -153,6 +153,7 @@ async def advise(
     one = await pass_one(
         reader, project, streams, watch, common, keep=keep, breakpoints=bp, ends=ends, sums_from=sums_from,
         spill=not keep and not pooled,  # (pass one's events set down in a temporary file for pass two)
+        spill_in=location.path.parent if isinstance(location, SqliteStore) else None,
     )  # fmt: skip
     idle = clock.idle_cores()  # (over pass one: whether a forked child would have a core of its own)
     cmp0 = one.cmp
