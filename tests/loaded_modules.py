@@ -11,12 +11,18 @@ RUN = """
 import json, sys
 modules_file = sys.argv[1]
 sys.argv = ["zymi-tui", *sys.argv[2:]]
-from zymi_tui.cli import main
-try:
-    code = main()
-finally:
+import zymi_tui.cli as cli
+def dump():
     with open(modules_file, "w") as f:
         json.dump(sorted(sys.modules), f)
+def exit_now(code, ends=cli.exit_now):  # (a command that ends its process at once: `cli.EXIT_AT_ONCE`)
+    dump()
+    ends(code)
+cli.exit_now = exit_now
+try:
+    code = cli.main()
+finally:
+    dump()
 raise SystemExit(code)
 """
 

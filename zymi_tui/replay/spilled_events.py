@@ -16,7 +16,6 @@ Pages are read with `os.pread` (no shared file offset), so a process forked from
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -101,6 +100,8 @@ class SpilledEvents:
 
 
 def _unnamed_file(folder: Path | None) -> IO[bytes]:
+    import tempfile  # (here: `replay --json` loads no more than it needs; tempfile loads random)
+
     if folder is not None:
         try:
             return tempfile.TemporaryFile(prefix=PREFIX, dir=folder)
