@@ -6,16 +6,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# python -c RUN MODULES_FILE ARGS...: `zymi-tui ARGS...`, then the module names into MODULES_FILE
-RUN = """
+
+def probe(start: str, names: str = "sys.modules") -> str:
+    """A script that runs `start` (it sets `modules_file` and `sys.argv`), then `zymi-tui`'s main, and writes
+    the module names `names` (an expression over `sys.modules`) as JSON into `modules_file` when the command
+    is over: as it returns, raises, or ends its process at once (`cli.EXIT_AT_ONCE`, `cli.exit_now`)."""
+    return f"""
 import json, sys
-modules_file = sys.argv[1]
-sys.argv = ["zymi-tui", *sys.argv[2:]]
+{start}
 import zymi_tui.cli as cli
 def dump():
     with open(modules_file, "w") as f:
-        json.dump(sorted(sys.modules), f)
-def exit_now(code, ends=cli.exit_now):  # (a command that ends its process at once: `cli.EXIT_AT_ONCE`)
+        json.dump(sorted({names}), f)
+def exit_now(code, ends=cli.exit_now):
     dump()
     ends(code)
 cli.exit_now = exit_now
@@ -25,6 +28,10 @@ finally:
     dump()
 raise SystemExit(code)
 """
+
+
+# python -c RUN MODULES_FILE ARGS...: `zymi-tui ARGS...`, then the module names into MODULES_FILE
+RUN = probe('modules_file = sys.argv[1]\nsys.argv = ["zymi-tui", *sys.argv[2:]]')
 
 
 def loaded(modules_file: Path, names: tuple[str, ...]) -> list[str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile_stores import HOSTILE, UNREADABLE, make_store_sync
+from tests.loaded_modules import probe
 from zymi_tui.events import sqlite_read
 from zymi_tui.events.sqlite_inline import AwaitedLoop, run_inline
 from zymi_tui.events.sqlite_read import SqliteReader
@@ -31,27 +32,14 @@ LOOP_MODULES = ("asyncio", "aiosqlite", "ssl")
 # argv: MODE (inline: as the command runs; loop: SQLite locations not recognised, so the event loop's path)
 # MODULES_FILE then the command line; the modules loaded are written to MODULES_FILE after the command
 # (before the process ends, for a command that ends it at once)
-RUN = f"""
-import json, sys
-mode, modules_file = sys.argv[1], sys.argv[2]
+RUN = probe(
+    """mode, modules_file = sys.argv[1], sys.argv[2]
 sys.argv = ["zymi-tui", *sys.argv[3:]]
 if mode == "loop":
     import zymi_tui.commands.common as cmds
-    cmds.SqliteStore = type("NotASqliteStore", (), {{}})
-import zymi_tui.cli as cli
-def dump():
-    with open(modules_file, "w") as f:
-        json.dump(sorted(m for m in sys.modules if m.split(".")[0] in {LOOP_MODULES!r}), f)
-def exit_now(code, ends=cli.exit_now):  # (a command that ends its process at once: `cli.EXIT_AT_ONCE`)
-    dump()
-    ends(code)
-cli.exit_now = exit_now
-try:
-    code = cli.main()
-finally:
-    dump()
-raise SystemExit(code)
-"""
+    cmds.SqliteStore = type("NotASqliteStore", (), {})""",
+    f"m for m in sys.modules if m.split('.')[0] in {LOOP_MODULES!r}",
+)
 
 
 def _replay(mode: str, tmp: Path, *args: str) -> tuple[subprocess.CompletedProcess[bytes], list[str]]:
