@@ -93,7 +93,7 @@ def test_a_disk_full_sends_pass_two_to_the_store(tmp_path: Path, monkeypatch: py
     db, project = _store("one long run", tmp_path)
     rows_kept, kept = _advise(db, project, monkeypatch, keep=True)
     written = 0
-    real = spilled_events._write_all
+    real = spilled_events.write_all
 
     def full(fd: int, data: bytes) -> None:
         nonlocal written
@@ -102,7 +102,7 @@ def test_a_disk_full_sends_pass_two_to_the_store(tmp_path: Path, monkeypatch: py
         written += 1
         real(fd, data)
 
-    monkeypatch.setattr(spilled_events, "_write_all", full)
+    monkeypatch.setattr(spilled_events, "write_all", full)
     rows_spilled, spilled = _advise(db, project, monkeypatch, keep=False)
     assert written == 1
     assert rows_spilled == 2 * rows_kept  # the store read again by pass two

@@ -11,6 +11,7 @@ Unlinking a file whose blocks are on disk waits on the disk (ext4's journal), ~2
 while other writers are busy, which unlinks on several threads share: 8,000 files of 20 kB written
 35 s before, 20.6 s of wall on one thread, 1.0 s on 8, 0.5 s on 16 (0.26-0.49 s of CPU each way).
 Cheaper still is no new file: a file that already holds the bytes to be written is kept (`kept_if_same`).
+And the plain write every writer of a descriptor needs: all of some bytes (`write_all`).
 """
 
 from __future__ import annotations
@@ -108,6 +109,14 @@ def _unlink_all(folder: int, names: list[str]) -> None:
     for name in names:
         with contextlib.suppress(OSError):  # (a folder, or gone: rmtree's to meet)
             os.unlink(name, dir_fd=folder)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to `fd` (`os.write` may take a part of it: a pipe, a signal, a full disk's last
+    bytes)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def new_file_mode() -> int:

@@ -18,6 +18,7 @@ from zymi_tui.cores import usable_cores
 from zymi_tui.events.factory import open_reader
 from zymi_tui.events.runs import list_runs
 from zymi_tui.events.store import EventReader
+from zymi_tui.file_swap import write_all
 from zymi_tui.malloc_arenas import cap_malloc_arenas
 from zymi_tui.tui.chain_freshness import start_check
 from zymi_tui.tui.launch import choose_target
@@ -80,9 +81,7 @@ def _send(fd: int, value: object) -> None:
     except Exception:  # an error that does not pickle: its type and text
         data = pickle.dumps((False, RuntimeError(f"{type(value).__name__}: {value}")))
     for part in (_LENGTH.pack(len(data)), data):
-        view = memoryview(part)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, part)
 
 
 class _PipeFile:

@@ -26,6 +26,7 @@ from msgspec.structs import replace
 from zymi_tui.events import kinds as k
 from zymi_tui.events.messages import decode_hook, dump_message
 from zymi_tui.events.replay_view import ReplayEvent, ReplayKind
+from zymi_tui.file_swap import write_all
 
 PREFIX = "zymi-tui-replay-"  # (a name seen only where the system cannot make a file with none)
 SPILL_PAGE = 256  # events encoded and written together
@@ -69,7 +70,7 @@ class SpilledEvents:
             return
         try:
             data = self._encoder.encode([_row(se) for se in held])
-            _write_all(self._fd, data)
+            write_all(self._fd, data)
         except (OverflowError, TypeError, ValueError, msgspec.EncodeError, OSError):
             self.broken = True
             self._file.close()  # (what it holds is of no use now)
@@ -121,9 +122,3 @@ def _row(se: ReplayEvent) -> tuple[Any, ...]:
         if message is not None:  # (as zymi writes it: the struct alone does not say which message it is)
             kind = replace(kind, **{field: dump_message(message)})
     return (se.global_id, se.stream_id, se.sequence, se.timestamp, se.source, se.correlation_id, KIND_INDEX[cls], kind)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]

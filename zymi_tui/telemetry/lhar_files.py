@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from zymi_tui.errors import UserError
-from zymi_tui.file_swap import SetAside, is_new_like, kept_if_same, lstat_or_none, new_file_mode
+from zymi_tui.file_swap import SetAside, is_new_like, kept_if_same, lstat_or_none, new_file_mode, write_all
 from zymi_tui.telemetry.lhar_entry import LharEntry
 from zymi_tui.telemetry.lhar_text import json_line, session_line
 
@@ -68,12 +68,6 @@ class _Pending:
         self.fd: int | None = None
         self.chunks: list[bytes] = []
         self.size = 0
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 class LharFiles:
@@ -141,7 +135,7 @@ class LharFiles:
                 return
             p.fd = self._opened(conversation, old)
             self.started.add(conversation)
-        _write_all(p.fd, data)
+        write_all(p.fd, data)
         p.chunks.clear()
         p.size = 0
 
@@ -186,7 +180,7 @@ class LharFiles:
         fd = self._opened(conversation)
         try:
             while chunk := lines.read(FILE_BUFFER << 4):
-                _write_all(fd, chunk)
+                write_all(fd, chunk)
                 self.entries += chunk.count(b"\n")  # (a JSON line holds no other newline)
         finally:
             if self._path(conversation) is not None:
